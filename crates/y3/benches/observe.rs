@@ -1,0 +1,2 @@
+//! Criterion benches for the observer (written next).
+fn main() {}

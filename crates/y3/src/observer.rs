@@ -1,0 +1,799 @@
+//! The streaming key observer: one state machine for one-shot and chunked input.
+//!
+//! The observer walks TLV headers as bytes arrive. For every packet it decides, from the
+//! header alone, to *skip* it (count its length down, never copy), *enter* it (its key is a
+//! prefix of a subscribed path) or *take* it (its key ends a subscribed path). A taken value
+//! is handed out as soon as its last byte has arrived: borrowed from the input when it lies
+//! in one chunk, assembled in an internal buffer only when it straddles chunks.
+//!
+//! ```text
+//!   input chunks:  | 80 81 61 01 01 | 61 02 02 ff 3f ... | 20 02 ff 3f 21 ...
+//!                    ^  ^  ^-skip-^   ^-skip-^              ^ take 0x20
+//!                    |  length 225
+//!                    node 0x00: enter (path 0x00/0x20)
+//! ```
+//!
+//! State survives chunk boundaries: a header split across chunks is kept in a 9-byte
+//! scratch buffer (the longest header), a skipped value is a counter, and a taken value is
+//! either borrowed or assembled. "Need more bytes" is not an error; truncation is reported
+//! only by [`Observer::finish`].
+
+use alloc::vec::Vec;
+
+use crate::tag::{Header, MAX_HEADER_LEN};
+use crate::{Config, DecodeError, Packet, Tag};
+
+/// Longest key path an observer accepts.
+pub const MAX_PATH_DEPTH: usize = 16;
+
+/// Most subscriptions one observer holds.
+pub const MAX_SUBSCRIPTIONS: usize = 64;
+
+/// Why a set of key paths cannot be observed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PathError {
+    /// A path has no keys.
+    #[error("empty key path")]
+    Empty,
+    /// A path is longer than [`MAX_PATH_DEPTH`].
+    #[error("key path of {len} keys exceeds {max}")]
+    TooDeep {
+        /// Keys in the path.
+        len: usize,
+        /// The maximum.
+        max: usize,
+    },
+    /// More than [`MAX_SUBSCRIPTIONS`] paths, or none.
+    #[error("{count} subscriptions, expected 1..={max}")]
+    Count {
+        /// Paths given.
+        count: usize,
+        /// The maximum.
+        max: usize,
+    },
+    /// One path is a prefix of (or equal to) another.
+    #[error("path {shorter} is a prefix of path {longer}")]
+    Overlap {
+        /// Index of the shorter path.
+        shorter: usize,
+        /// Index of the longer path.
+        longer: usize,
+    },
+    /// A path string is not `0x10/0x11`-style keys.
+    #[error("invalid key in path at byte {at}")]
+    Syntax {
+        /// Byte offset of the bad key.
+        at: usize,
+    },
+}
+
+impl PathError {
+    /// The stable snake_case name of this error.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Empty => "empty_path",
+            Self::TooDeep { .. } => "path_too_deep",
+            Self::Count { .. } => "path_count",
+            Self::Overlap { .. } => "path_overlap",
+            Self::Syntax { .. } => "path_syntax",
+        }
+    }
+}
+
+/// Parses a key path such as `0x10/0x11` or `16/17` (hex with `0x`, else decimal).
+///
+/// # Errors
+/// [`PathError::Syntax`], [`PathError::Empty`], [`PathError::TooDeep`].
+///
+/// ```
+/// assert_eq!(y3::parse_path("0x10/0x11").unwrap(), [0x10, 0x11]);
+/// assert!(y3::parse_path("0x10//1").is_err());
+/// ```
+pub fn parse_path(text: &str) -> Result<Vec<u32>, PathError> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(PathError::Empty);
+    }
+    let mut keys = Vec::new();
+    let mut at = 0;
+    for part in text.split('/') {
+        let key = if let Some(hex) = part.strip_prefix("0x").or_else(|| part.strip_prefix("0X")) {
+            u32::from_str_radix(hex, 16)
+        } else {
+            part.parse::<u32>()
+        };
+        keys.push(key.map_err(|_| PathError::Syntax { at })?);
+        at += part.len() + 1;
+    }
+    if keys.len() > MAX_PATH_DEPTH {
+        return Err(PathError::TooDeep {
+            len: keys.len(),
+            max: MAX_PATH_DEPTH,
+        });
+    }
+    Ok(keys)
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Path {
+    ids: [u32; MAX_PATH_DEPTH],
+    len: usize,
+}
+
+/// One open node along the walk.
+#[derive(Debug, Clone, Copy)]
+struct Level {
+    /// Absolute stream offset where the node's value ends (`u64::MAX` at the top).
+    end: u64,
+    /// Subscriptions whose keys matched every enclosing node so far.
+    active: u64,
+}
+
+const TOP: Level = Level {
+    end: u64::MAX,
+    active: 0,
+};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// At a header boundary; `hlen` bytes of a split header may wait in `hbuf`.
+    Head,
+    /// Counting a skipped value down until the stream offset reaches `end`.
+    Skip { end: u64 },
+    /// Assembling a taken value that straddles chunks, until offset `end`.
+    Take { end: u64, sub: usize, tag: Tag },
+}
+
+/// What one call to [`Observer::feed`] did.
+#[derive(Debug)]
+pub struct Fed<'a> {
+    /// Bytes of the input consumed. Feed the rest (`&input[consumed..]`) next.
+    pub consumed: usize,
+    /// The value that completed, if any. `None` with all input consumed means "feed more".
+    pub observed: Option<Observed<'a>>,
+}
+
+/// A value taken for a subscription.
+#[derive(Debug, Clone, Copy)]
+pub struct Observed<'a> {
+    /// Index of the subscribed path (in the order given to [`Observer::new`]).
+    pub sub: usize,
+    /// The packet: tag, value bytes and the typed accessors of [`Packet`].
+    pub packet: Packet<'a>,
+    /// Whether the value straddled chunks and was copied into the observer's buffer.
+    pub assembled: bool,
+}
+
+impl<'a> core::ops::Deref for Observed<'a> {
+    type Target = Packet<'a>;
+
+    fn deref(&self) -> &Packet<'a> {
+        &self.packet
+    }
+}
+
+/// Incremental decoder that pulls subscribed keys out of a stream of packets.
+///
+/// One observer serves a whole byte stream: any number of top-level packets in a row, fed
+/// in chunks of any size. A one-shot decode is the same machine fed everything at once and
+/// then [`finish`](Observer::finish)ed.
+///
+/// # Examples
+///
+/// ```
+/// use y3::{Config, Observer};
+///
+/// // Node 0x10 { float32 0x11 = 1.5, int64 0x12 = -1 }, arriving in two chunks.
+/// let packet = [0x90, 0x07, 0x11, 0x02, 0x3f, 0xc0, 0x12, 0x01, 0x7f];
+/// let mut observer = Observer::new(Config::DEFAULT, &[&[0x10, 0x11]]).unwrap();
+/// let mut seen = Vec::new();
+/// for chunk in packet.chunks(4) {
+///     observer.feed_each(chunk, |v| seen.push(v.f32().unwrap()))?;
+/// }
+/// observer.finish()?;
+/// assert_eq!(seen, [1.5]);
+/// # Ok::<(), y3::DecodeError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Observer {
+    config: Config,
+    paths: Vec<Path>,
+    all: u64,
+    validate: bool,
+    /// The current level; `parents` holds the enclosing ones.
+    cur: Level,
+    parents: Vec<Level>,
+    state: State,
+    /// Stream offset of the first byte of the next `feed` input.
+    pos: u64,
+    hbuf: [u8; MAX_HEADER_LEN],
+    hlen: usize,
+    assembled: Vec<u8>,
+    clear_assembled: bool,
+    started: u64,
+}
+
+impl Observer {
+    /// An observer of the given key paths (`&[&[0x10, 0x11]]`: child 0x11 of each top-level
+    /// packet 0x10).
+    ///
+    /// # Errors
+    /// [`PathError`] for empty, overlong, overlapping or too many paths.
+    pub fn new(config: Config, paths: &[&[u32]]) -> Result<Observer, PathError> {
+        if paths.is_empty() || paths.len() > MAX_SUBSCRIPTIONS {
+            return Err(PathError::Count {
+                count: paths.len(),
+                max: MAX_SUBSCRIPTIONS,
+            });
+        }
+        let mut stored = Vec::with_capacity(paths.len());
+        for (i, path) in paths.iter().enumerate() {
+            if path.is_empty() {
+                return Err(PathError::Empty);
+            }
+            if path.len() > MAX_PATH_DEPTH {
+                return Err(PathError::TooDeep {
+                    len: path.len(),
+                    max: MAX_PATH_DEPTH,
+                });
+            }
+            for (j, other) in paths[..i].iter().enumerate() {
+                let (shorter, longer) = if other.len() <= path.len() {
+                    (j, i)
+                } else {
+                    (i, j)
+                };
+                if paths[longer].starts_with(paths[shorter]) {
+                    return Err(PathError::Overlap { shorter, longer });
+                }
+            }
+            let mut ids = [0; MAX_PATH_DEPTH];
+            ids[..path.len()].copy_from_slice(path);
+            stored.push(Path {
+                ids,
+                len: path.len(),
+            });
+        }
+        let all = if paths.len() == 64 {
+            u64::MAX
+        } else {
+            (1u64 << paths.len()) - 1
+        };
+        Ok(Observer {
+            config,
+            paths: stored,
+            all,
+            validate: false,
+            cur: Level { active: all, ..TOP },
+            parents: Vec::new(),
+            state: State::Head,
+            pos: 0,
+            hbuf: [0; MAX_HEADER_LEN],
+            hlen: 0,
+            assembled: Vec::new(),
+            clear_assembled: false,
+            started: 0,
+        })
+    }
+
+    /// An observer with no subscriptions that only checks well-formedness (see
+    /// [`Observer::validating`]).
+    pub fn validator(config: Config) -> Observer {
+        let mut observer = Observer {
+            config,
+            paths: Vec::new(),
+            all: 0,
+            validate: true,
+            cur: TOP,
+            parents: Vec::new(),
+            state: State::Head,
+            pos: 0,
+            hbuf: [0; MAX_HEADER_LEN],
+            hlen: 0,
+            assembled: Vec::new(),
+            clear_assembled: false,
+            started: 0,
+        };
+        observer.reset();
+        observer
+    }
+
+    /// Whole-packet validation: also enter every node that no path needs, so that every
+    /// header in the stream is checked against its node and the depth limit. Slower than
+    /// observing (every TLV is visited), and only possible where the wire marks nodes (not
+    /// in `draft02`).
+    pub fn validating(mut self, validate: bool) -> Observer {
+        self.validate = validate;
+        self
+    }
+
+    /// Forgets all stream state, keeping the subscriptions and buffers, so that one observer
+    /// can serve many independent one-shot decodes without allocating.
+    pub fn reset(&mut self) {
+        self.cur = Level {
+            active: self.all,
+            ..TOP
+        };
+        self.parents.clear();
+        self.state = State::Head;
+        self.pos = 0;
+        self.hlen = 0;
+        self.assembled.clear();
+        self.clear_assembled = false;
+        self.started = 0;
+    }
+
+    /// The dialect and limits in use.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Bytes consumed since creation or the last [`reset`](Observer::reset).
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// Top-level packets completed so far.
+    pub fn packets(&self) -> u64 {
+        if self.at_boundary() {
+            self.started
+        } else {
+            self.started - 1
+        }
+    }
+
+    fn at_boundary(&self) -> bool {
+        self.state == State::Head && self.hlen == 0 && self.parents.is_empty()
+    }
+
+    /// Consumes input until a subscribed value completes or the input runs out.
+    ///
+    /// Returns how many bytes were consumed and the completed value, if any. Call again with
+    /// the unconsumed rest; an empty `observed` with everything consumed means "feed more".
+    /// The value borrows the input when it lay in one chunk, else the observer's buffer.
+    ///
+    /// # Errors
+    /// Any header error ([`DecodeError::NegativeLength`], [`DecodeError::TooLong`],
+    /// [`DecodeError::ChildOverflow`], ...). After an error the observer's state is
+    /// unspecified; [`reset`](Observer::reset) it before reuse.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut obs = y3::Observer::new(y3::Config::DEFAULT, &[&[0x11]]).unwrap();
+    /// // Two top-level packets: 0x12 = 5 (skipped), 0x11 = "hi" (taken).
+    /// let input = [0x12, 0x01, 0x05, 0x11, 0x02, b'h', b'i'];
+    /// let fed = obs.feed(&input)?;
+    /// assert_eq!(fed.consumed, 7);
+    /// let value = fed.observed.unwrap();
+    /// assert_eq!(value.str()?, "hi");
+    /// assert!(!value.assembled);
+    /// # Ok::<(), y3::DecodeError>(())
+    /// ```
+    pub fn feed<'a>(&'a mut self, input: &'a [u8]) -> Result<Fed<'a>, DecodeError> {
+        if self.clear_assembled {
+            self.assembled.clear();
+            self.clear_assembled = false;
+        }
+        let mut off = 0usize;
+        loop {
+            match self.state {
+                State::Head => {
+                    let start;
+                    let h = if self.hlen == 0 {
+                        let rest = &input[off..];
+                        if rest.is_empty() {
+                            self.pos += off as u64;
+                            return Ok(Fed {
+                                consumed: off,
+                                observed: None,
+                            });
+                        }
+                        start = self.pos + off as u64;
+                        match Header::parse(rest, &self.config) {
+                            Ok(Some(h)) => {
+                                off += h.head_len;
+                                h
+                            }
+                            Ok(None) => {
+                                self.check_partial_header(start, rest.len())?;
+                                self.hbuf[..rest.len()].copy_from_slice(rest);
+                                self.hlen = rest.len();
+                                self.pos += input.len() as u64;
+                                return Ok(Fed {
+                                    consumed: input.len(),
+                                    observed: None,
+                                });
+                            }
+                            Err(e) => return Err(self.canonical_error(start, rest, e)),
+                        }
+                    } else {
+                        start = self.pos + off as u64 - self.hlen as u64;
+                        let n = (MAX_HEADER_LEN - self.hlen).min(input.len() - off);
+                        self.hbuf[self.hlen..self.hlen + n].copy_from_slice(&input[off..off + n]);
+                        let buf = &self.hbuf[..self.hlen + n];
+                        match Header::parse(buf, &self.config) {
+                            Ok(Some(h)) => {
+                                off += h.head_len - self.hlen;
+                                self.hlen = 0;
+                                h
+                            }
+                            Ok(None) => {
+                                self.check_partial_header(start, buf.len())?;
+                                self.hlen += n;
+                                off += n;
+                                self.pos += off as u64;
+                                return Ok(Fed {
+                                    consumed: off,
+                                    observed: None,
+                                });
+                            }
+                            Err(e) => {
+                                let buf = self.hbuf;
+                                return Err(self.canonical_error(start, &buf[..self.hlen + n], e));
+                            }
+                        }
+                    };
+                    // `off` now points at the value; `start` is the header's stream offset.
+                    let body_end = self.check_bounds(start, &h)?;
+                    match self.decide(&h) {
+                        Action::Skip => {
+                            let avail = (input.len() - off) as u64;
+                            if h.len <= avail {
+                                // `h.len <= avail`, which is a usize.
+                                off += h.len as usize;
+                                self.after_value(self.pos + off as u64);
+                            } else {
+                                off = input.len();
+                                self.state = State::Skip { end: body_end };
+                            }
+                        }
+                        Action::Enter(active) => {
+                            self.enter(body_end, active)?;
+                            self.after_value(self.pos + off as u64);
+                        }
+                        Action::Take(sub) => {
+                            let avail = input.len() - off;
+                            // `h.len` is at most `i32::MAX`, so it fits in usize.
+                            let len = h.len as usize;
+                            if len <= avail {
+                                let value = &input[off..off + len];
+                                let depth = self.parents.len() as u32 + 1;
+                                off += len;
+                                self.after_value(self.pos + off as u64);
+                                self.pos += off as u64;
+                                let packet = Packet::from_parts(
+                                    h.tag,
+                                    value,
+                                    h.head_len,
+                                    depth,
+                                    self.config,
+                                );
+                                return Ok(Fed {
+                                    consumed: off,
+                                    observed: Some(Observed {
+                                        sub,
+                                        packet,
+                                        assembled: false,
+                                    }),
+                                });
+                            }
+                            // Straddles chunks: keep what arrived, never reserving from the
+                            // wire length (it is already bounded by `max_packet_len`, but the
+                            // bytes may never come).
+                            self.assembled.clear();
+                            self.assembled.extend_from_slice(&input[off..]);
+                            off = input.len();
+                            self.state = State::Take {
+                                end: body_end,
+                                sub,
+                                tag: h.tag,
+                            };
+                        }
+                    }
+                }
+                State::Skip { end } => {
+                    let here = self.pos + off as u64;
+                    let avail = (input.len() - off) as u64;
+                    let left = end - here;
+                    if left <= avail {
+                        // `left <= avail`, which is a usize.
+                        off += left as usize;
+                        self.state = State::Head;
+                        self.after_value(end);
+                    } else {
+                        self.pos += input.len() as u64;
+                        return Ok(Fed {
+                            consumed: input.len(),
+                            observed: None,
+                        });
+                    }
+                }
+                State::Take { end, sub, tag } => {
+                    let here = self.pos + off as u64;
+                    let avail = input.len() - off;
+                    let left = end - here;
+                    if left <= avail as u64 {
+                        // `left <= avail`, which is a usize.
+                        let left = left as usize;
+                        self.assembled.extend_from_slice(&input[off..off + left]);
+                        off += left;
+                        let depth = self.parents.len() as u32 + 1;
+                        self.state = State::Head;
+                        self.after_value(end);
+                        self.pos += off as u64;
+                        self.clear_assembled = true;
+                        let head_len =
+                            Header::encoded_len(tag, self.assembled.len(), self.config.dialect);
+                        let packet =
+                            Packet::from_parts(tag, &self.assembled, head_len, depth, self.config);
+                        return Ok(Fed {
+                            consumed: off,
+                            observed: Some(Observed {
+                                sub,
+                                packet,
+                                assembled: true,
+                            }),
+                        });
+                    }
+                    self.assembled.extend_from_slice(&input[off..]);
+                    self.pos += input.len() as u64;
+                    return Ok(Fed {
+                        consumed: input.len(),
+                        observed: None,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Feeds all of `input`, calling `on_value` for every value that completes.
+    ///
+    /// # Errors
+    /// As [`Observer::feed`].
+    pub fn feed_each(
+        &mut self,
+        mut input: &[u8],
+        mut on_value: impl FnMut(Observed<'_>),
+    ) -> Result<(), DecodeError> {
+        loop {
+            let fed = self.feed(input)?;
+            let consumed = fed.consumed;
+            match fed.observed {
+                Some(v) => on_value(v),
+                None => return Ok(()),
+            }
+            input = &input[consumed..];
+        }
+    }
+
+    /// Declares the end of the stream.
+    ///
+    /// # Errors
+    /// [`DecodeError::UnexpectedEnd`] when the stream stopped inside a packet (a header, a
+    /// value or a node). A stream that ends between top-level packets is complete.
+    pub fn finish(&self) -> Result<(), DecodeError> {
+        if self.at_boundary() {
+            return Ok(());
+        }
+        // The outermost open packet ends last; everything inside it ends no later.
+        let end = match (self.parents.first(), self.state) {
+            (Some(_), _) if self.parents.len() >= 2 => self.parents[1].end,
+            (Some(_), _) => self.cur.end,
+            (None, State::Skip { end } | State::Take { end, .. }) => end,
+            (None, State::Head) => self.pos + 1,
+        };
+        Err(DecodeError::UnexpectedEnd {
+            needed: end.saturating_sub(self.pos).max(1),
+        })
+    }
+
+    /// Checks a header that starts at stream offset `start` against the current node and
+    /// returns the stream offset where its value ends.
+    #[inline(always)]
+    fn check_bounds(&mut self, start: u64, h: &Header) -> Result<u64, DecodeError> {
+        if self.parents.is_empty() {
+            self.started += 1;
+            return Ok(start + h.head_len as u64 + h.len);
+        }
+        let available = self.cur.end - start;
+        let head = h.head_len as u64;
+        if head > available {
+            return Err(DecodeError::TruncatedHeader { available });
+        }
+        if h.len > available - head {
+            return Err(DecodeError::ChildOverflow {
+                declared: h.len,
+                available: available - head,
+            });
+        }
+        Ok(start + head + h.len)
+    }
+
+    /// A header split across chunks must still fit in the current node.
+    fn check_partial_header(&self, start: u64, have: usize) -> Result<(), DecodeError> {
+        let available = self.cur.end - start;
+        if have as u64 >= available {
+            return Err(DecodeError::TruncatedHeader { available });
+        }
+        Ok(())
+    }
+
+    /// Inside a node, a header error is reported as the node-bounded parse sees it, so that
+    /// the streaming walk and [`Packet::children`] agree on every input.
+    #[cold]
+    fn canonical_error(&self, start: u64, buf: &[u8], err: DecodeError) -> DecodeError {
+        let available = self.cur.end - start;
+        if available >= buf.len() as u64 {
+            return err;
+        }
+        // `available < buf.len()`, a usize.
+        match Header::parse(&buf[..available as usize], &self.config) {
+            Ok(_) => DecodeError::TruncatedHeader { available },
+            Err(e) => e,
+        }
+    }
+
+    #[inline(always)]
+    fn decide(&self, h: &Header) -> Action {
+        let depth = self.parents.len();
+        let id = h.tag.id();
+        let mut take = 0u64;
+        let mut enter = 0u64;
+        let mut active = self.cur.active;
+        while active != 0 {
+            let i = active.trailing_zeros() as usize;
+            active &= active - 1;
+            let path = &self.paths[i];
+            // `active` only holds paths longer than `depth`.
+            if path.ids[depth] == id {
+                if path.len == depth + 1 {
+                    take |= 1 << i;
+                } else {
+                    enter |= 1 << i;
+                }
+            }
+        }
+        if take != 0 {
+            // Paths never overlap, so at most one path ends here.
+            return Action::Take(take.trailing_zeros() as usize);
+        }
+        let can_enter = !self.config.dialect.has_node_flag() || h.tag.is_node();
+        if can_enter && (enter != 0 || (self.validate && h.tag.is_node())) {
+            return Action::Enter(enter);
+        }
+        Action::Skip
+    }
+
+    fn enter(&mut self, end: u64, active: u64) -> Result<(), DecodeError> {
+        // The entered packet sits at depth `parents.len() + 1`; its children one deeper.
+        if self.parents.len() as u64 + 1 >= self.config.limits.max_depth as u64 {
+            return Err(DecodeError::TooDeep {
+                limit: self.config.limits.max_depth,
+            });
+        }
+        self.parents.push(self.cur);
+        self.cur = Level { end, active };
+        Ok(())
+    }
+
+    /// Closes every node that ends at stream offset `at`.
+    #[inline(always)]
+    fn after_value(&mut self, at: u64) {
+        while self.cur.end == at {
+            match self.parents.pop() {
+                Some(parent) => self.cur = parent,
+                None => break,
+            }
+        }
+    }
+}
+
+enum Action {
+    Skip,
+    Enter(u64),
+    Take(usize),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hex_literal::hex;
+
+    fn observe_all(
+        obs: &mut Observer,
+        chunks: &[&[u8]],
+    ) -> Result<Vec<(usize, Vec<u8>)>, DecodeError> {
+        let mut out = Vec::new();
+        for chunk in chunks {
+            obs.feed_each(chunk, |v| out.push((v.sub, v.value().to_vec())))?;
+        }
+        obs.finish()?;
+        Ok(out)
+    }
+
+    #[test]
+    fn nested_path_one_shot_and_split() {
+        let buf = hex!("810802017f8303040143");
+        for split in 0..=buf.len() {
+            let mut obs =
+                Observer::new(Config::DEFAULT, &[&[0x01, 0x03, 0x04], &[0x01, 0x02]]).unwrap();
+            let got = observe_all(&mut obs, &[&buf[..split], &buf[split..]]).unwrap();
+            assert_eq!(
+                got,
+                [(1, hex!("7f").to_vec()), (0, b"C".to_vec())],
+                "split {split}"
+            );
+        }
+    }
+
+    #[test]
+    fn many_packets_in_a_row() {
+        let one = hex!("9006110101120161");
+        let stream: Vec<u8> = one.iter().chain(&one).chain(&one).copied().collect();
+        let mut obs = Observer::new(Config::DEFAULT, &[&[0x10, 0x12]]).unwrap();
+        let got = observe_all(&mut obs, &[&stream]).unwrap();
+        assert_eq!(got.len(), 3);
+        assert_eq!(obs.packets(), 3);
+    }
+
+    #[test]
+    fn does_not_match_tag_bytes_inside_values() {
+        // The reference's Subscribe(0x10) finds `10 01 07` inside the value of 0x02.
+        let buf = hex!("81 08 02 03 10 01 07 10 01 05");
+        let mut obs = Observer::new(Config::DEFAULT, &[&[0x01, 0x10]]).unwrap();
+        let got = observe_all(&mut obs, &[&buf]).unwrap();
+        assert_eq!(got, [(0, vec![0x05])]);
+    }
+
+    #[test]
+    fn truncation_is_an_error_only_at_finish() {
+        let buf = hex!("9006110101120161");
+        let mut obs = Observer::new(Config::DEFAULT, &[&[0x10, 0x12]]).unwrap();
+        let fed = obs.feed(&buf[..5]).unwrap();
+        assert_eq!((fed.consumed, fed.observed.is_none()), (5, true));
+        assert_eq!(obs.finish(), Err(DecodeError::UnexpectedEnd { needed: 3 }));
+    }
+
+    #[test]
+    fn child_overflow_and_truncated_header() {
+        let mut obs = Observer::validator(Config::DEFAULT);
+        assert_eq!(
+            obs.feed(&hex!("8103110501")).unwrap_err(),
+            DecodeError::ChildOverflow {
+                declared: 5,
+                available: 1
+            }
+        );
+        let mut obs = Observer::validator(Config::DEFAULT);
+        assert_eq!(
+            obs.feed(&hex!("810111")).unwrap_err(),
+            DecodeError::TruncatedHeader { available: 1 }
+        );
+        let mut obs = Observer::validator(Config::DEFAULT);
+        assert_eq!(obs.feed(&hex!("8101")).unwrap().consumed, 2);
+        assert_eq!(
+            obs.feed(&hex!("11")).unwrap_err(),
+            DecodeError::TruncatedHeader { available: 1 }
+        );
+    }
+
+    #[test]
+    fn overlapping_paths_are_refused() {
+        let err = Observer::new(Config::DEFAULT, &[&[0x10], &[0x10, 0x11]]).unwrap_err();
+        assert_eq!(
+            err,
+            PathError::Overlap {
+                shorter: 0,
+                longer: 1
+            }
+        );
+        assert_eq!(
+            Observer::new(Config::DEFAULT, &[&[1], &[1]])
+                .unwrap_err()
+                .kind(),
+            "path_overlap"
+        );
+    }
+}
