@@ -128,11 +128,16 @@ struct Level {
     end: u64,
     /// Subscriptions whose keys matched every enclosing node so far.
     active: u64,
+    /// Tag bytes the skip run must stop at, one bit per byte value in four 64-bit words
+    /// (primitive, invalid 0x40.., node, array node): keys on an active path, the invalid
+    /// array-flagged primitives, and every node when validating.
+    stop: [u64; 4],
 }
 
 const TOP: Level = Level {
     end: u64::MAX,
     active: 0,
+    stop: [0, u64::MAX, 0, 0],
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -203,6 +208,8 @@ pub struct Observer {
     validate: bool,
     /// The current level; `parents` holds the enclosing ones.
     cur: Level,
+    /// The level of the stream itself, computed once.
+    top: Level,
     parents: Vec<Level>,
     state: State,
     /// Stream offset of the first byte of the next `feed` input.
@@ -260,32 +267,23 @@ impl Observer {
         } else {
             (1u64 << paths.len()) - 1
         };
-        Ok(Observer {
-            config,
-            paths: stored,
-            all,
-            validate: false,
-            cur: Level { active: all, ..TOP },
-            parents: Vec::new(),
-            state: State::Head,
-            pos: 0,
-            hbuf: [0; MAX_HEADER_LEN],
-            hlen: 0,
-            assembled: Vec::new(),
-            clear_assembled: false,
-            started: 0,
-        })
+        Ok(Observer::build(config, stored, all, false))
     }
 
     /// An observer with no subscriptions that only checks well-formedness (see
     /// [`Observer::validating`]).
     pub fn validator(config: Config) -> Observer {
+        Observer::build(config, Vec::new(), 0, true)
+    }
+
+    fn build(config: Config, paths: Vec<Path>, all: u64, validate: bool) -> Observer {
         let mut observer = Observer {
             config,
-            paths: Vec::new(),
-            all: 0,
-            validate: true,
+            paths,
+            all,
+            validate,
             cur: TOP,
+            top: TOP,
             parents: Vec::new(),
             state: State::Head,
             pos: 0,
@@ -295,6 +293,7 @@ impl Observer {
             clear_assembled: false,
             started: 0,
         };
+        observer.top = observer.level(u64::MAX, all, 0);
         observer.reset();
         observer
     }
@@ -305,16 +304,15 @@ impl Observer {
     /// in `draft02`).
     pub fn validating(mut self, validate: bool) -> Observer {
         self.validate = validate;
+        self.top = self.level(u64::MAX, self.all, 0);
+        self.reset();
         self
     }
 
     /// Forgets all stream state, keeping the subscriptions and buffers, so that one observer
     /// can serve many independent one-shot decodes without allocating.
     pub fn reset(&mut self) {
-        self.cur = Level {
-            active: self.all,
-            ..TOP
-        };
+        self.cur = self.top;
         self.parents.clear();
         self.state = State::Head;
         self.pos = 0;
@@ -322,6 +320,27 @@ impl Observer {
         self.assembled.clear();
         self.clear_assembled = false;
         self.started = 0;
+    }
+
+    /// A level ending at `end` whose headers sit at path index `depth`.
+    fn level(&self, end: u64, active: u64, depth: usize) -> Level {
+        let mut interest = 0u64;
+        let mut bits = active;
+        while bits != 0 {
+            let i = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let id = self.paths[i].ids[depth];
+            // Ids of 64 and above never occur in the one-byte dialects the skip run serves.
+            if id < 64 {
+                interest |= 1 << id;
+            }
+        }
+        let nodes = if self.validate { u64::MAX } else { interest };
+        Level {
+            end,
+            active,
+            stop: [interest, u64::MAX, nodes, nodes],
+        }
     }
 
     /// The dialect and limits in use.
@@ -382,6 +401,7 @@ impl Observer {
                 State::Head => {
                     let start;
                     let h = if self.hlen == 0 {
+                        off = self.skip_run(input, off);
                         let rest = &input[off..];
                         if rest.is_empty() {
                             self.pos += off as u64;
@@ -589,6 +609,50 @@ impl Observer {
         })
     }
 
+    /// The hot loop: skips every uninteresting TLV with a one-byte tag and a one-byte
+    /// length (0..=63) that lies wholly in `input` and in the current node, and returns the
+    /// offset of the first header it leaves to the general path (a key of interest, a node
+    /// to validate, a longer length, an invalid tag, a value that straddles the input or
+    /// overflows the node). The checks it skips are exactly those these headers cannot
+    /// fail: their lengths are non-negative, minimal and below any limit of 63 or more.
+    #[inline(always)]
+    fn skip_run(&mut self, input: &[u8], mut off: usize) -> usize {
+        if !self.config.dialect.has_node_flag() || self.config.limits.max_packet_len < 63 {
+            return off;
+        }
+        let base = self.pos;
+        // Only the bytes of `input` inside the current node: a value ending past them is
+        // left to the general path (it straddles the input, or overflows the node).
+        let in_level = self.cur.end.saturating_sub(base);
+        let bytes = if in_level < input.len() as u64 {
+            // `in_level < input.len()`, a usize.
+            &input[..in_level as usize]
+        } else {
+            input
+        };
+        let stop = self.cur.stop;
+        let start = off;
+        let mut skipped = 0u64;
+        while let Some(&[tag, len]) = bytes.get(off..off + 2) {
+            let next = off + 2 + len as usize;
+            if len >= 0x40
+                || (stop[(tag >> 6) as usize] >> (tag & 0x3f)) & 1 != 0
+                || next > bytes.len()
+            {
+                break;
+            }
+            off = next;
+            skipped += 1;
+        }
+        if off != start {
+            if self.parents.is_empty() {
+                self.started += skipped;
+            }
+            self.after_value(base + off as u64);
+        }
+        off
+    }
+
     /// Checks a header that starts at stream offset `start` against the current node and
     /// returns the stream offset where its value ends.
     #[inline(always)]
@@ -673,8 +737,9 @@ impl Observer {
                 limit: self.config.limits.max_depth,
             });
         }
+        let level = self.level(end, active, self.parents.len() + 1);
         self.parents.push(self.cur);
-        self.cur = Level { end, active };
+        self.cur = level;
         Ok(())
     }
 
