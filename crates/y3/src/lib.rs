@@ -44,6 +44,7 @@ mod error;
 mod observer;
 mod packet;
 pub mod tag;
+pub mod typed;
 pub mod value;
 pub mod varint;
 
@@ -55,6 +56,9 @@ pub use observer::{
 };
 pub use packet::{Children, Packet};
 pub use tag::Tag;
+pub use typed::{marshal, unmarshal, FieldValue, Message};
+#[cfg(feature = "derive")]
+pub use y3_derive::Message;
 
 /// Reads exactly one packet from `buf` (`golang` dialect) and checks the whole tree.
 ///
