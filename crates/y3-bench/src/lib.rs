@@ -1,0 +1,1 @@
+//! The y3 benchmark lab (work in progress).

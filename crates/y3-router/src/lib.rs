@@ -1,0 +1,1 @@
+//! The y3 router (work in progress).

@@ -1,0 +1,1 @@
+//! Y3 frames over TCP and QUIC (work in progress).
