@@ -41,6 +41,9 @@ extern crate alloc;
 mod dialect;
 pub mod encode;
 mod error;
+#[cfg(feature = "__harness")]
+#[doc(hidden)]
+pub mod harness;
 mod observer;
 mod packet;
 pub mod tag;
