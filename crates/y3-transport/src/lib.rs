@@ -1,1 +1,53 @@
-//! Y3 frames over TCP and QUIC (work in progress).
+//! Y3 frames over TCP (optionally TLS) and QUIC: one sans-IO frame codec, thin IO adapters,
+//! and the client SDK.
+//!
+//! - [`frame`]: the frame types (handshake, accepted, data, goaway, ping, pong), each one
+//!   top-level Y3 packet, and their byte layout. Pure: no IO, no clock.
+//! - [`FrameCodec`]: tokio-util `Decoder`/`Encoder` over [`frame`], shared by every
+//!   adapter. It decodes every complete frame in whatever the socket returned and checks
+//!   declared lengths against `max_frame_len` before buffering anything.
+//! - [`tcp`] (feature `tcp`) and [`quic`] (feature `quic`): adapters that produce a
+//!   [`Connection`], a framed reader and writer. [`tls`] holds the certificate handling
+//!   both share (self-signed development certificates, pinning).
+//! - [`sdk`]: [`Source`](sdk::Source), [`StreamFunction`](sdk::StreamFunction) and
+//!   [`Sink`](sdk::Sink), with reconnection and typed errors.
+//!
+//! This crate does not route; `y3-router` does. The wire format of frames is specified in
+//! `spec/frames.md`.
+//!
+//! # Examples
+//!
+//! ```
+//! use y3_transport::frame::{Data, Frame};
+//! use y3_transport::{Connection, FrameCodec};
+//! use futures_util::{SinkExt, StreamExt};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let (mut a, mut b) = Connection::pair(FrameCodec::default(), 4096);
+//! a.writer.send(Frame::Data(Data::new(0x10, 1, &b"hi"[..]))).await?;
+//! let Some(Ok(Frame::Data(d))) = b.reader.next().await else { panic!() };
+//! assert_eq!((d.tag, &d.payload[..]), (0x10, &b"hi"[..]));
+//! # Ok::<(), y3_transport::FrameError>(())
+//! # }).unwrap();
+//! ```
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod codec;
+mod error;
+pub mod frame;
+#[cfg(feature = "quic")]
+pub mod quic;
+// SDK_PLACEHOLDER
+mod stream;
+#[cfg(feature = "tcp")]
+pub mod tcp;
+pub mod tls;
+
+pub use codec::{FrameCodec, DEFAULT_MAX_FRAME_LEN};
+pub use error::{FrameError, TransportError};
+pub use frame::{Data, Frame, GoawayCode, Role};
+pub use stream::{
+    BoxRead, BoxWrite, Connection, FrameReader, FrameWriter, Guard, TransportKind, READ_BUFFER,
+    WRITE_BUFFER,
+};

@@ -1,0 +1,230 @@
+//! [`FrameCodec`]: the tokio-util `Decoder`/`Encoder` for frames, a few lines over `y3`.
+//!
+//! `FramedRead` reads as much as the socket has into one buffer and calls
+//! [`Decoder::decode`] until it returns `Ok(None)`, so every complete frame in a read is
+//! decoded without another syscall; there is no read-header-then-read-body pair.
+//! `FramedWrite` (or `Framed`) encodes frames into one buffer and writes it in as few calls
+//! as the socket allows; feeding many frames before one flush batches them.
+
+use bytes::BytesMut;
+use tokio_util::codec::{Decoder, Encoder};
+use y3::tag::Header;
+use y3::{Config, DecodeError, Limits};
+
+use crate::error::FrameError;
+use crate::frame::{kind, Frame};
+
+/// Default largest frame body: 1 MiB.
+pub const DEFAULT_MAX_FRAME_LEN: usize = 1 << 20;
+
+/// Most bytes reserved at once while waiting for the rest of a frame. A peer that declares a
+/// large frame and then trickles it in makes the buffer grow with what actually arrives,
+/// never ahead of it by more than this.
+pub const MAX_RESERVE: usize = 64 * 1024;
+
+/// Decodes and encodes [`Frame`]s: one top-level Y3 packet each.
+///
+/// The declared length of every frame is checked against `max_frame_len` as soon as its
+/// header (at most 6 bytes) has arrived, before any of the body is buffered; a 2 GiB
+/// declaration fails at once with [`FrameError::TooLong`].
+///
+/// # Examples
+///
+/// ```
+/// use bytes::BytesMut;
+/// use tokio_util::codec::{Decoder, Encoder};
+/// use y3_transport::{frame::Frame, FrameCodec};
+///
+/// let mut codec = FrameCodec::default();
+/// let mut buf = BytesMut::new();
+/// codec.encode(Frame::Ping(1), &mut buf)?;
+/// codec.encode(Frame::Pong(1), &mut buf)?;
+/// buf.extend_from_slice(&[0xaa]); // the first byte of a third frame
+/// assert_eq!(codec.decode(&mut buf)?, Some(Frame::Ping(1)));
+/// assert_eq!(codec.decode(&mut buf)?, Some(Frame::Pong(1)));
+/// assert_eq!(codec.decode(&mut buf)?, None); // incomplete: feed more
+/// # Ok::<(), y3_transport::FrameError>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct FrameCodec {
+    config: Config,
+    max_frame_len: usize,
+}
+
+impl Default for FrameCodec {
+    fn default() -> Self {
+        FrameCodec::new(DEFAULT_MAX_FRAME_LEN)
+    }
+}
+
+impl FrameCodec {
+    /// A codec refusing frames whose body exceeds `max_frame_len` bytes (capped at
+    /// `i32::MAX`, the largest Y3 length).
+    pub fn new(max_frame_len: usize) -> FrameCodec {
+        let max_frame_len = max_frame_len.min(i32::MAX as usize);
+        FrameCodec {
+            config: Config::DEFAULT.with_limits(Limits {
+                max_packet_len: max_frame_len as u64,
+                max_depth: 4,
+            }),
+            max_frame_len,
+        }
+    }
+
+    /// The frame body limit.
+    pub fn max_frame_len(&self) -> usize {
+        self.max_frame_len
+    }
+}
+
+impl Decoder for FrameCodec {
+    type Item = Frame;
+    type Error = FrameError;
+
+    /// Splits the first complete frame off `src` and decodes it.
+    ///
+    /// # Errors
+    /// [`FrameError::TooLong`] and [`FrameError::UnknownFrame`] from the header alone, and
+    /// the errors of [`Frame::decode`] once the frame is complete.
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+        // Refuse garbage on its first byte rather than buffering its "body": a frame's tag
+        // byte is the node flag plus a known frame type.
+        let Some(&first) = src.first() else {
+            return Ok(None);
+        };
+        if first & 0xc0 == 0x40 {
+            return Err(DecodeError::InvalidTag { tag: first as u32 }.into());
+        }
+        if first & 0xc0 != 0x80 || !kind::is_known((first & 0x3f) as u32) {
+            return Err(FrameError::UnknownFrame {
+                tag: (first & 0x3f) as u32,
+            });
+        }
+        let head = match Header::parse(src, &self.config) {
+            Ok(Some(head)) => head,
+            Ok(None) => return Ok(None),
+            Err(DecodeError::TooLong { declared, limit }) => {
+                return Err(FrameError::TooLong { declared, limit })
+            }
+            Err(e) => return Err(e.into()),
+        };
+        // `head.len` was checked against `max_frame_len`, at most `i32::MAX`.
+        let total = head.head_len + head.len as usize;
+        if src.len() < total {
+            src.reserve((total - src.len()).min(MAX_RESERVE));
+            return Ok(None);
+        }
+        let frame = src.split_to(total).freeze();
+        Frame::decode(frame, &self.config).map(Some)
+    }
+
+    /// As [`decode`](Self::decode); bytes left over at the end of the stream are a
+    /// [`FrameError::Truncated`] frame.
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
+        match self.decode(src)? {
+            Some(frame) => Ok(Some(frame)),
+            None if src.is_empty() => Ok(None),
+            None => Err(FrameError::Truncated {
+                buffered: src.len() as u64,
+            }),
+        }
+    }
+}
+
+impl Encoder<Frame> for FrameCodec {
+    type Error = FrameError;
+
+    fn encode(&mut self, frame: Frame, dst: &mut BytesMut) -> Result<(), FrameError> {
+        frame.encode(dst, self.max_frame_len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame::Data;
+    use hex_literal::hex;
+
+    fn frames() -> Vec<Frame> {
+        vec![
+            Frame::Ping(1),
+            Frame::Data(Data::new(0x10, 7, vec![0xab; 300])),
+            Frame::Pong(2),
+            Frame::Data(Data::new(0x11, 8, &b""[..])),
+        ]
+    }
+
+    #[test]
+    fn every_split_point_gives_the_same_frames() {
+        let mut codec = FrameCodec::default();
+        let mut wire = BytesMut::new();
+        for f in frames() {
+            codec.encode(f, &mut wire).unwrap();
+        }
+        for split in 0..=wire.len() {
+            let mut buf = BytesMut::new();
+            let mut out = Vec::new();
+            for chunk in [&wire[..split], &wire[split..]] {
+                buf.extend_from_slice(chunk);
+                while let Some(f) = codec.decode(&mut buf).unwrap() {
+                    out.push(f);
+                }
+            }
+            assert_eq!(codec.decode_eof(&mut buf).unwrap(), None);
+            assert_eq!(out, frames(), "split at {split}");
+        }
+        // One byte at a time.
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        for &b in wire.iter() {
+            buf.extend_from_slice(&[b]);
+            while let Some(f) = codec.decode(&mut buf).unwrap() {
+                out.push(f);
+            }
+        }
+        assert_eq!(out, frames());
+    }
+
+    #[test]
+    fn huge_declared_length_fails_from_the_header() {
+        let mut codec = FrameCodec::new(1024);
+        // Data frame declaring 2^31-1 bytes: bf, then PVarInt 7fffffff = 87 ff ff ff 7f.
+        let mut buf = BytesMut::from(&hex!("bf 87ffffff7f")[..]);
+        let err = codec.decode(&mut buf).unwrap_err();
+        assert!(matches!(
+            err,
+            FrameError::TooLong {
+                declared: 2147483647,
+                limit: 1024
+            }
+        ));
+        // Just under the limit: accepted, waiting for the body, with a bounded reservation.
+        let mut codec = FrameCodec::new(16 << 20);
+        let mut buf = BytesMut::from(&hex!("bf 84808000")[..]);
+        assert!(codec.decode(&mut buf).unwrap().is_none());
+        assert!(buf.capacity() <= MAX_RESERVE + 64, "{}", buf.capacity());
+    }
+
+    #[test]
+    fn garbage_fails_on_the_first_bytes() {
+        let mut codec = FrameCodec::default();
+        for (bytes, kind) in [
+            (&b"GET / HTTP/1.1\r\n"[..], "invalid_tag"),
+            (&hex!("1001")[..], "unknown_frame"),
+            (&hex!("a0ff")[..], "unknown_frame"),
+            (&hex!("bf7f")[..], "negative_length"),
+        ] {
+            let err = codec.decode(&mut BytesMut::from(bytes)).unwrap_err();
+            assert_eq!(err.kind(), kind, "{bytes:02x?}");
+        }
+    }
+
+    #[test]
+    fn truncated_at_eof() {
+        let mut codec = FrameCodec::default();
+        let mut buf = BytesMut::from(&hex!("bf0b 010110")[..]);
+        assert!(codec.decode(&mut buf).unwrap().is_none());
+        let err = codec.decode_eof(&mut buf).unwrap_err();
+        assert!(matches!(err, FrameError::Truncated { buffered: 5 }));
+    }
+}

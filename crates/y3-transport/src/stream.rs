@@ -1,0 +1,149 @@
+//! [`Connection`]: a framed reader and writer over any byte stream (TCP, TLS, a QUIC
+//! stream pair, an in-memory pipe). The one [`FrameCodec`] serves them all.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::codec::{FramedRead, FramedWrite};
+
+use crate::codec::FrameCodec;
+
+/// Initial read buffer: one read syscall takes up to this many bytes of frames.
+pub const READ_BUFFER: usize = 64 * 1024;
+
+/// Write buffer size at which feeding more frames flushes first.
+pub const WRITE_BUFFER: usize = 64 * 1024;
+
+/// A boxed read half.
+pub type BoxRead = Pin<Box<dyn AsyncRead + Send>>;
+/// A boxed write half.
+pub type BoxWrite = Pin<Box<dyn AsyncWrite + Send>>;
+/// The framed read half of a [`Connection`]: a `Stream` of `Result<Frame, FrameError>`.
+pub type FrameReader = FramedRead<BoxRead, FrameCodec>;
+/// The framed write half of a [`Connection`]: a `Sink<Frame>`; `feed` many, `flush` once.
+pub type FrameWriter = FramedWrite<BoxWrite, FrameCodec>;
+
+/// Which adapter a connection came through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TransportKind {
+    /// Plain TCP.
+    Tcp,
+    /// TLS 1.3 over TCP.
+    TcpTls,
+    /// One bidirectional QUIC stream.
+    Quic,
+    /// An in-memory pipe (tests, embedded use).
+    Memory,
+}
+
+impl TransportKind {
+    /// The snake_case name used in logs and metric labels.
+    pub const fn name(self) -> &'static str {
+        match self {
+            TransportKind::Tcp => "tcp",
+            TransportKind::TcpTls => "tcp_tls",
+            TransportKind::Quic => "quic",
+            TransportKind::Memory => "memory",
+        }
+    }
+}
+
+/// Keeps what must outlive the streams (a QUIC connection and endpoint) and knows how to
+/// let the last bytes reach the peer before closing.
+pub enum Guard {
+    /// Nothing to keep.
+    None,
+    /// A QUIC connection (and, on the client side, its endpoint).
+    #[cfg(feature = "quic")]
+    Quic(quinn::Connection, Option<quinn::Endpoint>),
+}
+
+impl fmt::Debug for Guard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Guard::None => f.write_str("Guard::None"),
+            #[cfg(feature = "quic")]
+            Guard::Quic(..) => f.write_str("Guard::Quic"),
+        }
+    }
+}
+
+impl Guard {
+    /// Waits (at most `linger`) for the peer to close, so that data written before
+    /// dropping the connection is not cut off by a QUIC `CONNECTION_CLOSE`.
+    /// A no-op for byte streams, whose kernel buffers outlive the socket.
+    pub async fn linger(self, linger: Duration) {
+        match self {
+            Guard::None => {}
+            #[cfg(feature = "quic")]
+            Guard::Quic(conn, endpoint) => {
+                let _ = tokio::time::timeout(linger, conn.closed()).await;
+                conn.close(0u32.into(), b"");
+                if let Some(endpoint) = endpoint {
+                    let _ = tokio::time::timeout(linger, endpoint.wait_idle()).await;
+                }
+            }
+        }
+    }
+}
+
+/// A framed connection: reader, writer, and who is at the other end.
+pub struct Connection {
+    /// Frames in.
+    pub reader: FrameReader,
+    /// Frames out.
+    pub writer: FrameWriter,
+    /// The peer's address, when there is one.
+    pub peer: Option<SocketAddr>,
+    /// The adapter.
+    pub transport: TransportKind,
+    /// See [`Guard`].
+    pub guard: Guard,
+}
+
+impl fmt::Debug for Connection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Connection")
+            .field("peer", &self.peer)
+            .field("transport", &self.transport)
+            .field("guard", &self.guard)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connection {
+    /// Frames a read half and a write half with `codec`.
+    pub fn new(
+        read: impl AsyncRead + Send + 'static,
+        write: impl AsyncWrite + Send + 'static,
+        codec: FrameCodec,
+        transport: TransportKind,
+        peer: Option<SocketAddr>,
+    ) -> Connection {
+        let reader = FramedRead::with_capacity(Box::pin(read) as BoxRead, codec, READ_BUFFER);
+        let mut writer = FramedWrite::new(Box::pin(write) as BoxWrite, codec);
+        writer.set_backpressure_boundary(WRITE_BUFFER);
+        Connection {
+            reader,
+            writer,
+            peer,
+            transport,
+            guard: Guard::None,
+        }
+    }
+
+    /// Two connected in-memory connections (client, server) over a `tokio::io::duplex`
+    /// pipe of `buffer` bytes each way.
+    pub fn pair(codec: FrameCodec, buffer: usize) -> (Connection, Connection) {
+        let (a, b) = tokio::io::duplex(buffer);
+        let (ar, aw) = tokio::io::split(a);
+        let (br, bw) = tokio::io::split(b);
+        (
+            Connection::new(ar, aw, codec, TransportKind::Memory, None),
+            Connection::new(br, bw, codec, TransportKind::Memory, None),
+        )
+    }
+}

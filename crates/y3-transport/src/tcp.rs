@@ -1,0 +1,141 @@
+//! The TCP adapter: `FramedRead`/`FramedWrite` over a tokio `TcpStream`, optionally
+//! wrapped in TLS 1.3 (tokio-rustls). `TCP_NODELAY` is set: writes are already batched by
+//! the framed writer, so Nagle's algorithm would only add latency.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use rustls::pki_types::ServerName;
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::{TlsAcceptor, TlsConnector};
+
+use crate::codec::FrameCodec;
+use crate::error::TransportError;
+use crate::stream::{Connection, TransportKind};
+
+/// A listening TCP socket that hands out framed connections.
+#[derive(Debug)]
+pub struct TcpServer {
+    listener: TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    codec: FrameCodec,
+}
+
+impl TcpServer {
+    /// Binds `addr`; with `tls`, every accepted connection is a TLS server session.
+    ///
+    /// # Errors
+    /// The bind error.
+    pub async fn bind(
+        addr: SocketAddr,
+        tls: Option<Arc<rustls::ServerConfig>>,
+        codec: FrameCodec,
+    ) -> io::Result<TcpServer> {
+        Ok(TcpServer {
+            listener: TcpListener::bind(addr).await?,
+            tls,
+            codec,
+        })
+    }
+
+    /// The bound address.
+    ///
+    /// # Errors
+    /// As [`TcpListener::local_addr`].
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Waits for the next connection. The TLS handshake, if any, is left to
+    /// [`TcpIncoming::establish`] so that one slow client cannot stall the accept loop.
+    ///
+    /// # Errors
+    /// The accept error (e.g. out of file descriptors).
+    pub async fn accept(&self) -> io::Result<TcpIncoming> {
+        let (stream, peer) = self.listener.accept().await?;
+        Ok(TcpIncoming {
+            stream,
+            peer,
+            tls: self.tls.clone(),
+            codec: self.codec,
+        })
+    }
+}
+
+/// An accepted TCP connection, before its (optional) TLS handshake.
+#[derive(Debug)]
+pub struct TcpIncoming {
+    stream: TcpStream,
+    peer: SocketAddr,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    codec: FrameCodec,
+}
+
+impl TcpIncoming {
+    /// The client's address.
+    pub fn peer(&self) -> SocketAddr {
+        self.peer
+    }
+
+    /// Completes the TLS handshake if configured and frames the stream.
+    ///
+    /// # Errors
+    /// [`TransportError::Io`] for socket and TLS handshake failures.
+    pub async fn establish(self) -> Result<Connection, TransportError> {
+        self.stream.set_nodelay(true)?;
+        match self.tls {
+            None => {
+                let (r, w) = self.stream.into_split();
+                Ok(Connection::new(
+                    r,
+                    w,
+                    self.codec,
+                    TransportKind::Tcp,
+                    Some(self.peer),
+                ))
+            }
+            Some(config) => {
+                let tls = TlsAcceptor::from(config).accept(self.stream).await?;
+                let (r, w) = tokio::io::split(tls);
+                Ok(Connection::new(
+                    r,
+                    w,
+                    self.codec,
+                    TransportKind::TcpTls,
+                    Some(self.peer),
+                ))
+            }
+        }
+    }
+}
+
+/// Connects to `addr`; with `tls`, runs a TLS 1.3 client handshake for the server name.
+///
+/// # Errors
+/// [`TransportError::Io`] for connect and TLS failures.
+pub async fn connect(
+    addr: SocketAddr,
+    tls: Option<(Arc<rustls::ClientConfig>, ServerName<'static>)>,
+    codec: FrameCodec,
+) -> Result<Connection, TransportError> {
+    let stream = TcpStream::connect(addr).await?;
+    stream.set_nodelay(true)?;
+    match tls {
+        None => {
+            let (r, w) = stream.into_split();
+            Ok(Connection::new(r, w, codec, TransportKind::Tcp, Some(addr)))
+        }
+        Some((config, name)) => {
+            let tls = TlsConnector::from(config).connect(name, stream).await?;
+            let (r, w) = tokio::io::split(tls);
+            Ok(Connection::new(
+                r,
+                w,
+                codec,
+                TransportKind::TcpTls,
+                Some(addr),
+            ))
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! The adapters on loopback: the same frames echo back over TCP, TLS over TCP and QUIC.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use y3_transport::frame::{Data, Frame};
+use y3_transport::quic::QuicServer;
+use y3_transport::tcp::{self, TcpServer};
+use y3_transport::tls::{self, Identity, Trust};
+use y3_transport::{Connection, FrameCodec, TransportKind};
+
+const FRAMES: u64 = 2000;
+
+fn local() -> SocketAddr {
+    "127.0.0.1:0".parse().unwrap()
+}
+
+/// Echoes every frame of one connection back, batching writes.
+async fn echo(mut conn: Connection) {
+    while let Some(Ok(frame)) = conn.reader.next().await {
+        if conn.writer.feed(frame).await.is_err() {
+            return;
+        }
+        // Flush only when the read buffer holds no more complete frames.
+        if conn.reader.read_buffer().is_empty() && conn.writer.flush().await.is_err() {
+            return;
+        }
+    }
+    let _ = conn.writer.close().await;
+    conn.guard.linger(Duration::from_secs(1)).await;
+}
+
+/// Sends `FRAMES` data frames with 100-byte payloads and checks the echo.
+async fn exchange(conn: Connection) {
+    let payload = Bytes::from(vec![0x5a; 100]);
+    let (mut reader, mut writer) = (conn.reader, conn.writer);
+    let send = tokio::spawn(async move {
+        for id in 0..FRAMES {
+            writer
+                .feed(Frame::Data(Data::new(0x10, id, payload.clone())))
+                .await
+                .unwrap();
+        }
+        writer.flush().await.unwrap();
+        writer
+    });
+    for id in 0..FRAMES {
+        let frame = tokio::time::timeout(Duration::from_secs(10), reader.next())
+            .await
+            .expect("echo in time")
+            .expect("open")
+            .expect("valid frame");
+        let Frame::Data(d) = frame else {
+            panic!("{frame:?}")
+        };
+        assert_eq!((d.tag, d.id, d.payload.len()), (0x10, id, 100));
+    }
+    let mut writer = send.await.unwrap();
+    writer.close().await.unwrap();
+    assert!(
+        reader.next().await.is_none(),
+        "server closes after our close"
+    );
+    conn.guard.linger(Duration::from_secs(1)).await;
+}
+
+#[tokio::test]
+async fn tcp_echo() {
+    let server = TcpServer::bind(local(), None, FrameCodec::default())
+        .await
+        .unwrap();
+    let addr = server.local_addr().unwrap();
+    tokio::spawn(async move {
+        let conn = server.accept().await.unwrap().establish().await.unwrap();
+        echo(conn).await;
+    });
+    let conn = tcp::connect(addr, None, FrameCodec::default())
+        .await
+        .unwrap();
+    assert_eq!(conn.transport, TransportKind::Tcp);
+    exchange(conn).await;
+}
+
+#[tokio::test]
+async fn tls_over_tcp_echo_with_a_pinned_dev_certificate() {
+    let id = Identity::self_signed().unwrap();
+    let server = TcpServer::bind(
+        local(),
+        Some(id.server_config().unwrap()),
+        FrameCodec::default(),
+    )
+    .await
+    .unwrap();
+    let addr = server.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let incoming = server.accept().await.unwrap();
+            tokio::spawn(async move {
+                if let Ok(conn) = incoming.establish().await {
+                    echo(conn).await;
+                }
+            });
+        }
+    });
+    let name = tls::server_name("localhost").unwrap();
+    let pinned = Trust::Pinned(vec![id.certificate().clone()])
+        .client_config()
+        .unwrap();
+    let conn = tcp::connect(addr, Some((pinned, name.clone())), FrameCodec::default())
+        .await
+        .unwrap();
+    assert_eq!(conn.transport, TransportKind::TcpTls);
+    exchange(conn).await;
+
+    // Another certificate is not trusted.
+    let other = Identity::self_signed().unwrap();
+    let wrong = Trust::Pinned(vec![other.certificate().clone()])
+        .client_config()
+        .unwrap();
+    let err = tcp::connect(addr, Some((wrong, name.clone())), FrameCodec::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), "io", "{err}");
+    // The insecure option accepts it.
+    let insecure = Trust::Insecure.client_config().unwrap();
+    let conn = tcp::connect(addr, Some((insecure, name)), FrameCodec::default())
+        .await
+        .unwrap();
+    exchange(conn).await;
+}
+
+#[tokio::test]
+async fn quic_echo() {
+    let id = Identity::self_signed().unwrap();
+    let server =
+        QuicServer::bind(local(), id.server_config().unwrap(), FrameCodec::default()).unwrap();
+    let addr = server.local_addr().unwrap();
+    let pinned = Trust::Pinned(vec![id.certificate().clone()])
+        .client_config()
+        .unwrap();
+    tokio::spawn(async move {
+        while let Some(incoming) = server.accept().await {
+            tokio::spawn(async move {
+                if let Ok(conn) = incoming.establish().await {
+                    echo(conn).await;
+                }
+            });
+        }
+    });
+    let conn = y3_transport::quic::connect(addr, pinned, "localhost", FrameCodec::default())
+        .await
+        .unwrap();
+    assert_eq!(conn.transport, TransportKind::Quic);
+    exchange(conn).await;
+}
