@@ -35,6 +35,7 @@
 //! ```
 #![cfg_attr(not(feature = "std"), no_std)]
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
 extern crate alloc;
 

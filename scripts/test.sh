@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The project's one test command: Rust (fmt, clippy, tests, docs, no_std build, fuzz build
+# check), Go and Python. `.ci/run` calls exactly this. Any failing step fails the run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "rust: format"
+cargo fmt --all --check
+
+step "rust: clippy"
+cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
+
+step "rust: tests"
+cargo test --workspace --all-features --locked
+
+step "rust: docs"
+RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --no-deps --all-features --locked
+
+step "rust: y3 without std"
+cargo build -p y3 --no-default-features --locked
+
+if [ -f fuzz/Cargo.toml ]; then
+    step "rust: fuzz targets build check"
+    cargo check --manifest-path fuzz/Cargo.toml --locked
+fi
+
+if [ -f bindings/go/go.mod ]; then
+    step "go: vet and test"
+    (cd bindings/go && go vet ./... && go test ./...)
+fi
+
+if [ -f bench/go/go.mod ]; then
+    step "go: benchmark module builds"
+    (cd bench/go && go vet ./...)
+fi
+
+if [ -x scripts/python-test.sh ]; then
+    step "python: build and test"
+    scripts/python-test.sh
+fi
+
+printf '\nall checks passed\n'
