@@ -249,20 +249,34 @@ func NewNode(id uint32, children ...Item) Item { return Item{ID: id, Value: Node
 func NewArray(id uint32, elements ...Item) Item { return Item{ID: id, Value: Array(elements)} }
 
 // Tag is the tag the item is written with.
-func (it Item) Tag() Tag { return it.Value.tag(it.ID) }
+func (it Item) Tag() Tag {
+	if it.Value == nil {
+		return PrimitiveTag(it.ID)
+	}
+	return it.Value.tag(it.ID)
+}
 
 // ValueLen is the number of bytes of the value alone in dialect d.
-func (it Item) ValueLen(d Dialect) int { return it.Value.valueLen(d) }
+func (it Item) ValueLen(d Dialect) int {
+	if it.Value == nil {
+		return 0
+	}
+	return it.Value.valueLen(d)
+}
 
 // EncodedLen is the number of bytes of the whole packet, header included: exactly what
 // AppendTo writes.
 func (it Item) EncodedLen(d Dialect) int {
-	n := it.Value.valueLen(d)
+	n := it.ValueLen(d)
 	return headerLen(it.Tag(), n, d) + n
 }
 
-// Check checks every tag and length in the tree against dialect d (invalid_tag, too_long).
+// Check checks every tag and length in the tree against dialect d (invalid_tag, too_long;
+// an *UnsupportedTypeError for an item without a value).
 func (it Item) Check(d Dialect) error {
+	if it.Value == nil {
+		return &UnsupportedTypeError{Reason: "item without a value"}
+	}
 	if err := it.Tag().Check(d); err != nil {
 		return err
 	}
@@ -297,23 +311,30 @@ func (it Item) AppendTo(dst []byte, d Dialect) ([]byte, error) {
 func (it Item) appendTo(dst []byte, d Dialect) ([]byte, error) {
 	var children []Item
 	switch v := it.Value.(type) {
+	case Int32:
+		return appendIntPacket(dst, d, it.ID, int64(v))
+	case Int64:
+		return appendIntPacket(dst, d, it.ID, int64(v))
+	case Uint32:
+		return appendIntPacket(dst, d, it.ID, int64(int32(v)))
+	case Uint64:
+		return appendIntPacket(dst, d, it.ID, int64(v))
+	case Bool:
+		return AppendBool(dst, d, it.ID, bool(v))
+	case Float32:
+		return AppendFloat32(dst, d, it.ID, float32(v))
+	case Float64:
+		return AppendFloat64(dst, d, it.ID, float64(v))
+	case String:
+		return AppendString(dst, d, it.ID, string(v))
+	case Bytes:
+		return AppendBytes(dst, d, it.ID, v)
 	case Node:
 		children = v
 	case Array:
 		children = v
-	case nil:
-		return dst, &UnsupportedTypeError{Reason: "item without a value"}
 	default:
-		t := it.Tag()
-		if err := t.Check(d); err != nil {
-			return dst, err
-		}
-		n := v.valueLen(d)
-		if n > maxLen32 {
-			return dst, errEncodeTooLong(n)
-		}
-		dst = appendHeaderUnchecked(dst, d, t, n)
-		return v.appendValue(dst, d), nil
+		return dst, &UnsupportedTypeError{Reason: "item without a value"}
 	}
 	dst, m, err := BeginNode(dst, d, it.Tag())
 	if err != nil {

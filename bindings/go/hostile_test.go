@@ -2,6 +2,7 @@ package y3
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"runtime"
 	"strings"
@@ -286,6 +287,17 @@ func TestEncoderErrors(t *testing.T) {
 	must(t, err)
 	if n != 3 || !bytes.Equal(small[:], []byte{1, 1, 'a'}) {
 		t.Fatal(small)
+	}
+	// An item without a value.
+	var ue *UnsupportedTypeError
+	if _, err := (Item{ID: 1}).Encode(Golang); !errors.As(err, &ue) {
+		t.Fatal(err)
+	}
+	if _, err := NewNode(1, Item{ID: 2}).AppendTo(nil, Golang); !errors.As(err, &ue) {
+		t.Fatal(err)
+	}
+	if (Item{ID: 1}).EncodedLen(Golang) != 2 {
+		t.Fatal("nil EncodedLen")
 	}
 	// Draft02 writes no node flag.
 	b, err := NewNode(0x01, Item{ID: 2, Value: Int32(-1)}, NewNode(3, Item{ID: 4, Value: String("C")})).Encode(Draft02)
