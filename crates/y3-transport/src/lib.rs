@@ -38,7 +38,7 @@ mod error;
 pub mod frame;
 #[cfg(feature = "quic")]
 pub mod quic;
-// SDK_PLACEHOLDER
+pub mod sdk;
 mod stream;
 #[cfg(feature = "tcp")]
 pub mod tcp;

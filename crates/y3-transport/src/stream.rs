@@ -72,6 +72,16 @@ impl fmt::Debug for Guard {
 }
 
 impl Guard {
+    /// Closes at once. Use when both directions are done (the peer's end of stream has been
+    /// read), so nothing in flight is lost.
+    pub fn close(self) {
+        match self {
+            Guard::None => {}
+            #[cfg(feature = "quic")]
+            Guard::Quic(conn, _endpoint) => conn.close(0u32.into(), b""),
+        }
+    }
+
     /// Waits (at most `linger`) for the peer to close, so that data written before
     /// dropping the connection is not cut off by a QUIC `CONNECTION_CLOSE`.
     /// A no-op for byte streams, whose kernel buffers outlive the socket.

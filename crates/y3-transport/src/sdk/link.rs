@@ -1,0 +1,211 @@
+//! One established client connection: handshake done, a writer task batching frames.
+
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::{ClientOptions, Transport};
+use crate::frame::{Frame, Handshake, Role, VERSION};
+use crate::stream::{FrameReader, FrameWriter, Guard};
+use crate::{tls, FrameCodec, TransportError};
+
+/// How long a closing client waits for the router to acknowledge its last frames.
+pub(crate) const LINGER: Duration = Duration::from_secs(2);
+
+/// Most frames fed into the write buffer between flushes.
+const MAX_BATCH: usize = 1024;
+
+/// A message to the writer task.
+pub(crate) enum Out {
+    Frame(Frame),
+    Flush(oneshot::Sender<()>),
+}
+
+/// An established connection: its read half and the handle of its writer task.
+pub(crate) struct Link {
+    pub reader: FrameReader,
+    pub tx: LinkTx,
+}
+
+/// The sending side of a [`Link`].
+pub(crate) struct LinkTx {
+    pub out: mpsc::Sender<Out>,
+    /// Cancel to make the writer flush what it has, shut its half down and stop.
+    pub stop: CancellationToken,
+    pub writer: JoinHandle<Result<(), TransportError>>,
+    pub session: u64,
+}
+
+impl Link {
+    /// Connects, handshakes and starts the writer task.
+    pub async fn connect(
+        options: &ClientOptions,
+        role: Role,
+        observed: &[u32],
+    ) -> Result<Link, TransportError> {
+        let codec = FrameCodec::new(options.max_frame_len);
+        let mut conn = match options.transport {
+            #[cfg(feature = "tcp")]
+            Transport::Tcp => crate::tcp::connect(options.addr, None, codec).await?,
+            #[cfg(feature = "tcp")]
+            Transport::TcpTls => {
+                let tls = (
+                    options.trust.client_config()?,
+                    tls::server_name(&options.server_name)?,
+                );
+                crate::tcp::connect(options.addr, Some(tls), codec).await?
+            }
+            #[cfg(feature = "quic")]
+            Transport::Quic => {
+                let config = options.trust.client_config()?;
+                crate::quic::connect(options.addr, config, &options.server_name, codec).await?
+            }
+            #[allow(unreachable_patterns)]
+            _ => {
+                return Err(TransportError::Config(
+                    "this transport is not compiled in (features tcp, quic)",
+                ))
+            }
+        };
+        let hello = Handshake {
+            version: VERSION,
+            role,
+            name: options.name.clone(),
+            token: options.token.clone(),
+            observed: observed.to_vec(),
+        };
+        conn.writer.send(Frame::Handshake(hello)).await?;
+        let answer = tokio::time::timeout(options.handshake_timeout, conn.reader.next())
+            .await
+            .map_err(|_| TransportError::Timeout {
+                what: "the handshake answer",
+            })?;
+        let session = match answer {
+            Some(Ok(Frame::Accepted(a))) => a.session,
+            Some(Ok(Frame::Goaway(g))) => {
+                tracing::warn!(code = g.code.kind(), reason = %g.reason, "router refused the handshake");
+                return Err(TransportError::Goaway { code: g.code });
+            }
+            Some(Ok(other)) => {
+                return Err(TransportError::UnexpectedFrame {
+                    expected: "accepted",
+                    found: other.name(),
+                })
+            }
+            Some(Err(e)) => return Err(e.into()),
+            None => return Err(TransportError::Closed),
+        };
+        let (out, rx) = mpsc::channel(options.send_queue.max(1));
+        let stop = CancellationToken::new();
+        let writer = tokio::spawn(write_loop(conn.writer, rx, stop.clone(), conn.guard));
+        Ok(Link {
+            reader: conn.reader,
+            tx: LinkTx {
+                out,
+                stop,
+                writer,
+                session,
+            },
+        })
+    }
+
+    /// Connects with backoff: retryable failures are retried up to `backoff.attempts`
+    /// times; refusals are returned at once.
+    pub async fn connect_with_backoff(
+        options: &ClientOptions,
+        role: Role,
+        observed: &[u32],
+    ) -> Result<Link, TransportError> {
+        let attempts = options.backoff.attempts.max(1);
+        let mut attempt = 0;
+        loop {
+            match Link::connect(options, role, observed).await {
+                Ok(link) => return Ok(link),
+                Err(e) if e.is_retryable() => {
+                    attempt += 1;
+                    if attempt >= attempts {
+                        tracing::warn!(error = %e, attempts, "giving up connecting");
+                        return Err(TransportError::GaveUp { attempts });
+                    }
+                    let delay = options.backoff.delay(attempt - 1);
+                    tracing::debug!(error = %e, attempt, ?delay, "connect failed; retrying");
+                    tokio::time::sleep(delay).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+impl LinkTx {
+    /// Flushes everything queued so far.
+    pub async fn flush(&self) -> Result<(), TransportError> {
+        let (tx, rx) = oneshot::channel();
+        self.out
+            .send(Out::Flush(tx))
+            .await
+            .map_err(|_| TransportError::Closed)?;
+        rx.await.map_err(|_| TransportError::Closed)
+    }
+
+    /// Flushes, shuts the write half down, waits for the writer and the router's close.
+    pub async fn close(self) -> Result<(), TransportError> {
+        let LinkTx { out, writer, .. } = self;
+        drop(out);
+        match writer.await {
+            Ok(result) => result,
+            Err(_) => Err(TransportError::Closed),
+        }
+    }
+}
+
+/// Feeds queued frames into the write buffer and flushes once per batch.
+async fn write_loop(
+    mut writer: FrameWriter,
+    mut rx: mpsc::Receiver<Out>,
+    stop: CancellationToken,
+    guard: Guard,
+) -> Result<(), TransportError> {
+    let mut acks = Vec::new();
+    let result: Result<(), TransportError> = async {
+        loop {
+            let first = tokio::select! {
+                biased;
+                msg = rx.recv() => msg,
+                _ = stop.cancelled() => {
+                    rx.close();
+                    rx.recv().await
+                }
+            };
+            let Some(first) = first else { break };
+            let mut next = Some(first);
+            let mut fed = 0;
+            while let Some(msg) = next.take() {
+                match msg {
+                    Out::Frame(frame) => {
+                        writer.feed(frame).await?;
+                        fed += 1;
+                    }
+                    Out::Flush(ack) => acks.push(ack),
+                }
+                if fed < MAX_BATCH {
+                    next = rx.try_recv().ok();
+                }
+            }
+            writer.flush().await?;
+            for ack in acks.drain(..) {
+                let _ = ack.send(());
+            }
+        }
+        writer.close().await?;
+        Ok(())
+    }
+    .await;
+    if result.is_ok() {
+        guard.linger(LINGER).await;
+    }
+    result
+}

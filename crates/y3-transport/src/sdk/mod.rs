@@ -1,0 +1,186 @@
+//! The client SDK: [`Source`], [`StreamFunction`] and [`Sink`].
+//!
+//! ```text
+//!  Source ──data 0x10──▶ router ──0x10──▶ StreamFunction ──data 0x11──▶ router ──▶ Sink
+//! ```
+//!
+//! Every client connects with [`ClientOptions`] (address, adapter, TLS trust, name, token),
+//! sends a handshake with its role and observed tags, and waits for the router's accepted
+//! frame. Outgoing frames go through a bounded queue to a writer task that feeds every
+//! queued frame into one buffer and flushes once, so a fast sender gets batched writes and
+//! a slow one gets low latency. Lost connections are re-established with exponential
+//! [`Backoff`]; refusals (a wrong token, a bad handshake) are returned as typed
+//! [`TransportError`]s and not retried.
+//!
+//! # Examples
+//!
+//! ```no_run
+//! use y3_transport::sdk::{ClientOptions, Sink, Source};
+//!
+//! # async fn demo() -> Result<(), y3_transport::TransportError> {
+//! let options = ClientOptions::new("127.0.0.1:9000".parse().unwrap()).name("sensor-1");
+//! let mut sink = Sink::connect(options.clone().name("printer"), &[0x10]).await?;
+//! let mut source = Source::connect(options).await?;
+//! source.send(0x10, &b"\x11\x01\x2a"[..]).await?;
+//! source.flush().await?;
+//! let data = sink.recv().await.expect("open")?;
+//! assert_eq!(&data.payload[..], b"\x11\x01\x2a");
+//! # Ok(()) }
+//! ```
+
+mod function;
+mod link;
+mod sink;
+mod source;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+pub use function::StreamFunction;
+pub use sink::Sink;
+pub use source::Source;
+
+use crate::tls::{Trust, DEV_SERVER_NAME};
+use crate::DEFAULT_MAX_FRAME_LEN;
+
+/// Which adapter a client connects with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Transport {
+    /// Plain TCP.
+    #[default]
+    Tcp,
+    /// TLS 1.3 over TCP (needs [`ClientOptions::trust`]).
+    TcpTls,
+    /// QUIC (always TLS 1.3; needs [`ClientOptions::trust`]).
+    Quic,
+}
+
+/// Exponential backoff between connection attempts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    /// Delay after the first failed attempt.
+    pub initial: Duration,
+    /// Largest delay.
+    pub max: Duration,
+    /// Attempts per (re)connection before giving up with
+    /// [`TransportError::GaveUp`](crate::TransportError::GaveUp); at least 1.
+    pub attempts: u32,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            initial: Duration::from_millis(100),
+            max: Duration::from_secs(5),
+            attempts: 10,
+        }
+    }
+}
+
+impl Backoff {
+    /// The delay after failed attempt number `attempt` (0-based): `initial * 2^attempt`,
+    /// capped at `max`, minus up to a quarter of jitter so that clients restarted together
+    /// do not reconnect in lockstep.
+    pub fn delay(&self, attempt: u32) -> Duration {
+        let base = self
+            .initial
+            .saturating_mul(1u32 << attempt.min(20))
+            .min(self.max);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        base - base / 4 * (nanos % 1000) / 1000
+    }
+}
+
+/// How to reach and identify to a router.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// The router's address.
+    pub addr: SocketAddr,
+    /// The adapter.
+    pub transport: Transport,
+    /// How to trust the router's certificate (TLS and QUIC).
+    pub trust: Trust,
+    /// TLS server name to ask for; `localhost` by default (what dev certificates carry).
+    pub server_name: String,
+    /// Client name for the router's logs and metrics.
+    pub name: String,
+    /// The router's token, if it requires one.
+    pub token: String,
+    /// Largest frame body sent or accepted.
+    pub max_frame_len: usize,
+    /// How long to wait for the router's answer to the handshake.
+    pub handshake_timeout: Duration,
+    /// Reconnection policy.
+    pub backoff: Backoff,
+    /// Frames buffered between the application and the writer task.
+    pub send_queue: usize,
+}
+
+impl ClientOptions {
+    /// Plain TCP to `addr`, no token, default limits.
+    pub fn new(addr: SocketAddr) -> ClientOptions {
+        ClientOptions {
+            addr,
+            transport: Transport::Tcp,
+            trust: Trust::Unset,
+            server_name: DEV_SERVER_NAME.to_owned(),
+            name: String::new(),
+            token: String::new(),
+            max_frame_len: DEFAULT_MAX_FRAME_LEN,
+            handshake_timeout: Duration::from_secs(5),
+            backoff: Backoff::default(),
+            send_queue: 1024,
+        }
+    }
+
+    /// Sets the adapter.
+    pub fn transport(mut self, transport: Transport) -> Self {
+        self.transport = transport;
+        self
+    }
+
+    /// Sets the TLS trust.
+    pub fn trust(mut self, trust: Trust) -> Self {
+        self.trust = trust;
+        self
+    }
+
+    /// Sets the client name.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Sets the token.
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.token = token.into();
+        self
+    }
+
+    /// Sets the reconnection policy.
+    pub fn backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = backoff;
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_and_caps() {
+        let b = Backoff {
+            initial: Duration::from_millis(100),
+            max: Duration::from_secs(1),
+            attempts: 5,
+        };
+        let d0 = b.delay(0);
+        assert!(d0 <= Duration::from_millis(100) && d0 >= Duration::from_millis(75));
+        let d3 = b.delay(3);
+        assert!(d3 <= Duration::from_millis(800) && d3 >= Duration::from_millis(600));
+        assert!(b.delay(40) <= Duration::from_secs(1));
+    }
+}
