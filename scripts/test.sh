@@ -23,7 +23,7 @@ cargo build -p y3 --no-default-features --locked
 
 if [ -f fuzz/Cargo.toml ]; then
     step "rust: fuzz targets build check"
-    cargo check --manifest-path fuzz/Cargo.toml --locked
+    cargo check --manifest-path fuzz/Cargo.toml
 fi
 
 if [ -f bindings/go/go.mod ]; then
