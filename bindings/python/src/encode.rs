@@ -1,0 +1,376 @@
+//! `encode`: typed dicts (the CLI's typed JSON, as Python objects) to packet bytes.
+//!
+//! ```text
+//! item  = {"tag": ID, TYPE: VALUE}                 exactly one value key
+//!       | {"tag": ID, "node":  [item, ...]}
+//!       | {"tag": ID, "array": [item, ...]}        element tags may be left out (0)
+//! ID    = int, or a str "0x10" / "16"
+//! TYPE  = int32 int64 uint32 uint64                int, range-checked exactly
+//!       | float32 float64                          float or int, or "inf" "-inf" "nan"
+//!       | float32_bits float64_bits                the IEEE-754 bits: int, or 8 / 16 hex digits
+//!       | bool | string | bytes                    bool, str, bytes-like (or a hex str)
+//! input = item | [item, ...]                       a list is a stream of top-level packets
+//! ```
+//!
+//! Shape problems raise `TypeError` / `ValueError` naming the location (`$[1].node[0].int32`);
+//! a tag the dialect cannot carry raises `y3.EncodeError` (`invalid_tag`), as the core does.
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use y3::{Dialect, Item, Value};
+
+use crate::errors::encode_error;
+use crate::{dialect_of, with_bytes};
+
+/// The value keys an item may carry (exactly one of them).
+const VALUE_KEYS: [&str; 13] = [
+    "int32",
+    "int64",
+    "uint32",
+    "uint64",
+    "float32",
+    "float64",
+    "float32_bits",
+    "float64_bits",
+    "bool",
+    "string",
+    "bytes",
+    "node",
+    "array",
+];
+
+/// Encodes one item (a dict) or a stream of items (a list or tuple of dicts).
+#[pyfunction]
+#[pyo3(signature = (item, dialect = "golang"))]
+pub fn encode<'py>(
+    py: Python<'py>,
+    item: &Bound<'py, PyAny>,
+    dialect: &str,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let dialect = dialect_of(dialect)?;
+    let items = items_of(item, dialect)?;
+    let len: usize = items.iter().map(|i| i.encoded_len(dialect)).sum();
+    let mut out = Vec::with_capacity(len);
+    for (i, item) in items.iter().enumerate() {
+        item.encode(dialect, &mut out).map_err(|e| {
+            let at = if items.len() == 1 {
+                "$".to_owned()
+            } else {
+                format!("$[{i}]")
+            };
+            encode_error(py, e, Some(&at))
+        })?;
+    }
+    Ok(PyBytes::new(py, &out))
+}
+
+/// Bytes `encode(item, dialect)` would return, without writing them.
+#[pyfunction]
+#[pyo3(signature = (item, dialect = "golang"))]
+pub fn encoded_len(item: &Bound<'_, PyAny>, dialect: &str) -> PyResult<usize> {
+    let dialect = dialect_of(dialect)?;
+    Ok(items_of(item, dialect)?
+        .iter()
+        .map(|i| i.encoded_len(dialect))
+        .sum())
+}
+
+/// The top-level items of `obj`: one dict, or a list/tuple of them.
+pub fn items_of(obj: &Bound<'_, PyAny>, dialect: Dialect) -> PyResult<Vec<Item>> {
+    if obj.cast::<PyList>().is_ok() || obj.cast::<PyTuple>().is_ok() {
+        obj.try_iter()?
+            .enumerate()
+            .map(|(i, p)| item(&p?, &format!("$[{i}]"), dialect, false))
+            .collect()
+    } else {
+        Ok(vec![item(obj, "$", dialect, false)?])
+    }
+}
+
+fn describe(obj: &Bound<'_, PyAny>) -> String {
+    let text = obj
+        .repr()
+        .map(|r| r.to_string())
+        .unwrap_or_else(|_| "<unprintable>".to_owned());
+    if text.chars().count() > 40 {
+        format!("{}...", text.chars().take(37).collect::<String>())
+    } else {
+        text
+    }
+}
+
+fn type_error(at: &str, reason: impl std::fmt::Display) -> PyErr {
+    PyTypeError::new_err(format!("{at}: {reason}"))
+}
+
+fn value_error(at: &str, reason: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(format!("{at}: {reason}"))
+}
+
+/// One item dict; `in_array` lets the tag default to 0 (array elements).
+fn item(obj: &Bound<'_, PyAny>, at: &str, dialect: Dialect, in_array: bool) -> PyResult<Item> {
+    let py = obj.py();
+    let Ok(dict) = obj.cast::<PyDict>() else {
+        return Err(type_error(
+            at,
+            format!("expected an item dict, found {}", describe(obj)),
+        ));
+    };
+    let mut id = None;
+    let mut found: Option<(&'static str, Bound<'_, PyAny>)> = None;
+    for (key, raw) in dict.iter() {
+        let Ok(key) = key.cast::<PyString>() else {
+            return Err(type_error(at, format!("non-str key {}", describe(&key))));
+        };
+        let key = key.to_str()?;
+        if key == "tag" {
+            id = Some(parse_tag(&raw, &format!("{at}.tag"))?);
+            continue;
+        }
+        let Some(name) = VALUE_KEYS.iter().find(|k| **k == key) else {
+            return Err(value_error(
+                at,
+                format!(
+                    "unknown key {key:?} (expected \"tag\" and one of {})",
+                    VALUE_KEYS.join(" ")
+                ),
+            ));
+        };
+        if let Some((first, _)) = &found {
+            return Err(value_error(
+                at,
+                format!("two value keys {first:?} and {name:?}: an item has exactly one"),
+            ));
+        }
+        found = Some((name, raw));
+    }
+    let id = match id {
+        Some(id) => id,
+        None if in_array => 0,
+        None => return Err(value_error(at, "missing \"tag\"")),
+    };
+    let Some((key, raw)) = found else {
+        return Err(value_error(
+            at,
+            format!("no value key: expected one of {}", VALUE_KEYS.join(" ")),
+        ));
+    };
+    let here = format!("{at}.{key}");
+    let value = match key {
+        "int32" => Value::I32(int(&raw, &here, key, i32::MIN as i128, i32::MAX as i128)? as i32),
+        "int64" => Value::I64(int(&raw, &here, key, i64::MIN as i128, i64::MAX as i128)? as i64),
+        "uint32" => Value::U32(int(&raw, &here, key, 0, u32::MAX as i128)? as u32),
+        "uint64" => Value::U64(int(&raw, &here, key, 0, u64::MAX as i128)? as u64),
+        "float32" => Value::F32(float32(&raw, &here)?),
+        "float64" => Value::F64(float64(&raw, &here)?),
+        "float32_bits" => Value::F32(f32::from_bits(bits(&raw, &here, 4)? as u32)),
+        "float64_bits" => Value::F64(f64::from_bits(bits(&raw, &here, 8)?)),
+        "bool" => match raw.cast::<PyBool>() {
+            Ok(b) => Value::Bool(b.is_true()),
+            Err(_) => {
+                return Err(type_error(
+                    &here,
+                    format!("expected True or False, found {}", describe(&raw)),
+                ))
+            }
+        },
+        "string" => match raw.cast::<PyString>() {
+            Ok(s) => Value::Str(s.to_str()?.to_owned()),
+            Err(_) => {
+                return Err(type_error(
+                    &here,
+                    format!("expected a str, found {}", describe(&raw)),
+                ))
+            }
+        },
+        "bytes" => Value::Bytes(bytes_value(&raw, &here)?),
+        "node" => Value::Node(children(&raw, &here, dialect, false)?),
+        "array" => Value::Array(children(&raw, &here, dialect, true)?),
+        _ => unreachable!("value key {key}"),
+    };
+    let item = Item::new(id, value);
+    item.tag()
+        .check(dialect)
+        .map_err(|e| encode_error(py, e, Some(&format!("{at}.tag"))))?;
+    Ok(item)
+}
+
+fn children(
+    raw: &Bound<'_, PyAny>,
+    at: &str,
+    dialect: Dialect,
+    in_array: bool,
+) -> PyResult<Vec<Item>> {
+    if raw.cast::<PyList>().is_err() && raw.cast::<PyTuple>().is_err() {
+        return Err(type_error(
+            at,
+            format!("expected a list of items, found {}", describe(raw)),
+        ));
+    }
+    raw.try_iter()?
+        .enumerate()
+        .map(|(i, child)| item(&child?, &format!("{at}[{i}]"), dialect, in_array))
+        .collect()
+}
+
+/// A tag id: an int in `0..=u32::MAX`, or a str `"0x10"` / `"16"`.
+pub fn parse_tag(raw: &Bound<'_, PyAny>, at: &str) -> PyResult<u32> {
+    let parsed = if raw.cast::<PyBool>().is_ok() {
+        None
+    } else if raw.cast::<PyInt>().is_ok() {
+        raw.extract::<u32>().ok()
+    } else if let Ok(s) = raw.cast::<PyString>() {
+        let s = s.to_str()?.trim();
+        match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+            Some(hex) => u32::from_str_radix(hex, 16).ok(),
+            None => s.parse::<u32>().ok(),
+        }
+    } else {
+        None
+    };
+    parsed.ok_or_else(|| {
+        value_error(
+            at,
+            format!(
+                "expected a tag id (int 0..=4294967295 or \"0x..\"), found {}",
+                describe(raw)
+            ),
+        )
+    })
+}
+
+/// A Python int (not a bool) within `min..=max`.
+pub fn int(raw: &Bound<'_, PyAny>, at: &str, ty: &str, min: i128, max: i128) -> PyResult<i128> {
+    if raw.cast::<PyBool>().is_ok() || raw.cast::<PyInt>().is_err() {
+        return Err(type_error(
+            at,
+            format!("expected an int for {ty}, found {}", describe(raw)),
+        ));
+    }
+    match raw.extract::<i128>() {
+        Ok(v) if (min..=max).contains(&v) => Ok(v),
+        _ => Err(value_error(
+            at,
+            format!("{} out of range for {ty}", describe(raw)),
+        )),
+    }
+}
+
+/// A named non-finite float (`y3 get`'s spellings, Go's too).
+fn special(raw: &Bound<'_, PyAny>) -> Option<f64> {
+    let s = raw
+        .cast::<PyString>()
+        .ok()?
+        .to_str()
+        .ok()?
+        .to_ascii_lowercase();
+    match s.as_str() {
+        "inf" | "+inf" | "infinity" | "+infinity" => Some(f64::INFINITY),
+        "-inf" | "-infinity" => Some(f64::NEG_INFINITY),
+        "nan" => Some(f64::NAN),
+        _ => None,
+    }
+}
+
+/// A float, an int (exactly representable or rounded) or a named non-finite value.
+pub fn float64(raw: &Bound<'_, PyAny>, at: &str) -> PyResult<f64> {
+    if let Some(v) = special(raw) {
+        return Ok(v);
+    }
+    if raw.cast::<PyBool>().is_err()
+        && (raw.cast::<PyFloat>().is_ok() || raw.cast::<PyInt>().is_ok())
+    {
+        if let Ok(v) = raw.extract::<f64>() {
+            return Ok(v);
+        }
+        return Err(value_error(
+            at,
+            format!("{} out of range for float64", describe(raw)),
+        ));
+    }
+    Err(type_error(
+        at,
+        format!(
+            "expected a float or \"inf\"/\"-inf\"/\"nan\", found {}",
+            describe(raw)
+        ),
+    ))
+}
+
+/// [`float64`] rounded to the nearest `f32`; only overflow to infinity is refused.
+pub fn float32(raw: &Bound<'_, PyAny>, at: &str) -> PyResult<f32> {
+    let wide = float64(raw, at)?;
+    let narrow = wide as f32;
+    if wide.is_finite() && !narrow.is_finite() {
+        return Err(value_error(at, format!("{wide} out of range for float32")));
+    }
+    Ok(narrow)
+}
+
+/// IEEE-754 bits of `width` bytes: an int, or exactly `2 * width` hex digits.
+fn bits(raw: &Bound<'_, PyAny>, at: &str, width: usize) -> PyResult<u64> {
+    if raw.cast::<PyString>().is_ok() {
+        let bytes = hex_str(raw, at)?;
+        if bytes.len() != width {
+            return Err(value_error(
+                at,
+                format!(
+                    "expected {} hex digits of IEEE-754 bits, found {}",
+                    width * 2,
+                    describe(raw)
+                ),
+            ));
+        }
+        return Ok(bytes.iter().fold(0u64, |acc, b| (acc << 8) | *b as u64));
+    }
+    let max = if width == 4 {
+        u32::MAX as i128
+    } else {
+        u64::MAX as i128
+    };
+    Ok(int(
+        raw,
+        at,
+        if width == 4 {
+            "float32_bits"
+        } else {
+            "float64_bits"
+        },
+        0,
+        max,
+    )? as u64)
+}
+
+/// Bytes from a bytes-like object, or from a hex str (as typed JSON writes them).
+fn bytes_value(raw: &Bound<'_, PyAny>, at: &str) -> PyResult<Vec<u8>> {
+    if raw.cast::<PyString>().is_ok() {
+        return hex_str(raw, at);
+    }
+    with_bytes(raw, |b| Ok(b.to_vec())).map_err(|_| {
+        type_error(
+            at,
+            format!(
+                "expected bytes, bytearray, memoryview or a hex str, found {}",
+                describe(raw)
+            ),
+        )
+    })
+}
+
+fn hex_str(raw: &Bound<'_, PyAny>, at: &str) -> PyResult<Vec<u8>> {
+    let text = raw.cast::<PyString>()?.to_str()?;
+    let digits: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+    let bad = || value_error(at, format!("not a hex string: {}", describe(raw)));
+    if digits.len() % 2 != 0 {
+        return Err(bad());
+    }
+    digits
+        .chunks(2)
+        .map(|pair| {
+            let hi = (pair[0] as char).to_digit(16).ok_or_else(bad)?;
+            let lo = (pair[1] as char).to_digit(16).ok_or_else(bad)?;
+            Ok((hi * 16 + lo) as u8)
+        })
+        .collect()
+}

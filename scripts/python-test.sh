@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Builds the Python binding (bindings/python) and runs its tests: every shared vector in
+# testdata/vectors/ both ways, the malformed-input table, observer split points, the API.
+#
+#   scripts/python-test.sh [pytest args...]
+#
+# Needs only Python >= 3.11 (Y3_PYTHON, else python3.11, else python3) and a Rust
+# toolchain. The virtual environment bindings/python/.venv is created on first use and
+# reused afterwards; maturin and pytest are installed into it from PyPI at pinned
+# versions; the extension is built in release mode with `maturin develop` (cargo's
+# incremental cache lives in bindings/python/target). Exits non-zero on any failure.
+set -euo pipefail
+
+MATURIN_VERSION=1.16.0
+PYTEST_VERSION=9.2.0
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+pkg="$root/bindings/python"
+venv="$pkg/.venv"
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+pick_python() {
+    local candidate
+    for candidate in "${Y3_PYTHON:-}" python3.11 python3 python; do
+        [ -n "$candidate" ] || continue
+        command -v "$candidate" >/dev/null 2>&1 || continue
+        if "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+            echo "$candidate"
+            return 0
+        fi
+    done
+    echo "python-test: no Python >= 3.11 found (set Y3_PYTHON)" >&2
+    return 1
+}
+
+# A cached venv is reused only if its interpreter still runs (the base Python may have moved).
+if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    log "reusing $venv"
+else
+    python="$(pick_python)"
+    log "creating $venv with $("$python" --version 2>&1)"
+    rm -rf "$venv"
+    "$python" -m venv "$venv"
+fi
+vpy="$venv/bin/python"
+
+if ! "$vpy" - "$MATURIN_VERSION" "$PYTEST_VERSION" 2>/dev/null <<'PY'
+import sys
+from importlib.metadata import PackageNotFoundError, version
+try:
+    ok = version("maturin") == sys.argv[1] and version("pytest") == sys.argv[2]
+except PackageNotFoundError:
+    ok = False
+sys.exit(0 if ok else 1)
+PY
+then
+    log "installing maturin==$MATURIN_VERSION pytest==$PYTEST_VERSION from PyPI"
+    "$vpy" -m pip install --disable-pip-version-check --quiet \
+        "maturin==$MATURIN_VERSION" "pytest==$PYTEST_VERSION"
+fi
+
+log "building the extension (maturin develop --release)"
+(
+    cd "$pkg"
+    VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" "$venv/bin/maturin" develop --release --quiet
+) >&2
+
+log "running pytest"
+cd "$pkg"
+exec "$vpy" -m pytest -p no:cacheprovider -q "$@"
