@@ -1,0 +1,320 @@
+//! Router configuration: TOML, every field defaulted, so an empty file (or none) works.
+//!
+//! ```toml
+//! [listen]
+//! tcp = "127.0.0.1:9000"      # "" turns the listener off
+//! quic = "127.0.0.1:9000"     # UDP; same port number as TCP is fine
+//! metrics = "127.0.0.1:9090"  # Prometheus text at GET /metrics
+//! tcp_tls = false             # TLS 1.3 on the TCP listener
+//!
+//! [tls]
+//! cert = ""                   # PEM chain; empty: a self-signed dev certificate
+//! key = ""                    # PEM private key
+//! dev_cert_out = ""           # write the generated dev certificate here (clients pin it)
+//!
+//! [auth]
+//! token = ""                  # empty: no token required
+//!
+//! [queue]
+//! capacity = 1024             # frames queued per subscriber
+//! max_bytes = 16777216        # bytes queued per subscriber
+//! policy = "block"            # "block" (lossless) or "drop_oldest" (real-time)
+//! block_timeout_ms = 5000     # a subscriber full this long under "block" is disconnected
+//!
+//! [limits]
+//! max_frame_len = 1048576
+//! max_connections = 10000
+//! handshake_timeout_ms = 5000
+//! max_hops = 8
+//! max_observed_tags = 64
+//! max_name_len = 128
+//!
+//! [shutdown]
+//! drain_timeout_ms = 5000     # upper bound of a graceful shutdown
+//! quiet_ms = 100              # no traffic for this long means "drained"
+//! ```
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::RouterError;
+use crate::queue::Policy;
+
+/// The whole configuration.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RouterConfig {
+    /// Listeners.
+    pub listen: ListenConfig,
+    /// Certificates.
+    pub tls: TlsConfig,
+    /// Authentication.
+    pub auth: AuthConfig,
+    /// Per-subscriber queues.
+    pub queue: QueueConfig,
+    /// Limits on what clients may do.
+    pub limits: LimitsConfig,
+    /// Graceful shutdown.
+    pub shutdown: ShutdownConfig,
+}
+
+/// `[listen]`: where to listen. An empty string turns a listener off.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ListenConfig {
+    /// TCP listener address.
+    pub tcp: String,
+    /// QUIC (UDP) listener address.
+    pub quic: String,
+    /// Metrics HTTP listener address.
+    pub metrics: String,
+    /// Serve TLS 1.3 on the TCP listener.
+    pub tcp_tls: bool,
+}
+
+impl Default for ListenConfig {
+    fn default() -> Self {
+        ListenConfig {
+            tcp: "127.0.0.1:9000".into(),
+            quic: "127.0.0.1:9000".into(),
+            metrics: "127.0.0.1:9090".into(),
+            tcp_tls: false,
+        }
+    }
+}
+
+/// `[tls]`: the server certificate. Without one, a self-signed dev certificate is generated.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlsConfig {
+    /// PEM certificate chain file.
+    pub cert: PathBuf,
+    /// PEM private key file.
+    pub key: PathBuf,
+    /// Where to write a generated dev certificate (PEM) for clients to pin; empty: nowhere.
+    pub dev_cert_out: PathBuf,
+}
+
+/// `[auth]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthConfig {
+    /// Token every handshake must carry; empty: none.
+    pub token: String,
+}
+
+/// `[queue]`: one bounded queue per subscriber.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct QueueConfig {
+    /// Frames.
+    pub capacity: usize,
+    /// Bytes (payload and metadata, plus a fixed overhead per frame).
+    pub max_bytes: usize,
+    /// What a full queue does.
+    pub policy: Policy,
+    /// Under `block`, a subscriber whose queue stays full this long is disconnected
+    /// (`slow_consumer`) so that its sources can go on.
+    pub block_timeout_ms: u64,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        QueueConfig {
+            capacity: 1024,
+            max_bytes: 16 << 20,
+            policy: Policy::Block,
+            block_timeout_ms: 5000,
+        }
+    }
+}
+
+/// `[limits]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Largest frame body accepted.
+    pub max_frame_len: usize,
+    /// Most simultaneous connections.
+    pub max_connections: usize,
+    /// Time a new connection has to send its handshake.
+    pub handshake_timeout_ms: u64,
+    /// Data frames with more hops than this are dropped (function loops).
+    pub max_hops: u32,
+    /// Most tags one client may observe.
+    pub max_observed_tags: usize,
+    /// Longest client name, in bytes.
+    pub max_name_len: usize,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig {
+            max_frame_len: y3_transport::DEFAULT_MAX_FRAME_LEN,
+            max_connections: 10_000,
+            handshake_timeout_ms: 5000,
+            max_hops: 8,
+            max_observed_tags: 64,
+            max_name_len: 128,
+        }
+    }
+}
+
+/// `[shutdown]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ShutdownConfig {
+    /// Longest a graceful shutdown may take.
+    pub drain_timeout_ms: u64,
+    /// How long the router must see no traffic to call the pipelines drained.
+    pub quiet_ms: u64,
+}
+
+impl Default for ShutdownConfig {
+    fn default() -> Self {
+        ShutdownConfig {
+            drain_timeout_ms: 5000,
+            quiet_ms: 100,
+        }
+    }
+}
+
+impl RouterConfig {
+    /// Parses TOML text.
+    ///
+    /// # Errors
+    /// [`RouterError::ConfigToml`] for bad TOML, unknown keys or wrong types.
+    pub fn from_toml(text: &str) -> Result<RouterConfig, RouterError> {
+        Ok(toml::from_str(text)?)
+    }
+
+    /// Reads a TOML file.
+    ///
+    /// # Errors
+    /// [`RouterError::ConfigIo`], or as [`RouterConfig::from_toml`].
+    pub fn from_file(path: &Path) -> Result<RouterConfig, RouterError> {
+        let text = std::fs::read_to_string(path).map_err(RouterError::ConfigIo)?;
+        RouterConfig::from_toml(&text)
+    }
+
+    /// The configuration as TOML (every field, defaults included).
+    pub fn to_toml(&self) -> String {
+        // Every field is a plain string, number, bool or path: serialization cannot fail.
+        toml::to_string(self).unwrap_or_default()
+    }
+
+    /// A configuration for tests and embedding: every listener on an ephemeral loopback
+    /// port, metrics off.
+    pub fn ephemeral() -> RouterConfig {
+        let mut config = RouterConfig::default();
+        config.listen.tcp = "127.0.0.1:0".into();
+        config.listen.quic = "127.0.0.1:0".into();
+        config.listen.metrics = String::new();
+        config
+    }
+
+    /// Checks values and parses addresses.
+    ///
+    /// # Errors
+    /// [`RouterError::Config`] naming the field.
+    pub fn validate(&self) -> Result<Listen, RouterError> {
+        let addr = |field: &'static str, text: &str| -> Result<Option<SocketAddr>, RouterError> {
+            if text.trim().is_empty() {
+                return Ok(None);
+            }
+            text.trim()
+                .parse()
+                .map(Some)
+                .map_err(|_| RouterError::Config {
+                    field,
+                    problem: "not an IP:port address",
+                })
+        };
+        let bad = |field, problem| Err(RouterError::Config { field, problem });
+        if self.queue.capacity == 0 {
+            return bad("queue.capacity", "must be at least 1");
+        }
+        if self.limits.max_frame_len == 0 || self.limits.max_frame_len > i32::MAX as usize {
+            return bad("limits.max_frame_len", "must be within 1..=2147483647");
+        }
+        if self.limits.max_connections == 0 {
+            return bad("limits.max_connections", "must be at least 1");
+        }
+        if self.tls.cert.as_os_str().is_empty() != self.tls.key.as_os_str().is_empty() {
+            return bad("tls.cert", "tls.cert and tls.key go together");
+        }
+        let listen = Listen {
+            tcp: addr("listen.tcp", &self.listen.tcp)?,
+            quic: addr("listen.quic", &self.listen.quic)?,
+            metrics: addr("listen.metrics", &self.listen.metrics)?,
+        };
+        if listen.tcp.is_none() && listen.quic.is_none() {
+            return bad(
+                "listen",
+                "at least one of listen.tcp and listen.quic is needed",
+            );
+        }
+        Ok(listen)
+    }
+
+    /// `limits.handshake_timeout_ms` as a duration.
+    pub fn handshake_timeout(&self) -> Duration {
+        Duration::from_millis(self.limits.handshake_timeout_ms)
+    }
+}
+
+/// Parsed listener addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Listen {
+    /// TCP, if on.
+    pub tcp: Option<SocketAddr>,
+    /// QUIC, if on.
+    pub quic: Option<SocketAddr>,
+    /// Metrics, if on.
+    pub metrics: Option<SocketAddr>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_toml_is_the_default() {
+        let config = RouterConfig::from_toml("").unwrap();
+        assert_eq!(config, RouterConfig::default());
+        let listen = config.validate().unwrap();
+        assert_eq!(listen.tcp, Some("127.0.0.1:9000".parse().unwrap()));
+        // What we print, we read back.
+        assert_eq!(RouterConfig::from_toml(&config.to_toml()).unwrap(), config);
+    }
+
+    #[test]
+    fn partial_toml_keeps_other_defaults() {
+        let config = RouterConfig::from_toml(
+            "[queue]\npolicy = \"drop_oldest\"\ncapacity = 8\n[listen]\nquic = \"\"\n",
+        )
+        .unwrap();
+        assert_eq!(config.queue.policy, Policy::DropOldest);
+        assert_eq!(config.queue.capacity, 8);
+        assert_eq!(config.queue.block_timeout_ms, 5000);
+        assert_eq!(config.validate().unwrap().quic, None);
+    }
+
+    #[test]
+    fn bad_configs_name_the_field() {
+        let err = RouterConfig::from_toml("[queue]\nsize = 3\n").unwrap_err();
+        assert_eq!(err.kind(), "config_toml");
+        let mut config = RouterConfig::default();
+        config.listen.tcp = "localhost".into();
+        let RouterError::Config { field, .. } = config.validate().unwrap_err() else {
+            panic!()
+        };
+        assert_eq!(field, "listen.tcp");
+        config.listen.tcp = String::new();
+        config.listen.quic = String::new();
+        assert!(config.validate().is_err());
+    }
+}

@@ -1,0 +1,263 @@
+//! A subscriber's bounded queue and its full-queue [`Policy`]. Pure: no locks, no clock.
+//!
+//! ```text
+//!            control (accepted, pong, goaway): small, never dropped, sent first
+//!  push ──▶ [ data frames ......................... ] ──▶ pop_batch ──▶ writer
+//!            bounded by `capacity` frames and `max_bytes` bytes
+//!            full + Block      → Full(item): the caller waits (the source is held back)
+//!            full + DropOldest → the oldest frames are dropped and counted
+//! ```
+
+use std::collections::VecDeque;
+
+use serde::{Deserialize, Serialize};
+
+/// What a full queue does with a new frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Policy {
+    /// Hold the sender back until there is room: lossless for live subscribers.
+    #[default]
+    Block,
+    /// Drop the oldest queued frames to make room, counting each: for real-time data where
+    /// only the latest matters.
+    #[serde(alias = "drop-oldest")]
+    DropOldest,
+}
+
+impl Policy {
+    /// The snake_case name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Policy::Block => "block",
+            Policy::DropOldest => "drop_oldest",
+        }
+    }
+}
+
+/// Something with a size in bytes.
+pub trait Weighted {
+    /// Bytes this item accounts for in a queue.
+    fn weight(&self) -> usize;
+}
+
+/// What [`Queue::push`] did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Push<T> {
+    /// Queued.
+    Queued,
+    /// Queued after dropping this many of the oldest frames ([`Policy::DropOldest`]).
+    DroppedOldest(usize),
+    /// Not queued: the queue is full ([`Policy::Block`]). The item is handed back.
+    Full(T),
+}
+
+/// Most control frames held at once; more are refused (a peer flooding pings).
+pub const MAX_CONTROL: usize = 16;
+
+/// A bounded FIFO of data items plus a small priority lane of control items.
+#[derive(Debug)]
+pub struct Queue<T> {
+    data: VecDeque<T>,
+    control: VecDeque<T>,
+    bytes: usize,
+    capacity: usize,
+    max_bytes: usize,
+    policy: Policy,
+    dropped: u64,
+}
+
+impl<T: Weighted> Queue<T> {
+    /// An empty queue of at most `capacity` items (at least 1) and `max_bytes` bytes.
+    pub fn new(capacity: usize, max_bytes: usize, policy: Policy) -> Queue<T> {
+        Queue {
+            data: VecDeque::new(),
+            control: VecDeque::new(),
+            bytes: 0,
+            capacity: capacity.max(1),
+            max_bytes,
+            policy,
+            dropped: 0,
+        }
+    }
+
+    /// Whether `weight` more bytes fit. An empty queue takes any one item, so a frame
+    /// larger than `max_bytes` (but within the frame limit) is not stuck forever.
+    fn fits(&self, weight: usize) -> bool {
+        self.data.is_empty()
+            || (self.data.len() < self.capacity && self.bytes + weight <= self.max_bytes)
+    }
+
+    /// Queues a data item, applying the policy when full.
+    pub fn push(&mut self, item: T) -> Push<T> {
+        let weight = item.weight();
+        if self.fits(weight) {
+            self.bytes += weight;
+            self.data.push_back(item);
+            return Push::Queued;
+        }
+        match self.policy {
+            Policy::Block => Push::Full(item),
+            Policy::DropOldest => {
+                let mut dropped = 0;
+                while !self.fits(weight) {
+                    // `fits` is true for an empty queue, so there is a front item here.
+                    let Some(old) = self.data.pop_front() else {
+                        break;
+                    };
+                    self.bytes -= old.weight();
+                    dropped += 1;
+                }
+                self.dropped += dropped as u64;
+                self.bytes += weight;
+                self.data.push_back(item);
+                Push::DroppedOldest(dropped)
+            }
+        }
+    }
+
+    /// Queues a control item ahead of the data. Returns false (and drops it) when
+    /// [`MAX_CONTROL`] are already waiting.
+    pub fn push_control(&mut self, item: T) -> bool {
+        if self.control.len() >= MAX_CONTROL {
+            return false;
+        }
+        self.control.push_back(item);
+        true
+    }
+
+    /// Moves up to `max` items into `out`, control items first. Returns how many data items
+    /// were taken.
+    pub fn pop_batch(&mut self, out: &mut Vec<T>, max: usize) -> usize {
+        let mut room = max;
+        while room > 0 {
+            let Some(item) = self.control.pop_front() else {
+                break;
+            };
+            out.push(item);
+            room -= 1;
+        }
+        let n = room.min(self.data.len());
+        for item in self.data.drain(..n) {
+            self.bytes -= item.weight();
+            out.push(item);
+        }
+        n
+    }
+
+    /// Removes every data item, returning how many there were (control items stay).
+    pub fn clear(&mut self) -> usize {
+        let n = self.data.len();
+        self.data.clear();
+        self.bytes = 0;
+        n
+    }
+
+    /// Data items queued.
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Whether neither data nor control items are queued.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty() && self.control.is_empty()
+    }
+
+    /// Bytes of the queued data items.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Whether a data item of `weight` bytes would be queued without waiting or dropping.
+    pub fn has_room(&self, weight: usize) -> bool {
+        self.fits(weight)
+    }
+
+    /// Items dropped by [`Policy::DropOldest`] so far.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> Policy {
+        self.policy
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    impl Weighted for (u32, usize) {
+        fn weight(&self) -> usize {
+            self.1
+        }
+    }
+
+    fn ids(q: &mut Queue<(u32, usize)>) -> Vec<u32> {
+        let mut out = Vec::new();
+        q.pop_batch(&mut out, usize::MAX);
+        out.into_iter().map(|(id, _)| id).collect()
+    }
+
+    #[test]
+    fn block_hands_the_item_back() {
+        let mut q = Queue::new(2, 1000, Policy::Block);
+        assert_eq!(q.push((1, 10)), Push::Queued);
+        assert_eq!(q.push((2, 10)), Push::Queued);
+        assert_eq!(q.push((3, 10)), Push::Full((3, 10)));
+        assert_eq!(q.len(), 2);
+        assert_eq!(q.bytes(), 20);
+        assert_eq!(ids(&mut q), [1, 2]);
+        assert_eq!(q.bytes(), 0);
+        assert_eq!(q.push((3, 10)), Push::Queued);
+        assert_eq!(q.dropped(), 0);
+    }
+
+    #[test]
+    fn drop_oldest_counts_every_drop() {
+        let mut q = Queue::new(3, 1000, Policy::DropOldest);
+        for id in 0..3 {
+            assert_eq!(q.push((id, 1)), Push::Queued);
+        }
+        assert_eq!(q.push((3, 1)), Push::DroppedOldest(1));
+        assert_eq!(q.push((4, 1)), Push::DroppedOldest(1));
+        assert_eq!(q.dropped(), 2);
+        assert_eq!(ids(&mut q), [2, 3, 4]);
+    }
+
+    #[test]
+    fn byte_bound_applies_too() {
+        let mut q = Queue::new(100, 25, Policy::DropOldest);
+        q.push((1, 10));
+        q.push((2, 10));
+        // 20 + 10 > 25: drop one to fit.
+        assert_eq!(q.push((3, 10)), Push::DroppedOldest(1));
+        // A big item empties the queue, then goes in alone.
+        assert_eq!(q.push((4, 100)), Push::DroppedOldest(2));
+        assert_eq!(ids(&mut q), [4]);
+        let mut q = Queue::new(100, 25, Policy::Block);
+        assert_eq!(
+            q.push((1, 100)),
+            Push::Queued,
+            "an empty queue takes any item"
+        );
+        assert!(!q.has_room(1));
+    }
+
+    #[test]
+    fn control_goes_first_and_is_bounded() {
+        let mut q = Queue::new(4, 1000, Policy::Block);
+        q.push((1, 1));
+        assert!(q.push_control((100, 0)));
+        let mut out = Vec::new();
+        assert_eq!(q.pop_batch(&mut out, 1), 0);
+        assert_eq!(out, [(100, 0)]);
+        for i in 0..MAX_CONTROL {
+            assert!(q.push_control((i as u32, 0)));
+        }
+        assert!(!q.push_control((999, 0)));
+        assert_eq!(q.clear(), 1);
+        assert!(!q.is_empty(), "control items survive clear");
+    }
+}
