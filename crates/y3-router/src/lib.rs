@@ -1,18 +1,65 @@
 //! The y3 router: connects sources, stream functions and sinks, routing data frames by tag.
 //!
+//! ```text
+//!  source ─0x10─▶ ┌────────────────────────── router ───────────────────────────┐
+//!                 │ session (handshake, auth) ─▶ table: tag → outboxes          │
+//!                 │ per-subscriber bounded queue, policy block | drop_oldest   │─0x10─▶ function
+//!  sink ◀─0x11─── │ writer task per connection: batches of frames per flush    │◀─0x11─ function
+//!                 └──────────── metrics: GET /metrics (Prometheus) ─────────────┘
+//! ```
+//!
 //! The pure parts have no IO and no clock: [`queue`] (bounded queue and policy), [`table`]
 //! (tag → subscribers, never back to the issuer) and [`session`] (the per-connection
-//! protocol state machine, quinn-style `handle_*(now, ..)` in, events out). [`config`] is
-//! the TOML configuration, every field defaulted.
+//! protocol state machine, quinn-style `handle_*(now, ..)` in, events out). The server
+//! ([`Router::start`]) is a thin tokio loop around them: accept loops for TCP (optionally
+//! TLS) and QUIC, a reader and a writer task per connection, graceful shutdown that drains
+//! in-flight frames, and Prometheus [`metrics`].
+//!
+//! Guarantees:
+//! - Under [`Policy::Block`] a frame accepted from a source is delivered to every live
+//!   subscriber of its tag: a full queue holds the source back. A subscriber that stays
+//!   full for `queue.block_timeout_ms` is disconnected as a slow consumer (counted), so one
+//!   stuck client cannot stall the rest forever.
+//! - Under [`Policy::DropOldest`] sources never wait; every dropped frame is counted.
+//! - Memory is bounded: frames by `limits.max_frame_len` (checked from the header), queues
+//!   by `queue.capacity` and `queue.max_bytes`, connections by `limits.max_connections`.
+//! - A malformed frame, a wrong token or a silent client ends that connection with a
+//!   goaway and a counted metric; every other connection goes on.
+//!
+//! # Examples
+//!
+//! ```
+//! use y3_router::{Router, RouterConfig};
+//! use y3_transport::sdk::{ClientOptions, Sink, Source};
+//!
+//! # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+//! let router = Router::start(RouterConfig::ephemeral()).await?;
+//! let options = ClientOptions::new(router.tcp_addr().unwrap());
+//! let mut sink = Sink::connect(options.clone(), &[0x10]).await?;
+//! let mut source = Source::connect(options).await?;
+//! source.send(0x10, &b"hello"[..]).await?;
+//! source.flush().await?;
+//! assert_eq!(&sink.recv().await.unwrap()?.payload[..], b"hello");
+//! source.close().await?;
+//! router.shutdown().await;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub mod config;
+mod connection;
 mod error;
+pub mod metrics;
+mod outbox;
 pub mod queue;
+mod server;
 pub mod session;
 pub mod table;
 
 pub use config::RouterConfig;
 pub use error::RouterError;
+pub use metrics::{Metrics, Stats};
 pub use queue::Policy;
+pub use server::{Router, RouterHandle};

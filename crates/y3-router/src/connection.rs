@@ -1,0 +1,304 @@
+//! One connection's tasks: the reader (handshake, then routing every data frame) and the
+//! writer (draining the outbox in batches). The protocol decisions are the [`Session`]'s;
+//! this file only moves frames between it, the sockets and the outboxes.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use y3_transport::frame::{Frame, Goaway, GoawayCode, Role};
+use y3_transport::{Connection, FrameError, FrameReader, FrameWriter};
+
+use crate::metrics::{Direction, Drop, Metrics, TagCounters};
+use crate::outbox::{Outbox, Queued};
+use crate::server::Shared;
+use crate::session::{DropReason, Event, Session};
+use crate::table::SessionId;
+
+/// Most frames written per flush.
+const MAX_BATCH: usize = 256;
+
+/// How long the router waits for a closing peer (to read our goaway, to take its queue).
+const LINGER: Duration = Duration::from_secs(1);
+
+/// Per-connection cache of tag counter handles, so that counting a frame is a hash lookup
+/// and two atomic adds rather than a lock on the metric family.
+pub(crate) struct TagCache {
+    metrics: Arc<Metrics>,
+    direction: Direction,
+    map: HashMap<u32, TagCounters>,
+}
+
+impl TagCache {
+    pub fn new(metrics: Arc<Metrics>, direction: Direction) -> TagCache {
+        TagCache {
+            metrics,
+            direction,
+            map: HashMap::new(),
+        }
+    }
+
+    pub fn count(&mut self, tag: u32, bytes: usize) {
+        if self.map.len() >= 1024 && !self.map.contains_key(&tag) {
+            // A client cycling through tags: keep the cache bounded.
+            self.map.clear();
+        }
+        let (metrics, direction) = (&self.metrics, self.direction);
+        self.map
+            .entry(tag)
+            .or_insert_with(|| metrics.tag_counters(direction, tag))
+            .add(bytes);
+    }
+}
+
+/// Why the read side ended.
+enum End {
+    /// The client closed its side.
+    Eof,
+    /// The client sent a goaway.
+    Left,
+    /// The router is shutting down.
+    Shutdown,
+    /// The client sent something invalid; the goaway says what.
+    ProtocolError(Goaway),
+    /// The socket failed.
+    ReadError,
+    /// Disconnected as a slow consumer.
+    Evicted,
+}
+
+/// Aborts a task when dropped (the writer must not outlive its connection).
+struct AbortOnDrop(tokio::task::JoinHandle<Result<(), FrameError>>);
+
+impl std::ops::Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Runs a connection from handshake to close.
+pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
+    let Connection {
+        mut reader,
+        mut writer,
+        peer,
+        transport,
+        guard,
+    } = conn;
+    let id = shared.next_session();
+    let mut session = Session::new(
+        id,
+        Instant::now() + shared.config.handshake_timeout(),
+        shared.admission.clone(),
+    );
+    if shared.over_connection_limit() {
+        let goaway = Goaway::new(GoawayCode::TooManyConnections, "connection limit reached");
+        shared.metrics.rejected(goaway.code.kind());
+        refuse(&mut reader, &mut writer, goaway).await;
+        guard.close();
+        return;
+    }
+
+    // Handshake.
+    let deadline = session.poll_timeout().unwrap_or_else(Instant::now);
+    let event = tokio::select! {
+        frame = reader.next() => match frame {
+            None => return,
+            Some(Err(e)) => {
+                shared.metrics.protocol_error(e.kind());
+                session.handle_error(&e)
+            }
+            Some(Ok(frame)) => session.handle_frame(Instant::now(), frame),
+        },
+        _ = tokio::time::sleep_until(deadline.into()) => session.handle_timeout(Instant::now()),
+        _ = shared.close_all.cancelled() => return,
+    };
+    let (accepted, hello) = match event {
+        Event::Admitted(accepted, hello) => (accepted, hello),
+        Event::Close(goaway) => {
+            tracing::info!(
+                session = id,
+                ?peer,
+                code = goaway.code.kind(),
+                reason = %goaway.reason,
+                "handshake refused"
+            );
+            shared.metrics.rejected(goaway.code.kind());
+            refuse(&mut reader, &mut writer, goaway).await;
+            guard.close();
+            return;
+        }
+        // The session answers a first frame only with Admitted or Close.
+        _ => return,
+    };
+    let role = hello.role;
+    tracing::info!(
+        session = id,
+        role = role.name(),
+        name = %hello.name,
+        observed = ?hello.observed,
+        transport = transport.name(),
+        ?peer,
+        "client admitted"
+    );
+    let _live = shared.admitted(role);
+
+    let outbox = Arc::new(Outbox::new(&shared.config.queue, shared.metrics.clone()));
+    outbox.push_control(Frame::Accepted(accepted));
+    if role.observes() {
+        shared.subscribe(id, &hello.observed, outbox.clone());
+    }
+    let writer_task = AbortOnDrop(tokio::spawn(write_loop(
+        writer,
+        outbox.clone(),
+        shared.metrics.clone(),
+    )));
+
+    let end = read_loop(&shared, &mut session, &mut reader, &outbox, id, role).await;
+
+    if role.observes() {
+        shared.unsubscribe(id);
+    }
+    let (wait, drain_reads) = match &end {
+        End::Eof | End::Left => {
+            outbox.finish(None);
+            (LINGER, false)
+        }
+        End::Shutdown => {
+            let goaway = Goaway::new(GoawayCode::ShuttingDown, "router shutting down");
+            outbox.finish(Some(goaway.into()));
+            (shared.drain_left(), true)
+        }
+        End::ProtocolError(goaway) => {
+            tracing::warn!(session = id, reason = %goaway.reason, "closing on protocol error");
+            outbox.abort(Some(goaway.clone().into()), Drop::Disconnected);
+            (LINGER, true)
+        }
+        End::ReadError => {
+            outbox.abort(None, Drop::Disconnected);
+            (Duration::ZERO, false)
+        }
+        End::Evicted => (Duration::ZERO, false),
+    };
+    let mut writer_task = writer_task;
+    if tokio::time::timeout(wait, &mut writer_task.0)
+        .await
+        .is_err()
+    {
+        // The peer does not take its frames: give up on them.
+        outbox.abort(None, Drop::Disconnected);
+    }
+    drop(writer_task);
+    if drain_reads {
+        // Read (and discard) until the peer closes, so that it sees our last frames
+        // rather than a reset.
+        let _ = tokio::time::timeout(LINGER, async {
+            while let Some(Ok(_)) = reader.next().await {}
+        })
+        .await;
+    }
+    guard.close();
+    tracing::info!(session = id, role = role.name(), "client closed");
+}
+
+/// Sends a goaway to a client that is not admitted and closes.
+async fn refuse(reader: &mut FrameReader, writer: &mut FrameWriter, goaway: Goaway) {
+    let _ = tokio::time::timeout(LINGER, async {
+        writer.send(Frame::Goaway(goaway)).await?;
+        writer.close().await
+    })
+    .await;
+    let _ = tokio::time::timeout(LINGER, async {
+        while let Some(Ok(_)) = reader.next().await {}
+    })
+    .await;
+}
+
+async fn read_loop(
+    shared: &Shared,
+    session: &mut Session,
+    reader: &mut FrameReader,
+    outbox: &Outbox,
+    id: SessionId,
+    role: Role,
+) -> End {
+    let mut told_to_stop = false;
+    let mut tags = TagCache::new(shared.metrics.clone(), Direction::In);
+    loop {
+        let frame = tokio::select! {
+            biased;
+            _ = shared.close_all.cancelled() => return End::Shutdown,
+            _ = shared.drain_sources.cancelled(), if role == Role::Source && !told_to_stop => {
+                told_to_stop = true;
+                let goaway = Goaway::new(GoawayCode::ShuttingDown, "router shutting down");
+                outbox.push_control(goaway.into());
+                continue;
+            }
+            _ = outbox.evicted() => return End::Evicted,
+            frame = reader.next() => frame,
+        };
+        let frame = match frame {
+            None => return End::Eof,
+            Some(Err(FrameError::Io(e))) => {
+                tracing::debug!(session = id, error = %e, "read failed");
+                return End::ReadError;
+            }
+            Some(Err(e)) => {
+                shared.metrics.protocol_error(e.kind());
+                return match session.handle_error(&e) {
+                    Event::Close(goaway) => End::ProtocolError(goaway),
+                    _ => End::ReadError,
+                };
+            }
+            Some(Ok(frame)) => frame,
+        };
+        match session.handle_frame(Instant::now(), frame) {
+            Event::Route(data) => shared.route(id, data, &mut tags).await,
+            Event::Drop(_, DropReason::Loop) => shared.metrics.dropped(Drop::Loop, 1),
+            Event::Reply(frame) => {
+                outbox.push_control(frame);
+            }
+            Event::Close(goaway) => {
+                shared.metrics.protocol_error("protocol");
+                return End::ProtocolError(goaway);
+            }
+            Event::Left => return End::Left,
+            Event::Admitted(..) | Event::Nothing => {}
+        }
+    }
+}
+
+/// Drains the outbox into the socket: feed a batch, flush once.
+async fn write_loop(
+    mut writer: FrameWriter,
+    outbox: Arc<Outbox>,
+    metrics: Arc<Metrics>,
+) -> Result<(), FrameError> {
+    let mut batch: Vec<Queued> = Vec::with_capacity(MAX_BATCH);
+    let mut read_at = Vec::with_capacity(MAX_BATCH);
+    let mut tags = TagCache::new(metrics.clone(), Direction::Out);
+    let result = async {
+        while outbox.pop_batch(&mut batch, MAX_BATCH).await {
+            for queued in batch.drain(..) {
+                if let Frame::Data(d) = &queued.frame {
+                    tags.count(d.tag, d.payload.len());
+                    read_at.push(queued.at);
+                }
+                writer.feed(queued.frame).await?;
+            }
+            writer.flush().await?;
+            metrics.frames_out(read_at.len() as u64);
+            let now = Instant::now();
+            for at in read_at.drain(..) {
+                metrics.latency(now.saturating_duration_since(at));
+            }
+        }
+        writer.close().await
+    }
+    .await;
+    if result.is_err() {
+        outbox.abort(None, Drop::Disconnected);
+    }
+    result
+}

@@ -1,0 +1,330 @@
+//! A subscriber's outbox: the pure [`Queue`] behind a mutex, with two `Notify`s — one wakes
+//! the connection's writer task, the other wakes sources held back by the block policy.
+//!
+//! ```text
+//!   reader tasks ──push──▶ [ Queue ] ──pop_batch──▶ writer task ──feed×N, flush──▶ socket
+//!        ▲ waits on `writable`      │ notifies `readable`
+//!        └──── notified after every batch taken
+//! ```
+//!
+//! A push that finds the queue full under the block policy waits for room at most the
+//! block timeout; then the subscriber is *evicted* (`slow_consumer`): its queue is counted
+//! as dropped, every waiting source is released, and the connection task closes it.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use y3_transport::frame::Frame;
+
+use crate::config::QueueConfig;
+use crate::metrics::{Drop, Metrics};
+use crate::queue::{Push, Queue, Weighted};
+
+/// A frame waiting in an outbox, with the time it was read (for the latency histogram).
+#[derive(Debug)]
+pub(crate) struct Queued {
+    pub frame: Frame,
+    pub at: Instant,
+}
+
+/// Bytes a frame is charged beyond its payload and metadata.
+const FRAME_OVERHEAD: usize = 32;
+
+impl Weighted for Queued {
+    fn weight(&self) -> usize {
+        match &self.frame {
+            Frame::Data(d) => {
+                d.payload.len() + d.metadata.as_ref().map_or(0, |m| m.len()) + FRAME_OVERHEAD
+            }
+            _ => FRAME_OVERHEAD,
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Phase {
+    Open,
+    /// Deliver what is queued, then `tail` (a goaway), then stop.
+    Finishing(Option<Frame>),
+    /// Stop after the control frames; data was dropped.
+    Aborted,
+}
+
+#[derive(Debug)]
+struct Inner {
+    queue: Queue<Queued>,
+    phase: Phase,
+}
+
+/// What happened to a pushed frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pushed {
+    /// Queued.
+    Queued,
+    /// Queued; this many older frames were dropped (drop-oldest).
+    DroppedOldest,
+    /// The subscriber is going away; the frame was not queued.
+    Closed,
+    /// The subscriber was evicted as a slow consumer; the frame was not queued.
+    Evicted,
+}
+
+#[derive(Debug)]
+pub(crate) struct Outbox {
+    inner: Mutex<Inner>,
+    readable: Notify,
+    writable: Notify,
+    evicted: CancellationToken,
+    metrics: Arc<Metrics>,
+    block_timeout: Duration,
+}
+
+impl Outbox {
+    pub fn new(config: &QueueConfig, metrics: Arc<Metrics>) -> Outbox {
+        Outbox {
+            inner: Mutex::new(Inner {
+                queue: Queue::new(config.capacity, config.max_bytes, config.policy),
+                phase: Phase::Open,
+            }),
+            readable: Notify::new(),
+            writable: Notify::new(),
+            evicted: CancellationToken::new(),
+            metrics,
+            block_timeout: Duration::from_millis(config.block_timeout_ms),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // The queue stays consistent across a panic in another holder (no partial updates
+        // span an unwind point), so a poisoned lock is still usable.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues a data frame, waiting for room under the block policy.
+    pub async fn push(&self, frame: Frame, at: Instant) -> Pushed {
+        let mut item = Queued { frame, at };
+        let mut deadline = None;
+        loop {
+            let notified = self.writable.notified();
+            tokio::pin!(notified);
+            // Register before looking, so a batch taken in between still wakes us.
+            notified.as_mut().enable();
+            {
+                let mut inner = self.lock();
+                if !matches!(inner.phase, Phase::Open) {
+                    return if self.evicted.is_cancelled() {
+                        Pushed::Evicted
+                    } else {
+                        Pushed::Closed
+                    };
+                }
+                match inner.queue.push(item) {
+                    Push::Queued => {
+                        drop(inner);
+                        self.metrics.queued(1);
+                        self.readable.notify_one();
+                        return Pushed::Queued;
+                    }
+                    Push::DroppedOldest(n) => {
+                        drop(inner);
+                        self.metrics.queued(1 - n as i64);
+                        self.metrics.dropped(Drop::QueueFull, n as u64);
+                        self.readable.notify_one();
+                        return Pushed::DroppedOldest;
+                    }
+                    Push::Full(back) => item = back,
+                }
+            }
+            let until =
+                *deadline.get_or_insert_with(|| tokio::time::Instant::now() + self.block_timeout);
+            tokio::select! {
+                _ = notified => {}
+                _ = self.evicted.cancelled() => return Pushed::Evicted,
+                _ = tokio::time::sleep_until(until) => {
+                    self.evict();
+                    return Pushed::Evicted;
+                }
+            }
+        }
+    }
+
+    /// Queues a control frame ahead of the data (accepted, pong, goaway).
+    pub fn push_control(&self, frame: Frame) -> bool {
+        let pushed = {
+            let mut inner = self.lock();
+            !matches!(inner.phase, Phase::Aborted)
+                && inner.queue.push_control(Queued {
+                    frame,
+                    at: Instant::now(),
+                })
+        };
+        if pushed {
+            self.readable.notify_one();
+        }
+        pushed
+    }
+
+    /// Takes up to `max` frames into `out`, waiting while the outbox is open and empty.
+    /// Returns false when the writer should stop.
+    pub async fn pop_batch(&self, out: &mut Vec<Queued>, max: usize) -> bool {
+        loop {
+            let notified = self.readable.notified();
+            {
+                let mut inner = self.lock();
+                let before = out.len();
+                let data = inner.queue.pop_batch(out, max);
+                if out.len() > before {
+                    drop(inner);
+                    self.metrics.queued(-(data as i64));
+                    if data > 0 {
+                        self.writable.notify_waiters();
+                    }
+                    return true;
+                }
+                match &mut inner.phase {
+                    Phase::Open => {}
+                    Phase::Finishing(tail) => {
+                        return match tail.take() {
+                            Some(frame) => {
+                                out.push(Queued {
+                                    frame,
+                                    at: Instant::now(),
+                                });
+                                true
+                            }
+                            None => false,
+                        }
+                    }
+                    Phase::Aborted => return false,
+                }
+            }
+            notified.await;
+        }
+    }
+
+    /// Stop accepting frames; the writer delivers what is queued, then `tail`, then stops.
+    pub fn finish(&self, tail: Option<Frame>) {
+        {
+            let mut inner = self.lock();
+            if matches!(inner.phase, Phase::Open) {
+                inner.phase = Phase::Finishing(tail);
+            }
+        }
+        self.readable.notify_one();
+        self.writable.notify_waiters();
+    }
+
+    /// Drops the queued data (counted under `reason`), queues `goaway` if given, and makes
+    /// the writer stop after the control frames.
+    pub fn abort(&self, goaway: Option<Frame>, reason: Drop) {
+        let dropped = {
+            let mut inner = self.lock();
+            if let Some(goaway) = goaway {
+                inner.queue.push_control(Queued {
+                    frame: goaway,
+                    at: Instant::now(),
+                });
+            }
+            inner.phase = Phase::Aborted;
+            inner.queue.clear()
+        };
+        self.metrics.queued(-(dropped as i64));
+        self.metrics.dropped(reason, dropped as u64);
+        self.readable.notify_one();
+        self.writable.notify_waiters();
+    }
+
+    /// Evicts the subscriber as a slow consumer.
+    pub fn evict(&self) {
+        if self.evicted.is_cancelled() {
+            return;
+        }
+        tracing::warn!(
+            timeout = ?self.block_timeout,
+            "subscriber did not read in time; disconnecting it (slow_consumer)"
+        );
+        self.evicted.cancel();
+        self.abort(None, Drop::SlowConsumer);
+    }
+
+    /// Completes when the subscriber has been evicted.
+    pub fn evicted(&self) -> tokio_util::sync::WaitForCancellationFuture<'_> {
+        self.evicted.cancelled()
+    }
+
+    /// Data frames queued.
+    #[cfg(test)]
+    pub fn depth(&self) -> usize {
+        self.lock().queue.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queue::Policy;
+    use y3_transport::frame::Data;
+
+    fn config(capacity: usize, policy: Policy, block_timeout_ms: u64) -> QueueConfig {
+        QueueConfig {
+            capacity,
+            max_bytes: 1 << 20,
+            policy,
+            block_timeout_ms,
+        }
+    }
+
+    fn data(id: u64) -> Frame {
+        Frame::Data(Data::new(0x10, id, &b"x"[..]))
+    }
+
+    #[tokio::test]
+    async fn block_waits_for_the_writer() {
+        let outbox = Arc::new(Outbox::new(
+            &config(2, Policy::Block, 5000),
+            Arc::new(Metrics::new()),
+        ));
+        assert_eq!(outbox.push(data(1), Instant::now()).await, Pushed::Queued);
+        assert_eq!(outbox.push(data(2), Instant::now()).await, Pushed::Queued);
+        let pusher = {
+            let outbox = outbox.clone();
+            tokio::spawn(async move { outbox.push(data(3), Instant::now()).await })
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!pusher.is_finished(), "held back while full");
+        let mut out = Vec::new();
+        assert!(outbox.pop_batch(&mut out, 10).await);
+        assert_eq!(out.len(), 2);
+        assert_eq!(pusher.await.unwrap(), Pushed::Queued);
+        assert_eq!(outbox.depth(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stuck_subscriber_is_evicted_and_counted() {
+        let metrics = Arc::new(Metrics::new());
+        let outbox = Outbox::new(&config(2, Policy::Block, 100), metrics.clone());
+        outbox.push(data(1), Instant::now()).await;
+        outbox.push(data(2), Instant::now()).await;
+        assert_eq!(outbox.push(data(3), Instant::now()).await, Pushed::Evicted);
+        assert_eq!(metrics.stats().drops(Drop::SlowConsumer), 2);
+        assert_eq!(outbox.push(data(4), Instant::now()).await, Pushed::Evicted);
+        let mut out = Vec::new();
+        assert!(!outbox.pop_batch(&mut out, 10).await);
+    }
+
+    #[tokio::test]
+    async fn finish_delivers_then_tail() {
+        let outbox = Outbox::new(&config(8, Policy::DropOldest, 0), Arc::new(Metrics::new()));
+        outbox.push(data(1), Instant::now()).await;
+        outbox.finish(Some(Frame::Ping(9)));
+        assert_eq!(outbox.push(data(2), Instant::now()).await, Pushed::Closed);
+        let mut out = Vec::new();
+        assert!(outbox.pop_batch(&mut out, 10).await);
+        assert!(outbox.pop_batch(&mut out, 10).await);
+        assert!(!outbox.pop_batch(&mut out, 10).await);
+        let frames: Vec<_> = out.into_iter().map(|q| q.frame).collect();
+        assert_eq!(frames, [data(1), Frame::Ping(9)]);
+    }
+}

@@ -1,0 +1,501 @@
+//! The thin async server: listeners, one task per connection, routing into outboxes, and a
+//! graceful shutdown.
+//!
+//! ```text
+//!  TCP / TLS / QUIC accept loops ──▶ connection task (connection.rs)
+//!                                      reader: Session decides ──▶ Shared::route
+//!                                                                   table lookup (Arc clone)
+//!                                                                   push into each outbox
+//!                                      writer: outbox ──batch──▶ socket
+//! ```
+//!
+//! Shutdown ([`RouterHandle::shutdown`]) drains in order: stop accepting; tell sources to
+//! stop (goaway `shutting_down`) and read them to their end; wait until no frame has
+//! moved for `shutdown.quiet_ms` with every queue empty, so that functions' outputs reach
+//! sinks; then give every remaining client its queued frames and a goaway, and close.
+//! The whole sequence is bounded by `shutdown.drain_timeout_ms`.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use y3_transport::frame::{Data, Frame, Role};
+use y3_transport::quic::QuicServer;
+use y3_transport::tcp::TcpServer;
+use y3_transport::tls::{Identity, Trust};
+use y3_transport::{Connection, FrameCodec, TransportError};
+
+use crate::config::{Listen, RouterConfig};
+use crate::connection::{self, TagCache};
+use crate::error::RouterError;
+use crate::metrics::{self, Drop, Metrics, Stats};
+use crate::outbox::{Outbox, Pushed};
+use crate::session::Admission;
+use crate::table::{RoutingTable, SessionId};
+
+/// State shared by every connection task.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub config: RouterConfig,
+    pub admission: Arc<Admission>,
+    pub metrics: Arc<Metrics>,
+    table: RwLock<RoutingTable<Arc<Outbox>>>,
+    next_session: AtomicU64,
+    /// Connection tasks alive (admitted or not).
+    open: AtomicUsize,
+    /// Admitted sources alive.
+    sources: AtomicUsize,
+    /// Frames inside `route` right now.
+    routing: AtomicUsize,
+    /// When the drain started and must end.
+    drain_deadline: RwLock<Option<Instant>>,
+    pub stop_accepting: CancellationToken,
+    pub drain_sources: CancellationToken,
+    pub close_all: CancellationToken,
+    kill: CancellationToken,
+    tracker: TaskTracker,
+}
+
+/// Decrements a counter when dropped.
+pub(crate) struct Live {
+    shared: Arc<Shared>,
+    role: Role,
+}
+
+impl std::ops::Drop for Live {
+    fn drop(&mut self) {
+        self.shared.metrics.connection(self.role.name(), -1);
+        if self.role == Role::Source {
+            self.shared.sources.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+struct Open(Arc<Shared>);
+
+impl std::ops::Drop for Open {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Shared {
+    pub fn next_session(&self) -> SessionId {
+        self.next_session.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub fn over_connection_limit(&self) -> bool {
+        self.open.load(Ordering::Relaxed) > self.config.limits.max_connections
+    }
+
+    /// Counts an admitted session until the guard drops.
+    pub fn admitted(self: &Arc<Self>, role: Role) -> Live {
+        self.metrics.connection(role.name(), 1);
+        if role == Role::Source {
+            self.sources.fetch_add(1, Ordering::Relaxed);
+        }
+        Live {
+            shared: self.clone(),
+            role,
+        }
+    }
+
+    fn table(&self) -> std::sync::RwLockReadGuard<'_, RoutingTable<Arc<Outbox>>> {
+        // Table updates cannot panic halfway, so a poisoned lock still holds a valid table.
+        self.table.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn subscribe(&self, id: SessionId, tags: &[u32], outbox: Arc<Outbox>) {
+        let mut table = self.table.write().unwrap_or_else(|e| e.into_inner());
+        table.subscribe(id, tags, outbox);
+    }
+
+    pub fn unsubscribe(&self, id: SessionId) {
+        let mut table = self.table.write().unwrap_or_else(|e| e.into_inner());
+        table.unsubscribe(id);
+    }
+
+    /// Time left until the drain deadline (a second when no drain is running).
+    pub fn drain_left(&self) -> Duration {
+        let deadline = *self
+            .drain_deadline
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
+        deadline.map_or(Duration::from_secs(1), |d| {
+            d.saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(100))
+        })
+    }
+
+    /// Routes a data frame from session `from` to every observer of its tag except `from`.
+    /// Under the block policy this waits while a subscriber's queue is full.
+    pub async fn route(&self, from: SessionId, data: Data, tags: &mut TagCache) {
+        tags.count(data.tag, data.payload.len());
+        self.metrics.frames_in(1);
+        let routes = self.table().routes(data.tag);
+        let Some(routes) = routes else {
+            self.metrics.dropped(Drop::NoSubscriber, 1);
+            return;
+        };
+        self.routing.fetch_add(1, Ordering::Relaxed);
+        let at = Instant::now();
+        let mut remaining = routes.iter().filter(|r| r.session != from).count();
+        let mut delivered = false;
+        let mut data = Some(data);
+        for route in routes.iter() {
+            if route.session == from {
+                continue;
+            }
+            remaining -= 1;
+            // The payload is shared: each subscriber gets a reference-counted clone.
+            let frame = if remaining > 0 {
+                data.clone()
+            } else {
+                data.take()
+            };
+            let Some(frame) = frame else { break };
+            match route.target.push(Frame::Data(frame), at).await {
+                Pushed::Queued | Pushed::DroppedOldest => delivered = true,
+                Pushed::Closed => self.metrics.dropped(Drop::Disconnected, 1),
+                Pushed::Evicted => self.metrics.dropped(Drop::SlowConsumer, 1),
+            }
+        }
+        if !delivered && routes.iter().all(|r| r.session == from) {
+            self.metrics.dropped(Drop::NoSubscriber, 1);
+        }
+        self.routing.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Runs a connection task for an incoming connection, tracked for shutdown.
+    fn spawn_connection<F>(self: &Arc<Self>, establish: F)
+    where
+        F: std::future::Future<Output = Result<Connection, TransportError>> + Send + 'static,
+    {
+        let shared = self.clone();
+        self.open.fetch_add(1, Ordering::Relaxed);
+        self.tracker.spawn(async move {
+            let _open = Open(shared.clone());
+            let kill = shared.kill.clone();
+            let handshake = shared.config.handshake_timeout();
+            let task = async move {
+                let conn = match tokio::time::timeout(handshake, establish).await {
+                    Ok(Ok(conn)) => conn,
+                    Ok(Err(e)) => {
+                        tracing::debug!(error = %e, "connection setup failed");
+                        shared.metrics.protocol_error("transport_setup");
+                        return;
+                    }
+                    Err(_) => {
+                        shared.metrics.rejected("handshake_timeout");
+                        return;
+                    }
+                };
+                shared.metrics.accepted(conn.transport.name());
+                connection::run(shared.clone(), conn).await;
+            };
+            tokio::select! {
+                _ = task => {}
+                _ = kill.cancelled() => {}
+            }
+        });
+    }
+}
+
+/// Starts routers.
+#[derive(Debug, Clone, Copy)]
+pub struct Router;
+
+impl Router {
+    /// Binds the configured listeners and starts serving.
+    ///
+    /// Without a configured certificate a self-signed development certificate is
+    /// generated for QUIC (and TLS over TCP); [`RouterHandle::trust`] pins it for
+    /// in-process clients, and `tls.dev_cert_out` writes it for others.
+    ///
+    /// # Errors
+    /// [`RouterError::Config`] for invalid values, [`RouterError::Bind`] when a port is
+    /// taken, certificate errors.
+    pub async fn start(config: RouterConfig) -> Result<RouterHandle, RouterError> {
+        let listen: Listen = config.validate()?;
+        let identity = if config.tls.cert.as_os_str().is_empty() {
+            Identity::self_signed()?
+        } else {
+            Identity::from_pem_files(&config.tls.cert, &config.tls.key)?
+        };
+        if identity.is_self_signed() && !config.tls.dev_cert_out.as_os_str().is_empty() {
+            std::fs::write(&config.tls.dev_cert_out, identity.certificate_pem()).map_err(
+                |source| RouterError::Write {
+                    what: "the dev certificate",
+                    source,
+                },
+            )?;
+        }
+        let codec = FrameCodec::new(config.limits.max_frame_len);
+        let metrics = Arc::new(Metrics::new());
+        let admission = Arc::new(Admission {
+            token: config.auth.token.clone(),
+            max_observed_tags: config.limits.max_observed_tags,
+            max_name_len: config.limits.max_name_len,
+            max_hops: config.limits.max_hops,
+        });
+        let shared = Arc::new(Shared {
+            config: config.clone(),
+            admission,
+            metrics: metrics.clone(),
+            table: RwLock::new(RoutingTable::new()),
+            next_session: AtomicU64::new(1),
+            open: AtomicUsize::new(0),
+            sources: AtomicUsize::new(0),
+            routing: AtomicUsize::new(0),
+            drain_deadline: RwLock::new(None),
+            stop_accepting: CancellationToken::new(),
+            drain_sources: CancellationToken::new(),
+            close_all: CancellationToken::new(),
+            kill: CancellationToken::new(),
+            tracker: TaskTracker::new(),
+        });
+        let mut background = Vec::new();
+        let mut handle = RouterHandle {
+            shared: shared.clone(),
+            codec,
+            tcp: None,
+            quic: None,
+            metrics: None,
+            identity: identity.clone(),
+            quic_server: None,
+            background: Vec::new(),
+        };
+
+        if let Some(addr) = listen.tcp {
+            let tls = if config.listen.tcp_tls {
+                Some(identity.server_config()?)
+            } else {
+                None
+            };
+            let server =
+                TcpServer::bind(addr, tls, codec)
+                    .await
+                    .map_err(|source| RouterError::Bind {
+                        what: "tcp",
+                        source,
+                    })?;
+            handle.tcp = Some(server.local_addr().map_err(|source| RouterError::Bind {
+                what: "tcp",
+                source,
+            })?);
+            let shared = shared.clone();
+            background.push(tokio::spawn(async move {
+                loop {
+                    let incoming = tokio::select! {
+                        incoming = server.accept() => incoming,
+                        _ = shared.stop_accepting.cancelled() => return,
+                    };
+                    match incoming {
+                        Ok(incoming) => shared.spawn_connection(incoming.establish()),
+                        Err(e) => {
+                            // Out of descriptors and the like: back off instead of spinning.
+                            tracing::warn!(error = %e, "tcp accept failed");
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                        }
+                    }
+                }
+            }));
+        }
+        if let Some(addr) = listen.quic {
+            let server =
+                QuicServer::bind(addr, identity.server_config()?, codec).map_err(|e| match e {
+                    TransportError::Io(source) => RouterError::Bind {
+                        what: "quic",
+                        source,
+                    },
+                    other => RouterError::Transport(other),
+                })?;
+            handle.quic = Some(server.local_addr().map_err(|source| RouterError::Bind {
+                what: "quic",
+                source,
+            })?);
+            let server = Arc::new(server);
+            handle.quic_server = Some(server.clone());
+            let shared = shared.clone();
+            background.push(tokio::spawn(async move {
+                loop {
+                    let incoming = tokio::select! {
+                        incoming = server.accept() => incoming,
+                        _ = shared.stop_accepting.cancelled() => return,
+                    };
+                    match incoming {
+                        Some(incoming) => shared.spawn_connection(incoming.establish()),
+                        None => return,
+                    }
+                }
+            }));
+        }
+        if let Some(addr) = listen.metrics {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|source| RouterError::Bind {
+                    what: "metrics",
+                    source,
+                })?;
+            handle.metrics = listener.local_addr().ok();
+            background.push(tokio::spawn(metrics::serve(
+                listener,
+                metrics,
+                shared.kill.clone(),
+            )));
+        }
+        handle.background = background;
+        tracing::info!(
+            tcp = ?handle.tcp,
+            quic = ?handle.quic,
+            metrics = ?handle.metrics,
+            policy = config.queue.policy.name(),
+            auth = !config.auth.token.is_empty(),
+            "router listening"
+        );
+        Ok(handle)
+    }
+}
+
+/// A running router: its addresses, its statistics, and the way to stop it.
+///
+/// Dropping the handle without [`shutdown`](RouterHandle::shutdown) stops it abruptly.
+#[derive(Debug)]
+pub struct RouterHandle {
+    shared: Arc<Shared>,
+    codec: FrameCodec,
+    tcp: Option<std::net::SocketAddr>,
+    quic: Option<std::net::SocketAddr>,
+    metrics: Option<std::net::SocketAddr>,
+    identity: Identity,
+    quic_server: Option<Arc<QuicServer>>,
+    background: Vec<JoinHandle<()>>,
+}
+
+impl RouterHandle {
+    /// The TCP listener's address, if on.
+    pub fn tcp_addr(&self) -> Option<std::net::SocketAddr> {
+        self.tcp
+    }
+
+    /// The QUIC listener's address, if on.
+    pub fn quic_addr(&self) -> Option<std::net::SocketAddr> {
+        self.quic
+    }
+
+    /// The metrics listener's address, if on.
+    pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        self.metrics
+    }
+
+    /// The server certificate and key in use.
+    pub fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    /// A client trust setting that pins this router's certificate (for the generated
+    /// development certificate; a CA-issued one is verified through its CA instead).
+    pub fn trust(&self) -> Trust {
+        Trust::Pinned(vec![self.identity.certificate().clone()])
+    }
+
+    /// Current totals.
+    pub fn stats(&self) -> Stats {
+        self.shared.metrics.stats()
+    }
+
+    /// The metrics registry (its text form is what `GET /metrics` serves).
+    pub fn metrics(&self) -> &Metrics {
+        &self.shared.metrics
+    }
+
+    /// Serves an already framed connection (any transport) as if it had been accepted.
+    pub fn serve(&self, conn: Connection) {
+        self.shared.spawn_connection(async move { Ok(conn) });
+    }
+
+    /// A client connection over an in-memory pipe to this router: the quinn `Pair` idea,
+    /// used by tests to exercise the real server without sockets.
+    pub fn connect_in_memory(&self) -> Connection {
+        let (client, server) = Connection::pair(self.codec, 256 * 1024);
+        self.serve(server);
+        client
+    }
+
+    /// Stops gracefully, draining in-flight frames (see the module docs), and returns the
+    /// final totals.
+    pub async fn shutdown(mut self) -> Stats {
+        let shared = self.shared.clone();
+        let drain = Duration::from_millis(shared.config.shutdown.drain_timeout_ms);
+        let quiet = Duration::from_millis(shared.config.shutdown.quiet_ms.max(1));
+        let deadline = Instant::now() + drain;
+        *shared
+            .drain_deadline
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = Some(deadline);
+        tracing::info!(?drain, "shutting down: draining");
+
+        shared.stop_accepting.cancel();
+        if let Some(quic) = &self.quic_server {
+            quic.refuse_new();
+        }
+        shared.drain_sources.cancel();
+        // Sources stop and close; everything they sent gets read.
+        while shared.sources.load(Ordering::Relaxed) > 0 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        // Functions finish what is queued for them and their outputs reach sinks.
+        let snapshot = |s: &Shared| {
+            let stats = s.metrics.stats();
+            (stats.frames_in, stats.frames_out, stats.queued)
+        };
+        let mut last = snapshot(&shared);
+        while Instant::now() < deadline {
+            tokio::time::sleep(quiet.min(deadline.saturating_duration_since(Instant::now()))).await;
+            let now = snapshot(&shared);
+            if now == last && now.2 == 0 && shared.routing.load(Ordering::Relaxed) == 0 {
+                break;
+            }
+            last = now;
+        }
+        // Everyone gets their queue, a goaway, and a close.
+        shared.close_all.cancel();
+        shared.tracker.close();
+        let grace = deadline.saturating_duration_since(Instant::now()) + Duration::from_secs(1);
+        if tokio::time::timeout(grace, shared.tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("drain timed out; closing the remaining connections");
+        }
+        shared.kill.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(1), shared.tracker.wait()).await;
+        if let Some(quic) = self.quic_server.take() {
+            quic.close(Duration::from_millis(200)).await;
+        }
+        for task in self.background.drain(..) {
+            task.abort();
+        }
+        let stats = shared.metrics.stats();
+        tracing::info!(
+            frames_in = stats.frames_in,
+            frames_out = stats.frames_out,
+            dropped = stats.total_drops(),
+            "router stopped"
+        );
+        stats
+    }
+}
+
+impl std::ops::Drop for RouterHandle {
+    fn drop(&mut self) {
+        self.shared.stop_accepting.cancel();
+        self.shared.kill.cancel();
+        for task in &self.background {
+            task.abort();
+        }
+    }
+}
