@@ -152,6 +152,7 @@ enum State {
 
 /// What one call to [`Observer::feed`] did.
 #[derive(Debug)]
+#[repr(C)]
 pub struct Fed<'a> {
     /// Bytes of the input consumed. Feed the rest (`&input[consumed..]`) next.
     pub consumed: usize,
@@ -161,6 +162,7 @@ pub struct Fed<'a> {
 
 /// A value taken for a subscription.
 #[derive(Debug, Clone, Copy)]
+#[repr(C)]
 pub struct Observed<'a> {
     /// Index of the subscribed path (in the order given to [`Observer::new`]).
     pub sub: usize,
@@ -630,7 +632,9 @@ impl Observer {
         } else {
             input
         };
-        let stop = self.cur.stop;
+        // By reference: a by-value copy of the array is a wide load over narrower stores
+        // just made by `enter`/`reset`, which stalls store-to-load forwarding.
+        let stop = &self.cur.stop;
         let start = off;
         let mut skipped = 0u64;
         while let Some(&[tag, len]) = bytes.get(off..off + 2) {

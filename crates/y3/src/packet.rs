@@ -29,10 +29,16 @@ use crate::{value, Config, DecodeError, Dialect, Tag};
 /// # Ok::<(), y3::DecodeError>(())
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq)]
+// A fixed, aligned layout: views are copied out of `Observer::feed` on every observed value,
+// and a compiler-chosen layout with odd-offset tails made those copies stall on
+// store-to-load forwarding.
+#[repr(C)]
 pub struct Packet<'a> {
     tag: Tag,
     value: &'a [u8],
-    head_len: u8,
+    // u32, not u8: a byte here puts `config` at an odd offset, and copying the view then
+    // mixes store and load widths (a store-forwarding stall on every observed value).
+    head_len: u32,
     depth: u32,
     config: Config,
 }
@@ -84,7 +90,7 @@ impl<'a> Packet<'a> {
         Packet {
             tag,
             value,
-            head_len: head_len as u8,
+            head_len: head_len as u32,
             depth,
             config,
         }
