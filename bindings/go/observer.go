@@ -461,12 +461,7 @@ func (o *Observer) step(in []byte) (int, bool, error) {
 				start = o.pos + uint64(off)
 				var ok bool
 				var err error
-				if fast && len(rest) >= 2 && rest[1] < 0x40 && rest[0]&(flagNode|flagArray) != flagArray && uint64(rest[1]) <= o.cfg.Limits.MaxPacketLen {
-					// The common short header, as parseHeader would read it.
-					h, ok = header{tag: mkTag(uint32(rest[0]&0x3f), rest[0]&(flagNode|flagArray)), len: uint64(rest[1]), headLen: 2}, true
-				} else {
-					h, ok, err = parseHeader(rest, &o.cfg)
-				}
+				h, ok, err = o.header(rest, fast)
 				if err != nil {
 					return off, false, o.canonicalError(start, rest, err)
 				}
@@ -573,6 +568,26 @@ func (o *Observer) step(in []byte) (int, bool, error) {
 	}
 }
 
+// header is parseHeader with the common one- and two-byte lengths of the one-byte dialects
+// read inline.
+func (o *Observer) header(b []byte, fast bool) (header, bool, error) {
+	if fast && len(b) >= 3 && b[0]&(flagNode|flagArray) != flagArray {
+		t := mkTag(uint32(b[0]&0x3f), b[0]&(flagNode|flagArray))
+		var n uint64
+		var hl int
+		switch l := b[1]; {
+		case l < 0x40:
+			n, hl = uint64(l), 2
+		case l&0xc0 == 0x80 && b[2] < 0x80:
+			n, hl = uint64(l&0x3f)<<7|uint64(b[2]), 3
+		}
+		if hl != 0 && n <= o.cfg.Limits.MaxPacketLen {
+			return header{tag: t, len: n, headLen: hl}, true, nil
+		}
+	}
+	return parseHeader(b, &o.cfg)
+}
+
 // setOut stores the completed value field by field (a composite literal would be copied
 // into the observer with a bulk write barrier).
 func (o *Observer) setOut(value []byte, tag Tag, depth uint32, headLen int, sub int, assembled bool) {
@@ -613,22 +628,27 @@ func (o *Observer) scan(in []byte, off int) int {
 		i := off
 		skipped := uint64(0)
 		for i+1 < len(b) {
-			t := b[i]
+			t, l := b[i], b[i+1]
 			if stop[t>>6]>>(t&63)&1 != 0 {
 				break
 			}
-			n := int(b[i+1])
-			if n < 0x40 {
-				n += 2
-			} else if n&0xc0 == 0x80 && i+2 < len(b) && b[i+2] < 0x80 {
-				n = (n&0x3f)<<7 | int(b[i+2]) + 3
+			if l < 0x40 {
+				// The hot path: one-byte length. Nothing but the load and one add on the
+				// loop-carried chain.
+				next := i + 2 + int(l)
+				if next > len(b) {
+					break
+				}
+				i = next
+			} else if l&0xc0 == 0x80 && i+2 < len(b) && b[i+2] < 0x80 {
+				next := i + 3 + (int(l&0x3f)<<7 | int(b[i+2]))
+				if next > len(b) {
+					break
+				}
+				i = next
 			} else {
 				break
 			}
-			if n > len(b)-i {
-				break
-			}
-			i += n
 			skipped++
 		}
 		off = i
