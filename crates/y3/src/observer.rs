@@ -404,6 +404,13 @@ impl Observer {
                     let start;
                     let h = if self.hlen == 0 {
                         off = self.skip_run(input, off);
+                        if self.state != State::Head {
+                            self.pos += input.len() as u64;
+                            return Ok(Fed {
+                                consumed: input.len(),
+                                observed: None,
+                            });
+                        }
                         let rest = &input[off..];
                         if rest.is_empty() {
                             self.pos += off as u64;
@@ -612,10 +619,10 @@ impl Observer {
     }
 
     /// The hot loop: skips every uninteresting TLV with a one-byte tag and a one-byte
-    /// length (0..=63) that lies wholly in `input` and in the current node, and returns the
-    /// offset of the first header it leaves to the general path (a key of interest, a node
-    /// to validate, a longer length, an invalid tag, a value that straddles the input or
-    /// overflows the node). The checks it skips are exactly those these headers cannot
+    /// length (0..=63) that lies in the current node, and returns the offset of the first
+    /// header it leaves to the general path (a key of interest, a node to validate, a longer
+    /// length, an invalid tag, a value that overflows the node). A skippable value that runs
+    /// past the end of `input` switches to the `Skip` state and consumes everything. The checks it skips are exactly those these headers cannot
     /// fail: their lengths are non-negative, minimal and below any limit of 63 or more.
     #[inline(always)]
     fn skip_run(&mut self, input: &[u8], mut off: usize) -> usize {
@@ -639,10 +646,21 @@ impl Observer {
         let mut skipped = 0u64;
         while let Some(&[tag, len]) = bytes.get(off..off + 2) {
             let next = off + 2 + len as usize;
-            if len >= 0x40
-                || (stop[(tag >> 6) as usize] >> (tag & 0x3f)) & 1 != 0
-                || next > bytes.len()
-            {
+            if len >= 0x40 || (stop[(tag >> 6) as usize] >> (tag & 0x3f)) & 1 != 0 {
+                break;
+            }
+            if next > bytes.len() {
+                // A skippable value that runs past the input but not past its node (the
+                // usual case for chunked input): count it down from here.
+                if bytes.len() == input.len() && next as u64 <= in_level {
+                    if self.parents.is_empty() {
+                        self.started += skipped + 1;
+                    }
+                    self.state = State::Skip {
+                        end: base + next as u64,
+                    };
+                    return input.len();
+                }
                 break;
             }
             off = next;
