@@ -9,6 +9,7 @@
 //! (`invalid_hex`, `invalid_json`, `invalid_packet`, `not_found`, `io`).
 
 mod args;
+mod codec_bench;
 mod encode;
 mod error;
 mod get;
@@ -19,7 +20,7 @@ mod typed_json;
 use std::io::{self, BufWriter};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 /// The command line.
 #[derive(Debug, Parser)]
@@ -50,6 +51,23 @@ enum Command {
     Encode(encode::EncodeArgs),
     Get(get::GetArgs),
     Inspect(inspect::InspectArgs),
+    /// The benchmark lab: `y3 bench codec`, `y3 bench serde`.
+    Bench(BenchArgs),
+}
+
+/// `y3 bench SUITE`: each suite is one variant of [`BenchCommand`].
+#[derive(Debug, Args)]
+struct BenchArgs {
+    #[command(subcommand)]
+    command: BenchCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchCommand {
+    /// Take the value of one observed key: y3 vs JSON/protobuf/... peers and the report's Go.
+    Codec(codec_bench::CodecArgs),
+    /// Encode/decode msg/s of a ~130-byte message and an MQTT PUBLISH frame.
+    Serde(codec_bench::SerdeArgs),
 }
 
 fn main() -> ExitCode {
@@ -60,6 +78,10 @@ fn main() -> ExitCode {
         Command::Encode(args) => encode::run(args, &mut out),
         Command::Get(args) => get::run(args, &mut out),
         Command::Inspect(args) => inspect::run(args, &mut out),
+        Command::Bench(bench) => match &bench.command {
+            BenchCommand::Codec(args) => codec_bench::run_codec(args, &mut out),
+            BenchCommand::Serde(args) => codec_bench::run_serde(args, &mut out),
+        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

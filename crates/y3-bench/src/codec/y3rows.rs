@@ -1,0 +1,142 @@
+//! The y3 rows, always compiled.
+//!
+//! - `y3-observe`: one [`Observer`] per thread, reset and fed the whole packet per op (the
+//!   stream-function pattern: the subscription is set up once).
+//! - `y3-stream7`: the same observer fed 7-byte chunks until the value completes.
+//! - `y3-get`: [`y3::get`], which sets up a fresh observer per call.
+//! - `y3-decode`: [`y3::decode`] (validates every header of the packet), then
+//!   [`Packet::child`](y3::Packet::child): the "full decode, then find" method.
+
+use std::sync::Arc;
+
+use anyhow::Result;
+use y3::{Config, Observer};
+
+use super::{Impl, Prepared};
+use crate::data::{Dataset, Scalar};
+use crate::measure::looped;
+
+pub(super) fn impls() -> Vec<Impl> {
+    vec![
+        Impl {
+            name: "y3-observe",
+            format: "y3",
+            op: "observe",
+            about: "y3 Observer (one per thread), reset and fed the whole packet",
+            prepare: observe,
+            keyed: true,
+        },
+        Impl {
+            name: "y3-stream7",
+            format: "y3",
+            op: "observe (7-byte chunks)",
+            about: "y3 Observer fed the packet in 7-byte chunks until the value completes",
+            prepare: stream7,
+            keyed: true,
+        },
+        Impl {
+            name: "y3-get",
+            format: "y3",
+            op: "get",
+            about: "y3::get: a fresh observer per call",
+            prepare: get,
+            keyed: true,
+        },
+        Impl {
+            name: "y3-decode",
+            format: "y3",
+            op: "validate+find",
+            about: "y3::decode (every header checked), then Packet::child",
+            prepare: decode,
+            keyed: true,
+        },
+    ]
+}
+
+fn observer(key: u32) -> Observer {
+    // Two keys, one path: never refused.
+    Observer::new(Config::DEFAULT, &[&[0, key]]).expect("a valid path")
+}
+
+fn observe(ds: &Dataset) -> Result<Prepared> {
+    let input: Arc<[u8]> = ds.y3.clone().into();
+    let (key, expected) = (ds.key, ds.expected);
+    let bytes = input.len();
+    Ok(Prepared {
+        bytes,
+        factory: Box::new(move || {
+            let mut obs = observer(key);
+            looped(input.clone(), expected, move |buf: &[u8]| {
+                obs.reset();
+                match obs.feed(buf) {
+                    Ok(fed) => fed
+                        .observed
+                        .map_or(Scalar::Missing, |v| expected.read_y3(&v)),
+                    Err(_) => Scalar::Missing,
+                }
+            })
+        }),
+    })
+}
+
+fn stream7(ds: &Dataset) -> Result<Prepared> {
+    let input: Arc<[u8]> = ds.y3.clone().into();
+    let (key, expected) = (ds.key, ds.expected);
+    let bytes = input.len();
+    Ok(Prepared {
+        bytes,
+        factory: Box::new(move || {
+            let mut obs = observer(key);
+            looped(input.clone(), expected, move |buf: &[u8]| {
+                obs.reset();
+                for chunk in buf.chunks(7) {
+                    match obs.feed(chunk) {
+                        Ok(fed) => {
+                            if let Some(v) = fed.observed {
+                                return expected.read_y3(&v);
+                            }
+                        }
+                        Err(_) => return Scalar::Missing,
+                    }
+                }
+                Scalar::Missing
+            })
+        }),
+    })
+}
+
+fn get(ds: &Dataset) -> Result<Prepared> {
+    let input: Arc<[u8]> = ds.y3.clone().into();
+    let (key, expected) = (ds.key, ds.expected);
+    let bytes = input.len();
+    Ok(Prepared {
+        bytes,
+        factory: Box::new(move || {
+            looped(input.clone(), expected, move |buf: &[u8]| {
+                match y3::get(buf, &[0, key]) {
+                    Ok(Some(p)) => expected.read_y3(&p),
+                    _ => Scalar::Missing,
+                }
+            })
+        }),
+    })
+}
+
+fn decode(ds: &Dataset) -> Result<Prepared> {
+    let input: Arc<[u8]> = ds.y3.clone().into();
+    let (key, expected) = (ds.key, ds.expected);
+    let bytes = input.len();
+    Ok(Prepared {
+        bytes,
+        factory: Box::new(move || {
+            looped(
+                input.clone(),
+                expected,
+                move |buf: &[u8]| match y3::decode(buf).and_then(|root| root.child(key)) {
+                    Ok(Some(p)) => expected.read_y3(&p),
+                    _ => Scalar::Missing,
+                },
+            )
+        }),
+    })
+}
