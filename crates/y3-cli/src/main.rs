@@ -10,11 +10,16 @@
 
 mod args;
 mod codec_bench;
+mod demo;
 mod encode;
 mod error;
 mod get;
 mod input;
 mod inspect;
+mod net_bench;
+mod observe;
+mod send;
+mod serve;
 mod typed_json;
 
 use std::io::{self, BufWriter};
@@ -51,6 +56,10 @@ enum Command {
     Encode(encode::EncodeArgs),
     Get(get::GetArgs),
     Inspect(inspect::InspectArgs),
+    Serve(serve::ServeArgs),
+    Demo(demo::DemoArgs),
+    Send(send::SendArgs),
+    Observe(observe::ObserveArgs),
     /// The benchmark lab: `y3 bench codec`, `y3 bench serde`.
     Bench(BenchArgs),
 }
@@ -68,6 +77,8 @@ enum BenchCommand {
     Codec(codec_bench::CodecArgs),
     /// Encode/decode msg/s of a ~130-byte message and an MQTT PUBLISH frame.
     Serde(codec_bench::SerdeArgs),
+    /// Source → router → function → sink msg/s and latency over TCP and QUIC.
+    E2e(net_bench::E2eArgs),
 }
 
 fn main() -> ExitCode {
@@ -78,9 +89,14 @@ fn main() -> ExitCode {
         Command::Encode(args) => encode::run(args, &mut out),
         Command::Get(args) => get::run(args, &mut out),
         Command::Inspect(args) => inspect::run(args, &mut out),
+        Command::Serve(args) => serve::run(args, &mut out),
+        Command::Demo(args) => demo::run(args, &mut out),
+        Command::Send(args) => send::run(args, &mut out),
+        Command::Observe(args) => observe::run(args, &mut out),
         Command::Bench(bench) => match &bench.command {
             BenchCommand::Codec(args) => codec_bench::run_codec(args, &mut out),
             BenchCommand::Serde(args) => codec_bench::run_serde(args, &mut out),
+            BenchCommand::E2e(args) => net_bench::run(args, &mut out),
         },
     };
     match result {

@@ -1,0 +1,142 @@
+//! `y3 observe`: subscribe to tags on a router and print every data frame as a JSON line.
+
+use std::io::Write;
+use std::time::Duration;
+
+use clap::Args;
+use y3::Config;
+
+use crate::args::DialectArg;
+use crate::error::CliError;
+use crate::get::{self, ValueType};
+use crate::send::{parse_tag, ClientArgs};
+
+/// Options of `y3 observe`.
+#[derive(Debug, Clone, Args)]
+#[command(
+    about = "Print the data frames a router routes to you, as JSON lines",
+    long_about = "Connect to a router as a sink observing --tag (repeatable) and print one JSON line
+per data frame: {\"tag\":16,\"id\":1,\"hops\":0,\"payload_hex\":\"...\"}.
+
+With --path, the payload is read as a Y3 packet with the streaming observer and the value
+at that key path is added as \"value\" (typed with --as; null when absent).",
+    after_help = "Examples:
+  y3 observe --tag 0x10
+  y3 observe --tag 0x10 --path 0x10/0x11 --as float32 --count 5
+  y3 observe --tag 0x11 --transport quic --token secret"
+)]
+pub struct ObserveArgs {
+    /// Data tag to observe (repeatable).
+    #[arg(long = "tag", value_parser = parse_tag, required = true)]
+    pub tags: Vec<u32>,
+    /// Key path into the payload, e.g. 0x10/0x11.
+    #[arg(long, value_name = "PATH")]
+    pub path: Option<String>,
+    /// Type of the value at --path.
+    #[arg(
+        long = "as",
+        value_enum,
+        value_name = "TYPE",
+        default_value_t,
+        requires = "path"
+    )]
+    pub value_type: ValueType,
+    /// Payload dialect for --path.
+    #[arg(long, value_enum, default_value_t)]
+    pub dialect: DialectArg,
+    /// Exit after this many frames.
+    #[arg(long)]
+    pub count: Option<u64>,
+    /// Exit when no frame arrives for this many milliseconds.
+    #[arg(long, value_name = "MS")]
+    pub idle_exit_ms: Option<u64>,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// One frame as a JSON line.
+pub fn frame_json(data: &y3_transport::Data, value: Option<&str>) -> String {
+    let mut line = format!(
+        "{{\"tag\":{},\"id\":{},\"hops\":{},\"payload_hex\":\"{}\"",
+        data.tag,
+        data.id,
+        data.hops,
+        hex::encode(&data.payload)
+    );
+    if let Some(meta) = &data.metadata {
+        line.push_str(&format!(",\"metadata_hex\":\"{}\"", hex::encode(meta)));
+    }
+    if let Some(value) = value {
+        line.push_str(&format!(",\"value\":{value}"));
+    }
+    line.push('}');
+    line
+}
+
+/// Runs `y3 observe` until `--count` frames, `--idle-exit-ms` of silence, Ctrl-C, or the
+/// connection gives up.
+///
+/// # Errors
+/// Path syntax errors, connection errors.
+pub fn run(args: &ObserveArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    let path =
+        match &args.path {
+            Some(text) => Some(y3::parse_path(text).map_err(|e| {
+                CliError::bad_input(e.kind(), format!("{e} (in key path {text:?})"))
+            })?),
+            None => None,
+        };
+    let config = Config::new(args.dialect.into());
+    let options = args.client.options("y3-observe")?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let mut sink = y3_transport::sdk::Sink::connect(options, &args.tags)
+            .await
+            .map_err(crate::send::net_error)?;
+        let mut seen = 0u64;
+        let idle = args.idle_exit_ms.map(Duration::from_millis);
+        while args.count.is_none_or(|count| seen < count) {
+            let next = async {
+                match idle {
+                    Some(idle) => tokio::time::timeout(idle, sink.recv()).await.ok().flatten(),
+                    None => sink.recv().await,
+                }
+            };
+            let data = tokio::select! {
+                data = next => data,
+                _ = tokio::signal::ctrl_c() => None,
+            };
+            let Some(data) = data else { break };
+            let data = data.map_err(crate::send::net_error)?;
+            // A payload that is not what --path expects is reported on its line, not fatal.
+            let value = path.as_ref().map(|path| {
+                match get::observe(&mut &data.payload[..], path, config, args.value_type) {
+                    Ok(Some(value)) => value,
+                    Ok(None) => "null".to_owned(),
+                    Err(e) => format!("null,\"error\":\"{}\"", crate::error::classify(&e).0),
+                }
+            });
+            writeln!(out, "{}", frame_json(&data, value.as_deref()))?;
+            out.flush()?;
+            seen += 1;
+        }
+        sink.close().await;
+        anyhow::Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_line() {
+        let data = y3_transport::Data::new(16, 3, vec![0x11, 0x01, 0x2a]);
+        assert_eq!(
+            frame_json(&data, Some("42")),
+            r#"{"tag":16,"id":3,"hops":0,"payload_hex":"11012a","value":42}"#
+        );
+    }
+}

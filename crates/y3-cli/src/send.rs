@@ -1,0 +1,236 @@
+//! `y3 send`: JSON lines in, data frames out to a router. Also the client options that
+//! `send` and `observe` share.
+
+use std::io::{self, BufRead, Write};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use serde_json::Value as Json;
+use y3::Dialect;
+use y3_transport::sdk::{Backoff, ClientOptions, Source, Transport};
+use y3_transport::tls::Trust;
+
+use crate::args::DialectArg;
+use crate::error::CliError;
+use crate::input::decode_hex;
+use crate::typed_json;
+
+/// The transport, as the command line spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum TransportArg {
+    /// Plain TCP.
+    #[default]
+    Tcp,
+    /// TLS 1.3 over TCP.
+    Tls,
+    /// QUIC (TLS 1.3).
+    Quic,
+}
+
+impl From<TransportArg> for Transport {
+    fn from(arg: TransportArg) -> Transport {
+        match arg {
+            TransportArg::Tcp => Transport::Tcp,
+            TransportArg::Tls => Transport::TcpTls,
+            TransportArg::Quic => Transport::Quic,
+        }
+    }
+}
+
+/// Where `y3 serve` writes its generated development certificate by default.
+pub fn default_dev_cert() -> PathBuf {
+    std::env::temp_dir().join("y3-dev-cert.pem")
+}
+
+/// How to reach the router: shared by `send` and `observe`.
+#[derive(Debug, Clone, Args)]
+pub struct ClientArgs {
+    /// Router address.
+    #[arg(long, value_name = "IP:PORT", default_value = "127.0.0.1:9000")]
+    pub addr: SocketAddr,
+    /// Transport.
+    #[arg(long, value_enum, default_value_t)]
+    pub transport: TransportArg,
+    /// PEM certificate to trust for tls/quic (default: the dev certificate `y3 serve`
+    /// writes to the temp directory, if present).
+    #[arg(long, value_name = "FILE")]
+    pub ca: Option<PathBuf>,
+    /// Accept any server certificate (development only).
+    #[arg(long, conflicts_with = "ca")]
+    pub insecure: bool,
+    /// The router's token.
+    #[arg(long, default_value = "")]
+    pub token: String,
+    /// Client name shown in the router's logs.
+    #[arg(long)]
+    pub name: Option<String>,
+}
+
+impl ClientArgs {
+    /// SDK options for these arguments.
+    ///
+    /// # Errors
+    /// `certificate` when the CA file cannot be read.
+    pub fn options(&self, default_name: &str) -> anyhow::Result<ClientOptions> {
+        let trust = if self.insecure {
+            Trust::Insecure
+        } else if let Some(ca) = &self.ca {
+            Trust::from_pem_file(ca).with_context(|| format!("reading {}", ca.display()))?
+        } else if self.transport != TransportArg::Tcp && default_dev_cert().exists() {
+            Trust::from_pem_file(&default_dev_cert())?
+        } else {
+            Trust::Unset
+        };
+        Ok(ClientOptions::new(self.addr)
+            .transport(self.transport.into())
+            .trust(trust)
+            .token(self.token.clone())
+            .name(self.name.clone().unwrap_or_else(|| default_name.to_owned()))
+            .backoff(Backoff {
+                attempts: 3,
+                ..Backoff::default()
+            }))
+    }
+}
+
+/// A transport error as a CLI error: its stable kind (`unauthorized`, `gave_up`, ...) is
+/// what `error: KIND: ...` prints; exit status 2.
+pub fn net_error(err: y3_transport::TransportError) -> anyhow::Error {
+    CliError::bad_input(err.kind(), err.to_string()).into()
+}
+
+/// Parses a data tag: `0x10` or `16`.
+pub fn parse_tag(text: &str) -> Result<u32, String> {
+    let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u32::from_str_radix(hex, 16),
+        None => text.parse(),
+    };
+    parsed.map_err(|_| format!("invalid tag {text:?} (expected 0x10 or 16)"))
+}
+
+/// Options of `y3 send`.
+#[derive(Debug, Clone, Args)]
+#[command(
+    about = "Send JSON lines to a router as data frames",
+    long_about = "Read JSON lines and send each as one data frame to a router (see `y3 serve`).
+
+Each line is either a typed JSON packet, as `y3 encode` takes it, whose Y3 encoding becomes
+the payload under --tag, or a raw frame {\"tag\": 16, \"payload_hex\": \"...\"} whose tag
+(optional, default --tag) and payload are given directly. Blank lines are skipped.",
+    after_help = "Examples:
+  echo '{\"tag\":16,\"node\":[{\"tag\":17,\"float32\":40}]}' | y3 send --tag 0x10
+  echo '{\"payload_hex\":\"0102\"}' | y3 send --tag 0x33 --transport quic
+  y3 observe --tag 0x10 --path 0x10/0x11 --as float32   # in another terminal"
+)]
+pub struct SendArgs {
+    /// Data tag of the frames.
+    #[arg(long, value_parser = parse_tag, default_value = "0x10")]
+    pub tag: u32,
+    /// JSON lines file (default: stdin; `-` is stdin).
+    #[arg(value_name = "FILE")]
+    pub input: Option<PathBuf>,
+    /// Dialect of typed JSON payloads.
+    #[arg(long, value_enum, default_value_t)]
+    pub dialect: DialectArg,
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// One line turned into a frame: its tag and payload.
+pub fn line_to_frame(
+    line: &str,
+    default_tag: u32,
+    dialect: Dialect,
+) -> anyhow::Result<(u32, Vec<u8>)> {
+    let json: Json = serde_json::from_str(line)
+        .map_err(|e| CliError::bad_input("invalid_json", format!("not JSON: {e}")))?;
+    if let Some(hex) = json.get("payload_hex") {
+        let Some(hex) = hex.as_str() else {
+            return Err(CliError::bad_input("invalid_json", "payload_hex must be a string").into());
+        };
+        let tag = match json.get("tag") {
+            None => default_tag,
+            Some(Json::Number(n)) => n
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| CliError::bad_input("invalid_json", "tag out of range"))?,
+            Some(Json::String(s)) => {
+                parse_tag(s).map_err(|e| CliError::bad_input("invalid_json", e))?
+            }
+            Some(_) => return Err(CliError::bad_input("invalid_json", "invalid tag").into()),
+        };
+        return Ok((tag, decode_hex(hex)?));
+    }
+    let items = typed_json::items(&json, dialect)?;
+    let mut payload = Vec::new();
+    for item in &items {
+        item.encode(dialect, &mut payload)?;
+    }
+    Ok((default_tag, payload))
+}
+
+/// Runs `y3 send`.
+///
+/// # Errors
+/// Bad lines (with their line number), connection errors.
+pub fn run(args: &SendArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    let reader: Box<dyn BufRead> = match &args.input {
+        Some(path) if path.as_os_str() != "-" => {
+            Box::new(io::BufReader::new(std::fs::File::open(path).map_err(
+                |e| CliError::bad_input("io", format!("cannot open {}: {e}", path.display())),
+            )?))
+        }
+        _ => Box::new(io::BufReader::new(io::stdin())),
+    };
+    let options = args.client.options("y3-send")?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (sent, bytes) = runtime.block_on(async {
+        let mut source = Source::connect(options).await.map_err(net_error)?;
+        let (mut sent, mut bytes) = (0u64, 0usize);
+        for (n, line) in reader.lines().enumerate() {
+            let line = line?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let (tag, payload) = line_to_frame(&line, args.tag, args.dialect.into())
+                .with_context(|| format!("line {}", n + 1))?;
+            bytes += payload.len();
+            source.send(tag, payload).await.map_err(net_error)?;
+            sent += 1;
+        }
+        source.close().await.map_err(net_error)?;
+        anyhow::Ok((sent, bytes))
+    })?;
+    writeln!(out, "{{\"sent\":{sent},\"payload_bytes\":{bytes}}}")?;
+    out.flush()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines() {
+        let d = Dialect::Golang;
+        assert_eq!(
+            line_to_frame(r#"{"tag":17,"int32":42}"#, 0x10, d).unwrap(),
+            (0x10, vec![0x11, 0x01, 0x2a])
+        );
+        assert_eq!(
+            line_to_frame(r#"{"tag":"0x33","payload_hex":"0102"}"#, 0x10, d).unwrap(),
+            (0x33, vec![1, 2])
+        );
+        assert_eq!(
+            line_to_frame(r#"{"payload_hex":""}"#, 0x10, d).unwrap(),
+            (0x10, vec![])
+        );
+        assert!(line_to_frame("nope", 0x10, d).is_err());
+        assert_eq!(parse_tag("0x10"), Ok(16));
+        assert!(parse_tag("0xzz").is_err());
+    }
+}

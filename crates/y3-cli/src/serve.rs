@@ -1,0 +1,211 @@
+//! `y3 serve`: run a router (QUIC + TCP listeners, Prometheus metrics) until Ctrl-C, then
+//! drain gracefully.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use y3_router::{Policy, Router, RouterConfig};
+
+use crate::send::default_dev_cert;
+
+/// The queue policy, as the command line spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PolicyArg {
+    /// Hold sources back while a subscriber's queue is full (lossless).
+    Block,
+    /// Drop the oldest queued frames, counting each (real-time).
+    DropOldest,
+}
+
+impl From<PolicyArg> for Policy {
+    fn from(arg: PolicyArg) -> Policy {
+        match arg {
+            PolicyArg::Block => Policy::Block,
+            PolicyArg::DropOldest => Policy::DropOldest,
+        }
+    }
+}
+
+/// Options of `y3 serve`.
+#[derive(Debug, Clone, Args)]
+#[command(
+    about = "Run a router: sources → stream functions → sinks over QUIC and TCP",
+    long_about = "Run a router with QUIC and TCP listeners and a Prometheus metrics endpoint until
+Ctrl-C, then drain: sources are told to stop, in-flight frames are delivered, everyone gets
+a goaway.
+
+Every setting has a default (TCP and QUIC on 127.0.0.1:9000, metrics on 127.0.0.1:9090,
+block policy, no token); --config reads a TOML file (see --print-config for every key) and
+flags override it. Without a certificate, QUIC uses a generated self-signed certificate,
+written to the temp directory for `y3 send/observe --transport quic` to pin.",
+    after_help = "Examples:
+  y3 serve
+  y3 serve --token secret --policy drop-oldest --metrics 127.0.0.1:9100
+  y3 serve --config router.toml
+  y3 serve --print-config > router.toml"
+)]
+pub struct ServeArgs {
+    /// TOML configuration file.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// TCP listen address ("" turns it off).
+    #[arg(long, value_name = "IP:PORT")]
+    pub tcp: Option<String>,
+    /// QUIC listen address ("" turns it off).
+    #[arg(long, value_name = "IP:PORT")]
+    pub quic: Option<String>,
+    /// Metrics listen address ("" turns it off).
+    #[arg(long, value_name = "IP:PORT")]
+    pub metrics: Option<String>,
+    /// Serve TLS on the TCP listener too.
+    #[arg(long)]
+    pub tcp_tls: bool,
+    /// Token every client must present.
+    #[arg(long)]
+    pub token: Option<String>,
+    /// Full-queue policy.
+    #[arg(long, value_enum)]
+    pub policy: Option<PolicyArg>,
+    /// Frames queued per subscriber.
+    #[arg(long, value_name = "N")]
+    pub queue_capacity: Option<usize>,
+    /// Where to write a generated dev certificate (default: the temp directory).
+    #[arg(long, value_name = "FILE")]
+    pub dev_cert_out: Option<PathBuf>,
+    /// Print the effective configuration as TOML and exit.
+    #[arg(long)]
+    pub print_config: bool,
+}
+
+impl ServeArgs {
+    /// The configuration: defaults, then the file, then the flags.
+    ///
+    /// # Errors
+    /// Config file errors.
+    pub fn config(&self) -> anyhow::Result<RouterConfig> {
+        let mut config = match &self.config {
+            Some(path) => RouterConfig::from_file(path)?,
+            None => RouterConfig::default(),
+        };
+        if let Some(tcp) = &self.tcp {
+            config.listen.tcp = tcp.clone();
+        }
+        if let Some(quic) = &self.quic {
+            config.listen.quic = quic.clone();
+        }
+        if let Some(metrics) = &self.metrics {
+            config.listen.metrics = metrics.clone();
+        }
+        if self.tcp_tls {
+            config.listen.tcp_tls = true;
+        }
+        if let Some(token) = &self.token {
+            config.auth.token = token.clone();
+        }
+        if let Some(policy) = self.policy {
+            config.queue.policy = policy.into();
+        }
+        if let Some(capacity) = self.queue_capacity {
+            config.queue.capacity = capacity;
+        }
+        if let Some(out) = &self.dev_cert_out {
+            config.tls.dev_cert_out = out.clone();
+        } else if config.tls.dev_cert_out.as_os_str().is_empty() {
+            config.tls.dev_cert_out = default_dev_cert();
+        }
+        Ok(config)
+    }
+}
+
+/// Logs to stderr; `RUST_LOG` overrides `default`.
+pub fn init_tracing(default: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// Waits for Ctrl-C (or SIGTERM on Unix).
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+/// Runs `y3 serve`.
+///
+/// # Errors
+/// Configuration and bind errors.
+pub fn run(args: &ServeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    let config = args.config()?;
+    if args.print_config {
+        write!(out, "{}", config.to_toml())?;
+        out.flush()?;
+        return Ok(());
+    }
+    init_tracing("info");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let router = Router::start(config.clone()).await?;
+        let show = |addr: Option<std::net::SocketAddr>| {
+            addr.map_or_else(|| "off".to_owned(), |a| a.to_string())
+        };
+        writeln!(
+            out,
+            "y3 router listening: tcp {}{} quic {} metrics {}",
+            show(router.tcp_addr()),
+            if config.listen.tcp_tls { " (tls)" } else { "" },
+            show(router.quic_addr()),
+            router
+                .metrics_addr()
+                .map_or_else(|| "off".to_owned(), |a| format!("http://{a}/metrics")),
+        )?;
+        if router.identity().is_self_signed() {
+            writeln!(
+                out,
+                "tls: self-signed dev certificate written to {} (clients: --ca FILE)",
+                config.tls.dev_cert_out.display()
+            )?;
+        }
+        writeln!(
+            out,
+            "policy {}, queue {} frames/subscriber, token {}; Ctrl-C to stop",
+            config.queue.policy.name(),
+            config.queue.capacity,
+            if config.auth.token.is_empty() {
+                "off"
+            } else {
+                "on"
+            }
+        )?;
+        out.flush()?;
+        stop_signal().await;
+        writeln!(out, "draining...")?;
+        out.flush()?;
+        let stats = router.shutdown().await;
+        writeln!(
+            out,
+            "stopped: {} frames in, {} out, {} dropped",
+            stats.frames_in,
+            stats.frames_out,
+            stats.total_drops()
+        )?;
+        out.flush()?;
+        anyhow::Ok(())
+    })
+}

@@ -1,0 +1,109 @@
+//! The README's main command, `y3 demo`, and the `y3 bench e2e` smoke run: whole pipelines
+//! (source → router → function → sink) in one process, checked from outside.
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// Runs `y3 ARGS` to completion, at most [`WAIT`].
+fn y3(args: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_y3"))
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > WAIT {
+            let _ = child.kill();
+            panic!("y3 {args:?} did not finish in {WAIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "y3 {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+#[test]
+fn demo_runs_by_itself_and_summarizes() {
+    let out = y3(&[
+        "demo",
+        "--readings",
+        "60",
+        "--interval-ms",
+        "5",
+        "--transport",
+        "tcp",
+    ]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("embedded router on TCP 127.0.0.1:"), "{text}");
+    assert!(text.contains("reading #1 "), "{text}");
+    assert!(text.contains("ALERT"), "{text}");
+    assert!(text.contains("summary: 60 readings sent"), "{text}");
+    assert!(text.contains("(0 missing)"), "{text}");
+    assert!(text.contains("end-to-end latency"), "{text}");
+    assert!(text.contains(", 0 dropped"), "{text}");
+    // Every reading reached the function and every alert the sink.
+    let loud = text.lines().filter(|l| l.ends_with("(loud)")).count();
+    let alerts = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("ALERT"))
+        .count();
+    assert!(loud > 0);
+    assert_eq!(loud, alerts, "{text}");
+    assert!(text.contains(&format!(
+        "router: {} frames in, {} frames out",
+        60 + loud,
+        60 + loud
+    )));
+}
+
+#[test]
+fn demo_over_quic_quietly() {
+    let out = y3(&["demo", "--readings", "20", "--interval-ms", "5", "--quiet"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("on QUIC"), "{text}");
+    assert!(!text.contains("reading #"), "{text}");
+    assert!(text.contains("summary: 20 readings sent"), "{text}");
+    assert!(text.contains("(0 missing)"), "{text}");
+}
+
+#[test]
+fn bench_e2e_smoke_writes_json() {
+    let file = std::env::temp_dir().join(format!("y3-e2e-{}.json", std::process::id()));
+    let out = y3(&[
+        "bench",
+        "e2e",
+        "--quick",
+        "--messages",
+        "2000",
+        "--paced",
+        "200",
+        "--rate",
+        "2000",
+        "--json",
+        file.to_str().unwrap(),
+    ]);
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.contains("tcp") && table.contains("quic"), "{table}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4, "tcp and quic x 64 B and 1 KiB");
+    for run in runs {
+        assert!(run["msg_per_s"].as_f64().unwrap() > 0.0, "{run}");
+        assert!(
+            run["paced_latency"]["p99_us"].as_f64().unwrap() > 0.0,
+            "{run}"
+        );
+    }
+    let _ = std::fs::remove_file(file);
+}

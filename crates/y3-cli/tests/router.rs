@@ -1,0 +1,301 @@
+//! `y3 serve`, `y3 send` and `y3 observe` as processes on loopback: addresses from the
+//! startup line, frames through the router, a refused token, garbage that does not stop
+//! the router, the printed configuration, and a drain on SIGTERM. Every wait is bounded.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+fn y3() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_y3"));
+    cmd.env("RUST_LOG", "warn");
+    cmd
+}
+
+/// Waits for `child` at most [`WAIT`], killing it on timeout.
+fn wait(mut child: Child, what: &str) -> Output {
+    let start = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if start.elapsed() > WAIT {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{what} did not finish: stdout {} stderr {}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A `y3 serve` process on ephemeral ports, killed on drop.
+struct Server {
+    child: Option<Child>,
+    tcp: SocketAddr,
+    quic: SocketAddr,
+    metrics: SocketAddr,
+    cert: PathBuf,
+}
+
+impl Server {
+    fn start(extra: &[&str]) -> Server {
+        let cert = std::env::temp_dir().join(format!("y3-test-cert-{}.pem", std::process::id()));
+        let mut child = y3()
+            .args([
+                "serve",
+                "--tcp",
+                "127.0.0.1:0",
+                "--quic",
+                "127.0.0.1:0",
+                "--metrics",
+                "127.0.0.1:0",
+                "--dev-cert-out",
+            ])
+            .arg(&cert)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        // y3 router listening: tcp A quic B metrics http://C/metrics
+        let first = lines.next().expect("startup line").unwrap();
+        let words: Vec<&str> = first.split_whitespace().collect();
+        let at = |key: &str| words[words.iter().position(|w| *w == key).unwrap() + 1];
+        let metrics = at("metrics")
+            .trim_start_matches("http://")
+            .trim_end_matches("/metrics");
+        let server = Server {
+            tcp: at("tcp").parse().unwrap(),
+            quic: at("quic").parse().unwrap(),
+            metrics: metrics.parse().unwrap(),
+            cert,
+            child: Some(child),
+        };
+        // Keep draining stdout so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        server
+    }
+
+    fn metrics(&self) -> String {
+        let mut tcp = TcpStream::connect(self.metrics).unwrap();
+        tcp.set_read_timeout(Some(WAIT)).unwrap();
+        tcp.write_all(b"GET /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut text = String::new();
+        tcp.read_to_string(&mut text).unwrap();
+        text
+    }
+
+    fn wait_metric(&self, needle: &str) {
+        let start = Instant::now();
+        while !self.metrics().contains(needle) {
+            assert!(start.elapsed() < WAIT, "metric {needle} never appeared");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn send(server: &Server, args: &[&str], lines: &str) -> Output {
+    let mut child = y3()
+        .args(["send", "--addr", &server.tcp.to_string()])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(lines.as_bytes())
+        .unwrap();
+    wait(child, "y3 send")
+}
+
+#[test]
+fn send_and_observe_through_serve_over_tcp_and_quic() {
+    let server = Server::start(&[]);
+    let observe = y3()
+        .args([
+            "observe",
+            "--addr",
+            &server.quic.to_string(),
+            "--transport",
+            "quic",
+        ])
+        .arg("--ca")
+        .arg(&server.cert)
+        .args([
+            "--tag",
+            "0x10",
+            "--path",
+            "0x10/0x11",
+            "--as",
+            "float32",
+            "--count",
+            "3",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    server.wait_metric("y3_router_connections{role=\"sink\"} 1");
+    let sent = send(
+        &server,
+        &["--tag", "0x10"],
+        "{\"tag\":16,\"node\":[{\"tag\":17,\"float32\":40}]}\n\n{\"payload_hex\":\"9003110142\"}\n{\"payload_hex\":\"01\",\"tag\":\"0x99\"}\n{\"tag\":16,\"node\":[{\"tag\":18,\"int32\":1}]}\n",
+    );
+    assert!(
+        sent.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&sent.stdout).trim(),
+        "{\"sent\":4,\"payload_bytes\":17}"
+    );
+    let out = wait(observe, "y3 observe");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[0]["value"], 40.0);
+    assert_eq!(lines[0]["payload_hex"], "900411024220");
+    assert_eq!(lines[1]["value"], 32.0);
+    // The 0x99 frame went nowhere; the last one has no 0x11 field.
+    assert_eq!(lines[2]["value"], serde_json::Value::Null);
+    assert_eq!(lines[2]["id"], 4);
+    let metrics = server.metrics();
+    assert!(
+        metrics.contains("y3_router_frames_in_total{tag=\"0x10\"} 3"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("y3_router_dropped_total{reason=\"no_subscriber\"} 1"));
+}
+
+#[test]
+fn wrong_token_is_a_clear_error_and_garbage_does_not_stop_the_router() {
+    let server = Server::start(&["--token", "s3cret"]);
+    let out = send(&server, &["--token", "guess"], "{\"payload_hex\":\"00\"}\n");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("error: unauthorized"), "{stderr}");
+
+    let mut garbage = TcpStream::connect(server.tcp).unwrap();
+    garbage.write_all(&[0xff; 64]).unwrap();
+    garbage.set_read_timeout(Some(WAIT)).unwrap();
+    let mut reply = Vec::new();
+    let _ = garbage.read_to_end(&mut reply);
+    // A goaway frame (tag b0) with code 3 (protocol_error) came back before the close.
+    assert_eq!(
+        &reply[..5],
+        [0xb0, reply[1], 0x01, 0x01, 0x03],
+        "{reply:02x?}"
+    );
+
+    let out = send(
+        &server,
+        &["--token", "s3cret"],
+        "{\"payload_hex\":\"00\"}\n",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let metrics = server.metrics();
+    assert!(
+        metrics.contains("y3_router_rejected_total{reason=\"unauthorized\"} 1"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("y3_router_protocol_errors_total{kind=\"unknown_frame\"} 1"));
+}
+
+#[test]
+fn print_config_is_valid_toml_with_every_default() {
+    let out = wait(
+        y3().args(["serve", "--print-config", "--policy", "drop-oldest"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+        "print-config",
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    for key in [
+        "[listen]",
+        "[queue]",
+        "policy = \"drop_oldest\"",
+        "max_frame_len",
+        "drain_timeout_ms",
+    ] {
+        assert!(text.contains(key), "{key} missing:\n{text}");
+    }
+    let file = std::env::temp_dir().join(format!("y3-test-config-{}.toml", std::process::id()));
+    std::fs::write(&file, &text).unwrap();
+    let again = wait(
+        y3().args(["serve", "--print-config", "--config"])
+            .arg(&file)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+        "print-config --config",
+    );
+    assert_eq!(String::from_utf8(again.stdout).unwrap(), text);
+    std::fs::write(&file, "[queue]\nsize = 1\n").unwrap();
+    let bad = wait(
+        y3().args(["serve", "--config"])
+            .arg(&file)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+        "bad config",
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown field"));
+    let _ = std::fs::remove_file(file);
+}
+
+#[cfg(unix)]
+#[test]
+fn sigterm_drains_and_reports() {
+    let mut server = Server::start(&[]);
+    let out = send(&server, &[], "{\"payload_hex\":\"00\"}\n");
+    assert!(out.status.success());
+    let status = Command::new("kill")
+        .args(["-TERM", &server.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let child = server.child.take().unwrap();
+    let out = wait(child, "serve after SIGTERM");
+    assert!(out.status.success());
+}
