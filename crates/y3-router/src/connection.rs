@@ -225,7 +225,12 @@ async fn read_loop(
 ) -> End {
     let mut told_to_stop = false;
     let mut tags = TagCache::new(shared.metrics.clone(), Direction::In);
+    // Frames decoded from one read arrived together: one clock read serves them all
+    // (refreshed at least every 64 frames).
+    let mut now = Instant::now();
+    let mut same_read = 0u32;
     loop {
+        let buffered = !reader.read_buffer().is_empty();
         let frame = tokio::select! {
             biased;
             _ = shared.close_all.cancelled() => return End::Shutdown,
@@ -253,8 +258,13 @@ async fn read_loop(
             }
             Some(Ok(frame)) => frame,
         };
-        match session.handle_frame(Instant::now(), frame) {
-            Event::Route(data) => shared.route(id, data, &mut tags).await,
+        same_read += 1;
+        if !buffered || same_read >= 64 {
+            now = Instant::now();
+            same_read = 0;
+        }
+        match session.handle_frame(now, frame) {
+            Event::Route(data) => shared.route(id, data, now, &mut tags).await,
             Event::Drop(_, DropReason::Loop) => shared.metrics.dropped(Drop::Loop, 1),
             Event::Reply(frame) => {
                 outbox.push_control(frame);

@@ -56,6 +56,8 @@ enum Phase {
 struct Inner {
     queue: Queue<Queued>,
     phase: Phase,
+    /// Pushers waiting for room; the writer wakes them only when there are some.
+    waiting: usize,
 }
 
 /// What happened to a pushed frame.
@@ -87,6 +89,7 @@ impl Outbox {
             inner: Mutex::new(Inner {
                 queue: Queue::new(config.capacity, config.max_bytes, config.policy),
                 phase: Phase::Open,
+                waiting: 0,
             }),
             readable: Notify::new(),
             writable: Notify::new(),
@@ -104,48 +107,66 @@ impl Outbox {
 
     /// Queues a data frame, waiting for room under the block policy.
     pub async fn push(&self, frame: Frame, at: Instant) -> Pushed {
-        let mut item = Queued { frame, at };
-        let mut deadline = None;
+        // Fast path: room in the queue, no waiter registration.
+        let mut item = match self.try_push(Queued { frame, at }, false) {
+            Ok(pushed) => return pushed,
+            Err(item) => item,
+        };
+        let until = tokio::time::Instant::now() + self.block_timeout;
         loop {
             let notified = self.writable.notified();
             tokio::pin!(notified);
-            // Register before looking, so a batch taken in between still wakes us.
+            // Register before looking again, so a batch taken in between still wakes us.
             notified.as_mut().enable();
-            {
-                let mut inner = self.lock();
-                if !matches!(inner.phase, Phase::Open) {
-                    return if self.evicted.is_cancelled() {
-                        Pushed::Evicted
-                    } else {
-                        Pushed::Closed
-                    };
-                }
-                match inner.queue.push(item) {
-                    Push::Queued => {
-                        drop(inner);
-                        self.metrics.queued(1);
-                        self.readable.notify_one();
-                        return Pushed::Queued;
-                    }
-                    Push::DroppedOldest(n) => {
-                        drop(inner);
-                        self.metrics.queued(1 - n as i64);
-                        self.metrics.dropped(Drop::QueueFull, n as u64);
-                        self.readable.notify_one();
-                        return Pushed::DroppedOldest;
-                    }
-                    Push::Full(back) => item = back,
-                }
-            }
-            let until =
-                *deadline.get_or_insert_with(|| tokio::time::Instant::now() + self.block_timeout);
-            tokio::select! {
-                _ = notified => {}
-                _ = self.evicted.cancelled() => return Pushed::Evicted,
+            item = match self.try_push(item, true) {
+                Ok(pushed) => return pushed,
+                Err(item) => item,
+            };
+            let woke = tokio::select! {
+                _ = notified => None,
+                _ = self.evicted.cancelled() => Some(Pushed::Evicted),
                 _ = tokio::time::sleep_until(until) => {
                     self.evict();
-                    return Pushed::Evicted;
+                    Some(Pushed::Evicted)
                 }
+            };
+            self.lock().waiting -= 1;
+            if let Some(pushed) = woke {
+                return pushed;
+            }
+        }
+    }
+
+    /// One attempt: queued (or dropped-oldest, closed), or the item back when full. With
+    /// `wait`, a full queue records one more waiting pusher (the caller waits next).
+    fn try_push(&self, item: Queued, wait: bool) -> Result<Pushed, Queued> {
+        let mut inner = self.lock();
+        if !matches!(inner.phase, Phase::Open) {
+            return Ok(if self.evicted.is_cancelled() {
+                Pushed::Evicted
+            } else {
+                Pushed::Closed
+            });
+        }
+        match inner.queue.push(item) {
+            Push::Queued => {
+                drop(inner);
+                self.metrics.queued(1);
+                self.readable.notify_one();
+                Ok(Pushed::Queued)
+            }
+            Push::DroppedOldest(n) => {
+                drop(inner);
+                self.metrics.queued(1 - n as i64);
+                self.metrics.dropped(Drop::QueueFull, n as u64);
+                self.readable.notify_one();
+                Ok(Pushed::DroppedOldest)
+            }
+            Push::Full(back) => {
+                if wait {
+                    inner.waiting += 1;
+                }
+                Err(back)
             }
         }
     }
@@ -176,9 +197,10 @@ impl Outbox {
                 let before = out.len();
                 let data = inner.queue.pop_batch(out, max);
                 if out.len() > before {
+                    let waiting = inner.waiting > 0;
                     drop(inner);
                     self.metrics.queued(-(data as i64));
-                    if data > 0 {
+                    if data > 0 && waiting {
                         self.writable.notify_waiters();
                     }
                     return true;

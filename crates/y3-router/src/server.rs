@@ -132,7 +132,8 @@ impl Shared {
 
     /// Routes a data frame from session `from` to every observer of its tag except `from`.
     /// Under the block policy this waits while a subscriber's queue is full.
-    pub async fn route(&self, from: SessionId, data: Data, tags: &mut TagCache) {
+    /// `at` is when the frame was read, for the latency histogram.
+    pub async fn route(&self, from: SessionId, data: Data, at: Instant, tags: &mut TagCache) {
         tags.count(data.tag, data.payload.len());
         self.metrics.frames_in(1);
         let routes = self.table().routes(data.tag);
@@ -141,7 +142,6 @@ impl Shared {
             return;
         };
         self.routing.fetch_add(1, Ordering::Relaxed);
-        let at = Instant::now();
         let mut remaining = routes.iter().filter(|r| r.session != from).count();
         let mut delivered = false;
         let mut data = Some(data);
@@ -174,6 +174,13 @@ impl Shared {
     where
         F: std::future::Future<Output = Result<Connection, TransportError>> + Send + 'static,
     {
+        // Connections still in their TLS or QUIC handshake are not admitted yet; past a
+        // hard cap, refuse new ones before spending a task on them.
+        let hard_cap = self.config.limits.max_connections.saturating_mul(2).max(64);
+        if self.open.load(Ordering::Relaxed) >= hard_cap {
+            self.metrics.rejected("too_many_connections");
+            return;
+        }
         let shared = self.clone();
         self.open.fetch_add(1, Ordering::Relaxed);
         self.tracker.spawn(async move {

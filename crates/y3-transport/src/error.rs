@@ -169,10 +169,19 @@ impl TransportError {
                     | GoawayCode::TooManyConnections
                     | GoawayCode::Normal
             ),
-            TransportError::Io(_) | TransportError::Closed | TransportError::Timeout { .. } => true,
+            // A TLS failure surfaces as InvalidData from tokio-rustls: it would repeat.
+            TransportError::Io(e) => !matches!(
+                e.kind(),
+                io::ErrorKind::InvalidData
+                    | io::ErrorKind::InvalidInput
+                    | io::ErrorKind::PermissionDenied
+            ),
+            TransportError::Closed | TransportError::Timeout { .. } => true,
             #[cfg(feature = "quic")]
-            TransportError::QuicConnection(_) => true,
-            TransportError::Frame(FrameError::Io(_)) => true,
+            TransportError::QuicConnection(e) => !matches!(
+                e,
+                quinn::ConnectionError::TransportError(_) | quinn::ConnectionError::VersionMismatch
+            ),
             _ => false,
         }
     }

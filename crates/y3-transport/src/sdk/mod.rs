@@ -10,7 +10,7 @@
 //! queued frame into one buffer and flushes once, so a fast sender gets batched writes and
 //! a slow one gets low latency. Lost connections are re-established with exponential
 //! [`Backoff`]; refusals (a wrong token, a bad handshake) are returned as typed
-//! [`TransportError`]s and not retried.
+//! [`TransportError`](crate::TransportError)s and not retried.
 //!
 //! # Examples
 //!
