@@ -22,7 +22,10 @@ import (
 //	slice / array     array node 0xC0|field key, elements with key 0 (struct elements as
 //	field             nodes 0x80)
 //	top-level []T     array node 0xC0|key; a top-level []struct is a PLAIN node 0x80|key
-//	top-level [N]T    refused (the reference panics): *UnsupportedTypeError
+//	top-level [N]T    written like the slice []T (the reference panics on a bare array)
+//	top-level omitted what a struct omits is omitted under the root too: an empty string,
+//	                  an empty []byte, a nil pointer give the empty root 81 00 (Unmarshal
+//	                  then reports ErrNotFound), as the Rust core and the Python binding do
 //
 // The key is refused when reserved (0x01..0x0f, reserved_tag) or too wide for the dialect
 // (invalid_tag). Struct tags are hex ("0x11") or decimal ("17"); fields without a y3 tag,
@@ -58,24 +61,36 @@ func (c Config) AppendMarshal(dst []byte, key uint32, v any) ([]byte, error) {
 		return dst, err
 	}
 	rv := reflect.ValueOf(v)
+	if !rv.IsValid() {
+		// An untyped nil says nothing about the value's type.
+		return dst, &UnsupportedTypeError{Reason: "nil"}
+	}
+	// A nil pointer is left out, as it is from a struct (Rust: None; Python: None).
+	omit := false
 	for rv.Kind() == reflect.Pointer || rv.Kind() == reflect.Interface {
 		if rv.IsNil() {
-			return dst, &UnsupportedTypeError{Type: rv.Type(), Reason: "nil"}
+			// Still refuse a type that could never be marshalled.
+			if err := checkMarshalType(rv.Type()); err != nil {
+				return dst, err
+			}
+			omit = true
+			break
 		}
 		rv = rv.Elem()
 	}
-	if !rv.IsValid() {
-		return dst, &UnsupportedTypeError{Reason: "nil"}
-	}
-	if rv.Kind() == reflect.Array && rv.Type().Elem().Kind() != reflect.Uint8 {
-		return dst, &UnsupportedTypeError{Type: rv.Type(), Reason: "a bare array cannot be marshalled (the reference panics); use a slice or a struct field"}
+	if !omit {
+		// The root is a node like any other: the reference skips zero-length primitives
+		// added to a node, so an empty string or []byte is left out here too.
+		omit = isEmptyBytes(rv)
 	}
 	out, m, err := BeginNode(dst, d, NodeTag(rootKey))
 	if err != nil {
 		return dst, err
 	}
-	if out, err = marshalValue(out, d, key, rv, true); err != nil {
-		return dst, err
+	if !omit {
+		if out, err = marshalValue(out, d, key, rv, true); err != nil {
+			return dst, err
+		}
 	}
 	if out, err = m.End(out); err != nil {
 		return dst, err
@@ -109,7 +124,8 @@ func marshalValue(dst []byte, d Dialect, id uint32, rv reflect.Value, top bool) 
 			return AppendBytes(dst, d, id, b)
 		}
 		tag := ArrayTag(id)
-		if top && rv.Kind() == reflect.Slice && isStruct(rv.Type().Elem()) {
+		if top && isStruct(rv.Type().Elem()) {
+			// A top-level slice (or bare array) of structs is a plain node.
 			tag = NodeTag(id)
 		}
 		dst, m, err := BeginNode(dst, d, tag)
@@ -160,15 +176,49 @@ func marshalValue(dst []byte, d Dialect, id uint32, rv reflect.Value, top bool) 
 	return dst, &UnsupportedTypeError{Type: rv.Type()}
 }
 
-// isEmptyBytes: the reference skips zero-length primitives among struct fields.
+// isEmptyBytes: the reference skips zero-length primitives added to a node (struct fields,
+// and the value under the root).
 func isEmptyBytes(v reflect.Value) bool {
 	switch v.Kind() {
 	case reflect.String:
 		return v.Len() == 0
-	case reflect.Slice:
+	case reflect.Slice, reflect.Array:
 		return v.Type().Elem().Kind() == reflect.Uint8 && v.Len() == 0
 	}
 	return false
+}
+
+// checkMarshalType reports the first type inside t that Marshal cannot write (maps,
+// channels, functions, ...), without looking at a value.
+func checkMarshalType(t reflect.Type) error {
+	return checkMarshalTypeSeen(t, map[reflect.Type]bool{})
+}
+
+func checkMarshalTypeSeen(t reflect.Type, seen map[reflect.Type]bool) error {
+	if seen[t] {
+		return nil
+	}
+	seen[t] = true
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.String, reflect.Interface:
+		return nil
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		return checkMarshalTypeSeen(t.Elem(), seen)
+	case reflect.Struct:
+		info, err := structFields(t)
+		if err != nil {
+			return err
+		}
+		for _, f := range info.fields {
+			if err := checkMarshalTypeSeen(t.Field(f.index).Type, seen); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return &UnsupportedTypeError{Type: t}
 }
 
 func isStruct(t reflect.Type) bool {
