@@ -209,6 +209,17 @@ def schema_of(item: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def decode_items(data: bytes, items: list[dict[str, Any]], dialect: str) -> list[Any]:
+    """Reads `data` as the packets `items` describe: one packet by decode, a stream by
+    decode_stream (a stream reads like the children of a node)."""
+    import y3
+
+    if len(items) == 1:
+        return [y3.decode(data, schema_of(items[0]), dialect=dialect)]
+    stream = y3.decode_stream(data, {"node": [schema_of(i) for i in items]}, dialect=dialect)
+    return [stream[i["tag"]] for i in items]
+
+
 def float_bits(x: float) -> bytes:
     return struct.pack(">d", x)
 

@@ -11,6 +11,7 @@ import pytest
 import y3
 from conftest import (
     Vector,
+    decode_items,
     golang,
     item_value,
     items_of,
@@ -21,15 +22,6 @@ from conftest import (
 )
 
 PACKET_LEVEL = [v for v in golang() + nvarint() if not v.is_marshal]
-
-
-def decode_items(data: bytes, items: list[dict], dialect: str) -> list:
-    """Reads `data` as the packets `items` describe: one packet by decode, a stream by
-    decode_stream (a stream reads like the children of a node)."""
-    if len(items) == 1:
-        return [y3.decode(data, schema_of(items[0]), dialect=dialect)]
-    stream = y3.decode_stream(data, {"node": [schema_of(i) for i in items]}, dialect=dialect)
-    return [stream[i["tag"]] for i in items]
 
 
 @pytest.mark.parametrize("v", params(PACKET_LEVEL))
