@@ -229,19 +229,34 @@ async fn read_loop(
     // (refreshed at least every 64 frames).
     let mut now = Instant::now();
     let mut same_read = 0u32;
+    // Pinned once: a fresh `cancelled()` per frame would register and unregister with
+    // the tokens' notifiers on every frame.
+    let close_all = shared.close_all.cancelled();
+    let drain_sources = shared.drain_sources.cancelled();
+    let evicted = outbox.evicted();
+    tokio::pin!(close_all, drain_sources, evicted);
     loop {
+        // Checked between frames with plain loads: the select below polls the reader
+        // first and returns as soon as it has a frame, so a client that keeps the reader
+        // always ready would otherwise never let these be seen.
+        if shared.is_closing() {
+            return End::Shutdown;
+        }
+        if role == Role::Source && !told_to_stop && shared.is_draining() {
+            told_to_stop = true;
+            let goaway = Goaway::new(GoawayCode::ShuttingDown, "router shutting down");
+            outbox.push_control(goaway.into());
+        }
+        if outbox.is_evicted() {
+            return End::Evicted;
+        }
         let buffered = !reader.read_buffer().is_empty();
         let frame = tokio::select! {
             biased;
-            _ = shared.close_all.cancelled() => return End::Shutdown,
-            _ = shared.drain_sources.cancelled(), if role == Role::Source && !told_to_stop => {
-                told_to_stop = true;
-                let goaway = Goaway::new(GoawayCode::ShuttingDown, "router shutting down");
-                outbox.push_control(goaway.into());
-                continue;
-            }
-            _ = outbox.evicted() => return End::Evicted,
             frame = reader.next() => frame,
+            _ = &mut close_all => return End::Shutdown,
+            _ = &mut drain_sources, if role == Role::Source && !told_to_stop => continue,
+            _ = &mut evicted => return End::Evicted,
         };
         let frame = match frame {
             None => return End::Eof,

@@ -11,6 +11,7 @@
 //! block timeout; then the subscriber is *evicted* (`slow_consumer`): its queue is counted
 //! as dropped, every waiting source is released, and the connection task closes it.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -79,6 +80,8 @@ pub(crate) struct Outbox {
     readable: Notify,
     writable: Notify,
     evicted: CancellationToken,
+    /// Mirrors `evicted` for a cheap check between frames.
+    evicted_flag: AtomicBool,
     metrics: Arc<Metrics>,
     block_timeout: Duration,
 }
@@ -94,6 +97,7 @@ impl Outbox {
             readable: Notify::new(),
             writable: Notify::new(),
             evicted: CancellationToken::new(),
+            evicted_flag: AtomicBool::new(false),
             metrics,
             block_timeout: Duration::from_millis(config.block_timeout_ms),
         }
@@ -142,7 +146,7 @@ impl Outbox {
     fn try_push(&self, item: Queued, wait: bool) -> Result<Pushed, Queued> {
         let mut inner = self.lock();
         if !matches!(inner.phase, Phase::Open) {
-            return Ok(if self.evicted.is_cancelled() {
+            return Ok(if self.is_evicted() {
                 Pushed::Evicted
             } else {
                 Pushed::Closed
@@ -260,7 +264,7 @@ impl Outbox {
 
     /// Evicts the subscriber as a slow consumer.
     pub fn evict(&self) {
-        if self.evicted.is_cancelled() {
+        if self.evicted_flag.swap(true, Ordering::Relaxed) {
             return;
         }
         tracing::warn!(
@@ -269,6 +273,11 @@ impl Outbox {
         );
         self.evicted.cancel();
         self.abort(None, Drop::SlowConsumer);
+    }
+
+    /// Whether the subscriber has been evicted.
+    pub fn is_evicted(&self) -> bool {
+        self.evicted_flag.load(Ordering::Relaxed)
     }
 
     /// Completes when the subscriber has been evicted.

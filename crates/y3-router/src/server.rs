@@ -15,7 +15,7 @@
 //! sinks; then give every remaining client its queued frames and a goaway, and close.
 //! The whole sequence is bounded by `shutdown.drain_timeout_ms`.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -55,6 +55,9 @@ pub(crate) struct Shared {
     pub stop_accepting: CancellationToken,
     pub drain_sources: CancellationToken,
     pub close_all: CancellationToken,
+    /// Mirror `drain_sources` and `close_all` for cheap checks between frames.
+    draining: AtomicBool,
+    closing: AtomicBool,
     kill: CancellationToken,
     tracker: TaskTracker,
 }
@@ -85,6 +88,14 @@ impl std::ops::Drop for Open {
 impl Shared {
     pub fn next_session(&self) -> SessionId {
         self.next_session.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::Relaxed)
+    }
+
+    pub fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::Relaxed)
     }
 
     pub fn over_connection_limit(&self) -> bool {
@@ -261,6 +272,8 @@ impl Router {
             stop_accepting: CancellationToken::new(),
             drain_sources: CancellationToken::new(),
             close_all: CancellationToken::new(),
+            draining: AtomicBool::new(false),
+            closing: AtomicBool::new(false),
             kill: CancellationToken::new(),
             tracker: TaskTracker::new(),
         });
@@ -449,6 +462,7 @@ impl RouterHandle {
         if let Some(quic) = &self.quic_server {
             quic.refuse_new();
         }
+        shared.draining.store(true, Ordering::Relaxed);
         shared.drain_sources.cancel();
         // Sources stop and close; everything they sent gets read.
         while shared.sources.load(Ordering::Relaxed) > 0 && Instant::now() < deadline {
@@ -469,6 +483,7 @@ impl RouterHandle {
             last = now;
         }
         // Everyone gets their queue, a goaway, and a close.
+        shared.closing.store(true, Ordering::Relaxed);
         shared.close_all.cancel();
         shared.tracker.close();
         let grace = deadline.saturating_duration_since(Instant::now()) + Duration::from_secs(1);

@@ -171,11 +171,14 @@ async fn write_loop(
 ) -> Result<(), TransportError> {
     let mut acks = Vec::new();
     let result: Result<(), TransportError> = async {
+        // Pinned once rather than re-registered with the token per batch.
+        let stopped = stop.cancelled();
+        tokio::pin!(stopped);
         loop {
             let first = tokio::select! {
                 biased;
                 msg = rx.recv() => msg,
-                _ = stop.cancelled() => {
+                _ = &mut stopped => {
                     rx.close();
                     rx.recv().await
                 }

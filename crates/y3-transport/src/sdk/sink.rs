@@ -98,10 +98,13 @@ enum Pumped {
 
 /// Forwards data frames until the connection ends or the receiver is dropped.
 async fn pump(link: &mut Link, tx: &mpsc::Sender<Result<Data, TransportError>>) -> Pumped {
+    // Pinned once, not re-registered with the channel's notifier per frame.
+    let closed = tx.closed();
+    tokio::pin!(closed);
     loop {
         let frame = tokio::select! {
             frame = link.reader.next() => frame,
-            _ = tx.closed() => return Pumped::ReceiverGone,
+            _ = &mut closed => return Pumped::ReceiverGone,
         };
         match frame {
             Some(Ok(Frame::Data(data))) => {
