@@ -84,7 +84,7 @@ pub fn draw(chart: &BarChart, path: &Path) -> Result<()> {
             .draw()
             .map_err(err)?;
         for (si, (name, values)) in chart.series.iter().enumerate() {
-            let color = Palette99::pick(si).to_rgba();
+            let color = Palette99::pick(crate::report::color_of(name)).to_rgba();
             let bars: Vec<_> = values
                 .iter()
                 .enumerate()
@@ -126,7 +126,7 @@ pub fn draw(chart: &BarChart, path: &Path) -> Result<()> {
             .draw()
             .map_err(err)?;
         for (si, (name, values)) in chart.series.iter().enumerate() {
-            let color = Palette99::pick(si).to_rgba();
+            let color = Palette99::pick(crate::report::color_of(name)).to_rgba();
             let bars: Vec<_> = values
                 .iter()
                 .enumerate()

@@ -8,7 +8,9 @@
 //!    to one sample;
 //! 3. warm up for [`Settings::warmup`];
 //! 4. time [`Settings::samples`] batches with [`Instant`] and the process CPU clock
-//!    (`CLOCK_PROCESS_CPUTIME_ID`) around each; report the medians per op;
+//!    (`CLOCK_PROCESS_CPUTIME_ID`) around each; report the medians per op. In serial mode
+//!    the implementations of one data set take their samples in turns
+//!    ([`serial_interleaved`]), so that a noisy spell hits them alike;
 //! 5. count allocations over a short extra pass (serial only).
 //!
 //! Parallel mode runs one thread per core (`available_parallelism`), each with its own
@@ -222,41 +224,101 @@ pub fn measure(factory: &Factory, mode: Mode, settings: &Settings) -> Result<Mea
 }
 
 fn serial(factory: &Factory, settings: &Settings) -> Result<Measurement> {
-    let mut runner = factory();
-    let batch = calibrate(runner.as_mut(), settings.sample)?;
-    let warm = Instant::now();
-    while warm.elapsed() < settings.warmup {
-        runner.run((batch / 4).max(1));
-    }
-    let mut wall = Vec::with_capacity(settings.samples);
-    let mut cpu = Vec::with_capacity(settings.samples);
-    for _ in 0..settings.samples.max(1) {
-        let c0 = ProcessTime::now();
-        let t0 = Instant::now();
-        let ok = runner.run(batch);
-        let elapsed = t0.elapsed();
-        let cpu_elapsed = c0.elapsed();
-        if ok != batch {
-            bail!("{} of {batch} ops produced a wrong value", batch - ok);
+    serial_interleaved(&[factory], settings)
+        .pop()
+        .expect("one result per factory")
+}
+
+/// One implementation's state during an interleaved serial measurement.
+struct Slot {
+    runner: Box<dyn Runner>,
+    batch: u64,
+    wall: Vec<f64>,
+    cpu: Vec<f64>,
+    failed: Option<anyhow::Error>,
+}
+
+/// Serial measurements of several implementations whose samples are interleaved: sample
+/// `s` of every implementation is taken before sample `s + 1` of any (in an order rotated
+/// per round), so that a slow spell of a noisy machine hits all of them alike and their
+/// ratios stay stable. Each result is what [`measure`] would give in serial mode.
+pub fn serial_interleaved(factories: &[&Factory], settings: &Settings) -> Vec<Result<Measurement>> {
+    let mut slots: Vec<Slot> = factories
+        .iter()
+        .map(|factory| {
+            let mut runner = factory();
+            let (got, want) = (runner.once(), runner.expected());
+            let checked = if got == want {
+                calibrate(runner.as_mut(), settings.sample)
+            } else {
+                Err(anyhow::anyhow!("extracted {got}, expected {want}"))
+            };
+            let (batch, failed) = match checked {
+                Ok(b) => (b, None),
+                Err(e) => (0, Some(e)),
+            };
+            Slot {
+                runner,
+                batch,
+                wall: Vec::with_capacity(settings.samples),
+                cpu: Vec::with_capacity(settings.samples),
+                failed,
+            }
+        })
+        .collect();
+    for slot in slots.iter_mut().filter(|s| s.failed.is_none()) {
+        let warm = Instant::now();
+        while warm.elapsed() < settings.warmup {
+            slot.runner.run((slot.batch / 4).max(1));
         }
-        wall.push(elapsed.as_nanos() as f64 / batch as f64);
-        cpu.push(cpu_elapsed.as_nanos() as f64 / batch as f64);
     }
-    let count_iters = batch.clamp(1, 1000);
-    let (_, allocs) = crate::alloc_count::count(|| runner.run(count_iters));
-    let ns_range = range(&wall);
-    let ns_per_op = median(&mut wall);
-    Ok(Measurement {
-        mode: Mode::Serial,
-        threads: 1,
-        ns_per_op,
-        ns_range,
-        cpu_ns_per_op: median(&mut cpu),
-        ops_per_s: 1e9 / ns_per_op,
-        samples: wall.len(),
-        batch,
-        allocs_per_op: Some(allocs as f64 / count_iters as f64),
-    })
+    let n = slots.len();
+    for round in 0..settings.samples.max(1) {
+        for i in 0..n {
+            let slot = &mut slots[(i + round) % n];
+            if slot.failed.is_some() {
+                continue;
+            }
+            let batch = slot.batch;
+            let c0 = ProcessTime::now();
+            let t0 = Instant::now();
+            let ok = slot.runner.run(batch);
+            let elapsed = t0.elapsed();
+            let cpu_elapsed = c0.elapsed();
+            if ok != batch {
+                slot.failed = Some(anyhow::anyhow!(
+                    "{} of {batch} ops produced a wrong value",
+                    batch - ok
+                ));
+                continue;
+            }
+            slot.wall.push(elapsed.as_nanos() as f64 / batch as f64);
+            slot.cpu.push(cpu_elapsed.as_nanos() as f64 / batch as f64);
+        }
+    }
+    slots
+        .into_iter()
+        .map(|mut slot| {
+            if let Some(e) = slot.failed {
+                return Err(e);
+            }
+            let count_iters = slot.batch.clamp(1, 1000);
+            let (_, allocs) = crate::alloc_count::count(|| slot.runner.run(count_iters));
+            let ns_range = range(&slot.wall);
+            let ns_per_op = median(&mut slot.wall);
+            Ok(Measurement {
+                mode: Mode::Serial,
+                threads: 1,
+                ns_per_op,
+                ns_range,
+                cpu_ns_per_op: median(&mut slot.cpu),
+                ops_per_s: 1e9 / ns_per_op,
+                samples: slot.wall.len(),
+                batch: slot.batch,
+                allocs_per_op: Some(allocs as f64 / count_iters as f64),
+            })
+        })
+        .collect()
 }
 
 fn range(values: &[f64]) -> (f64, f64) {
@@ -369,6 +431,15 @@ mod tests {
     fn a_wrong_value_refuses_the_row() {
         let err = measure(&factory(7), Mode::Serial, &tiny()).unwrap_err();
         assert!(err.to_string().contains("expected int32 6"), "{err}");
+    }
+
+    #[test]
+    fn interleaved_keeps_going_past_a_refused_row() {
+        let (good, bad) = (factory(6), factory(7));
+        let out = serial_interleaved(&[&good, &bad, &good], &tiny());
+        assert_eq!(out.len(), 3);
+        assert!(out[0].is_ok() && out[1].is_err() && out[2].is_ok());
+        assert_eq!(out[0].as_ref().unwrap().samples, 3);
     }
 
     #[test]

@@ -18,7 +18,9 @@ use crate::data::{CASES, SWEEP};
 use crate::record::{Record, Results};
 
 /// Display order of the rows; others follow alphabetically.
-pub const ORDER: [&str; 19] = [
+pub const ORDER: [&str; 23] = [
+    "y3-derive",
+    "prost",
     "y3-observe",
     "y3-stream7",
     "y3-get",
@@ -38,7 +40,18 @@ pub const ORDER: [&str; 19] = [
     "go-gjson",
     "go-jsonparser",
     "go-json-map",
+    "serde_json",
+    "mqtt-rumqttc",
 ];
+
+/// A stable palette index per implementation, so that one implementation has one color in
+/// every chart.
+pub fn color_of(name: &str) -> usize {
+    ORDER
+        .iter()
+        .position(|n| *n == name)
+        .unwrap_or(ORDER.len() + name.len())
+}
 
 /// The implementations the summary and the charts show.
 pub const HEADLINE: [&str; 10] = [

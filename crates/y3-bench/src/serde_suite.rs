@@ -220,34 +220,55 @@ pub fn run(opts: &SerdeOptions, bar: &ProgressBar) -> Result<Results> {
                 .into(),
         );
     }
+    // (impl, op, bytes, factory) for every row that prepared.
+    let mut rows: Vec<(&SerdeImpl, &'static str, usize, Factory)> = Vec::new();
     for imp in &impls {
-        let (bytes, encode, decode) = match (imp.prepare)() {
-            Ok(p) => p,
+        match (imp.prepare)() {
+            Ok((bytes, encode, decode)) => {
+                rows.push((imp, "encode", bytes, encode));
+                rows.push((imp, "decode", bytes, decode));
+            }
             Err(e) => {
                 results.notes.push(format!("skipped {}: {e:#}", imp.name));
                 bar.inc((2 * opts.modes.len()) as u64);
-                continue;
             }
+        }
+    }
+    for &mode in &opts.modes {
+        bar.set_message(format!("{} rows, {}", rows.len(), mode.name()));
+        let outcomes = match mode {
+            // Serial samples are taken in turns across the rows (see measure::serial_interleaved).
+            Mode::Serial => {
+                let factories: Vec<&Factory> = rows.iter().map(|r| &r.3).collect();
+                let out = measure::serial_interleaved(&factories, &opts.settings);
+                bar.inc(rows.len() as u64);
+                out
+            }
+            Mode::Parallel => rows
+                .iter()
+                .map(|(imp, op, _, factory)| {
+                    bar.set_message(format!("{} {op} parallel", imp.name));
+                    let m = measure::measure(factory, mode, &opts.settings);
+                    bar.inc(1);
+                    m
+                })
+                .collect(),
         };
-        for (op, factory) in [("encode", &encode), ("decode", &decode)] {
-            for &mode in &opts.modes {
-                bar.set_message(format!("{} {op} {}", imp.name, mode.name()));
-                match measure::measure(factory, mode, &opts.settings) {
-                    Ok(m) => {
-                        let mut r = Record::from_measurement(&m);
-                        r.suite = "serde".into();
-                        r.case = imp.case.into();
-                        r.implementation = imp.name.into();
-                        r.format = imp.format.into();
-                        r.op = op.into();
-                        r.bytes = bytes;
-                        results.records.push(r);
-                    }
-                    Err(e) => results
-                        .notes
-                        .push(format!("refused {} {op}: {e:#}", imp.name)),
+        for ((imp, op, bytes, _), outcome) in rows.iter().zip(outcomes) {
+            match outcome {
+                Ok(m) => {
+                    let mut r = Record::from_measurement(&m);
+                    r.suite = "serde".into();
+                    r.case = imp.case.into();
+                    r.implementation = imp.name.into();
+                    r.format = imp.format.into();
+                    r.op = (*op).into();
+                    r.bytes = *bytes;
+                    results.records.push(r);
                 }
-                bar.inc(1);
+                Err(e) => results
+                    .notes
+                    .push(format!("refused {} {op}: {e:#}", imp.name)),
             }
         }
     }

@@ -152,34 +152,55 @@ pub fn run(opts: &CodecOptions, bar: &ProgressBar) -> Result<Results> {
     }
 
     for ds in &sets {
+        let mut prepared = Vec::new();
         for imp in impls
             .iter()
             .filter(|i| i.keyed || ds.order == Order::Ascending)
         {
             bar.set_message(format!("{} {}", ds.label(), imp.name));
-            let prepared = match (imp.prepare)(ds)
-                .with_context(|| format!("{} {}", imp.name, ds.label()))
-            {
-                Ok(p) => p,
+            match (imp.prepare)(ds).with_context(|| format!("{} {}", imp.name, ds.label())) {
+                Ok(p) => prepared.push((imp, p)),
                 Err(e) => {
                     results
                         .notes
                         .push(format!("skipped {} on {}: {e:#}", imp.name, ds.label()));
                     bar.inc(opts.modes.len() as u64);
-                    continue;
                 }
+            }
+        }
+        let record = |imp: &Impl, p: &Prepared, m: &measure::Measurement| {
+            let mut r = Record::from_measurement(m);
+            describe(&mut r, ds);
+            r.implementation = imp.name.into();
+            r.format = imp.format.into();
+            r.op = imp.op.into();
+            r.bytes = p.bytes;
+            r
+        };
+        for &mode in &opts.modes {
+            bar.set_message(format!("{} {}", ds.label(), mode.name()));
+            let outcomes = match mode {
+                // Serial samples are taken in turns across the implementations.
+                Mode::Serial => {
+                    let factories: Vec<&Factory> =
+                        prepared.iter().map(|(_, p)| &p.factory).collect();
+                    let out = measure::serial_interleaved(&factories, &opts.settings);
+                    bar.inc(prepared.len() as u64);
+                    out
+                }
+                Mode::Parallel => prepared
+                    .iter()
+                    .map(|(imp, p)| {
+                        bar.set_message(format!("{} {} parallel", ds.label(), imp.name));
+                        let m = measure::measure(&p.factory, mode, &opts.settings);
+                        bar.inc(1);
+                        m
+                    })
+                    .collect(),
             };
-            for &mode in &opts.modes {
-                match measure::measure(&prepared.factory, mode, &opts.settings) {
-                    Ok(m) => {
-                        let mut r = Record::from_measurement(&m);
-                        describe(&mut r, ds);
-                        r.implementation = imp.name.into();
-                        r.format = imp.format.into();
-                        r.op = imp.op.into();
-                        r.bytes = prepared.bytes;
-                        results.records.push(r);
-                    }
+            for ((imp, p), outcome) in prepared.iter().zip(outcomes) {
+                match outcome {
+                    Ok(m) => results.records.push(record(imp, p, &m)),
                     Err(e) => results.notes.push(format!(
                         "refused {} {} on {}: {e:#}",
                         imp.name,
@@ -187,7 +208,6 @@ pub fn run(opts: &CodecOptions, bar: &ProgressBar) -> Result<Results> {
                         ds.label()
                     )),
                 }
-                bar.inc(1);
             }
         }
     }
