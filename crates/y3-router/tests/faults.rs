@@ -514,3 +514,67 @@ async fn client_options_without_trust_fail_clearly_for_quic() {
     assert_eq!(err.kind(), "config");
     router.shutdown().await;
 }
+
+/// Clients ride out a router restart: the source reports the goaway once and reconnects on
+/// its next send; the sink reconnects by itself with backoff.
+#[tokio::test]
+async fn clients_reconnect_after_a_router_restart() {
+    let first = router(|c| c.listen.quic = String::new()).await;
+    let addr = first.tcp_addr().unwrap();
+    let patient = |name: &str| {
+        ClientOptions::new(addr)
+            .name(name)
+            .backoff(y3_transport::sdk::Backoff {
+                initial: Duration::from_millis(20),
+                max: Duration::from_millis(100),
+                attempts: 50,
+            })
+    };
+    let mut sink = Sink::connect(patient("sink"), &[0x70]).await.unwrap();
+    let mut source = Source::connect(patient("source")).await.unwrap();
+    source.send(0x70, &b"before"[..]).await.unwrap();
+    source.flush().await.unwrap();
+    let d = within("first frame", sink.recv()).await.unwrap().unwrap();
+    assert_eq!(&d.payload[..], b"before");
+
+    first.shutdown().await;
+    let second = router(|c| {
+        c.listen.tcp = addr.to_string();
+        c.listen.quic = String::new();
+    })
+    .await;
+    // The source learns about the shutdown once...
+    let mut refused = 0;
+    let mut sent = false;
+    for _ in 0..3 {
+        match source.send(0x70, &b"after"[..]).await {
+            Ok(_) => {
+                sent = true;
+                break;
+            }
+            Err(TransportError::Goaway { code }) => {
+                assert_eq!(code, GoawayCode::ShuttingDown);
+                refused += 1;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert!(sent && refused <= 1, "sent {sent}, refused {refused}");
+    // ...and the sink comes back on its own; resend until it is subscribed again.
+    let got = within("a frame after the restart", async {
+        loop {
+            source.flush().await.unwrap();
+            match tokio::time::timeout(Duration::from_millis(100), sink.recv()).await {
+                Ok(Some(Ok(d))) => break d,
+                Ok(other) => panic!("{other:?}"),
+                Err(_) => {
+                    source.send(0x70, &b"after"[..]).await.unwrap();
+                }
+            }
+        }
+    })
+    .await;
+    assert_eq!(&got.payload[..], b"after");
+    source.close().await.unwrap();
+    second.shutdown().await;
+}
