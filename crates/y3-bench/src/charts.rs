@@ -40,6 +40,41 @@ impl BarChart {
     }
 }
 
+/// Distinct colors, indexed like [`crate::report::ORDER`]: y3 in reds and oranges,
+/// protobuf/rkyv/postcard in blues, JSON in greens, Go in greys and pinks.
+const PALETTE: [(u8, u8, u8); 23] = [
+    (214, 39, 40),   // y3-derive
+    (31, 119, 180),  // prost
+    (214, 39, 40),   // y3-observe
+    (255, 127, 14),  // y3-stream7
+    (227, 119, 194), // y3-get
+    (140, 86, 75),   // y3-decode
+    (31, 119, 180),  // protobuf-scan
+    (174, 199, 232), // prost-decode
+    (23, 190, 207),  // rkyv-checked
+    (57, 59, 121),   // postcard
+    (44, 160, 44),   // sonic-rs-get
+    (152, 223, 138), // simd-json-tape
+    (188, 189, 34),  // serde_json-typed
+    (219, 219, 141), // serde_json-value
+    (148, 103, 189), // rmp-serde
+    (127, 127, 127), // go-y3-scan
+    (30, 30, 30),    // go-y3-report
+    (199, 199, 199), // go-y3-decode
+    (197, 176, 213), // go-gjson
+    (247, 182, 210), // go-jsonparser
+    (255, 152, 150), // go-json-map
+    (188, 189, 34),  // serde_json
+    (23, 190, 207),  // mqtt-rumqttc
+];
+
+fn color(index: usize) -> RGBAColor {
+    match PALETTE.get(index) {
+        Some(&(r, g, b)) => RGBColor(r, g, b).to_rgba(),
+        None => Palette99::pick(index).to_rgba(),
+    }
+}
+
 fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
     anyhow!("chart: {e:?}")
 }
@@ -84,7 +119,7 @@ pub fn draw(chart: &BarChart, path: &Path) -> Result<()> {
             .draw()
             .map_err(err)?;
         for (si, (name, values)) in chart.series.iter().enumerate() {
-            let color = Palette99::pick(crate::report::color_of(name)).to_rgba();
+            let color = color(crate::report::color_of(name));
             let bars: Vec<_> = values
                 .iter()
                 .enumerate()
@@ -126,7 +161,7 @@ pub fn draw(chart: &BarChart, path: &Path) -> Result<()> {
             .draw()
             .map_err(err)?;
         for (si, (name, values)) in chart.series.iter().enumerate() {
-            let color = Palette99::pick(crate::report::color_of(name)).to_rgba();
+            let color = color(crate::report::color_of(name));
             let bars: Vec<_> = values
                 .iter()
                 .enumerate()
