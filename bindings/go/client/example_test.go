@@ -1,0 +1,71 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+
+	y3 "github.com/y3-dev/y3/bindings/go"
+	"github.com/y3-dev/y3/bindings/go/client"
+	"github.com/y3-dev/y3/bindings/go/client/quicdial"
+)
+
+// The README's pipeline: a stream function, a sink and a source (compiled, not run: it
+// needs a router on 127.0.0.1:9000).
+func Example() {
+	ctx := context.Background()
+	opts := client.Options{Name: "noise-alert", Token: "secret"}
+
+	// A stream function: observe 0x10, read NoiseData.Noise (0x10/0x11) with the streaming
+	// observer, emit an alert under 0x20 above 60 dB.
+	obs, _ := y3.NewObserver(y3.DefaultConfig, y3.Path{0x10, 0x11})
+	go client.RunStreamFunction(ctx, "127.0.0.1:9000", opts, []uint32{0x10},
+		func(ctx context.Context, in client.Data) (uint32, []byte, bool, error) {
+			obs.Reset()
+			var noise float32
+			err := obs.FeedAll(in.Payload, func(v *y3.Observed) (err error) { noise, err = v.Float32(); return })
+			if err != nil || noise <= 60 {
+				return 0, nil, false, nil // no output
+			}
+			alert, err := y3.NewNode(0x20, y3.Item{ID: 0x21, Value: y3.Float32(noise)}).Encode(y3.Golang)
+			return 0x20, alert, err == nil, err // keeps the input's id and metadata, hops + 1
+		})
+
+	// A sink: frames on a channel (or sink.Recv(ctx)).
+	sink, err := client.ConnectSink(ctx, "127.0.0.1:9000", client.Options{Token: "secret"}, []uint32{0x20})
+	if err != nil {
+		log.Fatal(err)
+	}
+	go func() {
+		for d := range sink.C() {
+			fmt.Println(d.ID, d.Hops, d.Payload)
+		}
+		log.Println("sink stopped:", sink.Err())
+	}()
+
+	// A source.
+	src, err := client.ConnectSource(ctx, "127.0.0.1:9000", client.Options{Name: "sensor-1", Token: "secret"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := src.SendMarshal(0x10, NoiseData{Noise: 72.5, From: "sensor-1"}); err != nil {
+		log.Fatal(err)
+	}
+	if err := src.Close(); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// QUIC, trusting the development certificate `y3 serve` writes.
+func Example_quic() {
+	tlsConf, err := client.TLSConfigFromPEMFile("/tmp/y3-dev-cert.pem")
+	if err != nil {
+		log.Fatal(err)
+	}
+	opts := client.Options{Name: "sensor", Dialer: quicdial.New(tlsConf)}
+	src, err := client.ConnectSource(context.Background(), "127.0.0.1:9000", opts)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer src.Close()
+}

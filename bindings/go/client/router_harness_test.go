@@ -1,0 +1,346 @@
+package client_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	y3 "github.com/y3-dev/y3/bindings/go"
+	"github.com/y3-dev/y3/bindings/go/client"
+)
+
+// The integration tests run the real router, `y3 serve` from crates/y3-cli. The binary is
+// $Y3_BIN, else target/debug/y3 at the repository root (../../../target/debug/y3 from
+// here), else it is built with `cargo build -p y3-cli` when cargo is on the PATH. Without
+// any of these the tests are skipped. `go test -short` skips them too.
+
+var routerBin struct {
+	once sync.Once
+	path string
+	skip string
+}
+
+// repoRoot walks up from the working directory to the directory holding crates/y3-cli.
+func repoRoot() (string, bool) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", false
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "crates", "y3-cli", "Cargo.toml")); err == nil {
+			return dir, true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", false
+		}
+		dir = parent
+	}
+}
+
+func findRouter(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test with the router binary: skipped in -short mode")
+	}
+	routerBin.once.Do(func() {
+		if p := os.Getenv("Y3_BIN"); p != "" {
+			if _, err := os.Stat(p); err != nil {
+				routerBin.skip = fmt.Sprintf("Y3_BIN=%s: %v", p, err)
+				return
+			}
+			routerBin.path = p
+			return
+		}
+		root, ok := repoRoot()
+		if !ok {
+			routerBin.skip = "router binary not found: set Y3_BIN to a `y3` binary (crates/y3-cli)"
+			return
+		}
+		candidate := filepath.Join(root, "target", "debug", "y3")
+		if _, err := os.Stat(candidate); err == nil {
+			routerBin.path = candidate
+			return
+		}
+		cargo, err := exec.LookPath("cargo")
+		if err != nil {
+			routerBin.skip = "router binary not found: set Y3_BIN, or build it with `cargo build -p y3-cli` (no cargo on the PATH)"
+			return
+		}
+		// A generous budget, but within `go test -timeout` (leaving a minute for the tests).
+		budget := 20 * time.Minute
+		if deadline, ok := t.Deadline(); ok {
+			budget = min(budget, time.Until(deadline)-time.Minute)
+		}
+		if budget < 30*time.Second {
+			routerBin.skip = "router binary not found and no time left to build it: run `cargo build -p y3-cli` or set Y3_BIN"
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), budget)
+		defer cancel()
+		t.Logf("building the router: cargo build -p y3-cli (at most %v)", budget.Round(time.Second))
+		cmd := exec.CommandContext(ctx, cargo, "build", "-p", "y3-cli")
+		cmd.Dir = root
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			routerBin.skip = fmt.Sprintf("`cargo build -p y3-cli` failed: %v\n%s", err, tail(string(out), 2000))
+			return
+		}
+		if _, err := os.Stat(candidate); err != nil {
+			routerBin.skip = "`cargo build -p y3-cli` did not produce " + candidate
+			return
+		}
+		routerBin.path = candidate
+	})
+	if routerBin.skip != "" {
+		t.Skip(routerBin.skip)
+	}
+	return routerBin.path
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
+
+// syncBuffer collects a process's output.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type routerOpts struct {
+	token string
+	tls   bool   // TLS on the TCP listener
+	tcp   string // listen address (default 127.0.0.1:0)
+}
+
+// router is a running `y3 serve`.
+type router struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	tcp    string
+	quic   string
+	cert   string // the generated dev certificate (PEM)
+	stdout *syncBuffer
+	stderr *syncBuffer
+	exited chan struct{}
+	err    error // the exit status, once exited is closed
+}
+
+var listening = regexp.MustCompile(`^y3 router listening: tcp (\S+)(?: \(tls\))? quic (\S+) metrics`)
+
+// startRouter starts `y3 serve` on loopback with free ports, a short drain, and a dev
+// certificate in a temporary directory; it is stopped (and killed if need be) when the
+// test ends.
+func startRouter(t *testing.T, o routerOpts) *router {
+	t.Helper()
+	bin := findRouter(t)
+	dir := t.TempDir()
+	config := filepath.Join(dir, "router.toml")
+	if err := os.WriteFile(config, []byte("[shutdown]\ndrain_timeout_ms = 1500\nquiet_ms = 50\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if o.tcp == "" {
+		o.tcp = "127.0.0.1:0"
+	}
+	r := &router{t: t, cert: filepath.Join(dir, "cert.pem"), stdout: &syncBuffer{}, stderr: &syncBuffer{},
+		exited: make(chan struct{})}
+	args := []string{"serve", "--config", config, "--tcp", o.tcp, "--quic", "127.0.0.1:0", "--metrics", "",
+		"--dev-cert-out", r.cert}
+	if o.token != "" {
+		args = append(args, "--token", o.token)
+	}
+	if o.tls {
+		args = append(args, "--tcp-tls")
+	}
+	r.cmd = exec.Command(bin, args...)
+	r.cmd.Env = append(os.Environ(), "RUST_LOG=info")
+	r.cmd.Stderr = r.stderr
+	out, err := r.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addrs := make(chan []string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			line := sc.Text()
+			_, _ = r.stdout.Write([]byte(line + "\n"))
+			if m := listening.FindStringSubmatch(line); m != nil {
+				addrs <- m[1:]
+			}
+		}
+		r.err = r.cmd.Wait()
+		close(r.exited)
+	}()
+	t.Cleanup(func() {
+		r.terminate()
+		select {
+		case <-r.exited:
+		case <-time.After(5 * time.Second):
+			_ = r.cmd.Process.Kill()
+			<-r.exited
+		}
+		if t.Failed() {
+			t.Logf("router stdout:\n%s\nrouter stderr:\n%s", r.stdout, tail(r.stderr.String(), 6000))
+		}
+	})
+	select {
+	case a := <-addrs:
+		r.tcp, r.quic = a[0], a[1]
+	case <-r.exited:
+		t.Fatalf("router exited: %v\n%s", r.err, r.stderr)
+	case <-time.After(15 * time.Second):
+		t.Fatalf("router did not start:\n%s", r.stderr)
+	}
+	return r
+}
+
+// terminate asks the router to drain and stop (SIGTERM, as Ctrl-C).
+func (r *router) terminate() {
+	select {
+	case <-r.exited:
+	default:
+		_ = r.cmd.Process.Signal(syscall.SIGTERM)
+	}
+}
+
+// wait waits for the router to exit.
+func (r *router) wait(d time.Duration) error {
+	select {
+	case <-r.exited:
+		return r.err
+	case <-time.After(d):
+		return errors.New("router still running")
+	}
+}
+
+func (r *router) certPEM() []byte {
+	b, err := os.ReadFile(r.cert)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return b
+}
+
+// The noise pipeline, as `y3 demo` runs it in Rust.
+
+type NoiseData struct {
+	Noise float32 `y3:"0x11"`
+	Time  int64   `y3:"0x12"`
+	From  string  `y3:"0x13"`
+}
+
+const (
+	readings  = 0x10
+	alerts    = 0x20
+	threshold = 60
+)
+
+// sensor is a deterministic noise sensor: a quiet room with occasional loud moments.
+type sensor uint64
+
+func (s *sensor) unit() float32 {
+	*s = *s*6364136223846793005 + 1442695040888963407
+	return float32(uint64(*s)>>40) / float32(1<<24)
+}
+
+func (s *sensor) read() float32 {
+	base := 42 + 10*s.unit()
+	spike := float32(0)
+	if s.unit() < 0.3 {
+		spike = 30 * s.unit()
+	}
+	return float32(int((base+spike)*10+0.5)) / 10
+}
+
+// noiseAlert is the stream function's handler: it pulls NoiseData.Noise (0x10/0x11) out of
+// the payload with the streaming observer, and emits Alert{0x21 noise, 0x22 threshold}
+// under 0x20 above the threshold.
+func noiseAlert(t *testing.T) client.Handler {
+	obs, err := y3.NewObserver(y3.DefaultConfig, y3.Path{0x10, 0x11})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(_ context.Context, in client.Data) (uint32, []byte, bool, error) {
+		obs.Reset()
+		var noise float32
+		found := false
+		err := obs.FeedAll(in.Payload, func(v *y3.Observed) error {
+			var err error
+			noise, err = v.Float32()
+			found = true
+			return err
+		})
+		if err != nil || !found {
+			return 0, nil, false, nil // not a reading: no output
+		}
+		if noise <= threshold {
+			return 0, nil, false, nil
+		}
+		alert, err := y3.NewNode(alerts,
+			y3.Item{ID: 0x21, Value: y3.Float32(noise)},
+			y3.Item{ID: 0x22, Value: y3.Float32(threshold)},
+		).Encode(y3.Golang)
+		return alerts, alert, err == nil, err
+	}
+}
+
+// recvN receives exactly n frames from sink (failing at the deadline), then makes sure no
+// extra frame follows within quiet.
+func recvN(t *testing.T, ctx context.Context, sink *client.Sink, n int, quiet time.Duration) []client.Data {
+	t.Helper()
+	var got []client.Data
+	for len(got) < n {
+		d, err := sink.Recv(ctx)
+		if err != nil {
+			t.Fatalf("received %d of %d frames: %v", len(got), n, err)
+		}
+		got = append(got, d)
+	}
+	qctx, cancel := context.WithTimeout(ctx, quiet)
+	defer cancel()
+	if d, err := sink.Recv(qctx); err == nil {
+		t.Fatalf("an extra frame after %d: %#v", n, d)
+	}
+	return got
+}
+
+// rustReason is the goaway reason the router writes for a frame error: the Rust
+// FrameError's Display ("malformed frame: <codec message>" for codec errors).
+func rustReason(err error) string {
+	var ye *y3.Error
+	if errors.As(err, &ye) {
+		return "malformed frame: " + strings.TrimPrefix(ye.Error(), "y3: decode: ")
+	}
+	return strings.TrimPrefix(err.Error(), "y3 client: ")
+}

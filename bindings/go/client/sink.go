@@ -1,0 +1,151 @@
+package client
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// SinkBuffer is the number of frames buffered between the sink's reader goroutine and the
+// application. When the application stops receiving, the reader stops reading, the socket
+// fills, and the router applies its queue policy to this subscriber.
+const SinkBuffer = 1024
+
+// Sink receives the data frames routed to the tags it observes, on a channel.
+//
+// A reader goroutine reads the connection and reconnects (with Options.Backoff) when it is
+// lost; frames routed while it is down are not delivered to it. When reconnecting gives up,
+// or the router refuses the client, the channel is closed and Err returns why.
+type Sink struct {
+	ch      chan Data
+	cancel  context.CancelFunc
+	done    chan struct{}
+	err     error // set before ch is closed
+	session atomic.Uint64
+
+	closeOnce sync.Once
+}
+
+// ConnectSink connects (with backoff) and handshakes as a sink observing observed. ctx
+// bounds the connecting only; Close stops the sink.
+//
+// Errors: as ConnectSource; bad_handshake when observed is empty.
+func ConnectSink(ctx context.Context, addr string, opts Options, observed []uint32) (*Sink, error) {
+	o := opts.norm()
+	obs := append([]uint32(nil), observed...)
+	l, err := dialWithBackoff(ctx, addr, &o, RoleSink, obs)
+	if err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	s := &Sink{ch: make(chan Data, SinkBuffer), cancel: cancel, done: make(chan struct{})}
+	s.session.Store(l.session)
+	go s.run(runCtx, addr, &o, obs, l)
+	return s, nil
+}
+
+// Session is the router's id for the current connection.
+func (s *Sink) Session() uint64 { return s.session.Load() }
+
+// C is the channel of received frames (each frame's payload is its own). It is closed
+// when the sink stops: after Close, or when reconnecting failed (see Err).
+func (s *Sink) C() <-chan Data { return s.ch }
+
+// Recv returns the next frame, waiting for it.
+//
+// Errors: ctx.Err(); once the channel is closed, Err() (gave_up, a refusal) or closed.
+func (s *Sink) Recv(ctx context.Context) (Data, error) {
+	select {
+	case d, ok := <-s.ch:
+		if ok {
+			return d, nil
+		}
+	case <-ctx.Done():
+		return Data{}, ctx.Err()
+	}
+	if err := s.Err(); err != nil {
+		return Data{}, err
+	}
+	return Data{}, &Error{Kind: KindClosed}
+}
+
+// Err is why the sink stopped on its own (nil while it runs and after Close).
+func (s *Sink) Err() error {
+	select {
+	case <-s.done:
+		return s.err
+	default:
+		return nil
+	}
+}
+
+// Close stops receiving, closes the connection gracefully (at most Options.Linger) and
+// closes the channel. Frames still buffered in the channel can be drained after it.
+func (s *Sink) Close() error {
+	s.closeOnce.Do(s.cancel)
+	<-s.done
+	return nil
+}
+
+func (s *Sink) run(ctx context.Context, addr string, o *Options, observed []uint32, l *link) {
+	defer close(s.done)
+	defer close(s.ch)
+	for {
+		if !s.pump(ctx, o, l) {
+			return // closed by Close
+		}
+		l.closeWrite()
+		l.close()
+		var err error
+		l, err = dialWithBackoff(ctx, addr, o, RoleSink, observed)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.err = err
+			}
+			return
+		}
+		s.session.Store(l.session)
+	}
+}
+
+// pump forwards data frames until the connection ends (true: reconnect) or ctx is done
+// (false: the link was closed gracefully).
+func (s *Sink) pump(ctx context.Context, o *Options, l *link) bool {
+	stop := context.AfterFunc(ctx, func() {
+		l.closeWrite()
+		_ = l.s.SetReadDeadline(time.Now().Add(o.Linger))
+	})
+	defer stop()
+	var d Data
+	for {
+		f, err := l.r.NextData(&d)
+		if ctx.Err() != nil {
+			l.finish(o.Linger)
+			return false
+		}
+		if err != nil {
+			o.Logger.Debug("sink connection ended; reconnecting", "error", err)
+			return true
+		}
+		if f == nil {
+			select {
+			case s.ch <- ownData(d):
+			case <-ctx.Done():
+				l.finish(o.Linger)
+				return false
+			}
+			continue
+		}
+		switch f := f.(type) {
+		case Ping:
+			l.tryEnqueue(Pong(f))
+		case Goaway:
+			o.Logger.Debug("sink got goaway", "code", f.Code.Kind(), "reason", f.Reason)
+			if o.OnGoaway != nil {
+				o.OnGoaway(f)
+			}
+			// Keep reading: the router delivers what it holds, then closes.
+		}
+	}
+}
