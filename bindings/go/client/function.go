@@ -82,7 +82,7 @@ func (f *StreamFunction) Serve(ctx context.Context, h Handler) error {
 		f.mu.Unlock()
 	}()
 	for {
-		err, broken := f.serveLink(ctx, l, h)
+		broken, err := f.serveLink(ctx, l, h)
 		if !broken {
 			return err
 		}
@@ -103,7 +103,7 @@ func (f *StreamFunction) Serve(ctx context.Context, h Handler) error {
 }
 
 // serveLink serves one connection. broken: the connection was lost (reconnect).
-func (f *StreamFunction) serveLink(ctx context.Context, l *link, h Handler) (err error, broken bool) {
+func (f *StreamFunction) serveLink(ctx context.Context, l *link, h Handler) (broken bool, err error) {
 	// On cancellation: flush the outputs, end the write side; the router then closes and
 	// the read below ends. The deadline bounds the wait.
 	stopped := make(chan struct{})
@@ -123,19 +123,19 @@ func (f *StreamFunction) serveLink(ctx context.Context, l *link, h Handler) (err
 			}
 			_ = l.waitWriter(f.opts.Linger)
 			l.close()
-			return nil, false
+			return false, nil
 		default:
 		}
 		if rerr != nil {
 			f.opts.Logger.Debug("function connection ended", "error", rerr)
-			return rerr, true
+			return true, rerr
 		}
 		if fr == nil {
 			in := ownData(d)
 			tag, out, ok, herr := h(ctx, in)
 			if herr != nil {
 				l.finish(f.opts.Linger)
-				return herr, false
+				return false, herr
 			}
 			if !ok {
 				continue
@@ -156,7 +156,7 @@ func (f *StreamFunction) serveLink(ctx context.Context, l *link, h Handler) (err
 					f.opts.Logger.Warn("output dropped", "error", eerr)
 					continue
 				}
-				return eerr, true
+				return true, eerr
 			}
 			continue
 		}

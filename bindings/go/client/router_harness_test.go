@@ -151,6 +151,7 @@ type router struct {
 	stderr *syncBuffer
 	exited chan struct{}
 	err    error // the exit status, once exited is closed
+	ready  time.Time
 }
 
 var listening = regexp.MustCompile(`^y3 router listening: tcp (\S+)(?: \(tls\))? quic (\S+) metrics`)
@@ -217,6 +218,7 @@ func startRouter(t *testing.T, o routerOpts) *router {
 	select {
 	case a := <-addrs:
 		r.tcp, r.quic = a[0], a[1]
+		r.ready = time.Now()
 	case <-r.exited:
 		t.Fatalf("router exited: %v\n%s", r.err, r.stderr)
 	case <-time.After(15 * time.Second):
@@ -225,11 +227,19 @@ func startRouter(t *testing.T, o routerOpts) *router {
 	return r
 }
 
+// signalGrace is how long after its "listening" line the router is given to install its
+// SIGTERM handler: `y3 serve` prints that line before it registers the handler, so a
+// SIGTERM sent at once kills it instead of draining it (a race on the router's side).
+const signalGrace = 250 * time.Millisecond
+
 // terminate asks the router to drain and stop (SIGTERM, as Ctrl-C).
 func (r *router) terminate() {
 	select {
 	case <-r.exited:
 	default:
+		if wait := time.Until(r.ready.Add(signalGrace)); wait > 0 {
+			time.Sleep(wait)
+		}
 		_ = r.cmd.Process.Signal(syscall.SIGTERM)
 	}
 }

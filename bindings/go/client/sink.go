@@ -20,8 +20,9 @@ const SinkBuffer = 1024
 type Sink struct {
 	ch      chan Data
 	cancel  context.CancelFunc
-	done    chan struct{}
-	err     error // set before ch is closed
+	done    chan struct{} // closed when err is final, before ch is closed
+	stopped chan struct{} // closed after ch
+	err     error
 	session atomic.Uint64
 
 	closeOnce sync.Once
@@ -39,7 +40,8 @@ func ConnectSink(ctx context.Context, addr string, opts Options, observed []uint
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	s := &Sink{ch: make(chan Data, SinkBuffer), cancel: cancel, done: make(chan struct{})}
+	s := &Sink{ch: make(chan Data, SinkBuffer), cancel: cancel, done: make(chan struct{}),
+		stopped: make(chan struct{})}
 	s.session.Store(l.session)
 	go s.run(runCtx, addr, &o, obs, l)
 	return s, nil
@@ -84,13 +86,16 @@ func (s *Sink) Err() error {
 // closes the channel. Frames still buffered in the channel can be drained after it.
 func (s *Sink) Close() error {
 	s.closeOnce.Do(s.cancel)
-	<-s.done
+	<-s.stopped
 	return nil
 }
 
 func (s *Sink) run(ctx context.Context, addr string, o *Options, observed []uint32, l *link) {
-	defer close(s.done)
+	// done (which publishes err) before the channel: a receiver that sees the channel
+	// closed then reads the final error.
+	defer close(s.stopped)
 	defer close(s.ch)
+	defer close(s.done)
 	for {
 		if !s.pump(ctx, o, l) {
 			return // closed by Close
