@@ -129,20 +129,41 @@ pub fn init_tracing(default: &str) {
         .try_init();
 }
 
-/// Waits for Ctrl-C (or SIGTERM on Unix).
-async fn stop_signal() {
+/// Ctrl-C (or SIGTERM on Unix), registered before the router announces itself: a signal sent
+/// right after the "listening" line must drain the router, not kill the process.
+struct StopSignal {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
+    signals: Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,
+}
+
+impl StopSignal {
+    /// Installs the handlers now (inside the runtime).
+    fn register() -> StopSignal {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let signals = signal(SignalKind::interrupt())
+                .and_then(|int| Ok((int, signal(SignalKind::terminate())?)));
+            StopSignal {
+                signals: signals.ok(),
+            }
+        }
+        #[cfg(not(unix))]
+        StopSignal {}
+    }
+
+    /// Waits for the first signal.
+    async fn wait(self) {
+        #[cfg(unix)]
+        if let Some((mut int, mut term)) = self.signals {
             tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
+                _ = int.recv() => {}
                 _ = term.recv() => {}
             }
             return;
         }
+        let _ = tokio::signal::ctrl_c().await;
     }
-    let _ = tokio::signal::ctrl_c().await;
 }
 
 /// Runs `y3 serve`.
@@ -161,6 +182,7 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
+        let stop = StopSignal::register();
         let router = Router::start(config.clone()).await?;
         let show = |addr: Option<std::net::SocketAddr>| {
             addr.map_or_else(|| "off".to_owned(), |a| a.to_string())
@@ -194,7 +216,7 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             }
         )?;
         out.flush()?;
-        stop_signal().await;
+        stop.wait().await;
         writeln!(out, "draining...")?;
         out.flush()?;
         let stats = router.shutdown().await;
