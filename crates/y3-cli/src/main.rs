@@ -17,6 +17,7 @@ mod get;
 mod input;
 mod inspect;
 mod net_bench;
+mod net_lab;
 mod observe;
 mod send;
 mod serve;
@@ -79,6 +80,8 @@ enum BenchCommand {
     Serde(codec_bench::SerdeArgs),
     /// Source → router → function → sink msg/s and latency over TCP and QUIC.
     E2e(net_bench::E2eArgs),
+    /// The network lab: `y3 bench net pingpong|echo|e2e` against asio, tokio, monoio, NATS, Zenoh.
+    Net(net_lab::NetArgs),
 }
 
 fn main() -> ExitCode {
@@ -97,6 +100,7 @@ fn main() -> ExitCode {
             BenchCommand::Codec(args) => codec_bench::run_codec(args, &mut out),
             BenchCommand::Serde(args) => codec_bench::run_serde(args, &mut out),
             BenchCommand::E2e(args) => net_bench::run(args, &mut out),
+            BenchCommand::Net(args) => net_lab::run(args, &mut out),
         },
     };
     match result {

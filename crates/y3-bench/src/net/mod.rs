@@ -1,0 +1,149 @@
+//! The network lab: `y3 bench net pingpong|echo|e2e`.
+//!
+//! Three published workloads, reproduced with real peers in the same run:
+//!
+//! - [`pingpong`]: the evpp-vs-Boost.Asio header/body ping-pong (total wall time per
+//!   session count and thread count): y3's transport read path, plain tokio, and a
+//!   standalone-asio C++ program (`bench/cpp`).
+//! - [`echo`]: the monoio-vs-tokio echo server (QPS, p50/p99/p999, server CPU% per
+//!   connection count and message size): y3's transport on tokio and on monoio, plain tokio,
+//!   plain monoio.
+//! - [`e2e`]: publish → route → subscribe on loopback: y3's router (TCP, QUIC) against
+//!   NATS (`nats-server` + `async-nats`) and Zenoh (routed and peer-to-peer).
+//!
+//! Every server and client is a child process ([`proc::Child`], killed on drop) started by
+//! the lab on 127.0.0.1: the lab's own binary with the hidden `y3 bench net server|client`
+//! commands, `bench/cpp/build/pingpong_asio`, `nats-server`. Every load run is bounded in
+//! time. The heavy peers (monoio, async-nats, zenoh) are compiled in with the `net-peers`
+//! feature; without it their rows are skipped with a note.
+
+pub mod e2e;
+pub mod echo;
+pub mod pingpong;
+pub mod proc;
+pub mod record;
+pub mod report;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+/// Whether monoio is compiled in (feature `net-monoio`).
+pub const MONOIO_ENABLED: bool = cfg!(feature = "net-monoio");
+/// Whether async-nats is compiled in (feature `net-nats`).
+pub const NATS_ENABLED: bool = cfg!(feature = "net-nats");
+/// Whether zenoh is compiled in (feature `net-zenoh`).
+pub const ZENOH_ENABLED: bool = cfg!(feature = "net-zenoh");
+
+/// A tokio listener on `addr` with a deep accept backlog (10 000 sessions connect at once).
+///
+/// # Errors
+/// Bind failures.
+pub fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(8192)
+}
+
+/// What every suite's runner needs to start its processes.
+#[derive(Debug, Clone)]
+pub struct Programs {
+    /// The `y3` binary (its hidden `bench net server|client` commands).
+    pub y3: PathBuf,
+    /// `bench/cpp/build/pingpong_asio`, when built.
+    pub asio: Option<PathBuf>,
+    /// `nats-server`, when installed.
+    pub nats_server: Option<PathBuf>,
+}
+
+impl Programs {
+    /// The `y3` binary plus whatever peers are found (`bench/cpp/build`, `PATH`,
+    /// `/usr/sbin`).
+    pub fn find(y3: PathBuf, asio: Option<PathBuf>) -> Programs {
+        let asio = asio
+            .or_else(|| Some(PathBuf::from("bench/cpp/build/pingpong_asio")))
+            .filter(|p| p.is_file());
+        let nats_server = proc::which("nats-server").or_else(|| {
+            let p = PathBuf::from("/usr/sbin/nats-server");
+            p.is_file().then_some(p)
+        });
+        Programs {
+            y3,
+            asio,
+            nats_server,
+        }
+    }
+}
+
+/// Starts a y3 lab server child (`y3 bench net server KIND --threads T ...`) and waits
+/// for its `listening ADDR` line.
+///
+/// # Errors
+/// The child failing to start or to listen within 30 s.
+pub fn start_server(
+    programs: &Programs,
+    kind: &str,
+    threads: usize,
+    extra: &[String],
+    cpus: Option<&str>,
+) -> Result<(proc::Child, SocketAddr)> {
+    let mut args = vec![
+        "bench".to_string(),
+        "net".into(),
+        "server".into(),
+        kind.into(),
+        "--threads".into(),
+        threads.to_string(),
+    ];
+    args.extend(extra.iter().cloned());
+    let mut child = proc::Child::spawn(kind, &programs.y3, &args, cpus)?;
+    let addr = child
+        .expect("listening ", std::time::Duration::from_secs(30))?
+        .parse()?;
+    Ok((child, addr))
+}
+
+/// Runs until the parent closes our stdin (or dies), then exits the process: servers
+/// started by the lab never outlive it.
+pub fn exit_when_stdin_closes() {
+    std::thread::spawn(|| {
+        let mut sink = [0u8; 64];
+        loop {
+            match std::io::Read::read(&mut std::io::stdin(), &mut sink) {
+                Ok(0) | Err(_) => std::process::exit(0),
+                Ok(_) => {}
+            }
+        }
+    });
+}
+
+/// Prints `listening ADDR` on stdout (flushed): the line the lab waits for.
+pub fn announce(addr: SocketAddr) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "listening {addr}");
+    let _ = out.flush();
+}
+
+/// Runs lab server `kind` (`pingpong-IMPL`, `echo-IMPL`, ...) on `addr` until the process
+/// ends, printing `listening ADDR` once it accepts.
+///
+/// # Errors
+/// Unknown kinds, bind failures.
+pub fn serve(kind: &str, addr: SocketAddr, threads: usize) -> Result<()> {
+    if let Some(imp) = kind.strip_prefix("pingpong-") {
+        let imp = pingpong::Impl::from_name(imp)
+            .ok_or_else(|| anyhow::anyhow!("unknown ping-pong server {imp:?}"))?;
+        return pingpong::serve(imp, addr, threads, announce);
+    }
+    if let Some(imp) = kind.strip_prefix("echo-") {
+        return echo::serve(imp, addr, threads, announce);
+    }
+    e2e::serve(kind, addr, threads)
+}

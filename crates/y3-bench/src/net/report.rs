@@ -1,0 +1,742 @@
+//! The network lab's Markdown reports, targets and charts, computed from [`NetResults`]
+//! alone (so a `--json` file re-renders with `--from`). The files go through
+//! [`crate::report::write_report`]; the charts are [`crate::charts::BarChart`]s mirroring
+//! the reports' figures: total time vs threads per session count (ping-pong), QPS and p99
+//! vs connections (echo), msg/s and p50 per payload × subscribers (e2e).
+
+use std::fmt::Write as _;
+
+use crate::charts::BarChart;
+use crate::net::record::{NetRecord, NetResults};
+use crate::report::{ratio, Target};
+
+/// The version of `package` in the workspace's `Cargo.lock` (read at run time from the
+/// current directory), or `?`.
+pub fn lock_version(package: &str) -> String {
+    let Ok(text) = std::fs::read_to_string("Cargo.lock") else {
+        return "?".into();
+    };
+    let needle = format!("name = \"{package}\"\nversion = \"");
+    text.find(&needle)
+        .and_then(|i| {
+            let rest = &text[i + needle.len()..];
+            rest.find('"').map(|j| rest[..j].to_string())
+        })
+        .unwrap_or_else(|| "?".into())
+}
+
+fn header(out: &mut String, r: &NetResults) {
+    let m = &r.meta;
+    let _ = writeln!(out, "- Machine: {}", m.machine);
+    let _ = writeln!(
+        out,
+        "- Command: `{}`{}",
+        m.command,
+        if m.quick { " (quick)" } else { "" }
+    );
+    let _ = writeln!(out, "- Pinning: {}", m.pinning);
+    if !m.versions.is_empty() {
+        let v: Vec<String> = m.versions.iter().map(|(p, v)| format!("{p} {v}")).collect();
+        let _ = writeln!(out, "- Peers: {}", v.join("; "));
+    }
+    out.push('\n');
+}
+
+fn targets_table(out: &mut String, targets: &[Target]) {
+    out.push_str("| target | measured | required | result |\n| --- | --: | --: | --- |\n");
+    for t in targets {
+        let result = match t.met {
+            Some(true) => "met".to_string(),
+            Some(false) => format!("**missed** — {}", t.shortfall),
+            None => "n/a (not in this run)".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            t.name, t.measured, t.required, result
+        );
+    }
+}
+
+fn notes(out: &mut String, r: &NetResults) {
+    if r.notes.is_empty() {
+        return;
+    }
+    out.push_str("\n## Notes\n\n");
+    for n in &r.notes {
+        let _ = writeln!(out, "- {}", n.replace('\n', " "));
+    }
+}
+
+/// A target on a ratio `y3 / peer` (or `peer / y3`) that must stay within `bound`.
+/// `worst` is the worst ratio over the cells and where it was.
+fn ratio_target(name: String, worst: Option<(f64, String)>, bound: f64, at_most: bool) -> Target {
+    let required = format!("{} {}", if at_most { "≤" } else { "≥" }, ratio(bound));
+    match worst {
+        None => Target {
+            name,
+            measured: "not measured".into(),
+            required,
+            met: None,
+            shortfall: String::new(),
+        },
+        Some((v, at)) => {
+            let met = if at_most { v <= bound } else { v >= bound };
+            let shortfall = if met {
+                String::new()
+            } else if at_most {
+                format!("by {:.1}% at {at}", (v / bound - 1.0) * 100.0)
+            } else {
+                format!("by {:.1}% at {at}", (1.0 - v / bound) * 100.0)
+            };
+            Target {
+                name,
+                measured: format!("{} (worst, {at})", ratio(v)),
+                required,
+                met: Some(met),
+                shortfall,
+            }
+        }
+    }
+}
+
+/// The worst (largest if `max`, else smallest) of `cells`.
+fn worst(cells: Vec<(f64, String)>, max: bool) -> Option<(f64, String)> {
+    cells
+        .into_iter()
+        .filter(|(v, _)| v.is_finite())
+        .reduce(|a, b| if (b.0 > a.0) == max { b } else { a })
+}
+
+fn secs(v: f64) -> String {
+    if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+fn us(v: Option<f64>) -> String {
+    match v {
+        None => "–".into(),
+        Some(v) if v >= 1000.0 => format!("{:.2} ms", v / 1000.0),
+        Some(v) => format!("{v:.0} µs"),
+    }
+}
+
+fn rate(v: f64) -> String {
+    crate::charts::format_value(v.round())
+}
+
+// ---------------------------------------------------------------------------------------
+// Ping-pong
+
+/// `y3 time / peer time` per (session count, threads) cell.
+fn pingpong_cells(r: &NetResults, peer: &str) -> Vec<(f64, String)> {
+    let mut cells = Vec::new();
+    for case in r.cases() {
+        for t in r.threads() {
+            if let (Some(y), Some(p)) = (r.find(&case, "y3-transport", t), r.find(&case, peer, t)) {
+                cells.push((y.seconds / p.seconds, format!("{case}, {t} thr")));
+            }
+        }
+    }
+    cells
+}
+
+/// Ping-pong targets: y3's total time ≤ asio's and ≤ plain tokio's in every cell.
+pub fn pingpong_targets(r: &NetResults) -> Vec<Target> {
+    ["asio", "tokio"]
+        .iter()
+        .map(|peer| {
+            ratio_target(
+                format!("ping-pong time y3-transport / {peer}, every cell"),
+                worst(pingpong_cells(r, peer), true),
+                1.0,
+                true,
+            )
+        })
+        .collect()
+}
+
+/// The ping-pong report.
+pub fn pingpong_markdown(r: &NetResults) -> String {
+    let mut out = String::from("# Header/body ping-pong (the evpp vs Boost.Asio report)\n\n");
+    header(&mut out, r);
+    out.push_str(
+        "Message: 8-byte header `{u32 body_size, u32 packet_count}` (network order) + body. \
+         Each session starts with body 100, packet_count 1; each side answers with \
+         packet_count + 1, the body growing by one byte every second message, until \
+         packet_count reaches the total (8192). Time: from the first message (all sessions \
+         connected) to the end of the last session, median of the runs; lower is better.\n\n\
+         - `y3-transport`: y3's transport read path — a tokio-util `Decoder`/`Encoder` for \
+         this header (in `crates/y3-bench/src/net/pingpong.rs`, written like \
+         `y3_transport::FrameCodec`) under `FramedRead`/`FramedWrite` on the split \
+         `TcpStream`: one read takes what the socket has and every complete message is \
+         decoded from the buffer; one current-thread runtime per thread.\n\
+         - `tokio`: `read_exact` header then `read_exact` body, one `write_all`, tokio's \
+         multi-thread runtime.\n\
+         - `asio`: `bench/cpp/pingpong_asio.cpp`, standalone asio (Debian `libasio-dev`), \
+         `async_read` header then body, one `io_context` per thread.\n\n",
+    );
+    let impls = r.impls();
+    let peers: Vec<&String> = impls.iter().filter(|i| *i != "y3-transport").collect();
+    let _ = write!(out, "| sessions | threads |");
+    for i in &impls {
+        let _ = write!(out, " `{i}` s |");
+    }
+    for p in &peers {
+        let _ = write!(out, " y3 / {p} |");
+    }
+    out.push('\n');
+    let _ = writeln!(
+        out,
+        "| --: | --: |{}",
+        " --: |".repeat(impls.len() + peers.len())
+    );
+    for case in r.cases() {
+        for t in r.threads() {
+            let row: Vec<Option<&NetRecord>> = impls.iter().map(|i| r.find(&case, i, t)).collect();
+            if row.iter().all(Option::is_none) {
+                continue;
+            }
+            let sessions = case.split(' ').next().unwrap_or("");
+            let _ = write!(out, "| {sessions} | {t} |");
+            for rec in &row {
+                let _ = write!(out, " {} |", rec.map_or("–".into(), |x| secs(x.seconds)));
+            }
+            let y = r.find(&case, "y3-transport", t);
+            for p in &peers {
+                let cell = match (y, r.find(&case, p, t)) {
+                    (Some(y), Some(p)) => ratio(y.seconds / p.seconds),
+                    _ => "–".into(),
+                };
+                let _ = write!(out, " {cell} |");
+            }
+            out.push('\n');
+        }
+    }
+    out.push_str("\nRatios below 1× mean y3 took less time.\n\n## Targets\n\n");
+    targets_table(&mut out, &pingpong_targets(r));
+    out.push('\n');
+    for (file, chart) in pingpong_charts(r) {
+        let _ = writeln!(out, "![{}]({file})\n", chart.title);
+    }
+    notes(&mut out, r);
+    out
+}
+
+/// One chart per session count: total time per thread count, one bar per implementation.
+pub fn pingpong_charts(r: &NetResults) -> Vec<(String, BarChart)> {
+    let threads = r.threads();
+    r.cases()
+        .into_iter()
+        .map(|case| {
+            let series = r
+                .impls()
+                .into_iter()
+                .map(|i| {
+                    let v = threads
+                        .iter()
+                        .map(|&t| r.find(&case, &i, t).map(|x| x.seconds))
+                        .collect();
+                    (i, v)
+                })
+                .collect();
+            let slug = case.split(' ').next().unwrap_or("x").to_string();
+            (
+                format!("pingpong-{slug}.svg"),
+                BarChart {
+                    title: format!("ping-pong, {case}: total time (lower is better)"),
+                    y_label: "seconds".into(),
+                    groups: threads.iter().map(|t| format!("{t} threads")).collect(),
+                    series,
+                    log: false,
+                },
+            )
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// Echo
+
+fn echo_cells(
+    r: &NetResults,
+    peer: &str,
+    f: impl Fn(&NetRecord, &NetRecord) -> Option<f64>,
+) -> Vec<(f64, String)> {
+    let mut cells = Vec::new();
+    for y in r
+        .records
+        .iter()
+        .filter(|x| x.implementation == "y3-tokio" && !x.case.starts_with("peak"))
+    {
+        if let Some(p) = r
+            .records
+            .iter()
+            .find(|p| p.implementation == peer && p.case == y.case && p.sessions == y.sessions)
+        {
+            if let Some(v) = f(y, p) {
+                cells.push((v, format!("{}, {} conns", y.case, y.sessions)));
+            }
+        }
+    }
+    cells
+}
+
+/// Echo targets: y3 on tokio ≥ plain tokio's QPS with p99 no worse, in every cell.
+pub fn echo_targets(r: &NetResults) -> Vec<Target> {
+    vec![
+        ratio_target(
+            "echo QPS y3-tokio / tokio, every cell".into(),
+            worst(
+                echo_cells(r, "tokio", |y, p| Some(y.msg_per_s / p.msg_per_s)),
+                false,
+            ),
+            1.0,
+            false,
+        ),
+        ratio_target(
+            "echo p99 y3-tokio / tokio, every cell".into(),
+            worst(
+                echo_cells(r, "tokio", |y, p| Some(y.p99_us? / p.p99_us?)),
+                true,
+            ),
+            1.0,
+            true,
+        ),
+    ]
+}
+
+/// The echo report.
+pub fn echo_markdown(r: &NetResults) -> String {
+    let mut out = String::from("# Echo server (the monoio vs tokio vs glommio report)\n\n");
+    header(&mut out, r);
+    out.push_str(
+        "C connections each send a fixed-size message and wait for its echo, repeatedly, \
+         for a fixed time (after a warm-up). QPS: round trips per second over all \
+         connections; latency: per round trip, from the write to the last byte read \
+         (hdrhistogram); server CPU: user + system time of the server process over the \
+         timed window, % of one core. One load client for every server \
+         (`y3 bench net client echo`, tokio current-thread). The message is one y3 data \
+         frame of exactly that size, so the y3 servers decode and re-encode a real frame \
+         (`y3_transport::FrameCodec` under `FramedRead`/`FramedWrite` on tokio; the same \
+         codec over monoio's owned-buffer reads and writes), while the plain servers copy \
+         bytes back.\n\n",
+    );
+    let impls = r.impls();
+    let mut cases = r.cases();
+    cases.sort_by_key(|c| c.starts_with("peak"));
+    for case in &cases {
+        let _ = writeln!(out, "## {case}\n");
+        let _ = write!(out, "| conns |");
+        for i in &impls {
+            let _ = write!(out, " `{i}` QPS | p50 / p99 / p999 | CPU |");
+        }
+        out.push('\n');
+        let _ = writeln!(out, "| --: |{}", " --: | --: | --: |".repeat(impls.len()));
+        let mut conns: Vec<usize> = r
+            .records
+            .iter()
+            .filter(|x| &x.case == case)
+            .map(|x| x.sessions)
+            .collect();
+        conns.sort_unstable();
+        conns.dedup();
+        for c in conns {
+            let _ = write!(out, "| {c} |");
+            for i in &impls {
+                match r
+                    .records
+                    .iter()
+                    .find(|x| &x.case == case && &x.implementation == i && x.sessions == c)
+                {
+                    Some(x) => {
+                        let _ = write!(
+                            out,
+                            " {} | {} / {} / {} | {} |",
+                            rate(x.msg_per_s),
+                            us(x.p50_us),
+                            us(x.p99_us),
+                            us(x.p999_us),
+                            x.server_cpu_pct.map_or("–".into(), |c| format!("{c:.0}%"))
+                        );
+                    }
+                    None => out.push_str(" – | – | – |"),
+                }
+            }
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+    out.push_str("## Targets\n\n");
+    targets_table(&mut out, &echo_targets(r));
+    out.push('\n');
+    for (file, chart) in echo_charts(r) {
+        let _ = writeln!(out, "![{}]({file})\n", chart.title);
+    }
+    notes(&mut out, r);
+    out
+}
+
+/// Per case: QPS vs connections and p99 vs connections.
+pub fn echo_charts(r: &NetResults) -> Vec<(String, BarChart)> {
+    let mut charts = Vec::new();
+    for case in r.cases() {
+        let mut conns: Vec<usize> = r
+            .records
+            .iter()
+            .filter(|x| x.case == case)
+            .map(|x| x.sessions)
+            .collect();
+        conns.sort_unstable();
+        conns.dedup();
+        let slug: String = case
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect::<String>()
+            .replace("--", "-")
+            .to_lowercase();
+        for (metric, label, f) in [
+            (
+                "qps",
+                "QPS",
+                (|x: &NetRecord| Some(x.msg_per_s)) as fn(&NetRecord) -> Option<f64>,
+            ),
+            ("p99", "p99 latency (µs)", |x: &NetRecord| x.p99_us),
+        ] {
+            let series = r
+                .impls()
+                .into_iter()
+                .map(|i| {
+                    let v = conns
+                        .iter()
+                        .map(|&c| {
+                            r.records
+                                .iter()
+                                .find(|x| {
+                                    x.case == case && x.implementation == i && x.sessions == c
+                                })
+                                .and_then(f)
+                        })
+                        .collect();
+                    (i, v)
+                })
+                .collect();
+            charts.push((
+                format!("echo-{metric}-{slug}.svg"),
+                BarChart {
+                    title: format!("echo, {case}: {label} vs connections"),
+                    y_label: label.into(),
+                    groups: conns.iter().map(|c| format!("{c} conns")).collect(),
+                    series,
+                    log: metric == "p99",
+                },
+            ));
+        }
+    }
+    charts
+}
+
+// ---------------------------------------------------------------------------------------
+// Router end to end
+
+/// E2e targets: y3's router msg/s ≥ NATS's, and its p50 ≤ Zenoh brokered's.
+pub fn e2e_targets(r: &NetResults) -> Vec<Target> {
+    let cells = |peer: &str, f: fn(&NetRecord, &NetRecord) -> Option<f64>| {
+        let mut cells = Vec::new();
+        for y in r
+            .records
+            .iter()
+            .filter(|x| x.implementation == "y3-router-tcp")
+        {
+            if let Some(p) = r.find(&y.case, peer, 0) {
+                if let Some(v) = f(y, p) {
+                    cells.push((v, y.case.clone()));
+                }
+            }
+        }
+        cells
+    };
+    vec![
+        ratio_target(
+            "router msg/s y3-router-tcp / nats, every case".into(),
+            worst(cells("nats", |y, p| Some(y.msg_per_s / p.msg_per_s)), false),
+            1.0,
+            false,
+        ),
+        ratio_target(
+            "router p50 y3-router-tcp / zenoh-router, every case".into(),
+            worst(
+                cells("zenoh-router", |y, p| Some(y.p50_us? / p.p50_us?)),
+                true,
+            ),
+            1.0,
+            true,
+        ),
+    ]
+}
+
+/// The e2e report.
+pub fn e2e_markdown(r: &NetResults) -> String {
+    let mut out = String::from("# Publish → route → subscribe: y3's router vs NATS and Zenoh\n\n");
+    header(&mut out, r);
+    out.push_str(
+        "One publisher, one or five subscribers, loopback. msg/s: messages published per \
+         second over a flat-out run, counted when every subscriber has received every \
+         message (each subscriber receives all of them). Latency: one-way, publish call → \
+         subscriber receive, of a paced run (timestamps in the payload, hdrhistogram). \
+         Brokers (y3 router, `nats-server`, the Zenoh router) run as separate processes \
+         started and stopped by the lab; the clients share one process.\n\n",
+    );
+    let impls = r.impls();
+    let _ = write!(out, "| case |");
+    for i in &impls {
+        let _ = write!(out, " `{i}` msg/s | p50 / p99 |");
+    }
+    out.push('\n');
+    let _ = writeln!(out, "| --- |{}", " --: | --: |".repeat(impls.len()));
+    for case in r.cases() {
+        let _ = write!(out, "| {case} |");
+        for i in &impls {
+            match r.find(&case, i, 0) {
+                Some(x) => {
+                    let _ = write!(
+                        out,
+                        " {} | {} / {} |",
+                        rate(x.msg_per_s),
+                        us(x.p50_us),
+                        us(x.p99_us)
+                    );
+                }
+                None => out.push_str(" – | – |"),
+            }
+        }
+        out.push('\n');
+    }
+    out.push_str(
+        "\nPublished figures to beat: Zenoh 10 µs P2P / 21 µs brokered latency and >4 M msg/s \
+         for small messages; NATS ~5–7 M msg/s at 16 B.\n\n## Targets\n\n",
+    );
+    targets_table(&mut out, &e2e_targets(r));
+    out.push('\n');
+    for (file, chart) in e2e_charts(r) {
+        let _ = writeln!(out, "![{}]({file})\n", chart.title);
+    }
+    notes(&mut out, r);
+    out
+}
+
+/// msg/s and p50 per case, one bar per implementation.
+pub fn e2e_charts(r: &NetResults) -> Vec<(String, BarChart)> {
+    let cases = r.cases();
+    let chart = |title: &str, label: &str, f: fn(&NetRecord) -> Option<f64>, log: bool| BarChart {
+        title: title.into(),
+        y_label: label.into(),
+        groups: cases.clone(),
+        series: r
+            .impls()
+            .into_iter()
+            .map(|i| {
+                let v = cases.iter().map(|c| r.find(c, &i, 0).and_then(f)).collect();
+                (i, v)
+            })
+            .collect(),
+        log,
+    };
+    vec![
+        (
+            "e2e-msgs.svg".into(),
+            chart(
+                "publish → subscribe msg/s",
+                "msg/s",
+                |x| Some(x.msg_per_s),
+                true,
+            ),
+        ),
+        (
+            "e2e-p50.svg".into(),
+            chart("one-way latency p50 (paced)", "µs", |x| x.p50_us, true),
+        ),
+    ]
+}
+
+// ---------------------------------------------------------------------------------------
+
+/// The report, charts and targets of `r`'s suite.
+pub fn render(r: &NetResults) -> (String, Vec<(String, BarChart)>, Vec<Target>) {
+    match r.meta.suite.as_str() {
+        "echo" => (echo_markdown(r), echo_charts(r), echo_targets(r)),
+        "e2e" => (e2e_markdown(r), e2e_charts(r), e2e_targets(r)),
+        _ => (
+            pingpong_markdown(r),
+            pingpong_charts(r),
+            pingpong_targets(r),
+        ),
+    }
+}
+
+/// The README section: the report's tables and targets without the prose, charts linked
+/// under `docs_rel`.
+pub fn summary(r: &NetResults, docs_rel: &str) -> String {
+    let (md, charts, _) = render(r);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Network lab, `{}` on {} ([full report]({docs_rel}/net-{}.md)).\n",
+        r.meta.command, r.meta.machine, r.meta.suite
+    );
+    let mut in_table = false;
+    for line in md.lines() {
+        if line.starts_with('|') || line.starts_with("## ") {
+            if line.starts_with("## Notes") {
+                break;
+            }
+            out.push_str(line);
+            out.push('\n');
+            in_table = line.starts_with('|');
+        } else if in_table {
+            out.push('\n');
+            in_table = false;
+        }
+    }
+    out.push('\n');
+    for (file, chart) in charts.iter().filter(|(_, c)| !c.is_empty()) {
+        let _ = writeln!(out, "![{}]({docs_rel}/{file})\n", chart.title);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::record::NetMeta;
+
+    fn pp(imp: &str, sessions: usize, threads: usize, seconds: f64) -> NetRecord {
+        NetRecord {
+            suite: "pingpong".into(),
+            implementation: imp.into(),
+            case: format!("{sessions} sessions"),
+            sessions,
+            threads,
+            seconds,
+            runs: 1,
+            ..NetRecord::default()
+        }
+    }
+
+    fn pingpong() -> NetResults {
+        NetResults {
+            meta: NetMeta {
+                suite: "pingpong".into(),
+                command: "y3 bench net pingpong --quick".into(),
+                ..NetMeta::default()
+            },
+            records: vec![
+                pp("y3-transport", 100, 1, 0.9),
+                pp("tokio", 100, 1, 1.0),
+                pp("asio", 100, 1, 1.2),
+                pp("y3-transport", 100, 2, 1.1),
+                pp("tokio", 100, 2, 1.0),
+                pp("asio", 100, 2, 1.5),
+            ],
+            notes: vec!["a note".into()],
+        }
+    }
+
+    #[test]
+    fn pingpong_report_targets_and_charts() {
+        let r = pingpong();
+        let md = pingpong_markdown(&r);
+        assert!(
+            md.contains("| 100 | 1 | 0.900 | 1.000 | 1.200 | 0.90× | 0.75× |"),
+            "{md}"
+        );
+        assert!(md.contains("![ping-pong, 100 sessions"));
+        assert!(md.contains("- a note"));
+        let t = pingpong_targets(&r);
+        assert_eq!(t[0].met, Some(true), "asio");
+        assert_eq!(t[1].met, Some(false), "tokio at 2 threads");
+        assert!(t[1].shortfall.contains("10.0%"), "{}", t[1].shortfall);
+        assert!(t[1].shortfall.contains("2 thr"), "{}", t[1].shortfall);
+        let charts = pingpong_charts(&r);
+        assert_eq!(charts.len(), 1);
+        assert_eq!(charts[0].0, "pingpong-100.svg");
+        assert_eq!(charts[0].1.groups, ["1 threads", "2 threads"]);
+        let dir = std::env::temp_dir().join(format!("y3-bench-net-report-{}", std::process::id()));
+        let charts: Vec<(&str, BarChart)> = charts
+            .iter()
+            .map(|(f, c)| (f.as_str(), c.clone()))
+            .collect();
+        let files = crate::report::write_report(&dir, "net-pingpong", &md, &charts).unwrap();
+        assert_eq!(files.len(), 2);
+        std::fs::remove_dir_all(dir).unwrap();
+        let s = summary(&r, "docs/bench");
+        assert!(s.contains("(docs/bench/net-pingpong.md)"), "{s}");
+        assert!(s.contains("| 100 | 2 |"), "{s}");
+        assert!(!s.contains("a note"));
+    }
+
+    #[test]
+    fn echo_and_e2e_targets() {
+        let rec =
+            |suite: &str, imp: &str, case: &str, conns: usize, qps: f64, p99: f64| NetRecord {
+                suite: suite.into(),
+                implementation: imp.into(),
+                case: case.into(),
+                sessions: conns,
+                msg_per_s: qps,
+                p50_us: Some(p99 / 2.0),
+                p99_us: Some(p99),
+                server_cpu_pct: Some(99.0),
+                ..NetRecord::default()
+            };
+        let echo = NetResults {
+            meta: NetMeta {
+                suite: "echo".into(),
+                ..NetMeta::default()
+            },
+            records: vec![
+                rec("echo", "y3-tokio", "100 B", 80, 110_000.0, 900.0),
+                rec("echo", "tokio", "100 B", 80, 100_000.0, 1000.0),
+                rec("echo", "y3-tokio", "100 B", 250, 95_000.0, 2000.0),
+                rec("echo", "tokio", "100 B", 250, 100_000.0, 2100.0),
+            ],
+            notes: vec![],
+        };
+        let t = echo_targets(&echo);
+        assert_eq!(t[0].met, Some(false));
+        assert!(t[0].shortfall.contains("5.0%"), "{}", t[0].shortfall);
+        assert_eq!(t[1].met, Some(true));
+        let (md, charts, _) = render(&echo);
+        assert!(
+            md.contains("| 80 | 110k | 450 µs / 900 µs / – | 99% |"),
+            "{md}"
+        );
+        assert_eq!(charts.len(), 2);
+        let e2e = NetResults {
+            meta: NetMeta {
+                suite: "e2e".into(),
+                ..NetMeta::default()
+            },
+            records: vec![
+                rec("e2e", "y3-router-tcp", "64 B × 1 sub", 0, 2e6, 40.0),
+                rec("e2e", "nats", "64 B × 1 sub", 0, 1e6, 60.0),
+                rec("e2e", "zenoh-router", "64 B × 1 sub", 0, 1e6, 30.0),
+            ],
+            notes: vec![],
+        };
+        let t = e2e_targets(&e2e);
+        assert_eq!(t[0].met, Some(true));
+        assert_eq!(t[1].met, Some(false), "p50 20 µs against 15 µs");
+        let (md, _, _) = render(&e2e);
+        assert!(md.contains("| 64 B × 1 sub | 2M | 20 µs / 40 µs |"), "{md}");
+    }
+
+    #[test]
+    fn lock_version_reads_the_lockfile_or_says_unknown() {
+        let v = lock_version("no-such-package-here");
+        assert_eq!(v, "?");
+    }
+}

@@ -1,0 +1,445 @@
+//! `y3 bench net pingpong|echo|e2e`: the network lab (crate `y3-bench`, module `net`).
+//!
+//! ```text
+//! y3 bench net pingpong [--quick] [--sessions 100,1000] [--threads 1,2] [--json FILE] ...
+//! y3 bench net echo     [--quick] [--conns 80,250] [--sizes 100,1024] [--peak] ...
+//! y3 bench net e2e      [--quick] [--sizes 64,1024] [--subs 1,5] ...
+//! ```
+//!
+//! The lab starts every server and client as a child process of this binary (the hidden
+//! `y3 bench net server|client` commands), or of a peer's own program, on 127.0.0.1, and
+//! stops them all. The heavy peers are compiled in with `--features y3-bench/net-peers`;
+//! `scripts/bench-net.sh` builds with it, installs the Debian peers and builds bench/cpp.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use y3_bench::net::record::NetResults;
+use y3_bench::net::{self, Programs};
+
+/// `y3 bench net SUITE`.
+#[derive(Debug, Args)]
+pub struct NetArgs {
+    #[command(subcommand)]
+    command: NetCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum NetCommand {
+    /// Header/body ping-pong (evpp vs asio report): total time per sessions × threads.
+    Pingpong(PingpongArgs),
+    /// Echo server (monoio vs tokio report): QPS, p50/p99/p999, server CPU per connections.
+    Echo(EchoArgs),
+    /// Publish → route → subscribe: y3's router vs NATS and Zenoh.
+    E2e(E2eArgs),
+    /// A lab server (started by the lab itself).
+    #[command(hide = true)]
+    Server(ServerArgs),
+    /// A lab client (started by the lab itself).
+    #[command(hide = true)]
+    Client(ClientArgs),
+}
+
+/// Output options every suite shares.
+#[derive(Debug, Args)]
+pub struct OutputArgs {
+    /// CI-sized run (seconds, not minutes).
+    #[arg(long)]
+    quick: bool,
+    /// Write the machine-readable results here.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Results directory: the Markdown report and the SVG charts.
+    #[arg(long, value_name = "DIR", default_value = "bench-results")]
+    out: PathBuf,
+    /// Also write the report and charts here (the README links docs/bench).
+    #[arg(long, value_name = "DIR")]
+    docs: Option<PathBuf>,
+    /// Replace the text between `<!-- y3-bench:net-SUITE:start/end -->` in this file with
+    /// the summary.
+    #[arg(long, value_name = "FILE")]
+    readme: Option<PathBuf>,
+    /// Only implementations whose name contains one of these (comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    only: Vec<String>,
+    /// Render the report from a results file written by --json instead of measuring.
+    #[arg(long, value_name = "FILE", conflicts_with = "json")]
+    from: Option<PathBuf>,
+}
+
+/// `y3 bench net pingpong`.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  y3 bench net pingpong --quick
+  y3 bench net pingpong --sessions 100,1000,10000 --threads 1,2,4,8 --json pingpong.json")]
+pub struct PingpongArgs {
+    #[command(flatten)]
+    output: OutputArgs,
+    /// Session counts (default 100,1000; 100 with --quick).
+    #[arg(long, value_delimiter = ',')]
+    sessions: Vec<usize>,
+    /// Thread counts of each side (default 1,2).
+    #[arg(long, value_delimiter = ',', default_values_t = [1usize, 2])]
+    threads: Vec<usize>,
+    /// Messages per session.
+    #[arg(long, default_value_t = y3_bench::net::pingpong::TOTAL_COUNT)]
+    total: u32,
+    /// Timed runs per row, median reported (default 3; 1 with --quick).
+    #[arg(long)]
+    runs: Option<usize>,
+    /// Time limit of one run in seconds.
+    #[arg(long, default_value_t = 300)]
+    limit_s: u64,
+    /// The asio program (default bench/cpp/build/pingpong_asio).
+    #[arg(long, value_name = "FILE")]
+    asio: Option<PathBuf>,
+}
+
+/// `y3 bench net echo`.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  y3 bench net echo --quick
+  y3 bench net echo --conns 80,250 --sizes 100,1024 --peak --seconds 10")]
+pub struct EchoArgs {
+    #[command(flatten)]
+    output: OutputArgs,
+    /// Connection counts (default 80,250; 80 with --quick).
+    #[arg(long, value_delimiter = ',')]
+    conns: Vec<usize>,
+    /// Message sizes in bytes (default 100,1024; 100 with --quick).
+    #[arg(long, value_delimiter = ',')]
+    sizes: Vec<usize>,
+    /// Also sweep connection counts at the first size to find each server's peak QPS.
+    #[arg(long)]
+    peak: bool,
+    /// Connection counts of the peak sweep.
+    #[arg(long, value_delimiter = ',', default_values_t = [1usize, 10, 50, 100, 250, 500, 1000])]
+    peak_conns: Vec<usize>,
+    /// Timed seconds per point (default 5; 1 with --quick).
+    #[arg(long)]
+    seconds: Option<f64>,
+    /// Warm-up seconds per point (default 1; 0.3 with --quick).
+    #[arg(long)]
+    warmup: Option<f64>,
+    /// Server threads.
+    #[arg(long, default_value_t = 1)]
+    server_threads: usize,
+    /// Cores of the server (taskset list).
+    #[arg(long, default_value = "0")]
+    server_cpus: String,
+    /// Cores of the load client (taskset list).
+    #[arg(long, default_value = "1")]
+    client_cpus: String,
+}
+
+/// `y3 bench net e2e`.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  y3 bench net e2e --quick
+  y3 bench net e2e --sizes 16,64,1024 --subs 1,5 --messages 1000000")]
+pub struct E2eArgs {
+    #[command(flatten)]
+    output: OutputArgs,
+    /// Payload sizes in bytes (at least 16, for the timestamp and sequence).
+    #[arg(long, value_delimiter = ',', default_values_t = [64usize, 1024])]
+    sizes: Vec<usize>,
+    /// Subscriber counts.
+    #[arg(long, value_delimiter = ',', default_values_t = [1usize, 5])]
+    subs: Vec<usize>,
+    /// Messages of the flat-out run (default 200000; 20000 with --quick).
+    #[arg(long)]
+    messages: Option<u64>,
+    /// Messages of the paced latency run (default 20000; 2000 with --quick).
+    #[arg(long)]
+    paced: Option<u64>,
+    /// Rate of the paced run in msg/s.
+    #[arg(long, default_value_t = 10_000)]
+    rate: u64,
+}
+
+/// `y3 bench net server KIND`.
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    /// `pingpong-y3-transport`, `pingpong-tokio`, `echo-y3-tokio`, `echo-tokio`,
+    /// `echo-y3-monoio`, `echo-monoio`, `echo-monoio-legacy`, `router-y3`, `zenoh-router`.
+    kind: String,
+    /// Threads (runtimes or workers).
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Listen address.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    addr: SocketAddr,
+}
+
+/// `y3 bench net client KIND`.
+#[derive(Debug, Args)]
+pub struct ClientArgs {
+    /// `pingpong-y3-transport`, `pingpong-tokio`, `echo`.
+    kind: String,
+    /// Server address.
+    #[arg(long)]
+    addr: SocketAddr,
+    /// Threads.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Ping-pong sessions, or echo connections.
+    #[arg(long, default_value_t = 1)]
+    sessions: usize,
+    /// Ping-pong messages per session.
+    #[arg(long, default_value_t = y3_bench::net::pingpong::TOTAL_COUNT)]
+    total: u32,
+    /// Echo message size.
+    #[arg(long, default_value_t = 100)]
+    size: usize,
+    /// Echo timed seconds.
+    #[arg(long, default_value_t = 1.0)]
+    seconds: f64,
+    /// Echo warm-up seconds.
+    #[arg(long, default_value_t = 0.3)]
+    warmup: f64,
+    /// Time limit in seconds.
+    #[arg(long, default_value_t = 300)]
+    limit_s: u64,
+}
+
+fn command_line() -> String {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    format!("y3 {}", args.join(" "))
+}
+
+fn programs(asio: Option<PathBuf>) -> Result<Programs> {
+    Ok(Programs::find(
+        std::env::current_exe().context("locating the y3 binary")?,
+        asio,
+    ))
+}
+
+/// `docs` relative to the directory of `readme`, with forward slashes.
+fn relative_to(docs: &Path, readme: &Path) -> String {
+    let base = readme.parent().unwrap_or(Path::new(""));
+    let rel = docs.strip_prefix(base).unwrap_or(docs);
+    rel.to_string_lossy().replace('\\', "/")
+}
+
+/// Writes the JSON, the report and charts, the README section; prints the tables and
+/// targets.
+fn publish(output: &OutputArgs, results: &NetResults, out: &mut dyn Write) -> Result<()> {
+    let suite = results.meta.suite.as_str();
+    let name = format!("net-{suite}");
+    if let Some(path) = &output.json {
+        results.write_json(path)?;
+        writeln!(out, "wrote {}", path.display())?;
+    }
+    let (markdown, charts, targets) = net::report::render(results);
+    let charts: Vec<(&str, y3_bench::charts::BarChart)> = charts
+        .iter()
+        .map(|(f, c)| (f.as_str(), c.clone()))
+        .collect();
+    let mut dirs = vec![output.out.clone()];
+    dirs.extend(output.docs.clone());
+    for dir in &dirs {
+        for file in y3_bench::report::write_report(dir, &name, &markdown, &charts)? {
+            writeln!(out, "wrote {}", file.display())?;
+        }
+    }
+    if let Some(readme) = &output.readme {
+        let docs = output
+            .docs
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("docs/bench"));
+        let body = net::report::summary(results, &relative_to(&docs, readme));
+        y3_bench::report::update_readme(readme, &name, &body)?;
+        writeln!(out, "updated {} ({name} section)", readme.display())?;
+    }
+    writeln!(out)?;
+    for line in markdown
+        .lines()
+        .filter(|l| l.starts_with('|') || l.starts_with("## "))
+    {
+        writeln!(out, "{line}")?;
+    }
+    writeln!(out)?;
+    for t in targets {
+        let verdict = match t.met {
+            Some(true) => "met".to_string(),
+            Some(false) => format!("MISSED ({})", t.shortfall),
+            None => "n/a".to_string(),
+        };
+        writeln!(
+            out,
+            "target: {}: {} (need {}) {verdict}",
+            t.name, t.measured, t.required
+        )?;
+    }
+    for n in &results.notes {
+        writeln!(out, "note: {n}")?;
+    }
+    Ok(())
+}
+
+fn pingpong(args: &PingpongArgs, out: &mut dyn Write) -> Result<()> {
+    let results = match &args.output.from {
+        Some(path) => NetResults::read_json(path)?,
+        None => {
+            let quick = args.output.quick;
+            let sessions = if !args.sessions.is_empty() {
+                args.sessions.clone()
+            } else if quick {
+                vec![100]
+            } else {
+                vec![100, 1000]
+            };
+            let opts = net::pingpong::Options {
+                sessions,
+                threads: args.threads.clone(),
+                total: args.total,
+                runs: args.runs.unwrap_or(if quick { 1 } else { 3 }).max(1),
+                only: args.output.only.clone(),
+                limit: Duration::from_secs(args.limit_s.max(1)),
+                quick,
+                command: command_line(),
+                programs: programs(args.asio.clone())?,
+            };
+            let bar = y3_bench::progress_bar(0);
+            let results = net::pingpong::run(&opts, &bar)?;
+            bar.finish_and_clear();
+            results
+        }
+    };
+    publish(&args.output, &results, out)
+}
+
+fn echo(args: &EchoArgs, out: &mut dyn Write) -> Result<()> {
+    let results = match &args.output.from {
+        Some(path) => NetResults::read_json(path)?,
+        None => {
+            let quick = args.output.quick;
+            let pick = |v: &Vec<usize>, q: Vec<usize>, d: Vec<usize>| {
+                if !v.is_empty() {
+                    v.clone()
+                } else if quick {
+                    q
+                } else {
+                    d
+                }
+            };
+            let opts = net::echo::Options {
+                conns: pick(&args.conns, vec![80], vec![80, 250]),
+                sizes: pick(&args.sizes, vec![100], vec![100, 1024]),
+                peak: args.peak.then(|| args.peak_conns.clone()),
+                seconds: args.seconds.unwrap_or(if quick { 1.0 } else { 5.0 }),
+                warmup: args.warmup.unwrap_or(if quick { 0.3 } else { 1.0 }),
+                server_threads: args.server_threads.max(1),
+                server_cpus: args.server_cpus.clone(),
+                client_cpus: args.client_cpus.clone(),
+                only: args.output.only.clone(),
+                quick,
+                command: command_line(),
+                programs: programs(None)?,
+            };
+            let bar = y3_bench::progress_bar(0);
+            let results = net::echo::run(&opts, &bar)?;
+            bar.finish_and_clear();
+            results
+        }
+    };
+    publish(&args.output, &results, out)
+}
+
+fn e2e(args: &E2eArgs, out: &mut dyn Write) -> Result<()> {
+    let results = match &args.output.from {
+        Some(path) => NetResults::read_json(path)?,
+        None => {
+            let quick = args.output.quick;
+            let opts = net::e2e::Options {
+                sizes: args.sizes.clone(),
+                subs: args.subs.clone(),
+                messages: args
+                    .messages
+                    .unwrap_or(if quick { 20_000 } else { 200_000 }),
+                paced: args.paced.unwrap_or(if quick { 2_000 } else { 20_000 }),
+                rate: args.rate.max(1),
+                only: args.output.only.clone(),
+                quick,
+                command: command_line(),
+                programs: programs(None)?,
+            };
+            let bar = y3_bench::progress_bar(0);
+            let results = net::e2e::run(&opts, &bar)?;
+            bar.finish_and_clear();
+            results
+        }
+    };
+    publish(&args.output, &results, out)
+}
+
+fn server(args: &ServerArgs) -> Result<()> {
+    net::exit_when_stdin_closes();
+    net::serve(&args.kind, args.addr, args.threads)
+}
+
+fn client(args: &ClientArgs, out: &mut dyn Write) -> Result<()> {
+    let limit = Duration::from_secs(args.limit_s.max(1));
+    let json = if let Some(kind) = args.kind.strip_prefix("pingpong-") {
+        let imp = net::pingpong::Impl::from_name(kind)
+            .with_context(|| format!("unknown ping-pong client {kind:?}"))?;
+        let report = net::pingpong::client(
+            imp,
+            args.addr,
+            args.threads,
+            args.sessions,
+            args.total,
+            limit,
+        )?;
+        serde_json::to_string(&report)?
+    } else if args.kind == "echo" {
+        let load = net::echo::Load {
+            conns: args.sessions,
+            size: args.size,
+            seconds: args.seconds,
+            warmup: args.warmup,
+        };
+        let report = net::echo::client(args.addr, &load, limit, || {
+            let mut o = std::io::stdout().lock();
+            let _ = writeln!(o, "measuring");
+            let _ = o.flush();
+        })?;
+        serde_json::to_string(&report)?
+    } else {
+        anyhow::bail!("unknown client {:?}", args.kind);
+    };
+    writeln!(out, "result {json}")?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Runs `y3 bench net ...`.
+///
+/// # Errors
+/// Setup and IO errors (a failing row becomes a note in the report).
+pub fn run(args: &NetArgs, out: &mut dyn Write) -> Result<()> {
+    match &args.command {
+        NetCommand::Pingpong(a) => pingpong(a, out),
+        NetCommand::Echo(a) => echo(a, out),
+        NetCommand::E2e(a) => e2e(a, out),
+        NetCommand::Server(a) => server(a),
+        NetCommand::Client(a) => client(a, out),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn docs_path_relative_to_the_readme() {
+        assert_eq!(
+            relative_to(Path::new("docs/bench"), Path::new("README.md")),
+            "docs/bench"
+        );
+    }
+}
