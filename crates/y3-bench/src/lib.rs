@@ -24,6 +24,7 @@ pub mod codec;
 pub mod data;
 pub mod go;
 pub mod measure;
+pub mod net;
 pub mod record;
 pub mod report;
 pub mod serde_suite;
