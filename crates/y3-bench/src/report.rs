@@ -288,6 +288,13 @@ fn header(out: &mut String, r: &Results) {
             String::new()
         },
     );
+    let _ = writeln!(
+        out,
+        "- Reading: the machine may be shared and noisy; quote medians and ratios. Serial \
+         samples are taken in turns across the implementations of a data set, so ratios within \
+         a data set are steadier than absolute figures. Parallel `ns/op` is per thread (equal to \
+         serial under perfect scaling); the report's parallel figures are wall time ÷ all ops."
+    );
     for n in &r.notes {
         let _ = writeln!(out, "- Note: {n}");
     }
