@@ -165,6 +165,16 @@ fn publish(common: &CommonArgs, results: &Results, suite: &str, out: &mut dyn Wr
         "codec" => report::codec_targets(results),
         _ => report::serde_targets(results),
     };
+    print_verdicts(out, &targets, &results.notes)
+}
+
+/// Prints one line per target (met, missed by how much, or not measurable) and the run's
+/// notes: the closing lines of every lab command.
+pub fn print_verdicts(
+    out: &mut dyn Write,
+    targets: &[report::Target],
+    notes: &[String],
+) -> Result<()> {
     for t in targets {
         let verdict = match t.met {
             Some(true) => "met".to_string(),
@@ -177,7 +187,7 @@ fn publish(common: &CommonArgs, results: &Results, suite: &str, out: &mut dyn Wr
             t.name, t.measured, t.required
         )?;
     }
-    for n in &results.notes {
+    for n in notes {
         writeln!(out, "note: {n}")?;
     }
     Ok(())

@@ -263,22 +263,7 @@ fn publish(output: &OutputArgs, results: &NetResults, out: &mut dyn Write) -> Re
         writeln!(out, "{line}")?;
     }
     writeln!(out)?;
-    for t in targets {
-        let verdict = match t.met {
-            Some(true) => "met".to_string(),
-            Some(false) => format!("MISSED ({})", t.shortfall),
-            None => "n/a".to_string(),
-        };
-        writeln!(
-            out,
-            "target: {}: {} (need {}) {verdict}",
-            t.name, t.measured, t.required
-        )?;
-    }
-    for n in &results.notes {
-        writeln!(out, "note: {n}")?;
-    }
-    Ok(())
+    crate::codec_bench::print_verdicts(out, &targets, &results.notes)
 }
 
 fn pingpong(args: &PingpongArgs, out: &mut dyn Write) -> Result<()> {
