@@ -593,8 +593,13 @@ pub fn summary(r: &NetResults, docs_rel: &str) -> String {
             if line.starts_with("## Notes") {
                 break;
             }
-            out.push_str(line);
-            out.push('\n');
+            // The README nests these under its own `###` headings.
+            if let Some(heading) = line.strip_prefix("## ") {
+                let _ = writeln!(out, "#### {heading}");
+            } else {
+                out.push_str(line);
+                out.push('\n');
+            }
             in_table = line.starts_with('|');
         } else if in_table {
             out.push('\n');
