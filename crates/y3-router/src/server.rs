@@ -85,6 +85,17 @@ impl std::ops::Drop for Open {
     }
 }
 
+/// The first session id of this router process: its start time in seconds shifted up by 20
+/// bits, so ids do not repeat across restarts (a client can tell it reached a new router)
+/// while one process hands out up to 2^20 ids per second of uptime before it could reach a
+/// later start's range. Ids stay below 2^53, exact in JSON numbers.
+fn first_session_id() -> SessionId {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    ((secs & ((1 << 33) - 1)) << 20) | 1
+}
+
 impl Shared {
     pub fn next_session(&self) -> SessionId {
         self.next_session.fetch_add(1, Ordering::Relaxed)
@@ -264,7 +275,7 @@ impl Router {
             admission,
             metrics: metrics.clone(),
             table: RwLock::new(RoutingTable::new()),
-            next_session: AtomicU64::new(1),
+            next_session: AtomicU64::new(first_session_id()),
             open: AtomicUsize::new(0),
             sources: AtomicUsize::new(0),
             routing: AtomicUsize::new(0),
