@@ -25,6 +25,7 @@
 //! max_frame_len = 1048576
 //! max_connections = 10000
 //! handshake_timeout_ms = 5000
+//! frame_stall_timeout_ms = 30000 # a frame half-received and stuck this long closes the link
 //! max_hops = 8
 //! max_observed_tags = 64
 //! max_name_len = 128
@@ -142,6 +143,9 @@ pub struct LimitsConfig {
     pub max_connections: usize,
     /// Time a new connection has to send its handshake.
     pub handshake_timeout_ms: u64,
+    /// A connection whose partly received frame makes no progress for this long is closed
+    /// (a client stalling mid-frame must not hold its connection forever).
+    pub frame_stall_timeout_ms: u64,
     /// Data frames with more hops than this are dropped (function loops).
     pub max_hops: u32,
     /// Most tags one client may observe.
@@ -156,6 +160,7 @@ impl Default for LimitsConfig {
             max_frame_len: y3_transport::DEFAULT_MAX_FRAME_LEN,
             max_connections: 10_000,
             handshake_timeout_ms: 5000,
+            frame_stall_timeout_ms: 30_000,
             max_hops: 8,
             max_observed_tags: 64,
             max_name_len: 128,
@@ -263,6 +268,11 @@ impl RouterConfig {
     /// `limits.handshake_timeout_ms` as a duration.
     pub fn handshake_timeout(&self) -> Duration {
         Duration::from_millis(self.limits.handshake_timeout_ms)
+    }
+
+    /// `limits.frame_stall_timeout_ms` as a duration.
+    pub fn frame_stall_timeout(&self) -> Duration {
+        Duration::from_millis(self.limits.frame_stall_timeout_ms)
     }
 }
 

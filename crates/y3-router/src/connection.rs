@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_util::{SinkExt, StreamExt};
+use futures_util::{FutureExt, SinkExt, StreamExt};
 use y3_transport::frame::{Frame, Goaway, GoawayCode, Role};
 use y3_transport::{Connection, FrameError, FrameReader, FrameWriter};
 
@@ -251,12 +251,30 @@ async fn read_loop(
             return End::Evicted;
         }
         let buffered = !reader.read_buffer().is_empty();
-        let frame = tokio::select! {
-            biased;
-            frame = reader.next() => frame,
-            _ = &mut close_all => return End::Shutdown,
-            _ = &mut drain_sources, if role == Role::Source && !told_to_stop => continue,
-            _ = &mut evicted => return End::Evicted,
+        // A frame that is already complete in the buffer (or on the socket) is taken without
+        // arming any timer; only a wait that starts with part of a frame buffered is bounded
+        // by the stall timeout, re-armed while bytes keep arriving.
+        let frame = match reader.next().now_or_never() {
+            Some(frame) => frame,
+            None => {
+                let partial = reader.read_buffer().len();
+                let stall = shared.config.frame_stall_timeout();
+                tokio::select! {
+                    biased;
+                    frame = reader.next() => frame,
+                    _ = &mut close_all => return End::Shutdown,
+                    _ = &mut drain_sources, if role == Role::Source && !told_to_stop => continue,
+                    _ = &mut evicted => return End::Evicted,
+                    _ = tokio::time::sleep(stall), if partial > 0 => {
+                        if reader.read_buffer().len() > partial {
+                            continue;
+                        }
+                        shared.metrics.protocol_error("frame_stalled");
+                        let reason = format!("frame stalled for {} ms", stall.as_millis());
+                        return End::ProtocolError(Goaway::new(GoawayCode::ProtocolError, reason));
+                    }
+                }
+            }
         };
         let frame = match frame {
             None => return End::Eof,

@@ -384,7 +384,7 @@ impl Metrics {
 }
 
 /// Frame error kinds reported in [`Stats::protocol_errors`].
-const PROTOCOL_ERROR_KINDS: [&str; 21] = [
+const PROTOCOL_ERROR_KINDS: [&str; 22] = [
     "too_long",
     "unknown_frame",
     "missing_field",
@@ -406,6 +406,7 @@ const PROTOCOL_ERROR_KINDS: [&str; 21] = [
     "trailing_bytes",
     "too_deep",
     "protocol",
+    "frame_stalled",
 ];
 
 /// Router totals, for tests and summaries.

@@ -161,6 +161,56 @@ async fn oversized_declared_length_fails_without_buffering() {
 }
 
 #[tokio::test]
+async fn a_client_stalling_mid_frame_is_closed_after_the_stall_timeout() {
+    let router = router(|c| c.limits.frame_stall_timeout_ms = 300).await;
+    let mut tcp = TcpStream::connect(router.tcp_addr().unwrap())
+        .await
+        .unwrap();
+    tcp.write_all(&wire(hello(Role::Source, &[], "")))
+        .await
+        .unwrap();
+    // Half of a data frame, then silence: the router must not hold the connection forever.
+    let data = wire(Frame::Data(y3_transport::Data::new(
+        0x10,
+        1,
+        vec![7u8; 100],
+    )));
+    tcp.write_all(&data[..data.len() / 2]).await.unwrap();
+    let mut reply = Vec::new();
+    within("the stall goaway", tcp.read_to_end(&mut reply))
+        .await
+        .unwrap();
+    assert_eq!(
+        goaway_code(&frames(&reply)),
+        Some(GoawayCode::ProtocolError)
+    );
+    assert_eq!(
+        router.stats().protocol_errors.get("frame_stalled"),
+        Some(&1)
+    );
+    // A slow client that keeps sending is not cut off: a frame dribbled out in pieces, each
+    // well within the timeout, arrives.
+    let mut tcp = TcpStream::connect(router.tcp_addr().unwrap())
+        .await
+        .unwrap();
+    tcp.write_all(&wire(hello(Role::Source, &[], "")))
+        .await
+        .unwrap();
+    for piece in data.chunks(data.len() / 4 + 1) {
+        tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+        tcp.write_all(piece).await.unwrap();
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    assert_eq!(
+        router.stats().protocol_errors.get("frame_stalled"),
+        Some(&1)
+    );
+    drop(tcp);
+    bystanders_still_served(&router, Transport::Tcp).await;
+    router.shutdown().await;
+}
+
+#[tokio::test]
 async fn wrong_token_is_refused_over_tcp_and_quic() {
     let router = router(|c| c.auth.token = "s3cret".into()).await;
     for transport in [Transport::Tcp, Transport::Quic] {
