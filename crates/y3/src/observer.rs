@@ -405,19 +405,11 @@ impl Observer {
                     let h = if self.hlen == 0 {
                         off = self.skip_run(input, off);
                         if self.state != State::Head {
-                            self.pos += input.len() as u64;
-                            return Ok(Fed {
-                                consumed: input.len(),
-                                observed: None,
-                            });
+                            return self.need_more(input.len());
                         }
                         let rest = &input[off..];
                         if rest.is_empty() {
-                            self.pos += off as u64;
-                            return Ok(Fed {
-                                consumed: off,
-                                observed: None,
-                            });
+                            return self.need_more(off);
                         }
                         start = self.pos + off as u64;
                         match Header::parse(rest, &self.config) {
@@ -429,11 +421,7 @@ impl Observer {
                                 self.check_partial_header(start, rest.len())?;
                                 self.hbuf[..rest.len()].copy_from_slice(rest);
                                 self.hlen = rest.len();
-                                self.pos += input.len() as u64;
-                                return Ok(Fed {
-                                    consumed: input.len(),
-                                    observed: None,
-                                });
+                                return self.need_more(input.len());
                             }
                             Err(e) => return Err(self.canonical_error(start, rest, e)),
                         }
@@ -452,11 +440,7 @@ impl Observer {
                                 self.check_partial_header(start, buf.len())?;
                                 self.hlen += n;
                                 off += n;
-                                self.pos += off as u64;
-                                return Ok(Fed {
-                                    consumed: off,
-                                    observed: None,
-                                });
+                                return self.need_more(off);
                             }
                             Err(e) => {
                                 let buf = self.hbuf;
@@ -532,11 +516,7 @@ impl Observer {
                         self.state = State::Head;
                         self.after_value(end);
                     } else {
-                        self.pos += input.len() as u64;
-                        return Ok(Fed {
-                            consumed: input.len(),
-                            observed: None,
-                        });
+                        return self.need_more(input.len());
                     }
                 }
                 State::Take { end, sub, tag } => {
@@ -567,14 +547,20 @@ impl Observer {
                         });
                     }
                     self.assembled.extend_from_slice(&input[off..]);
-                    self.pos += input.len() as u64;
-                    return Ok(Fed {
-                        consumed: input.len(),
-                        observed: None,
-                    });
+                    return self.need_more(input.len());
                 }
             }
         }
+    }
+
+    /// Ends a `feed` that consumed `consumed` bytes without completing a value: "feed more".
+    #[inline(always)]
+    fn need_more<'a>(&mut self, consumed: usize) -> Result<Fed<'a>, DecodeError> {
+        self.pos += consumed as u64;
+        Ok(Fed {
+            consumed,
+            observed: None,
+        })
     }
 
     /// Feeds all of `input`, calling `on_value` for every value that completes.
