@@ -111,6 +111,12 @@ pub fn length_read(buf: &[u8]) -> Result<Option<(u64, usize)>, DecodeError> {
     match buf.first() {
         // Fast path: one group, sign bit clear: lengths 0..=63.
         Some(&b) if b < 0x40 => Ok(Some((b as u64, 1))),
+        // Two groups, sign bit clear (`10xx_xxxx 0yyy_yyyy`): lengths 64..=8191, the usual
+        // size of a message.
+        Some(&b) if b & 0xc0 == 0x80 => match buf.get(1) {
+            Some(&c) if c < 0x80 => Ok(Some(((((b & 0x3f) as u64) << 7) | c as u64, 2))),
+            _ => length_read_slow(buf),
+        },
         Some(_) => length_read_slow(buf),
         None => Ok(None),
     }
@@ -311,6 +317,19 @@ mod tests {
                 .kind(),
             "varint_overflow"
         );
+    }
+
+    #[test]
+    fn length_fast_paths_agree_with_the_general_reader() {
+        for b in 0..=255u8 {
+            assert_eq!(length_read(&[b]), length_read_slow(&[b]), "{b:02x}");
+            for c in 0..=255u8 {
+                for tail in [&[][..], &[0x01], &[0x81, 0x01]] {
+                    let buf = [&[b, c][..], tail].concat();
+                    assert_eq!(length_read(&buf), length_read_slow(&buf), "{buf:02x?}");
+                }
+            }
+        }
     }
 
     #[test]
