@@ -36,6 +36,7 @@
 pub mod codec;
 mod error;
 pub mod frame;
+mod plain_write;
 #[cfg(feature = "quic")]
 pub mod quic;
 pub mod sdk;
@@ -47,6 +48,7 @@ pub mod tls;
 pub use codec::{FrameCodec, DEFAULT_MAX_FRAME_LEN};
 pub use error::{FrameError, TransportError};
 pub use frame::{Data, Frame, GoawayCode, Role};
+pub use plain_write::PlainWrite;
 pub use stream::{
     BoxRead, BoxWrite, Connection, FrameReader, FrameWriter, Guard, TransportKind, READ_BUFFER,
     WRITE_BUFFER,

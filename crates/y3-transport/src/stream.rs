@@ -10,6 +10,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::{FramedRead, FramedWrite};
 
 use crate::codec::FrameCodec;
+use crate::plain_write::PlainWrite;
 
 /// Initial read buffer: one read syscall takes up to this many bytes of frames.
 pub const READ_BUFFER: usize = 64 * 1024;
@@ -134,6 +135,8 @@ impl Connection {
         peer: Option<SocketAddr>,
     ) -> Connection {
         let reader = FramedRead::with_capacity(Box::pin(read) as BoxRead, codec, READ_BUFFER);
+        // One contiguous buffer: a plain write, not a one-element writev (see PlainWrite).
+        let write = PlainWrite::new(write);
         let mut writer = FramedWrite::new(Box::pin(write) as BoxWrite, codec);
         writer.set_backpressure_boundary(WRITE_BUFFER);
         Connection {
