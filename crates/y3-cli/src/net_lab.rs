@@ -125,6 +125,10 @@ pub struct EchoArgs {
     /// Warm-up seconds per point (default 1; 0.3 with --quick).
     #[arg(long)]
     warmup: Option<f64>,
+    /// Runs per point, each server in turn every round; medians reported (default 3; 1
+    /// with --quick).
+    #[arg(long)]
+    runs: Option<usize>,
     /// Server threads.
     #[arg(long, default_value_t = 1)]
     server_threads: usize,
@@ -318,6 +322,7 @@ fn echo(args: &EchoArgs, out: &mut dyn Write) -> Result<()> {
                 peak: args.peak.then(|| args.peak_conns.clone()),
                 seconds: args.seconds.unwrap_or(if quick { 1.0 } else { 5.0 }),
                 warmup: args.warmup.unwrap_or(if quick { 0.3 } else { 1.0 }),
+                runs: args.runs.unwrap_or(if quick { 1 } else { 3 }).max(1),
                 server_threads: args.server_threads.max(1),
                 server_cpus: args.server_cpus.clone(),
                 client_cpus: args.client_cpus.clone(),

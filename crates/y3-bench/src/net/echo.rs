@@ -23,8 +23,8 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_util::bytes::{Bytes, BytesMut};
-use tokio_util::codec::{Decoder, Encoder, FramedRead, FramedWrite};
-use y3_transport::{Data, Frame, FrameCodec};
+use tokio_util::codec::{Decoder, Encoder};
+use y3_transport::{Connection, Data, Frame, FrameCodec, TransportKind};
 
 use crate::net::record::{median, NetMeta, NetRecord, NetResults};
 
@@ -61,12 +61,16 @@ fn runtime_current() -> Result<tokio::runtime::Runtime> {
         .build()?)
 }
 
-/// One y3 echo connection: decode every complete frame of a read, feed its echo, flush once.
+/// One y3 echo connection, framed exactly as `y3_transport::tcp` frames a connection
+/// ([`Connection::new`]): decode every complete frame of a read, feed its echo, flush once.
 async fn y3_conn(stream: TcpStream) -> Result<()> {
     stream.set_nodelay(true)?;
     let (r, w) = stream.into_split();
-    let mut reader = FramedRead::with_capacity(r, FrameCodec::default(), READ_BUFFER);
-    let mut writer = FramedWrite::new(w, FrameCodec::default());
+    let Connection {
+        mut reader,
+        mut writer,
+        ..
+    } = Connection::new(r, w, FrameCodec::default(), TransportKind::Tcp, None);
     while let Some(frame) = reader.next().await {
         writer.feed(frame?).await?;
         let mut codec = *reader.decoder();
@@ -456,6 +460,8 @@ pub struct Options {
     pub seconds: f64,
     /// Warm-up seconds per point.
     pub warmup: f64,
+    /// Runs per point; every metric is the median over them.
+    pub runs: usize,
     /// Server threads.
     pub server_threads: usize,
     /// `taskset` core list of the server.
@@ -526,6 +532,40 @@ pub fn run_once(opts: &Options, imp: &str, conns: usize, size: usize) -> Result<
     Ok((report, cpu))
 }
 
+/// The record of one server at one point: the median of each metric over `runs`.
+fn echo_record(
+    imp: &str,
+    case: &str,
+    conns: usize,
+    size: usize,
+    opts: &Options,
+    runs: &[(EchoReport, f64)],
+) -> Option<NetRecord> {
+    let first = runs.first()?;
+    let med =
+        |f: &dyn Fn(&(EchoReport, f64)) -> f64| median(&runs.iter().map(f).collect::<Vec<_>>());
+    let (qps, range) = med(&|r| r.0.qps());
+    let cpu: Vec<f64> = runs.iter().map(|r| r.1).filter(|c| c.is_finite()).collect();
+    Some(NetRecord {
+        suite: "echo".into(),
+        implementation: imp.to_string(),
+        case: case.to_string(),
+        sessions: conns,
+        threads: opts.server_threads,
+        payload: size,
+        seconds: first.0.seconds,
+        messages: med(&|r| r.0.requests as f64).0 as u64,
+        msg_per_s: qps,
+        p50_us: Some(med(&|r| r.0.p50_us).0),
+        p99_us: Some(med(&|r| r.0.p99_us).0),
+        p999_us: Some(med(&|r| r.0.p999_us).0),
+        server_cpu_pct: (!cpu.is_empty()).then(|| median(&cpu).0),
+        runs: runs.len(),
+        range,
+        ..NetRecord::default()
+    })
+}
+
 /// Runs the suite: every size × connection count (then the peak sweep), each server in
 /// turn on the same point.
 ///
@@ -563,36 +603,35 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
             points.push((format!("peak {size} B"), c, size));
         }
     }
-    bar.set_length((points.len() * impls.len()) as u64);
+    let runs = opts.runs.max(1);
+    bar.set_length((points.len() * impls.len() * runs) as u64);
     let mut records = Vec::new();
     for (case, conns, size) in &points {
-        for imp in &impls {
-            bar.set_message(format!("echo {imp}: {case}, {conns} conns"));
-            match run_once(opts, imp, *conns, *size) {
-                Ok((r, cpu)) => {
-                    let (qps, range) = median(&[r.qps()]);
-                    records.push(NetRecord {
-                        suite: "echo".into(),
-                        implementation: imp.to_string(),
-                        case: case.clone(),
-                        sessions: *conns,
-                        threads: opts.server_threads,
-                        payload: *size,
-                        seconds: r.seconds,
-                        messages: r.requests,
-                        msg_per_s: qps,
-                        p50_us: Some(r.p50_us),
-                        p99_us: Some(r.p99_us),
-                        p999_us: Some(r.p999_us),
-                        server_cpu_pct: cpu.is_finite().then_some(cpu),
-                        runs: 1,
-                        range,
-                        ..NetRecord::default()
-                    });
+        // Every round runs each server once, so a noisy spell hits them alike.
+        let mut got: Vec<Vec<(EchoReport, f64)>> = vec![Vec::new(); impls.len()];
+        let mut failed = vec![false; impls.len()];
+        for run in 0..runs {
+            for (i, imp) in impls.iter().enumerate() {
+                bar.set_message(format!(
+                    "echo {imp}: {case}, {conns} conns, run {}/{runs}",
+                    run + 1
+                ));
+                if !failed[i] {
+                    match run_once(opts, imp, *conns, *size) {
+                        Ok(r) => got[i].push(r),
+                        Err(e) => {
+                            failed[i] = true;
+                            notes.push(format!("{imp}, {case}, {conns} conns: {e:#}"));
+                        }
+                    }
                 }
-                Err(e) => notes.push(format!("{imp}, {case}, {conns} conns: {e:#}")),
+                bar.inc(1);
             }
-            bar.inc(1);
+        }
+        for (i, imp) in impls.iter().enumerate() {
+            if let Some(record) = echo_record(imp, case, *conns, *size, opts, &got[i]) {
+                records.push(record);
+            }
         }
     }
     Ok(NetResults {

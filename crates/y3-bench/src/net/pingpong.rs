@@ -10,7 +10,8 @@
 //!
 //! - `y3-transport`: y3's transport read path: [`PingPongCodec`] (a tokio-util
 //!   `Decoder`/`Encoder` written like `y3_transport::FrameCodec`) under `FramedRead` /
-//!   `FramedWrite` over the split `TcpStream`, as `y3_transport::tcp` does: one read takes
+//!   `FramedWrite` (through `y3_transport::PlainWrite`) over the split `TcpStream`, as
+//!   `y3_transport::Connection` does: one read takes
 //!   whatever the socket has and every complete message in it is decoded without another
 //!   syscall. The codec lives here because the header is this benchmark's, not Y3's. The
 //!   threads are `T` current-thread runtimes with the sessions dealt round-robin (evpp's
@@ -32,6 +33,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_util::bytes::{BufMut, Bytes, BytesMut};
 use tokio_util::codec::{Decoder, Encoder, FramedRead, FramedWrite};
+use y3_transport::PlainWrite;
 
 /// Header length: `u32 body_size`, `u32 packet_count`, big-endian.
 pub const HEADER_LEN: usize = 8;
@@ -255,7 +257,7 @@ async fn y3_session(stream: TcpStream, total: u32, client: bool) -> Result<u32> 
     stream.set_nodelay(true)?;
     let (r, w) = stream.into_split();
     let mut reader = FramedRead::with_capacity(r, PingPongCodec::default(), READ_BUFFER);
-    let mut writer = FramedWrite::new(w, PingPongCodec::default());
+    let mut writer = FramedWrite::new(PlainWrite::new(w), PingPongCodec::default());
     if client {
         writer.send(Header::FIRST).await?;
     }

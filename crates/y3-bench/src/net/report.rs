@@ -172,7 +172,8 @@ pub fn pingpong_markdown(r: &NetResults) -> String {
          - `y3-transport`: y3's transport read path — a tokio-util `Decoder`/`Encoder` for \
          this header (in `crates/y3-bench/src/net/pingpong.rs`, written like \
          `y3_transport::FrameCodec`) under `FramedRead`/`FramedWrite` on the split \
-         `TcpStream`: one read takes what the socket has and every complete message is \
+         `TcpStream`, the write half in `y3_transport::PlainWrite` as in every y3 \
+         connection: one read takes what the socket has and every complete message is \
          decoded from the buffer; one current-thread runtime per thread.\n\
          - `tokio`: `read_exact` header then `read_exact` body, one `write_all`, tokio's \
          multi-thread runtime.\n\
@@ -318,12 +319,14 @@ pub fn echo_markdown(r: &NetResults) -> String {
          for a fixed time (after a warm-up). QPS: round trips per second over all \
          connections; latency: per round trip, from the write to the last byte read \
          (hdrhistogram); server CPU: user + system time of the server process over the \
-         timed window, % of one core. One load client for every server \
+         timed window, % of one core. Every metric is the median over the runs; each \
+         round runs every server once. One load client for every server \
          (`y3 bench net client echo`, tokio current-thread). The message is one y3 data \
          frame of exactly that size, so the y3 servers decode and re-encode a real frame \
-         (`y3_transport::FrameCodec` under `FramedRead`/`FramedWrite` on tokio; the same \
-         codec over monoio's owned-buffer reads and writes), while the plain servers copy \
-         bytes back.\n\n",
+         (on tokio: `y3_transport::Connection`, the `FrameCodec` under \
+         `FramedRead`/`FramedWrite` as every y3 TCP connection is framed; on monoio: the \
+         same codec over monoio's owned-buffer reads and writes), while the plain servers \
+         copy bytes back.\n\n",
     );
     let impls = r.impls();
     let mut cases = r.cases();
