@@ -66,9 +66,15 @@ pub struct OutputArgs {
     /// Only implementations whose name contains one of these (comma-separated).
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     only: Vec<String>,
-    /// Render the report from a results file written by --json instead of measuring.
-    #[arg(long, value_name = "FILE", conflicts_with = "json")]
-    from: Option<PathBuf>,
+    /// Render the report from results files written by --json instead of measuring
+    /// (several, comma-separated: parts of one suite, joined in order).
+    #[arg(
+        long,
+        value_name = "FILES",
+        value_delimiter = ',',
+        conflicts_with = "json"
+    )]
+    from: Vec<PathBuf>,
 }
 
 /// `y3 bench net pingpong`.
@@ -163,6 +169,10 @@ pub struct E2eArgs {
     /// Rate of the paced run in msg/s.
     #[arg(long, default_value_t = 10_000)]
     rate: u64,
+    /// Runs per case, each broker in turn every round; medians reported (default 3; 1
+    /// with --quick).
+    #[arg(long)]
+    runs: Option<usize>,
 }
 
 /// `y3 bench net server KIND`.
@@ -271,9 +281,8 @@ fn publish(output: &OutputArgs, results: &NetResults, out: &mut dyn Write) -> Re
 }
 
 fn pingpong(args: &PingpongArgs, out: &mut dyn Write) -> Result<()> {
-    let results = match &args.output.from {
-        Some(path) => NetResults::read_json(path)?,
-        None => {
+    let results = match &args.output.from[..] {
+        [] => {
             let quick = args.output.quick;
             let sessions = if !args.sessions.is_empty() {
                 args.sessions.clone()
@@ -298,14 +307,14 @@ fn pingpong(args: &PingpongArgs, out: &mut dyn Write) -> Result<()> {
             bar.finish_and_clear();
             results
         }
+        parts => NetResults::read_parts(parts)?,
     };
     publish(&args.output, &results, out)
 }
 
 fn echo(args: &EchoArgs, out: &mut dyn Write) -> Result<()> {
-    let results = match &args.output.from {
-        Some(path) => NetResults::read_json(path)?,
-        None => {
+    let results = match &args.output.from[..] {
+        [] => {
             let quick = args.output.quick;
             let pick = |v: &Vec<usize>, q: Vec<usize>, d: Vec<usize>| {
                 if !v.is_empty() {
@@ -336,14 +345,14 @@ fn echo(args: &EchoArgs, out: &mut dyn Write) -> Result<()> {
             bar.finish_and_clear();
             results
         }
+        parts => NetResults::read_parts(parts)?,
     };
     publish(&args.output, &results, out)
 }
 
 fn e2e(args: &E2eArgs, out: &mut dyn Write) -> Result<()> {
-    let results = match &args.output.from {
-        Some(path) => NetResults::read_json(path)?,
-        None => {
+    let results = match &args.output.from[..] {
+        [] => {
             let quick = args.output.quick;
             let opts = net::e2e::Options {
                 sizes: args.sizes.clone(),
@@ -353,6 +362,7 @@ fn e2e(args: &E2eArgs, out: &mut dyn Write) -> Result<()> {
                     .unwrap_or(if quick { 20_000 } else { 200_000 }),
                 paced: args.paced.unwrap_or(if quick { 2_000 } else { 20_000 }),
                 rate: args.rate.max(1),
+                runs: args.runs.unwrap_or(if quick { 1 } else { 3 }).max(1),
                 only: args.output.only.clone(),
                 quick,
                 command: command_line(),
@@ -363,6 +373,7 @@ fn e2e(args: &E2eArgs, out: &mut dyn Write) -> Result<()> {
             bar.finish_and_clear();
             results
         }
+        parts => NetResults::read_parts(parts)?,
     };
     publish(&args.output, &results, out)
 }

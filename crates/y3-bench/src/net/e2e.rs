@@ -62,6 +62,8 @@ pub struct Options {
     pub paced: u64,
     /// Rate of the paced run.
     pub rate: u64,
+    /// Runs per case; every metric is the median over them.
+    pub runs: usize,
     /// Only implementations whose name contains one of these.
     pub only: Vec<String>,
     /// `--quick`.
@@ -651,41 +653,59 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
             cases.push((size, subs));
         }
     }
-    bar.set_length((cases.len() * impls.len()) as u64);
+    let runs = opts.runs.max(1);
+    bar.set_length((cases.len() * impls.len() * runs) as u64);
     let mut records = Vec::new();
     for &(size, subs) in &cases {
         let case = format!("{size} B × {subs} sub");
-        for imp in &impls {
-            bar.set_message(format!("e2e {imp}: {case}"));
-            let outcome = start_broker(opts, imp).and_then(|broker| {
-                let r = rt.block_on(run_case(opts, imp, &broker, size, subs));
-                drop(broker);
-                r
-            });
-            match outcome {
-                Ok(r) => {
-                    let us = |q: f64| Some(r.paced.value_at_quantile(q) as f64 / 1e3);
-                    let rate = r.loaded_msgs as f64 / r.seconds;
-                    records.push(NetRecord {
-                        suite: "e2e".into(),
-                        implementation: imp.to_string(),
-                        case: case.clone(),
-                        payload: size,
-                        subscribers: subs,
-                        seconds: r.seconds,
-                        messages: r.loaded_msgs,
-                        msg_per_s: rate,
-                        p50_us: us(0.5),
-                        p99_us: us(0.99),
-                        p999_us: us(0.999),
-                        runs: 1,
-                        range: (rate, rate),
-                        ..NetRecord::default()
+        // Every round runs each broker once, so a noisy spell hits them alike.
+        let mut got: Vec<Vec<CaseResult>> = (0..impls.len()).map(|_| Vec::new()).collect();
+        let mut failed = vec![false; impls.len()];
+        for run in 0..runs {
+            for (i, imp) in impls.iter().enumerate() {
+                bar.set_message(format!("e2e {imp}: {case}, run {}/{runs}", run + 1));
+                if !failed[i] {
+                    let outcome = start_broker(opts, imp).and_then(|broker| {
+                        let r = rt.block_on(run_case(opts, imp, &broker, size, subs));
+                        drop(broker);
+                        r
                     });
+                    match outcome {
+                        Ok(r) => got[i].push(r),
+                        Err(e) => {
+                            failed[i] = true;
+                            notes.push(format!("{imp}, {case}: {e:#}"));
+                        }
+                    }
                 }
-                Err(e) => notes.push(format!("{imp}, {case}: {e:#}")),
+                bar.inc(1);
             }
-            bar.inc(1);
+        }
+        for (i, imp) in impls.iter().enumerate() {
+            if got[i].is_empty() {
+                continue;
+            }
+            let med = |f: &dyn Fn(&CaseResult) -> f64| {
+                crate::net::record::median(&got[i].iter().map(f).collect::<Vec<_>>())
+            };
+            let us = |q: f64| Some(med(&|r| r.paced.value_at_quantile(q) as f64 / 1e3).0);
+            let (rate, range) = med(&|r| r.loaded_msgs as f64 / r.seconds);
+            records.push(NetRecord {
+                suite: "e2e".into(),
+                implementation: imp.to_string(),
+                case: case.clone(),
+                payload: size,
+                subscribers: subs,
+                seconds: med(&|r| r.seconds).0,
+                messages: opts.messages,
+                msg_per_s: rate,
+                p50_us: us(0.5),
+                p99_us: us(0.99),
+                p999_us: us(0.999),
+                runs: got[i].len(),
+                range,
+                ..NetRecord::default()
+            });
         }
     }
     rt.shutdown_timeout(Duration::from_secs(2));

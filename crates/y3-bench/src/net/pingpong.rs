@@ -41,8 +41,8 @@ pub const HEADER_LEN: usize = 8;
 pub const FIRST_BODY: u32 = 100;
 /// The report's total count per session.
 pub const TOTAL_COUNT: u32 = 8192;
-/// Read buffer of the y3 path (as `y3_transport::stream::READ_BUFFER`).
-pub const READ_BUFFER: usize = 64 * 1024;
+/// Read buffer of the y3 path.
+pub const READ_BUFFER: usize = y3_transport::READ_BUFFER;
 
 /// One message header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,7 +145,8 @@ pub enum CodecError {
 
 /// The ping-pong message codec, written like `y3_transport::FrameCodec`: the declared body
 /// is checked against the limit from the header alone; a complete message is split off the
-/// read buffer without copying; an incomplete one reserves at most 64 KiB ahead.
+/// read buffer without copying; an incomplete one reserves at most 64 KiB ahead; an empty
+/// buffer is rewound (`y3_transport::codec::rewind`).
 #[derive(Debug, Clone, Copy)]
 pub struct PingPongCodec {
     max_body: u32,
@@ -169,6 +170,10 @@ impl Decoder for PingPongCodec {
     type Error = CodecError;
 
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Message>, CodecError> {
+        if src.is_empty() {
+            y3_transport::codec::rewind(src);
+            return Ok(None);
+        }
         let Some(head) = src.get(..HEADER_LEN) else {
             return Ok(None);
         };

@@ -160,6 +160,39 @@ impl NetResults {
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         Ok(serde_json::from_str(&text)?)
     }
+
+    /// Reads one suite's results written in parts (say, the long 10 000-session ping-pong
+    /// run with fewer runs than the rest) and joins them: records and notes of every part in
+    /// order, the first part's metadata with every part's command line and every peer
+    /// version.
+    ///
+    /// # Errors
+    /// IO and parse errors, no file, or parts of different suites or machines.
+    pub fn read_parts(paths: &[impl AsRef<Path>]) -> Result<NetResults> {
+        let mut parts = paths.iter().map(|p| NetResults::read_json(p.as_ref()));
+        let mut all = parts.next().context("no results file")??;
+        for part in parts {
+            let part = part?;
+            anyhow::ensure!(
+                part.meta.suite == all.meta.suite && part.meta.machine == all.meta.machine,
+                "cannot join {} results from {} with {} results from {}",
+                part.meta.suite,
+                part.meta.machine,
+                all.meta.suite,
+                all.meta.machine
+            );
+            all.meta.command = format!("{}` and `{}", all.meta.command, part.meta.command);
+            all.meta.quick |= part.meta.quick;
+            for v in part.meta.versions {
+                if !all.meta.versions.contains(&v) {
+                    all.meta.versions.push(v);
+                }
+            }
+            all.records.extend(part.records);
+            all.notes.extend(part.notes);
+        }
+        Ok(all)
+    }
 }
 
 /// The median of `values` (which must not be empty) and their range.
@@ -218,6 +251,46 @@ mod tests {
         assert_eq!(results.cases(), ["100 sessions"]);
         assert!(results.find("100 sessions", "asio", 2).is_some());
         assert!(results.find("100 sessions", "y3-transport", 2).is_none());
+    }
+
+    #[test]
+    fn parts_of_one_suite_join_in_order() {
+        let part = |case: &str, command: &str, suite: &str| NetResults {
+            meta: NetMeta {
+                suite: suite.into(),
+                command: command.into(),
+                machine: "m".into(),
+                versions: vec![("tokio".into(), "1".into())],
+                ..NetMeta::default()
+            },
+            records: vec![NetRecord {
+                case: case.into(),
+                implementation: "tokio".into(),
+                ..NetRecord::default()
+            }],
+            notes: vec![format!("note {case}")],
+        };
+        let dir = std::env::temp_dir().join(format!("y3-bench-net-parts-{}", std::process::id()));
+        let paths = [dir.join("a.json"), dir.join("b.json"), dir.join("c.json")];
+        part("100 sessions", "y3 a", "pingpong")
+            .write_json(&paths[0])
+            .unwrap();
+        part("10000 sessions", "y3 b", "pingpong")
+            .write_json(&paths[1])
+            .unwrap();
+        part("80 conns", "y3 c", "echo")
+            .write_json(&paths[2])
+            .unwrap();
+        let joined = NetResults::read_parts(&paths[..2]).unwrap();
+        assert_eq!(joined.cases(), ["100 sessions", "10000 sessions"]);
+        assert_eq!(joined.notes, ["note 100 sessions", "note 10000 sessions"]);
+        assert_eq!(joined.meta.command, "y3 a` and `y3 b");
+        assert_eq!(joined.meta.versions.len(), 1, "versions are not repeated");
+        let err = NetResults::read_parts(&paths[1..]).unwrap_err();
+        assert!(err.to_string().contains("cannot join echo"), "{err}");
+        let none: [&Path; 0] = [];
+        assert!(NetResults::read_parts(&none).is_err());
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

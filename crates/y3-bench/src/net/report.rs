@@ -372,6 +372,9 @@ pub fn echo_markdown(r: &NetResults) -> String {
             out.push('\n');
         }
         out.push('\n');
+        if case.starts_with("peak") {
+            echo_peaks(&mut out, r, case, &impls);
+        }
     }
     out.push_str("## Targets\n\n");
     targets_table(&mut out, &echo_targets(r));
@@ -381,6 +384,26 @@ pub fn echo_markdown(r: &NetResults) -> String {
     }
     notes(&mut out, r);
     out
+}
+
+/// One line per server: its highest QPS over the sweep `case`, and at how many
+/// connections.
+fn echo_peaks(out: &mut String, r: &NetResults, case: &str, impls: &[String]) {
+    out.push_str("Peak QPS of each server over the sweep:");
+    for i in impls {
+        let best = r
+            .records
+            .iter()
+            .filter(|x| x.case == case && &x.implementation == i)
+            .max_by(|a, b| a.msg_per_s.total_cmp(&b.msg_per_s));
+        if let Some(x) = best {
+            let _ = write!(out, " `{i}` {} at {} conns;", rate(x.msg_per_s), x.sessions);
+        }
+    }
+    if out.ends_with(';') {
+        out.pop();
+    }
+    out.push_str(".\n\n");
 }
 
 /// Per case: QPS vs connections and p99 vs connections.
@@ -491,7 +514,8 @@ pub fn e2e_markdown(r: &NetResults) -> String {
          message (each subscriber receives all of them). Latency: one-way, publish call → \
          subscriber receive, of a paced run (timestamps in the payload, hdrhistogram). \
          Brokers (y3 router, `nats-server`, the Zenoh router) run as separate processes \
-         started and stopped by the lab; the clients share one process.\n\n",
+         started and stopped by the lab; the clients share one process. Every metric is \
+         the median over the runs; each round runs every broker once.\n\n",
     );
     let impls = r.impls();
     let _ = write!(out, "| case |");
@@ -710,6 +734,10 @@ mod tests {
                 rec("echo", "tokio", "100 B", 80, 100_000.0, 1000.0),
                 rec("echo", "y3-tokio", "100 B", 250, 95_000.0, 2000.0),
                 rec("echo", "tokio", "100 B", 250, 100_000.0, 2100.0),
+                rec("echo", "y3-tokio", "peak 100 B", 1, 20_000.0, 60.0),
+                rec("echo", "tokio", "peak 100 B", 1, 10_000.0, 90.0),
+                rec("echo", "y3-tokio", "peak 100 B", 50, 120_000.0, 500.0),
+                rec("echo", "tokio", "peak 100 B", 50, 130_000.0, 450.0),
             ],
             notes: vec![],
         };
@@ -722,7 +750,15 @@ mod tests {
             md.contains("| 80 | 110k | 450 µs / 900 µs / – | 99% |"),
             "{md}"
         );
-        assert_eq!(charts.len(), 2);
+        assert!(
+            md.contains("over the sweep: `y3-tokio` 120k at 50 conns; `tokio` 130k at 50 conns."),
+            "{md}"
+        );
+        assert_eq!(
+            charts.len(),
+            4,
+            "QPS and p99 for the size and for the sweep"
+        );
         let e2e = NetResults {
             meta: NetMeta {
                 suite: "e2e".into(),
