@@ -8,11 +8,15 @@
 #   y3 bench net e2e        publish → route → subscribe: y3 router vs NATS vs Zenoh
 #
 # Usage:
-#   scripts/bench-net.sh                      all three suites, full size (~30 min on 2 cores)
+#   scripts/bench-net.sh                      all three suites, full size (~40 min on 2 cores)
+#   scripts/bench-net.sh --big                plus ping-pong at 10 000 sessions, one run per
+#                                             cell (~45 min more on 2 cores)
 #   scripts/bench-net.sh --quick              CI-sized (~3 min)
 #   scripts/bench-net.sh --docs               also refresh docs/bench and README.md's sections
 #   scripts/bench-net.sh --suites pingpong,echo   only these suites
-# Other arguments go to every `y3 bench net` command. Results: bench-results/net-*.{json,md,svg}.
+# Other arguments go to every measuring `y3 bench net` command. Results:
+# bench-results/net-*.{json,md,svg} (the 10 000-session part: net-pingpong-10k.json, joined
+# into the ping-pong report).
 # Every server runs on 127.0.0.1 and is stopped by the lab; nothing here runs in the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,9 +24,11 @@ cd "$(dirname "$0")/.."
 suites=(pingpong echo e2e)
 args=()
 docs=()
+big=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --docs) docs=(--docs docs/bench --readme README.md) ;;
+        --big) big=1 ;;
         --suites) IFS=, read -r -a suites <<<"$2"; shift ;;
         *) args+=("$1") ;;
     esac
@@ -49,5 +55,14 @@ cargo build --release --locked -p y3-cli --features y3-bench/net-peers
 y3=target/release/y3
 
 for suite in "${suites[@]}"; do
-    "$y3" bench net "$suite" --json "bench-results/net-$suite.json" "${docs[@]}" "${args[@]}"
+    "$y3" bench net "$suite" --json "bench-results/net-$suite.json" "${args[@]}"
+    parts="bench-results/net-$suite.json"
+    if [ "$suite" = pingpong ] && [ "$big" = 1 ]; then
+        # 10 000 sessions x 8192 messages is minutes per run: one run per cell.
+        "$y3" bench net pingpong --sessions 10000 --runs 1 --limit-s 900 \
+            --json bench-results/net-pingpong-10k.json "${args[@]}"
+        parts="$parts,bench-results/net-pingpong-10k.json"
+    fi
+    # The report (and, with --docs, docs/bench and README.md) from every part of the suite.
+    "$y3" bench net "$suite" --from "$parts" "${docs[@]}"
 done
