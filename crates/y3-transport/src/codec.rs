@@ -84,7 +84,8 @@ impl FrameCodec {
 /// `reserve` wraps around: 250 echo connections of 1 KiB messages then keep 16 MiB of
 /// buffers cycling through the cache where a plain read loop touches 250 KiB. With a
 /// frame still alive (queued for a subscriber) this is a no-op and the buffer walks on.
-/// [`FrameCodec`] calls it whenever it is asked to decode an empty buffer.
+/// [`FrameCodec`] calls it whenever it is asked to decode from an empty buffer or to
+/// encode into one (`FramedWrite`'s buffer walks the same way as it is written out).
 ///
 /// ```text
 ///   before:  [ consumed ....................... | free ]   reads go here ^
@@ -156,7 +157,12 @@ impl Decoder for FrameCodec {
 impl Encoder<Frame> for FrameCodec {
     type Error = FrameError;
 
+    /// Appends `frame` to `dst`; an empty `dst` (everything before was written out) is
+    /// first [rewound](rewind), so encoding reuses the same warm bytes.
     fn encode(&mut self, frame: Frame, dst: &mut BytesMut) -> Result<(), FrameError> {
+        if dst.is_empty() {
+            rewind(dst);
+        }
         frame.encode(dst, self.max_frame_len)
     }
 }
@@ -230,6 +236,21 @@ mod tests {
         drop(codec.decode(&mut buf).unwrap().unwrap());
         assert_eq!(codec.decode(&mut buf).unwrap(), None);
         assert_eq!((buf.as_ptr(), buf.capacity()), (start, 4096));
+    }
+
+    #[test]
+    fn an_empty_write_buffer_rewinds() {
+        let mut codec = FrameCodec::default();
+        let mut buf = BytesMut::with_capacity(1024);
+        let start = buf.as_ptr();
+        codec.encode(Frame::Ping(1), &mut buf).unwrap();
+        let n = buf.len();
+        // Written out, as FramedWrite's flush does.
+        bytes::Buf::advance(&mut buf, n);
+        assert_ne!(buf.as_ptr(), start);
+        codec.encode(Frame::Pong(1), &mut buf).unwrap();
+        assert_eq!(buf.as_ptr(), start);
+        assert_eq!(buf.len(), n);
     }
 
     #[test]

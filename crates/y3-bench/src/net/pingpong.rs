@@ -212,6 +212,9 @@ impl Encoder<Header> for PingPongCodec {
     type Error = CodecError;
 
     fn encode(&mut self, header: Header, dst: &mut BytesMut) -> Result<(), CodecError> {
+        if dst.is_empty() {
+            y3_transport::codec::rewind(dst);
+        }
         dst.reserve(HEADER_LEN + header.body_size as usize);
         dst.put_slice(&header.to_bytes());
         dst.put_bytes(b'p', header.body_size as usize);
