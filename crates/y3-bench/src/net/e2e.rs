@@ -658,29 +658,12 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
     let mut records = Vec::new();
     for &(size, subs) in &cases {
         let case = format!("{size} B × {subs} sub");
-        // Every round runs each broker once, so a noisy spell hits them alike.
-        let mut got: Vec<Vec<CaseResult>> = (0..impls.len()).map(|_| Vec::new()).collect();
-        let mut failed = vec![false; impls.len()];
-        for run in 0..runs {
-            for (i, imp) in impls.iter().enumerate() {
-                bar.set_message(format!("e2e {imp}: {case}, run {}/{runs}", run + 1));
-                if !failed[i] {
-                    let outcome = start_broker(opts, imp).and_then(|broker| {
-                        let r = rt.block_on(run_case(opts, imp, &broker, size, subs));
-                        drop(broker);
-                        r
-                    });
-                    match outcome {
-                        Ok(r) => got[i].push(r),
-                        Err(e) => {
-                            failed[i] = true;
-                            notes.push(format!("{imp}, {case}: {e:#}"));
-                        }
-                    }
-                }
-                bar.inc(1);
-            }
-        }
+        let got = crate::net::rounds("e2e", &case, &impls, runs, bar, &mut notes, |imp| {
+            let broker = start_broker(opts, imp)?;
+            let r = rt.block_on(run_case(opts, imp, &broker, size, subs));
+            drop(broker);
+            r
+        });
         for (i, imp) in impls.iter().enumerate() {
             if got[i].is_empty() {
                 continue;

@@ -607,27 +607,10 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
     bar.set_length((points.len() * impls.len() * runs) as u64);
     let mut records = Vec::new();
     for (case, conns, size) in &points {
-        // Every round runs each server once, so a noisy spell hits them alike.
-        let mut got: Vec<Vec<(EchoReport, f64)>> = vec![Vec::new(); impls.len()];
-        let mut failed = vec![false; impls.len()];
-        for run in 0..runs {
-            for (i, imp) in impls.iter().enumerate() {
-                bar.set_message(format!(
-                    "echo {imp}: {case}, {conns} conns, run {}/{runs}",
-                    run + 1
-                ));
-                if !failed[i] {
-                    match run_once(opts, imp, *conns, *size) {
-                        Ok(r) => got[i].push(r),
-                        Err(e) => {
-                            failed[i] = true;
-                            notes.push(format!("{imp}, {case}, {conns} conns: {e:#}"));
-                        }
-                    }
-                }
-                bar.inc(1);
-            }
-        }
+        let label = format!("{case}, {conns} conns");
+        let got = crate::net::rounds("echo", &label, &impls, runs, bar, &mut notes, |imp| {
+            run_once(opts, imp, *conns, *size)
+        });
         for (i, imp) in impls.iter().enumerate() {
             if let Some(record) = echo_record(imp, case, *conns, *size, opts, &got[i]) {
                 records.push(record);

@@ -51,6 +51,39 @@ pub fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
     socket.listen(8192)
 }
 
+/// Runs `runs` rounds of one measuring point; each round runs every implementation once,
+/// in order, so that a noisy spell hits them alike. An implementation whose run fails is
+/// not run again at this point, and its error becomes a note (`"{imp}, {label}: …"`).
+/// Returns each implementation's results, in the order of `impls`.
+pub fn rounds<T>(
+    suite: &str,
+    label: &str,
+    impls: &[&str],
+    runs: usize,
+    bar: &indicatif::ProgressBar,
+    notes: &mut Vec<String>,
+    mut run: impl FnMut(&str) -> Result<T>,
+) -> Vec<Vec<T>> {
+    let mut got: Vec<Vec<T>> = impls.iter().map(|_| Vec::new()).collect();
+    let mut failed = vec![false; impls.len()];
+    for round in 0..runs {
+        for (i, imp) in impls.iter().enumerate() {
+            bar.set_message(format!("{suite} {imp}: {label}, run {}/{runs}", round + 1));
+            if !failed[i] {
+                match run(imp) {
+                    Ok(r) => got[i].push(r),
+                    Err(e) => {
+                        failed[i] = true;
+                        notes.push(format!("{imp}, {label}: {e:#}"));
+                    }
+                }
+            }
+            bar.inc(1);
+        }
+    }
+    got
+}
+
 /// What every suite's runner needs to start its processes.
 #[derive(Debug, Clone)]
 pub struct Programs {
@@ -146,4 +179,28 @@ pub fn serve(kind: &str, addr: SocketAddr, threads: usize) -> Result<()> {
         return echo::serve(imp, addr, threads, announce);
     }
     e2e::serve(kind, addr, threads)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounds_interleave_and_stop_running_what_failed() {
+        let bar = indicatif::ProgressBar::hidden();
+        let mut notes = Vec::new();
+        let mut order = Vec::new();
+        let got = rounds("s", "case", &["a", "b", "c"], 3, &bar, &mut notes, |imp| {
+            order.push(imp.to_string());
+            match (imp, order.len()) {
+                ("b", 5) => anyhow::bail!("broke"),
+                _ => Ok(order.len()),
+            }
+        });
+        // Round 1: a b c; round 2: a b(fails) c; round 3: a c.
+        assert_eq!(order, ["a", "b", "c", "a", "b", "c", "a", "c"]);
+        assert_eq!(got, [vec![1, 4, 7], vec![2], vec![3, 6, 8]]);
+        assert_eq!(notes, ["b, case: broke"]);
+        assert_eq!(bar.position(), 9, "every slot counts on the bar");
+    }
 }

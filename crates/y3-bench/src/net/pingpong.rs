@@ -691,36 +691,25 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<crate::net::r
     let mut records = Vec::new();
     for &sessions in &opts.sessions {
         for &threads in &opts.threads {
-            let mut times: Vec<Vec<f64>> = vec![Vec::new(); impls.len()];
-            let mut failed = vec![false; impls.len()];
-            for run in 0..opts.runs {
-                for (i, imp) in impls.iter().enumerate() {
-                    bar.set_message(format!(
-                        "pingpong {imp}: {sessions} sessions, {threads} threads, run {}/{}",
-                        run + 1,
-                        opts.runs
-                    ));
-                    if !failed[i] {
-                        match run_once(
-                            &opts.programs,
-                            imp,
-                            sessions,
-                            threads,
-                            opts.total,
-                            opts.limit,
-                        ) {
-                            Ok(s) => times[i].push(s),
-                            Err(e) => {
-                                failed[i] = true;
-                                notes.push(format!(
-                                    "{imp}, {sessions} sessions, {threads} threads: {e:#}"
-                                ));
-                            }
-                        }
-                    }
-                    bar.inc(1);
-                }
-            }
+            let label = format!("{sessions} sessions, {threads} threads");
+            let times = crate::net::rounds(
+                "pingpong",
+                &label,
+                &impls,
+                opts.runs,
+                bar,
+                &mut notes,
+                |imp| {
+                    run_once(
+                        &opts.programs,
+                        imp,
+                        sessions,
+                        threads,
+                        opts.total,
+                        opts.limit,
+                    )
+                },
+            );
             for (i, imp) in impls.iter().enumerate() {
                 if times[i].is_empty() {
                     continue;
