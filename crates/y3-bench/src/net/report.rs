@@ -174,7 +174,7 @@ pub fn pingpong_markdown(r: &NetResults) -> String {
          `y3_transport::FrameCodec`) under `FramedRead`/`FramedWrite` on the split \
          `TcpStream`, the write half in `y3_transport::PlainWrite` as in every y3 \
          connection: one read takes what the socket has and every complete message is \
-         decoded from the buffer; one current-thread runtime per thread.\n\
+         decoded from the buffer; one one-worker tokio runtime per thread (its LIFO slot answers the session just woken first).\n\
          - `tokio`: `read_exact` header then `read_exact` body, one `write_all`, tokio's \
          multi-thread runtime.\n\
          - `asio`: `bench/cpp/pingpong_asio.cpp`, standalone asio (Debian `libasio-dev`), \
