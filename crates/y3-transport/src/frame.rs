@@ -311,26 +311,69 @@ const fn int_len(key: u32, v: i64) -> usize {
     prim_len(key, value::int_len(D, v))
 }
 
-/// Writes a header; every caller passes a key below 0x40 and a length that fits (checked by
-/// [`Frame::encoded_len`] against `i32::MAX`).
-fn put_header(dst: &mut BytesMut, tag: Tag, len: usize) {
-    let mut head = [0u8; y3::tag::MAX_HEADER_LEN + 1];
-    // Keys are constants below 0x40 and lengths were checked by `encode`, so this cannot
-    // fail; a zero-length write would be caught by the round-trip tests.
-    let n = Header::write(tag, len, D, &mut head).unwrap_or(0);
-    dst.put_slice(&head[..n]);
+/// Room one staged header plus integer can take.
+const STEP: usize = y3::tag::MAX_HEADER_LEN + 1 + value::MAX_SCALAR_LEN;
+
+/// Headers and integers gathered on the stack and appended to the frame buffer in one
+/// copy before each byte string (and at the end). Appending them one by one costs a
+/// `memmove` call per 1–3 bytes: 1.9% of a 100-byte echo server's CPU.
+///
+/// ```text
+/// data frame:  [node hdr][tag hdr|int][id hdr|int][payload hdr] | payload bytes
+///              └──────────── one staged copy ─────────────────┘   one copy
+/// ```
+struct Staged {
+    buf: [u8; 4 * STEP],
+    len: usize,
 }
 
-fn put_int(dst: &mut BytesMut, key: u32, v: i64) {
-    let mut scratch = [0u8; value::MAX_SCALAR_LEN];
-    let n = value::int_write(D, v, &mut scratch);
-    put_header(dst, Tag::primitive(key), n);
-    dst.put_slice(&scratch[..n]);
-}
+impl Staged {
+    fn new() -> Staged {
+        Staged {
+            buf: [0; 4 * STEP],
+            len: 0,
+        }
+    }
 
-fn put_bytes(dst: &mut BytesMut, key: u32, bytes: &[u8]) {
-    put_header(dst, Tag::primitive(key), bytes.len());
-    dst.put_slice(bytes);
+    /// Copies what is staged to `dst`.
+    fn flush(&mut self, dst: &mut BytesMut) {
+        dst.put_slice(&self.buf[..self.len]);
+        self.len = 0;
+    }
+
+    /// Writes a header; every caller passes a key below 0x40 and a length that fits
+    /// (checked by [`Frame::encode`] against `i32::MAX`), so `Header::write` cannot fail;
+    /// a lost header would be caught by the round-trip tests.
+    fn header(&mut self, dst: &mut BytesMut, tag: Tag, len: usize) {
+        if self.len + STEP > self.buf.len() {
+            self.flush(dst);
+        }
+        if let Some(out) = self.buf[self.len..].first_chunk_mut() {
+            self.len += Header::write(tag, len, D, out).unwrap_or(0);
+        }
+    }
+
+    /// An integer field; the header leaves room for the value (see [`STEP`]).
+    fn int(&mut self, dst: &mut BytesMut, key: u32, v: i64) {
+        self.header(dst, Tag::primitive(key), value::int_len(D, v));
+        if let Some(out) = self.buf[self.len..].first_chunk_mut() {
+            self.len += value::int_write(D, v, out);
+        }
+    }
+
+    /// A byte-string field: its header is staged, then everything goes out before the bytes.
+    fn bytes(&mut self, dst: &mut BytesMut, key: u32, bytes: &[u8]) {
+        self.header(dst, Tag::primitive(key), bytes.len());
+        self.flush(dst);
+        dst.put_slice(bytes);
+    }
+
+    /// A string field, left out when empty.
+    fn opt_str(&mut self, dst: &mut BytesMut, key: u32, s: &str) {
+        if !s.is_empty() {
+            self.bytes(dst, key, s.as_bytes());
+        }
+    }
 }
 
 /// Unsigned values travel as the signed integer with the same bits.
@@ -430,42 +473,44 @@ impl Frame {
             });
         }
         dst.reserve(Header::encoded_len(Tag::node(self.kind()), body, D) + body);
-        put_header(dst, Tag::node(self.kind()), body);
+        let mut out = Staged::new();
+        out.header(dst, Tag::node(self.kind()), body);
         match self {
             Frame::Handshake(h) => {
-                put_int(dst, F_VERSION, u32_bits(h.version));
-                put_int(dst, F_ROLE, u32_bits(h.role.code()));
-                put_opt_str(dst, F_NAME, &h.name);
-                put_opt_str(dst, F_TOKEN, &h.token);
+                out.int(dst, F_VERSION, u32_bits(h.version));
+                out.int(dst, F_ROLE, u32_bits(h.role.code()));
+                out.opt_str(dst, F_NAME, &h.name);
+                out.opt_str(dst, F_TOKEN, &h.token);
                 if !h.observed.is_empty() {
                     let len = h.observed.iter().map(|&t| int_len(0, u32_bits(t))).sum();
-                    put_header(dst, Tag::array(F_OBSERVED), len);
+                    out.header(dst, Tag::array(F_OBSERVED), len);
                     for &t in &h.observed {
-                        put_int(dst, 0, u32_bits(t));
+                        out.int(dst, 0, u32_bits(t));
                     }
                 }
             }
             Frame::Accepted(a) => {
-                put_int(dst, F_VERSION, u32_bits(a.version));
-                put_int(dst, F_SESSION, u64_bits(a.session));
+                out.int(dst, F_VERSION, u32_bits(a.version));
+                out.int(dst, F_SESSION, u64_bits(a.session));
             }
             Frame::Data(d) => {
-                put_int(dst, F_TAG, u32_bits(d.tag));
-                put_int(dst, F_ID, u64_bits(d.id));
+                out.int(dst, F_TAG, u32_bits(d.tag));
+                out.int(dst, F_ID, u64_bits(d.id));
                 if d.hops != 0 {
-                    put_int(dst, F_HOPS, u32_bits(d.hops));
+                    out.int(dst, F_HOPS, u32_bits(d.hops));
                 }
                 if let Some(m) = &d.metadata {
-                    put_bytes(dst, F_METADATA, m);
+                    out.bytes(dst, F_METADATA, m);
                 }
-                put_bytes(dst, F_PAYLOAD, &d.payload);
+                out.bytes(dst, F_PAYLOAD, &d.payload);
             }
             Frame::Goaway(g) => {
-                put_int(dst, F_CODE, u32_bits(g.code.code()));
-                put_opt_str(dst, F_REASON, &g.reason);
+                out.int(dst, F_CODE, u32_bits(g.code.code()));
+                out.opt_str(dst, F_REASON, &g.reason);
             }
-            Frame::Ping(n) | Frame::Pong(n) => put_int(dst, F_NONCE, u64_bits(*n)),
+            Frame::Ping(n) | Frame::Pong(n) => out.int(dst, F_NONCE, u64_bits(*n)),
         }
+        out.flush(dst);
         Ok(())
     }
 
@@ -625,12 +670,6 @@ fn opt_str_len(key: u32, s: &str) -> usize {
     }
 }
 
-fn put_opt_str(dst: &mut BytesMut, key: u32, s: &str) {
-    if !s.is_empty() {
-        put_bytes(dst, key, s.as_bytes());
-    }
-}
-
 impl From<Data> for Frame {
     fn from(data: Data) -> Frame {
         Frame::Data(data)
@@ -715,6 +754,43 @@ mod tests {
         roundtrip(Frame::Goaway(Goaway::new(GoawayCode::Other(99), "why")));
         assert_eq!(&roundtrip(Frame::Ping(7))[..], hex!("aa03 010107"));
         roundtrip(Frame::Pong(u64::MAX));
+    }
+
+    /// Far more staged headers and integers than the stack buffer holds: it spills to the
+    /// frame buffer in the middle of the observed list, byte-exact with each element
+    /// written on its own.
+    #[test]
+    fn staged_writes_spill_in_order() {
+        let observed: Vec<u32> = (0..300u32)
+            .map(|i| i.wrapping_mul(0x9e37_79b9) >> (i % 32))
+            .collect();
+        let bytes = roundtrip(Frame::Handshake(Handshake {
+            version: u32::MAX,
+            role: Role::Sink,
+            name: "n".repeat(70),
+            token: String::new(),
+            observed: observed.clone(),
+        }));
+        let mut expected = BytesMut::new();
+        for &t in &observed {
+            let mut scratch = [0u8; value::MAX_SCALAR_LEN];
+            let n = value::int_write(D, u32_bits(t), &mut scratch);
+            let mut head = [0u8; y3::tag::MAX_HEADER_LEN + 1];
+            let h = Header::write(Tag::primitive(0), n, D, &mut head).unwrap();
+            expected.put_slice(&head[..h]);
+            expected.put_slice(&scratch[..n]);
+        }
+        assert!(
+            bytes.ends_with(&expected),
+            "observed list, element by element"
+        );
+        roundtrip(Frame::Data(Data {
+            tag: 0x3f,
+            id: u64::MAX / 3,
+            hops: u32::MAX,
+            metadata: Some(Bytes::from(vec![9u8; 300])),
+            payload: Bytes::from(vec![7u8; 70_000]),
+        }));
     }
 
     #[test]
