@@ -379,11 +379,54 @@ pub fn echo_markdown(r: &NetResults) -> String {
     out.push_str("## Targets\n\n");
     targets_table(&mut out, &echo_targets(r));
     out.push('\n');
+    echo_spread(&mut out, r);
     for (file, chart) in echo_charts(r) {
         let _ = writeln!(out, "![{}]({file})\n", chart.title);
     }
     notes(&mut out, r);
     out
+}
+
+/// The targets' cells again with the lowest and highest QPS of the runs beside each
+/// median: on a shared VM the runs spread wider than the servers differ, and a reader
+/// should see that next to the verdict.
+fn echo_spread(out: &mut String, r: &NetResults) {
+    let pairs: Vec<(&NetRecord, &NetRecord)> = r
+        .records
+        .iter()
+        .filter(|y| y.implementation == "y3-tokio" && !y.case.starts_with("peak"))
+        .filter_map(|y| {
+            let p = r.records.iter().find(|p| {
+                p.implementation == "tokio" && p.case == y.case && p.sessions == y.sessions
+            })?;
+            Some((y, p))
+        })
+        .collect();
+    if pairs.is_empty() || pairs.iter().all(|(y, p)| y.runs < 2 && p.runs < 2) {
+        return;
+    }
+    out.push_str(
+        "## Run-to-run spread\n\n\
+         | cell | runs | `y3-tokio` QPS median (lowest–highest) | `tokio` QPS median \
+         (lowest–highest) | y3 / tokio |\n| --- | --: | --: | --: | --: |\n",
+    );
+    for (y, p) in pairs {
+        let _ = writeln!(
+            out,
+            "| {}, {} conns | {} | {} ({}–{}) | {} ({}–{}) | {} |",
+            y.case,
+            y.sessions,
+            y.runs.min(p.runs),
+            rate(y.msg_per_s),
+            rate(y.range.0),
+            rate(y.range.1),
+            rate(p.msg_per_s),
+            rate(p.range.0),
+            rate(p.range.1),
+            ratio(y.msg_per_s / p.msg_per_s)
+        );
+    }
+    out.push('\n');
 }
 
 /// One line per server: its highest QPS over the sweep `case`, and at how many
@@ -759,6 +802,18 @@ mod tests {
             4,
             "QPS and p99 for the size and for the sweep"
         );
+        assert!(!md.contains("Run-to-run"), "one run per cell has no spread");
+        let mut spread = echo.clone();
+        for x in &mut spread.records {
+            x.runs = 3;
+            x.range = (x.msg_per_s * 0.8, x.msg_per_s * 1.1);
+        }
+        let md = echo_markdown(&spread);
+        assert!(
+            md.contains("| 100 B, 250 conns | 3 | 95k (76k–104.5k) | 100k (80k–110k) | 0.95× |"),
+            "{md}"
+        );
+        assert!(!md.contains("| peak 100 B, 1 conns"), "{md}");
         let e2e = NetResults {
             meta: NetMeta {
                 suite: "e2e".into(),
