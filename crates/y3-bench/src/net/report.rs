@@ -262,28 +262,34 @@ pub fn pingpong_charts(r: &NetResults) -> Vec<(String, BarChart)> {
 // ---------------------------------------------------------------------------------------
 // Echo
 
+/// The target cells (every non-sweep point): y3 on tokio beside `peer` at the same point.
+fn echo_pairs<'a>(r: &'a NetResults, peer: &str) -> Vec<(&'a NetRecord, &'a NetRecord)> {
+    r.records
+        .iter()
+        .filter(|y| y.implementation == "y3-tokio" && !y.case.starts_with("peak"))
+        .filter_map(|y| {
+            let p = r.records.iter().find(|p| {
+                p.implementation == peer && p.case == y.case && p.sessions == y.sessions
+            })?;
+            Some((y, p))
+        })
+        .collect()
+}
+
+/// How a report names an echo point.
+fn echo_cell(x: &NetRecord) -> String {
+    format!("{}, {} conns", x.case, x.sessions)
+}
+
 fn echo_cells(
     r: &NetResults,
     peer: &str,
     f: impl Fn(&NetRecord, &NetRecord) -> Option<f64>,
 ) -> Vec<(f64, String)> {
-    let mut cells = Vec::new();
-    for y in r
-        .records
-        .iter()
-        .filter(|x| x.implementation == "y3-tokio" && !x.case.starts_with("peak"))
-    {
-        if let Some(p) = r
-            .records
-            .iter()
-            .find(|p| p.implementation == peer && p.case == y.case && p.sessions == y.sessions)
-        {
-            if let Some(v) = f(y, p) {
-                cells.push((v, format!("{}, {} conns", y.case, y.sessions)));
-            }
-        }
-    }
-    cells
+    echo_pairs(r, peer)
+        .into_iter()
+        .filter_map(|(y, p)| Some((f(y, p)?, echo_cell(y))))
+        .collect()
 }
 
 /// Echo targets: y3 on tokio ≥ plain tokio's QPS with p99 no worse, in every cell.
@@ -391,17 +397,7 @@ pub fn echo_markdown(r: &NetResults) -> String {
 /// median: on a shared VM the runs spread wider than the servers differ, and a reader
 /// should see that next to the verdict.
 fn echo_spread(out: &mut String, r: &NetResults) {
-    let pairs: Vec<(&NetRecord, &NetRecord)> = r
-        .records
-        .iter()
-        .filter(|y| y.implementation == "y3-tokio" && !y.case.starts_with("peak"))
-        .filter_map(|y| {
-            let p = r.records.iter().find(|p| {
-                p.implementation == "tokio" && p.case == y.case && p.sessions == y.sessions
-            })?;
-            Some((y, p))
-        })
-        .collect();
+    let pairs = echo_pairs(r, "tokio");
     if pairs.is_empty() || pairs.iter().all(|(y, p)| y.runs < 2 && p.runs < 2) {
         return;
     }
@@ -413,9 +409,8 @@ fn echo_spread(out: &mut String, r: &NetResults) {
     for (y, p) in pairs {
         let _ = writeln!(
             out,
-            "| {}, {} conns | {} | {} ({}–{}) | {} ({}–{}) | {} |",
-            y.case,
-            y.sessions,
+            "| {} | {} | {} ({}–{}) | {} ({}–{}) | {} |",
+            echo_cell(y),
             y.runs.min(p.runs),
             rate(y.msg_per_s),
             rate(y.range.0),
