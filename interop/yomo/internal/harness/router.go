@@ -1,0 +1,65 @@
+package harness
+
+import (
+	"testing"
+
+	"github.com/y3-dev/y3/interop/yomo/internal/peer"
+)
+
+// Kind is which router implementation is under test.
+type Kind string
+
+const (
+	// YoMo is YoMo v1.22.0's own zipper (core.Server), in this process.
+	YoMo Kind = "yomo"
+	// Y3 is `$Y3_BIN serve`, a subprocess.
+	Y3 Kind = "y3"
+)
+
+// Kinds is every router kind, the rows of the tests' tables.
+var Kinds = []Kind{YoMo, Y3}
+
+// Options configure a router.
+type Options struct {
+	// Name is the zipper's name (YoMo: also the name it dials mesh peers with).
+	Name string
+	// Token, when not empty, is required from every client ("token:<Token>").
+	Token string
+	// RejectReserved refuses tags 0xF000..0xFFFF as `yomo serve` does. y3 always does.
+	RejectReserved bool
+	// Mesh lists downstream routers this one forwards every local frame to.
+	Mesh []peer.MeshPeer
+}
+
+// Router is a running router under test. Start registers its Stop as a test cleanup.
+type Router interface {
+	// Kind is the implementation.
+	Kind() Kind
+	// Addr is its QUIC address, 127.0.0.1:PORT.
+	Addr() string
+	// Stop stops it (y3: SIGTERM, bounded; YoMo: as a killed `yomo serve`, no close sent).
+	Stop()
+	// Restart stops it and starts it again on the same address with the same options.
+	Restart()
+}
+
+// Start starts a router of kind, skipping the test when kind is [Y3] and $Y3_BIN is unset.
+func Start(t testing.TB, kind Kind, opts Options) Router {
+	t.Helper()
+	var r Router
+	switch kind {
+	case YoMo:
+		r = startYoMo(t, opts, "127.0.0.1:0")
+	case Y3:
+		r = startY3(t, opts, "")
+	default:
+		t.Fatalf("unknown router kind %q", kind)
+	}
+	t.Cleanup(r.Stop)
+	return r
+}
+
+// Client is how a YoMo client named name reaches r with r's token.
+func Client(r Router, name, token string) peer.ClientConfig {
+	return peer.ClientConfig{Addr: r.Addr(), Name: name, Token: token}
+}
