@@ -42,6 +42,9 @@ func connectFunction(cfg FunctionConfig, fallbackName string, handle func(server
 
 // close closes the function within its close bound (see [Source.Close]).
 func (f *function) close() error {
+	if f.errs.RemoteClose() != nil {
+		return nil
+	}
 	return within(f.cc.closeTimeout(), "close stream function", f.sfn.Close)
 }
 

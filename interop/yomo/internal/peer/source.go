@@ -47,10 +47,13 @@ func (s *Source) LastError() error { return s.errs.Last() }
 // RemoteClose is the error with which the zipper closed this source for good, or nil.
 func (s *Source) RemoteClose() error { return s.errs.RemoteClose() }
 
-// Close closes the source within cc's close bound. YoMo's Close never returns after the
-// zipper closed the connection; then this returns an ErrTimeout error and leaves the stuck
-// goroutine behind.
+// Close closes the source within cc's close bound. After the zipper closed the connection
+// for good there is nothing left to close, and YoMo's Close would never return: then it
+// returns at once.
 func (s *Source) Close() error {
+	if s.RemoteClose() != nil {
+		return nil
+	}
 	return within(s.cc.closeTimeout(), "close source", s.client.Close)
 }
 
