@@ -16,7 +16,7 @@ func Y3Bin(t testing.TB) string {
 	t.Helper()
 	bin := os.Getenv(Y3BinEnv)
 	if bin == "" {
-		t.Skipf("%s is not set: build the y3 router (cargo build -p y3-cli) and set %s=target/debug/y3 to run the y3 kind", Y3BinEnv, Y3BinEnv)
+		t.Skipf("%s is not set: to test y3 too, build it (cargo build -p y3-cli) and set %s to the binary's absolute path", Y3BinEnv, Y3BinEnv)
 	}
 	return bin
 }
