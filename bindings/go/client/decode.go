@@ -1,14 +1,16 @@
 package client
 
 import (
+	"encoding/binary"
+
 	y3 "github.com/y3-dev/y3/bindings/go"
 )
 
-// frameConfig is the codec configuration frames are read with: the Golang dialect, the
-// frame limit as the packet limit, four levels of nesting.
+// frameConfig is the codec configuration frames are read with: the NVarInt dialect, the
+// frame limit as the packet limit, the frame and its fields as the only levels.
 func frameConfig(maxLen int) y3.Config {
 	return y3.Config{
-		Dialect: y3.Golang,
+		Dialect: dialect,
 		Limits:  y3.Limits{MaxPacketLen: uint64(frameLimit(maxLen)), MaxDepth: maxDepth},
 	}
 }
@@ -16,19 +18,29 @@ func frameConfig(maxLen int) y3.Config {
 // DecodeFrame decodes buf, which must hold exactly one frame (header included). maxLen is
 // the frame limit (zero or less: DefaultMaxFrameLen).
 //
-// The Payload and Metadata of a Data frame are slices of buf, not copies; strings are
-// copied.
+// The Payload, RawMetadata and FunctionDefinition of a frame are slices of buf, not copies;
+// strings and the metadata map are copies.
 //
-// Errors, in the Rust decoder's order: the codec's kinds for a malformed packet
-// (unexpected_end, child_overflow, invalid_utf8, wrong_type, trailing_bytes, ...),
-// too_long, unknown_frame for a packet that is not a known frame node, missing_field and
-// invalid_field.
+// Errors: the codec's kinds for a malformed packet (unexpected_end, child_overflow,
+// invalid_length, wrong_type, trailing_bytes, ...), too_long, unknown_frame for a packet
+// that is not a known frame node, invalid_field and bad_metadata.
 func DecodeFrame(buf []byte, maxLen int) (Frame, error) {
-	return decodeFrame(buf, frameConfig(maxLen))
-}
-
-func missing(t FrameType, field uint32) error {
-	return &Error{Kind: KindMissingField, Frame: t.String(), Field: field}
+	cfg := frameConfig(maxLen)
+	p, t, err := parseFrame(buf, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	f, err := decodePacket(p, t)
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := f.(Data); ok {
+		if d.Metadata, err = DecodeMetadata(d.RawMetadata); err != nil {
+			return nil, err
+		}
+		return d, nil
+	}
+	return f, nil
 }
 
 // parseFrame reads the frame packet of buf, which must hold exactly one.
@@ -41,172 +53,143 @@ func parseFrame(buf []byte, cfg *y3.Config) (y3.Packet, FrameType, error) {
 		return p, 0, codecError(&y3.Error{Kind: y3.KindTrailingBytes, Count: uint64(len(rest))})
 	}
 	t := FrameType(p.ID())
-	if !p.IsNode() || p.ID() > 0x3f || !t.known() {
+	if !p.IsNode() || p.IsArray() || p.ID() > 0x3f || !t.known() {
 		return p, 0, &Error{Kind: KindUnknownFrame, Tag: p.ID()}
 	}
 	return p, t, nil
 }
 
-func decodeFrame(buf []byte, cfg y3.Config) (Frame, error) {
-	p, t, err := parseFrame(buf, &cfg)
+// fields calls each for every field of p (a nested node included: the callers skip ids
+// they do not know and refuse a node where they expect a value).
+func fields(p y3.Packet, each func(f y3.Packet) error) error {
+	it, err := p.ChildIter()
 	if err != nil {
-		return nil, err
+		return codecError(err)
 	}
-	return decodePacket(p, t)
+	for it.Next() {
+		if err := each(it.Packet()); err != nil {
+			return codecError(err)
+		}
+	}
+	return codecError(it.Err())
+}
+
+// str reads a string field. Strings are not checked for UTF-8, as YoMo does not check them.
+func str(f y3.Packet) (string, error) {
+	b, err := f.BytesValue()
+	return string(b), err
+}
+
+// bytesField reads a bytes field, borrowed; empty is nil, as YoMo reads it.
+func bytesField(f y3.Packet) ([]byte, error) {
+	b, err := f.BytesValue()
+	if len(b) == 0 {
+		b = nil
+	}
+	return b, err
 }
 
 func decodePacket(p y3.Packet, t FrameType) (Frame, error) {
 	switch t {
 	case TypeHandshake:
 		return decodeHandshake(p)
-	case TypeAccepted:
-		var a Accepted
-		var haveVersion, haveSession bool
-		for f, err := range p.Children() {
-			if err != nil {
-				return nil, codecError(err)
-			}
+	case TypeHandshakeAck:
+		// No fields; whatever is there is skipped (but must be well-formed).
+		return HandshakeAck{}, fields(p, func(y3.Packet) error { return nil })
+	case TypeRejected, TypeGoaway:
+		var msg string
+		var code uint32
+		var has bool
+		err := fields(p, func(f y3.Packet) (err error) {
 			switch f.ID() {
-			case fVersion:
-				if a.Version, err = f.Uint32(); err != nil {
-					return nil, codecError(err)
-				}
-				haveVersion = true
-			case fSession:
-				if a.Session, err = f.Uint64(); err != nil {
-					return nil, codecError(err)
-				}
-				haveSession = true
-			}
-		}
-		if !haveVersion {
-			return nil, missing(t, fVersion)
-		}
-		if !haveSession {
-			return nil, missing(t, fSession)
-		}
-		return a, nil
-	case TypeData:
-		return decodeData(p)
-	case TypeGoaway:
-		var x Goaway
-		var haveCode bool
-		for f, err := range p.Children() {
-			if err != nil {
-				return nil, codecError(err)
-			}
-			switch f.ID() {
+			case fMessage:
+				msg, err = str(f)
 			case fCode:
-				c, err := f.Uint32()
-				if err != nil {
-					return nil, codecError(err)
-				}
-				x.Code, haveCode = GoawayCode(c), true
-			case fReason:
-				if x.Reason, err = f.String(); err != nil {
-					return nil, codecError(err)
-				}
+				code, err = f.Uint32()
+				has = true
 			}
+			return err
+		})
+		if err != nil {
+			return nil, err
 		}
-		if !haveCode {
-			return nil, missing(t, fCode)
+		if t == TypeRejected {
+			return Rejected{Message: msg, Code: Code(code), HasCode: has}, nil
 		}
-		return x, nil
-	default: // ping, pong
-		var nonce uint64
-		var have bool
-		for f, err := range p.Children() {
-			if err != nil {
-				return nil, codecError(err)
+		return Goaway{Message: msg, Code: Code(code), HasCode: has}, nil
+	case TypeConnectTo:
+		var c ConnectTo
+		err := fields(p, func(f y3.Packet) (err error) {
+			if f.ID() == fEndpoint {
+				c.Endpoint, err = str(f)
 			}
-			if f.ID() == fNonce {
-				if nonce, err = f.Uint64(); err != nil {
-					return nil, codecError(err)
-				}
-				have = true
-			}
+			return err
+		})
+		if err != nil {
+			return nil, err
 		}
-		if !have {
-			return nil, missing(t, fNonce)
+		return c, nil
+	default: // data
+		var d Data
+		if err := decodeDataInto(p, &d); err != nil {
+			return nil, err
 		}
-		if t == TypePing {
-			return Ping{Nonce: nonce}, nil
-		}
-		return Pong{Nonce: nonce}, nil
+		return d, nil
 	}
 }
 
 func decodeHandshake(p y3.Packet) (Frame, error) {
 	var h Handshake
-	var haveVersion, haveRole bool
-	var role uint32
-	for f, err := range p.Children() {
-		if err != nil {
-			return nil, codecError(err)
-		}
+	var clientType []byte
+	var observed []byte
+	err := fields(p, func(f y3.Packet) (err error) {
 		switch f.ID() {
-		case fVersion:
-			if h.Version, err = f.Uint32(); err != nil {
-				return nil, codecError(err)
-			}
-			haveVersion = true
-		case fRole:
-			if role, err = f.Uint32(); err != nil {
-				return nil, codecError(err)
-			}
-			haveRole = true
 		case fName:
-			if h.Name, err = f.String(); err != nil {
-				return nil, codecError(err)
-			}
-		case fToken:
-			if h.Token, err = f.String(); err != nil {
-				return nil, codecError(err)
-			}
+			h.Name, err = str(f)
+		case fID:
+			h.ID, err = str(f)
+		case fClientType:
+			clientType, err = f.BytesValue()
 		case fObserved:
-			h.Observed = h.Observed[:0]
-			for e, err := range f.Children() {
-				if err != nil {
-					return nil, codecError(err)
-				}
-				t, err := e.Uint32()
-				if err != nil {
-					return nil, codecError(err)
-				}
-				h.Observed = append(h.Observed, t)
-			}
+			observed, err = f.BytesValue()
+		case fAuthName:
+			h.AuthName, err = str(f)
+		case fAuthPayload:
+			h.AuthPayload, err = str(f)
+		case fVersion:
+			h.Version, err = str(f)
+		case fFunctionDef:
+			h.FunctionDefinition, err = bytesField(f)
+		case fWantedTarget:
+			h.WantedTarget, err = str(f)
+		case fExtensionLevel:
+			h.ExtensionLevel, err = f.Uint32()
 		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	// The Rust decoder's order: role, then version, then the role's range.
-	if !haveRole {
-		return nil, missing(TypeHandshake, fRole)
+	// Exactly one byte: YoMo's zipper crashes on an empty one (spec/frames.md).
+	if len(clientType) != 1 {
+		return nil, &Error{Kind: KindInvalidField, Frame: "handshake", FieldName: "client_type"}
 	}
-	if !haveVersion {
-		return nil, missing(TypeHandshake, fVersion)
-	}
-	h.Role = Role(role)
-	if !h.Role.valid() {
-		return nil, &Error{Kind: KindInvalidField, Frame: "handshake", FieldName: "role"}
-	}
-	if len(h.Observed) == 0 {
-		h.Observed = nil
+	h.ClientType = ClientType(clientType[0])
+	// 4-byte groups; a tail shorter than 4 bytes is ignored, as YoMo ignores it.
+	if len(observed) >= 4 {
+		h.Observed = make([]uint32, len(observed)/4)
+		for i := range h.Observed {
+			h.Observed[i] = binary.LittleEndian.Uint32(observed[4*i:])
+		}
 	}
 	return h, nil
 }
 
-func decodeData(p y3.Packet) (Frame, error) {
-	var d Data
-	if err := decodeDataInto(p, &d); err != nil {
-		return nil, err
-	}
-	return d, nil
-}
-
-// decodeDataInto decodes a data frame's fields into d (a cursor rather than a range-over-
-// func loop: this is the hot path).
+// decodeDataInto decodes a data frame's fields into d, checking the metadata but leaving
+// d.Metadata nil (a cursor rather than a callback: this is the hot path, and it does not
+// allocate).
 func decodeDataInto(p y3.Packet, d *Data) error {
 	*d = Data{}
-	var haveTag, haveID bool
 	it, err := p.ChildIter()
 	if err != nil {
 		return codecError(err)
@@ -217,22 +200,12 @@ func decodeDataInto(p y3.Packet, d *Data) error {
 		switch f.ID() {
 		case fTag:
 			d.Tag, err = f.Uint32()
-			haveTag = true
-		case fID:
-			d.ID, err = f.Uint64()
-			haveID = true
-		case fHops:
-			d.Hops, err = f.Uint32()
 		case fMetadata:
-			d.Metadata, err = f.BytesValue()
-			if d.Metadata == nil {
-				d.Metadata = []byte{}
-			}
+			d.RawMetadata, err = f.BytesValue()
 		case fPayload:
 			d.Payload, err = f.BytesValue()
-			if d.Payload == nil {
-				d.Payload = []byte{}
-			}
+		case fHops:
+			d.Hops, err = f.Uint32()
 		}
 		if err != nil {
 			return codecError(err)
@@ -241,14 +214,13 @@ func decodeDataInto(p y3.Packet, d *Data) error {
 	if err := it.Err(); err != nil {
 		return codecError(err)
 	}
-	if !haveTag {
-		return missing(TypeData, fTag)
-	}
-	if !haveID {
-		return missing(TypeData, fID)
+	// A missing tag reads as 0, as YoMo reads it (its decoder would fail on an empty one,
+	// which Uint32 refuses above too).
+	if len(d.RawMetadata) == 0 {
+		d.RawMetadata = nil
 	}
 	if d.Payload == nil {
-		return missing(TypeData, fPayload)
+		d.Payload = []byte{}
 	}
-	return nil
+	return CheckMetadata(d.RawMetadata)
 }

@@ -8,28 +8,30 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 
 	y3 "github.com/y3-dev/y3/bindings/go"
 )
 
 // Kind is the stable snake_case name of an error, the same string the Rust transport
-// (crates/y3-transport, FrameError::kind and TransportError::kind) reports for the same
-// failure. Messages are for humans and may change; kinds do not.
+// (crates/y3-transport) and the Python package report for the same failure. Messages are
+// for humans and may change; kinds do not.
 type Kind string
 
 // Frame error kinds: bytes that are not frames. Malformed Y3 inside a frame keeps the
-// codec's own kind ("child_overflow", "invalid_utf8", "wrong_type", ...; see y3.Kind).
+// codec's own kind ("child_overflow", "invalid_length", "wrong_type", ...; see y3.Kind).
 const (
 	// KindTooLong: a frame whose declared (or encoded) body exceeds the frame limit.
 	// Fields: Declared, Limit. Reported from the header alone, before the body is buffered.
 	KindTooLong Kind = "too_long"
 	// KindUnknownFrame: a top-level packet that is not a known frame node. Field: Tag.
 	KindUnknownFrame Kind = "unknown_frame"
-	// KindMissingField: a required field is absent. Fields: Frame, Field.
-	KindMissingField Kind = "missing_field"
-	// KindInvalidField: a field holds a value outside its range (an unknown role).
-	// Fields: Frame, FieldName.
+	// KindInvalidField: a field holds a value outside its range (a client type that is not
+	// one byte, observed tags that are not 4-byte groups). Fields: Frame, FieldName.
 	KindInvalidField Kind = "invalid_field"
+	// KindBadMetadata: a data frame's metadata is not a msgpack map of string to string.
+	// Field: Offset (where in the metadata the problem is).
+	KindBadMetadata Kind = "bad_metadata"
 	// KindTruncated: the stream ended inside a frame. Field: Buffered.
 	KindTruncated Kind = "truncated"
 )
@@ -43,8 +45,8 @@ const (
 	KindTLS Kind = "tls"
 	// KindConfig: an option combination that cannot work.
 	KindConfig Kind = "config"
-	// KindUnexpectedFrame: the router sent a frame that does not belong at this point.
-	// Fields: Expected, Found.
+	// KindUnexpectedFrame: the router sent a frame that does not belong at this point (or
+	// redirected the client with connect-to frames too many times). Fields: Expected, Found.
 	KindUnexpectedFrame Kind = "unexpected_frame"
 	// KindClosed: the connection closed where more frames were expected, or the client was
 	// used after Close.
@@ -56,12 +58,14 @@ const (
 	KindGaveUp Kind = "gave_up"
 	// KindQUICConnect: a QUIC connection could not be started (see package quicdial).
 	KindQUICConnect Kind = "quic_connect"
-	// KindQUICConnection: a QUIC connection failed or was closed (see package quicdial).
+	// KindQUICConnection: a QUIC connection failed (an idle timeout, a stateless reset; see
+	// package quicdial). Retried.
 	KindQUICConnection Kind = "quic_connection"
 )
 
-// Goaway kinds: the router refused the client or closed its connection with a goaway
-// frame. Field: Code (and Reason, the router's words).
+// Refusal kinds: the router refused the client or closed its connection, with a rejected
+// or goaway frame whose y3 code names the reason, or with a QUIC close whose reason starts
+// with the kind. Fields: Code, Reason (the router's words).
 const (
 	KindNormal             Kind = "normal"
 	KindShuttingDown       Kind = "shutting_down"
@@ -72,7 +76,13 @@ const (
 	KindSlowConsumer       Kind = "slow_consumer"
 	KindTooManyConnections Kind = "too_many_connections"
 	KindHandshakeTimeout   Kind = "handshake_timeout"
-	// KindOther: a goaway code this package does not know.
+	KindReservedTag        Kind = "reserved_tag"
+	// KindRejected: a rejected (or goaway) frame without a y3 code, as YoMo's own zipper
+	// sends it (a wrong token, a version mismatch, ...: Reason says which), or a QUIC close
+	// with YoMo's application code 0x13 (or 0 and no reason) whose reason names no kind.
+	// Never retried.
+	KindRejected Kind = "rejected"
+	// KindOther: a code this package does not know.
 	KindOther Kind = "other"
 )
 
@@ -88,20 +98,20 @@ const (
 type Error struct {
 	Kind Kind
 
-	Code      GoawayCode // goaway kinds
-	Reason    string     // goaway kinds: the router's reason, may be empty
-	Declared  uint64     // too_long
-	Limit     uint64     // too_long
-	Tag       uint32     // unknown_frame: the packet's key
-	Frame     string     // missing_field, invalid_field: the frame type's name
-	Field     uint32     // missing_field: the field key
-	FieldName string     // invalid_field
-	Buffered  uint64     // truncated
-	Expected  string     // unexpected_frame
-	Found     string     // unexpected_frame
-	What      string     // timeout
-	Attempts  int        // gave_up
-	Err       error      // the cause: io and tls failures, codec errors, gave_up's last error
+	Code      Code   // refusal kinds (zero for rejected)
+	Reason    string // refusal kinds: the router's message, may be empty
+	Declared  uint64 // too_long
+	Limit     uint64 // too_long
+	Tag       uint32 // unknown_frame: the frame type (the tag byte's low six bits)
+	Frame     string // invalid_field: the frame type's name
+	FieldName string // invalid_field
+	Offset    uint64 // bad_metadata: the offset in the metadata bytes
+	Buffered  uint64 // truncated
+	Expected  string // unexpected_frame
+	Found     string // unexpected_frame
+	What      string // timeout
+	Attempts  int    // gave_up
+	Err       error  // the cause: io and tls failures, codec errors, gave_up's last error
 }
 
 // Error implements error.
@@ -112,10 +122,10 @@ func (e *Error) Error() string {
 		msg = fmt.Sprintf("frame of %d bytes exceeds limit %d", e.Declared, e.Limit)
 	case KindUnknownFrame:
 		msg = fmt.Sprintf("unknown frame type 0x%02x", e.Tag)
-	case KindMissingField:
-		msg = fmt.Sprintf("%s frame lacks field 0x%02x", e.Frame, e.Field)
 	case KindInvalidField:
 		msg = fmt.Sprintf("invalid %s in %s frame", e.FieldName, e.Frame)
+	case KindBadMetadata:
+		msg = fmt.Sprintf("metadata is not a msgpack string map (at byte %d)", e.Offset)
 	case KindTruncated:
 		msg = fmt.Sprintf("stream ended inside a frame (%d bytes buffered)", e.Buffered)
 	case KindUnexpectedFrame:
@@ -129,8 +139,8 @@ func (e *Error) Error() string {
 	case KindConfig:
 		msg = "invalid configuration"
 	default:
-		if isGoawayKind(e.Kind) {
-			msg = "goaway: " + string(e.Kind)
+		if isRefusalKind(e.Kind) {
+			msg = "refused: " + string(e.Kind)
 			if e.Reason != "" {
 				msg += " (" + e.Reason + ")"
 			}
@@ -156,10 +166,11 @@ func (e *Error) Is(target error) bool {
 
 // Retryable reports whether trying again later may succeed (a lost connection, a router
 // shutting down) as opposed to a refusal that would repeat (a wrong token, a certificate
-// that is not trusted, a bad configuration). It is the Rust SDK's is_retryable.
+// that is not trusted, a bad configuration, a rejection). It follows the retry column of
+// spec/frames.md's code table.
 func (e *Error) Retryable() bool {
 	switch e.Kind {
-	case KindShuttingDown, KindSlowConsumer, KindTooManyConnections, KindNormal:
+	case KindNormal, KindShuttingDown, KindSlowConsumer, KindTooManyConnections, KindHandshakeTimeout:
 		return true
 	case KindIO, KindClosed, KindTimeout, KindQUICConnection:
 		return true
@@ -171,8 +182,8 @@ func (e *Error) Retryable() bool {
 var (
 	ErrTooLong            = &Error{Kind: KindTooLong}
 	ErrUnknownFrame       = &Error{Kind: KindUnknownFrame}
-	ErrMissingField       = &Error{Kind: KindMissingField}
 	ErrInvalidField       = &Error{Kind: KindInvalidField}
+	ErrBadMetadata        = &Error{Kind: KindBadMetadata}
 	ErrTruncated          = &Error{Kind: KindTruncated}
 	ErrIO                 = &Error{Kind: KindIO}
 	ErrTLS                = &Error{Kind: KindTLS}
@@ -181,6 +192,8 @@ var (
 	ErrClosed             = &Error{Kind: KindClosed}
 	ErrTimeout            = &Error{Kind: KindTimeout}
 	ErrGaveUp             = &Error{Kind: KindGaveUp}
+	ErrQUICConnect        = &Error{Kind: KindQUICConnect}
+	ErrQUICConnection     = &Error{Kind: KindQUICConnection}
 	ErrNormal             = &Error{Kind: KindNormal}
 	ErrShuttingDown       = &Error{Kind: KindShuttingDown}
 	ErrUnauthorized       = &Error{Kind: KindUnauthorized}
@@ -190,6 +203,8 @@ var (
 	ErrSlowConsumer       = &Error{Kind: KindSlowConsumer}
 	ErrTooManyConnections = &Error{Kind: KindTooManyConnections}
 	ErrHandshakeTimeout   = &Error{Kind: KindHandshakeTimeout}
+	ErrReservedTag        = &Error{Kind: KindReservedTag}
+	ErrRejected           = &Error{Kind: KindRejected}
 )
 
 // KindOf returns the Kind of err: the client kind of an *Error, the codec kind of a bare
@@ -211,18 +226,48 @@ func Retryable(err error) bool {
 	return errors.As(err, &e) && e.Retryable()
 }
 
-func isGoawayKind(k Kind) bool {
+func isRefusalKind(k Kind) bool {
 	switch k {
 	case KindNormal, KindShuttingDown, KindUnauthorized, KindProtocolError, KindVersionMismatch,
-		KindBadHandshake, KindSlowConsumer, KindTooManyConnections, KindHandshakeTimeout, KindOther:
+		KindBadHandshake, KindSlowConsumer, KindTooManyConnections, KindHandshakeTimeout,
+		KindReservedTag, KindRejected, KindOther:
 		return true
 	}
 	return false
 }
 
-// goawayError is the error for a goaway frame.
-func goawayError(g Goaway) *Error {
-	return &Error{Kind: g.Code.Kind(), Code: g.Code, Reason: g.Reason}
+// refusalError is the error for a rejected or goaway frame: the code's kind, or rejected
+// when the frame has no code (YoMo's zipper never sends one).
+func refusalError(c Code, has bool, message string) *Error {
+	if _, ok := code(c, has); !ok {
+		return &Error{Kind: KindRejected, Reason: message}
+	}
+	return &Error{Kind: c.Kind(), Code: c, Reason: message}
+}
+
+func rejectedError(r Rejected) *Error { return refusalError(r.Code, r.HasCode, r.Message) }
+
+func goawayError(g Goaway) *Error { return refusalError(g.Code, g.HasCode, g.Message) }
+
+// YoMoCloseCode is the QUIC application error code YoMo closes connections with, and that
+// a y3 router uses for closes that must not be retried (spec/frames.md, QUIC close codes).
+const YoMoCloseCode = 0x13
+
+// CloseError is the error for a QUIC CONNECTION_CLOSE the router sent with application
+// code appCode and reason (package quicdial uses it), as the Rust transport reads one: the
+// kind is the reason's prefix when it names a code ("unauthorized: invalid token" is
+// unauthorized, code 2); otherwise, as YoMo's clients decide whether to come back, code
+// 0x13 or code 0 without a reason is rejected (never retried), and any other close is
+// normal (retried).
+func CloseError(appCode uint64, reason string, cause error) *Error {
+	k, _, _ := strings.Cut(reason, ":")
+	if c, ok := codeOf(Kind(k)); ok {
+		return &Error{Kind: c.Kind(), Code: c, Reason: reason, Err: cause}
+	}
+	if appCode == YoMoCloseCode || (appCode == 0 && reason == "") {
+		return &Error{Kind: KindRejected, Reason: reason, Err: cause}
+	}
+	return &Error{Kind: KindNormal, Code: CodeNormal, Reason: reason, Err: cause}
 }
 
 // codecError wraps a *y3.Error (or passes a client error through).

@@ -28,7 +28,7 @@ func Example() {
 				return 0, nil, false, nil // no output
 			}
 			alert, err := y3.NewNode(0x20, y3.Item{ID: 0x21, Value: y3.Float32(noise)}).Encode(y3.Golang)
-			return 0x20, alert, err == nil, err // keeps the input's id and metadata, hops + 1
+			return 0x20, alert, err == nil, err // keeps the input's metadata (yomo-tid, ...), hops + 1
 		})
 
 	// A sink: frames on a channel (or sink.Recv(ctx)).
@@ -38,7 +38,7 @@ func Example() {
 	}
 	go func() {
 		for d := range sink.C() {
-			fmt.Println(d.ID, d.Hops, d.Payload)
+			fmt.Println(d.Metadata[client.MetaTID], d.Hops, d.Payload)
 		}
 		log.Println("sink stopped:", sink.Err())
 	}()
@@ -52,6 +52,20 @@ func Example() {
 		log.Fatal(err)
 	}
 	if err := src.Close(); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// A YoMo zipper (`yomo serve`, QUIC only): YoMo's credential, and no certificate check,
+// as its self-signed certificate cannot be verified.
+func Example_yomo() {
+	opts := client.Options{Name: "sensor", Credential: "token:secret", Dialer: quicdial.Insecure()}
+	src, err := client.ConnectSource(context.Background(), "127.0.0.1:9000", opts)
+	if err != nil {
+		log.Fatal(err) // a wrong token: client.KindRejected, with the zipper's message
+	}
+	defer src.Close()
+	if _, err := src.SendWithTarget(0x33, []byte("hello"), "sfn-a"); err != nil {
 		log.Fatal(err)
 	}
 }

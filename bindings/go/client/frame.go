@@ -1,153 +1,164 @@
 package client
 
 import (
+	"encoding/binary"
 	"math"
 
 	y3 "github.com/y3-dev/y3/bindings/go"
 )
 
-// Frames: what a connection to the router carries, each one top-level Y3 packet in the
-// Golang dialect, byte for byte as crates/y3-transport/src/frame.rs writes them (see
-// spec/frames.md).
+// Frames: YoMo v1.22's wire protocol plus y3's extension fields, as spec/frames.md gives
+// them. Each frame is one top-level Y3 packet of the NVarInt dialect: a node whose tag byte
+// is 0x80 | type and whose children are primitive fields.
 //
-//	frame   = tag (1 B: 0x80 | type) | length (PVarInt32) | fields (length bytes)
-//	field   = key (1 B) | length | value                   one Y3 packet per field
+//	frame   = tag (1 B: 0x80 | type) | length (signed PVarInt32) | fields (length bytes)
+//	field   = seq id (1 B, < 0x40) | length | value
 //
-//	type  key   frame       fields ("?" = omitted when empty/zero)
-//	0x31  b1    handshake   01 version u32 | 02 role u32 | 03 name str? | 04 token str?
-//	                        | c5 observed: array of 00 u32 elements (omitted when none)
-//	0x29  a9    accepted    01 version u32 | 02 session u64
-//	0x3f  bf    data        01 tag u32 | 02 id u64 | 03 hops u32? | 04 metadata bytes?
-//	                        | 05 payload bytes
-//	0x30  b0    goaway      01 code u32 | 02 reason str?
-//	0x2a  aa    ping        01 nonce u64
-//	0x2b  ab    pong        01 nonce u64
+//	type  byte  frame          fields, in the order written (y3's "30" only when not zero)
+//	0x31  b1    handshake      01 name | 03 id | 02 client type (1 B) | 06 observed (4-byte LE
+//	                           u32s) | 04 auth name | 05 auth payload | 07 version | 09 function
+//	                           definition | 08 wanted target | 30 extension level u32
+//	0x29  a9    handshake ack  none: always a9 00
+//	0x39  b9    rejected       01 message | 30 code u32 (when there is one, even zero)
+//	0x2e  ae    goaway         01 message | 30 code u32 (when there is one, even zero)
+//	0x3e  be    connect to     01 endpoint ("host:port")
+//	0x3f  bf    data           01 tag (NVarInt u32) | 03 metadata (msgpack) | 02 payload
+//	                           | 30 hops u32
 //
-// Unknown fields are skipped, field order is free and a repeated field keeps its last
-// value. Unsigned integers travel as the signed integer with the same bits (math.MaxUint32
-// is the one byte 7f).
+// Integers are NVarInt: the shortest big-endian two's complement of the value read as an
+// int32 (tag 0x80 is 00 80, tag 0xffffffff is ff). Every YoMo field is written, an empty one
+// as "id 00", in YoMo's order, so that YoMo's own frames (testdata/yomo-v1.22/codec-*) are
+// reproduced byte for byte. Decoders accept any order, skip unknown ids, keep the last of a
+// repeated field and read a missing field as empty.
 
-// Version is the protocol version this package speaks.
-const Version uint32 = 1
+// Version is the protocol version this package speaks: YoMo's, compared for equality.
+const Version = "2024-01-03"
+
+// ExtensionLevel is the y3 extension level y3 clients announce in their handshake: the
+// router then sends them goaway frames and y3 codes.
+const ExtensionLevel uint32 = 1
 
 // DefaultMaxFrameLen is the default largest frame body: 1 MiB, as the router's.
 const DefaultMaxFrameLen = 1 << 20
 
-// maxDepth is the nesting a frame may have: the frame, its fields, the observed elements
-// (and one more level, as the Rust codec allows).
-const maxDepth = 4
+// maxDepth is the nesting a frame may have: the frame and its fields (a nested node inside
+// a field is skipped, never entered).
+const maxDepth = 2
+
+// dialect is the Y3 dialect of every frame.
+const dialect = y3.NVarInt
 
 // FrameType is a frame's type: the low six bits of its tag byte.
 type FrameType uint8
 
 // Frame types.
 const (
-	TypeHandshake FrameType = 0x31
-	TypeAccepted  FrameType = 0x29
-	TypeData      FrameType = 0x3f
-	TypeGoaway    FrameType = 0x30
-	TypePing      FrameType = 0x2a
-	TypePong      FrameType = 0x2b
+	TypeHandshake    FrameType = 0x31
+	TypeHandshakeAck FrameType = 0x29
+	TypeRejected     FrameType = 0x39
+	TypeGoaway       FrameType = 0x2e
+	TypeConnectTo    FrameType = 0x3e
+	TypeData         FrameType = 0x3f
 )
 
 func (t FrameType) known() bool {
 	switch t {
-	case TypeHandshake, TypeAccepted, TypeData, TypeGoaway, TypePing, TypePong:
+	case TypeHandshake, TypeHandshakeAck, TypeRejected, TypeGoaway, TypeConnectTo, TypeData:
 		return true
 	}
 	return false
 }
 
-// String is the frame type's name: "handshake", "data", ... ("unknown" otherwise).
+// String is the frame type's snake_case name: "handshake", "handshake_ack", "rejected",
+// "goaway", "connect_to", "data" ("unknown" otherwise).
 func (t FrameType) String() string {
 	switch t {
 	case TypeHandshake:
 		return "handshake"
-	case TypeAccepted:
-		return "accepted"
-	case TypeData:
-		return "data"
+	case TypeHandshakeAck:
+		return "handshake_ack"
+	case TypeRejected:
+		return "rejected"
 	case TypeGoaway:
 		return "goaway"
-	case TypePing:
-		return "ping"
-	case TypePong:
-		return "pong"
+	case TypeConnectTo:
+		return "connect_to"
+	case TypeData:
+		return "data"
 	}
 	return "unknown"
 }
 
-// Role is what a client is to the router.
-type Role uint32
+// ClientType is what a client is to the router: the handshake's one-byte field 02.
+type ClientType uint8
 
-// Roles.
+// Client types. A sink is a stream function that never writes.
 const (
-	RoleSource         Role = 1 // sends data frames; observes nothing
-	RoleStreamFunction Role = 2 // observes tags, may send results under other tags
-	RoleSink           Role = 3 // observes tags; sends nothing
+	ClientSource         ClientType = 0x5f // sends data frames; never receives
+	ClientStreamFunction ClientType = 0x5d // observes tags, may write results
+	ClientUpstreamZipper ClientType = 0x5e // a zipper of a mesh forwarding to this one
 )
 
-func (r Role) valid() bool { return r >= RoleSource && r <= RoleSink }
-
-// String is the snake_case name: "source", "stream_function", "sink" ("unknown" otherwise).
-func (r Role) String() string {
-	switch r {
-	case RoleSource:
+// String is the snake_case name: "source", "stream_function", "upstream_zipper" (else
+// "unknown", which a router admits as a source).
+func (c ClientType) String() string {
+	switch c {
+	case ClientSource:
 		return "source"
-	case RoleStreamFunction:
+	case ClientStreamFunction:
 		return "stream_function"
-	case RoleSink:
-		return "sink"
+	case ClientUpstreamZipper:
+		return "upstream_zipper"
 	}
 	return "unknown"
 }
 
-// GoawayCode says why a connection is closed.
-type GoawayCode uint32
+// Code is the y3 code of a rejected or goaway frame (field 30): why the router refused or
+// closed the connection. A frame may have no code (YoMo's zipper writes none): see
+// Rejected.HasCode.
+type Code uint32
 
-// Goaway codes; Kind gives each one's stable name.
+// Codes; Kind gives each one's stable name, Retryable whether a client tries again.
 const (
-	CodeNormal             GoawayCode = 0 // the sender is done
-	CodeShuttingDown       GoawayCode = 1 // the router is draining: stop sending
-	CodeUnauthorized       GoawayCode = 2 // wrong token
-	CodeProtocolError      GoawayCode = 3 // bytes that are not frames, or a misplaced frame
-	CodeVersionMismatch    GoawayCode = 4 // protocol version not spoken
-	CodeBadHandshake       GoawayCode = 5 // unknown role, too many observed tags, long name
-	CodeSlowConsumer       GoawayCode = 6 // the subscriber did not read in time
-	CodeTooManyConnections GoawayCode = 7 // the router is at its connection limit
-	CodeHandshakeTimeout   GoawayCode = 8 // no handshake arrived in time
+	CodeNormal             Code = 0 // the sender is done
+	CodeShuttingDown       Code = 1 // the router is draining: stop sending
+	CodeUnauthorized       Code = 2 // wrong token
+	CodeProtocolError      Code = 3 // bytes that are not frames, or a misplaced frame
+	CodeVersionMismatch    Code = 4 // protocol version not spoken
+	CodeBadHandshake       Code = 5 // an empty client type, a handshake the router cannot take
+	CodeSlowConsumer       Code = 6 // the subscriber did not read in time
+	CodeTooManyConnections Code = 7 // the router is at its connection limit
+	CodeHandshakeTimeout   Code = 8 // no handshake arrived in time
+	CodeReservedTag        Code = 9 // a data frame under a reserved tag (0xf000..0xffff)
 )
+
+var codeKinds = [...]Kind{KindNormal, KindShuttingDown, KindUnauthorized, KindProtocolError,
+	KindVersionMismatch, KindBadHandshake, KindSlowConsumer, KindTooManyConnections,
+	KindHandshakeTimeout, KindReservedTag}
 
 // Kind is the code's stable snake_case name ("other" for codes this package does not know).
-func (c GoawayCode) Kind() Kind {
-	switch c {
-	case CodeNormal:
-		return KindNormal
-	case CodeShuttingDown:
-		return KindShuttingDown
-	case CodeUnauthorized:
-		return KindUnauthorized
-	case CodeProtocolError:
-		return KindProtocolError
-	case CodeVersionMismatch:
-		return KindVersionMismatch
-	case CodeBadHandshake:
-		return KindBadHandshake
-	case CodeSlowConsumer:
-		return KindSlowConsumer
-	case CodeTooManyConnections:
-		return KindTooManyConnections
-	case CodeHandshakeTimeout:
-		return KindHandshakeTimeout
+func (c Code) Kind() Kind {
+	if int(c) < len(codeKinds) {
+		return codeKinds[c]
 	}
 	return KindOther
 }
 
 // String is Kind as a string.
-func (c GoawayCode) String() string { return string(c.Kind()) }
+func (c Code) String() string { return string(c.Kind()) }
 
-// Frame is one of Handshake, Accepted, Data, Goaway, Ping and Pong (values or pointers).
-// DecodeFrame and FrameReader return values: switch on `case client.Data:`.
+// codeOf is the code whose kind is k.
+func codeOf(k Kind) (Code, bool) {
+	for c, ck := range codeKinds {
+		if ck == k {
+			return Code(c), true
+		}
+	}
+	return 0, false
+}
+
+// Frame is one of Handshake, HandshakeAck, Rejected, Goaway, ConnectTo and Data (values or
+// pointers). DecodeFrame and FrameReader return values: switch on `case client.Data:`.
 type Frame interface {
 	// Type is the frame type.
 	Type() FrameType
@@ -157,207 +168,234 @@ type Frame interface {
 
 // Handshake is the first frame a client sends: who it is and what it observes.
 type Handshake struct {
-	Version  uint32   // Version
-	Role     Role     // the client's role
-	Name     string   // for the router's logs and metrics; omitted when empty
-	Token    string   // the shared secret the router may require; omitted when empty
-	Observed []uint32 // data tags to receive (functions and sinks); omitted when empty
+	Name               string     // 01: the application's name
+	ID                 string     // 03: the client id, "<21-char id>-<reconnect counter>"
+	ClientType         ClientType // 02: exactly one byte on the wire
+	Observed           []uint32   // 06: data tags to receive (stream functions)
+	AuthName           string     // 04: "token" (empty: the router's default, token)
+	AuthPayload        string     // 05: the secret
+	Version            string     // 07: Version
+	FunctionDefinition []byte     // 09: an LLM function-calling schema (JSON); nil: none
+	WantedTarget       string     // 08: the yomo-target this function accepts
+	ExtensionLevel     uint32     // 30 (y3): ExtensionLevel for y3 clients, 0 for YoMo's
 }
 
-// Accepted is the router's answer to a valid handshake.
-type Accepted struct {
-	Version uint32 // the version the router speaks
-	Session uint64 // the router's id for this connection
+// HandshakeAck is the router's answer to a valid handshake. It has no fields.
+type HandshakeAck struct{}
+
+// Rejected refuses a handshake (or ends a connection, after the handshake).
+//
+// The code is written when HasCode is set or Code is not zero, and a decoder sets HasCode
+// when the field is there: Rejected{Message: m} is YoMo's frame, without a code (its kind
+// is rejected); Rejected{Code: CodeNormal, HasCode: true} writes code 0.
+type Rejected struct {
+	Message string // 01
+	Code    Code   // 30 (y3)
+	HasCode bool
+}
+
+// Goaway closes a connection. Its code works as Rejected's.
+type Goaway struct {
+	Message string // 01
+	Code    Code   // 30 (y3)
+	HasCode bool
+}
+
+// code is the code field to write, if any.
+func code(c Code, has bool) (Code, bool) { return c, has || c != 0 }
+
+// codeLen is the size of the code field.
+func codeLen(c Code, has bool) int {
+	if _, ok := code(c, has); ok {
+		return u32Len(uint32(c))
+	}
+	return 0
+}
+
+func putCode(dst []byte, c Code, has bool) []byte {
+	if _, ok := code(c, has); ok {
+		return putU32(dst, fCode, uint32(c))
+	}
+	return dst
+}
+
+// ConnectTo redirects a client to another router during the handshake.
+type ConnectTo struct {
+	Endpoint string // 01: "host:port"
 }
 
 // Data is one message on a tag.
 //
-// Metadata distinguishes nil (absent: the field is not written) from empty (written as an
-// empty field), as the Rust side's Option<Bytes> does.
+// Metadata is a msgpack map of string to string on the wire. A decoded frame carries both
+// the map (Metadata) and its bytes (RawMetadata, borrowed from the buffer the frame was
+// decoded from). An encoder writes RawMetadata when it is not nil, else the map, its keys
+// in sorted order; an empty map is an empty field.
 type Data struct {
-	Tag      uint32 // the data tag subscribers observe
-	ID       uint64 // chosen by the source; stream functions keep it on their outputs
-	Hops     uint32 // stream functions passed; omitted when zero
-	Metadata []byte // opaque, carried along unchanged; nil: absent
-	Payload  []byte // usually itself a Y3 packet
+	Tag         uint32            // 01: the data tag functions observe
+	Metadata    map[string]string // 03: yomo-source-id, yomo-tid, yomo-target, ...
+	RawMetadata []byte            // 03 as on the wire; see above
+	Payload     []byte            // 02: usually itself a Y3 packet
+	Hops        uint32            // 30 (y3): stream functions passed; not written when zero
 }
-
-// Goaway closes a connection, with a reason code.
-type Goaway struct {
-	Code   GoawayCode
-	Reason string // omitted when empty
-}
-
-// Ping asks for a Pong with the same nonce.
-type Ping struct{ Nonce uint64 }
-
-// Pong answers a Ping.
-type Pong struct{ Nonce uint64 }
 
 // Type implements Frame.
 func (Handshake) Type() FrameType { return TypeHandshake }
 
 // Type implements Frame.
-func (Accepted) Type() FrameType { return TypeAccepted }
+func (HandshakeAck) Type() FrameType { return TypeHandshakeAck }
 
 // Type implements Frame.
-func (Data) Type() FrameType { return TypeData }
+func (Rejected) Type() FrameType { return TypeRejected }
 
 // Type implements Frame.
 func (Goaway) Type() FrameType { return TypeGoaway }
 
 // Type implements Frame.
-func (Ping) Type() FrameType { return TypePing }
+func (ConnectTo) Type() FrameType { return TypeConnectTo }
 
 // Type implements Frame.
-func (Pong) Type() FrameType { return TypePong }
+func (Data) Type() FrameType { return TypeData }
 
-// Field keys.
+// Field sequence ids.
 const (
-	fVersion  = 0x01
-	fRole     = 0x02
-	fName     = 0x03
-	fToken    = 0x04
-	fObserved = 0x05
-	fSession  = 0x02
-	fTag      = 0x01
-	fID       = 0x02
-	fHops     = 0x03
-	fMetadata = 0x04
-	fPayload  = 0x05
-	fCode     = 0x01
-	fReason   = 0x02
-	fNonce    = 0x01
+	fName           = 0x01
+	fID             = 0x03
+	fClientType     = 0x02
+	fObserved       = 0x06
+	fAuthName       = 0x04
+	fAuthPayload    = 0x05
+	fVersion        = 0x07
+	fFunctionDef    = 0x09
+	fWantedTarget   = 0x08
+	fExtensionLevel = 0x30
+	fMessage        = 0x01
+	fCode           = 0x30
+	fEndpoint       = 0x01
+	fTag            = 0x01
+	fMetadata       = 0x03
+	fPayload        = 0x02
+	fHops           = 0x30
 )
 
-const g = y3.Golang
+// Lengths are measured with the codec's own writers on a stack buffer, so that this
+// package has no second varint.
 
-// pvarintLen is the number of bytes PVarInt takes for v.
-func pvarintLen(v int64) int {
-	n := 1
-	for v < -64 || v > 63 {
-		v >>= 7
-		n++
-	}
-	return n
+// primLen is the size of a primitive field with an n-byte value.
+func primLen(n int) int {
+	var scratch [8]byte
+	h, _ := y3.AppendHeader(scratch[:0], dialect, y3.PrimitiveTag(fName), n)
+	return len(h) + n
 }
 
-// primLen is the size of a primitive packet with an n-byte value.
-func primLen(n int) int { return 1 + pvarintLen(int64(n)) + n }
+// u32Len is the size of a primitive u32 field holding v.
+func u32Len(v uint32) int {
+	var scratch [16]byte
+	b, _ := y3.AppendUint32(scratch[:0], dialect, fTag, v)
+	return len(b)
+}
 
-func u32Len(v uint32) int { return primLen(pvarintLen(int64(int32(v)))) }
-func u64Len(v uint64) int { return primLen(pvarintLen(int64(v))) }
-func optStrLen(s string) int {
-	if s == "" {
+// optU32Len is u32Len, or zero for zero (y3's fields are not written when zero).
+func optU32Len(v uint32) int {
+	if v == 0 {
 		return 0
 	}
-	return primLen(len(s))
+	return u32Len(v)
 }
 
-// The appenders below cannot fail: every key is a constant below 0x40 and every length was
-// checked against math.MaxInt32 by AppendFrame.
+// The appenders below cannot fail: every id is a constant below 0x40 and every length was
+// checked against the frame limit (at most math.MaxInt32) by appendFrame.
 
-func putU32(dst []byte, key uint32, v uint32) []byte {
-	dst, _ = y3.AppendUint32(dst, g, key, v)
+func putU32(dst []byte, id uint32, v uint32) []byte {
+	dst, _ = y3.AppendUint32(dst, dialect, id, v)
 	return dst
 }
 
-func putU64(dst []byte, key uint32, v uint64) []byte {
-	dst, _ = y3.AppendUint64(dst, g, key, v)
-	return dst
-}
-
-func putBytes(dst []byte, key uint32, b []byte) []byte {
-	dst, _ = y3.AppendBytes(dst, g, key, b)
-	return dst
-}
-
-func putOptStr(dst []byte, key uint32, s string) []byte {
-	if s == "" {
+func putOptU32(dst []byte, id uint32, v uint32) []byte {
+	if v == 0 {
 		return dst
 	}
-	dst, _ = y3.AppendString(dst, g, key, s)
+	return putU32(dst, id, v)
+}
+
+func putBytes(dst []byte, id uint32, b []byte) []byte {
+	dst, _ = y3.AppendBytes(dst, dialect, id, b)
 	return dst
 }
 
-func (h Handshake) observedLen() int {
-	n := 0
-	for _, t := range h.Observed {
-		n += u32Len(t)
-	}
-	return n
+func putStr(dst []byte, id uint32, s string) []byte {
+	dst, _ = y3.AppendString(dst, dialect, id, s)
+	return dst
 }
 
 func (h Handshake) bodyLen() int {
-	n := u32Len(h.Version) + u32Len(uint32(h.Role)) + optStrLen(h.Name) + optStrLen(h.Token)
-	if len(h.Observed) > 0 {
-		o := h.observedLen()
-		n += primLen(o)
-	}
-	return n
+	return primLen(len(h.Name)) + primLen(len(h.ID)) + primLen(1) + primLen(4*len(h.Observed)) +
+		primLen(len(h.AuthName)) + primLen(len(h.AuthPayload)) + primLen(len(h.Version)) +
+		primLen(len(h.FunctionDefinition)) + primLen(len(h.WantedTarget)) + optU32Len(h.ExtensionLevel)
 }
 
 func (h Handshake) appendBody(dst []byte) []byte {
-	dst = putU32(dst, fVersion, h.Version)
-	dst = putU32(dst, fRole, uint32(h.Role))
-	dst = putOptStr(dst, fName, h.Name)
-	dst = putOptStr(dst, fToken, h.Token)
-	if len(h.Observed) > 0 {
-		dst, _ = y3.AppendHeader(dst, g, y3.ArrayTag(fObserved), h.observedLen())
-		for _, t := range h.Observed {
-			dst = putU32(dst, 0, t)
-		}
+	dst = putStr(dst, fName, h.Name)
+	dst = putStr(dst, fID, h.ID)
+	dst = putBytes(dst, fClientType, []byte{byte(h.ClientType)})
+	dst, _ = y3.AppendHeader(dst, dialect, y3.PrimitiveTag(fObserved), 4*len(h.Observed))
+	for _, t := range h.Observed {
+		dst = binary.LittleEndian.AppendUint32(dst, t)
 	}
-	return dst
+	dst = putStr(dst, fAuthName, h.AuthName)
+	dst = putStr(dst, fAuthPayload, h.AuthPayload)
+	dst = putStr(dst, fVersion, h.Version)
+	dst = putBytes(dst, fFunctionDef, h.FunctionDefinition)
+	dst = putStr(dst, fWantedTarget, h.WantedTarget)
+	return putOptU32(dst, fExtensionLevel, h.ExtensionLevel)
 }
 
-func (a Accepted) bodyLen() int { return u32Len(a.Version) + u64Len(a.Session) }
+func (HandshakeAck) bodyLen() int                 { return 0 }
+func (HandshakeAck) appendBody(dst []byte) []byte { return dst }
 
-func (a Accepted) appendBody(dst []byte) []byte {
-	dst = putU32(dst, fVersion, a.Version)
-	return putU64(dst, fSession, a.Session)
+func (r Rejected) bodyLen() int { return primLen(len(r.Message)) + codeLen(r.Code, r.HasCode) }
+
+func (r Rejected) appendBody(dst []byte) []byte {
+	return putCode(putStr(dst, fMessage, r.Message), r.Code, r.HasCode)
+}
+
+func (g Goaway) bodyLen() int { return primLen(len(g.Message)) + codeLen(g.Code, g.HasCode) }
+
+func (g Goaway) appendBody(dst []byte) []byte {
+	return putCode(putStr(dst, fMessage, g.Message), g.Code, g.HasCode)
+}
+
+func (c ConnectTo) bodyLen() int                 { return primLen(len(c.Endpoint)) }
+func (c ConnectTo) appendBody(dst []byte) []byte { return putStr(dst, fEndpoint, c.Endpoint) }
+
+// metadataLen is the size of the metadata value d writes.
+func (d *Data) metadataLen() int {
+	if d.RawMetadata != nil {
+		return len(d.RawMetadata)
+	}
+	return MetadataLen(d.Metadata)
 }
 
 func (d Data) bodyLen() int {
-	n := u32Len(d.Tag) + u64Len(d.ID) + primLen(len(d.Payload))
-	if d.Hops != 0 {
-		n += u32Len(d.Hops)
-	}
-	if d.Metadata != nil {
-		n += primLen(len(d.Metadata))
-	}
-	return n
+	return u32Len(d.Tag) + primLen(d.metadataLen()) + primLen(len(d.Payload)) + optU32Len(d.Hops)
 }
 
 func (d Data) appendBody(dst []byte) []byte {
 	dst = putU32(dst, fTag, d.Tag)
-	dst = putU64(dst, fID, d.ID)
-	if d.Hops != 0 {
-		dst = putU32(dst, fHops, d.Hops)
+	if d.RawMetadata != nil {
+		dst = putBytes(dst, fMetadata, d.RawMetadata)
+	} else {
+		dst, _ = y3.AppendHeader(dst, dialect, y3.PrimitiveTag(fMetadata), MetadataLen(d.Metadata))
+		dst = AppendMetadata(dst, d.Metadata)
 	}
-	if d.Metadata != nil {
-		dst = putBytes(dst, fMetadata, d.Metadata)
-	}
-	return putBytes(dst, fPayload, d.Payload)
+	dst = putBytes(dst, fPayload, d.Payload)
+	return putOptU32(dst, fHops, d.Hops)
 }
-
-func (x Goaway) bodyLen() int { return u32Len(uint32(x.Code)) + optStrLen(x.Reason) }
-
-func (x Goaway) appendBody(dst []byte) []byte {
-	dst = putU32(dst, fCode, uint32(x.Code))
-	return putOptStr(dst, fReason, x.Reason)
-}
-
-func (p Ping) bodyLen() int                 { return u64Len(p.Nonce) }
-func (p Ping) appendBody(dst []byte) []byte { return putU64(dst, fNonce, p.Nonce) }
-func (p Pong) bodyLen() int                 { return u64Len(p.Nonce) }
-func (p Pong) appendBody(dst []byte) []byte { return putU64(dst, fNonce, p.Nonce) }
 
 // EncodedLen is the size of the whole frame, header included: exactly what AppendFrame
 // writes.
 func EncodedLen(f Frame) int {
 	body := f.bodyLen()
-	return 1 + pvarintLen(int64(body)) + body
+	return primLen(body)
 }
 
 // AppendFrame appends f to dst. maxLen is the receiver's frame limit (at most
@@ -370,7 +408,7 @@ func AppendFrame(dst []byte, f Frame, maxLen int) ([]byte, error) {
 }
 
 // AppendData is AppendFrame for a data frame, without boxing it in a Frame interface
-// (no allocation when dst has room).
+// (no allocation when dst has room and the metadata is raw).
 func AppendData(dst []byte, d *Data, maxLen int) ([]byte, error) {
 	return appendFrame(dst, *d, maxLen)
 }
@@ -381,8 +419,8 @@ func appendFrame[F Frame](dst []byte, f F, maxLen int) ([]byte, error) {
 	if body > limit {
 		return dst, &Error{Kind: KindTooLong, Declared: uint64(body), Limit: uint64(limit)}
 	}
-	dst = growFor(dst, 1+pvarintLen(int64(body))+body)
-	dst, _ = y3.AppendHeader(dst, g, y3.NodeTag(uint32(f.Type())), body)
+	dst = growFor(dst, primLen(body))
+	dst, _ = y3.AppendHeader(dst, dialect, y3.NodeTag(uint32(f.Type())), body)
 	return f.appendBody(dst), nil
 }
 

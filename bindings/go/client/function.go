@@ -3,42 +3,46 @@ package client
 import (
 	"context"
 	"errors"
+	"maps"
 	"math"
 	"sync"
 	"time"
 )
 
-// Handler is a stream function's work on one data frame. in.Payload and in.Metadata are
-// the handler's to keep. Returning ok sends out under outTag; the output keeps the
-// input's id and metadata, with one more hop. Returning an error stops the function: Serve
+// Handler is a stream function's work on one data frame. in.Payload, in.Metadata and
+// in.RawMetadata are the handler's to keep. Returning ok writes out under outTag; the
+// output keeps the input's metadata (yomo-source-id, yomo-tid, ...) minus yomo-target,
+// with one more hop, as YoMo's ctx.Write does. Returning an error stops the function: Serve
 // closes the connection gracefully and returns that error.
 type Handler func(ctx context.Context, in Data) (outTag uint32, out []byte, ok bool, err error)
 
-// StreamFunction observes tags and answers some frames with a result frame. The router
-// routes each output onward to the output tag's observers, never back to this function.
+// StreamFunction observes tags and answers some frames with a result frame (client type
+// 0x5d). The router delivers every frame of an observed tag to every function observing
+// it, this one's own outputs included when it observes their tag.
 type StreamFunction struct {
-	addr     string
-	opts     Options
-	observed []uint32
+	addr string
+	opts Options
+	who  identity
 
 	mu      sync.Mutex
 	l       *link
-	session uint64
 	serving bool
 	closed  bool
 }
 
 // ConnectStreamFunction connects (with backoff) and handshakes as a stream function
-// observing observed. ctx bounds the connecting only. Serve then runs the handler.
+// observing observed (and wanting Options.WantedTarget, if set). ctx bounds the connecting
+// only. Serve then runs the handler.
 //
-// Errors: as ConnectSource; bad_handshake when observed is empty.
+// Errors: as ConnectSource.
 func ConnectStreamFunction(ctx context.Context, addr string, opts Options, observed []uint32) (*StreamFunction, error) {
-	f := &StreamFunction{addr: addr, opts: opts.norm(), observed: append([]uint32(nil), observed...)}
-	l, err := dialWithBackoff(ctx, addr, &f.opts, RoleStreamFunction, f.observed)
+	f := &StreamFunction{addr: addr, opts: opts.norm()}
+	f.who = identity{id: newClientID(), typ: ClientStreamFunction, observed: append([]uint32(nil), observed...)}
+	l, err := dialWithBackoff(ctx, addr, &f.opts, &f.who)
 	if err != nil {
 		return nil, err
 	}
-	f.l, f.session = l, l.session
+	f.l = l
 	return f, nil
 }
 
@@ -55,17 +59,15 @@ func RunStreamFunction(ctx context.Context, addr string, opts Options, observed 
 	return f.Serve(ctx, h)
 }
 
-// Session is the router's id for the current connection.
-func (f *StreamFunction) Session() uint64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.session
-}
+// ID is the function's client id without its reconnect suffix.
+func (f *StreamFunction) ID() string { return f.who.id.base }
 
 // Serve runs h on every data frame, in arrival order, reconnecting (with Options.Backoff)
 // when the connection is lost. It returns nil when ctx is done (after flushing the
-// outputs produced so far and closing the connection gracefully), h's error, or the error
-// that ended reconnecting (gave_up, a refusal). Serve may be called once.
+// outputs produced so far and closing the connection gracefully), h's error, the refusal
+// that ended the connection when it is not retryable (a rejected frame, a goaway or QUIC
+// close whose code says so), or the error that ended reconnecting (gave_up, a refusal).
+// Serve may be called once.
 func (f *StreamFunction) Serve(ctx context.Context, h Handler) error {
 	f.mu.Lock()
 	if f.serving || f.closed {
@@ -88,7 +90,7 @@ func (f *StreamFunction) Serve(ctx context.Context, h Handler) error {
 		}
 		l.closeWrite()
 		l.close()
-		nl, err := dialWithBackoff(ctx, f.addr, &f.opts, RoleStreamFunction, f.observed)
+		nl, err := dialWithBackoff(ctx, f.addr, &f.opts, &f.who)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -96,10 +98,33 @@ func (f *StreamFunction) Serve(ctx context.Context, h Handler) error {
 			return err
 		}
 		f.mu.Lock()
-		f.l, f.session = nl, nl.session
+		f.l = nl
 		f.mu.Unlock()
 		l = nl
 	}
+}
+
+// output is the frame a function writes for in: in's metadata minus yomo-target (in's
+// bytes as they are when it has none), one more hop.
+func output(in *Data, tag uint32, out []byte) Data {
+	hops := in.Hops
+	if hops < math.MaxUint32 {
+		hops++
+	}
+	if out == nil {
+		out = []byte{}
+	}
+	d := Data{Tag: tag, Payload: out, Hops: hops}
+	if _, ok := in.Metadata[MetaTarget]; ok {
+		d.Metadata = maps.Clone(in.Metadata)
+		delete(d.Metadata, MetaTarget)
+	} else {
+		d.Metadata, d.RawMetadata = in.Metadata, in.RawMetadata
+		if d.RawMetadata == nil {
+			d.RawMetadata = []byte{}
+		}
+	}
+	return d
 }
 
 // serveLink serves one connection. broken: the connection was lost (reconnect).
@@ -115,7 +140,7 @@ func (f *StreamFunction) serveLink(ctx context.Context, l *link, h Handler) (bro
 	defer stop()
 	var d Data
 	for {
-		fr, rerr := l.r.NextData(&d)
+		fr, rerr := l.nextData(&d)
 		select {
 		case <-stopped:
 			if rerr == nil {
@@ -128,27 +153,23 @@ func (f *StreamFunction) serveLink(ctx context.Context, l *link, h Handler) (bro
 		}
 		if rerr != nil {
 			f.opts.Logger.Debug("function connection ended", "error", rerr)
+			if isRefusal(rerr) {
+				l.close()
+				return false, rerr
+			}
 			return true, rerr
 		}
 		if fr == nil {
 			in := ownData(d)
 			tag, out, ok, herr := h(ctx, in)
 			if herr != nil {
-				l.finish(f.opts.Linger)
+				_ = l.finish(f.opts.Linger)
 				return false, herr
 			}
 			if !ok {
 				continue
 			}
-			hops := in.Hops
-			if hops < math.MaxUint32 {
-				hops++
-			}
-			if out == nil {
-				out = []byte{}
-			}
-			res := Data{Tag: tag, ID: in.ID, Hops: hops, Metadata: in.Metadata, Payload: out}
-			if eerr := enqueue(ctx, nil, l, res); eerr != nil {
+			if eerr := enqueue(ctx, nil, l, output(&in, tag, out)); eerr != nil {
 				if ctx.Err() != nil {
 					continue // stopping: the read above ends soon
 				}
@@ -160,28 +181,48 @@ func (f *StreamFunction) serveLink(ctx context.Context, l *link, h Handler) (bro
 			}
 			continue
 		}
-		switch fr := fr.(type) {
-		case Ping:
-			l.tryEnqueue(Pong(fr))
-		case Goaway:
-			f.opts.Logger.Debug("function got goaway", "code", fr.Code.Kind(), "reason", fr.Reason)
-			if f.opts.OnGoaway != nil {
-				f.opts.OnGoaway(fr)
-			}
-			// Keep reading: the router delivers what it holds, then closes.
+		if err := refusal(fr, &f.opts); err != nil {
+			_ = l.finish(f.opts.Linger)
+			return false, err
 		}
 	}
 }
 
-// ownData copies a frame's payload and metadata out of the read buffer (one allocation).
+// refusal handles a frame other than data on an established connection: a goaway is
+// reported to OnGoaway, and is the end of the client when its code is not retryable (a
+// retryable one is followed by the router's close, then reconnection); a rejected frame
+// is always the end. Other frames are ignored.
+func refusal(fr Frame, o *Options) error {
+	switch fr := fr.(type) {
+	case Goaway:
+		o.Logger.Debug("goaway", "code", fr.Code, "message", fr.Message)
+		if o.OnGoaway != nil {
+			o.OnGoaway(fr)
+		}
+		if e := goawayError(fr); !e.Retryable() {
+			return e
+		}
+		// Keep reading: the router delivers what it holds, then closes.
+	case Rejected:
+		o.Logger.Warn("rejected", "code", fr.Code, "message", fr.Message)
+		return rejectedError(fr)
+	}
+	return nil
+}
+
+// ownData copies a frame's payload and metadata out of the read buffer (one allocation
+// for the bytes, and the metadata map). The metadata was checked when the frame was read.
 func ownData(d Data) Data {
-	buf := make([]byte, len(d.Payload)+len(d.Metadata))
+	buf := make([]byte, len(d.Payload)+len(d.RawMetadata))
 	n := copy(buf, d.Payload)
 	payload := buf[:n:n]
-	if d.Metadata != nil {
+	if d.RawMetadata != nil {
 		m := buf[n:]
-		copy(m, d.Metadata)
-		d.Metadata = m
+		copy(m, d.RawMetadata)
+		d.RawMetadata = m
+	}
+	if d.Metadata == nil {
+		d.Metadata, _ = DecodeMetadata(d.RawMetadata)
 	}
 	d.Payload = payload
 	return d
@@ -216,7 +257,7 @@ func drainReader(l *link) <-chan struct{} {
 		defer close(done)
 		var d Data
 		for {
-			if _, err := l.r.NextData(&d); err != nil {
+			if _, err := l.nextData(&d); err != nil {
 				return
 			}
 		}

@@ -33,10 +33,14 @@ func putFrame(b *[]byte) {
 // link is one established connection: the handshake is done, a writer goroutine drains the
 // send queue into a bufio.Writer and flushes whenever the queue runs empty.
 type link struct {
-	s       Stream
-	r       *FrameReader // read by exactly one goroutine, the client's
-	opts    *Options
-	session uint64
+	s    Stream
+	r    *FrameReader // read by exactly one goroutine, the client's
+	opts *Options
+	id   string // the handshake's id
+
+	// early holds data frames that arrived before the handshake ack (the router may route
+	// to a function as soon as it has subscribed it), owned, to be read first.
+	early []Data
 
 	out     chan outMsg
 	closing chan struct{} // closed by closeWrite: drain, flush, CloseWrite, stop
@@ -47,12 +51,49 @@ type link struct {
 	closeOnce      sync.Once
 }
 
-// dial connects and handshakes once.
-func dial(ctx context.Context, addr string, o *Options, role Role, observed []uint32) (*link, error) {
+// maxEarly is the most data frames kept from before the handshake ack.
+const maxEarly = 1024
+
+// maxRedirects is the most connect-to frames followed in a row.
+const maxRedirects = 4
+
+// identity is who a client says it is in every handshake.
+type identity struct {
+	id       *clientID
+	typ      ClientType
+	observed []uint32
+}
+
+// handshake is the handshake of the next connection attempt.
+func (who *identity) handshake(o *Options) Handshake {
+	authName, authPayload := o.auth()
+	h := Handshake{
+		Name:           o.Name,
+		ID:             who.id.next(),
+		ClientType:     who.typ,
+		Observed:       who.observed,
+		AuthName:       authName,
+		AuthPayload:    authPayload,
+		Version:        Version,
+		ExtensionLevel: ExtensionLevel,
+	}
+	if who.typ == ClientStreamFunction {
+		h.WantedTarget = o.WantedTarget
+	}
+	return h
+}
+
+// redirect is a connect-to answer: dial endpoint instead.
+type redirect struct{ endpoint string }
+
+func (r *redirect) Error() string { return "y3 client: redirected to " + r.endpoint }
+
+// dial connects and handshakes once. A connect-to answer is returned as a *redirect.
+func dial(ctx context.Context, addr string, o *Options, who *identity) (*link, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	hello := Handshake{Version: Version, Role: role, Name: o.Name, Token: o.Token, Observed: observed}
+	hello := who.handshake(o)
 	wire, err := EncodeFrame(hello, o.MaxFrameLen)
 	if err != nil {
 		return nil, err
@@ -73,9 +114,19 @@ func dial(ctx context.Context, addr string, o *Options, role Role, observed []ui
 	stop := context.AfterFunc(hctx, func() { _ = s.SetReadDeadline(time.Unix(1, 0)); _ = s.Close() })
 	r := NewFrameReader(s, o.MaxFrameLen)
 	var answer Frame
+	var early []Data
 	_, err = s.Write(wire)
-	if err == nil {
-		answer, err = r.Next()
+	for err == nil {
+		var d Data
+		answer, err = r.NextData(&d)
+		if err != nil || answer != nil {
+			break
+		}
+		if len(early) == maxEarly {
+			err = &Error{Kind: KindUnexpectedFrame, Expected: "handshake_ack", Found: "data"}
+			break
+		}
+		early = append(early, ownData(d))
 	}
 	if !stop() {
 		// The context ended first and closed the stream.
@@ -89,25 +140,34 @@ func dial(ctx context.Context, addr string, o *Options, role Role, observed []ui
 		return nil, readError(err)
 	}
 	switch f := answer.(type) {
-	case Accepted:
+	case HandshakeAck:
 		l := &link{
 			s:       s,
 			r:       r,
 			opts:    o,
-			session: f.Session,
+			id:      hello.ID,
+			early:   early,
 			out:     make(chan outMsg, o.SendQueue),
 			closing: make(chan struct{}),
 			dead:    make(chan struct{}),
 		}
 		go l.writeLoop()
 		return l, nil
+	case Rejected:
+		o.Logger.Warn("router refused the handshake", "code", f.Code, "message", f.Message)
+		_ = s.Close()
+		return nil, rejectedError(f)
 	case Goaway:
-		o.Logger.Warn("router refused the handshake", "code", f.Code.Kind(), "reason", f.Reason)
+		o.Logger.Warn("router refused the handshake", "code", f.Code, "message", f.Message)
 		_ = s.Close()
 		return nil, goawayError(f)
+	case ConnectTo:
+		o.Logger.Debug("router redirects", "endpoint", f.Endpoint)
+		_ = s.Close()
+		return nil, &redirect{endpoint: f.Endpoint}
 	default:
 		_ = s.Close()
-		return nil, &Error{Kind: KindUnexpectedFrame, Expected: "accepted", Found: f.Type().String()}
+		return nil, &Error{Kind: KindUnexpectedFrame, Expected: "handshake_ack", Found: f.Type().String()}
 	}
 }
 
@@ -120,18 +180,28 @@ func readError(err error) error {
 	return ioError(err)
 }
 
-// dialWithBackoff connects, retrying retryable failures up to Backoff.Attempts times;
-// refusals are returned at once.
-func dialWithBackoff(ctx context.Context, addr string, o *Options, role Role, observed []uint32) (*link, error) {
+// dialWithBackoff connects, retrying retryable failures up to Backoff.Attempts times and
+// following connect-to redirections at once; refusals are returned at once.
+func dialWithBackoff(ctx context.Context, addr string, o *Options, who *identity) (*link, error) {
 	attempts := o.Backoff.Attempts
+	target, redirects := addr, 0
 	for attempt := 0; ; {
-		l, err := dial(ctx, addr, o, role, observed)
+		l, err := dial(ctx, target, o, who)
 		if err == nil {
 			return l, nil
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		var rd *redirect
+		if errors.As(err, &rd) {
+			if redirects++; redirects > maxRedirects {
+				return nil, &Error{Kind: KindUnexpectedFrame, Expected: "handshake_ack", Found: "connect_to"}
+			}
+			target = rd.endpoint
+			continue
+		}
+		target, redirects = addr, 0
 		if !Retryable(err) {
 			return nil, err
 		}
@@ -150,6 +220,17 @@ func dialWithBackoff(ctx context.Context, addr string, o *Options, role Role, ob
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// nextData reads the next frame as FrameReader.NextData does, the data frames that came
+// before the handshake ack first.
+func (l *link) nextData(d *Data) (Frame, error) {
+	if len(l.early) > 0 {
+		*d = l.early[0]
+		l.early = l.early[1:]
+		return nil, nil
+	}
+	return l.r.NextData(d)
 }
 
 // writeLoop feeds queued frames into the write buffer and flushes once the queue is empty
@@ -279,25 +360,6 @@ func enqueue[F Frame](ctx context.Context, abort <-chan struct{}, l *link, f F) 
 	}
 }
 
-// tryEnqueue queues a control frame if there is room (a pong must not block the reader).
-func (l *link) tryEnqueue(f Pong) {
-	if l.isClosing() {
-		return
-	}
-	b := framePool.Get().(*[]byte)
-	enc, err := appendFrame((*b)[:0], f, l.opts.MaxFrameLen)
-	if err != nil {
-		putFrame(b)
-		return
-	}
-	*b = enc
-	select {
-	case l.out <- outMsg{frame: b}:
-	default:
-		putFrame(b)
-	}
-}
-
 func (l *link) writerErr() error {
 	select {
 	case <-l.dead:
@@ -363,7 +425,7 @@ func (l *link) finish(linger time.Duration) error {
 	_ = l.s.SetReadDeadline(time.Now().Add(linger))
 	var d Data
 	for {
-		if _, rerr := l.r.NextData(&d); rerr != nil {
+		if _, rerr := l.nextData(&d); rerr != nil {
 			break
 		}
 	}

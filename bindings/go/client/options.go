@@ -12,11 +12,12 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"strings"
 	"time"
 )
 
-// ALPN is the protocol id the router's TLS and QUIC listeners speak.
-const ALPN = "y3/1"
+// ALPN is the protocol id of YoMo's QUIC and of the router's TLS and QUIC listeners.
+const ALPN = "yomo"
 
 // Stream is a connected, ordered byte stream to a router: a TCP or TLS connection, or one
 // QUIC stream (see package quicdial).
@@ -79,12 +80,21 @@ func (b Backoff) Delay(attempt int) time.Duration {
 }
 
 // Options says how to reach and identify to a router. The zero value is plain TCP, no name,
-// no token and the defaults below.
+// no credential and the defaults below.
 type Options struct {
-	// Name appears in the router's logs and metrics (at most 128 bytes by default).
+	// Name is the application's name (the handshake's name field): it appears in the
+	// router's logs and metrics.
 	Name string
-	// Token is the shared secret the router may require.
+	// Credential is YoMo's credential, "<auth name>:<payload>" (e.g. "token:SECRET"),
+	// split at the first ':' into the handshake's auth name and payload; without a ':'
+	// it is all payload, with an empty auth name (the router's default, token). It takes
+	// precedence over Token.
+	Credential string
+	// Token is the shared secret the router may require: the credential "token:" + Token.
 	Token string
+	// WantedTarget is the yomo-target a stream function (or sink) accepts: frames written
+	// with that target reach only the functions that want it (YoMo's SetWantedTarget).
+	WantedTarget string
 	// TLS, when set, makes the default dialer speak TLS 1.3 over TCP (y3 serve
 	// --tcp-tls). See TLSConfigFromPEM, PinnedTLSConfig and InsecureTLSConfig. ALPN and
 	// the minimum version are filled in.
@@ -104,7 +114,8 @@ type Options struct {
 	// and close (default 2 s).
 	Linger time.Duration
 	// OnGoaway, when set, is called (from the client's reader goroutine) for every goaway
-	// frame the router sends on an established connection.
+	// frame the router sends on an established connection (only y3 routers send them, to
+	// clients at extension level 1).
 	OnGoaway func(Goaway)
 	// Logger receives debug and warning records (nil: none).
 	Logger *slog.Logger
@@ -134,7 +145,22 @@ func (o Options) norm() Options {
 	return o
 }
 
-// TCPDialer dials plain TCP, or TLS 1.3 over TCP when TLS is set.
+// auth is the handshake's auth name and payload for these options.
+func (o *Options) auth() (name, payload string) {
+	if o.Credential != "" {
+		if name, payload, ok := strings.Cut(o.Credential, ":"); ok {
+			return name, payload
+		}
+		return "", o.Credential
+	}
+	if o.Token != "" {
+		return "token", o.Token
+	}
+	return "", ""
+}
+
+// TCPDialer dials plain TCP, or TLS 1.3 over TCP when TLS is set. The socket keeps TCP
+// keep-alive on (the protocol has no ping frame).
 type TCPDialer struct {
 	TLS *tls.Config
 }
@@ -157,8 +183,8 @@ func (d TCPDialer) DialStream(ctx context.Context, addr string) (Stream, error) 
 	return c.(*tls.Conn), nil
 }
 
-// ClientTLSConfig returns a copy of c with what the router requires: TLS 1.3 and the ALPN
-// "y3/1" (nil: a config that trusts the system roots).
+// ClientTLSConfig returns a copy of c with what the router (and a YoMo zipper) requires:
+// TLS 1.3 and the ALPN "yomo" (nil: a config that trusts the system roots).
 func ClientTLSConfig(c *tls.Config) *tls.Config {
 	if c == nil {
 		c = &tls.Config{}
@@ -239,7 +265,9 @@ func PinnedTLSConfig(certs ...[]byte) (*tls.Config, error) {
 }
 
 // InsecureTLSConfig accepts any certificate: the connection is encrypted but the router
-// is not authenticated. Development only.
+// is not authenticated. Development only — and what a stock YoMo zipper needs: its
+// self-signed certificate, made afresh at every start with no IP address in it, cannot be
+// verified (YoMo's own clients skip verification by default).
 func InsecureTLSConfig() *tls.Config {
 	return ClientTLSConfig(&tls.Config{InsecureSkipVerify: true})
 }

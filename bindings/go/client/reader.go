@@ -21,8 +21,9 @@ const maxReserve = 64 << 10
 //
 // The declared length of every frame is checked against the limit as soon as its header
 // (at most 6 bytes) has arrived, before any of the body is buffered: a 2 GiB declaration
-// fails at once with too_long. A first byte that is not a known frame's tag fails at once
-// too (invalid_tag for 0x40..0x7f, such as ASCII text; unknown_frame otherwise).
+// fails at once with too_long (YoMo itself buffers any length up to 2 GiB). A first byte
+// that is not a known frame's tag fails at once too (invalid_tag for 0x40..0x7f, such as
+// ASCII text; unknown_frame otherwise).
 //
 // Errors are sticky: after one, Next returns it again.
 type FrameReader struct {
@@ -49,8 +50,9 @@ func NewFrameReader(r io.Reader, maxLen int) *FrameReader {
 // Buffered is the number of bytes read from the stream and not yet returned as frames.
 func (fr *FrameReader) Buffered() int { return fr.end - fr.start }
 
-// Next returns the next frame. The Payload and Metadata of a Data frame borrow the
-// reader's buffer and are valid until the next call; copy them to keep them.
+// Next returns the next frame. The Payload and RawMetadata of a Data frame borrow the
+// reader's buffer and are valid until the next call; copy them to keep them. Its Metadata
+// map is its own.
 //
 // At the end of the stream Next returns io.EOF, or a truncated error when the stream
 // stopped inside a frame; read errors are returned as they are.
@@ -58,13 +60,17 @@ func (fr *FrameReader) Next() (Frame, error) {
 	var d Data
 	f, err := fr.next(&d)
 	if err == nil && f == nil {
+		// Checked by the decoder: cannot fail.
+		d.Metadata, _ = DecodeMetadata(d.RawMetadata)
 		return d, nil
 	}
 	return f, err
 }
 
 // NextData is Next for the hot path: a data frame is decoded into *d (borrowing the
-// buffer as Next does) and reported with a nil Frame; any other frame is returned.
+// buffer as Next does, its metadata checked but left undecoded: Metadata is nil, see
+// DecodeMetadata) and reported with a nil Frame; any other frame is returned. It does not
+// allocate.
 func (fr *FrameReader) NextData(d *Data) (Frame, error) { return fr.next(d) }
 
 func (fr *FrameReader) next(d *Data) (Frame, error) {

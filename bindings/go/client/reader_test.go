@@ -12,13 +12,18 @@ import (
 	"github.com/y3-dev/y3/bindings/go/client"
 )
 
+// testFrames is one frame of every type, as the decoder returns them.
 func testFrames() []client.Frame {
+	md := map[string]string{client.MetaSourceID: "s", client.MetaTID: "t"}
 	return []client.Frame{
-		client.Ping{Nonce: 1},
-		client.Data{Tag: 0x10, ID: 7, Payload: bytes.Repeat([]byte{0xab}, 300)},
-		client.Pong{Nonce: 2},
-		client.Data{Tag: 0x11, ID: 8, Payload: []byte{}, Metadata: []byte("meta")},
-		client.Goaway{Code: client.CodeShuttingDown, Reason: "router shutting down"},
+		client.HandshakeAck{},
+		client.Data{Tag: 0x10, Metadata: map[string]string{}, Payload: bytes.Repeat([]byte{0xab}, 300)},
+		client.Handshake{Name: "n", ID: "i-0", ClientType: client.ClientStreamFunction, Observed: []uint32{1, 0xe001},
+			AuthName: "token", AuthPayload: "p", Version: client.Version, WantedTarget: "w", ExtensionLevel: 1},
+		client.Data{Tag: 0x11, Metadata: md, RawMetadata: client.EncodeMetadata(md), Payload: []byte{}, Hops: 3},
+		client.Rejected{Message: "no", Code: client.CodeUnauthorized, HasCode: true},
+		client.ConnectTo{Endpoint: "127.0.0.1:9001"},
+		client.Goaway{Code: client.CodeShuttingDown, HasCode: true, Message: "router shutting down"},
 	}
 }
 
@@ -43,8 +48,8 @@ func readAll(r *client.FrameReader) ([]client.Frame, error) {
 		}
 		if d, ok := f.(client.Data); ok {
 			d.Payload = append([]byte{}, d.Payload...)
-			if d.Metadata != nil {
-				d.Metadata = append([]byte{}, d.Metadata...)
+			if d.RawMetadata != nil {
+				d.RawMetadata = append([]byte{}, d.RawMetadata...)
 			}
 			f = d
 		}
@@ -98,7 +103,7 @@ func (c *countingReader) Read(p []byte) (int, error) { c.calls++; return c.r.Rea
 func TestReaderDecodesEveryBufferedFrameWithoutReading(t *testing.T) {
 	var frames []client.Frame
 	for i := range 500 {
-		frames = append(frames, client.Data{Tag: 0x10, ID: uint64(i), Payload: []byte("0123456789")})
+		frames = append(frames, client.Data{Tag: uint32(i), Payload: []byte("0123456789")})
 	}
 	wire := encodeAll(t, frames)
 	cr := &countingReader{r: bytes.NewReader(wire)}
@@ -106,15 +111,16 @@ func TestReaderDecodesEveryBufferedFrameWithoutReading(t *testing.T) {
 	if err != io.EOF || len(got) != 500 {
 		t.Fatal(err, len(got))
 	}
-	// 500 frames of 19 bytes fit the 64 KiB buffer: one read for the data, one for EOF.
+	// 500 frames of about 20 bytes fit the 64 KiB buffer: one read for the data, one for
+	// EOF.
 	if cr.calls > 2 {
 		t.Fatalf("%d reads", cr.calls)
 	}
 }
 
 func TestReaderLargeFrames(t *testing.T) {
-	big := client.Data{Tag: 1, ID: 1, Payload: bytes.Repeat([]byte{7}, client.DefaultMaxFrameLen-20)}
-	frames := []client.Frame{client.Ping{Nonce: 1}, big, client.Pong{Nonce: 3}, big}
+	big := client.Data{Tag: 1, Metadata: map[string]string{}, Payload: bytes.Repeat([]byte{7}, client.DefaultMaxFrameLen-20)}
+	frames := []client.Frame{client.HandshakeAck{}, big, client.Goaway{Message: "m"}, big}
 	wire := encodeAll(t, frames)
 	for _, r := range []io.Reader{bytes.NewReader(wire), iotest.HalfReader(bytes.NewReader(wire))} {
 		got, err := readAll(client.NewFrameReader(r, 0))
@@ -167,7 +173,7 @@ func TestReaderBufferGrowsWithWhatArrives(t *testing.T) {
 	}
 }
 
-// The kinds the Rust codec (codec.rs garbage_fails_on_the_first_bytes) reports.
+// Garbage fails on the first bytes, before anything else is read.
 func TestReaderGarbageFailsOnTheFirstBytes(t *testing.T) {
 	for _, c := range []struct {
 		in   []byte
@@ -177,6 +183,8 @@ func TestReaderGarbageFailsOnTheFirstBytes(t *testing.T) {
 		{unhex(t, "1001"), "unknown_frame"},
 		{unhex(t, "a0ff"), "unknown_frame"},
 		{unhex(t, "ff00"), "unknown_frame"},
+		{unhex(t, "b000"), "unknown_frame"},
+		{unhex(t, "aa03"), "unknown_frame"},
 		{unhex(t, "bf7f"), "negative_length"},
 		{unhex(t, "bf8080808080"), "varint_overflow"},
 		{unhex(t, "bf8fffffff7f"), "varint_overflow"},
@@ -214,9 +222,9 @@ func TestReaderTruncatedAtEOF(t *testing.T) {
 
 func TestReaderPassesReadErrorsThrough(t *testing.T) {
 	boom := errors.New("boom")
-	wire := encodeAll(t, []client.Frame{client.Ping{Nonce: 5}})
+	wire := encodeAll(t, []client.Frame{client.ConnectTo{Endpoint: "x:1"}})
 	r := client.NewFrameReader(io.MultiReader(bytes.NewReader(wire), iotest.ErrReader(boom)), 0)
-	if f, err := r.Next(); err != nil || f != (client.Ping{Nonce: 5}) {
+	if f, err := r.Next(); err != nil || f != (client.ConnectTo{Endpoint: "x:1"}) {
 		t.Fatal(f, err)
 	}
 	if _, err := r.Next(); err != boom {
@@ -226,8 +234,9 @@ func TestReaderPassesReadErrorsThrough(t *testing.T) {
 
 func FuzzReader(f *testing.F) {
 	f.Add(encodeAll(f, testFrames()), uint16(3))
-	f.Add(unhex(f, "b115 010101 020102 030166 040174 c507 000110 00028400"), uint16(1))
-	f.Add(unhex(f, "bf0c 050178 20013f 020101 010102"), uint16(7))
+	f.Add(unhex(f, "b1804b010c70726f62652d736f75726365031756315374475852385f5a356a64486936422d6d79542d3002015f06000405746f6b656e0506736563726574070a323032342d30312d303309000800"), uint16(1))
+	f.Add(unhex(f, "bf1f010133031381a8796f6d6f2d746964a87469642d30303031020568656c6c6f"), uint16(7))
+	f.Add(unhex(f, "bf12 300101 020178 20013f ba020000 0300 010102"), uint16(2))
 	f.Fuzz(func(t *testing.T, wire []byte, step uint16) {
 		// However the input is split, the reader sees the same frames and the same error.
 		one, oneErr := readAll(client.NewFrameReader(bytes.NewReader(wire), 4096))

@@ -6,11 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -23,12 +23,17 @@ import (
 // The integration tests run the real router, `y3 serve` from crates/y3-cli. The binary is
 // $Y3_BIN, else target/debug/y3 at the repository root (../../../target/debug/y3 from
 // here), else it is built with `cargo build -p y3-cli` when cargo is on the PATH. Without
-// any of these the tests are skipped. `go test -short` skips them too.
+// any of these the tests are skipped. `go test -short` skips them too, and so does a
+// binary that answers a handshake with y3's frames from before spec/frames.md took YoMo's
+// protocol (a stale target/debug/y3): rebuild it.
 
 var routerBin struct {
 	once sync.Once
 	path string
 	skip string
+
+	probed sync.Once
+	stale  string // why the binary speaks the old protocol, if it does
 }
 
 // repoRoot walks up from the working directory to the directory holding crates/y3-cli.
@@ -224,7 +229,47 @@ func startRouter(t *testing.T, o routerOpts) *router {
 	case <-time.After(15 * time.Second):
 		t.Fatalf("router did not start:\n%s", r.stderr)
 	}
+	routerBin.probed.Do(func() { routerBin.stale = probeProtocol(r.tcp, o) })
+	if routerBin.stale != "" {
+		t.Skipf("%s: %s; rebuild it (cargo build -p y3-cli) or set Y3_BIN", bin, routerBin.stale)
+	}
 	return r
+}
+
+// probeProtocol sends a handshake of spec/frames.md and reads the answer's first two bytes:
+// an ack is a9 00, and a refusal a rejected or goaway frame of the new types. y3's old
+// router answers with its accepted frame (a9 and a length) or its goaway type (b0). It
+// returns why the router is stale, or "".
+func probeProtocol(addr string, o routerOpts) string {
+	d := client.TCPDialer{}
+	if o.tls {
+		d.TLS = client.InsecureTLSConfig()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := d.DialStream(ctx, addr)
+	if err != nil {
+		return "" // let the test say what is wrong
+	}
+	defer s.Close()
+	hello, _ := client.EncodeFrame(client.Handshake{Name: "probe", ID: client.NewID() + "-0",
+		ClientType: client.ClientSource, AuthName: "token", AuthPayload: o.token, Version: client.Version,
+		ExtensionLevel: client.ExtensionLevel}, 0)
+	_ = s.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := s.Write(hello); err != nil {
+		return ""
+	}
+	var head [2]byte
+	if _, err := io.ReadFull(s, head[:]); err != nil {
+		return ""
+	}
+	switch {
+	case head == [2]byte{0xa9, 0x00}, head[0] == 0xb9, head[0] == 0xae, head[0] == 0xbe:
+		return ""
+	case head[0] == 0xa9, head[0] == 0xb0:
+		return fmt.Sprintf("the router answers a handshake with % x: y3's old frame protocol", head)
+	}
+	return ""
 }
 
 // signalGrace is how long after its "listening" line the router is given to install its
@@ -343,14 +388,4 @@ func recvN(t *testing.T, ctx context.Context, sink *client.Sink, n int, quiet ti
 		t.Fatalf("an extra frame after %d: %#v", n, d)
 	}
 	return got
-}
-
-// rustReason is the goaway reason the router writes for a frame error: the Rust
-// FrameError's Display ("malformed frame: <codec message>" for codec errors).
-func rustReason(err error) string {
-	var ye *y3.Error
-	if errors.As(err, &ye) {
-		return "malformed frame: " + strings.TrimPrefix(ye.Error(), "y3: decode: ")
-	}
-	return strings.TrimPrefix(err.Error(), "y3 client: ")
 }

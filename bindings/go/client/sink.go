@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -12,43 +11,44 @@ import (
 // fills, and the router applies its queue policy to this subscriber.
 const SinkBuffer = 1024
 
-// Sink receives the data frames routed to the tags it observes, on a channel.
+// Sink receives the data frames routed to the tags it observes, on a channel. To the
+// router it is a stream function (client type 0x5d) that never writes.
 //
 // A reader goroutine reads the connection and reconnects (with Options.Backoff) when it is
 // lost; frames routed while it is down are not delivered to it. When reconnecting gives up,
-// or the router refuses the client, the channel is closed and Err returns why.
+// or the router refuses the client for good, the channel is closed and Err returns why.
 type Sink struct {
 	ch      chan Data
 	cancel  context.CancelFunc
 	done    chan struct{} // closed when err is final, before ch is closed
 	stopped chan struct{} // closed after ch
 	err     error
-	session atomic.Uint64
+	who     identity
 
 	closeOnce sync.Once
 }
 
-// ConnectSink connects (with backoff) and handshakes as a sink observing observed. ctx
-// bounds the connecting only; Close stops the sink.
+// ConnectSink connects (with backoff) and handshakes as a sink observing observed (and
+// wanting Options.WantedTarget, if set). ctx bounds the connecting only; Close stops the
+// sink.
 //
-// Errors: as ConnectSource; bad_handshake when observed is empty.
+// Errors: as ConnectSource.
 func ConnectSink(ctx context.Context, addr string, opts Options, observed []uint32) (*Sink, error) {
 	o := opts.norm()
-	obs := append([]uint32(nil), observed...)
-	l, err := dialWithBackoff(ctx, addr, &o, RoleSink, obs)
+	s := &Sink{ch: make(chan Data, SinkBuffer), done: make(chan struct{}), stopped: make(chan struct{})}
+	s.who = identity{id: newClientID(), typ: ClientStreamFunction, observed: append([]uint32(nil), observed...)}
+	l, err := dialWithBackoff(ctx, addr, &o, &s.who)
 	if err != nil {
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	s := &Sink{ch: make(chan Data, SinkBuffer), cancel: cancel, done: make(chan struct{}),
-		stopped: make(chan struct{})}
-	s.session.Store(l.session)
-	go s.run(runCtx, addr, &o, obs, l)
+	s.cancel = cancel
+	go s.run(runCtx, addr, &o, l)
 	return s, nil
 }
 
-// Session is the router's id for the current connection.
-func (s *Sink) Session() uint64 { return s.session.Load() }
+// ID is the sink's client id without its reconnect suffix.
+func (s *Sink) ID() string { return s.who.id.base }
 
 // C is the channel of received frames (each frame's payload is its own). It is closed
 // when the sink stops: after Close, or when reconnecting failed (see Err).
@@ -90,33 +90,34 @@ func (s *Sink) Close() error {
 	return nil
 }
 
-func (s *Sink) run(ctx context.Context, addr string, o *Options, observed []uint32, l *link) {
+func (s *Sink) run(ctx context.Context, addr string, o *Options, l *link) {
 	// done (which publishes err) before the channel: a receiver that sees the channel
 	// closed then reads the final error.
 	defer close(s.stopped)
 	defer close(s.ch)
 	defer close(s.done)
 	for {
-		if !s.pump(ctx, o, l) {
-			return // closed by Close
+		reconnect, err := s.pump(ctx, o, l)
+		if !reconnect {
+			s.err = err
+			return // closed by Close, or refused
 		}
 		l.closeWrite()
 		l.close()
-		var err error
-		l, err = dialWithBackoff(ctx, addr, o, RoleSink, observed)
+		l, err = dialWithBackoff(ctx, addr, o, &s.who)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.err = err
 			}
 			return
 		}
-		s.session.Store(l.session)
 	}
 }
 
-// pump forwards data frames until the connection ends (true: reconnect) or ctx is done
-// (false: the link was closed gracefully).
-func (s *Sink) pump(ctx context.Context, o *Options, l *link) bool {
+// pump forwards data frames until the connection ends (true: reconnect), ctx is done
+// (false, nil: the link was closed gracefully) or the router refuses the sink for good
+// (false and the refusal).
+func (s *Sink) pump(ctx context.Context, o *Options, l *link) (bool, error) {
 	stop := context.AfterFunc(ctx, func() {
 		l.closeWrite()
 		_ = l.s.SetReadDeadline(time.Now().Add(o.Linger))
@@ -124,33 +125,32 @@ func (s *Sink) pump(ctx context.Context, o *Options, l *link) bool {
 	defer stop()
 	var d Data
 	for {
-		f, err := l.r.NextData(&d)
+		f, err := l.nextData(&d)
 		if ctx.Err() != nil {
-			l.finish(o.Linger)
-			return false
+			_ = l.finish(o.Linger)
+			return false, nil
 		}
 		if err != nil {
+			if isRefusal(err) {
+				o.Logger.Debug("sink refused", "error", err)
+				l.close()
+				return false, err
+			}
 			o.Logger.Debug("sink connection ended; reconnecting", "error", err)
-			return true
+			return true, nil
 		}
 		if f == nil {
 			select {
 			case s.ch <- ownData(d):
 			case <-ctx.Done():
-				l.finish(o.Linger)
-				return false
+				_ = l.finish(o.Linger)
+				return false, nil
 			}
 			continue
 		}
-		switch f := f.(type) {
-		case Ping:
-			l.tryEnqueue(Pong(f))
-		case Goaway:
-			o.Logger.Debug("sink got goaway", "code", f.Code.Kind(), "reason", f.Reason)
-			if o.OnGoaway != nil {
-				o.OnGoaway(f)
-			}
-			// Keep reading: the router delivers what it holds, then closes.
+		if err := refusal(f, o); err != nil {
+			_ = l.finish(o.Linger)
+			return false, err
 		}
 	}
 }

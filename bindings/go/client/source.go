@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -9,13 +10,23 @@ import (
 	y3 "github.com/y3-dev/y3/bindings/go"
 )
 
-// Source sends data frames: an edge device, a script, a benchmark.
+// Reserved tags: a router closes the connection of a client writing one (reserved_tag), and
+// YoMo clients then stop for good. Send refuses them locally instead.
+const (
+	ReservedTagMin = 0xf000
+	ReservedTagMax = 0xffff
+)
+
+// Source sends data frames: an edge device, a script, a benchmark. It never receives.
 //
-// Send encodes the frame at once (the payload may be reused when it returns) and queues it
-// for the writer goroutine, which writes queued frames in batches. A lost connection is
-// re-established, with Options.Backoff, on the next Send; a goaway from the router (it is
-// shutting down) is returned once as an *Error of its kind (shutting_down), and the Send
-// after that reconnects.
+// Every frame carries the metadata yomo-source-id (the source's id, see ID) and a fresh
+// yomo-tid, as YoMo's sources write them. Send encodes the frame at once (the payload may
+// be reused when it returns) and queues it for the writer goroutine, which writes queued
+// frames in batches. A lost connection is re-established, with Options.Backoff, on the
+// next Send; a goaway from the router (it is shutting down) is returned once as an *Error
+// of its kind (shutting_down), and the Send after that reconnects. A refusal that is not
+// retryable (a rejected frame, a goaway or QUIC close whose code says so) ends the source:
+// every later Send returns it.
 //
 // Delivery is at most once: frames queued on a connection that breaks are lost. Close
 // flushes, ends the write side and waits for the router to close the connection, so that
@@ -25,12 +36,12 @@ import (
 type Source struct {
 	addr string
 	opts Options
+	who  identity
 
-	mu      sync.Mutex
-	active  *sourceLink
-	nextID  uint64
-	session uint64
-	closed  bool
+	mu     sync.Mutex
+	active *sourceLink
+	fatal  error // a refusal that is not retried: returned by every later call
+	closed bool
 
 	// done is closed by Close before it takes mu, so that a Send waiting for queue space
 	// or reconnecting gives up (closed) and lets Close proceed.
@@ -41,31 +52,33 @@ type Source struct {
 // sourceLink is a source's connection and what its reader goroutine saw.
 type sourceLink struct {
 	l          *link
-	goaway     atomic.Pointer[Goaway]
+	end        atomic.Pointer[Error] // the goaway, rejection or close that ended it
 	readerDone chan struct{}
 }
 
-// ConnectSource connects (with backoff) and handshakes as a source. ctx bounds the
-// connecting only.
+// ConnectSource connects (with backoff) and handshakes as a source (client type 0x5f).
+// ctx bounds the connecting only.
 //
-// Errors: a goaway kind when the router refuses the handshake (unauthorized,
-// version_mismatch, bad_handshake), tls, gave_up when it cannot be reached, ctx.Err().
+// Errors: a refusal kind when the router refuses the handshake (unauthorized,
+// version_mismatch, bad_handshake; rejected from a YoMo zipper), tls, gave_up when it
+// cannot be reached, ctx.Err().
 func ConnectSource(ctx context.Context, addr string, opts Options) (*Source, error) {
-	s := &Source{addr: addr, opts: opts.norm(), nextID: 1, done: make(chan struct{})}
+	s := &Source{addr: addr, opts: opts.norm(), done: make(chan struct{})}
+	s.who = identity{id: newClientID(), typ: ClientSource}
 	if _, err := s.ensure(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// Session is the router's id for the current connection.
-func (s *Source) Session() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.session
-}
+// ID is the source's client id without its reconnect suffix: the yomo-source-id of every
+// frame it writes. Handshakes carry "<ID>-0", "<ID>-1", ... (one per connection attempt).
+func (s *Source) ID() string { return s.who.id.base }
 
 func (s *Source) ensure(ctx context.Context) (*sourceLink, error) {
+	if s.fatal != nil {
+		return nil, s.fatal
+	}
 	if s.active != nil {
 		return s.active, nil
 	}
@@ -73,94 +86,139 @@ func (s *Source) ensure(ctx context.Context) (*sourceLink, error) {
 	defer cancel()
 	stop := context.AfterFunc(doneContext{s.done}, cancel)
 	defer stop()
-	l, err := dialWithBackoff(ctx, s.addr, &s.opts, RoleSource, nil)
+	l, err := dialWithBackoff(ctx, s.addr, &s.opts, &s.who)
 	if err != nil {
 		select {
 		case <-s.done:
 			return nil, &Error{Kind: KindClosed}
 		default:
 		}
+		if isRefusal(err) {
+			s.fatal = err
+		}
 		return nil, err
 	}
-	s.session = l.session
 	a := &sourceLink{l: l, readerDone: make(chan struct{})}
 	go s.read(a)
 	s.active = a
 	return a, nil
 }
 
-// read watches for goaway (and reads to the end, so that TCP does not reset on close).
+// isRefusal reports whether err is the router's refusal that must not be retried.
+func isRefusal(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && isRefusalKind(e.Kind) && !e.Retryable()
+}
+
+// read watches for goaway and rejected frames and reads to the end (so that TCP does not
+// reset on close). Data frames are not routed to sources; any that come are dropped.
 func (s *Source) read(a *sourceLink) {
 	defer close(a.readerDone)
 	var d Data
 	for {
-		f, err := a.l.r.NextData(&d)
+		f, err := a.l.nextData(&d)
 		if err != nil {
 			s.opts.Logger.Debug("source connection ended", "error", err)
+			var e *Error
+			if errors.As(err, &e) && isRefusalKind(e.Kind) && e.Kind != KindNormal {
+				a.end.CompareAndSwap(nil, e) // a QUIC close naming its reason
+			}
 			a.l.closeWrite()
 			return
 		}
 		switch f := f.(type) {
 		case Goaway:
-			s.opts.Logger.Debug("source got goaway", "code", f.Code.Kind(), "reason", f.Reason)
-			a.goaway.Store(&f)
+			s.opts.Logger.Debug("source got goaway", "code", f.Code, "message", f.Message)
+			a.end.CompareAndSwap(nil, goawayError(f))
 			if s.opts.OnGoaway != nil {
 				s.opts.OnGoaway(f)
 			}
 			// Stop sending: flush what is queued and end the write side.
 			a.l.closeWrite()
-		case Ping:
-			a.l.tryEnqueue(Pong(f))
+		case Rejected:
+			s.opts.Logger.Warn("source rejected", "code", f.Code, "message", f.Message)
+			a.end.CompareAndSwap(nil, rejectedError(f))
+			a.l.closeWrite()
 		}
 	}
 }
 
-// dropBroken forgets a broken connection and returns the goaway that broke it, if any.
-func (s *Source) dropBroken(a *sourceLink) *Goaway {
+// dropBroken forgets a broken connection and returns the refusal that ended it, if any
+// (remembered for good when it is not retryable).
+func (s *Source) dropBroken(a *sourceLink) error {
 	if s.active == a {
 		s.active = nil
 	}
 	a.l.closeWrite()
 	a.l.close()
-	return a.goaway.Load()
+	if e := a.end.Load(); e != nil {
+		if !e.Retryable() {
+			s.fatal = e
+		}
+		return e
+	}
+	return nil
 }
 
-// Send queues payload under tag and returns the frame's id (1, 2, 3, ...).
+// Send queues payload under tag, with the metadata yomo-source-id and a fresh yomo-tid,
+// which it returns.
 //
-// Errors: a goaway kind (shutting_down) once after the router sent one; gave_up or a
-// refusal when reconnecting fails; too_long for a frame above MaxFrameLen; closed after
-// Close.
-func (s *Source) Send(tag uint32, payload []byte) (uint64, error) {
+// Errors: reserved_tag for a tag in 0xf000..0xffff (nothing is sent); a refusal kind once
+// after the router sent a goaway (shutting_down), for good when it is not retryable;
+// gave_up or a refusal when reconnecting fails; too_long for a frame above MaxFrameLen;
+// closed after Close.
+func (s *Source) Send(tag uint32, payload []byte) (tid string, err error) {
 	return s.SendContext(context.Background(), tag, payload)
 }
 
 // SendContext is Send with a context bounding the wait for queue space and reconnection.
-func (s *Source) SendContext(ctx context.Context, tag uint32, payload []byte) (uint64, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	id := s.nextID
+func (s *Source) SendContext(ctx context.Context, tag uint32, payload []byte) (tid string, err error) {
+	return s.send(ctx, tag, payload, "")
+}
+
+// SendWithTarget is Send with the metadata yomo-target = target: the router delivers the
+// frame only to the stream functions whose wanted target equals it (YoMo's
+// WriteWithTarget). An empty target is Send.
+func (s *Source) SendWithTarget(tag uint32, payload []byte, target string) (tid string, err error) {
+	return s.send(context.Background(), tag, payload, target)
+}
+
+func (s *Source) send(ctx context.Context, tag uint32, payload []byte, target string) (string, error) {
+	if tag >= ReservedTagMin && tag <= ReservedTagMax {
+		return "", &Error{Kind: KindReservedTag, Code: CodeReservedTag}
+	}
+	tid := NewID()
+	var scratch [128]byte
+	md := scratch[:0]
+	if target == "" {
+		md = appendMetadataPairs(md, MetaSourceID, s.who.id.base, MetaTID, tid)
+	} else {
+		md = appendMetadataPairs(md, MetaSourceID, s.who.id.base, MetaTarget, target, MetaTID, tid)
+	}
 	if payload == nil {
 		payload = []byte{}
 	}
-	if err := s.sendLocked(ctx, Data{Tag: tag, ID: id, Payload: payload}); err != nil {
-		return 0, err
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.sendLocked(ctx, Data{Tag: tag, RawMetadata: md, Payload: payload}); err != nil {
+		return "", err
 	}
-	return id, nil
+	return tid, nil
 }
 
 // SendMarshal sends v as the Y3 packet of key tag, as y3.Marshal(tag, v) writes it
 // without the root node (the bytes Rust's to_packet(tag) writes, which an Observer reads
 // at path tag/field). tag must be a Marshal key (0x10..0x3f); for other data tags
 // marshal the payload yourself and call Send.
-func (s *Source) SendMarshal(tag uint32, v any) (uint64, error) {
+func (s *Source) SendMarshal(tag uint32, v any) (tid string, err error) {
 	return s.SendMarshalContext(context.Background(), tag, v)
 }
 
 // SendMarshalContext is SendMarshal with a context.
-func (s *Source) SendMarshalContext(ctx context.Context, tag uint32, v any) (uint64, error) {
+func (s *Source) SendMarshalContext(ctx context.Context, tag uint32, v any) (tid string, err error) {
 	payload, err := MarshalPayload(tag, v)
 	if err != nil {
-		return 0, err
+		return "", err
 	}
 	return s.SendContext(ctx, tag, payload)
 }
@@ -178,8 +236,8 @@ func MarshalPayload(key uint32, v any) ([]byte, error) {
 	return root.Value(), nil
 }
 
-// SendData queues a complete data frame: id, hops and metadata as given. Later Sends
-// continue after the largest id sent.
+// SendData queues a complete data frame as given: tag, metadata (nothing added), payload
+// and hops. Reserved tags are not checked.
 func (s *Source) SendData(ctx context.Context, d Data) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -193,17 +251,13 @@ func (s *Source) sendLocked(ctx context.Context, d Data) error {
 	if s.closed {
 		return &Error{Kind: KindClosed}
 	}
-	if d.ID+1 > s.nextID {
-		s.nextID = d.ID + 1
-	}
 	for range 2 {
 		a, err := s.ensure(ctx)
 		if err != nil {
 			return err
 		}
-		if g := a.goaway.Load(); g != nil {
-			s.dropBroken(a)
-			return goawayError(*g)
+		if e := a.end.Load(); e != nil {
+			return s.dropBroken(a)
 		}
 		err = enqueue(ctx, s.done, a.l, d)
 		if err == nil {
@@ -213,8 +267,8 @@ func (s *Source) sendLocked(ctx context.Context, d Data) error {
 			return err // too_long, ctx.Err(): the connection is fine
 		}
 		// The connection broke: retry once on a new one.
-		if g := s.dropBroken(a); g != nil {
-			return goawayError(*g)
+		if e := s.dropBroken(a); e != nil {
+			return e
 		}
 	}
 	return &Error{Kind: KindClosed}
@@ -222,8 +276,8 @@ func (s *Source) sendLocked(ctx context.Context, d Data) error {
 
 // Flush waits until every frame queued so far has been written to the socket.
 //
-// Errors: closed (or the goaway kind) when the connection broke first; those frames may
-// be lost.
+// Errors: closed (or the refusal) when the connection broke first; those frames may be
+// lost.
 func (s *Source) Flush(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -232,14 +286,14 @@ func (s *Source) Flush(ctx context.Context) error {
 		if s.closed {
 			return &Error{Kind: KindClosed}
 		}
-		return nil
+		return s.fatal
 	}
 	if err := a.l.flush(ctx, s.done); err != nil {
 		if ctx.Err() != nil {
 			return err
 		}
-		if g := s.dropBroken(a); g != nil {
-			return goawayError(*g)
+		if e := s.dropBroken(a); e != nil {
+			return e
 		}
 		return err
 	}
@@ -247,8 +301,9 @@ func (s *Source) Flush(ctx context.Context) error {
 }
 
 // Close flushes, ends the write side and waits (at most Options.Linger) for the router to
-// close the connection, so that every frame sent has been read by the router. It returns
-// the writer's error if the connection broke. Close is idempotent.
+// close the connection, so that every frame sent has been read by the router (a YoMo
+// zipper never closes: Close then takes the whole Linger). It returns the writer's error
+// if the connection broke. Close is idempotent.
 func (s *Source) Close() error {
 	s.doneOnce.Do(func() { close(s.done) })
 	s.mu.Lock()

@@ -1,10 +1,19 @@
-// Package quicdial connects y3 clients to a router over QUIC (quic-go): one bidirectional
-// stream per connection, opened by the client, which writes its handshake on it at once,
-// carrying the same frames as TCP. TLS 1.3 always, ALPN "y3/1".
+// Package quicdial connects y3 clients over QUIC (quic-go) to a y3 router or to a YoMo
+// zipper, as YoMo's own clients do: one bidirectional stream per connection (stream 0),
+// opened by the client, which writes its handshake on it at once, carrying the same frames
+// as TCP. TLS 1.3 always, ALPN "yomo"; a keep-alive PING every 2 s.
 //
 //	tlsConf, _ := client.TLSConfigFromPEMFile("/tmp/y3-dev-cert.pem")
 //	opts := client.Options{Name: "sensor", Dialer: quicdial.New(tlsConf)}
 //	src, err := client.ConnectSource(ctx, "127.0.0.1:9000", opts)
+//
+//	// A stock YoMo zipper: its self-signed certificate cannot be verified.
+//	opts = client.Options{Name: "sensor", Credential: "token:secret", Dialer: quicdial.Insecure()}
+//
+// The router ends connections with CONNECTION_CLOSE: application code 0x13 (YoMo's) for a
+// refusal that must not be retried, 0x01 for one that may be, the reason starting with the
+// stable kind ("unauthorized: ..."). Reads report such a close as the *client.Error that
+// client.CloseError makes of it.
 //
 // It is a separate package so that programs using TCP and TLS only do not link quic-go.
 package quicdial
@@ -21,15 +30,20 @@ import (
 	"github.com/y3-dev/y3/bindings/go/client"
 )
 
-// KeepAlive is the keep-alive period of client connections (the router's idle timeout is
-// quinn's 30 s default), as the Rust SDK's.
-const KeepAlive = 10 * time.Second
+// KeepAlive is the keep-alive period of client connections: the router's idle timeout is
+// 10 s and a YoMo zipper's 5 s, and the protocol has no ping frame.
+const KeepAlive = 2 * time.Second
 
 // Dialer dials QUIC. Build it with New.
 type Dialer struct {
 	tls  *tls.Config
 	conf *quic.Config
 }
+
+// Insecure returns a QUIC dialer that accepts any certificate
+// (client.InsecureTLSConfig): what a stock YoMo zipper needs, as its self-signed
+// certificate cannot be verified. Development only otherwise.
+func Insecure() *Dialer { return New(client.InsecureTLSConfig()) }
 
 // New returns a QUIC dialer trusting what tlsConf trusts (client.TLSConfigFromPEM,
 // client.PinnedTLSConfig, client.InsecureTLSConfig; nil: the system roots). ALPN and
@@ -39,7 +53,7 @@ func New(tlsConf *tls.Config) *Dialer {
 		tls: client.ClientTLSConfig(tlsConf),
 		conf: &quic.Config{
 			KeepAlivePeriod:       KeepAlive,
-			MaxIncomingStreams:    -1, // the router opens no streams
+			MaxIncomingStreams:    -1, // routers and zippers open no streams
 			MaxIncomingUniStreams: -1,
 		},
 	}
@@ -62,7 +76,7 @@ func (d *Dialer) DialStream(ctx context.Context, addr string) (client.Stream, er
 	}
 	st, err := conn.OpenStreamSync(ctx)
 	if err != nil {
-		_ = conn.CloseWithError(0, "")
+		_ = conn.CloseWithError(client.YoMoCloseCode, closeReason)
 		return nil, dialError(ctx, err)
 	}
 	return &stream{conn: conn, st: st}, nil
@@ -94,18 +108,26 @@ type stream struct {
 func (s *stream) Read(p []byte) (int, error) {
 	n, err := s.st.Read(p)
 	if err != nil && !errors.Is(err, io.EOF) {
-		// The router closes its connection with code 0 once it is done: the end of the
-		// stream, as a TCP FIN would be.
-		var ae *quic.ApplicationError
-		if errors.As(err, &ae) && ae.ErrorCode == 0 {
-			return n, io.EOF
-		}
-		var se *quic.StreamError
-		if !errors.As(err, &se) && !isDeadline(err) {
-			err = &client.Error{Kind: client.KindQUICConnection, Err: err}
-		}
+		err = readError(err)
 	}
 	return n, err
+}
+
+// readError maps a failed read: the peer's CONNECTION_CLOSE is the refusal its code and
+// reason name (client.CloseError); a close of our own is the end of the stream.
+func readError(err error) error {
+	var ae *quic.ApplicationError
+	if errors.As(err, &ae) {
+		if !ae.Remote {
+			return io.EOF
+		}
+		return client.CloseError(uint64(ae.ErrorCode), ae.ErrorMessage, err)
+	}
+	var se *quic.StreamError
+	if errors.As(err, &se) || isDeadline(err) {
+		return err
+	}
+	return &client.Error{Kind: client.KindQUICConnection, Err: err}
 }
 
 func isDeadline(err error) bool {
@@ -118,10 +140,14 @@ func (s *stream) Write(p []byte) (int, error) { return s.st.Write(p) }
 // CloseWrite sends FIN on the stream.
 func (s *stream) CloseWrite() error { return s.st.Close() }
 
-// Close closes the connection at once.
+// closeReason is the reason a client closes its connection with, after YoMo's clients'
+// "Source: shutdown".
+const closeReason = "y3 client: shutdown"
+
+// Close closes the connection at once, with YoMo's code 0x13.
 func (s *stream) Close() error {
 	s.st.CancelRead(0)
-	return s.conn.CloseWithError(0, "")
+	return s.conn.CloseWithError(client.YoMoCloseCode, closeReason)
 }
 
 func (s *stream) SetReadDeadline(t time.Time) error { return s.st.SetReadDeadline(t) }

@@ -43,13 +43,16 @@ func selfSigned(t *testing.T) tls.Certificate {
 }
 
 // fakeQUICRouter accepts one stream per connection, answers the handshake and counts the
-// data frames until the client's FIN, then ends its side, as the router does.
+// data frames until the client's FIN, then closes the connection. A handshake whose auth
+// payload is not "secret" is refused as a y3 router refuses it over QUIC: a rejected frame
+// with the code, then CONNECTION_CLOSE 0x13 "unauthorized: ..."; with the payload
+// "close-only", the close alone.
 func fakeQUICRouter(t *testing.T, cert tls.Certificate) (string, *atomic.Int64) {
 	ln, err := quic.ListenAddr("127.0.0.1:0", &tls.Config{
 		Certificates: []tls.Certificate{cert},
 		NextProtos:   []string{client.ALPN},
 		MinVersion:   tls.VersionTLS13,
-	}, nil)
+	}, &quic.Config{MaxIdleTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,11 +72,23 @@ func fakeQUICRouter(t *testing.T, cert tls.Certificate) (string, *atomic.Int64) 
 				r := client.NewFrameReader(st, 0)
 				f, err := r.Next()
 				h, ok := f.(client.Handshake)
-				if err != nil || !ok || h.Role != client.RoleSource {
-					_ = conn.CloseWithError(1, "bad handshake")
+				if err != nil || !ok || h.ClientType != client.ClientSource || h.Version != client.Version {
+					_ = conn.CloseWithError(client.YoMoCloseCode, "bad_handshake: not a source")
 					return
 				}
-				b, _ := client.EncodeFrame(client.Accepted{Version: client.Version, Session: 7}, 0)
+				switch h.AuthPayload {
+				case "secret":
+				case "close-only":
+					_ = conn.CloseWithError(client.YoMoCloseCode, "unauthorized: invalid token")
+					return
+				default:
+					b, _ := client.EncodeFrame(client.Rejected{Message: "invalid token", Code: client.CodeUnauthorized}, 0)
+					_, _ = st.Write(b)
+					time.Sleep(50 * time.Millisecond)
+					_ = conn.CloseWithError(client.YoMoCloseCode, "unauthorized: invalid token")
+					return
+				}
+				b, _ := client.EncodeFrame(client.HandshakeAck{}, 0)
 				if _, err := st.Write(b); err != nil {
 					return
 				}
@@ -106,12 +121,9 @@ func TestSourceOverQUIC(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	src, err := client.ConnectSource(ctx, addr, client.Options{Dialer: quicdial.New(pinned)})
+	src, err := client.ConnectSource(ctx, addr, client.Options{Token: "secret", Dialer: quicdial.New(pinned)})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if src.Session() != 7 {
-		t.Fatal(src.Session())
 	}
 	const n = 1000
 	for i := range n {
@@ -125,6 +137,23 @@ func TestSourceOverQUIC(t *testing.T) {
 	}
 	if frames.Load() != n {
 		t.Fatalf("%d of %d frames", frames.Load(), n)
+	}
+}
+
+// A refusal over QUIC is typed whether the rejected frame or only the close arrives.
+func TestQUICRejection(t *testing.T) {
+	addr, _ := fakeQUICRouter(t, selfSigned(t))
+	for _, payload := range []string{"guess", "close-only"} {
+		start := time.Now()
+		o := client.Options{Token: payload, Dialer: quicdial.Insecure(), Backoff: client.Backoff{Attempts: 5}}
+		_, err := client.ConnectSource(context.Background(), addr, o)
+		var e *client.Error
+		if !errors.As(err, &e) || e.Kind != client.KindUnauthorized || e.Code != client.CodeUnauthorized || e.Retryable() {
+			t.Fatalf("%s: %#v", payload, err)
+		}
+		if time.Since(start) > 2*time.Second {
+			t.Fatalf("%s: retried", payload)
+		}
 	}
 }
 
@@ -150,7 +179,7 @@ func TestQUICRefusals(t *testing.T) {
 	}
 	empty := pc.LocalAddr().String()
 	_ = pc.Close()
-	o = client.Options{Dialer: quicdial.New(client.InsecureTLSConfig()), HandshakeTimeout: 300 * time.Millisecond,
+	o = client.Options{Dialer: quicdial.Insecure(), HandshakeTimeout: 300 * time.Millisecond,
 		Backoff: client.Backoff{Initial: 10 * time.Millisecond, Attempts: 2}}
 	_, err = client.ConnectSource(context.Background(), empty, o)
 	if !errors.Is(err, client.ErrGaveUp) {
