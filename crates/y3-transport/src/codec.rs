@@ -9,10 +9,10 @@
 use bytes::BytesMut;
 use tokio_util::codec::{Decoder, Encoder};
 use y3::tag::Header;
-use y3::{Config, DecodeError, Limits};
+use y3::{Config, DecodeError};
 
 use crate::error::FrameError;
-use crate::frame::{kind, Frame};
+use crate::frame::{self, kind, Frame};
 
 /// Default largest frame body: 1 MiB.
 pub const DEFAULT_MAX_FRAME_LEN: usize = 1 << 20;
@@ -33,15 +33,15 @@ pub const MAX_RESERVE: usize = 64 * 1024;
 /// ```
 /// use bytes::BytesMut;
 /// use tokio_util::codec::{Decoder, Encoder};
-/// use y3_transport::{frame::Frame, FrameCodec};
+/// use y3_transport::{frame::{Data, Frame}, FrameCodec};
 ///
 /// let mut codec = FrameCodec::default();
 /// let mut buf = BytesMut::new();
-/// codec.encode(Frame::Ping(1), &mut buf)?;
-/// codec.encode(Frame::Pong(1), &mut buf)?;
-/// buf.extend_from_slice(&[0xaa]); // the first byte of a third frame
-/// assert_eq!(codec.decode(&mut buf)?, Some(Frame::Ping(1)));
-/// assert_eq!(codec.decode(&mut buf)?, Some(Frame::Pong(1)));
+/// codec.encode(Frame::HandshakeAck, &mut buf)?;
+/// codec.encode(Frame::Data(Data::new(0x33, &b"hi"[..])), &mut buf)?;
+/// buf.extend_from_slice(&[0xbf]); // the first byte of a third frame
+/// assert_eq!(codec.decode(&mut buf)?, Some(Frame::HandshakeAck));
+/// assert_eq!(codec.decode(&mut buf)?, Some(Frame::Data(Data::new(0x33, &b"hi"[..]))));
 /// assert_eq!(codec.decode(&mut buf)?, None); // incomplete: feed more
 /// # Ok::<(), y3_transport::FrameError>(())
 /// ```
@@ -63,10 +63,7 @@ impl FrameCodec {
     pub fn new(max_frame_len: usize) -> FrameCodec {
         let max_frame_len = max_frame_len.min(i32::MAX as usize);
         FrameCodec {
-            config: Config::DEFAULT.with_limits(Limits {
-                max_packet_len: max_frame_len as u64,
-                max_depth: 4,
-            }),
+            config: frame::config(max_frame_len),
             max_frame_len,
         }
     }
@@ -138,7 +135,8 @@ impl Decoder for FrameCodec {
             return Ok(None);
         }
         let frame = src.split_to(total).freeze();
-        Frame::decode(frame, &self.config).map(Some)
+        // The header is not parsed again: the frame decoder starts at the fields.
+        Frame::decode_parsed(frame, head.tag, head.head_len, &self.config).map(Some)
     }
 
     /// As [`decode`](Self::decode); bytes left over at the end of the stream are a
@@ -170,15 +168,15 @@ impl Encoder<Frame> for FrameCodec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frame::Data;
+    use crate::frame::{Data, Goaway, GoawayCode};
     use hex_literal::hex;
 
     fn frames() -> Vec<Frame> {
         vec![
-            Frame::Ping(1),
-            Frame::Data(Data::new(0x10, 7, vec![0xab; 300])),
-            Frame::Pong(2),
-            Frame::Data(Data::new(0x11, 8, &b""[..])),
+            Frame::HandshakeAck,
+            Frame::Data(Data::new(0x10, vec![0xab; 300])),
+            Frame::Goaway(Goaway::new(GoawayCode::ShuttingDown, "bye")),
+            Frame::Data(Data::new(0x11, &b""[..])),
         ]
     }
 
@@ -243,12 +241,12 @@ mod tests {
         let mut codec = FrameCodec::default();
         let mut buf = BytesMut::with_capacity(1024);
         let start = buf.as_ptr();
-        codec.encode(Frame::Ping(1), &mut buf).unwrap();
+        codec.encode(Frame::HandshakeAck, &mut buf).unwrap();
         let n = buf.len();
         // Written out, as FramedWrite's flush does.
         bytes::Buf::advance(&mut buf, n);
         assert_ne!(buf.as_ptr(), start);
-        codec.encode(Frame::Pong(1), &mut buf).unwrap();
+        codec.encode(Frame::HandshakeAck, &mut buf).unwrap();
         assert_eq!(buf.as_ptr(), start);
         assert_eq!(buf.len(), n);
     }
@@ -290,7 +288,7 @@ mod tests {
     #[test]
     fn truncated_at_eof() {
         let mut codec = FrameCodec::default();
-        let mut buf = BytesMut::from(&hex!("bf0b 010110")[..]);
+        let mut buf = BytesMut::from(&hex!("bf0a 010110")[..]);
         assert!(codec.decode(&mut buf).unwrap().is_none());
         let err = codec.decode_eof(&mut buf).unwrap_err();
         assert!(matches!(err, FrameError::Truncated { buffered: 5 }));

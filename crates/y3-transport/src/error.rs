@@ -35,7 +35,7 @@ pub enum FrameError {
         /// Field key.
         field: u32,
     },
-    /// A field holds a value outside its range (an unknown role).
+    /// A field holds a value outside its range (a client type that is not one byte).
     #[error("invalid {field} in {frame} frame")]
     InvalidField {
         /// Frame type name.
@@ -43,6 +43,9 @@ pub enum FrameError {
         /// Field name.
         field: &'static str,
     },
+    /// A data frame's metadata is not a msgpack string map.
+    #[error(transparent)]
+    Metadata(#[from] crate::metadata::MetadataError),
     /// The stream ended inside a frame.
     #[error("stream ended inside a frame ({buffered} bytes buffered)")]
     Truncated {
@@ -64,6 +67,7 @@ impl FrameError {
             FrameError::UnknownFrame { .. } => "unknown_frame",
             FrameError::MissingField { .. } => "missing_field",
             FrameError::InvalidField { .. } => "invalid_field",
+            FrameError::Metadata(e) => e.kind(),
             FrameError::Truncated { .. } => "truncated",
             FrameError::Io(_) => "io",
         }
@@ -103,11 +107,20 @@ pub enum TransportError {
     #[cfg(feature = "quic")]
     #[error("quic: {0}")]
     QuicConnection(#[from] quinn::ConnectionError),
-    /// The router refused the handshake or closed the connection with a goaway.
-    #[error("goaway: {}", .code.kind())]
+    /// The router refused the handshake (rejected frame) or closed the connection (goaway
+    /// frame, or a QUIC close whose reason names a kind).
+    #[error("{}: {message}", .code.kind())]
     Goaway {
-        /// The reason code.
+        /// The reason code ([`GoawayCode::Unspecified`] from a router that sends none).
         code: GoawayCode,
+        /// The router's message.
+        message: String,
+    },
+    /// The router sent the client to another address (a connect-to frame).
+    #[error("redirected to {endpoint}")]
+    Redirected {
+        /// The `host:port` to connect to instead.
+        endpoint: String,
     },
     /// The peer sent a frame that does not belong at this point.
     #[error("unexpected {found} frame, expected {expected}")]
@@ -149,7 +162,8 @@ impl TransportError {
             TransportError::QuicConnect(_) => "quic_connect",
             #[cfg(feature = "quic")]
             TransportError::QuicConnection(_) => "quic_connection",
-            TransportError::Goaway { code } => code.kind(),
+            TransportError::Goaway { code, .. } => code.kind(),
+            TransportError::Redirected { .. } => "redirected",
             TransportError::UnexpectedFrame { .. } => "unexpected_frame",
             TransportError::Closed => "closed",
             TransportError::Timeout { .. } => "timeout",
@@ -162,13 +176,7 @@ impl TransportError {
     /// that will repeat (a wrong token, a bad configuration).
     pub fn is_retryable(&self) -> bool {
         match self {
-            TransportError::Goaway { code } => matches!(
-                code,
-                GoawayCode::ShuttingDown
-                    | GoawayCode::SlowConsumer
-                    | GoawayCode::TooManyConnections
-                    | GoawayCode::Normal
-            ),
+            TransportError::Goaway { code, .. } => code.is_retryable(),
             // A TLS failure surfaces as InvalidData from tokio-rustls: it would repeat.
             TransportError::Io(e) => !matches!(
                 e.kind(),
@@ -178,19 +186,35 @@ impl TransportError {
             ),
             TransportError::Closed | TransportError::Timeout { .. } => true,
             #[cfg(feature = "quic")]
-            TransportError::QuicConnection(e) => !matches!(
-                e,
-                quinn::ConnectionError::TransportError(_) | quinn::ConnectionError::VersionMismatch
-            ),
+            TransportError::QuicConnection(e) => match e {
+                quinn::ConnectionError::TransportError(_)
+                | quinn::ConnectionError::VersionMismatch => false,
+                // YoMo's rule: code 0x13, or 0 without a reason, means "do not come back".
+                quinn::ConnectionError::ApplicationClosed(close) => {
+                    crate::quic::close_is_retryable(close)
+                }
+                _ => true,
+            },
             _ => false,
         }
     }
 }
 
 impl From<FrameError> for TransportError {
+    /// A read or write that failed because the router closed a QUIC connection with a
+    /// reason becomes that [`TransportError::Goaway`].
     fn from(err: FrameError) -> TransportError {
         match err {
-            FrameError::Io(e) => TransportError::Io(e),
+            FrameError::Io(e) => {
+                #[cfg(feature = "quic")]
+                if let Some(g) = crate::quic::goaway_from_io(&e) {
+                    return TransportError::Goaway {
+                        code: g.code,
+                        message: g.reason,
+                    };
+                }
+                TransportError::Io(e)
+            }
             other => TransportError::Frame(other),
         }
     }

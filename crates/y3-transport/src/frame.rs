@@ -1,136 +1,160 @@
-//! Frames: what a connection carries, each one top-level Y3 packet in the `golang` dialect.
+//! Frames: YoMo v1.22's, each one top-level Y3 packet in the `nvarint` dialect, plus y3's
+//! extension fields (sequence ids `0x30`..`0x3f`, which YoMo's decoder skips).
 //!
-//! A frame is a node packet whose key says the frame type; its children are the fields.
-//! Unknown fields are skipped (a newer peer may add some), a repeated field keeps the last
-//! value, and field order does not matter. Everything here is pure: bytes in, values out.
-//! See `spec/frames.md` for the full specification.
-//!
-//! ```text
-//! frame   = tag (1 B: 0x80 | type) | length (PVarInt32) | fields (length bytes)
-//! field   = key (1 B) | length | value                   one Y3 packet per field
-//!
-//! type  key   frame       fields (key: type, "?" = omitted when empty/zero)
-//! 0x31  b1    handshake   01 version u32 | 02 role u32 | 03 name str? | 04 token str?
-//!                         | c5 observed: array of 00 u32 elements (omitted when none)
-//! 0x29  a9    accepted    01 version u32 | 02 session u64
-//! 0x3f  bf    data        01 tag u32 | 02 id u64 | 03 hops u32? | 04 metadata bytes?
-//!                         | 05 payload bytes
-//! 0x30  b0    goaway      01 code u32 | 02 reason str?
-//! 0x2a  aa    ping        01 nonce u64
-//! 0x2b  ab    pong        01 nonce u64
-//! ```
-//!
-//! A data frame carrying tag 0x10, id 1 and the 3-byte payload `ab cd ef`:
+//! A frame is a node packet whose key is the frame type; its children are primitive fields.
+//! Decoders take fields in any order, skip unknown ones and keep the last of a repeated
+//! one; encoders write YoMo's fields in YoMo's order, empty ones included, then y3's.
+//! Everything here is pure: bytes in, values out. See `spec/frames.md`.
 //!
 //! ```text
-//! bf 0b                 data frame, 11 bytes of fields
-//!    01 01 10           tag 0x10 (PVarInt)
-//!    02 01 01           id 1
-//!    05 03 ab cd ef     payload, zero-copy `Bytes` slice of the read buffer on decode
+//! frame = tag (1 B: 0x80 | type) | length (signed PVarInt32) | fields
+//! field = seq id (1 B) | length | value
+//!
+//! type  byte  frame          fields, in the order written      (y3: only when not empty)
+//! 0x31  b1    handshake      01 name | 03 id | 02 client type (1 B) | 06 observed (LE u32s)
+//!                            | 04 auth name | 05 auth payload | 07 version | 09 function
+//!                            definition | 08 wanted target             (y3: 30 extension)
+//! 0x29  a9    handshake ack  none
+//! 0x39  b9    rejected       01 message                                (y3: 30 code)
+//! 0x2e  ae    goaway         01 message                                (y3: 30 code)
+//! 0x3e  be    connect to     01 endpoint
+//! 0x3f  bf    data           01 tag (NVarUInt32) | 03 metadata (msgpack) | 02 payload
+//!                                                                      (y3: 30 hops)
 //! ```
 //!
-//! Integers use the `y3` value encodings: unsigned values travel as the signed integer with
-//! the same bits (as `y3::typed` does), so `u32::MAX` is the one byte `7f`.
+//! A data frame as YoMo's encoder writes it: tag 0x33, metadata `{"yomo-tid": "tid-0001"}`,
+//! payload `hello`:
+//!
+//! ```text
+//! bf 1f                                    data, 31 bytes of fields
+//!    01 01 33                              tag 0x33
+//!    03 13 81 a8 "yomo-tid" a8 "tid-0001"  metadata
+//!    02 05 68 65 6c 6c 6f                  payload: a zero-copy slice on decode
+//! ```
+
+use std::fmt;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use y3::tag::Header;
 use y3::{value, Config, Dialect, Packet, Tag};
 
 use crate::error::FrameError;
+use crate::metadata::Metadata;
 
-/// The protocol version this crate speaks, carried by handshake and accepted frames.
-pub const VERSION: u32 = 1;
+/// The protocol version every handshake carries (YoMo's `core/version.go`).
+pub const VERSION: &str = "2024-01-03";
+
+/// The y3 extension level this crate speaks (handshake field `30`); YoMo's clients send none.
+pub const EXTENSION_LEVEL: u32 = 1;
 
 /// The wire dialect of every frame.
-const D: Dialect = Dialect::Golang;
+pub const DIALECT: Dialect = Dialect::NVarInt;
+
+const D: Dialect = DIALECT;
 
 /// Frame type keys (the low six bits of the frame's tag byte; the node flag is always set).
 pub mod kind {
     /// Handshake: the first frame a client sends.
     pub const HANDSHAKE: u32 = 0x31;
-    /// Accepted: the router's answer to a valid handshake.
-    pub const ACCEPTED: u32 = 0x29;
+    /// Handshake ack: the router admits the client.
+    pub const HANDSHAKE_ACK: u32 = 0x29;
+    /// Rejected: the router refuses the handshake.
+    pub const REJECTED: u32 = 0x39;
+    /// Goaway: the router is closing the connection.
+    pub const GOAWAY: u32 = 0x2e;
+    /// Connect to: the router sends the client elsewhere.
+    pub const CONNECT_TO: u32 = 0x3e;
     /// Data: one message on a tag.
     pub const DATA: u32 = 0x3f;
-    /// Goaway: the sender is closing the connection, with a reason code.
-    pub const GOAWAY: u32 = 0x30;
-    /// Ping: asks for a pong with the same nonce.
-    pub const PING: u32 = 0x2a;
-    /// Pong: answers a ping.
-    pub const PONG: u32 = 0x2b;
 
     /// Whether `key` is a frame type this crate knows.
     pub const fn is_known(key: u32) -> bool {
-        matches!(key, HANDSHAKE | ACCEPTED | DATA | GOAWAY | PING | PONG)
+        matches!(
+            key,
+            HANDSHAKE | HANDSHAKE_ACK | REJECTED | GOAWAY | CONNECT_TO | DATA
+        )
+    }
+
+    /// The frame type's name, for logs and errors.
+    pub const fn name(key: u32) -> &'static str {
+        match key {
+            HANDSHAKE => "handshake",
+            HANDSHAKE_ACK => "handshake_ack",
+            REJECTED => "rejected",
+            GOAWAY => "goaway",
+            CONNECT_TO => "connect_to",
+            DATA => "data",
+            _ => "unknown",
+        }
     }
 }
 
-/// What a client is to the router.
+/// What a client is to the router: the handshake's one-byte client type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Role {
-    /// Sends data frames; observes nothing.
+pub enum ClientType {
+    /// `0x5f`: writes data; never receives.
     Source,
-    /// Observes tags and may send results under other tags.
+    /// `0x5d`: observes tags, may write. A y3 sink is a stream function that never writes.
     StreamFunction,
-    /// Observes tags; sends nothing.
-    Sink,
+    /// `0x5e`: a zipper of a mesh forwarding its local clients' frames to this one.
+    UpstreamZipper,
+    /// Any other byte: admitted as a source, as YoMo does.
+    Other(u8),
 }
 
-impl Role {
-    /// The number on the wire.
-    pub const fn code(self) -> u32 {
+impl ClientType {
+    /// The byte on the wire.
+    pub const fn code(self) -> u8 {
         match self {
-            Role::Source => 1,
-            Role::StreamFunction => 2,
-            Role::Sink => 3,
+            ClientType::Source => 0x5f,
+            ClientType::StreamFunction => 0x5d,
+            ClientType::UpstreamZipper => 0x5e,
+            ClientType::Other(b) => b,
         }
     }
 
-    /// The role for a wire number.
-    pub const fn from_code(code: u32) -> Option<Role> {
+    /// The client type of a wire byte.
+    pub const fn from_code(code: u8) -> ClientType {
         match code {
-            1 => Some(Role::Source),
-            2 => Some(Role::StreamFunction),
-            3 => Some(Role::Sink),
-            _ => None,
+            0x5f => ClientType::Source,
+            0x5d => ClientType::StreamFunction,
+            0x5e => ClientType::UpstreamZipper,
+            other => ClientType::Other(other),
         }
     }
 
     /// The snake_case name used in logs and metric labels.
     pub const fn name(self) -> &'static str {
         match self {
-            Role::Source => "source",
-            Role::StreamFunction => "stream_function",
-            Role::Sink => "sink",
+            ClientType::Source => "source",
+            ClientType::StreamFunction => "stream_function",
+            ClientType::UpstreamZipper => "upstream_zipper",
+            ClientType::Other(_) => "other",
         }
     }
 
-    /// Whether a client in this role may send data frames.
-    pub const fn sends(self) -> bool {
-        !matches!(self, Role::Sink)
-    }
-
-    /// Whether a client in this role receives data frames.
-    pub const fn observes(self) -> bool {
-        !matches!(self, Role::Source)
+    /// Whether the router delivers data to clients of this type.
+    pub const fn receives(self) -> bool {
+        matches!(self, ClientType::StreamFunction)
     }
 }
 
-/// Why a connection is closed, as a goaway frame says it.
+/// Why a connection is refused or closed: the y3 code of rejected and goaway frames
+/// (field `30`), with a stable snake_case [`kind`](GoawayCode::kind).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum GoawayCode {
     /// The sender is done; nothing went wrong.
     Normal,
-    /// The router is shutting down: stop sending, in-flight frames are still delivered.
+    /// The router is shutting down: reconnect (to its successor).
     ShuttingDown,
-    /// The handshake's token is wrong.
+    /// The handshake's credential is wrong.
     Unauthorized,
     /// The peer sent bytes that are not valid frames, or a frame out of place.
     ProtocolError,
     /// The handshake's version is not spoken here.
     VersionMismatch,
-    /// The handshake is invalid (unknown role, too many observed tags, a long name).
+    /// The handshake is invalid (empty client type, too many observed tags, a long name).
     BadHandshake,
     /// The subscriber did not read its frames in time and was disconnected.
     SlowConsumer,
@@ -138,14 +162,18 @@ pub enum GoawayCode {
     TooManyConnections,
     /// No handshake arrived in time.
     HandshakeTimeout,
+    /// A data frame used a reserved tag (`0xf000..=0xffff`).
+    ReservedTag,
+    /// A rejected or goaway frame without a y3 code (as YoMo's zipper sends them).
+    Unspecified,
     /// A code this crate does not know.
     Other(u32),
 }
 
 impl GoawayCode {
-    /// The number on the wire.
-    pub const fn code(self) -> u32 {
-        match self {
+    /// The number on the wire; `None` for [`GoawayCode::Unspecified`], which has none.
+    pub const fn code(self) -> Option<u32> {
+        Some(match self {
             GoawayCode::Normal => 0,
             GoawayCode::ShuttingDown => 1,
             GoawayCode::Unauthorized => 2,
@@ -155,8 +183,10 @@ impl GoawayCode {
             GoawayCode::SlowConsumer => 6,
             GoawayCode::TooManyConnections => 7,
             GoawayCode::HandshakeTimeout => 8,
+            GoawayCode::ReservedTag => 9,
+            GoawayCode::Unspecified => return None,
             GoawayCode::Other(code) => code,
-        }
+        })
     }
 
     /// The code for a wire number.
@@ -171,6 +201,7 @@ impl GoawayCode {
             6 => GoawayCode::SlowConsumer,
             7 => GoawayCode::TooManyConnections,
             8 => GoawayCode::HandshakeTimeout,
+            9 => GoawayCode::ReservedTag,
             other => GoawayCode::Other(other),
         }
     }
@@ -187,72 +218,91 @@ impl GoawayCode {
             GoawayCode::SlowConsumer => "slow_consumer",
             GoawayCode::TooManyConnections => "too_many_connections",
             GoawayCode::HandshakeTimeout => "handshake_timeout",
+            GoawayCode::ReservedTag => "reserved_tag",
+            GoawayCode::Unspecified => "rejected",
             GoawayCode::Other(_) => "other",
         }
+    }
+
+    /// The code whose [`kind`](GoawayCode::kind) is `kind` (how a QUIC close reason
+    /// `<kind>: <detail>` is read back).
+    pub fn from_kind(kind: &str) -> Option<GoawayCode> {
+        (0..10)
+            .map(GoawayCode::from_code)
+            .find(|c| c.kind() == kind)
+    }
+
+    /// Whether a client told this may come back (to this router or its successor): the
+    /// router is going away or overloaded, not refusing the client.
+    pub const fn is_retryable(self) -> bool {
+        matches!(
+            self,
+            GoawayCode::Normal
+                | GoawayCode::ShuttingDown
+                | GoawayCode::SlowConsumer
+                | GoawayCode::TooManyConnections
+                | GoawayCode::HandshakeTimeout
+        )
     }
 }
 
 /// The first frame of every connection: who the client is and what it observes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Handshake {
-    /// Protocol version, [`VERSION`].
-    pub version: u32,
-    /// The client's role.
-    pub role: Role,
-    /// A name for logs and metrics (e.g. `noise-sensor-1`).
+    /// Application name (function name, source name, or the upstream zipper's name).
     pub name: String,
-    /// The shared secret the router may require; empty when none.
-    pub token: String,
-    /// Data tags the client wants to receive (functions and sinks).
+    /// Client id: 21 random characters, `-`, and the reconnect count (`…-0`, `…-1`).
+    pub id: String,
+    /// What the client is.
+    pub client_type: ClientType,
+    /// Data tags a stream function receives.
     pub observed: Vec<u32>,
+    /// Credential type (`token`); empty: the router's default.
+    pub auth_name: String,
+    /// Credential (the token).
+    pub auth_payload: String,
+    /// Protocol version, [`VERSION`].
+    pub version: String,
+    /// An LLM function-calling schema (JSON); empty: none.
+    pub function_definition: Bytes,
+    /// The `yomo-target` value this stream function accepts; empty: none.
+    pub wanted_target: String,
+    /// y3 extension level ([`EXTENSION_LEVEL`]); 0 for YoMo's own clients.
+    pub extension: u32,
 }
 
-/// The router's answer to a valid handshake.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Accepted {
-    /// Protocol version the router speaks.
-    pub version: u32,
-    /// The id the router gave this connection (for logs).
-    pub session: u64,
-}
-
-/// One message on a tag.
-///
-/// `payload` and `metadata` are [`Bytes`]: decoding slices them out of the read buffer
-/// without copying, and routing one frame to many subscribers clones reference counts,
-/// not bytes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Data {
-    /// The data tag subscribers observe.
-    pub tag: u32,
-    /// A per-message id chosen by the source; stream functions keep it on their outputs.
-    pub id: u64,
-    /// How many stream functions this message has passed through; the router drops
-    /// messages past its hop limit, which breaks function loops.
-    pub hops: u32,
-    /// Opaque metadata, carried along unchanged.
-    pub metadata: Option<Bytes>,
-    /// The payload, usually itself a Y3 packet.
-    pub payload: Bytes,
-}
-
-impl Data {
-    /// A data frame with no metadata and zero hops.
-    pub fn new(tag: u32, id: u64, payload: impl Into<Bytes>) -> Data {
-        Data {
-            tag,
-            id,
-            hops: 0,
-            metadata: None,
-            payload: payload.into(),
+impl Handshake {
+    /// A handshake of this crate's version and extension level, with no credential.
+    pub fn new(client_type: ClientType, name: impl Into<String>, id: impl Into<String>) -> Self {
+        Handshake {
+            name: name.into(),
+            id: id.into(),
+            client_type,
+            observed: Vec::new(),
+            auth_name: String::new(),
+            auth_payload: String::new(),
+            version: VERSION.to_owned(),
+            function_definition: Bytes::new(),
+            wanted_target: String::new(),
+            extension: EXTENSION_LEVEL,
         }
+    }
+
+    /// Sets the credential from its `type:payload` spelling (`token:SECRET`); without a
+    /// `:`, the whole string is the payload for the router's default auth.
+    pub fn credential(mut self, credential: &str) -> Self {
+        (self.auth_name, self.auth_payload) = match credential.split_once(':') {
+            Some((name, payload)) => (name.to_owned(), payload.to_owned()),
+            None => (String::new(), credential.to_owned()),
+        };
+        self
     }
 }
 
-/// Closing a connection, with a reason code.
+/// A rejection or goaway: a message for people and, from y3 routers, a code for programs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Goaway {
-    /// Why.
+    /// Why, as a stable code ([`GoawayCode::Unspecified`] when the frame has none).
     pub code: GoawayCode,
     /// Human-readable detail (may be empty).
     pub reason: String,
@@ -268,38 +318,133 @@ impl Goaway {
     }
 }
 
+/// Where a decoded data frame came from: its bytes, and the field values they encode, so
+/// that an unchanged frame is written back as those bytes.
+#[derive(Clone)]
+struct Wire {
+    frame: Bytes,
+    tag: u32,
+    hops: u32,
+    metadata: (usize, usize),
+    payload: (usize, usize),
+}
+
+/// Address and length: whether a `Bytes` is still the very slice decoded.
+fn span(b: &Bytes) -> (usize, usize) {
+    (b.as_ptr() as usize, b.len())
+}
+
+/// One message on a tag.
+///
+/// `payload` and `metadata` are [`Bytes`]: decoding slices them out of the read buffer
+/// without copying, and routing one frame to many subscribers clones reference counts,
+/// not bytes. A decoded frame whose fields are left as they are encodes as the bytes it
+/// was decoded from (one copy, nothing rebuilt).
+#[derive(Clone)]
+pub struct Data {
+    /// The data tag functions observe.
+    pub tag: u32,
+    /// The metadata map.
+    pub metadata: Metadata,
+    /// The payload, usually itself a Y3 packet.
+    pub payload: Bytes,
+    /// How many stream functions this message has passed (y3 field `30`); the router drops
+    /// messages past its hop limit, which breaks function loops.
+    pub hops: u32,
+    wire: Option<Wire>,
+}
+
+impl fmt::Debug for Data {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Data")
+            .field("tag", &format_args!("{:#x}", self.tag))
+            .field("metadata", &self.metadata)
+            .field("payload", &self.payload)
+            .field("hops", &self.hops)
+            .finish()
+    }
+}
+
+impl PartialEq for Data {
+    fn eq(&self, other: &Data) -> bool {
+        self.tag == other.tag
+            && self.hops == other.hops
+            && self.metadata == other.metadata
+            && self.payload == other.payload
+    }
+}
+
+impl Eq for Data {}
+
+impl Data {
+    /// A data frame with empty metadata and zero hops.
+    pub fn new(tag: u32, payload: impl Into<Bytes>) -> Data {
+        Data {
+            tag,
+            metadata: Metadata::empty(),
+            payload: payload.into(),
+            hops: 0,
+            wire: None,
+        }
+    }
+
+    /// Sets the metadata.
+    pub fn with_metadata(mut self, metadata: Metadata) -> Data {
+        self.metadata = metadata;
+        self
+    }
+
+    /// The bytes this frame was decoded from, while its fields still say what they say.
+    pub fn wire(&self) -> Option<&Bytes> {
+        let w = self.wire.as_ref()?;
+        let same = w.tag == self.tag
+            && w.hops == self.hops
+            && w.metadata == span(self.metadata.as_bytes())
+            && w.payload == span(&self.payload);
+        same.then_some(&w.frame)
+    }
+
+    fn body_len(&self) -> usize {
+        int_len(F_TAG, u32_bits(self.tag))
+            + prim_len(F_METADATA, self.metadata.as_bytes().len())
+            + prim_len(F_PAYLOAD, self.payload.len())
+            + opt_int_len(F_EXT, self.hops)
+    }
+}
+
 /// Any frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Frame {
-    /// See [`Handshake`].
-    Handshake(Handshake),
-    /// See [`Accepted`].
-    Accepted(Accepted),
+    /// See [`Handshake`] (boxed: it is large and rare, and frames are queued by value).
+    Handshake(Box<Handshake>),
+    /// The router admits the client.
+    HandshakeAck,
+    /// The router refuses the handshake.
+    Rejected(Goaway),
+    /// The router is closing the connection.
+    Goaway(Goaway),
+    /// The router sends the client to another `host:port`.
+    ConnectTo(String),
     /// See [`Data`].
     Data(Data),
-    /// See [`Goaway`].
-    Goaway(Goaway),
-    /// Asks for a [`Frame::Pong`] with the same nonce.
-    Ping(u64),
-    /// Answers a [`Frame::Ping`].
-    Pong(u64),
 }
 
 // Field keys.
-const F_VERSION: u32 = 0x01;
-const F_ROLE: u32 = 0x02;
-const F_NAME: u32 = 0x03;
-const F_TOKEN: u32 = 0x04;
-const F_OBSERVED: u32 = 0x05;
-const F_SESSION: u32 = 0x02;
+const F_NAME: u32 = 0x01;
+const F_CLIENT_TYPE: u32 = 0x02;
+const F_ID: u32 = 0x03;
+const F_AUTH_NAME: u32 = 0x04;
+const F_AUTH_PAYLOAD: u32 = 0x05;
+const F_OBSERVED: u32 = 0x06;
+const F_VERSION: u32 = 0x07;
+const F_WANTED_TARGET: u32 = 0x08;
+const F_FUNCTION: u32 = 0x09;
+const F_MESSAGE: u32 = 0x01;
 const F_TAG: u32 = 0x01;
-const F_ID: u32 = 0x02;
-const F_HOPS: u32 = 0x03;
-const F_METADATA: u32 = 0x04;
-const F_PAYLOAD: u32 = 0x05;
-const F_CODE: u32 = 0x01;
-const F_REASON: u32 = 0x02;
-const F_NONCE: u32 = 0x01;
+const F_PAYLOAD: u32 = 0x02;
+const F_METADATA: u32 = 0x03;
+/// y3's field in every frame that has one: extension level, code, hops.
+const F_EXT: u32 = 0x30;
 
 /// Bytes of a primitive packet with key `key` and a `len`-byte value.
 const fn prim_len(key: u32, len: usize) -> usize {
@@ -311,6 +456,20 @@ const fn int_len(key: u32, v: i64) -> usize {
     prim_len(key, value::int_len(D, v))
 }
 
+/// Bytes of a y3 integer field, left out when zero.
+const fn opt_int_len(key: u32, v: u32) -> usize {
+    if v == 0 {
+        0
+    } else {
+        int_len(key, u32_bits(v))
+    }
+}
+
+/// Unsigned values travel as the signed 32-bit integer with the same bits (NVarUInt32).
+const fn u32_bits(v: u32) -> i64 {
+    v as i32 as i64
+}
+
 /// Room one staged header plus integer can take.
 const STEP: usize = y3::tag::MAX_HEADER_LEN + 1 + value::MAX_SCALAR_LEN;
 
@@ -319,8 +478,8 @@ const STEP: usize = y3::tag::MAX_HEADER_LEN + 1 + value::MAX_SCALAR_LEN;
 /// `memmove` call per 1–3 bytes: 1.9% of a 100-byte echo server's CPU.
 ///
 /// ```text
-/// data frame:  [node hdr][tag hdr|int][id hdr|int][payload hdr] | payload bytes
-///              └──────────── one staged copy ─────────────────┘   one copy
+/// data frame:  [node hdr][tag hdr|int][metadata hdr] | metadata | [payload hdr] | payload
+///              └────── one staged copy ────────────┘   one copy   staged copy    one copy
 /// ```
 struct Staged {
     buf: [u8; 4 * STEP],
@@ -361,28 +520,21 @@ impl Staged {
         }
     }
 
+    /// A y3 integer field, left out when zero.
+    fn opt_int(&mut self, dst: &mut BytesMut, key: u32, v: u32) {
+        if v != 0 {
+            self.int(dst, key, u32_bits(v));
+        }
+    }
+
     /// A byte-string field: its header is staged, then everything goes out before the bytes.
     fn bytes(&mut self, dst: &mut BytesMut, key: u32, bytes: &[u8]) {
         self.header(dst, Tag::primitive(key), bytes.len());
-        self.flush(dst);
-        dst.put_slice(bytes);
-    }
-
-    /// A string field, left out when empty.
-    fn opt_str(&mut self, dst: &mut BytesMut, key: u32, s: &str) {
-        if !s.is_empty() {
-            self.bytes(dst, key, s.as_bytes());
+        if !bytes.is_empty() {
+            self.flush(dst);
+            dst.put_slice(bytes);
         }
     }
-}
-
-/// Unsigned values travel as the signed integer with the same bits.
-const fn u32_bits(v: u32) -> i64 {
-    v as i32 as i64
-}
-
-const fn u64_bits(v: u64) -> i64 {
-    v as i64
 }
 
 impl Frame {
@@ -390,64 +542,57 @@ impl Frame {
     pub fn kind(&self) -> u32 {
         match self {
             Frame::Handshake(_) => kind::HANDSHAKE,
-            Frame::Accepted(_) => kind::ACCEPTED,
-            Frame::Data(_) => kind::DATA,
+            Frame::HandshakeAck => kind::HANDSHAKE_ACK,
+            Frame::Rejected(_) => kind::REJECTED,
             Frame::Goaway(_) => kind::GOAWAY,
-            Frame::Ping(_) => kind::PING,
-            Frame::Pong(_) => kind::PONG,
+            Frame::ConnectTo(_) => kind::CONNECT_TO,
+            Frame::Data(_) => kind::DATA,
         }
     }
 
     /// The frame type's name, for logs and errors.
     pub fn name(&self) -> &'static str {
-        kind_name(self.kind())
+        kind::name(self.kind())
     }
 
     /// Bytes of the fields: the frame packet's value length.
     pub fn body_len(&self) -> usize {
         match self {
             Frame::Handshake(h) => {
-                let observed: usize = h.observed.iter().map(|&t| int_len(0, u32_bits(t))).sum();
-                int_len(F_VERSION, u32_bits(h.version))
-                    + int_len(F_ROLE, u32_bits(h.role.code()))
-                    + opt_str_len(F_NAME, &h.name)
-                    + opt_str_len(F_TOKEN, &h.token)
-                    + if h.observed.is_empty() {
-                        0
-                    } else {
-                        Header::encoded_len(Tag::array(F_OBSERVED), observed, D) + observed
-                    }
+                prim_len(F_NAME, h.name.len())
+                    + prim_len(F_ID, h.id.len())
+                    + prim_len(F_CLIENT_TYPE, 1)
+                    + prim_len(F_OBSERVED, 4 * h.observed.len())
+                    + prim_len(F_AUTH_NAME, h.auth_name.len())
+                    + prim_len(F_AUTH_PAYLOAD, h.auth_payload.len())
+                    + prim_len(F_VERSION, h.version.len())
+                    + prim_len(F_FUNCTION, h.function_definition.len())
+                    + prim_len(F_WANTED_TARGET, h.wanted_target.len())
+                    + opt_int_len(F_EXT, h.extension)
             }
-            Frame::Accepted(a) => {
-                int_len(F_VERSION, u32_bits(a.version)) + int_len(F_SESSION, u64_bits(a.session))
+            Frame::HandshakeAck => 0,
+            Frame::Rejected(g) | Frame::Goaway(g) => {
+                prim_len(F_MESSAGE, g.reason.len())
+                    + g.code.code().map_or(0, |c| int_len(F_EXT, u32_bits(c)))
             }
-            Frame::Data(d) => {
-                int_len(F_TAG, u32_bits(d.tag))
-                    + int_len(F_ID, u64_bits(d.id))
-                    + if d.hops == 0 {
-                        0
-                    } else {
-                        int_len(F_HOPS, u32_bits(d.hops))
-                    }
-                    + d.metadata
-                        .as_ref()
-                        .map_or(0, |m| prim_len(F_METADATA, m.len()))
-                    + prim_len(F_PAYLOAD, d.payload.len())
-            }
-            Frame::Goaway(g) => {
-                int_len(F_CODE, u32_bits(g.code.code())) + opt_str_len(F_REASON, &g.reason)
-            }
-            Frame::Ping(n) | Frame::Pong(n) => int_len(F_NONCE, u64_bits(*n)),
+            Frame::ConnectTo(endpoint) => prim_len(F_MESSAGE, endpoint.len()),
+            Frame::Data(d) => d.body_len(),
         }
     }
 
     /// Bytes of the whole frame, header included: exactly what [`Frame::encode`] writes.
     pub fn encoded_len(&self) -> usize {
+        if let Frame::Data(d) = self {
+            if let Some(wire) = d.wire() {
+                return wire.len();
+            }
+        }
         let body = self.body_len();
         Header::encoded_len(Tag::node(self.kind()), body, D) + body
     }
 
-    /// Appends the frame to `dst`, reserving the room first.
+    /// Appends the frame to `dst`, reserving the room first. A decoded data frame whose
+    /// fields are unchanged is copied out as the bytes it arrived as.
     ///
     /// # Errors
     /// [`FrameError::TooLong`] when the fields exceed `max_len` bytes (the receiver's
@@ -459,13 +604,27 @@ impl Frame {
     /// use y3_transport::frame::{Data, Frame};
     ///
     /// let mut buf = bytes::BytesMut::new();
-    /// Frame::Data(Data::new(0x10, 1, &b"\xab\xcd\xef"[..])).encode(&mut buf, 1 << 20)?;
-    /// assert_eq!(&buf[..], &[0xbf, 0x0b, 1, 1, 0x10, 2, 1, 1, 5, 3, 0xab, 0xcd, 0xef]);
+    /// Frame::Data(Data::new(0x34, &b"\x01\x02\x03"[..])).encode(&mut buf, 1 << 20)?;
+    /// assert_eq!(&buf[..], &[0xbf, 0x0a, 1, 1, 0x34, 3, 0, 2, 3, 1, 2, 3]);
     /// # Ok::<(), y3_transport::FrameError>(())
     /// ```
     pub fn encode(&self, dst: &mut BytesMut, max_len: usize) -> Result<(), FrameError> {
-        let body = self.body_len();
         let limit = max_len.min(i32::MAX as usize);
+        if let Frame::Data(d) = self {
+            if let Some(wire) = d.wire() {
+                // Its header was checked against the reader's limit; check ours.
+                let body = d.body_len();
+                if body > limit {
+                    return Err(FrameError::TooLong {
+                        declared: body as u64,
+                        limit: limit as u64,
+                    });
+                }
+                dst.put_slice(wire);
+                return Ok(());
+            }
+        }
+        let body = self.body_len();
         if body > limit {
             return Err(FrameError::TooLong {
                 declared: body as u64,
@@ -477,38 +636,35 @@ impl Frame {
         out.header(dst, Tag::node(self.kind()), body);
         match self {
             Frame::Handshake(h) => {
-                out.int(dst, F_VERSION, u32_bits(h.version));
-                out.int(dst, F_ROLE, u32_bits(h.role.code()));
-                out.opt_str(dst, F_NAME, &h.name);
-                out.opt_str(dst, F_TOKEN, &h.token);
-                if !h.observed.is_empty() {
-                    let len = h.observed.iter().map(|&t| int_len(0, u32_bits(t))).sum();
-                    out.header(dst, Tag::array(F_OBSERVED), len);
-                    for &t in &h.observed {
-                        out.int(dst, 0, u32_bits(t));
-                    }
+                out.bytes(dst, F_NAME, h.name.as_bytes());
+                out.bytes(dst, F_ID, h.id.as_bytes());
+                out.bytes(dst, F_CLIENT_TYPE, &[h.client_type.code()]);
+                out.header(dst, Tag::primitive(F_OBSERVED), 4 * h.observed.len());
+                out.flush(dst);
+                for &tag in &h.observed {
+                    dst.put_u32_le(tag);
+                }
+                out.bytes(dst, F_AUTH_NAME, h.auth_name.as_bytes());
+                out.bytes(dst, F_AUTH_PAYLOAD, h.auth_payload.as_bytes());
+                out.bytes(dst, F_VERSION, h.version.as_bytes());
+                out.bytes(dst, F_FUNCTION, &h.function_definition);
+                out.bytes(dst, F_WANTED_TARGET, h.wanted_target.as_bytes());
+                out.opt_int(dst, F_EXT, h.extension);
+            }
+            Frame::HandshakeAck => {}
+            Frame::Rejected(g) | Frame::Goaway(g) => {
+                out.bytes(dst, F_MESSAGE, g.reason.as_bytes());
+                if let Some(code) = g.code.code() {
+                    out.int(dst, F_EXT, u32_bits(code));
                 }
             }
-            Frame::Accepted(a) => {
-                out.int(dst, F_VERSION, u32_bits(a.version));
-                out.int(dst, F_SESSION, u64_bits(a.session));
-            }
+            Frame::ConnectTo(endpoint) => out.bytes(dst, F_MESSAGE, endpoint.as_bytes()),
             Frame::Data(d) => {
                 out.int(dst, F_TAG, u32_bits(d.tag));
-                out.int(dst, F_ID, u64_bits(d.id));
-                if d.hops != 0 {
-                    out.int(dst, F_HOPS, u32_bits(d.hops));
-                }
-                if let Some(m) = &d.metadata {
-                    out.bytes(dst, F_METADATA, m);
-                }
+                out.bytes(dst, F_METADATA, d.metadata.as_bytes());
                 out.bytes(dst, F_PAYLOAD, &d.payload);
+                out.opt_int(dst, F_EXT, d.hops);
             }
-            Frame::Goaway(g) => {
-                out.int(dst, F_CODE, u32_bits(g.code.code()));
-                out.opt_str(dst, F_REASON, &g.reason);
-            }
-            Frame::Ping(n) | Frame::Pong(n) => out.int(dst, F_NONCE, u64_bits(*n)),
         }
         out.flush(dst);
         Ok(())
@@ -518,10 +674,7 @@ impl Frame {
     /// included); payload and metadata of a data frame are slices of it, not copies.
     ///
     /// # Errors
-    /// [`FrameError::UnknownFrame`] for a tag that is not a known frame node,
-    /// [`FrameError::MissingField`] / [`FrameError::InvalidField`] for bad fields, and the
-    /// codec's [`y3::DecodeError`]s for malformed packets (header errors, a child
-    /// overflowing the frame, a string that is not UTF-8).
+    /// As [`Frame::decode_parsed`], and the header errors of the codec.
     ///
     /// # Examples
     ///
@@ -529,8 +682,8 @@ impl Frame {
     /// use bytes::Bytes;
     /// use y3_transport::frame::Frame;
     ///
-    /// let wire = Bytes::from_static(&[0xaa, 0x03, 0x01, 0x01, 0x07]);
-    /// assert_eq!(Frame::decode(wire, &y3::Config::DEFAULT)?, Frame::Ping(7));
+    /// let wire = Bytes::from_static(&[0xa9, 0x00]);
+    /// assert_eq!(Frame::decode(wire, &y3_transport::frame::config(1 << 20))?, Frame::HandshakeAck);
     /// # Ok::<(), y3_transport::FrameError>(())
     /// ```
     pub fn decode(frame: Bytes, config: &Config) -> Result<Frame, FrameError> {
@@ -541,106 +694,120 @@ impl Frame {
             }
             .into());
         }
-        if !packet.is_node() || !kind::is_known(packet.id()) {
-            return Err(FrameError::UnknownFrame { tag: packet.id() });
+        let (tag, head_len) = (packet.tag(), packet.encoded_len() - packet.value().len());
+        Frame::decode_parsed(frame, tag, head_len, config)
+    }
+
+    /// Decodes a frame whose header the caller already parsed: `frame` is the whole frame,
+    /// `tag` its tag and `head_len` the header's length (the codec's one header parse).
+    ///
+    /// # Errors
+    /// [`FrameError::UnknownFrame`] for a tag that is not a known frame node,
+    /// [`FrameError::InvalidField`] for a bad field (an empty client type), and the
+    /// codec's [`y3::DecodeError`]s for malformed fields (a field overflowing the frame, a
+    /// string that is not UTF-8, a node where a primitive belongs).
+    pub fn decode_parsed(
+        frame: Bytes,
+        tag: Tag,
+        head_len: usize,
+        config: &Config,
+    ) -> Result<Frame, FrameError> {
+        if !tag.is_node() || !kind::is_known(tag.id()) {
+            return Err(FrameError::UnknownFrame { tag: tag.id() });
         }
-        let name = kind_name(packet.id());
-        let missing = |field| FrameError::MissingField { frame: name, field };
-        match packet.id() {
-            kind::HANDSHAKE => {
-                let (mut version, mut role, mut name_, mut token) = (None, None, None, None);
-                let mut observed = Vec::new();
-                for field in packet.children()? {
-                    let field = field?;
-                    match field.id() {
-                        F_VERSION => version = Some(field.u32()?),
-                        F_ROLE => role = Some(field.u32()?),
-                        F_NAME => name_ = Some(field.str()?.to_owned()),
-                        F_TOKEN => token = Some(field.str()?.to_owned()),
-                        F_OBSERVED => {
-                            observed.clear();
-                            for element in field.children()? {
-                                observed.push(element?.u32()?);
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                let role = role.ok_or(missing(F_ROLE))?;
-                Ok(Frame::Handshake(Handshake {
-                    version: version.ok_or(missing(F_VERSION))?,
-                    role: Role::from_code(role).ok_or(FrameError::InvalidField {
-                        frame: name,
-                        field: "role",
-                    })?,
-                    name: name_.unwrap_or_default(),
-                    token: token.unwrap_or_default(),
-                    observed,
-                }))
-            }
-            kind::ACCEPTED => {
-                let (mut version, mut session) = (None, None);
-                for field in packet.children()? {
-                    let field = field?;
-                    match field.id() {
-                        F_VERSION => version = Some(field.u32()?),
-                        F_SESSION => session = Some(field.u64()?),
-                        _ => {}
-                    }
-                }
-                Ok(Frame::Accepted(Accepted {
-                    version: version.ok_or(missing(F_VERSION))?,
-                    session: session.ok_or(missing(F_SESSION))?,
-                }))
-            }
+        let name = kind::name(tag.id());
+        let packet = Packet::from_value(tag, &frame[head_len..], *config);
+        let invalid = |field| FrameError::InvalidField { frame: name, field };
+        match tag.id() {
             kind::DATA => {
-                let (mut tag, mut id, mut hops, mut metadata, mut payload) =
-                    (None, None, 0, None, None);
+                let (mut tag, mut hops) = (None, 0);
+                let (mut metadata, mut payload) = (Metadata::empty(), Bytes::new());
                 for field in packet.children()? {
                     let field = field?;
                     match field.id() {
-                        F_TAG => tag = Some(field.u32()?),
-                        F_ID => id = Some(field.u64()?),
-                        F_HOPS => hops = field.u32()?,
-                        F_METADATA => metadata = Some(frame.slice_ref(field.bytes()?)),
-                        F_PAYLOAD => payload = Some(frame.slice_ref(field.bytes()?)),
+                        F_TAG => tag = Some(value::read_u32(D, field.bytes()?)?),
+                        F_METADATA => {
+                            metadata = Metadata::from_bytes(frame.slice_ref(field.bytes()?))
+                        }
+                        F_PAYLOAD => payload = frame.slice_ref(field.bytes()?),
+                        F_EXT => hops = value::read_u32(D, field.bytes()?)?,
                         _ => {}
                     }
                 }
-                Ok(Frame::Data(Data {
-                    tag: tag.ok_or(missing(F_TAG))?,
-                    id: id.ok_or(missing(F_ID))?,
+                let tag = tag.ok_or(FrameError::MissingField {
+                    frame: name,
+                    field: F_TAG,
+                })?;
+                let wire = Wire {
+                    tag,
                     hops,
+                    metadata: span(metadata.as_bytes()),
+                    payload: span(&payload),
+                    frame,
+                };
+                Ok(Frame::Data(Data {
+                    tag,
                     metadata,
-                    payload: payload.ok_or(missing(F_PAYLOAD))?,
+                    payload,
+                    hops,
+                    wire: Some(wire),
                 }))
             }
-            kind::GOAWAY => {
-                let (mut code, mut reason) = (None, String::new());
+            kind::HANDSHAKE => {
+                let mut h = Handshake::new(ClientType::Source, "", "");
+                h.version.clear();
+                h.extension = 0;
+                let mut client_type = None;
                 for field in packet.children()? {
                     let field = field?;
+                    let string = || field.str().map(str::to_owned);
                     match field.id() {
-                        F_CODE => code = Some(field.u32()?),
-                        F_REASON => reason = field.str()?.to_owned(),
+                        F_NAME => h.name = string()?,
+                        F_ID => h.id = string()?,
+                        F_CLIENT_TYPE => client_type = Some(field.bytes()?),
+                        F_OBSERVED => {
+                            h.observed = field
+                                .bytes()?
+                                .chunks_exact(4)
+                                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                                .collect();
+                        }
+                        F_AUTH_NAME => h.auth_name = string()?,
+                        F_AUTH_PAYLOAD => h.auth_payload = string()?,
+                        F_VERSION => h.version = string()?,
+                        F_FUNCTION => h.function_definition = frame.slice_ref(field.bytes()?),
+                        F_WANTED_TARGET => h.wanted_target = string()?,
+                        F_EXT => h.extension = value::read_u32(D, field.bytes()?)?,
                         _ => {}
                     }
                 }
-                let code = GoawayCode::from_code(code.ok_or(missing(F_CODE))?);
-                Ok(Frame::Goaway(Goaway { code, reason }))
+                // Exactly one byte: an empty one is what crashes YoMo's zipper.
+                h.client_type = match client_type {
+                    Some(&[b]) => ClientType::from_code(b),
+                    _ => return Err(invalid("client_type")),
+                };
+                Ok(Frame::Handshake(Box::new(h)))
             }
-            kind::PING | kind::PONG => {
-                let mut nonce = None;
+            kind::HANDSHAKE_ACK => {
+                for field in packet.children()? {
+                    field?;
+                }
+                Ok(Frame::HandshakeAck)
+            }
+            kind::REJECTED | kind::GOAWAY | kind::CONNECT_TO => {
+                let (mut message, mut code) = (String::new(), GoawayCode::Unspecified);
                 for field in packet.children()? {
                     let field = field?;
-                    if field.id() == F_NONCE {
-                        nonce = Some(field.u64()?);
+                    match field.id() {
+                        F_MESSAGE => message = field.str()?.to_owned(),
+                        F_EXT => code = GoawayCode::from_code(value::read_u32(D, field.bytes()?)?),
+                        _ => {}
                     }
                 }
-                let nonce = nonce.ok_or(missing(F_NONCE))?;
-                Ok(if packet.id() == kind::PING {
-                    Frame::Ping(nonce)
-                } else {
-                    Frame::Pong(nonce)
+                Ok(match tag.id() {
+                    kind::REJECTED => Frame::Rejected(Goaway::new(code, message)),
+                    kind::GOAWAY => Frame::Goaway(Goaway::new(code, message)),
+                    _ => Frame::ConnectTo(message),
                 })
             }
             // `is_known` was checked above.
@@ -649,24 +816,18 @@ impl Frame {
     }
 }
 
-/// The name of frame type `key`.
-pub const fn kind_name(key: u32) -> &'static str {
-    match key {
-        kind::HANDSHAKE => "handshake",
-        kind::ACCEPTED => "accepted",
-        kind::DATA => "data",
-        kind::GOAWAY => "goaway",
-        kind::PING => "ping",
-        kind::PONG => "pong",
-        _ => "unknown",
-    }
+/// The decoding configuration of frames: the `nvarint` dialect, frame bodies up to
+/// `max_frame_len`, and the depth frames need (the frame and its fields).
+pub fn config(max_frame_len: usize) -> Config {
+    Config::new(D).with_limits(y3::Limits {
+        max_packet_len: max_frame_len.min(i32::MAX as usize) as u64,
+        max_depth: 4,
+    })
 }
 
-fn opt_str_len(key: u32, s: &str) -> usize {
-    if s.is_empty() {
-        0
-    } else {
-        prim_len(key, s.len())
+impl From<Handshake> for Frame {
+    fn from(hello: Handshake) -> Frame {
+        Frame::Handshake(Box::new(hello))
     }
 }
 
@@ -676,161 +837,208 @@ impl From<Data> for Frame {
     }
 }
 
-impl From<Goaway> for Frame {
-    fn from(goaway: Goaway) -> Frame {
-        Frame::Goaway(goaway)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use hex_literal::hex;
+
+    fn cfg() -> Config {
+        config(1 << 20)
+    }
 
     fn roundtrip(frame: Frame) -> Bytes {
         let mut buf = BytesMut::new();
         frame.encode(&mut buf, 1 << 20).unwrap();
         assert_eq!(buf.len(), frame.encoded_len(), "{frame:?}");
         let bytes = buf.freeze();
-        assert_eq!(
-            Frame::decode(bytes.clone(), &Config::DEFAULT).unwrap(),
-            frame
-        );
+        let back = Frame::decode(bytes.clone(), &cfg()).unwrap();
+        assert_eq!(back, frame);
+        // Decoded, unchanged, it encodes as the same bytes (the forwarding path).
+        let mut again = BytesMut::new();
+        back.encode(&mut again, 1 << 20).unwrap();
+        assert_eq!(&again[..], &bytes[..]);
         // Every frame is also a well-formed Y3 packet.
-        y3::decode(&bytes).unwrap();
+        y3::decode_with(&bytes, &cfg()).unwrap();
         bytes
     }
 
     #[test]
     fn data_layout() {
-        let bytes = roundtrip(Frame::Data(Data::new(0x10, 1, &hex!("abcdef")[..])));
-        assert_eq!(&bytes[..], hex!("bf0b 010110 020101 0503abcdef"));
-        let full = Data {
-            tag: u32::MAX,
-            id: u64::MAX,
-            hops: 2,
-            metadata: Some(Bytes::from_static(b"m")),
-            payload: Bytes::new(),
-        };
-        let bytes = roundtrip(Frame::Data(full));
-        assert_eq!(&bytes[..], hex!("bf0e 01017f 02017f 030102 04016d 0500"));
+        let bytes = roundtrip(Frame::Data(Data::new(0x34, &hex!("010203")[..])));
+        assert_eq!(&bytes[..], hex!("bf0a 010134 0300 0203010203"));
+        let md = Metadata::from_pairs([("yomo-tid", "tid-0001")]);
+        let bytes = roundtrip(Frame::Data(
+            Data::new(0x33, &b"hello"[..]).with_metadata(md),
+        ));
+        assert_eq!(
+            &bytes[..],
+            hex!("bf1f 010133 031381a8796f6d6f2d746964a87469642d30303031 020568656c6c6f")
+        );
+        let mut d = Data::new(u32::MAX, Bytes::new());
+        d.hops = 2;
+        assert_eq!(
+            &roundtrip(Frame::Data(d))[..],
+            hex!("bf0a 0101ff 0300 0200 300102")
+        );
+        assert_eq!(
+            &roundtrip(Frame::Data(Data::new(0xe001, Bytes::new())))[..],
+            hex!("bf09 010300e001 0300 0200")
+        );
     }
 
     #[test]
-    fn payload_is_a_slice_of_the_frame() {
-        let wire = Bytes::from_static(&hex!("bf0b 010110 020101 0503abcdef"));
-        let Frame::Data(d) = Frame::decode(wire.clone(), &Config::DEFAULT).unwrap() else {
+    fn a_changed_frame_is_rebuilt() {
+        let wire = Bytes::from_static(&hex!("bf0a 010134 0300 0203010203"));
+        let Frame::Data(mut d) = Frame::decode(wire.clone(), &cfg()).unwrap() else {
             panic!("data");
         };
-        assert_eq!(d.payload.as_ptr(), wire[10..].as_ptr());
+        assert_eq!(d.payload.as_ptr(), wire[9..].as_ptr());
+        assert_eq!(d.wire().map(|w| w.as_ptr()), Some(wire.as_ptr()));
+        d.hops = 1;
+        assert!(d.wire().is_none());
+        let mut buf = BytesMut::new();
+        Frame::Data(d.clone()).encode(&mut buf, 1 << 20).unwrap();
+        assert_eq!(&buf[..], hex!("bf0d 010134 0300 0203010203 300101"));
+        d.hops = 0;
+        d.payload = Bytes::from_static(b"\x01\x02\x03");
+        assert!(d.wire().is_none(), "same bytes elsewhere are a change");
     }
 
     #[test]
     fn control_frames() {
-        let bytes = roundtrip(Frame::Handshake(Handshake {
-            version: VERSION,
-            role: Role::StreamFunction,
-            name: "f".into(),
-            token: "t".into(),
-            observed: vec![0x10, 0x200],
-        }));
+        assert_eq!(&roundtrip(Frame::HandshakeAck)[..], hex!("a900"));
+        let bytes = roundtrip(Frame::Rejected(Goaway::new(
+            GoawayCode::Unauthorized,
+            "invalid token",
+        )));
         assert_eq!(
             &bytes[..],
-            hex!("b115 010101 020102 030166 040174 c507 000110 00028400")
+            hex!("b912 010d 696e76616c696420746f6b656e 300102")
         );
-        roundtrip(Frame::Handshake(Handshake {
-            version: VERSION,
-            role: Role::Source,
-            name: String::new(),
-            token: String::new(),
-            observed: vec![],
-        }));
-        roundtrip(Frame::Accepted(Accepted {
-            version: 1,
-            session: 42,
-        }));
-        let bytes = roundtrip(Frame::Goaway(Goaway::new(GoawayCode::Unauthorized, "")));
-        assert_eq!(&bytes[..], hex!("b003 010102"));
+        let bytes = roundtrip(Frame::Goaway(Goaway::new(
+            GoawayCode::Unspecified,
+            "goaway error",
+        )));
+        assert_eq!(&bytes[..], hex!("ae0e 010c 676f61776179206572726f72"));
         roundtrip(Frame::Goaway(Goaway::new(GoawayCode::Other(99), "why")));
-        assert_eq!(&roundtrip(Frame::Ping(7))[..], hex!("aa03 010107"));
-        roundtrip(Frame::Pong(u64::MAX));
+        let bytes = roundtrip(Frame::ConnectTo("127.0.0.1:9001".into()));
+        assert_eq!(&bytes[..], hex!("be10 010e 3132372e302e302e313a39303031"));
     }
 
-    /// Far more staged headers and integers than the stack buffer holds: it spills to the
-    /// frame buffer in the middle of the observed list, byte-exact with each element
-    /// written on its own.
     #[test]
-    fn staged_writes_spill_in_order() {
-        let observed: Vec<u32> = (0..300u32)
-            .map(|i| i.wrapping_mul(0x9e37_79b9) >> (i % 32))
-            .collect();
-        let bytes = roundtrip(Frame::Handshake(Handshake {
-            version: u32::MAX,
-            role: Role::Sink,
-            name: "n".repeat(70),
-            token: String::new(),
-            observed: observed.clone(),
-        }));
-        let mut expected = BytesMut::new();
-        for &t in &observed {
-            let mut scratch = [0u8; value::MAX_SCALAR_LEN];
-            let n = value::int_write(D, u32_bits(t), &mut scratch);
-            let mut head = [0u8; y3::tag::MAX_HEADER_LEN + 1];
-            let h = Header::write(Tag::primitive(0), n, D, &mut head).unwrap();
-            expected.put_slice(&head[..h]);
-            expected.put_slice(&scratch[..n]);
-        }
-        assert!(
-            bytes.ends_with(&expected),
-            "observed list, element by element"
+    fn handshakes() {
+        let mut h = Handshake::new(ClientType::StreamFunction, "sink", "sfnid-0");
+        h.observed = vec![0x33, 0xe001];
+        h.wanted_target = "t1".into();
+        h.extension = 0;
+        // YoMo's own encoding of this handshake (codec-02).
+        let bytes = roundtrip(h.clone().into());
+        assert_eq!(
+            &bytes[..],
+            hex!(
+                "b132 0104 73696e6b 0307 7366 6e69642d30 02015d 0608 3300000001e00000
+                 0400 0500 070a 323032342d30312d3033 0900 0802 7431"
+            )
         );
-        roundtrip(Frame::Data(Data {
-            tag: 0x3f,
-            id: u64::MAX / 3,
-            hops: u32::MAX,
-            metadata: Some(Bytes::from(vec![9u8; 300])),
-            payload: Bytes::from(vec![7u8; 70_000]),
-        }));
+        h.extension = EXTENSION_LEVEL;
+        let h = h.credential("token:secret");
+        assert_eq!((&h.auth_name[..], &h.auth_payload[..]), ("token", "secret"));
+        let bytes = roundtrip(h.clone().into());
+        assert!(bytes.ends_with(&hex!("300101")));
+        let bare = h.credential("s:e:c");
+        assert_eq!((&bare.auth_name[..], &bare.auth_payload[..]), ("s", "e:c"));
+        let bare = bare.credential("plain");
+        assert_eq!((&bare.auth_name[..], &bare.auth_payload[..]), ("", "plain"));
+        // Any client type byte is kept; an unknown one is a source to the router.
+        let mut odd = Handshake::new(ClientType::Other(1), "", "");
+        odd.observed = vec![u32::MAX];
+        roundtrip(odd.into());
+    }
+
+    /// Far more staged headers than the stack buffer holds, and long values: it spills.
+    #[test]
+    fn long_fields_spill_in_order() {
+        let mut h = Handshake::new(ClientType::StreamFunction, "n".repeat(70), "i".repeat(9000));
+        h.observed = (0..3000).collect();
+        h.function_definition = Bytes::from(vec![b'{'; 200]);
+        roundtrip(h.into());
+        let md = Metadata::from_pairs([("k", "v".repeat(300).as_str())]);
+        let mut d = Data::new(0x3f, vec![7u8; 70_000]).with_metadata(md);
+        d.hops = u32::MAX;
+        roundtrip(Frame::Data(d));
     }
 
     #[test]
-    fn unknown_fields_are_skipped_and_order_is_free() {
-        // data { payload "x", 0x20 "?" unknown, id 1, tag 2 }
-        let wire = Bytes::from_static(&hex!("bf0c 050178 20013f 020101 010102"));
-        let frame = Frame::decode(wire, &Config::DEFAULT).unwrap();
-        assert_eq!(frame, Frame::Data(Data::new(2, 1, &b"x"[..])));
+    fn decoders_are_tolerant() {
+        // Fields out of order, an unknown field, a repeated tag (the last wins), no
+        // metadata field at all.
+        let wire = Bytes::from_static(&hex!("bf0e 020178 20013f 010110 010111 0400"));
+        let frame = Frame::decode(wire, &cfg()).unwrap();
+        assert_eq!(frame, Frame::Data(Data::new(0x11, &b"x"[..])));
+        // A handshake with only a client type: everything else empty.
+        let Frame::Handshake(h) =
+            Frame::decode(Bytes::from_static(&hex!("b103 02015f")), &cfg()).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (h.client_type, h.version.as_str(), h.extension),
+            (ClientType::Source, "", 0)
+        );
+        // Observed tags: a tail shorter than four bytes is ignored, as YoMo does.
+        let Frame::Handshake(h) = Frame::decode(
+            Bytes::from_static(&hex!("b10a 02015d 0605 3300000001")),
+            &cfg(),
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(h.observed, [0x33]);
     }
 
     #[test]
     fn bad_frames() {
-        let c = Config::DEFAULT;
+        let c = cfg();
         let err = |hex: &[u8]| Frame::decode(Bytes::copy_from_slice(hex), &c).unwrap_err();
-        assert_eq!(err(&hex!("bf03 010110")).kind(), "missing_field");
+        assert_eq!(err(&hex!("bf03 020100")).kind(), "missing_field");
         assert_eq!(err(&hex!("a000")).kind(), "unknown_frame");
         assert_eq!(err(&hex!("3f00")).kind(), "unknown_frame");
-        assert_eq!(err(&hex!("b106 010101 020109")).kind(), "invalid_field");
+        // The handshake that kills YoMo's zipper: an empty client type.
+        assert_eq!(err(&hex!("b104 0100 0200")).kind(), "invalid_field");
+        assert_eq!(err(&hex!("b106 0100 0203 5d5d")).kind(), "child_overflow");
+        assert_eq!(err(&hex!("b106 0100 02025d5d")).kind(), "invalid_field");
+        assert_eq!(err(&hex!("b102 0100")).kind(), "invalid_field");
         // A field that claims more bytes than its frame holds.
         assert_eq!(err(&hex!("bf03 0105 01")).kind(), "child_overflow");
         assert_eq!(err(&hex!("bf01")).kind(), "unexpected_end");
-        // Payload given as a node.
-        assert_eq!(err(&hex!("bf08 010110 020101 8500")).kind(), "wrong_type");
+        // An empty tag, a payload given as a node, a name that is not UTF-8.
+        assert_eq!(err(&hex!("bf02 0100")).kind(), "invalid_length");
+        assert_eq!(err(&hex!("bf05 010110 8200")).kind(), "wrong_type");
+        assert_eq!(err(&hex!("b106 0101ff 02015f")).kind(), "invalid_utf8");
+        // An ack has no body: it fits any limit.
+        Frame::HandshakeAck.encode(&mut BytesMut::new(), 0).unwrap();
+        let data = Frame::Data(Data::new(1, vec![0; 10]));
         assert_eq!(
-            Frame::Ping(1)
-                .encode(&mut BytesMut::new(), 2)
-                .unwrap_err()
-                .kind(),
+            data.encode(&mut BytesMut::new(), 8).unwrap_err().kind(),
             "too_long"
         );
     }
 
     #[test]
-    fn codes_and_roles_roundtrip() {
-        for code in 0..10 {
-            assert_eq!(GoawayCode::from_code(code).code(), code);
+    fn codes_and_client_types_roundtrip() {
+        for code in 0..12 {
+            let c = GoawayCode::from_code(code);
+            assert_eq!(c.code(), Some(code));
+            if code < 10 {
+                assert_eq!(GoawayCode::from_kind(c.kind()), Some(c));
+            }
         }
-        for role in [Role::Source, Role::StreamFunction, Role::Sink] {
-            assert_eq!(Role::from_code(role.code()), Some(role));
+        assert_eq!(GoawayCode::Unspecified.code(), None);
+        assert_eq!(GoawayCode::from_kind("nope"), None);
+        for b in 0..=255u8 {
+            assert_eq!(ClientType::from_code(b).code(), b);
         }
-        assert_eq!(Role::from_code(0), None);
+        assert!(ClientType::StreamFunction.receives());
+        assert!(!ClientType::UpstreamZipper.receives());
     }
 }

@@ -1,8 +1,10 @@
 //! Y3 frames over TCP (optionally TLS) and QUIC: one sans-IO frame codec, thin IO adapters,
 //! and the client SDK.
 //!
-//! - [`frame`]: the frame types (handshake, accepted, data, goaway, ping, pong), each one
-//!   top-level Y3 packet, and their byte layout. Pure: no IO, no clock.
+//! - [`frame`]: YoMo v1.22's frames (handshake, handshake ack, rejected, goaway, connect
+//!   to, data), each one top-level Y3 packet, and their byte layout, plus y3's extension
+//!   fields. [`metadata`]: the msgpack string map a data frame carries. Pure: no IO, no
+//!   clock.
 //! - [`FrameCodec`]: tokio-util `Decoder`/`Encoder` over [`frame`], shared by every
 //!   adapter. It decodes every complete frame in whatever the socket returned and checks
 //!   declared lengths against `max_frame_len` before buffering anything.
@@ -24,7 +26,7 @@
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! let (mut a, mut b) = Connection::pair(FrameCodec::default(), 4096);
-//! a.writer.send(Frame::Data(Data::new(0x10, 1, &b"hi"[..]))).await?;
+//! a.writer.send(Frame::Data(Data::new(0x10, &b"hi"[..]))).await?;
 //! let Some(Ok(Frame::Data(d))) = b.reader.next().await else { panic!() };
 //! assert_eq!((d.tag, &d.payload[..]), (0x10, &b"hi"[..]));
 //! # Ok::<(), y3_transport::FrameError>(())
@@ -36,6 +38,7 @@
 pub mod codec;
 mod error;
 pub mod frame;
+pub mod metadata;
 mod plain_write;
 #[cfg(feature = "quic")]
 pub mod quic;
@@ -47,7 +50,8 @@ pub mod tls;
 
 pub use codec::{FrameCodec, DEFAULT_MAX_FRAME_LEN};
 pub use error::{FrameError, TransportError};
-pub use frame::{Data, Frame, GoawayCode, Role};
+pub use frame::{ClientType, Data, Frame, Goaway, GoawayCode};
+pub use metadata::Metadata;
 pub use plain_write::PlainWrite;
 pub use stream::{
     BoxRead, BoxWrite, Connection, FrameReader, FrameWriter, Guard, TransportKind, READ_BUFFER,

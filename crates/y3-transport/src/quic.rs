@@ -3,7 +3,9 @@
 //! `AsyncWrite`). TLS 1.3 always; see [`crate::tls`] for certificates.
 //!
 //! The client opens the stream and writes its handshake at once, which is what makes the
-//! stream visible to the server's `accept_bi`.
+//! stream visible to the server's `accept_bi`. Parameters and close codes follow YoMo's
+//! zipper (see `spec/frames.md`): ALPN `yomo`, keep-alives every 2 s, application code
+//! 0x13 for "do not come back" and [`CLOSE_RETRY`] for "come back".
 
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
@@ -14,19 +16,92 @@ use quinn::{Endpoint, TransportConfig};
 
 use crate::codec::FrameCodec;
 use crate::error::TransportError;
+use crate::frame::{Goaway, GoawayCode};
 use crate::stream::{Connection, Guard, TransportKind};
 
-/// Keep-alive interval of client connections (the idle timeout is quinn's 30 s default).
-pub const KEEP_ALIVE: Duration = Duration::from_secs(10);
+/// Keep-alive interval of both sides. YoMo's zipper pings every 2 s and advertises a 5 s
+/// idle timeout; YoMo's clients keep the connection up by answering.
+pub const KEEP_ALIVE: Duration = Duration::from_secs(2);
 
-fn transport_config(client: bool) -> Arc<TransportConfig> {
+/// Idle timeout: a peer silent this long (keep-alives unanswered) is gone.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Stream and connection receive windows, YoMo's (2 MiB each).
+const RECEIVE_WINDOW: u32 = 2 * 1024 * 1024;
+
+/// Application close code that tells a YoMo client not to come back (`YomoCloseErrorCode`):
+/// used after a rejection, a protocol error or a reserved tag.
+pub const CLOSE_TERMINAL: u32 = 0x13;
+
+/// Application close code for "come back": a YoMo client reconnects at once (to a
+/// restarted router), then every 2 s. Used when shutting down or shedding load.
+pub const CLOSE_RETRY: u32 = 0x01;
+
+/// The QUIC close code for a goaway: retryable codes let YoMo clients reconnect.
+pub const fn close_code(code: GoawayCode) -> u32 {
+    if code.is_retryable() {
+        CLOSE_RETRY
+    } else {
+        CLOSE_TERMINAL
+    }
+}
+
+/// The close reason a router sends: `<kind>: <detail>`, so clients recover the code.
+pub fn close_reason(goaway: &Goaway) -> String {
+    if goaway.reason.is_empty() {
+        goaway.code.kind().to_owned()
+    } else {
+        format!("{}: {}", goaway.code.kind(), goaway.reason)
+    }
+}
+
+/// Whether a YoMo client would reconnect after this close: anything but code 0x13, or
+/// code 0 with an empty reason.
+pub fn close_is_retryable(close: &quinn::ApplicationClose) -> bool {
+    let code = close.error_code.into_inner();
+    !(code == CLOSE_TERMINAL as u64 || (code == 0 && close.reason.is_empty()))
+}
+
+/// The goaway a close stands for: the kind its reason starts with, else `unspecified`
+/// (retryable or not as [`close_is_retryable`] says, through `normal`).
+pub fn close_goaway(close: &quinn::ApplicationClose) -> Goaway {
+    let reason = String::from_utf8_lossy(&close.reason).into_owned();
+    let kind = reason.split(':').next().unwrap_or_default();
+    let code = GoawayCode::from_kind(kind).unwrap_or(if close_is_retryable(close) {
+        GoawayCode::Normal
+    } else {
+        GoawayCode::Unspecified
+    });
+    Goaway { code, reason }
+}
+
+/// The goaway behind an IO error of a QUIC stream, when the connection was closed by
+/// the peer with an application code (how a router's close reaches a client's reader).
+pub fn goaway_from_io(error: &std::io::Error) -> Option<Goaway> {
+    let inner = error.get_ref()?;
+    let lost = if let Some(quinn::ReadError::ConnectionLost(e)) = inner.downcast_ref() {
+        e
+    } else if let Some(quinn::WriteError::ConnectionLost(e)) = inner.downcast_ref() {
+        e
+    } else {
+        inner.downcast_ref::<quinn::ConnectionError>()?
+    };
+    match lost {
+        quinn::ConnectionError::ApplicationClosed(close) => Some(close_goaway(close)),
+        _ => None,
+    }
+}
+
+fn transport_config() -> Arc<TransportConfig> {
     let mut config = TransportConfig::default();
-    // One stream per connection: no need for more concurrent streams than that.
+    // One stream per connection, opened by the client: none for the router to accept
+    // beyond it, and none at all for a client.
     config.max_concurrent_uni_streams(0u32.into());
     config.max_concurrent_bidi_streams(1u32.into());
-    if client {
-        config.keep_alive_interval(Some(KEEP_ALIVE));
-    }
+    config.keep_alive_interval(Some(KEEP_ALIVE));
+    config.max_idle_timeout(IDLE_TIMEOUT.try_into().ok());
+    config.stream_receive_window(RECEIVE_WINDOW.into());
+    config.receive_window(RECEIVE_WINDOW.into());
     Arc::new(config)
 }
 
@@ -51,7 +126,7 @@ impl QuicServer {
         let crypto = QuicServerConfig::try_from(tls)
             .map_err(|_| TransportError::Config("the TLS config offers no QUIC cipher suite"))?;
         let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
-        config.transport_config(transport_config(false));
+        config.transport_config(transport_config());
         Ok(QuicServer {
             endpoint: Endpoint::server(config, addr)?,
             codec,
@@ -80,9 +155,12 @@ impl QuicServer {
         self.endpoint.set_server_config(None);
     }
 
-    /// Closes every connection and waits (at most `linger`) for the peers to acknowledge.
-    pub async fn close(&self, linger: Duration) {
-        self.endpoint.close(0u32.into(), b"shutdown");
+    /// Closes every connection with `goaway` and waits (at most `linger`) for the peers to
+    /// acknowledge.
+    pub async fn close(&self, goaway: &Goaway, linger: Duration) {
+        let reason = close_reason(goaway);
+        self.endpoint
+            .close(close_code(goaway.code).into(), reason.as_bytes());
         let _ = tokio::time::timeout(linger, self.endpoint.wait_idle()).await;
     }
 }
@@ -131,7 +209,7 @@ pub async fn connect(
     let crypto = QuicClientConfig::try_from(tls)
         .map_err(|_| TransportError::Config("the TLS config offers no QUIC cipher suite"))?;
     let mut config = quinn::ClientConfig::new(Arc::new(crypto));
-    config.transport_config(transport_config(true));
+    config.transport_config(transport_config());
     let bind = match (addr.ip().is_loopback(), addr.is_ipv4()) {
         (true, true) => SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
         (true, false) => SocketAddr::from((Ipv6Addr::LOCALHOST, 0)),

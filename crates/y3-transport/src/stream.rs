@@ -10,6 +10,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::{FramedRead, FramedWrite};
 
 use crate::codec::FrameCodec;
+use crate::frame::Goaway;
 use crate::plain_write::PlainWrite;
 
 /// Initial read buffer: one read syscall takes up to this many bytes of frames.
@@ -83,16 +84,36 @@ impl Guard {
         }
     }
 
+    /// Closes at once with `goaway`: over QUIC, its close code and `<kind>: <reason>`
+    /// (what decides whether a YoMo client reconnects); byte streams have no such thing.
+    pub fn close_with(self, goaway: &Goaway) {
+        match self {
+            Guard::None => {}
+            #[cfg(feature = "quic")]
+            Guard::Quic(conn, _endpoint) => {
+                let reason = crate::quic::close_reason(goaway);
+                conn.close(
+                    crate::quic::close_code(goaway.code).into(),
+                    reason.as_bytes(),
+                );
+            }
+        }
+    }
+
     /// Waits (at most `linger`) for the peer to close, so that data written before
-    /// dropping the connection is not cut off by a QUIC `CONNECTION_CLOSE`.
+    /// dropping the connection is not cut off by a QUIC `CONNECTION_CLOSE`, then closes
+    /// with `goaway` (or quietly, without one).
     /// A no-op for byte streams, whose kernel buffers outlive the socket.
-    pub async fn linger(self, linger: Duration) {
+    pub async fn linger(self, linger: Duration, goaway: Option<&Goaway>) {
         match self {
             Guard::None => {}
             #[cfg(feature = "quic")]
             Guard::Quic(conn, endpoint) => {
                 let _ = tokio::time::timeout(linger, conn.closed()).await;
-                conn.close(0u32.into(), b"");
+                match goaway {
+                    Some(g) => Guard::Quic(conn, None).close_with(g),
+                    None => conn.close(0u32.into(), b""),
+                }
                 if let Some(endpoint) = endpoint {
                     let _ = tokio::time::timeout(linger, endpoint.wait_idle()).await;
                 }

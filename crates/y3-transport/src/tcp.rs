@@ -5,6 +5,7 @@
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use rustls::pki_types::ServerName;
 use tokio::net::{TcpListener, TcpStream};
@@ -83,7 +84,7 @@ impl TcpIncoming {
     /// # Errors
     /// [`TransportError::Io`] for socket and TLS handshake failures.
     pub async fn establish(self) -> Result<Connection, TransportError> {
-        self.stream.set_nodelay(true)?;
+        tune(&self.stream)?;
         match self.tls {
             None => {
                 let (r, w) = self.stream.into_split();
@@ -110,6 +111,19 @@ impl TcpIncoming {
     }
 }
 
+/// TCP keep-alive: a peer that vanished (power cut, cable pulled) is noticed within
+/// about a minute, the role QUIC's keep-alive plays on the other adapter.
+const KEEP_ALIVE: Duration = Duration::from_secs(30);
+
+/// No Nagle delay on small frames; keep-alive probes on idle connections.
+fn tune(stream: &TcpStream) -> std::io::Result<()> {
+    stream.set_nodelay(true)?;
+    let keepalive = socket2::TcpKeepalive::new()
+        .with_time(KEEP_ALIVE)
+        .with_interval(KEEP_ALIVE / 3);
+    socket2::SockRef::from(stream).set_tcp_keepalive(&keepalive)
+}
+
 /// Connects to `addr`; with `tls`, runs a TLS 1.3 client handshake for the server name.
 ///
 /// # Errors
@@ -120,7 +134,7 @@ pub async fn connect(
     codec: FrameCodec,
 ) -> Result<Connection, TransportError> {
     let stream = TcpStream::connect(addr).await?;
-    stream.set_nodelay(true)?;
+    tune(&stream)?;
     match tls {
         None => {
             let (r, w) = stream.into_split();

@@ -19,8 +19,8 @@ use rustls::{DigitallySignedStruct, SignatureScheme};
 
 use crate::error::TransportError;
 
-/// The ALPN protocol id of this transport.
-pub const ALPN: &[u8] = b"y3/1";
+/// The ALPN protocol id of QUIC and TLS connections: YoMo's.
+pub const ALPN: &[u8] = b"yomo";
 
 /// The server name development certificates are issued for and clients ask for by default.
 pub const DEV_SERVER_NAME: &str = "localhost";

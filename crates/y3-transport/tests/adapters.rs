@@ -29,7 +29,7 @@ async fn echo(mut conn: Connection) {
         }
     }
     let _ = conn.writer.close().await;
-    conn.guard.linger(Duration::from_secs(1)).await;
+    conn.guard.linger(Duration::from_secs(1), None).await;
 }
 
 /// Sends `FRAMES` data frames with 100-byte payloads and checks the echo.
@@ -38,10 +38,9 @@ async fn exchange(conn: Connection) {
     let (mut reader, mut writer) = (conn.reader, conn.writer);
     let send = tokio::spawn(async move {
         for id in 0..FRAMES {
-            writer
-                .feed(Frame::Data(Data::new(0x10, id, payload.clone())))
-                .await
-                .unwrap();
+            let mut data = Data::new(0x10, payload.clone());
+            data.hops = id as u32;
+            writer.feed(Frame::Data(data)).await.unwrap();
         }
         writer.flush().await.unwrap();
         writer
@@ -55,7 +54,7 @@ async fn exchange(conn: Connection) {
         let Frame::Data(d) = frame else {
             panic!("{frame:?}")
         };
-        assert_eq!((d.tag, d.id, d.payload.len()), (0x10, id, 100));
+        assert_eq!((d.tag, d.hops as u64, d.payload.len()), (0x10, id, 100));
     }
     let mut writer = send.await.unwrap();
     writer.close().await.unwrap();
@@ -63,7 +62,7 @@ async fn exchange(conn: Connection) {
         reader.next().await.is_none(),
         "server closes after our close"
     );
-    conn.guard.linger(Duration::from_secs(1)).await;
+    conn.guard.linger(Duration::from_secs(1), None).await;
 }
 
 #[tokio::test]

@@ -5,16 +5,19 @@ use std::future::Future;
 use bytes::Bytes;
 use futures_util::StreamExt;
 
-use super::link::{Link, Out};
+use super::link::{Hello, Link, Out};
 use super::ClientOptions;
-use crate::frame::{Data, Frame, Role};
+use crate::frame::{ClientType, Data, Frame};
+use crate::metadata;
 use crate::TransportError;
 
 /// A client that observes tags and answers some frames with a result frame.
 ///
 /// The handler runs once per received frame, in arrival order, and may return an output
-/// `(tag, payload)`. The output keeps the input's id and metadata, with one more hop; the
-/// router routes it onward to the output tag's observers (never back to this function).
+/// `(tag, payload)`. As in YoMo, the output keeps the input's metadata (`yomo-tid`,
+/// `yomo-source-id`, custom keys) without `yomo-target`, and carries one more hop; the
+/// router routes it to the output tag's observers (this function too, if it observes the
+/// output tag — the hop limit ends such loops).
 ///
 /// # Examples
 ///
@@ -73,8 +76,8 @@ impl StreamFunction {
         F: FnMut(Data) -> Fut,
         Fut: Future<Output = Option<(u32, Bytes)>>,
     {
-        let role = Role::StreamFunction;
-        let mut link = Link::connect_with_backoff(&self.options, role, &self.observed).await?;
+        let mut hello = Hello::new(ClientType::StreamFunction, &self.observed);
+        let mut link = Link::connect_with_backoff(&self.options, &mut hello).await?;
         tokio::pin!(stop);
         loop {
             let frame = tokio::select! {
@@ -83,41 +86,40 @@ impl StreamFunction {
                     return link.tx.close().await;
                 }
             };
-            let broken = match frame {
+            let ended: Option<TransportError> = match frame {
                 Some(Ok(Frame::Data(data))) => {
-                    let (id, hops, metadata) = (data.id, data.hops, data.metadata.clone());
+                    let (hops, metadata) = (data.hops, data.metadata.clone());
                     match handler(data).await {
                         Some((tag, payload)) => {
-                            let out = Data {
-                                tag,
-                                id,
-                                hops: hops.saturating_add(1),
-                                metadata,
-                                payload,
-                            };
-                            link.tx.out.send(Out::Frame(out.into())).await.is_err()
+                            // A metadata map the router let through is well formed; should
+                            // it not be, the output goes without it rather than not at all.
+                            let metadata = metadata.without(metadata::TARGET).unwrap_or_default();
+                            let mut out = Data::new(tag, payload).with_metadata(metadata);
+                            out.hops = hops.saturating_add(1);
+                            match link.tx.out.send(Out::Frame(out.into())).await {
+                                Ok(()) => None,
+                                Err(_) => Some(TransportError::Closed),
+                            }
                         }
-                        None => false,
+                        None => None,
                     }
                 }
-                Some(Ok(Frame::Ping(nonce))) => {
-                    let _ = link.tx.out.try_send(Out::Frame(Frame::Pong(nonce)));
-                    false
-                }
                 Some(Ok(Frame::Goaway(g))) => {
+                    // Keep reading: the router flushes what it has, then closes.
                     tracing::debug!(code = g.code.kind(), "function got goaway");
-                    false
+                    None
                 }
-                Some(Ok(_)) => false,
-                Some(Err(e)) => {
-                    tracing::debug!(error = %e, "function connection failed");
-                    true
-                }
-                None => true,
+                Some(Ok(_)) => None,
+                Some(Err(e)) => Some(e.into()),
+                None => Some(TransportError::Closed),
             };
-            if broken {
+            if let Some(error) = ended {
+                tracing::debug!(%error, "function connection ended");
                 let _ = link.tx.close().await;
-                link = Link::connect_with_backoff(&self.options, role, &self.observed).await?;
+                if !error.is_retryable() {
+                    return Err(error);
+                }
+                link = Link::connect_with_backoff(&self.options, &mut hello).await?;
             }
         }
     }

@@ -8,9 +8,9 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::{ClientOptions, Transport};
-use crate::frame::{Frame, Handshake, Role, VERSION};
+use crate::frame::{ClientType, Frame, Goaway, GoawayCode, Handshake};
 use crate::stream::{FrameReader, FrameWriter, Guard};
-use crate::{tls, FrameCodec, TransportError};
+use crate::{tls, Connection, FrameCodec, TransportError};
 
 /// How long a closing client waits for the router to acknowledge its last frames.
 pub(crate) const LINGER: Duration = Duration::from_secs(2);
@@ -36,79 +36,56 @@ pub(crate) struct LinkTx {
     /// Cancel to make the writer flush what it has, shut its half down and stop.
     pub stop: CancellationToken,
     pub writer: JoinHandle<Result<(), TransportError>>,
-    pub session: u64,
+}
+
+/// Who a client is across its connections: its type, observed tags and YoMo-style id,
+/// whose `-N` suffix counts the connections made.
+#[derive(Debug, Clone)]
+pub(crate) struct Hello {
+    client_type: ClientType,
+    observed: Vec<u32>,
+    /// The id without its suffix (what sources put in `yomo-source-id`).
+    pub id: String,
+    connections: u32,
+}
+
+impl Hello {
+    pub fn new(client_type: ClientType, observed: &[u32]) -> Hello {
+        Hello {
+            client_type,
+            observed: observed.to_vec(),
+            id: super::new_id(),
+            connections: 0,
+        }
+    }
+
+    /// The handshake of the next connection.
+    pub fn next(&mut self, options: &ClientOptions) -> Handshake {
+        let id = format!("{}-{}", self.id, self.connections);
+        self.connections += 1;
+        let mut hello = Handshake::new(self.client_type, options.name.clone(), id)
+            .credential(&options.credential);
+        hello.observed.clone_from(&self.observed);
+        if self.client_type.receives() {
+            hello.wanted_target.clone_from(&options.wanted_target);
+        }
+        hello
+    }
 }
 
 impl Link {
     /// Connects, handshakes and starts the writer task.
     pub async fn connect(
         options: &ClientOptions,
-        role: Role,
-        observed: &[u32],
+        hello: &mut Hello,
     ) -> Result<Link, TransportError> {
-        let codec = FrameCodec::new(options.max_frame_len);
-        let mut conn = match options.transport {
-            #[cfg(feature = "tcp")]
-            Transport::Tcp => crate::tcp::connect(options.addr, None, codec).await?,
-            #[cfg(feature = "tcp")]
-            Transport::TcpTls => {
-                let tls = (
-                    options.trust.client_config()?,
-                    tls::server_name(&options.server_name)?,
-                );
-                crate::tcp::connect(options.addr, Some(tls), codec).await?
-            }
-            #[cfg(feature = "quic")]
-            Transport::Quic => {
-                let config = options.trust.client_config()?;
-                crate::quic::connect(options.addr, config, &options.server_name, codec).await?
-            }
-            #[allow(unreachable_patterns)]
-            _ => {
-                return Err(TransportError::Config(
-                    "this transport is not compiled in (features tcp, quic)",
-                ))
-            }
-        };
-        let hello = Handshake {
-            version: VERSION,
-            role,
-            name: options.name.clone(),
-            token: options.token.clone(),
-            observed: observed.to_vec(),
-        };
-        conn.writer.send(Frame::Handshake(hello)).await?;
-        let answer = tokio::time::timeout(options.handshake_timeout, conn.reader.next())
-            .await
-            .map_err(|_| TransportError::Timeout {
-                what: "the handshake answer",
-            })?;
-        let session = match answer {
-            Some(Ok(Frame::Accepted(a))) => a.session,
-            Some(Ok(Frame::Goaway(g))) => {
-                tracing::warn!(code = g.code.kind(), reason = %g.reason, "router refused the handshake");
-                return Err(TransportError::Goaway { code: g.code });
-            }
-            Some(Ok(other)) => {
-                return Err(TransportError::UnexpectedFrame {
-                    expected: "accepted",
-                    found: other.name(),
-                })
-            }
-            Some(Err(e)) => return Err(e.into()),
-            None => return Err(TransportError::Closed),
-        };
+        let conn = handshake(options, hello.next(options)).await?;
         let (out, rx) = mpsc::channel(options.send_queue.max(1));
         let stop = CancellationToken::new();
         let writer = tokio::spawn(write_loop(conn.writer, rx, stop.clone(), conn.guard));
         Ok(Link {
             reader: conn.reader,
-            tx: LinkTx {
-                out,
-                stop,
-                writer,
-                session,
-            },
+            tx: LinkTx { out, stop, writer },
         })
     }
 
@@ -116,13 +93,12 @@ impl Link {
     /// times; refusals are returned at once.
     pub async fn connect_with_backoff(
         options: &ClientOptions,
-        role: Role,
-        observed: &[u32],
+        hello: &mut Hello,
     ) -> Result<Link, TransportError> {
         let attempts = options.backoff.attempts.max(1);
         let mut attempt = 0;
         loop {
-            match Link::connect(options, role, observed).await {
+            match Link::connect(options, hello).await {
                 Ok(link) => return Ok(link),
                 Err(e) if e.is_retryable() => {
                     attempt += 1;
@@ -138,6 +114,70 @@ impl Link {
             }
         }
     }
+}
+
+/// Connects to `options.addr` over `options.transport`, sends `hello` and waits for the
+/// router's ack: the connection, ready for data frames, or the refusal as a typed error
+/// (the connection then closed with YoMo's code 0x13).
+pub(crate) async fn handshake(
+    options: &ClientOptions,
+    hello: Handshake,
+) -> Result<Connection, TransportError> {
+    let codec = FrameCodec::new(options.max_frame_len);
+    let mut conn = match options.transport {
+        #[cfg(feature = "tcp")]
+        Transport::Tcp => crate::tcp::connect(options.addr, None, codec).await?,
+        #[cfg(feature = "tcp")]
+        Transport::TcpTls => {
+            let tls = (
+                options.trust.client_config()?,
+                tls::server_name(&options.server_name)?,
+            );
+            crate::tcp::connect(options.addr, Some(tls), codec).await?
+        }
+        #[cfg(feature = "quic")]
+        Transport::Quic => {
+            let config = options.trust.client_config()?;
+            crate::quic::connect(options.addr, config, &options.server_name, codec).await?
+        }
+        #[allow(unreachable_patterns)]
+        _ => {
+            return Err(TransportError::Config(
+                "this transport is not compiled in (features tcp, quic)",
+            ))
+        }
+    };
+    conn.writer.send(Frame::Handshake(Box::new(hello))).await?;
+    let answer = tokio::time::timeout(options.handshake_timeout, conn.reader.next())
+        .await
+        .map_err(|_| TransportError::Timeout {
+            what: "the handshake answer",
+        })?;
+    let refused = match answer {
+        Some(Ok(Frame::HandshakeAck)) => None,
+        Some(Ok(Frame::Rejected(g) | Frame::Goaway(g))) => {
+            tracing::warn!(code = g.code.kind(), reason = %g.reason, "router refused the handshake");
+            Some(TransportError::Goaway {
+                code: g.code,
+                message: g.reason,
+            })
+        }
+        Some(Ok(Frame::ConnectTo(endpoint))) => Some(TransportError::Redirected { endpoint }),
+        Some(Ok(other)) => Some(TransportError::UnexpectedFrame {
+            expected: "handshake_ack",
+            found: other.name(),
+        }),
+        Some(Err(e)) => Some(e.into()),
+        None => Some(TransportError::Closed),
+    };
+    if let Some(error) = refused {
+        // As YoMo's clients do: close with 0x13 and the reason, so the router need
+        // not wait for its own close.
+        let reason = Goaway::new(GoawayCode::Unspecified, error.to_string());
+        conn.guard.close_with(&reason);
+        return Err(error);
+    }
+    Ok(conn)
 }
 
 impl LinkTx {
@@ -208,7 +248,7 @@ async fn write_loop(
     }
     .await;
     if result.is_ok() {
-        guard.linger(LINGER).await;
+        guard.linger(LINGER, None).await;
     }
     result
 }

@@ -4,13 +4,19 @@
 //!  Source ──data 0x10──▶ router ──0x10──▶ StreamFunction ──data 0x11──▶ router ──▶ Sink
 //! ```
 //!
-//! Every client connects with [`ClientOptions`] (address, adapter, TLS trust, name, token),
-//! sends a handshake with its role and observed tags, and waits for the router's accepted
-//! frame. Outgoing frames go through a bounded queue to a writer task that feeds every
-//! queued frame into one buffer and flushes once, so a fast sender gets batched writes and
-//! a slow one gets low latency. Lost connections are re-established with exponential
-//! [`Backoff`]; refusals (a wrong token, a bad handshake) are returned as typed
-//! [`TransportError`](crate::TransportError)s and not retried.
+//! The clients speak YoMo v1.22's protocol (`spec/frames.md`): they work against `y3 serve`
+//! and against YoMo's own zipper alike. Every client connects with [`ClientOptions`]
+//! (address, adapter, TLS trust, name, credential), sends a handshake with its client type,
+//! a YoMo-style id (`<21 characters>-<reconnect count>`) and its observed tags, and waits
+//! for the router's ack. Outgoing frames go through a bounded queue to a writer task that
+//! feeds every queued frame into one buffer and flushes once, so a fast sender gets batched
+//! writes and a slow one gets low latency. Lost connections are re-established with
+//! exponential [`Backoff`]; refusals (a wrong token, a bad handshake, a close with YoMo's
+//! code 0x13) are returned as typed [`TransportError`](crate::TransportError)s and not
+//! retried.
+//!
+//! [`Upstream`] is the raw client side of a mesh link (client type `0x5e`), for a router
+//! that forwards to a downstream zipper; it leaves batching and reconnection to its caller.
 //!
 //! # Examples
 //!
@@ -29,16 +35,20 @@
 //! ```
 
 mod function;
+mod id;
 mod link;
 mod sink;
 mod source;
+mod upstream;
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 pub use function::StreamFunction;
+pub use id::new_id;
 pub use sink::Sink;
 pub use source::Source;
+pub use upstream::Upstream;
 
 use crate::tls::{Trust, DEV_SERVER_NAME};
 use crate::DEFAULT_MAX_FRAME_LEN;
@@ -104,10 +114,12 @@ pub struct ClientOptions {
     pub trust: Trust,
     /// TLS server name to ask for; `localhost` by default (what dev certificates carry).
     pub server_name: String,
-    /// Client name for the router's logs and metrics.
+    /// Client name (YoMo's app or function name).
     pub name: String,
-    /// The router's token, if it requires one.
-    pub token: String,
+    /// Credential as `type:payload` (`token:SECRET`); empty: none.
+    pub credential: String,
+    /// The `yomo-target` value a stream function or sink accepts; empty: none.
+    pub wanted_target: String,
     /// Largest frame body sent or accepted.
     pub max_frame_len: usize,
     /// How long to wait for the router's answer to the handshake.
@@ -127,7 +139,8 @@ impl ClientOptions {
             trust: Trust::Unset,
             server_name: DEV_SERVER_NAME.to_owned(),
             name: String::new(),
-            token: String::new(),
+            credential: String::new(),
+            wanted_target: String::new(),
             max_frame_len: DEFAULT_MAX_FRAME_LEN,
             handshake_timeout: Duration::from_secs(5),
             backoff: Backoff::default(),
@@ -153,9 +166,25 @@ impl ClientOptions {
         self
     }
 
-    /// Sets the token.
-    pub fn token(mut self, token: impl Into<String>) -> Self {
-        self.token = token.into();
+    /// Sets the credential to the token `token` (`token:TOKEN`); an empty token clears it.
+    pub fn token(mut self, token: &str) -> Self {
+        self.credential = if token.is_empty() {
+            String::new()
+        } else {
+            format!("token:{token}")
+        };
+        self
+    }
+
+    /// Sets the credential in its `type:payload` spelling.
+    pub fn credential(mut self, credential: impl Into<String>) -> Self {
+        self.credential = credential.into();
+        self
+    }
+
+    /// Sets the wanted target of a stream function or sink.
+    pub fn wanted_target(mut self, target: impl Into<String>) -> Self {
+        self.wanted_target = target.into();
         self
     }
 

@@ -4,9 +4,9 @@ use futures_util::StreamExt;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::link::{Link, Out};
+use super::link::{Hello, Link};
 use super::ClientOptions;
-use crate::frame::{Data, Frame, Role};
+use crate::frame::{ClientType, Data, Frame};
 use crate::TransportError;
 
 /// Frames buffered between the connection task and [`Sink::recv`]. When the application
@@ -14,7 +14,8 @@ use crate::TransportError;
 /// queue policy to this subscriber.
 const BUFFER: usize = 1024;
 
-/// A client that receives data frames on the tags it observes.
+/// A client that receives data frames on the tags it observes: to the router, a stream
+/// function that never writes (YoMo has no sink type).
 ///
 /// A background task reads the connection and reconnects (with
 /// [`ClientOptions::backoff`]) when it is lost; frames routed while it is down are not
@@ -23,7 +24,7 @@ const BUFFER: usize = 1024;
 pub struct Sink {
     rx: mpsc::Receiver<Result<Data, TransportError>>,
     task: JoinHandle<()>,
-    session: u64,
+    id: String,
 }
 
 impl Sink {
@@ -33,18 +34,10 @@ impl Sink {
     /// [`TransportError::Goaway`] when the router refuses the handshake,
     /// [`TransportError::GaveUp`] when it cannot be reached.
     pub async fn connect(options: ClientOptions, observed: &[u32]) -> Result<Sink, TransportError> {
-        Sink::connect_as(options, Role::Sink, observed).await
-    }
-
-    pub(crate) async fn connect_as(
-        options: ClientOptions,
-        role: Role,
-        observed: &[u32],
-    ) -> Result<Sink, TransportError> {
-        let link = Link::connect_with_backoff(&options, role, observed).await?;
-        let session = link.tx.session;
+        let mut hello = Hello::new(ClientType::StreamFunction, observed);
+        let link = Link::connect_with_backoff(&options, &mut hello).await?;
+        let id = hello.id.clone();
         let (tx, rx) = mpsc::channel(BUFFER);
-        let observed = observed.to_vec();
         let task = tokio::spawn(async move {
             let mut link = link;
             loop {
@@ -52,9 +45,13 @@ impl Sink {
                     Pumped::ReceiverGone => break,
                     Pumped::Ended(error) => error,
                 };
-                tracing::debug!(?error, "sink connection ended; reconnecting");
+                tracing::debug!(%error, "sink connection ended");
                 let _ = link.tx.close().await;
-                link = match Link::connect_with_backoff(&options, role, &observed).await {
+                if !error.is_retryable() {
+                    let _ = tx.send(Err(error)).await;
+                    return;
+                }
+                link = match Link::connect_with_backoff(&options, &mut hello).await {
                     Ok(new) => new,
                     Err(e) => {
                         let _ = tx.send(Err(e)).await;
@@ -64,12 +61,12 @@ impl Sink {
             }
             let _ = link.tx.close().await;
         });
-        Ok(Sink { rx, task, session })
+        Ok(Sink { rx, task, id })
     }
 
-    /// The router's id for the first connection.
-    pub fn session(&self) -> u64 {
-        self.session
+    /// This client's id (without the reconnect suffix).
+    pub fn id(&self) -> &str {
+        &self.id
     }
 
     /// The next data frame; `None` after a final error was returned.
@@ -93,7 +90,7 @@ impl Drop for Sink {
 
 enum Pumped {
     ReceiverGone,
-    Ended(Option<TransportError>),
+    Ended(TransportError),
 }
 
 /// Forwards data frames until the connection ends or the receiver is dropped.
@@ -112,16 +109,13 @@ async fn pump(link: &mut Link, tx: &mpsc::Sender<Result<Data, TransportError>>) 
                     return Pumped::ReceiverGone;
                 }
             }
-            Some(Ok(Frame::Ping(nonce))) => {
-                let _ = link.tx.out.try_send(Out::Frame(Frame::Pong(nonce)));
-            }
             Some(Ok(Frame::Goaway(g))) => {
                 tracing::debug!(code = g.code.kind(), "sink got goaway");
                 // Keep reading: the router flushes what it has, then closes.
             }
             Some(Ok(_)) => {}
-            Some(Err(e)) => return Pumped::Ended(Some(e.into())),
-            None => return Pumped::Ended(None),
+            Some(Err(e)) => return Pumped::Ended(e.into()),
+            None => return Pumped::Ended(TransportError::Closed),
         }
     }
 }

@@ -6,15 +6,16 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use tokio::task::JoinHandle;
 
-use super::link::{Link, LinkTx, Out};
-use super::ClientOptions;
-use crate::frame::{Data, Frame, GoawayCode, Role};
+use super::link::{Hello, Link, LinkTx, Out};
+use super::{new_id, ClientOptions};
+use crate::frame::{ClientType, Data, Frame, Goaway};
+use crate::metadata::{self, Metadata};
 use crate::TransportError;
 
-/// What the background reader saw: a goaway code, or the connection's end.
+/// What the background reader saw: a goaway (frame or close), or the connection's end.
 #[derive(Debug, Default)]
 struct Seen {
-    goaway: Option<GoawayCode>,
+    goaway: Option<Goaway>,
     closed: bool,
 }
 
@@ -26,17 +27,19 @@ struct Active {
 
 /// A client that sends data frames: an edge device, a script, a benchmark.
 ///
-/// [`send`](Source::send) queues a frame for the writer task and returns its id; frames are
-/// written in batches. A lost connection is re-established (with [`ClientOptions::backoff`])
-/// on the next send; a goaway from the router (it is shutting down, or refused the client)
-/// is returned once as [`TransportError::Goaway`], and the send after that reconnects.
+/// [`send`](Source::send) queues a frame for the writer task; frames are written in
+/// batches. Like YoMo's sources, every frame carries the metadata `yomo-source-id` (this
+/// client's id) and a fresh `yomo-tid`. A lost connection is re-established (with
+/// [`ClientOptions::backoff`]) on the next send; a goaway from the router (it is shutting
+/// down, or refused the client) is returned once as [`TransportError::Goaway`], and the
+/// send after that reconnects unless the goaway said not to come back.
 ///
 /// Delivery is at most once: frames queued on a connection that breaks are lost.
 pub struct Source {
     options: ClientOptions,
+    hello: Hello,
     active: Option<Active>,
-    next_id: u64,
-    session: u64,
+    refused: Option<Goaway>,
 }
 
 impl Source {
@@ -48,37 +51,43 @@ impl Source {
     pub async fn connect(options: ClientOptions) -> Result<Source, TransportError> {
         let mut source = Source {
             options,
+            hello: Hello::new(ClientType::Source, &[]),
             active: None,
-            next_id: 1,
-            session: 0,
+            refused: None,
         };
         source.ensure().await?;
         Ok(source)
     }
 
-    /// The router's id for the current connection.
-    pub fn session(&self) -> u64 {
-        self.session
+    /// This client's id (the `yomo-source-id` of its frames).
+    pub fn id(&self) -> &str {
+        &self.hello.id
     }
 
     async fn ensure(&mut self) -> Result<&Active, TransportError> {
         if self.active.is_none() {
             let Link { mut reader, tx } =
-                Link::connect_with_backoff(&self.options, Role::Source, &[]).await?;
-            self.session = tx.session;
+                Link::connect_with_backoff(&self.options, &mut self.hello).await?;
             let seen = Arc::new(Mutex::new(Seen::default()));
-            // The reader only watches for goaway (and keeps TCP from resetting on close).
+            // The reader only watches for a goaway (and keeps TCP from resetting on close).
             let (seen2, stop) = (seen.clone(), tx.stop.clone());
             let reader = tokio::spawn(async move {
                 loop {
                     match reader.next().await {
-                        Some(Ok(Frame::Goaway(g))) => {
+                        Some(Ok(Frame::Goaway(g) | Frame::Rejected(g))) => {
                             tracing::debug!(code = g.code.kind(), "source got goaway");
-                            lock(&seen2).goaway = Some(g.code);
+                            lock(&seen2).goaway = Some(g);
                             stop.cancel();
                         }
                         Some(Ok(_)) => {}
-                        Some(Err(_)) | None => break,
+                        Some(Err(e)) => {
+                            if let TransportError::Goaway { code, message } = e.into() {
+                                let mut seen = lock(&seen2);
+                                seen.goaway.get_or_insert(Goaway::new(code, message));
+                            }
+                            break;
+                        }
+                        None => break,
                     }
                 }
                 lock(&seen2).closed = true;
@@ -94,43 +103,87 @@ impl Source {
         Ok(self.active.as_ref().expect("active link"))
     }
 
-    /// Drops a broken link, returning the goaway that broke it, if any.
-    fn take_broken(&mut self) -> Option<GoawayCode> {
+    /// Drops the current connection, returning the goaway it ended with, if any; a goaway
+    /// that says not to come back is kept and returned by every later send.
+    fn take_broken(&mut self) -> Option<TransportError> {
         let active = self.active.take()?;
         active.reader.abort();
-        let code = lock(&active.seen).goaway;
-        code
+        let goaway = lock(&active.seen).goaway.take()?;
+        if !goaway.code.is_retryable() {
+            self.refused = Some(goaway.clone());
+        }
+        Some(TransportError::Goaway {
+            code: goaway.code,
+            message: goaway.reason,
+        })
     }
 
-    /// Queues `payload` under `tag` and returns the frame's id.
+    /// Sends `payload` under `tag`, with a fresh transaction id.
     ///
     /// # Errors
-    /// [`TransportError::Goaway`] once after the router sent one; connection errors
-    /// when reconnecting gives up or is refused.
+    /// [`TransportError::Goaway`] once after the router closed the connection with a
+    /// reason, and for good after a refusal; connection errors when reconnecting fails.
     pub async fn send(
         &mut self,
         tag: u32,
         payload: impl Into<Bytes>,
-    ) -> Result<u64, TransportError> {
-        let id = self.next_id;
-        self.send_data(Data::new(tag, id, payload)).await?;
-        Ok(id)
+    ) -> Result<(), TransportError> {
+        let metadata = self.metadata(None);
+        self.send_data(Data::new(tag, payload).with_metadata(metadata))
+            .await
     }
 
-    /// Queues a complete data frame (id, hops and metadata as given).
+    /// Sends `payload` under `tag` to the stream functions whose wanted target is
+    /// `target` (metadata `yomo-target`).
+    ///
+    /// # Errors
+    /// As [`Source::send`].
+    pub async fn send_with_target(
+        &mut self,
+        tag: u32,
+        payload: impl Into<Bytes>,
+        target: &str,
+    ) -> Result<(), TransportError> {
+        let metadata = self.metadata(Some(target));
+        self.send_data(Data::new(tag, payload).with_metadata(metadata))
+            .await
+    }
+
+    /// The metadata YoMo's sources write: this client's id and a fresh transaction id.
+    fn metadata(&self, target: Option<&str>) -> Metadata {
+        let tid = new_id();
+        let mut pairs = vec![
+            (metadata::SOURCE_ID, self.hello.id.as_str()),
+            (metadata::TID, &tid),
+        ];
+        if let Some(target) = target {
+            pairs.push((metadata::TARGET, target));
+        }
+        Metadata::from_pairs(pairs)
+    }
+
+    /// Sends a data frame as it is (its metadata and hops are not touched).
     ///
     /// # Errors
     /// As [`Source::send`].
     pub async fn send_data(&mut self, data: Data) -> Result<(), TransportError> {
-        self.next_id = self.next_id.max(data.id.wrapping_add(1));
+        if let Some(g) = &self.refused {
+            return Err(TransportError::Goaway {
+                code: g.code,
+                message: g.reason.clone(),
+            });
+        }
         let mut frame = Frame::Data(data);
         for _ in 0..2 {
             let active = self.ensure().await?;
-            let goaway = lock(&active.seen).goaway;
-            if let Some(code) = goaway {
-                self.take_broken();
-                return Err(TransportError::Goaway { code });
+            if lock(&active.seen).goaway.is_some() {
+                if let Some(error) = self.take_broken() {
+                    return Err(error);
+                }
             }
+            let Some(active) = &self.active else {
+                continue;
+            };
             match active.link.out.send(Out::Frame(frame)).await {
                 Ok(()) => return Ok(()),
                 Err(failed) => {
@@ -139,8 +192,8 @@ impl Source {
                         unreachable!("we sent a frame")
                     };
                     frame = f;
-                    if let Some(code) = self.take_broken() {
-                        return Err(TransportError::Goaway { code });
+                    if let Some(error) = self.take_broken() {
+                        return Err(error);
                     }
                 }
             }
@@ -148,29 +201,25 @@ impl Source {
         Err(TransportError::Closed)
     }
 
-    /// Waits until every frame queued so far has been written to the socket.
+    /// Waits until every frame sent so far has been handed to the socket.
     ///
     /// # Errors
-    /// [`TransportError::Closed`] when the connection broke first (those frames may be
-    /// lost), or the goaway that closed it.
+    /// [`TransportError::Goaway`] or [`TransportError::Closed`] when the connection broke
+    /// with frames still queued.
     pub async fn flush(&mut self) -> Result<(), TransportError> {
         let Some(active) = &self.active else {
             return Ok(());
         };
         if active.link.flush().await.is_err() {
-            if let Some(code) = self.take_broken() {
-                return Err(TransportError::Goaway { code });
-            }
-            return Err(TransportError::Closed);
+            return Err(self.take_broken().unwrap_or(TransportError::Closed));
         }
         Ok(())
     }
 
-    /// Flushes, closes the write side and waits for the router to close the connection, so
-    /// that every frame sent is read by the router.
+    /// Flushes, closes the connection and waits for the router to acknowledge.
     ///
     /// # Errors
-    /// The writer's error, if the connection broke.
+    /// As [`Source::flush`].
     pub async fn close(mut self) -> Result<(), TransportError> {
         let Some(active) = self.active.take() else {
             return Ok(());

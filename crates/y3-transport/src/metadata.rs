@@ -1,0 +1,473 @@
+//! [`Metadata`]: the string map a data frame carries, msgpack-encoded as YoMo writes it.
+//!
+//! The bytes stay as they arrived ([`Bytes`], no copy); lookups walk them in place, and a
+//! new map is only built when the router must change one (a merge, a removed key).
+//!
+//! ```text
+//! map    = fixmap 0x80|n (n < 16) | map16 0xde n:u16 | map32 0xdf n:u32    then n pairs
+//!          (nil 0xc0, and the empty field itself, read as the empty map)
+//! pair   = key str | value str
+//! str    = fixstr 0xa0|len (len < 32) | str8 0xd9 len:u8 | str16 0xda len:u16
+//!          | str32 0xdb len:u32                                           then len bytes
+//! all lengths big-endian
+//!
+//! {"yomo-tid": "tid-0001"}:
+//!   81  a8 79 6f 6d 6f 2d 74 69 64  a8 74 69 64 2d 30 30 30 31
+//!   map  "yomo-tid"                  "tid-0001"
+//! ```
+//!
+//! Every length is checked against the bytes present before it is used, so hostile input
+//! can make a walk fail but never allocate or read out of bounds. Strings must be UTF-8.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+/// Metadata key: the source's client id, without its reconnect suffix.
+pub const SOURCE_ID: &str = "yomo-source-id";
+/// Metadata key: the transaction id, one per message written by a source.
+pub const TID: &str = "yomo-tid";
+/// Metadata key: route only to the stream functions whose wanted target equals this value.
+pub const TARGET: &str = "yomo-target";
+/// Metadata key: the wanted target of the connection that sent the frame (set by routers).
+pub const WANTED_TARGET: &str = "yomo-wanted-target";
+
+/// Why bytes are not a msgpack string map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("bad metadata at byte {offset}: {what}")]
+pub struct MetadataError {
+    /// Offset of the offending byte.
+    pub offset: usize,
+    /// What was wrong.
+    pub what: &'static str,
+}
+
+impl MetadataError {
+    /// The stable snake_case kind.
+    pub const fn kind(&self) -> &'static str {
+        "bad_metadata"
+    }
+}
+
+/// A data frame's metadata: msgpack `map[string]string`, kept as its encoded bytes.
+///
+/// # Examples
+///
+/// ```
+/// use y3_transport::metadata::Metadata;
+///
+/// let md = Metadata::from_pairs([("yomo-tid", "tid-0001")]);
+/// assert_eq!(md.as_bytes()[0], 0x81);
+/// assert_eq!(md.get("yomo-tid")?, Some("tid-0001"));
+/// assert_eq!(md.get("other")?, None);
+/// # Ok::<(), y3_transport::metadata::MetadataError>(())
+/// ```
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Metadata(Bytes);
+
+impl fmt::Debug for Metadata {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut map = f.debug_map();
+        for entry in self.iter() {
+            match entry {
+                Ok((k, v)) => map.entry(&k, &v),
+                Err(e) => map.entry(&"<error>", &e.what),
+            };
+        }
+        map.finish()
+    }
+}
+
+impl Metadata {
+    /// The empty map (zero bytes on the wire).
+    pub const fn empty() -> Metadata {
+        Metadata(Bytes::new())
+    }
+
+    /// Wraps encoded bytes as they arrived; nothing is checked until they are read
+    /// (see [`Metadata::validate`]).
+    pub const fn from_bytes(bytes: Bytes) -> Metadata {
+        Metadata(bytes)
+    }
+
+    /// Encodes `pairs` in the order given. Pairs with an empty value are left out, as
+    /// YoMo's `Set("")` deletes a key; a key repeated keeps its last value.
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Metadata {
+        let mut kept: Vec<(&str, &str)> = Vec::new();
+        for (k, v) in pairs {
+            kept.retain(|(old, _)| *old != k);
+            if !v.is_empty() {
+                kept.push((k, v));
+            }
+        }
+        Metadata::encode(&kept)
+    }
+
+    fn encode(pairs: &[(&str, &str)]) -> Metadata {
+        if pairs.is_empty() {
+            return Metadata::empty();
+        }
+        let len = map_head_len(pairs.len())
+            + pairs
+                .iter()
+                .map(|(k, v)| str_len(k.len()) + str_len(v.len()))
+                .sum::<usize>();
+        let mut out = BytesMut::with_capacity(len);
+        put_map_head(&mut out, pairs.len());
+        for (k, v) in pairs {
+            put_str(&mut out, k);
+            put_str(&mut out, v);
+        }
+        Metadata(out.freeze())
+    }
+
+    /// The encoded bytes.
+    pub fn as_bytes(&self) -> &Bytes {
+        &self.0
+    }
+
+    /// Whether the encoding is empty (the empty map as YoMo writes it).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Walks the pairs in wire order.
+    pub fn iter(&self) -> Entries<'_> {
+        Entries::new(&self.0)
+    }
+
+    /// Checks the whole map, returning its number of pairs.
+    ///
+    /// # Errors
+    /// [`MetadataError`] for anything that is not a msgpack string map, or trailing bytes.
+    pub fn validate(&self) -> Result<usize, MetadataError> {
+        let mut n = 0;
+        for entry in self.iter() {
+            entry?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// The value of `key` (the last one, if repeated), walking the map in place.
+    ///
+    /// # Errors
+    /// As [`Metadata::validate`]: the whole map is walked.
+    pub fn get(&self, key: &str) -> Result<Option<&str>, MetadataError> {
+        let mut found = None;
+        for entry in self.iter() {
+            let (k, v) = entry?;
+            if k == key {
+                found = Some(v);
+            }
+        }
+        Ok(found)
+    }
+
+    /// The map, decoded.
+    ///
+    /// # Errors
+    /// As [`Metadata::validate`].
+    pub fn to_map(&self) -> Result<BTreeMap<String, String>, MetadataError> {
+        let mut map = BTreeMap::new();
+        for entry in self.iter() {
+            let (k, v) = entry?;
+            map.insert(k.to_owned(), v.to_owned());
+        }
+        Ok(map)
+    }
+
+    /// A copy with `key` set to `value` (an empty value removes it), the other pairs
+    /// kept in order.
+    ///
+    /// # Errors
+    /// As [`Metadata::validate`].
+    pub fn with(&self, key: &str, value: &str) -> Result<Metadata, MetadataError> {
+        self.edit(&[(key, value)], &[])
+    }
+
+    /// A copy without `key`.
+    ///
+    /// # Errors
+    /// As [`Metadata::validate`].
+    pub fn without(&self, key: &str) -> Result<Metadata, MetadataError> {
+        self.edit(&[], &[key])
+    }
+
+    /// A copy with `set` merged over the pairs (empty values remove keys) and the keys in
+    /// `remove` left out: one walk, one encoding.
+    ///
+    /// # Errors
+    /// As [`Metadata::validate`].
+    pub fn edit(&self, set: &[(&str, &str)], remove: &[&str]) -> Result<Metadata, MetadataError> {
+        let mut pairs: Vec<(&str, &str)> = Vec::new();
+        for entry in self.iter() {
+            let (k, v) = entry?;
+            if remove.contains(&k) || set.iter().any(|(s, _)| *s == k) {
+                continue;
+            }
+            pairs.retain(|(old, _)| *old != k);
+            pairs.push((k, v));
+        }
+        pairs.extend(set.iter().filter(|(_, v)| !v.is_empty()).copied());
+        Ok(Metadata::encode(&pairs))
+    }
+}
+
+impl From<Bytes> for Metadata {
+    fn from(bytes: Bytes) -> Metadata {
+        Metadata(bytes)
+    }
+}
+
+/// The pairs of a [`Metadata`], borrowed from its bytes. Yields an error once, then stops.
+#[derive(Debug, Clone)]
+pub struct Entries<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    left: u64,
+    pending: Option<MetadataError>,
+    done: bool,
+}
+
+impl<'a> Entries<'a> {
+    fn new(buf: &'a [u8]) -> Entries<'a> {
+        let mut entries = Entries {
+            buf,
+            pos: 0,
+            left: 0,
+            pending: None,
+            done: false,
+        };
+        match entries.map_head() {
+            Ok(n) => entries.left = n,
+            Err(e) => entries.pending = Some(e),
+        }
+        entries
+    }
+
+    fn err(&self, what: &'static str) -> MetadataError {
+        MetadataError {
+            offset: self.pos,
+            what,
+        }
+    }
+
+    /// Reads `n` big-endian bytes as a length.
+    fn be(&mut self, n: usize) -> Result<u64, MetadataError> {
+        let bytes = self
+            .buf
+            .get(self.pos..self.pos + n)
+            .ok_or(self.err("truncated length"))?;
+        self.pos += n;
+        Ok(bytes.iter().fold(0u64, |acc, &b| acc << 8 | b as u64))
+    }
+
+    fn map_head(&mut self) -> Result<u64, MetadataError> {
+        let Some(&marker) = self.buf.first() else {
+            return Ok(0);
+        };
+        let n = match marker {
+            0x80..=0x8f => (marker & 0x0f) as u64,
+            0xde | 0xdf => {
+                self.pos = 1;
+                self.be(if marker == 0xde { 2 } else { 4 })?
+            }
+            0xc0 => 0,
+            _ => return Err(self.err("not a map")),
+        };
+        self.pos = self.pos.max(1);
+        // Each pair takes at least two bytes: a count beyond that is a lie, caught here
+        // rather than after walking the rest.
+        if n > (self.buf.len() - self.pos) as u64 / 2 {
+            return Err(self.err("more pairs than bytes"));
+        }
+        Ok(n)
+    }
+
+    fn str(&mut self) -> Result<&'a str, MetadataError> {
+        let marker = *self.buf.get(self.pos).ok_or(self.err("truncated"))?;
+        let len = match marker {
+            0xa0..=0xbf => (marker & 0x1f) as u64,
+            0xd9..=0xdb => {
+                self.pos += 1;
+                self.be(1 << (marker - 0xd9))?
+            }
+            _ => return Err(self.err("not a string")),
+        };
+        if marker <= 0xbf {
+            self.pos += 1;
+        }
+        if len > (self.buf.len() - self.pos) as u64 {
+            return Err(self.err("string longer than the map"));
+        }
+        let bytes = &self.buf[self.pos..self.pos + len as usize];
+        let s = std::str::from_utf8(bytes).map_err(|_| self.err("string is not UTF-8"))?;
+        self.pos += len as usize;
+        Ok(s)
+    }
+}
+
+impl<'a> Iterator for Entries<'a> {
+    type Item = Result<(&'a str, &'a str), MetadataError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let item = match self.pending.take() {
+            Some(e) => Err(e),
+            None if self.left == 0 => {
+                self.done = true;
+                if self.pos < self.buf.len() {
+                    return Some(Err(self.err("trailing bytes after the map")));
+                }
+                return None;
+            }
+            None => {
+                self.left -= 1;
+                self.str().and_then(|k| Ok((k, self.str()?)))
+            }
+        };
+        if item.is_err() {
+            self.done = true;
+        }
+        Some(item)
+    }
+}
+
+fn map_head_len(n: usize) -> usize {
+    match n {
+        0..=15 => 1,
+        16..=0xffff => 3,
+        _ => 5,
+    }
+}
+
+fn str_len(n: usize) -> usize {
+    n + match n {
+        0..=31 => 1,
+        32..=0xff => 2,
+        0x100..=0xffff => 3,
+        _ => 5,
+    }
+}
+
+fn put_map_head(out: &mut BytesMut, n: usize) {
+    match n {
+        0..=15 => out.put_u8(0x80 | n as u8),
+        16..=0xffff => {
+            out.put_u8(0xde);
+            out.put_u16(n as u16);
+        }
+        _ => {
+            out.put_u8(0xdf);
+            out.put_u32(n as u32);
+        }
+    }
+}
+
+fn put_str(out: &mut BytesMut, s: &str) {
+    let n = s.len();
+    match n {
+        0..=31 => out.put_u8(0xa0 | n as u8),
+        32..=0xff => {
+            out.put_u8(0xd9);
+            out.put_u8(n as u8);
+        }
+        0x100..=0xffff => {
+            out.put_u8(0xda);
+            out.put_u16(n as u16);
+        }
+        _ => {
+            out.put_u8(0xdb);
+            out.put_u32(n as u32);
+        }
+    }
+    out.put_slice(s.as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hex_literal::hex;
+
+    fn md(bytes: &[u8]) -> Metadata {
+        Metadata::from_bytes(Bytes::copy_from_slice(bytes))
+    }
+
+    #[test]
+    fn yomo_encoding() {
+        let m = Metadata::from_pairs([("yomo-tid", "tid-0001")]);
+        assert_eq!(
+            &m.as_bytes()[..],
+            hex!("81 a8 796f6d6f2d746964 a8 7469642d30303031")
+        );
+        assert_eq!(Metadata::from_pairs([]).as_bytes().len(), 0);
+        assert_eq!(Metadata::from_pairs([("k", "")]).as_bytes().len(), 0);
+    }
+
+    #[test]
+    fn every_length_form_roundtrips() {
+        let long = |n| "x".repeat(n);
+        let keys: Vec<String> = (0..20).map(|i| format!("k{i}")).collect();
+        for len in [0usize, 1, 31, 32, 255, 256, 65_535, 65_536] {
+            let v = long(len.max(1));
+            let mut pairs: Vec<(&str, &str)> = vec![("a", &v)];
+            if len > 100 {
+                pairs.extend(keys.iter().map(|k| (k.as_str(), "v")));
+            }
+            let m = Metadata::from_pairs(pairs.iter().copied());
+            let map = m.to_map().unwrap();
+            assert_eq!(map.len(), pairs.len());
+            assert_eq!(map["a"], v);
+            assert_eq!(m.validate().unwrap(), pairs.len());
+        }
+    }
+
+    #[test]
+    fn other_encoders_forms_are_read() {
+        // map16 with str8 key and str16 value, and nil as the empty map.
+        let m = md(&hex!("de0001 d90161 da000162"));
+        assert_eq!(m.get("a").unwrap(), Some("b"));
+        assert_eq!(md(&hex!("c0")).validate().unwrap(), 0);
+        assert_eq!(md(&hex!("80")).validate().unwrap(), 0);
+        // A repeated key: the last one wins.
+        assert_eq!(
+            md(&hex!("82 a161 a131 a161 a132")).get("a").unwrap(),
+            Some("2")
+        );
+    }
+
+    #[test]
+    fn hostile_maps_fail_without_allocating() {
+        for (bytes, what) in [
+            (&hex!("a3 616263")[..], "not a map"),
+            (&hex!("df ffffffff a161")[..], "more pairs than bytes"),
+            (&hex!("81 db ffffffff 61")[..], "string longer than the map"),
+            (&hex!("81 a161 05")[..], "not a string"),
+            (&hex!("81 a161")[..], "truncated"),
+            (&hex!("81 a1ff a161")[..], "string is not UTF-8"),
+            (&hex!("80 00")[..], "trailing bytes after the map"),
+            (&hex!("de00")[..], "truncated length"),
+        ] {
+            let err = md(bytes).validate().unwrap_err();
+            assert_eq!(err.what, what, "{bytes:02x?}");
+            assert_eq!(err.kind(), "bad_metadata");
+        }
+    }
+
+    #[test]
+    fn edits() {
+        let m = Metadata::from_pairs([("a", "1"), (TARGET, "t"), ("b", "2")]);
+        let m2 = m
+            .edit(&[(WANTED_TARGET, "w"), ("a", "9")], &[TARGET])
+            .unwrap();
+        let pairs: Vec<_> = m2.iter().map(Result::unwrap).collect();
+        assert_eq!(pairs, [("b", "2"), (WANTED_TARGET, "w"), ("a", "9")]);
+        assert!(m.without("a").unwrap().get("a").unwrap().is_none());
+        assert_eq!(m.with("a", "").unwrap().validate().unwrap(), 2);
+        assert!(Metadata::empty().with("a", "").unwrap().is_empty());
+    }
+}
