@@ -21,6 +21,7 @@ use tokio::sync::mpsc;
 use y3::typed::Message;
 use y3::{Config, Dialect, Observer};
 use y3_router::{Router, RouterConfig};
+use y3_transport::metadata::{self, Metadata};
 use y3_transport::sdk::{ClientOptions, Sink, Source, StreamFunction, Transport};
 use y3_transport::Data;
 
@@ -216,7 +217,10 @@ async fn demo(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         tokio::spawn(async move {
             while let Some(Ok(data)) = sink.recv().await {
                 let now = Instant::now();
-                let sent = sent_at.lock().ok().and_then(|mut m| m.remove(&data.id));
+                // The reading's number travels as its transaction id: the function keeps
+                // the metadata of the reading on the alert.
+                let id = reading_number(&data);
+                let sent = sent_at.lock().ok().and_then(|mut m| m.remove(&id));
                 let latency = sent.map(|t| now - t).unwrap_or_default();
                 if let Ok(mut all) = latencies.lock() {
                     all.push(latency);
@@ -228,7 +232,7 @@ async fn demo(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                 if !quiet {
                     let _ = lines.send(format!(
                         "  ALERT   #{:<4} {:.1} dB > {:.1} dB   end-to-end {}",
-                        data.id,
+                        id,
                         alert.noise,
                         alert.threshold,
                         ms(latency)
@@ -264,8 +268,9 @@ async fn demo(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                 if reading.noise > threshold {
                     loud += 1;
                 }
-                // Ids are ours to choose: 1, 2, 3...; record the send time first so that
-                // even the fastest alert finds it, and print before the alert can.
+                // Transaction ids are ours to choose: 1, 2, 3...; record the send time
+                // first so that even the fastest alert finds it, and print before the
+                // alert can.
                 let id = i + 1;
                 if !quiet {
                     let mark = if reading.noise > threshold {
@@ -278,7 +283,14 @@ async fn demo(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                 if let Ok(mut map) = sent_at.lock() {
                     map.insert(id, Instant::now());
                 }
-                source.send_data(Data::new(READINGS, id, payload)).await?;
+                let tid = id.to_string();
+                let md = Metadata::from_pairs([
+                    (metadata::SOURCE_ID, source.id()),
+                    (metadata::TID, &tid),
+                ]);
+                source
+                    .send_data(Data::new(READINGS, payload).with_metadata(md))
+                    .await?;
                 source.flush().await?;
             }
             source.close().await?;
@@ -341,6 +353,16 @@ async fn demo(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     )?;
     out.flush()?;
     Ok(())
+}
+
+/// The reading number an alert carries as its `yomo-tid` (0 when absent).
+fn reading_number(data: &Data) -> u64 {
+    data.metadata
+        .get(metadata::TID)
+        .ok()
+        .flatten()
+        .and_then(|tid| tid.parse().ok())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use crate::send::{parse_tag, ClientArgs};
 #[command(
     about = "Print the data frames a router routes to you, as JSON lines",
     long_about = "Connect to a router as a sink observing --tag (repeatable) and print one JSON line
-per data frame: {\"tag\":16,\"id\":1,\"hops\":0,\"payload_hex\":\"...\"}.
+per data frame: {\"tag\":16,\"hops\":0,\"payload_hex\":\"...\",\"metadata\":{\"yomo-tid\":\"...\"}}.
 
 With --path, the payload is read as a Y3 packet with the streaming observer and the value
 at that key path is added as \"value\" (typed with --as; null when absent).",
@@ -54,17 +54,25 @@ pub struct ObserveArgs {
     pub client: ClientArgs,
 }
 
-/// One frame as a JSON line.
+/// One frame as a JSON line: tag, hops, payload in hex, the metadata map (or its bytes
+/// in hex when they are not a string map) and the observed value, if any.
 pub fn frame_json(data: &y3_transport::Data, value: Option<&str>) -> String {
     let mut line = format!(
-        "{{\"tag\":{},\"id\":{},\"hops\":{},\"payload_hex\":\"{}\"",
+        "{{\"tag\":{},\"hops\":{},\"payload_hex\":\"{}\"",
         data.tag,
-        data.id,
         data.hops,
         hex::encode(&data.payload)
     );
-    if let Some(meta) = &data.metadata {
-        line.push_str(&format!(",\"metadata_hex\":\"{}\"", hex::encode(meta)));
+    match data.metadata.to_map() {
+        Ok(map) if map.is_empty() => {}
+        Ok(map) => {
+            let map = serde_json::to_string(&map).unwrap_or_default();
+            line.push_str(&format!(",\"metadata\":{map}"));
+        }
+        Err(_) => line.push_str(&format!(
+            ",\"metadata_hex\":\"{}\"",
+            hex::encode(data.metadata.as_bytes())
+        )),
     }
     if let Some(value) = value {
         line.push_str(&format!(",\"value\":{value}"));
@@ -133,10 +141,15 @@ mod tests {
 
     #[test]
     fn json_line() {
-        let data = y3_transport::Data::new(16, 3, vec![0x11, 0x01, 0x2a]);
+        let data = y3_transport::Data::new(16, vec![0x11, 0x01, 0x2a]);
         assert_eq!(
             frame_json(&data, Some("42")),
-            r#"{"tag":16,"id":3,"hops":0,"payload_hex":"11012a","value":42}"#
+            r#"{"tag":16,"hops":0,"payload_hex":"11012a","value":42}"#
+        );
+        let md = y3_transport::Metadata::from_pairs([("yomo-tid", "t1")]);
+        assert_eq!(
+            frame_json(&data.with_metadata(md), None),
+            r#"{"tag":16,"hops":0,"payload_hex":"11012a","metadata":{"yomo-tid":"t1"}}"#
         );
     }
 }

@@ -60,9 +60,12 @@ pub struct ClientArgs {
     /// Accept any server certificate (development only).
     #[arg(long, conflicts_with = "ca")]
     pub insecure: bool,
-    /// The router's token.
+    /// The router's token (sent as the credential `token:TOKEN`).
     #[arg(long, default_value = "")]
     pub token: String,
+    /// The wanted target (`y3 observe`): receive frames sent with this `yomo-target`.
+    #[arg(long, value_name = "TARGET", default_value = "")]
+    pub wanted_target: String,
     /// Client name shown in the router's logs.
     #[arg(long)]
     pub name: Option<String>,
@@ -86,7 +89,8 @@ impl ClientArgs {
         Ok(ClientOptions::new(self.addr)
             .transport(self.transport.into())
             .trust(trust)
-            .token(self.token.clone())
+            .token(&self.token)
+            .wanted_target(self.wanted_target.clone())
             .name(self.name.clone().unwrap_or_else(|| default_name.to_owned()))
             .backoff(Backoff {
                 attempts: 3,
@@ -134,6 +138,9 @@ pub struct SendArgs {
     /// Dialect of typed JSON payloads.
     #[arg(long, value_enum, default_value_t)]
     pub dialect: DialectArg,
+    /// Send every frame to the stream functions wanting this target (`yomo-target`).
+    #[arg(long, value_name = "TARGET")]
+    pub target: Option<String>,
     #[command(flatten)]
     pub client: ClientArgs,
 }
@@ -199,7 +206,11 @@ pub fn run(args: &SendArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             let (tag, payload) = line_to_frame(&line, args.tag, args.dialect.into())
                 .with_context(|| format!("line {}", n + 1))?;
             bytes += payload.len();
-            source.send(tag, payload).await.map_err(net_error)?;
+            match &args.target {
+                Some(target) => source.send_with_target(tag, payload, target).await,
+                None => source.send(tag, payload).await,
+            }
+            .map_err(net_error)?;
             sent += 1;
         }
         source.close().await.map_err(net_error)?;

@@ -162,7 +162,7 @@ fn send_and_observe_through_serve_over_tcp_and_quic() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    server.wait_metric("y3_router_connections{role=\"sink\"} 1");
+    server.wait_metric("y3_router_connections{client_type=\"stream_function\"} 1");
     let sent = send(
         &server,
         &["--tag", "0x10"],
@@ -193,7 +193,11 @@ fn send_and_observe_through_serve_over_tcp_and_quic() {
     assert_eq!(lines[1]["value"], 32.0);
     // The 0x99 frame went nowhere; the last one has no 0x11 field.
     assert_eq!(lines[2]["value"], serde_json::Value::Null);
-    assert_eq!(lines[2]["id"], 4);
+    // Like YoMo's sources, `y3 send` gives every frame its id and a fresh transaction id.
+    let (first, last) = (&lines[0]["metadata"], &lines[2]["metadata"]);
+    assert_eq!(first["yomo-source-id"], last["yomo-source-id"]);
+    assert_eq!(last["yomo-source-id"].as_str().map(str::len), Some(21));
+    assert_ne!(first["yomo-tid"], last["yomo-tid"]);
     let metrics = server.metrics();
     assert!(
         metrics.contains("y3_router_frames_in_total{tag=\"0x10\"} 3"),
@@ -215,12 +219,9 @@ fn wrong_token_is_a_clear_error_and_garbage_does_not_stop_the_router() {
     garbage.set_read_timeout(Some(WAIT)).unwrap();
     let mut reply = Vec::new();
     let _ = garbage.read_to_end(&mut reply);
-    // A goaway frame (tag b0) with code 3 (protocol_error) came back before the close.
-    assert_eq!(
-        &reply[..5],
-        [0xb0, reply[1], 0x01, 0x01, 0x03],
-        "{reply:02x?}"
-    );
+    // A rejected frame (tag b9) with y3 code 3 (protocol_error) came back before the close.
+    assert_eq!(reply[0], 0xb9, "{reply:02x?}");
+    assert!(reply.ends_with(&[0x30, 0x01, 0x03]), "{reply:02x?}");
 
     let out = send(
         &server,

@@ -33,7 +33,25 @@
 //! [shutdown]
 //! drain_timeout_ms = 5000     # upper bound of a graceful shutdown
 //! quiet_ms = 100              # no traffic for this long means "drained"
+//!
+//! [mesh]
+//! name = "y3-router"          # this router's name, sent when dialing downstream zippers
+//!
+//! [[mesh.downstream]]         # zero or more; every local frame is forwarded to each
+//! name = "zipper-b"           # label in logs and metrics; unique
+//! addr = "10.0.0.2:9000"      # host:port
+//! credential = "token:SECRET" # optional, `type:payload` as YoMo writes it
+//! transport = "quic"          # "quic" (default) or "tcp"
 //! ```
+//!
+//! The mesh is YoMo's `mesh` configuration (`spec/frames.md`, "Routing"): the router dials
+//! each downstream as an upstream zipper (`0x5e`), reconnecting forever, and forwards to it
+//! every data frame of its local clients; frames that arrived from an upstream zipper are
+//! delivered locally only. Over QUIC the downstream's certificate is **not verified**
+//! (`Trust::Insecure`): a YoMo zipper serves a self-signed certificate that no client can
+//! verify, and YoMo's own mesh links do not verify it either. The link is encrypted but the
+//! downstream is not authenticated; a network that needs that should carry the mesh over a
+//! VPN or use `transport = "tcp"` inside one.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -60,6 +78,8 @@ pub struct RouterConfig {
     pub limits: LimitsConfig,
     /// Graceful shutdown.
     pub shutdown: ShutdownConfig,
+    /// Downstream zippers every local frame is forwarded to.
+    pub mesh: MeshConfig,
 }
 
 /// `[listen]`: where to listen. An empty string turns a listener off.
@@ -187,6 +207,84 @@ impl Default for ShutdownConfig {
     }
 }
 
+/// `[mesh]`: this router's name and the downstream zippers it forwards local frames to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MeshConfig {
+    /// This router's name: the handshake name of its links to downstream zippers.
+    pub name: String,
+    /// The downstream zippers (`[[mesh.downstream]]`); none by default.
+    pub downstream: Vec<DownstreamConfig>,
+}
+
+impl Default for MeshConfig {
+    fn default() -> Self {
+        MeshConfig {
+            name: "y3-router".into(),
+            downstream: Vec::new(),
+        }
+    }
+}
+
+/// `[[mesh.downstream]]`: one downstream zipper (a `y3 serve` or a YoMo zipper).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DownstreamConfig {
+    /// Its name, unique in the mesh: the label of its logs and metrics.
+    pub name: String,
+    /// `host:port` (an IP address or a host name, resolved at every connection attempt).
+    pub addr: String,
+    /// Credential as `type:payload` (`token:SECRET`); empty: none.
+    pub credential: String,
+    /// The adapter.
+    pub transport: MeshTransport,
+}
+
+/// How a downstream zipper is dialed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MeshTransport {
+    /// QUIC, as YoMo's zippers serve it; the certificate is not verified (see the module
+    /// docs).
+    #[default]
+    Quic,
+    /// Plain TCP (a downstream `y3 serve`; YoMo serves QUIC only).
+    Tcp,
+}
+
+impl DownstreamConfig {
+    /// The host and port of [`addr`](DownstreamConfig::addr), checked: a non-empty host
+    /// (brackets around an IPv6 address removed) and a port number.
+    ///
+    /// # Errors
+    /// [`RouterError::Config`] naming `mesh.downstream.addr`.
+    pub fn host_port(&self) -> Result<(&str, u16), RouterError> {
+        let bad = |problem| RouterError::Config {
+            field: "mesh.downstream.addr",
+            problem,
+        };
+        let addr = self.addr.trim();
+        let (host, port) = addr
+            .rsplit_once(':')
+            .ok_or(bad("not a host:port address"))?;
+        let host = host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host);
+        if host.is_empty() || host.contains(|c: char| c.is_whitespace()) {
+            return Err(bad("not a host:port address"));
+        }
+        if host.contains(':') && !addr.starts_with('[') {
+            return Err(bad("an IPv6 address goes in brackets: [addr]:port"));
+        }
+        let port = port.parse::<u16>().map_err(|_| bad("not a port number"))?;
+        if port == 0 {
+            return Err(bad("port 0 cannot be dialed"));
+        }
+        Ok((host, port))
+    }
+}
+
 impl RouterConfig {
     /// Parses TOML text.
     ///
@@ -256,6 +354,7 @@ impl RouterConfig {
             quic: addr("listen.quic", &self.listen.quic)?,
             metrics: addr("listen.metrics", &self.listen.metrics)?,
         };
+        self.validate_mesh()?;
         if listen.tcp.is_none() && listen.quic.is_none() {
             return bad(
                 "listen",
@@ -263,6 +362,33 @@ impl RouterConfig {
             );
         }
         Ok(listen)
+    }
+
+    fn validate_mesh(&self) -> Result<(), RouterError> {
+        let bad = |field, problem| Err(RouterError::Config { field, problem });
+        if self.mesh.downstream.is_empty() {
+            return Ok(());
+        }
+        if self.mesh.name.trim().is_empty() {
+            return bad("mesh.name", "must not be empty with downstream zippers");
+        }
+        if self.mesh.name.len() > self.limits.max_name_len {
+            return bad("mesh.name", "longer than limits.max_name_len");
+        }
+        let mut names = std::collections::HashSet::new();
+        for downstream in &self.mesh.downstream {
+            if downstream.name.trim().is_empty() {
+                return bad("mesh.downstream.name", "must not be empty");
+            }
+            if !names.insert(downstream.name.as_str()) {
+                return bad(
+                    "mesh.downstream.name",
+                    "two downstream zippers have this name",
+                );
+            }
+            downstream.host_port()?;
+        }
+        Ok(())
     }
 
     /// `limits.handshake_timeout_ms` as a duration.
@@ -326,5 +452,70 @@ mod tests {
         config.listen.tcp = String::new();
         config.listen.quic = String::new();
         assert!(config.validate().is_err());
+    }
+
+    #[test]
+    fn mesh_section() {
+        let config = RouterConfig::from_toml(
+            "[mesh]\nname = \"a\"\n\
+             [[mesh.downstream]]\nname = \"b\"\naddr = \"127.0.0.1:9100\"\n\
+             [[mesh.downstream]]\nname = \"c\"\naddr = \"zipper-c.local:9000\"\n\
+             credential = \"token:s\"\ntransport = \"tcp\"\n",
+        )
+        .unwrap();
+        assert_eq!(config.mesh.name, "a");
+        let [b, c] = &config.mesh.downstream[..] else {
+            panic!("{:?}", config.mesh)
+        };
+        assert_eq!(
+            (b.transport, b.credential.as_str()),
+            (MeshTransport::Quic, "")
+        );
+        assert_eq!(c.host_port().unwrap(), ("zipper-c.local", 9000));
+        assert_eq!(c.transport, MeshTransport::Tcp);
+        config.validate().unwrap();
+        assert_eq!(RouterConfig::from_toml(&config.to_toml()).unwrap(), config);
+        // The default prints an empty mesh and reads it back.
+        let default = RouterConfig::default().to_toml();
+        assert!(default.contains("[mesh]"), "{default}");
+        assert_eq!(
+            RouterConfig::from_toml(&default).unwrap(),
+            RouterConfig::default()
+        );
+    }
+
+    #[test]
+    fn bad_mesh_addresses_are_refused() {
+        for (addr, field) in [
+            ("localhost", "mesh.downstream.addr"),
+            (":9000", "mesh.downstream.addr"),
+            ("host:port", "mesh.downstream.addr"),
+            ("host:0", "mesh.downstream.addr"),
+            ("::1:9000", "mesh.downstream.addr"),
+        ] {
+            let mut config = RouterConfig::default();
+            config.mesh.downstream.push(DownstreamConfig {
+                name: "b".into(),
+                addr: addr.into(),
+                ..DownstreamConfig::default()
+            });
+            let err = config.validate().unwrap_err();
+            let RouterError::Config { field: f, .. } = err else {
+                panic!("{addr}: {err}")
+            };
+            assert_eq!(f, field, "{addr}");
+        }
+        let mut config = RouterConfig::default();
+        let b = DownstreamConfig {
+            name: "b".into(),
+            addr: "[::1]:9000".into(),
+            ..DownstreamConfig::default()
+        };
+        assert_eq!(b.host_port().unwrap(), ("::1", 9000));
+        config.mesh.downstream = vec![b.clone(), b];
+        let RouterError::Config { field, .. } = config.validate().unwrap_err() else {
+            panic!()
+        };
+        assert_eq!(field, "mesh.downstream.name");
     }
 }

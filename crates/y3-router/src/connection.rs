@@ -3,17 +3,20 @@
 //! this file only moves frames between it, the sockets and the outboxes.
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::{FutureExt, SinkExt, StreamExt};
-use y3_transport::frame::{Frame, Goaway, GoawayCode, Role};
-use y3_transport::{Connection, FrameError, FrameReader, FrameWriter};
+use y3_transport::frame::{ClientType, Frame, Goaway, GoawayCode};
+use y3_transport::{Connection, FrameError, FrameReader, FrameWriter, Guard, TransportKind};
 
+use crate::histogram::LocalLatency;
 use crate::metrics::{Direction, Drop, Metrics, TagCounters};
 use crate::outbox::{Outbox, Queued};
+use crate::routing;
 use crate::server::Shared;
-use crate::session::{DropReason, Event, Session};
+use crate::session::{DropReason, Event, Peer, Session};
 use crate::table::SessionId;
 
 /// Most frames written per flush.
@@ -56,8 +59,6 @@ impl TagCache {
 enum End {
     /// The client closed its side.
     Eof,
-    /// The client sent a goaway.
-    Left,
     /// The router is shutting down.
     Shutdown,
     /// The client sent something invalid; the goaway says what.
@@ -95,12 +96,12 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
     if shared.over_connection_limit() {
         let goaway = Goaway::new(GoawayCode::TooManyConnections, "connection limit reached");
         shared.metrics.rejected(goaway.code.kind());
-        refuse(&mut reader, &mut writer, goaway).await;
-        guard.close();
+        refuse(&mut reader, &mut writer, guard, transport, goaway, true).await;
         return;
     }
 
-    // Handshake.
+    // Handshake. `level`: the extension level of a decoded handshake (0: a YoMo client).
+    let mut level = None;
     let deadline = session.poll_timeout().unwrap_or_else(Instant::now);
     let event = tokio::select! {
         frame = reader.next() => match frame {
@@ -109,13 +110,18 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
                 shared.metrics.protocol_error(e.kind());
                 session.handle_error(&e)
             }
-            Some(Ok(frame)) => session.handle_frame(Instant::now(), frame),
+            Some(Ok(frame)) => {
+                if let Frame::Handshake(hello) = &frame {
+                    level = Some(hello.extension);
+                }
+                session.handle_frame(Instant::now(), frame)
+            }
         },
         _ = tokio::time::sleep_until(deadline.into()) => session.handle_timeout(Instant::now()),
         _ = shared.close_all.cancelled() => return,
     };
-    let (accepted, hello) = match event {
-        Event::Admitted(accepted, hello) => (accepted, hello),
+    let hello = match event {
+        Event::Admitted(hello) => hello,
         Event::Close(goaway) => {
             tracing::info!(
                 session = id,
@@ -125,29 +131,40 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
                 "handshake refused"
             );
             shared.metrics.rejected(goaway.code.kind());
-            refuse(&mut reader, &mut writer, goaway).await;
-            guard.close();
+            // A YoMo client gets what YoMo's zipper sends, the message alone; the QUIC
+            // close reason still starts with the kind.
+            let coded = level != Some(0);
+            refuse(&mut reader, &mut writer, guard, transport, goaway, coded).await;
             return;
         }
         // The session answers a first frame only with Admitted or Close.
         _ => return,
     };
-    let role = hello.role;
+    let client_type = hello.client_type;
+    // y3 sources understand goaway: the shutdown tells them to stop and reads them to
+    // their end. YoMo's would give up for good on a goaway; they are closed to reconnect.
+    let y3 = hello.extension >= 1;
+    let drained = y3 && !client_type.receives();
     tracing::info!(
         session = id,
-        role = role.name(),
+        client_type = client_type.name(),
         name = %hello.name,
+        id = %hello.id,
         observed = ?hello.observed,
+        wanted_target = %hello.wanted_target,
+        y3,
         transport = transport.name(),
         ?peer,
         "client admitted"
     );
-    let _live = shared.admitted(role);
+    let _live = shared.admitted(client_type, drained);
 
     let outbox = Arc::new(Outbox::new(&shared.config.queue, shared.metrics.clone()));
-    outbox.push_control(Frame::Accepted(accepted));
-    if role.observes() {
-        shared.subscribe(id, &hello.observed, outbox.clone());
+    outbox.push_control(Frame::HandshakeAck);
+    if client_type.receives() {
+        shared
+            .routes
+            .subscribe(id, &hello.observed, &hello.wanted_target, outbox.clone());
     }
     let writer_task = AbortOnDrop(tokio::spawn(write_loop(
         writer,
@@ -155,32 +172,52 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
         shared.metrics.clone(),
     )));
 
-    let end = read_loop(&shared, &mut session, &mut reader, &outbox, id, role).await;
+    let end = read_loop(&shared, &mut session, &mut reader, &outbox, id, &hello).await;
 
-    if role.observes() {
-        shared.unsubscribe(id);
+    if client_type.receives() {
+        shared.routes.unsubscribe(id);
     }
-    let (wait, drain_reads) = match &end {
-        End::Eof | End::Left => {
+    // What the client is told: a goaway frame (y3 clients) before the stream ends, and
+    // the same reason in the QUIC close.
+    let tail = |goaway: &Goaway| y3.then(|| Frame::Goaway(goaway.clone()));
+    let (wait, drain_reads, close) = match end {
+        End::Eof => {
             outbox.finish(None);
-            (LINGER, false)
+            (LINGER, false, None)
         }
         End::Shutdown => {
             let goaway = Goaway::new(GoawayCode::ShuttingDown, "router shutting down");
-            outbox.finish(Some(goaway.into()));
-            (shared.drain_left(), true)
+            outbox.finish(tail(&goaway));
+            (shared.drain_left(), true, Some(goaway))
         }
         End::ProtocolError(goaway) => {
             tracing::warn!(session = id, reason = %goaway.reason, "closing on protocol error");
-            outbox.abort(Some(goaway.clone().into()), Drop::Disconnected);
-            (LINGER, true)
+            outbox.abort(tail(&goaway), Drop::Disconnected);
+            (LINGER, true, Some(goaway))
         }
         End::ReadError => {
             outbox.abort(None, Drop::Disconnected);
-            (Duration::ZERO, false)
+            (Duration::ZERO, false, None)
         }
-        End::Evicted => (Duration::ZERO, false),
+        End::Evicted => {
+            let goaway = Goaway::new(GoawayCode::SlowConsumer, "did not read its frames in time");
+            (Duration::ZERO, false, Some(goaway))
+        }
     };
+    if let (Some(goaway), false) = (&close, y3) {
+        if !goaway.code.is_retryable() {
+            // A YoMo client reads the end of the stream as a lost connection and comes
+            // back at once: the close with code 0x13 must reach it first.
+            drop(writer_task);
+            guard.close_with(goaway);
+            tracing::info!(
+                session = id,
+                client_type = client_type.name(),
+                "client closed"
+            );
+            return;
+        }
+    }
     let mut writer_task = writer_task;
     if tokio::time::timeout(wait, &mut writer_task.0)
         .await
@@ -198,21 +235,54 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
         })
         .await;
     }
-    guard.close();
-    tracing::info!(session = id, role = role.name(), "client closed");
+    match close {
+        // Over QUIC the close would cut off the last frames still in flight: wait (a
+        // little) for the client to close first, as it does on a goaway.
+        Some(goaway) if drain_reads => guard.linger(LINGER, Some(&goaway)).await,
+        Some(goaway) => guard.close_with(&goaway),
+        None => guard.close(),
+    }
+    tracing::info!(
+        session = id,
+        client_type = client_type.name(),
+        "client closed"
+    );
 }
 
-/// Sends a goaway to a client that is not admitted and closes.
-async fn refuse(reader: &mut FrameReader, writer: &mut FrameWriter, goaway: Goaway) {
-    let _ = tokio::time::timeout(LINGER, async {
-        writer.send(Frame::Goaway(goaway)).await?;
-        writer.close().await
-    })
-    .await;
-    let _ = tokio::time::timeout(LINGER, async {
-        while let Some(Ok(_)) = reader.next().await {}
-    })
-    .await;
+/// Refuses a client: a rejected frame where the refusal is final (YoMo's clients give up
+/// for good on one), with the y3 code when `coded`, then the close with the goaway's code,
+/// after the client had a moment to read the frame and close by itself. A refusal worth retrying (the router is full)
+/// reaches a QUIC client as the close alone, so that YoMo's clients come back.
+async fn refuse(
+    reader: &mut FrameReader,
+    writer: &mut FrameWriter,
+    guard: Guard,
+    transport: TransportKind,
+    goaway: Goaway,
+    coded: bool,
+) {
+    let quic = transport == TransportKind::Quic;
+    if !(quic && goaway.code.is_retryable()) {
+        let frame = if coded {
+            goaway.clone()
+        } else {
+            Goaway::new(GoawayCode::Unspecified, goaway.reason.clone())
+        };
+        let _ = tokio::time::timeout(LINGER, async {
+            writer.send(Frame::Rejected(frame)).await?;
+            writer.close().await
+        })
+        .await;
+        let _ = tokio::time::timeout(LINGER, async {
+            while let Some(Ok(_)) = reader.next().await {}
+        })
+        .await;
+        // The reader ends at once after a decode error: over QUIC, wait for the client's
+        // own close too, or ours would overtake the rejected frame.
+        guard.linger(LINGER, Some(&goaway)).await;
+        return;
+    }
+    guard.close_with(&goaway);
 }
 
 async fn read_loop(
@@ -221,8 +291,12 @@ async fn read_loop(
     reader: &mut FrameReader,
     outbox: &Outbox,
     id: SessionId,
-    role: Role,
+    hello: &Peer,
 ) -> End {
+    let sender_only = !hello.client_type.receives();
+    let y3_source = hello.extension >= 1 && sender_only;
+    let from_mesh = hello.client_type == ClientType::UpstreamZipper;
+    let mut routes = shared.routes.cache();
     let mut told_to_stop = false;
     let mut tags = TagCache::new(shared.metrics.clone(), Direction::In);
     // Frames decoded from one read arrived together: one clock read serves them all
@@ -242,10 +316,15 @@ async fn read_loop(
         if shared.is_closing() {
             return End::Shutdown;
         }
-        if role == Role::Source && !told_to_stop && shared.is_draining() {
+        if sender_only && !told_to_stop && shared.is_draining() {
+            if !y3_source {
+                // YoMo's sources are closed right away and reconnect (to the router's
+                // successor); stream functions stay until everything queued reached them.
+                return End::Shutdown;
+            }
             told_to_stop = true;
             let goaway = Goaway::new(GoawayCode::ShuttingDown, "router shutting down");
-            outbox.push_control(goaway.into());
+            outbox.push_control(Frame::Goaway(goaway));
         }
         if outbox.is_evicted() {
             return End::Evicted;
@@ -263,7 +342,7 @@ async fn read_loop(
                     biased;
                     frame = reader.next() => frame,
                     _ = &mut close_all => return End::Shutdown,
-                    _ = &mut drain_sources, if role == Role::Source && !told_to_stop => continue,
+                    _ = &mut drain_sources, if sender_only && !told_to_stop => continue,
                     _ = &mut evicted => return End::Evicted,
                     _ = tokio::time::sleep(stall), if partial > 0 => {
                         if reader.read_buffer().len() > partial {
@@ -297,16 +376,31 @@ async fn read_loop(
             same_read = 0;
         }
         match session.handle_frame(now, frame) {
-            Event::Route(data) => shared.route(id, data, now, &mut tags).await,
-            Event::Drop(_, DropReason::Loop) => shared.metrics.dropped(Drop::Loop, 1),
-            Event::Reply(frame) => {
-                outbox.push_control(frame);
+            Event::Route(routed) => {
+                tags.count(routed.data.tag, routed.data.payload.len());
+                shared.metrics.frames_in(1);
+                shared.routing.fetch_add(1, Ordering::Relaxed);
+                routing::route(
+                    &shared.routes,
+                    &mut routes,
+                    &shared.metrics,
+                    routed,
+                    from_mesh,
+                    now,
+                )
+                .await;
+                shared.routing.fetch_sub(1, Ordering::Relaxed);
             }
+            Event::Drop(_, DropReason::Loop) => shared.metrics.dropped(Drop::Loop, 1),
             Event::Close(goaway) => {
-                shared.metrics.protocol_error("protocol");
+                let kind = if goaway.reason.starts_with("bad_metadata") {
+                    "bad_metadata"
+                } else {
+                    goaway.code.kind()
+                };
+                shared.metrics.protocol_error(kind);
                 return End::ProtocolError(goaway);
             }
-            Event::Left => return End::Left,
             Event::Admitted(..) | Event::Nothing => {}
         }
     }
@@ -320,6 +414,7 @@ async fn write_loop(
 ) -> Result<(), FrameError> {
     let mut batch: Vec<Queued> = Vec::with_capacity(MAX_BATCH);
     let mut read_at = Vec::with_capacity(MAX_BATCH);
+    let mut latencies = LocalLatency::default();
     let mut tags = TagCache::new(metrics.clone(), Direction::Out);
     let result = async {
         while outbox.pop_batch(&mut batch, MAX_BATCH).await {
@@ -334,8 +429,9 @@ async fn write_loop(
             metrics.frames_out(read_at.len() as u64);
             let now = Instant::now();
             for at in read_at.drain(..) {
-                metrics.latency(now.saturating_duration_since(at));
+                latencies.observe(now.saturating_duration_since(at));
             }
+            metrics.latencies(&mut latencies);
         }
         writer.close().await
     }

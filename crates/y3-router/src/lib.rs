@@ -1,4 +1,6 @@
 //! The y3 router: connects sources, stream functions and sinks, routing data frames by tag.
+//! It is a drop-in zipper for YoMo v1.22 applications: one wire protocol, YoMo's
+//! (`spec/frames.md`), over QUIC (ALPN `yomo`) and, for y3's own clients, TCP and TLS.
 //!
 //! ```text
 //!  source ─0x10─▶ ┌────────────────────────── router ───────────────────────────┐
@@ -9,11 +11,18 @@
 //! ```
 //!
 //! The pure parts have no IO and no clock: [`queue`] (bounded queue and policy), [`table`]
-//! (tag → subscribers, never back to the issuer) and [`session`] (the per-connection
-//! protocol state machine, quinn-style `handle_*(now, ..)` in, events out). The server
-//! ([`Router::start`]) is a thin tokio loop around them: accept loops for TCP (optionally
-//! TLS) and QUIC, a reader and a writer task per connection, graceful shutdown that drains
-//! in-flight frames, and Prometheus [`metrics`].
+//! (tag → the stream functions observing it, YoMo's rules) and [`session`] (the per-connection
+//! protocol state machine, quinn-style `handle_*(now, ..)` in, events out: handshake rules,
+//! metadata rules, reserved tags, the hop limit). The server ([`Router::start`]) is a thin
+//! tokio loop around them: accept loops for TCP (optionally TLS) and QUIC, a reader and a
+//! writer task per connection, routing through a published table snapshot that readers do
+//! not lock (`routing.rs`), graceful shutdown that drains in-flight frames, and Prometheus
+//! [`metrics`].
+//!
+//! A data frame's path, top to bottom: `connection.rs` reads it (one header parse in the
+//! codec) ─▶ [`session`] checks it ─▶ `routing.rs` picks the outboxes ─▶ `outbox.rs`
+//! queues it ─▶ `connection.rs`'s writer writes it, as the bytes it arrived as when nothing
+//! in it changed.
 //!
 //! Guarantees:
 //! - Under [`Policy::Block`] a frame accepted from a source is delivered to every live
@@ -24,7 +33,8 @@
 //! - Memory is bounded: frames by `limits.max_frame_len` (checked from the header), queues
 //!   by `queue.capacity` and `queue.max_bytes`, connections by `limits.max_connections`.
 //! - A malformed frame, a wrong token or a silent client ends that connection with a
-//!   goaway and a counted metric; every other connection goes on.
+//!   reason (a rejected or goaway frame, and over QUIC a close code that tells YoMo clients
+//!   whether to come back) and a counted metric; every other connection goes on.
 //!
 //! # Examples
 //!
@@ -51,15 +61,18 @@
 pub mod config;
 mod connection;
 mod error;
+mod histogram;
+mod mesh;
 pub mod metrics;
 mod outbox;
 pub mod queue;
+mod routing;
 mod server;
 pub mod session;
 pub mod table;
 
 pub use config::RouterConfig;
 pub use error::RouterError;
-pub use metrics::{Metrics, Stats};
+pub use metrics::{DownstreamStats, Metrics, Stats};
 pub use queue::Policy;
 pub use server::{Router, RouterHandle};

@@ -2,7 +2,7 @@
 //! `GET /metrics`.
 //!
 //! ```text
-//! y3_router_connections{role}                 gauge    open sessions by role
+//! y3_router_connections{client_type}          gauge    open sessions by client type
 //! y3_router_accepted_connections_total{transport}  counter  accepted connections
 //! y3_router_rejected_total{reason}            counter  refused handshakes (goaway kind)
 //! y3_router_protocol_errors_total{kind}       counter  malformed input (frame error kind)
@@ -13,11 +13,16 @@
 //! y3_router_dropped_total{reason}             counter  frames not delivered (see below)
 //! y3_router_queue_depth                       gauge    frames queued over all subscribers
 //! y3_router_handler_latency_seconds           histogram  frame read → written to subscriber
+//! y3_router_mesh_connected{downstream}        gauge    1 while the link to a downstream is up
+//! y3_router_mesh_connects_total{downstream}   counter  links established (reconnections)
+//! y3_router_mesh_frames_total{downstream}     counter  data frames written to a downstream
+//! y3_router_mesh_dropped_total{downstream}    counter  data frames for it dropped (`mesh`)
 //! ```
 //!
 //! Drop reasons: `queue_full` (drop-oldest policy), `no_subscriber`, `loop` (hop limit),
 //! `disconnected` (queued for a subscriber that went away), `slow_consumer` (queued for a
-//! subscriber disconnected for not reading under the block policy).
+//! subscriber disconnected for not reading under the block policy), `mesh` (for a downstream
+//! zipper that was down or too slow, see `mesh.rs`).
 //!
 //! Tags are labelled `0x10`-style. Clients choose tags, so the label set is capped at
 //! [`MAX_TAG_LABELS`] distinct tags; frames on further tags are counted under `other`.
@@ -38,10 +43,11 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+
+use crate::histogram::{LatencyHistogram, LocalLatency};
 
 /// Most distinct tag label values; see the module docs.
 pub const MAX_TAG_LABELS: usize = 1024;
@@ -59,16 +65,19 @@ pub enum Drop {
     Disconnected,
     /// Queued for a subscriber disconnected as a slow consumer.
     SlowConsumer,
+    /// For a downstream zipper of the mesh that was down or did not keep up.
+    Mesh,
 }
 
 impl Drop {
     /// Every reason.
-    pub const ALL: [Drop; 5] = [
+    pub const ALL: [Drop; 6] = [
         Drop::QueueFull,
         Drop::NoSubscriber,
         Drop::Loop,
         Drop::Disconnected,
         Drop::SlowConsumer,
+        Drop::Mesh,
     ];
 
     /// The label value.
@@ -79,6 +88,7 @@ impl Drop {
             Drop::Loop => "loop",
             Drop::Disconnected => "disconnected",
             Drop::SlowConsumer => "slow_consumer",
+            Drop::Mesh => "mesh",
         }
     }
 }
@@ -99,13 +109,53 @@ struct KindLabel {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RoleLabel {
-    role: &'static str,
+struct ClientTypeLabel {
+    client_type: &'static str,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct TransportLabel {
     transport: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DownstreamLabel {
+    downstream: String,
+}
+
+/// The per-downstream families of the mesh.
+#[derive(Debug, Default)]
+struct MeshFamilies {
+    connected: Family<DownstreamLabel, Gauge>,
+    connects: Family<DownstreamLabel, Counter>,
+    frames: Family<DownstreamLabel, Counter>,
+    dropped: Family<DownstreamLabel, Counter>,
+}
+
+/// One downstream zipper's metric handles (shared; clone freely).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct DownstreamMetrics {
+    /// 1 while the link is up.
+    pub connected: Gauge,
+    /// Links established.
+    pub connects: Counter,
+    /// Data frames written.
+    pub frames: Counter,
+    /// Data frames dropped.
+    pub dropped: Counter,
+}
+
+/// One downstream zipper's totals, for tests and summaries.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DownstreamStats {
+    /// Whether the link is up now.
+    pub connected: bool,
+    /// Links established so far (1 + reconnections).
+    pub connects: u64,
+    /// Data frames written to it.
+    pub frames: u64,
+    /// Data frames for it that were dropped (also counted under [`Drop::Mesh`]).
+    pub dropped: u64,
 }
 
 /// Counters of one direction for one tag.
@@ -136,7 +186,7 @@ pub enum Direction {
 #[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
-    connections: Family<RoleLabel, Gauge>,
+    connections: Family<ClientTypeLabel, Gauge>,
     accepted: Family<TransportLabel, Counter>,
     rejected: Family<ReasonLabel, Counter>,
     protocol_errors: Family<KindLabel, Counter>,
@@ -146,7 +196,8 @@ pub struct Metrics {
     bytes_out: Family<TagLabel, Counter>,
     dropped: Family<ReasonLabel, Counter>,
     queue_depth: Gauge,
-    latency: Histogram,
+    latency: LatencyHistogram,
+    mesh: MeshFamilies,
     labelled: Mutex<HashSet<u32>>,
     total_in: AtomicU64,
     total_out: AtomicU64,
@@ -176,7 +227,8 @@ impl Metrics {
             dropped: Family::default(),
             queue_depth: Gauge::default(),
             // 10 µs to ~2.6 s.
-            latency: Histogram::new(exponential_buckets(1e-5, 2.0, 19)),
+            latency: LatencyHistogram::default(),
+            mesh: MeshFamilies::default(),
             labelled: Mutex::new(HashSet::new()),
             total_in: AtomicU64::new(0),
             total_out: AtomicU64::new(0),
@@ -184,7 +236,7 @@ impl Metrics {
         };
         registry.register(
             "connections",
-            "Open sessions by role",
+            "Open sessions by client type",
             m.connections.clone(),
         );
         registry.register(
@@ -237,7 +289,55 @@ impl Metrics {
             "Time from reading a data frame to writing it to a subscriber",
             m.latency.clone(),
         );
+        registry.register(
+            "mesh_connected",
+            "1 while the link to a downstream zipper is up",
+            m.mesh.connected.clone(),
+        );
+        registry.register(
+            "mesh_connects",
+            "Links to a downstream zipper established",
+            m.mesh.connects.clone(),
+        );
+        registry.register(
+            "mesh_frames",
+            "Data frames written to a downstream zipper",
+            m.mesh.frames.clone(),
+        );
+        registry.register(
+            "mesh_dropped",
+            "Data frames for a downstream zipper that were dropped",
+            m.mesh.dropped.clone(),
+        );
         Metrics { registry, ..m }
+    }
+
+    /// The metric handles of the downstream zipper `name`.
+    pub(crate) fn downstream(&self, name: &str) -> DownstreamMetrics {
+        let label = DownstreamLabel {
+            downstream: name.to_owned(),
+        };
+        DownstreamMetrics {
+            connected: self.mesh.connected.get_or_create_owned(&label),
+            connects: self.mesh.connects.get_or_create_owned(&label),
+            frames: self.mesh.frames.get_or_create_owned(&label),
+            dropped: self.mesh.dropped.get_or_create_owned(&label),
+        }
+    }
+
+    /// The totals of the downstream zipper `name` of the mesh (`None`: no such downstream).
+    pub fn downstream_stats(&self, name: &str) -> Option<DownstreamStats> {
+        let label = DownstreamLabel {
+            downstream: name.to_owned(),
+        };
+        let connects = self.mesh.connects.get(&label)?.get();
+        let count = |f: &Family<DownstreamLabel, Counter>| f.get(&label).map_or(0, |c| c.get());
+        Some(DownstreamStats {
+            connected: self.mesh.connected.get(&label).is_some_and(|g| g.get() > 0),
+            connects,
+            frames: count(&self.mesh.frames),
+            dropped: count(&self.mesh.dropped),
+        })
     }
 
     /// The metrics in the Prometheus/OpenMetrics text format.
@@ -307,9 +407,9 @@ impl Metrics {
             .inc();
     }
 
-    pub(crate) fn connection(&self, role: &'static str, delta: i64) {
+    pub(crate) fn connection(&self, client_type: &'static str, delta: i64) {
         self.connections
-            .get_or_create(&RoleLabel { role })
+            .get_or_create(&ClientTypeLabel { client_type })
             .inc_by(delta);
     }
 
@@ -320,8 +420,9 @@ impl Metrics {
         }
     }
 
-    pub(crate) fn latency(&self, d: Duration) {
-        self.latency.observe(d.as_secs_f64());
+    /// Adds a writer's latencies (one merge per written batch, no lock).
+    pub(crate) fn latencies(&self, local: &mut LocalLatency) {
+        self.latency.merge(local);
     }
 
     /// A snapshot of the totals.
@@ -353,11 +454,11 @@ impl Metrics {
                 "too_many_connections",
             ],
         );
-        let connections = ["source", "stream_function", "sink"]
+        let connections = ["source", "stream_function", "upstream_zipper", "other"]
             .iter()
-            .map(|&role| {
+            .map(|&client_type| {
                 self.connections
-                    .get(&RoleLabel { role })
+                    .get(&ClientTypeLabel { client_type })
                     .map_or(0, |g| g.get())
             })
             .sum::<i64>();
@@ -384,7 +485,7 @@ impl Metrics {
 }
 
 /// Frame error kinds reported in [`Stats::protocol_errors`].
-const PROTOCOL_ERROR_KINDS: [&str; 22] = [
+const PROTOCOL_ERROR_KINDS: [&str; 26] = [
     "too_long",
     "unknown_frame",
     "missing_field",
@@ -407,6 +508,10 @@ const PROTOCOL_ERROR_KINDS: [&str; 22] = [
     "too_deep",
     "protocol",
     "frame_stalled",
+    "bad_metadata",
+    "reserved_tag",
+    "protocol_error",
+    "transport_setup",
 ];
 
 /// Router totals, for tests and summaries.
@@ -505,14 +610,16 @@ mod tests {
         m.tag_counters(Direction::In, 0x10).add(64);
         m.frames_in(1);
         m.dropped(Drop::QueueFull, 3);
-        m.connection("sink", 1);
-        m.latency(Duration::from_micros(50));
+        m.connection("stream_function", 1);
+        let mut local = LocalLatency::default();
+        local.observe(Duration::from_micros(50));
+        m.latencies(&mut local);
         let text = m.encode();
         for needle in [
             "y3_router_frames_in_total{tag=\"0x10\"} 1",
             "y3_router_bytes_in_total{tag=\"0x10\"} 64",
             "y3_router_dropped_total{reason=\"queue_full\"} 3",
-            "y3_router_connections{role=\"sink\"} 1",
+            "y3_router_connections{client_type=\"stream_function\"} 1",
             "y3_router_handler_latency_seconds_count 1",
         ] {
             assert!(text.contains(needle), "{needle} missing from\n{text}");

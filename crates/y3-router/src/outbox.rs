@@ -36,9 +36,7 @@ const FRAME_OVERHEAD: usize = 32;
 impl Weighted for Queued {
     fn weight(&self) -> usize {
         match &self.frame {
-            Frame::Data(d) => {
-                d.payload.len() + d.metadata.as_ref().map_or(0, |m| m.len()) + FRAME_OVERHEAD
-            }
+            Frame::Data(d) => d.payload.len() + d.metadata.as_bytes().len() + FRAME_OVERHEAD,
             _ => FRAME_OVERHEAD,
         }
     }
@@ -48,7 +46,7 @@ impl Weighted for Queued {
 enum Phase {
     Open,
     /// Deliver what is queued, then `tail` (a goaway), then stop.
-    Finishing(Option<Frame>),
+    Finishing(Option<Box<Frame>>),
     /// Stop after the control frames; data was dropped.
     Aborted,
 }
@@ -84,6 +82,9 @@ pub(crate) struct Outbox {
     evicted_flag: AtomicBool,
     metrics: Arc<Metrics>,
     block_timeout: Duration,
+    /// A downstream zipper's outbox (mesh.rs): its drops are counted as [`Drop::Mesh`] and
+    /// in this per-downstream counter too.
+    downstream: Option<prometheus_client::metrics::counter::Counter>,
 }
 
 impl Outbox {
@@ -100,6 +101,33 @@ impl Outbox {
             evicted_flag: AtomicBool::new(false),
             metrics,
             block_timeout: Duration::from_millis(config.block_timeout_ms),
+            downstream: None,
+        }
+    }
+
+    /// The outbox of a downstream zipper of the mesh: every drop is counted as
+    /// [`Drop::Mesh`] and in `dropped`. Its policy should be drop-oldest, so that a dead
+    /// downstream never holds local routing back.
+    pub fn downstream(
+        config: &QueueConfig,
+        metrics: Arc<Metrics>,
+        dropped: prometheus_client::metrics::counter::Counter,
+    ) -> Outbox {
+        Outbox {
+            downstream: Some(dropped),
+            ..Outbox::new(config, metrics)
+        }
+    }
+
+    /// Counts `n` frames of this outbox as dropped for `reason` (for a downstream's,
+    /// always [`Drop::Mesh`]).
+    pub fn count_drops(&self, reason: Drop, n: u64) {
+        match &self.downstream {
+            Some(counter) => {
+                counter.inc_by(n);
+                self.metrics.dropped(Drop::Mesh, n);
+            }
+            None => self.metrics.dropped(reason, n),
         }
     }
 
@@ -143,6 +171,9 @@ impl Outbox {
 
     /// One attempt: queued (or dropped-oldest, closed), or the item back when full. With
     /// `wait`, a full queue records one more waiting pusher (the caller waits next).
+    // The item comes back by value to be pushed again; boxing it would cost an allocation
+    // per routed frame.
+    #[allow(clippy::result_large_err)]
     fn try_push(&self, item: Queued, wait: bool) -> Result<Pushed, Queued> {
         let mut inner = self.lock();
         if !matches!(inner.phase, Phase::Open) {
@@ -162,7 +193,7 @@ impl Outbox {
             Push::DroppedOldest(n) => {
                 drop(inner);
                 self.metrics.queued(1 - n as i64);
-                self.metrics.dropped(Drop::QueueFull, n as u64);
+                self.count_drops(Drop::QueueFull, n as u64);
                 self.readable.notify_one();
                 Ok(Pushed::DroppedOldest)
             }
@@ -175,7 +206,7 @@ impl Outbox {
         }
     }
 
-    /// Queues a control frame ahead of the data (accepted, pong, goaway).
+    /// Queues a control frame ahead of the data (handshake ack, goaway).
     pub fn push_control(&self, frame: Frame) -> bool {
         let pushed = {
             let mut inner = self.lock();
@@ -215,7 +246,7 @@ impl Outbox {
                         return match tail.take() {
                             Some(frame) => {
                                 out.push(Queued {
-                                    frame,
+                                    frame: *frame,
                                     at: Instant::now(),
                                 });
                                 true
@@ -235,7 +266,7 @@ impl Outbox {
         {
             let mut inner = self.lock();
             if matches!(inner.phase, Phase::Open) {
-                inner.phase = Phase::Finishing(tail);
+                inner.phase = Phase::Finishing(tail.map(Box::new));
             }
         }
         self.readable.notify_one();
@@ -257,7 +288,7 @@ impl Outbox {
             inner.queue.clear()
         };
         self.metrics.queued(-(dropped as i64));
-        self.metrics.dropped(reason, dropped as u64);
+        self.count_drops(reason, dropped as u64);
         self.readable.notify_one();
         self.writable.notify_waiters();
     }
@@ -308,7 +339,7 @@ mod tests {
     }
 
     fn data(id: u64) -> Frame {
-        Frame::Data(Data::new(0x10, id, &b"x"[..]))
+        Frame::Data(Data::new(0x10, id.to_be_bytes().to_vec()))
     }
 
     #[tokio::test]
@@ -349,13 +380,13 @@ mod tests {
     async fn finish_delivers_then_tail() {
         let outbox = Outbox::new(&config(8, Policy::DropOldest, 0), Arc::new(Metrics::new()));
         outbox.push(data(1), Instant::now()).await;
-        outbox.finish(Some(Frame::Ping(9)));
+        outbox.finish(Some(Frame::HandshakeAck));
         assert_eq!(outbox.push(data(2), Instant::now()).await, Pushed::Closed);
         let mut out = Vec::new();
         assert!(outbox.pop_batch(&mut out, 10).await);
         assert!(outbox.pop_batch(&mut out, 10).await);
         assert!(!outbox.pop_batch(&mut out, 10).await);
         let frames: Vec<_> = out.into_iter().map(|q| q.frame).collect();
-        assert_eq!(frames, [data(1), Frame::Ping(9)]);
+        assert_eq!(frames, [data(1), Frame::HandshakeAck]);
     }
 }

@@ -1,7 +1,7 @@
 //! A subscriber's bounded queue and its full-queue [`Policy`]. Pure: no locks, no clock.
 //!
 //! ```text
-//!            control (accepted, pong, goaway): small, never dropped, sent first
+//!            control (handshake ack, goaway): small, never dropped, sent first
 //!  push ──▶ [ data frames ......................... ] ──▶ pop_batch ──▶ writer
 //!            bounded by `capacity` frames and `max_bytes` bytes
 //!            full + Block      → Full(item): the caller waits (the source is held back)

@@ -22,19 +22,20 @@ use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use y3_transport::frame::{Data, Frame, Role};
+use y3_transport::frame::{ClientType, Goaway, GoawayCode};
 use y3_transport::quic::QuicServer;
 use y3_transport::tcp::TcpServer;
 use y3_transport::tls::{Identity, Trust};
 use y3_transport::{Connection, FrameCodec, TransportError};
 
 use crate::config::{Listen, RouterConfig};
-use crate::connection::{self, TagCache};
+use crate::connection;
 use crate::error::RouterError;
-use crate::metrics::{self, Drop, Metrics, Stats};
-use crate::outbox::{Outbox, Pushed};
+use crate::mesh;
+use crate::metrics::{self, Metrics, Stats};
+use crate::routing::Routes;
 use crate::session::Admission;
-use crate::table::{RoutingTable, SessionId};
+use crate::table::SessionId;
 
 /// State shared by every connection task.
 #[derive(Debug)]
@@ -42,14 +43,14 @@ pub(crate) struct Shared {
     pub config: RouterConfig,
     pub admission: Arc<Admission>,
     pub metrics: Arc<Metrics>,
-    table: RwLock<RoutingTable<Arc<Outbox>>>,
+    pub routes: Routes,
     next_session: AtomicU64,
     /// Connection tasks alive (admitted or not).
     open: AtomicUsize,
     /// Admitted sources alive.
     sources: AtomicUsize,
     /// Frames inside `route` right now.
-    routing: AtomicUsize,
+    pub routing: AtomicUsize,
     /// When the drain started and must end.
     drain_deadline: RwLock<Option<Instant>>,
     pub stop_accepting: CancellationToken,
@@ -65,13 +66,15 @@ pub(crate) struct Shared {
 /// Decrements a counter when dropped.
 pub(crate) struct Live {
     shared: Arc<Shared>,
-    role: Role,
+    client_type: ClientType,
+    /// Whether the shutdown waits for this client to stop sending (a y3 source).
+    drained: bool,
 }
 
 impl std::ops::Drop for Live {
     fn drop(&mut self) {
-        self.shared.metrics.connection(self.role.name(), -1);
-        if self.role == Role::Source {
+        self.shared.metrics.connection(self.client_type.name(), -1);
+        if self.drained {
             self.shared.sources.fetch_sub(1, Ordering::Relaxed);
         }
     }
@@ -114,33 +117,20 @@ impl Shared {
     }
 
     /// Counts an admitted session until the guard drops.
-    pub fn admitted(self: &Arc<Self>, role: Role) -> Live {
-        self.metrics.connection(role.name(), 1);
-        if role == Role::Source {
+    /// Counts an admitted client; `drained`: the shutdown tells it to stop sending and
+    /// waits for its end (y3 sources, which understand goaway frames).
+    pub fn admitted(self: &Arc<Self>, client_type: ClientType, drained: bool) -> Live {
+        self.metrics.connection(client_type.name(), 1);
+        if drained {
             self.sources.fetch_add(1, Ordering::Relaxed);
         }
         Live {
             shared: self.clone(),
-            role,
+            client_type,
+            drained,
         }
     }
 
-    fn table(&self) -> std::sync::RwLockReadGuard<'_, RoutingTable<Arc<Outbox>>> {
-        // Table updates cannot panic halfway, so a poisoned lock still holds a valid table.
-        self.table.read().unwrap_or_else(|e| e.into_inner())
-    }
-
-    pub fn subscribe(&self, id: SessionId, tags: &[u32], outbox: Arc<Outbox>) {
-        let mut table = self.table.write().unwrap_or_else(|e| e.into_inner());
-        table.subscribe(id, tags, outbox);
-    }
-
-    pub fn unsubscribe(&self, id: SessionId) {
-        let mut table = self.table.write().unwrap_or_else(|e| e.into_inner());
-        table.unsubscribe(id);
-    }
-
-    /// Time left until the drain deadline (a second when no drain is running).
     pub fn drain_left(&self) -> Duration {
         let deadline = *self
             .drain_deadline
@@ -152,46 +142,22 @@ impl Shared {
         })
     }
 
-    /// Routes a data frame from session `from` to every observer of its tag except `from`.
-    /// Under the block policy this waits while a subscriber's queue is full.
-    /// `at` is when the frame was read, for the latency histogram.
-    pub async fn route(&self, from: SessionId, data: Data, at: Instant, tags: &mut TagCache) {
-        tags.count(data.tag, data.payload.len());
-        self.metrics.frames_in(1);
-        let routes = self.table().routes(data.tag);
-        let Some(routes) = routes else {
-            self.metrics.dropped(Drop::NoSubscriber, 1);
-            return;
-        };
-        self.routing.fetch_add(1, Ordering::Relaxed);
-        let mut remaining = routes.iter().filter(|r| r.session != from).count();
-        let mut delivered = false;
-        let mut data = Some(data);
-        for route in routes.iter() {
-            if route.session == from {
-                continue;
+    /// Runs a downstream link of the mesh until the shutdown closes connections (it
+    /// writes what is queued first) or kills what is left.
+    fn spawn_mesh(self: &Arc<Self>, link: mesh::Link) {
+        let (draining, closing, kill) = (
+            self.drain_sources.clone(),
+            self.close_all.clone(),
+            self.kill.clone(),
+        );
+        self.tracker.spawn(async move {
+            tokio::select! {
+                _ = mesh::run(link, draining, closing) => {}
+                _ = kill.cancelled() => {}
             }
-            remaining -= 1;
-            // The payload is shared: each subscriber gets a reference-counted clone.
-            let frame = if remaining > 0 {
-                data.clone()
-            } else {
-                data.take()
-            };
-            let Some(frame) = frame else { break };
-            match route.target.push(Frame::Data(frame), at).await {
-                Pushed::Queued | Pushed::DroppedOldest => delivered = true,
-                Pushed::Closed => self.metrics.dropped(Drop::Disconnected, 1),
-                Pushed::Evicted => self.metrics.dropped(Drop::SlowConsumer, 1),
-            }
-        }
-        if !delivered && routes.iter().all(|r| r.session == from) {
-            self.metrics.dropped(Drop::NoSubscriber, 1);
-        }
-        self.routing.fetch_sub(1, Ordering::Relaxed);
+        });
     }
 
-    /// Runs a connection task for an incoming connection, tracked for shutdown.
     fn spawn_connection<F>(self: &Arc<Self>, establish: F)
     where
         F: std::future::Future<Output = Result<Connection, TransportError>> + Send + 'static,
@@ -264,6 +230,7 @@ impl Router {
         }
         let codec = FrameCodec::new(config.limits.max_frame_len);
         let metrics = Arc::new(Metrics::new());
+        let mesh = mesh::Link::from_config(&config, &metrics)?;
         let admission = Arc::new(Admission {
             token: config.auth.token.clone(),
             max_observed_tags: config.limits.max_observed_tags,
@@ -274,7 +241,7 @@ impl Router {
             config: config.clone(),
             admission,
             metrics: metrics.clone(),
-            table: RwLock::new(RoutingTable::new()),
+            routes: Routes::new(mesh.iter().map(mesh::Link::outbox).collect()),
             next_session: AtomicU64::new(first_session_id()),
             open: AtomicUsize::new(0),
             sources: AtomicUsize::new(0),
@@ -379,12 +346,18 @@ impl Router {
             )));
         }
         handle.background = background;
+        // Last, once nothing above can fail: a link task must not outlive a failed start.
+        let downstreams = mesh.len();
+        for link in mesh {
+            shared.spawn_mesh(link);
+        }
         tracing::info!(
             tcp = ?handle.tcp,
             quic = ?handle.quic,
             metrics = ?handle.metrics,
             policy = config.queue.policy.name(),
             auth = !config.auth.token.is_empty(),
+            downstreams,
             "router listening"
         );
         Ok(handle)
@@ -507,7 +480,8 @@ impl RouterHandle {
         shared.kill.cancel();
         let _ = tokio::time::timeout(Duration::from_secs(1), shared.tracker.wait()).await;
         if let Some(quic) = self.quic_server.take() {
-            quic.close(Duration::from_millis(200)).await;
+            let goaway = Goaway::new(GoawayCode::ShuttingDown, "router shutting down");
+            quic.close(&goaway, Duration::from_millis(200)).await;
         }
         for task in self.background.drain(..) {
             task.abort();

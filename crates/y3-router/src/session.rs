@@ -3,19 +3,32 @@
 //! loop owns the socket and acts on the events; these tests drive the machine directly.
 //!
 //! ```text
-//!   AwaitHandshake ──handshake ok──▶ Open ──goaway / close──▶ Closed
+//!   AwaitHandshake ──handshake ok──▶ Open ──data──▶ Route | Drop (loop)
 //!        │  (deadline)                 │
-//!        └──timeout, bad frame,        └──malformed or misplaced frame──▶ Closed
-//!           refused handshake              (goaway protocol_error)
+//!        └──timeout, bad frame,        └──malformed or misplaced frame, bad metadata,
+//!           refused handshake              reserved tag ──▶ Closed (goaway code)
 //!           ──▶ Closed (goaway code)
 //! ```
+//!
+//! The handshake rules are YoMo v1.22's (version `2024-01-03`, token auth, any client type
+//! byte) without its faults: an empty client type is refused instead of crashing the
+//! process, and a refusal never repeats the offered token. A data frame's metadata is
+//! checked and rewritten here as YoMo's zipper does before routing (see `spec/frames.md`,
+//! "Routing").
 
 use std::time::Instant;
 
-use y3_transport::frame::{Accepted, Data, Frame, Goaway, GoawayCode, Handshake, Role, VERSION};
+use y3_transport::frame::{ClientType, Data, Frame, Goaway, GoawayCode, Handshake, VERSION};
+use y3_transport::metadata;
 use y3_transport::FrameError;
 
 use crate::table::SessionId;
+
+/// YoMo's reducer tag: its frames lose `yomo-target` in the router.
+pub const REDUCER_TAG: u32 = 0xe001;
+
+/// Tags no client may write (`yomo serve`'s rule).
+pub const RESERVED_TAGS: std::ops::RangeInclusive<u32> = 0xf000..=0xffff;
 
 /// What a handshake must satisfy.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,7 +37,7 @@ pub struct Admission {
     pub token: String,
     /// Most observed tags.
     pub max_observed_tags: usize,
-    /// Longest name in bytes.
+    /// Longest name (and id, and wanted target) in bytes.
     pub max_name_len: usize,
     /// Hop limit for data frames.
     pub max_hops: u32,
@@ -34,19 +47,43 @@ impl Admission {
     /// Checks a handshake.
     ///
     /// # Errors
-    /// The goaway to answer with: `version_mismatch`, `unauthorized` or `bad_handshake`.
+    /// The rejection to answer with: `version_mismatch`, `unauthorized` or
+    /// `bad_handshake`.
     pub fn check(&self, hello: &Handshake) -> Result<(), Goaway> {
         if hello.version != VERSION {
             return Err(Goaway::new(
                 GoawayCode::VersionMismatch,
-                format!("this router speaks version {VERSION}"),
+                format!(
+                    "version negotiation failed: client={}, server={VERSION}",
+                    hello.version
+                ),
             ));
         }
-        if !constant_time_eq(hello.token.as_bytes(), self.token.as_bytes()) {
-            return Err(Goaway::new(GoawayCode::Unauthorized, "wrong token"));
+        if !self.token.is_empty() {
+            if !matches!(hello.auth_name.as_str(), "" | "token") {
+                return Err(Goaway::new(
+                    GoawayCode::Unauthorized,
+                    format!("authentication not found: {}", hello.auth_name),
+                ));
+            }
+            if !constant_time_eq(hello.auth_payload.as_bytes(), self.token.as_bytes()) {
+                // YoMo's zipper echoes the offered token here; y3 does not.
+                return Err(Goaway::new(GoawayCode::Unauthorized, "invalid token"));
+            }
         }
-        if hello.name.len() > self.max_name_len {
-            return Err(Goaway::new(GoawayCode::BadHandshake, "name too long"));
+        let longest = hello
+            .name
+            .len()
+            .max(hello.id.len())
+            .max(hello.wanted_target.len());
+        if longest > self.max_name_len {
+            return Err(Goaway::new(
+                GoawayCode::BadHandshake,
+                format!(
+                    "name, id or wanted target longer than {} bytes",
+                    self.max_name_len
+                ),
+            ));
         }
         if hello.observed.len() > self.max_observed_tags {
             return Err(Goaway::new(
@@ -54,17 +91,7 @@ impl Admission {
                 format!("observes more than {} tags", self.max_observed_tags),
             ));
         }
-        match hello.role {
-            Role::Source if !hello.observed.is_empty() => Err(Goaway::new(
-                GoawayCode::BadHandshake,
-                "sources observe no tags",
-            )),
-            Role::StreamFunction | Role::Sink if hello.observed.is_empty() => Err(Goaway::new(
-                GoawayCode::BadHandshake,
-                "functions and sinks observe at least one tag",
-            )),
-            _ => Ok(()),
-        }
+        Ok(())
     }
 }
 
@@ -79,12 +106,18 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 /// Who an admitted client is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Peer {
-    /// Role.
-    pub role: Role,
+    /// Client type.
+    pub client_type: ClientType,
     /// Name.
     pub name: String,
-    /// Observed tags.
+    /// Client id (with its reconnect suffix).
+    pub id: String,
+    /// Observed tags (routed to only when the client type receives).
     pub observed: Vec<u32>,
+    /// The `yomo-target` this client accepts; empty: none.
+    pub wanted_target: String,
+    /// y3 extension level: whether the client reads goaway frames and y3 codes.
+    pub extension: u32,
 }
 
 /// Why a data frame was not routed.
@@ -94,21 +127,26 @@ pub enum DropReason {
     Loop,
 }
 
+/// A data frame ready for routing, with what routing needs from its metadata.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Routed {
+    /// The frame, metadata rewritten if the rules changed it.
+    pub data: Data,
+    /// Its `yomo-target`, if any: only functions wanting it receive the frame.
+    pub target: Option<String>,
+}
+
 /// A decision of the session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
-    /// The handshake is accepted: send `accepted`, subscribe the peer.
-    Admitted(Accepted, Peer),
+    /// The handshake is accepted: send the ack, subscribe the peer.
+    Admitted(Peer),
     /// Route this data frame.
-    Route(Data),
+    Route(Routed),
     /// Drop this data frame (and count it).
     Drop(Data, DropReason),
-    /// Send this control frame back.
-    Reply(Frame),
-    /// Send this goaway and close. The session is over.
+    /// Refuse or close with this goaway. The session is over.
     Close(Goaway),
-    /// The client said goodbye; close quietly.
-    Left,
     /// Nothing to do.
     Nothing,
 }
@@ -116,11 +154,11 @@ pub enum Event {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum State {
     AwaitHandshake { deadline: Instant },
-    Open(Role),
+    Open { wanted_target: Option<String> },
     Closed,
 }
 
-/// The protocol state machine of one connection.
+/// The protocol state of one connection.
 #[derive(Debug)]
 pub struct Session {
     id: SessionId,
@@ -129,7 +167,7 @@ pub struct Session {
 }
 
 impl Session {
-    /// A new session that must complete its handshake by `deadline`.
+    /// A session waiting for its handshake until `deadline`.
     pub fn new(id: SessionId, deadline: Instant, admission: std::sync::Arc<Admission>) -> Self {
         Session {
             id,
@@ -138,25 +176,17 @@ impl Session {
         }
     }
 
-    /// The session id.
+    /// The router's id for this connection.
     pub fn id(&self) -> SessionId {
         self.id
     }
 
-    /// The peer's role once admitted.
-    pub fn role(&self) -> Option<Role> {
-        match self.state {
-            State::Open(role) => Some(role),
-            _ => None,
-        }
-    }
-
-    /// Whether the session is over.
+    /// Whether the session has ended.
     pub fn is_closed(&self) -> bool {
         self.state == State::Closed
     }
 
-    /// When [`Session::handle_timeout`] must be called, if ever.
+    /// When [`Session::handle_timeout`] must be called next, if ever.
     pub fn poll_timeout(&self) -> Option<Instant> {
         match self.state {
             State::AwaitHandshake { deadline } => Some(deadline),
@@ -164,7 +194,7 @@ impl Session {
         }
     }
 
-    /// Time has passed.
+    /// The clock reached `now`.
     pub fn handle_timeout(&mut self, now: Instant) -> Event {
         match self.state {
             State::AwaitHandshake { deadline } if now >= deadline => {
@@ -183,11 +213,18 @@ impl Session {
         if self.state == State::Closed {
             return Event::Nothing;
         }
+        let code = match (&self.state, error) {
+            // An empty client type, a handshake field of the wrong shape.
+            (State::AwaitHandshake { .. }, FrameError::InvalidField { .. }) => {
+                GoawayCode::BadHandshake
+            }
+            _ => GoawayCode::ProtocolError,
+        };
         self.state = State::Closed;
-        Event::Close(Goaway::new(GoawayCode::ProtocolError, error.to_string()))
+        Event::Close(Goaway::new(code, format!("{}: {error}", error.kind())))
     }
 
-    /// A frame arrived.
+    /// A frame arrived at `now`.
     pub fn handle_frame(&mut self, now: Instant, frame: Frame) -> Event {
         match (&self.state, frame) {
             (State::Closed, _) => Event::Nothing,
@@ -195,18 +232,17 @@ impl Session {
             (State::AwaitHandshake { .. }, Frame::Handshake(hello)) => {
                 match self.admission.check(&hello) {
                     Ok(()) => {
-                        self.state = State::Open(hello.role);
-                        Event::Admitted(
-                            Accepted {
-                                version: VERSION,
-                                session: self.id,
-                            },
-                            Peer {
-                                role: hello.role,
-                                name: hello.name,
-                                observed: hello.observed,
-                            },
-                        )
+                        let wanted_target =
+                            (!hello.wanted_target.is_empty()).then(|| hello.wanted_target.clone());
+                        self.state = State::Open { wanted_target };
+                        Event::Admitted(Peer {
+                            client_type: hello.client_type,
+                            name: hello.name,
+                            id: hello.id,
+                            observed: hello.observed,
+                            wanted_target: hello.wanted_target,
+                            extension: hello.extension,
+                        })
                     }
                     Err(goaway) => {
                         self.state = State::Closed;
@@ -218,29 +254,32 @@ impl Session {
                 self.state = State::Closed;
                 Event::Close(Goaway::new(
                     GoawayCode::ProtocolError,
-                    format!("expected a handshake, got {}", other.name()),
+                    format!("expected a handshake, got a {} frame", other.name()),
                 ))
             }
-            (State::Open(role), Frame::Data(data)) => {
-                if !role.sends() {
+            (State::Open { wanted_target }, Frame::Data(data)) => {
+                if RESERVED_TAGS.contains(&data.tag) {
                     self.state = State::Closed;
                     return Event::Close(Goaway::new(
-                        GoawayCode::ProtocolError,
-                        "sinks do not send data",
+                        GoawayCode::ReservedTag,
+                        "[0xF000, 0xFFFF] is reserved; please do not write within this range",
                     ));
                 }
                 if data.hops > self.admission.max_hops {
                     return Event::Drop(data, DropReason::Loop);
                 }
-                Event::Route(data)
+                match prepare(data, wanted_target.as_deref()) {
+                    Ok(routed) => Event::Route(routed),
+                    Err(e) => {
+                        self.state = State::Closed;
+                        Event::Close(Goaway::new(
+                            GoawayCode::ProtocolError,
+                            format!("{}: {e}", e.kind()),
+                        ))
+                    }
+                }
             }
-            (State::Open(_), Frame::Ping(nonce)) => Event::Reply(Frame::Pong(nonce)),
-            (State::Open(_), Frame::Pong(_)) => Event::Nothing,
-            (State::Open(_), Frame::Goaway(_)) => {
-                self.state = State::Closed;
-                Event::Left
-            }
-            (State::Open(_), other) => {
+            (State::Open { .. }, other) => {
                 self.state = State::Closed;
                 Event::Close(Goaway::new(
                     GoawayCode::ProtocolError,
@@ -251,11 +290,44 @@ impl Session {
     }
 }
 
+/// YoMo's metadata rules, in one walk of the map: check it, find `yomo-target`, drop it
+/// for the reducer tag, and merge the sender's wanted target. An untouched frame keeps
+/// its bytes (and is forwarded as they are).
+fn prepare(mut data: Data, wanted_target: Option<&str>) -> Result<Routed, FrameError> {
+    let (mut target, mut wanted) = (None, None);
+    for entry in data.metadata.iter() {
+        let (k, v) = entry?;
+        if k == metadata::TARGET {
+            target = Some(v);
+        } else if k == metadata::WANTED_TARGET {
+            wanted = Some(v);
+        }
+    }
+    let strip = data.tag == REDUCER_TAG && target.is_some();
+    let merge = wanted_target.is_some_and(|w| wanted != Some(w));
+    let target = if strip {
+        None
+    } else {
+        target.map(str::to_owned)
+    };
+    if strip || merge {
+        let set: Vec<(&str, &str)> = wanted_target
+            .map(|w| (metadata::WANTED_TARGET, w))
+            .into_iter()
+            .collect();
+        let remove: &[&str] = if strip { &[metadata::TARGET] } else { &[] };
+        data.metadata = data.metadata.edit(&set, remove)?;
+    }
+    Ok(Routed { data, target })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
     use std::sync::Arc;
     use std::time::Duration;
+    use y3_transport::Metadata;
 
     fn admission(token: &str) -> Arc<Admission> {
         Arc::new(Admission {
@@ -266,14 +338,10 @@ mod tests {
         })
     }
 
-    fn hello(role: Role, token: &str, observed: &[u32]) -> Frame {
-        Frame::Handshake(Handshake {
-            version: VERSION,
-            role,
-            name: "n".into(),
-            token: token.into(),
-            observed: observed.to_vec(),
-        })
+    fn hello(client_type: ClientType, credential: &str, observed: &[u32]) -> Frame {
+        let mut h = Handshake::new(client_type, "n", "id-0").credential(credential);
+        h.observed = observed.to_vec();
+        h.into()
     }
 
     fn code(event: Event) -> GoawayCode {
@@ -283,30 +351,48 @@ mod tests {
         }
     }
 
+    fn open(wanted_target: &str) -> Session {
+        let now = Instant::now();
+        let mut s = Session::new(1, now + Duration::from_secs(1), admission(""));
+        let Frame::Handshake(mut h) = hello(ClientType::StreamFunction, "", &[0x33]) else {
+            panic!()
+        };
+        h.wanted_target = wanted_target.into();
+        assert!(matches!(
+            s.handle_frame(now, Frame::Handshake(h)),
+            Event::Admitted(_)
+        ));
+        s
+    }
+
+    fn route(s: &mut Session, data: Data) -> Routed {
+        match s.handle_frame(Instant::now(), Frame::Data(data)) {
+            Event::Route(r) => r,
+            other => panic!("expected route, got {other:?}"),
+        }
+    }
+
     #[test]
     fn handshake_then_route() {
         let now = Instant::now();
         let mut s = Session::new(5, now + Duration::from_secs(1), admission("t"));
         assert_eq!(s.poll_timeout(), Some(now + Duration::from_secs(1)));
-        let Event::Admitted(accepted, peer) = s.handle_frame(now, hello(Role::Source, "t", &[]))
+        let Event::Admitted(peer) = s.handle_frame(now, hello(ClientType::Source, "token:t", &[]))
         else {
             panic!()
         };
-        assert_eq!(accepted.session, 5);
-        assert_eq!(peer.role, Role::Source);
+        assert_eq!(
+            (peer.client_type, peer.id.as_str()),
+            (ClientType::Source, "id-0")
+        );
         assert_eq!(s.poll_timeout(), None);
-        let data = y3_transport::Data::new(0x10, 1, &b"x"[..]);
+        let data = Data::new(0x10, &b"x"[..]);
+        let routed = route(&mut s, data.clone());
+        assert_eq!((routed.data, routed.target), (data, None));
+        // A second handshake is a protocol error, as is any frame a client never sends.
         assert_eq!(
-            s.handle_frame(now, Frame::Data(data.clone())),
-            Event::Route(data)
-        );
-        assert_eq!(
-            s.handle_frame(now, Frame::Ping(9)),
-            Event::Reply(Frame::Pong(9))
-        );
-        assert_eq!(
-            s.handle_frame(now, Frame::Goaway(Goaway::new(GoawayCode::Normal, ""))),
-            Event::Left
+            code(s.handle_frame(now, hello(ClientType::Source, "token:t", &[]))),
+            GoawayCode::ProtocolError
         );
         assert!(s.is_closed());
     }
@@ -316,13 +402,25 @@ mod tests {
         let now = Instant::now();
         let later = now + Duration::from_secs(1);
         let new = || Session::new(1, later, admission("secret"));
-        let wrong = new().handle_frame(now, hello(Role::Source, "guess", &[]));
-        assert_eq!(code(wrong), GoawayCode::Unauthorized);
-        let sink_without_tags = new().handle_frame(now, hello(Role::Sink, "secret", &[]));
-        assert_eq!(code(sink_without_tags), GoawayCode::BadHandshake);
-        let too_many = new().handle_frame(now, hello(Role::Sink, "secret", &[1, 2, 3, 4, 5]));
+        let wrong = new().handle_frame(now, hello(ClientType::Source, "token:guess", &[]));
+        let Event::Close(g) = wrong else { panic!() };
+        assert_eq!(g.code, GoawayCode::Unauthorized);
+        assert!(
+            !g.reason.contains("guess"),
+            "the token is not echoed: {}",
+            g.reason
+        );
+        let jwt = new().handle_frame(now, hello(ClientType::Source, "jwt:secret", &[]));
+        assert_eq!(code(jwt), GoawayCode::Unauthorized);
+        // No auth name: the default (token) auth.
+        let bare = new().handle_frame(now, hello(ClientType::Source, "secret", &[]));
+        assert!(matches!(bare, Event::Admitted(_)));
+        let too_many = new().handle_frame(
+            now,
+            hello(ClientType::StreamFunction, "token:secret", &[1, 2, 3, 4, 5]),
+        );
         assert_eq!(code(too_many), GoawayCode::BadHandshake);
-        let data_first = new().handle_frame(now, Frame::Ping(1));
+        let data_first = new().handle_frame(now, Frame::Data(Data::new(1, Bytes::new())));
         assert_eq!(code(data_first), GoawayCode::ProtocolError);
         let mut late = new();
         assert_eq!(late.handle_timeout(now), Event::Nothing);
@@ -330,37 +428,82 @@ mod tests {
             code(late.handle_timeout(later)),
             GoawayCode::HandshakeTimeout
         );
-        let mut old = new();
-        let Frame::Handshake(mut h) = hello(Role::Source, "secret", &[]) else {
+        let Frame::Handshake(mut h) = hello(ClientType::Source, "token:secret", &[]) else {
             panic!()
         };
-        h.version = 9;
-        assert_eq!(
-            code(old.handle_frame(now, Frame::Handshake(h))),
-            GoawayCode::VersionMismatch
-        );
+        h.version = "2023-01-01".into();
+        let Event::Close(g) = new().handle_frame(now, Frame::Handshake(h)) else {
+            panic!()
+        };
+        assert_eq!(g.code, GoawayCode::VersionMismatch);
+        assert!(g.reason.contains("client=2023-01-01, server=2024-01-03"));
+        // The handshake that kills YoMo's zipper arrives here as a decode error.
+        let err = FrameError::InvalidField {
+            frame: "handshake",
+            field: "client_type",
+        };
+        assert_eq!(code(new().handle_error(&err)), GoawayCode::BadHandshake);
     }
 
     #[test]
-    fn sinks_may_not_send_and_loops_are_dropped() {
-        let now = Instant::now();
-        let later = now + Duration::from_secs(1);
-        let mut sink = Session::new(1, later, admission(""));
-        sink.handle_frame(now, hello(Role::Sink, "", &[0x10]));
-        let data = y3_transport::Data::new(0x10, 1, &b"x"[..]);
-        assert_eq!(
-            code(sink.handle_frame(now, Frame::Data(data.clone()))),
-            GoawayCode::ProtocolError
-        );
-        let mut f = Session::new(2, later, admission(""));
-        f.handle_frame(now, hello(Role::StreamFunction, "", &[0x10]));
-        let looped = y3_transport::Data { hops: 3, ..data };
+    fn loops_reserved_tags_and_bad_metadata() {
+        let mut f = open("");
+        let mut looped = Data::new(0x10, &b"x"[..]);
+        looped.hops = 3;
         assert!(matches!(
-            f.handle_frame(now, Frame::Data(looped)),
+            f.handle_frame(Instant::now(), Frame::Data(looped)),
             Event::Drop(_, DropReason::Loop)
         ));
+        let reserved = f.handle_frame(Instant::now(), Frame::Data(Data::new(0xf001, Bytes::new())));
+        assert_eq!(code(reserved), GoawayCode::ReservedTag);
+        let mut g = open("");
+        let bad = Data::new(0x10, Bytes::new())
+            .with_metadata(Metadata::from_bytes(Bytes::from_static(b"\x81\xa1a")));
+        let Event::Close(goaway) = g.handle_frame(Instant::now(), Frame::Data(bad)) else {
+            panic!()
+        };
+        assert_eq!(goaway.code, GoawayCode::ProtocolError);
+        assert!(
+            goaway.reason.starts_with("bad_metadata"),
+            "{}",
+            goaway.reason
+        );
         let err = FrameError::UnknownFrame { tag: 1 };
-        assert_eq!(code(f.handle_error(&err)), GoawayCode::ProtocolError);
-        assert_eq!(f.handle_error(&err), Event::Nothing);
+        assert_eq!(g.handle_error(&err), Event::Nothing);
+    }
+
+    #[test]
+    fn metadata_rules() {
+        // Untouched: the frame keeps its bytes.
+        let mut s = open("");
+        let md = Metadata::from_pairs([(metadata::TID, "t1"), (metadata::TARGET, "fa")]);
+        let data = Data::new(0x33, &b"x"[..]).with_metadata(md.clone());
+        let r = route(&mut s, data);
+        assert_eq!(r.target.as_deref(), Some("fa"));
+        assert_eq!(r.data.metadata, md);
+        // The reducer tag loses its target.
+        let r = route(
+            &mut s,
+            Data::new(REDUCER_TAG, Bytes::new()).with_metadata(md.clone()),
+        );
+        assert_eq!(r.target, None);
+        assert_eq!(r.data.metadata.get(metadata::TARGET).unwrap(), None);
+        assert_eq!(r.data.metadata.get(metadata::TID).unwrap(), Some("t1"));
+        // A sender with a wanted target has it merged into what it sends.
+        let mut w = open("a");
+        let r = route(
+            &mut w,
+            Data::new(0x33, Bytes::new()).with_metadata(md.clone()),
+        );
+        let map = r.data.metadata.to_map().unwrap();
+        assert_eq!(map[metadata::WANTED_TARGET], "a");
+        assert_eq!(map[metadata::TARGET], "fa");
+        // ...overriding what the frame said.
+        let forged = Metadata::from_pairs([(metadata::WANTED_TARGET, "b")]);
+        let r = route(&mut w, Data::new(0x33, Bytes::new()).with_metadata(forged));
+        assert_eq!(
+            r.data.metadata.get(metadata::WANTED_TARGET).unwrap(),
+            Some("a")
+        );
     }
 }

@@ -1,9 +1,12 @@
-//! The routing table: data tag → the sessions observing it. Pure and generic over what a
-//! route delivers to (an outbox in the server, a test double in unit tests).
+//! The routing table: data tag → the stream functions observing it, with their wanted
+//! targets. Pure and generic over what a route delivers to (an outbox in the server, a
+//! test double in unit tests).
 //!
-//! Lookups are the hot path and changes are rare (a client connects or leaves), so each
-//! tag's routes are an immutable `Arc<[Route]>` replaced on change: a lookup clones one
-//! `Arc` under the read lock and iterates without holding it.
+//! YoMo's rule: every function observing the tag receives the frame — the sender too, if
+//! it observes the tag. A frame with a `yomo-target` goes only to the functions whose
+//! wanted target equals it. Changes are rare (a client connects or leaves) and a table is
+//! cheap to clone (each tag's routes are an `Arc<[Route]>`), so the server publishes an
+//! immutable snapshot per change (see `routing.rs`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,6 +17,8 @@ pub type SessionId = u64;
 /// One subscriber of a tag.
 #[derive(Debug, Clone)]
 pub struct Route<S> {
+    /// The `yomo-target` this subscriber accepts, if any.
+    pub wanted_target: Option<Arc<str>>,
     /// The observing session.
     pub session: SessionId,
     /// Where its frames go.
@@ -21,7 +26,7 @@ pub struct Route<S> {
 }
 
 /// Tag → routes.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct RoutingTable<S> {
     routes: HashMap<u32, Arc<[Route<S>]>>,
     observed: HashMap<SessionId, Vec<u32>>,
@@ -44,8 +49,10 @@ impl<S: Clone> RoutingTable<S> {
 
     /// Adds `session` as a subscriber of each tag in `tags` (duplicates ignored). A session
     /// that is already subscribed is replaced.
-    pub fn subscribe(&mut self, session: SessionId, tags: &[u32], target: S) {
+    pub fn subscribe(&mut self, session: SessionId, tags: &[u32], wanted_target: &str, target: S) {
         self.unsubscribe(session);
+        let wanted_target: Option<Arc<str>> =
+            (!wanted_target.is_empty()).then(|| wanted_target.into());
         let mut unique = tags.to_vec();
         unique.sort_unstable();
         unique.dedup();
@@ -56,6 +63,7 @@ impl<S: Clone> RoutingTable<S> {
                 .map(|r| r.to_vec())
                 .unwrap_or_default();
             list.push(Route {
+                wanted_target: wanted_target.clone(),
                 session,
                 target: target.clone(),
             });
@@ -87,24 +95,22 @@ impl<S: Clone> RoutingTable<S> {
         true
     }
 
-    /// The routes of `tag` (including the issuer's, if it observes the tag; skip it with
-    /// [`RoutingTable::targets`] or by comparing [`Route::session`]).
+    /// The routes of `tag`, the sender's own included when it observes the tag.
     pub fn routes(&self, tag: u32) -> Option<Arc<[Route<S>]>> {
         self.routes.get(&tag).cloned()
     }
 
-    /// The targets a frame on `tag` from `issuer` goes to: every observer except the
-    /// issuer itself, so that a function never receives its own output.
-    pub fn targets(&self, tag: u32, issuer: SessionId) -> impl Iterator<Item = &S> {
+    /// The targets a frame on `tag` with `yomo-target` `target` goes to (see [`accepts`]).
+    pub fn targets<'a>(&'a self, tag: u32, target: Option<&'a str>) -> impl Iterator<Item = &'a S> {
         self.routes
             .get(&tag)
             .into_iter()
             .flat_map(|r| r.iter())
-            .filter(move |r| r.session != issuer)
+            .filter(move |r| accepts(r, target))
             .map(|r| &r.target)
     }
 
-    /// Tags with at least one subscriber.
+    /// The tags with at least one subscriber.
     pub fn tags(&self) -> impl Iterator<Item = u32> + '_ {
         self.routes.keys().copied()
     }
@@ -115,12 +121,25 @@ impl<S: Clone> RoutingTable<S> {
     }
 }
 
+/// Whether `route` receives a frame whose `yomo-target` is `target`: every subscriber for
+/// an untargeted frame, only those wanting exactly that target otherwise.
+pub fn accepts<S>(route: &Route<S>, target: Option<&str>) -> bool {
+    match target {
+        None => true,
+        Some(t) => route.wanted_target.as_deref() == Some(t),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn targets(t: &RoutingTable<&'static str>, tag: u32, issuer: SessionId) -> Vec<&'static str> {
-        let mut v: Vec<_> = t.targets(tag, issuer).copied().collect();
+    fn targets(
+        t: &RoutingTable<&'static str>,
+        tag: u32,
+        target: Option<&str>,
+    ) -> Vec<&'static str> {
+        let mut v: Vec<_> = t.targets(tag, target).copied().collect();
         v.sort();
         v
     }
@@ -128,35 +147,37 @@ mod tests {
     #[test]
     fn subscribe_route_unsubscribe() {
         let mut t = RoutingTable::new();
-        t.subscribe(1, &[0x10, 0x11, 0x10], "f");
-        t.subscribe(2, &[0x11], "sink");
-        assert_eq!(targets(&t, 0x10, 99), ["f"]);
-        assert_eq!(targets(&t, 0x11, 99), ["f", "sink"]);
-        assert_eq!(targets(&t, 0x12, 99), [] as [&str; 0]);
+        t.subscribe(1, &[0x10, 0x11, 0x10], "", "f");
+        t.subscribe(2, &[0x11], "", "sink");
+        assert_eq!(targets(&t, 0x10, None), ["f"]);
+        assert_eq!(targets(&t, 0x11, None), ["f", "sink"]);
+        assert_eq!(targets(&t, 0x12, None), [] as [&str; 0]);
         assert!(t.unsubscribe(1));
         assert!(!t.unsubscribe(1));
-        assert_eq!(targets(&t, 0x10, 99), [] as [&str; 0]);
-        assert_eq!(targets(&t, 0x11, 99), ["sink"]);
+        assert_eq!(targets(&t, 0x10, None), [] as [&str; 0]);
+        assert_eq!(targets(&t, 0x11, None), ["sink"]);
         assert_eq!(t.tags().collect::<Vec<_>>(), [0x11]);
         assert_eq!(t.sessions(), 1);
     }
 
     #[test]
-    fn never_back_to_the_issuer() {
+    fn wanted_targets() {
         let mut t = RoutingTable::new();
-        // A function observing the tag it emits.
-        t.subscribe(7, &[0x10], "f");
-        t.subscribe(8, &[0x10], "sink");
-        assert_eq!(targets(&t, 0x10, 7), ["sink"]);
-        assert_eq!(targets(&t, 0x10, 8), ["f"]);
+        t.subscribe(1, &[0x33], "a", "fa");
+        t.subscribe(2, &[0x33], "b", "fb");
+        t.subscribe(3, &[0x33], "", "plain");
+        // Untargeted: everyone, whatever they want. Targeted: exactly the matching ones.
+        assert_eq!(targets(&t, 0x33, None), ["fa", "fb", "plain"]);
+        assert_eq!(targets(&t, 0x33, Some("a")), ["fa"]);
+        assert_eq!(targets(&t, 0x33, Some("c")), [] as [&str; 0]);
     }
 
     #[test]
     fn resubscribe_replaces() {
         let mut t = RoutingTable::new();
-        t.subscribe(1, &[0x10], "a");
-        t.subscribe(1, &[0x11], "b");
-        assert_eq!(targets(&t, 0x10, 0), [] as [&str; 0]);
-        assert_eq!(targets(&t, 0x11, 0), ["b"]);
+        t.subscribe(1, &[0x10], "", "a");
+        t.subscribe(1, &[0x11], "", "b");
+        assert_eq!(targets(&t, 0x10, None), [] as [&str; 0]);
+        assert_eq!(targets(&t, 0x11, None), ["b"]);
     }
 }

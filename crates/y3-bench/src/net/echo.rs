@@ -41,7 +41,7 @@ pub const IMPLS: [&str; 5] = ["y3-tokio", "tokio", "y3-monoio", "monoio", "monoi
 pub fn message(size: usize) -> Result<Bytes> {
     let codec = FrameCodec::default();
     for payload in (0..=size).rev() {
-        let frame = Frame::Data(Data::new(0x10, 1, vec![b'e'; payload]));
+        let frame = Frame::Data(Data::new(0x10, vec![b'e'; payload]));
         if frame.encoded_len() == size {
             let mut buf = BytesMut::new();
             let mut c = codec;

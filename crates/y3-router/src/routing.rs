@@ -1,0 +1,139 @@
+//! Routing a data frame: the published table snapshot, and the fan-out into outboxes.
+//!
+//! ```text
+//!   writers (a client subscribes or leaves):     readers (every connection, per frame):
+//!     lock ─▶ clone table ─▶ change ─▶ publish      generation == cached? ─▶ cached table
+//!     Arc<RoutingTable>, generation += 1            else: take the new Arc (read lock)
+//! ```
+//!
+//! A connection reads the table through its own [`RouteCache`]: one atomic load per frame,
+//! and a lock only in the rare frame after a change.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
+
+use y3_transport::frame::Frame;
+
+use crate::metrics::{Drop, Metrics};
+use crate::outbox::{Outbox, Pushed};
+use crate::session::Routed;
+use crate::table::{accepts, RoutingTable, SessionId};
+
+/// The table of outboxes, as connections route into it.
+pub(crate) type Table = RoutingTable<Arc<Outbox>>;
+
+/// The published routing state: the current table and the mesh's downstream outboxes.
+#[derive(Debug, Default)]
+pub(crate) struct Routes {
+    /// Serializes writers; readers never take it.
+    write: Mutex<()>,
+    current: RwLock<Arc<Table>>,
+    generation: AtomicU64,
+    /// Downstream zippers of the mesh (fixed at start).
+    mesh: Vec<Arc<Outbox>>,
+}
+
+impl Routes {
+    /// Routes with the mesh's downstream outboxes.
+    pub fn new(mesh: Vec<Arc<Outbox>>) -> Routes {
+        Routes {
+            mesh,
+            ..Routes::default()
+        }
+    }
+
+    fn update(&self, change: impl FnOnce(&mut Table)) {
+        let _writer = self.write.lock().unwrap_or_else(|e| e.into_inner());
+        let mut table = Table::clone(&self.current.read().unwrap_or_else(|e| e.into_inner()));
+        change(&mut table);
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(table);
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// Subscribes `session` to `tags`, wanting `wanted_target` (empty: none).
+    pub fn subscribe(
+        &self,
+        session: SessionId,
+        tags: &[u32],
+        wanted_target: &str,
+        outbox: Arc<Outbox>,
+    ) {
+        self.update(|t| t.subscribe(session, tags, wanted_target, outbox));
+    }
+
+    /// Removes every route of `session`.
+    pub fn unsubscribe(&self, session: SessionId) {
+        self.update(|t| {
+            t.unsubscribe(session);
+        });
+    }
+
+    /// A cache holding the current table.
+    pub fn cache(&self) -> RouteCache {
+        RouteCache {
+            generation: self.generation.load(Ordering::Acquire),
+            table: self
+                .current
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
+        }
+    }
+}
+
+/// One connection's view of the table, refreshed when a change is published.
+#[derive(Debug)]
+pub(crate) struct RouteCache {
+    generation: u64,
+    table: Arc<Table>,
+}
+
+impl RouteCache {
+    /// The current table: the cached one unless a change was published since.
+    pub fn table(&mut self, routes: &Routes) -> &Table {
+        let now = routes.generation.load(Ordering::Acquire);
+        if now != self.generation {
+            *self = routes.cache();
+        }
+        &self.table
+    }
+}
+
+/// Delivers `routed` to every subscriber it reaches and, for frames from local clients,
+/// to every downstream zipper of the mesh. Each recipient gets a reference-counted clone
+/// of the frame; the last gets the frame itself.
+pub(crate) async fn route(
+    routes: &Routes,
+    cache: &mut RouteCache,
+    metrics: &Metrics,
+    routed: Routed,
+    from_mesh: bool,
+    at: Instant,
+) {
+    let Routed { data, target } = routed;
+    let target = target.as_deref();
+    let subscribers = cache.table(routes).routes(data.tag);
+    let subscribers: &[_] = subscribers.as_deref().unwrap_or(&[]);
+    let downstream: &[Arc<Outbox>] = if from_mesh { &[] } else { &routes.mesh };
+    let mut left = subscribers.iter().filter(|r| accepts(r, target)).count() + downstream.len();
+    if left == 0 {
+        metrics.dropped(Drop::NoSubscriber, 1);
+        return;
+    }
+    let mut data = Some(data);
+    let chosen = subscribers
+        .iter()
+        .filter(|r| accepts(r, target))
+        .map(|r| &r.target);
+    for outbox in chosen.chain(downstream) {
+        left -= 1;
+        let frame = if left > 0 { data.clone() } else { data.take() };
+        let Some(frame) = frame else { break };
+        match outbox.push(Frame::Data(frame), at).await {
+            Pushed::Queued | Pushed::DroppedOldest => {}
+            Pushed::Closed => metrics.dropped(Drop::Disconnected, 1),
+            Pushed::Evicted => metrics.dropped(Drop::SlowConsumer, 1),
+        }
+    }
+}
