@@ -33,6 +33,16 @@ if [ -f bindings/go/go.mod ]; then
     (cd bindings/go && go vet ./... && go test ./...)
 fi
 
+if [ -f interop/yomo/go.mod ]; then
+    # Real YoMo v1.22.0 (its zipper, sources and stream functions, from the Go module
+    # proxy) against `y3 serve`, y3's CLI against YoMo's zipper. Every test also runs
+    # against YoMo's own zipper, which is what validates it.
+    step "go: YoMo v1.22 interop"
+    cargo build -p y3-cli --locked
+    y3_bin="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/y3"
+    (cd interop/yomo && go vet ./... && Y3_BIN="$y3_bin" go test ./...)
+fi
+
 if [ -f bench/go/go.mod ]; then
     step "go: benchmark module builds"
     (cd bench/go && go vet ./...)
