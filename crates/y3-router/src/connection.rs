@@ -15,8 +15,8 @@ use crate::histogram::LocalLatency;
 use crate::metrics::{Direction, Drop, Metrics, TagCounters};
 use crate::outbox::{Outbox, Queued};
 use crate::routing;
-use crate::server::Shared;
 use crate::session::{DropReason, Event, Peer, Session};
+use crate::shared::Shared;
 use crate::table::SessionId;
 
 /// Most frames written per flush.

@@ -69,6 +69,7 @@ pub mod queue;
 mod routing;
 mod server;
 pub mod session;
+mod shared;
 pub mod table;
 
 pub use config::RouterConfig;

@@ -3,14 +3,16 @@
 //!
 //! ```text
 //!  TCP / TLS / QUIC accept loops ──▶ connection task (connection.rs)
-//!                                      reader: Session decides ──▶ Shared::route
-//!                                                                   table lookup (Arc clone)
+//!                                      reader: Session decides ──▶ routing::route
+//!                                                                   table snapshot (no lock)
 //!                                                                   push into each outbox
 //!                                      writer: outbox ──batch──▶ socket
+//!  mesh links (mesh.rs) ◀── their outboxes, filled by routing::route
 //! ```
 //!
-//! Shutdown ([`RouterHandle::shutdown`]) drains in order: stop accepting; tell sources to
-//! stop (goaway `shutting_down`) and read them to their end; wait until no frame has
+//! Shutdown ([`RouterHandle::shutdown`]) drains in order: stop accepting; tell y3 sources
+//! to stop (goaway `shutting_down`) and read them to their end, close YoMo sources with
+//! code 0x01 (they reconnect to the router's successor); wait until no frame has
 //! moved for `shutdown.quiet_ms` with every queue empty, so that functions' outputs reach
 //! sinks; then give every remaining client its queued frames and a goaway, and close.
 //! The whole sequence is bounded by `shutdown.drain_timeout_ms`.
@@ -22,7 +24,7 @@ use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use y3_transport::frame::{ClientType, Goaway, GoawayCode};
+use y3_transport::frame::{Goaway, GoawayCode};
 use y3_transport::quic::QuicServer;
 use y3_transport::tcp::TcpServer;
 use y3_transport::tls::{Identity, Trust};
@@ -35,113 +37,9 @@ use crate::mesh;
 use crate::metrics::{self, Metrics, Stats};
 use crate::routing::Routes;
 use crate::session::Admission;
-use crate::table::SessionId;
-
-/// State shared by every connection task.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    pub config: RouterConfig,
-    pub admission: Arc<Admission>,
-    pub metrics: Arc<Metrics>,
-    pub routes: Routes,
-    next_session: AtomicU64,
-    /// Connection tasks alive (admitted or not).
-    open: AtomicUsize,
-    /// Admitted sources alive.
-    sources: AtomicUsize,
-    /// Frames inside `route` right now.
-    pub routing: AtomicUsize,
-    /// When the drain started and must end.
-    drain_deadline: RwLock<Option<Instant>>,
-    pub stop_accepting: CancellationToken,
-    pub drain_sources: CancellationToken,
-    pub close_all: CancellationToken,
-    /// Mirror `drain_sources` and `close_all` for cheap checks between frames.
-    draining: AtomicBool,
-    closing: AtomicBool,
-    kill: CancellationToken,
-    tracker: TaskTracker,
-}
-
-/// Decrements a counter when dropped.
-pub(crate) struct Live {
-    shared: Arc<Shared>,
-    client_type: ClientType,
-    /// Whether the shutdown waits for this client to stop sending (a y3 source).
-    drained: bool,
-}
-
-impl std::ops::Drop for Live {
-    fn drop(&mut self) {
-        self.shared.metrics.connection(self.client_type.name(), -1);
-        if self.drained {
-            self.shared.sources.fetch_sub(1, Ordering::Relaxed);
-        }
-    }
-}
-
-struct Open(Arc<Shared>);
-
-impl std::ops::Drop for Open {
-    fn drop(&mut self) {
-        self.0.open.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// The first session id of this router process: its start time in seconds shifted up by 20
-/// bits, so ids do not repeat across restarts (a client can tell it reached a new router)
-/// while one process hands out up to 2^20 ids per second of uptime before it could reach a
-/// later start's range. Ids stay below 2^53, exact in JSON numbers.
-fn first_session_id() -> SessionId {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    ((secs & ((1 << 33) - 1)) << 20) | 1
-}
+use crate::shared::{first_session_id, Open, Shared};
 
 impl Shared {
-    pub fn next_session(&self) -> SessionId {
-        self.next_session.fetch_add(1, Ordering::Relaxed)
-    }
-
-    pub fn is_draining(&self) -> bool {
-        self.draining.load(Ordering::Relaxed)
-    }
-
-    pub fn is_closing(&self) -> bool {
-        self.closing.load(Ordering::Relaxed)
-    }
-
-    pub fn over_connection_limit(&self) -> bool {
-        self.open.load(Ordering::Relaxed) > self.config.limits.max_connections
-    }
-
-    /// Counts an admitted session until the guard drops.
-    /// Counts an admitted client; `drained`: the shutdown tells it to stop sending and
-    /// waits for its end (y3 sources, which understand goaway frames).
-    pub fn admitted(self: &Arc<Self>, client_type: ClientType, drained: bool) -> Live {
-        self.metrics.connection(client_type.name(), 1);
-        if drained {
-            self.sources.fetch_add(1, Ordering::Relaxed);
-        }
-        Live {
-            shared: self.clone(),
-            client_type,
-            drained,
-        }
-    }
-
-    pub fn drain_left(&self) -> Duration {
-        let deadline = *self
-            .drain_deadline
-            .read()
-            .unwrap_or_else(|e| e.into_inner());
-        deadline.map_or(Duration::from_secs(1), |d| {
-            d.saturating_duration_since(Instant::now())
-                .max(Duration::from_millis(100))
-        })
-    }
-
     /// Runs a downstream link of the mesh until the shutdown closes connections (it
     /// writes what is queued first) or kills what is left.
     fn spawn_mesh(self: &Arc<Self>, link: mesh::Link) {

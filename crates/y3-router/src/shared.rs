@@ -1,0 +1,124 @@
+//! State every task of the router shares: configuration, metrics, the routing state, the
+//! counters and tokens of the shutdown. Connection tasks (`connection.rs`) and the server
+//! (`server.rs`) both use it; it uses neither, so the router's files import each other
+//! without cycles.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use y3_transport::frame::ClientType;
+
+use crate::config::RouterConfig;
+use crate::metrics::Metrics;
+use crate::routing::Routes;
+use crate::session::Admission;
+use crate::table::SessionId;
+
+/// State shared by every connection task.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub config: RouterConfig,
+    pub admission: Arc<Admission>,
+    pub metrics: Arc<Metrics>,
+    pub routes: Routes,
+    pub next_session: AtomicU64,
+    /// Connection tasks alive (admitted or not).
+    pub open: AtomicUsize,
+    /// Admitted sources alive.
+    pub sources: AtomicUsize,
+    /// Frames inside `route` right now.
+    pub routing: AtomicUsize,
+    /// When the drain started and must end.
+    pub drain_deadline: RwLock<Option<Instant>>,
+    pub stop_accepting: CancellationToken,
+    pub drain_sources: CancellationToken,
+    pub close_all: CancellationToken,
+    /// Mirror `drain_sources` and `close_all` for cheap checks between frames.
+    pub draining: AtomicBool,
+    pub closing: AtomicBool,
+    pub kill: CancellationToken,
+    pub tracker: TaskTracker,
+}
+
+/// Decrements a counter when dropped.
+pub(crate) struct Live {
+    pub shared: Arc<Shared>,
+    pub client_type: ClientType,
+    /// Whether the shutdown waits for this client to stop sending (a y3 source).
+    pub drained: bool,
+}
+
+impl std::ops::Drop for Live {
+    fn drop(&mut self) {
+        self.shared.metrics.connection(self.client_type.name(), -1);
+        if self.drained {
+            self.shared.sources.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+pub(crate) struct Open(pub Arc<Shared>);
+
+impl std::ops::Drop for Open {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The first session id of this router process: its start time in seconds shifted up by 20
+/// bits, so ids do not repeat across restarts (a client can tell it reached a new router)
+/// while one process hands out up to 2^20 ids per second of uptime before it could reach a
+/// later start's range. Ids stay below 2^53, exact in JSON numbers.
+pub(crate) fn first_session_id() -> SessionId {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    ((secs & ((1 << 33) - 1)) << 20) | 1
+}
+
+impl Shared {
+    pub fn next_session(&self) -> SessionId {
+        self.next_session.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::Relaxed)
+    }
+
+    pub fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::Relaxed)
+    }
+
+    pub fn over_connection_limit(&self) -> bool {
+        self.open.load(Ordering::Relaxed) > self.config.limits.max_connections
+    }
+
+    /// Counts an admitted session until the guard drops.
+    /// Counts an admitted client; `drained`: the shutdown tells it to stop sending and
+    /// waits for its end (y3 sources, which understand goaway frames).
+    pub fn admitted(self: &Arc<Self>, client_type: ClientType, drained: bool) -> Live {
+        self.metrics.connection(client_type.name(), 1);
+        if drained {
+            self.sources.fetch_add(1, Ordering::Relaxed);
+        }
+        Live {
+            shared: self.clone(),
+            client_type,
+            drained,
+        }
+    }
+
+    pub fn drain_left(&self) -> Duration {
+        let deadline = *self
+            .drain_deadline
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
+        deadline.map_or(Duration::from_secs(1), |d| {
+            d.saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(100))
+        })
+    }
+}
