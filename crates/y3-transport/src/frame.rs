@@ -4,7 +4,9 @@
 //! A frame is a node packet whose key is the frame type; its children are primitive fields.
 //! Decoders take fields in any order, skip unknown ones and keep the last of a repeated
 //! one; encoders write YoMo's fields in YoMo's order, empty ones included, then y3's.
-//! Everything here is pure: bytes in, values out. See `spec/frames.md`.
+//! Each frame's fields are declared once, in wire order (`Frame::fields`); the encoded
+//! length and the encoding both walk that declaration. Everything here is pure: bytes in,
+//! values out. See `spec/frames.md`.
 //!
 //! ```text
 //! frame = tag (1 B: 0x80 | type) | length (signed PVarInt32) | fields
@@ -405,10 +407,9 @@ impl Data {
     }
 
     fn body_len(&self) -> usize {
-        int_len(F_TAG, u32_bits(self.tag))
-            + prim_len(F_METADATA, self.metadata.as_bytes().len())
-            + prim_len(F_PAYLOAD, self.payload.len())
-            + opt_int_len(F_EXT, self.hops)
+        let mut len = 0;
+        data_fields(self, |f| len += f.len());
+        len
     }
 }
 
@@ -446,23 +447,54 @@ const F_METADATA: u32 = 0x03;
 /// y3's field in every frame that has one: extension level, code, hops.
 const F_EXT: u32 = 0x30;
 
-/// Bytes of a primitive packet with key `key` and a `len`-byte value.
-const fn prim_len(key: u32, len: usize) -> usize {
-    Header::encoded_len(Tag::primitive(key), len, D) + len
+/// One field as the encoder sees it. Each frame lists its fields once, in wire order
+/// ([`Frame::fields`]); its length and its encoding both walk that list, so they cannot
+/// disagree.
+#[derive(Debug, Clone, Copy)]
+enum Field<'a> {
+    /// A string or byte-string field, written even when empty (YoMo's fields).
+    Bytes(u32, &'a [u8]),
+    /// Exactly one byte (the handshake's client type).
+    Byte(u32, u8),
+    /// Tags as fixed 4-byte little-endian integers (the handshake's observed tags).
+    TagsLe(u32, &'a [u32]),
+    /// An integer field (NVarUInt32).
+    Int(u32, u32),
+    /// A y3 integer field, left out when zero.
+    OptInt(u32, u32),
 }
 
-/// Bytes of an integer field.
-const fn int_len(key: u32, v: i64) -> usize {
-    prim_len(key, value::int_len(D, v))
-}
-
-/// Bytes of a y3 integer field, left out when zero.
-const fn opt_int_len(key: u32, v: u32) -> usize {
-    if v == 0 {
-        0
-    } else {
-        int_len(key, u32_bits(v))
+impl Field<'_> {
+    /// Bytes the field takes, header included.
+    fn len(self) -> usize {
+        let value = match self {
+            Field::Bytes(_, b) => b.len(),
+            Field::Byte(..) => 1,
+            Field::TagsLe(_, tags) => 4 * tags.len(),
+            Field::Int(_, v) => value::int_len(D, u32_bits(v)),
+            Field::OptInt(_, 0) => return 0,
+            Field::OptInt(_, v) => value::int_len(D, u32_bits(v)),
+        };
+        Header::encoded_len(Tag::primitive(self.key()), value, D) + value
     }
+
+    fn key(self) -> u32 {
+        match self {
+            Field::Bytes(k, _)
+            | Field::Byte(k, _)
+            | Field::TagsLe(k, _)
+            | Field::Int(k, _)
+            | Field::OptInt(k, _) => k,
+        }
+    }
+}
+
+/// The fields of a data frame, in the order YoMo writes them, then y3's.
+fn data_fields<'a>(d: &'a Data, mut f: impl FnMut(Field<'a>)) {
+    f(Field::Int(F_TAG, d.tag));
+    f(Field::Bytes(F_METADATA, d.metadata.as_bytes()));
+    f(Field::Bytes(F_PAYLOAD, &d.payload));
+    f(Field::OptInt(F_EXT, d.hops));
 }
 
 /// Unsigned values travel as the signed 32-bit integer with the same bits (NVarUInt32).
@@ -512,27 +544,40 @@ impl Staged {
         }
     }
 
-    /// An integer field; the header leaves room for the value (see [`STEP`]).
-    fn int(&mut self, dst: &mut BytesMut, key: u32, v: i64) {
-        self.header(dst, Tag::primitive(key), value::int_len(D, v));
-        if let Some(out) = self.buf[self.len..].first_chunk_mut() {
-            self.len += value::int_write(D, v, out);
-        }
-    }
-
-    /// A y3 integer field, left out when zero.
-    fn opt_int(&mut self, dst: &mut BytesMut, key: u32, v: u32) {
-        if v != 0 {
-            self.int(dst, key, u32_bits(v));
-        }
-    }
-
-    /// A byte-string field: its header is staged, then everything goes out before the bytes.
-    fn bytes(&mut self, dst: &mut BytesMut, key: u32, bytes: &[u8]) {
-        self.header(dst, Tag::primitive(key), bytes.len());
-        if !bytes.is_empty() {
-            self.flush(dst);
-            dst.put_slice(bytes);
+    /// Writes one field: headers and integers are staged; before a byte string everything
+    /// staged goes out, then the bytes themselves.
+    fn field(&mut self, dst: &mut BytesMut, field: Field<'_>) {
+        let key = field.key();
+        match field {
+            Field::OptInt(_, 0) => {}
+            Field::Int(_, v) | Field::OptInt(_, v) => {
+                let v = u32_bits(v);
+                self.header(dst, Tag::primitive(key), value::int_len(D, v));
+                if let Some(out) = self.buf[self.len..].first_chunk_mut() {
+                    self.len += value::int_write(D, v, out);
+                }
+            }
+            Field::Bytes(_, bytes) => {
+                self.header(dst, Tag::primitive(key), bytes.len());
+                if !bytes.is_empty() {
+                    self.flush(dst);
+                    dst.put_slice(bytes);
+                }
+            }
+            Field::Byte(_, b) => {
+                self.header(dst, Tag::primitive(key), 1);
+                if let Some(out) = self.buf.get_mut(self.len) {
+                    *out = b;
+                    self.len += 1;
+                }
+            }
+            Field::TagsLe(_, tags) => {
+                self.header(dst, Tag::primitive(key), 4 * tags.len());
+                self.flush(dst);
+                for &tag in tags {
+                    dst.put_u32_le(tag);
+                }
+            }
         }
     }
 }
@@ -555,29 +600,39 @@ impl Frame {
         kind::name(self.kind())
     }
 
-    /// Bytes of the fields: the frame packet's value length.
-    pub fn body_len(&self) -> usize {
+    /// Every field of the frame, in wire order: the one declaration that
+    /// [`Frame::body_len`] and [`Frame::encode`] both walk.
+    fn fields<'a>(&'a self, mut f: impl FnMut(Field<'a>)) {
         match self {
             Frame::Handshake(h) => {
-                prim_len(F_NAME, h.name.len())
-                    + prim_len(F_ID, h.id.len())
-                    + prim_len(F_CLIENT_TYPE, 1)
-                    + prim_len(F_OBSERVED, 4 * h.observed.len())
-                    + prim_len(F_AUTH_NAME, h.auth_name.len())
-                    + prim_len(F_AUTH_PAYLOAD, h.auth_payload.len())
-                    + prim_len(F_VERSION, h.version.len())
-                    + prim_len(F_FUNCTION, h.function_definition.len())
-                    + prim_len(F_WANTED_TARGET, h.wanted_target.len())
-                    + opt_int_len(F_EXT, h.extension)
+                f(Field::Bytes(F_NAME, h.name.as_bytes()));
+                f(Field::Bytes(F_ID, h.id.as_bytes()));
+                f(Field::Byte(F_CLIENT_TYPE, h.client_type.code()));
+                f(Field::TagsLe(F_OBSERVED, &h.observed));
+                f(Field::Bytes(F_AUTH_NAME, h.auth_name.as_bytes()));
+                f(Field::Bytes(F_AUTH_PAYLOAD, h.auth_payload.as_bytes()));
+                f(Field::Bytes(F_VERSION, h.version.as_bytes()));
+                f(Field::Bytes(F_FUNCTION, &h.function_definition));
+                f(Field::Bytes(F_WANTED_TARGET, h.wanted_target.as_bytes()));
+                f(Field::OptInt(F_EXT, h.extension));
             }
-            Frame::HandshakeAck => 0,
+            Frame::HandshakeAck => {}
             Frame::Rejected(g) | Frame::Goaway(g) => {
-                prim_len(F_MESSAGE, g.reason.len())
-                    + g.code.code().map_or(0, |c| int_len(F_EXT, u32_bits(c)))
+                f(Field::Bytes(F_MESSAGE, g.reason.as_bytes()));
+                if let Some(code) = g.code.code() {
+                    f(Field::Int(F_EXT, code));
+                }
             }
-            Frame::ConnectTo(endpoint) => prim_len(F_MESSAGE, endpoint.len()),
-            Frame::Data(d) => d.body_len(),
+            Frame::ConnectTo(endpoint) => f(Field::Bytes(F_MESSAGE, endpoint.as_bytes())),
+            Frame::Data(d) => data_fields(d, f),
         }
+    }
+
+    /// Bytes of the fields: the frame packet's value length.
+    pub fn body_len(&self) -> usize {
+        let mut len = 0;
+        self.fields(|f| len += f.len());
+        len
     }
 
     /// Bytes of the whole frame, header included: exactly what [`Frame::encode`] writes.
@@ -634,38 +689,7 @@ impl Frame {
         dst.reserve(Header::encoded_len(Tag::node(self.kind()), body, D) + body);
         let mut out = Staged::new();
         out.header(dst, Tag::node(self.kind()), body);
-        match self {
-            Frame::Handshake(h) => {
-                out.bytes(dst, F_NAME, h.name.as_bytes());
-                out.bytes(dst, F_ID, h.id.as_bytes());
-                out.bytes(dst, F_CLIENT_TYPE, &[h.client_type.code()]);
-                out.header(dst, Tag::primitive(F_OBSERVED), 4 * h.observed.len());
-                out.flush(dst);
-                for &tag in &h.observed {
-                    dst.put_u32_le(tag);
-                }
-                out.bytes(dst, F_AUTH_NAME, h.auth_name.as_bytes());
-                out.bytes(dst, F_AUTH_PAYLOAD, h.auth_payload.as_bytes());
-                out.bytes(dst, F_VERSION, h.version.as_bytes());
-                out.bytes(dst, F_FUNCTION, &h.function_definition);
-                out.bytes(dst, F_WANTED_TARGET, h.wanted_target.as_bytes());
-                out.opt_int(dst, F_EXT, h.extension);
-            }
-            Frame::HandshakeAck => {}
-            Frame::Rejected(g) | Frame::Goaway(g) => {
-                out.bytes(dst, F_MESSAGE, g.reason.as_bytes());
-                if let Some(code) = g.code.code() {
-                    out.int(dst, F_EXT, u32_bits(code));
-                }
-            }
-            Frame::ConnectTo(endpoint) => out.bytes(dst, F_MESSAGE, endpoint.as_bytes()),
-            Frame::Data(d) => {
-                out.int(dst, F_TAG, u32_bits(d.tag));
-                out.bytes(dst, F_METADATA, d.metadata.as_bytes());
-                out.bytes(dst, F_PAYLOAD, &d.payload);
-                out.opt_int(dst, F_EXT, d.hops);
-            }
-        }
+        self.fields(|f| out.field(dst, f));
         out.flush(dst);
         Ok(())
     }
