@@ -30,15 +30,17 @@ impl From<PolicyArg> for Policy {
 /// Options of `y3 serve`.
 #[derive(Debug, Clone, Args)]
 #[command(
-    about = "Run a router: sources → stream functions → sinks over QUIC and TCP",
+    about = "Run a router (a YoMo v1.22 zipper): sources → stream functions → sinks over QUIC and TCP",
     long_about = "Run a router with QUIC and TCP listeners and a Prometheus metrics endpoint until
-Ctrl-C, then drain: sources are told to stop, in-flight frames are delivered, everyone gets
-a goaway.
+Ctrl-C or SIGTERM, then drain: y3 sources are told to stop, YoMo clients are closed with a code
+that makes them reconnect to the router's successor, in-flight frames are delivered.
 
-Every setting has a default (TCP and QUIC on 127.0.0.1:9000, metrics on 127.0.0.1:9090,
-block policy, no token); --config reads a TOML file (see --print-config for every key) and
-flags override it. Without a certificate, QUIC uses a generated self-signed certificate,
-written to the temp directory for `y3 send/observe --transport quic` to pin.",
+The router speaks YoMo v1.22's wire protocol (QUIC, ALPN yomo): existing YoMo sources, stream
+functions and zippers connect unchanged (spec/frames.md). Every setting has a default (TCP and
+QUIC on 127.0.0.1:9000, metrics on 127.0.0.1:9090, block policy, no token, no mesh);
+--config reads a TOML file (see --print-config for every key) and flags override it. Without
+a certificate, QUIC uses a generated self-signed certificate, written to the temp directory
+for `y3 send/observe --transport quic` to pin.",
     after_help = "Examples:
   y3 serve
   y3 serve --token secret --policy drop-oldest --metrics 127.0.0.1:9100
