@@ -12,6 +12,8 @@ import (
 // Mesh: router A forwards every frame of its local clients to downstream router B, which
 // it dials as a YoMo UpstreamZipper (0x5E) client; B delivers to its own stream functions
 // and never forwards back. A source on A reaches a sink on B (and one on A) exactly once.
+// A y3 router on the A side reads its mesh from the [mesh] section of the TOML config the
+// harness writes (`y3 serve --config FILE`).
 func TestMesh(t *testing.T) {
 	for _, pair := range []struct{ a, b harness.Kind }{
 		{harness.YoMo, harness.YoMo},
@@ -32,6 +34,12 @@ func TestMesh(t *testing.T) {
 
 			// The mesh link dials B in the background; probe until it carries frames.
 			ctx := bounded(t, 20*time.Second)
+			if obs, ok := b.(harness.Observer); ok {
+				// A dials B under its own name (y3: the [mesh] name of its config).
+				if err := obs.WaitConnected(ctx, "zipper-a"); err != nil {
+					t.Fatalf("no mesh link named zipper-a reached B: %v", err)
+				}
+			}
 			probeUntil(t, ctx, src, tagIn, onB)
 			writeBatch(t, src, tagIn, 0, n, 64, "")
 			waitRange(t, ctx, onB, 0, n)

@@ -59,6 +59,15 @@ func Start(t testing.TB, kind Kind, opts Options) Router {
 	return r
 }
 
+// ConnCounter is implemented by routers that count the client connections they took in:
+// y3 from its `y3_router_accepted_connections_total` metric, YoMo from acknowledged
+// handshakes. A count that grows while no client was added means some client reconnected.
+type ConnCounter interface {
+	// AcceptedConnections is the number of client connections taken in so far (y3: since
+	// its last start; YoMo: since the test started it, restarts included).
+	AcceptedConnections() (int, error)
+}
+
 // Client is how a YoMo client named name reaches r with r's token.
 func Client(r Router, name, token string) peer.ClientConfig {
 	return peer.ClientConfig{Addr: r.Addr(), Name: name, Token: token}

@@ -1,11 +1,17 @@
 package harness
 
 import (
+	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Y3BinEnv names the environment variable holding the path of the y3 binary.
@@ -22,29 +28,29 @@ func Y3Bin(t testing.TB) string {
 }
 
 // y3ReadyPrefix starts the line `y3 serve` prints once it listens:
-// `y3 router listening: tcp 127.0.0.1:PORT quic 127.0.0.1:PORT metrics off`.
+// `y3 router listening: tcp 127.0.0.1:PORT quic 127.0.0.1:PORT metrics http://ADDR/metrics`.
 const y3ReadyPrefix = "y3 router listening:"
 
 // y3Router is `$Y3_BIN serve` as a subprocess.
 type y3Router struct {
-	t    testing.TB
-	bin  string
-	opts Options
+	t      testing.TB
+	bin    string
+	opts   Options
+	config string // the TOML config file with the [mesh] section; "" without a mesh
 
-	mu   sync.Mutex
-	addr string
-	proc *Process // nil while stopped
+	mu      sync.Mutex
+	addr    string
+	metrics string   // http://ADDR/metrics
+	proc    *Process // nil while stopped
 }
 
 func startY3(t testing.TB, opts Options, addr string) *y3Router {
 	t.Helper()
 	bin := Y3Bin(t)
-	if len(opts.Mesh) > 0 {
-		// y3 reads its mesh from the [mesh] table of its TOML config; this harness does
-		// not write one yet.
-		t.Skip("a y3 router with mesh peers is not supported by this harness yet")
-	}
 	r := &y3Router{t: t, bin: bin, opts: opts}
+	if len(opts.Mesh) > 0 {
+		r.config = writeY3Config(t, opts)
+	}
 	if addr == "" {
 		addr = FreeUDPAddr(t)
 	}
@@ -52,9 +58,51 @@ func startY3(t testing.TB, opts Options, addr string) *y3Router {
 	return r
 }
 
+// y3MeshName is the [mesh] name of a y3 router whose [Options.Name] is empty.
+const y3MeshName = "y3-router"
+
+// y3Config is the TOML config of a y3 router with a mesh: its name, and every downstream
+// zipper dialed over QUIC as a YoMo UpstreamZipper (0x5E) client. Everything else comes
+// from the command line.
+func y3Config(opts Options) string {
+	name := opts.Name
+	if name == "" {
+		name = y3MeshName
+	}
+	var cfg strings.Builder
+	fmt.Fprintf(&cfg, "[mesh]\nname = %s\n", tomlString(name))
+	for _, p := range opts.Mesh {
+		fmt.Fprintf(&cfg, "\n[[mesh.downstream]]\nname = %s\naddr = %s\ncredential = %s\ntransport = \"quic\"\n",
+			tomlString(p.Name), tomlString(p.Addr), tomlString(p.Credential))
+	}
+	return cfg.String()
+}
+
+// writeY3Config writes [y3Config] to a file in the test's temporary directory.
+func writeY3Config(t testing.TB, opts Options) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "y3-router.toml")
+	if err := os.WriteFile(file, []byte(y3Config(opts)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// tomlString quotes s as a TOML basic string. For text without control characters the
+// escapes of strconv.QuoteToASCII (\", \\, \uXXXX, \UXXXXXXXX) are TOML's too.
+func tomlString(s string) string {
+	if strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		panic(fmt.Sprintf("harness: %q has control characters; not written as a TOML string", s))
+	}
+	return strconv.QuoteToASCII(s)
+}
+
 func (r *y3Router) start(quicAddr string) {
 	r.t.Helper()
-	args := []string{"serve", "--tcp", "127.0.0.1:0", "--quic", quicAddr, "--metrics", ""}
+	args := []string{"serve", "--tcp", "127.0.0.1:0", "--quic", quicAddr, "--metrics", "127.0.0.1:0"}
+	if r.config != "" {
+		args = append(args, "--config", r.config)
+	}
 	if r.opts.Token != "" {
 		args = append(args, "--token", r.opts.Token)
 	}
@@ -69,25 +117,74 @@ func (r *y3Router) start(quicAddr string) {
 		r.t.Fatalf("%s serve: %v\nstderr:\n%s", r.bin, err, p.Stderr())
 	}
 	go p.drain()
-	addr := quicAddrOf(line)
-	if addr == "" || addr == "off" {
+	addr, metrics := readyField(line, "quic"), readyField(line, "metrics")
+	if addr == "" || addr == "off" || !strings.HasPrefix(metrics, "http://") {
 		p.Stop()
-		r.t.Fatalf("no quic address in %q", line)
+		r.t.Fatalf("no quic or metrics address in %q", line)
 	}
 	r.mu.Lock()
-	r.proc, r.addr = p, addr
+	r.proc, r.addr, r.metrics = p, addr, metrics
 	r.mu.Unlock()
 }
 
-// quicAddrOf reads the address after "quic" in the ready line.
-func quicAddrOf(line string) string {
+// readyField reads the word after key ("quic", "metrics") in the ready line.
+func readyField(line, key string) string {
 	fields := strings.Fields(strings.TrimPrefix(line, y3ReadyPrefix))
 	for i := 0; i+1 < len(fields); i++ {
-		if fields[i] == "quic" {
+		if fields[i] == key {
 			return fields[i+1]
 		}
 	}
 	return ""
+}
+
+// y3AcceptedMetric is the counter of connections y3 accepted, one series per transport.
+const y3AcceptedMetric = "y3_router_accepted_connections_total"
+
+// AcceptedConnections sums y3's accepted-connections counter over its transports, read
+// from its Prometheus endpoint. A restart resets it.
+func (r *y3Router) AcceptedConnections() (int, error) {
+	r.mu.Lock()
+	url := r.metrics
+	r.mu.Unlock()
+	if url == "" {
+		return 0, fmt.Errorf("y3 serve is not running")
+	}
+	client := http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return sumCounter(string(body), y3AcceptedMetric)
+}
+
+// sumCounter adds the values of every series of the counter name in Prometheus text.
+func sumCounter(text, name string) (int, error) {
+	total := 0
+	for _, line := range strings.Split(text, "\n") {
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || (rest != "" && rest[0] != '{' && rest[0] != ' ') {
+			continue
+		}
+		fields := strings.Fields(rest[strings.LastIndexByte(rest, '}')+1:])
+		if len(fields) == 0 {
+			return 0, fmt.Errorf("no value in %q", line)
+		}
+		v, err := strconv.ParseFloat(fields[0], 64)
+		if err != nil {
+			return 0, fmt.Errorf("%q: %w", line, err)
+		}
+		total += int(v)
+	}
+	return total, nil
 }
 
 func (r *y3Router) Kind() Kind { return Y3 }
@@ -130,3 +227,5 @@ func FreeUDPAddr(t testing.TB) string {
 	defer c.Close()
 	return c.LocalAddr().String()
 }
+
+var _ ConnCounter = (*y3Router)(nil)

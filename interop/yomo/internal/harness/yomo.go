@@ -123,3 +123,20 @@ func (r *yomoRouter) ClientIDs(name string) []string {
 	defer r.mu.Unlock()
 	return slices.Clone(r.ids[name])
 }
+
+// AcceptedConnections counts the handshakes acknowledged so far, restarts and mesh links
+// included.
+func (r *yomoRouter) AcceptedConnections() (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, ids := range r.ids {
+		n += len(ids)
+	}
+	return n, nil
+}
+
+var (
+	_ Observer    = (*yomoRouter)(nil)
+	_ ConnCounter = (*yomoRouter)(nil)
+)
