@@ -308,7 +308,10 @@ async fn read_loop(
     let close_all = shared.close_all.cancelled();
     let drain_sources = shared.drain_sources.cancelled();
     let evicted = outbox.evicted();
-    tokio::pin!(close_all, drain_sources, evicted);
+    let stall = shared.config.frame_stall_timeout();
+    let timer = tokio::time::sleep(stall);
+    let mut partial_since: Option<Instant> = None;
+    tokio::pin!(close_all, drain_sources, evicted, timer);
     loop {
         // Checked between frames with plain loads: the select below polls the reader
         // first and returns as soon as it has a frame, so a client that keeps the reader
@@ -331,30 +334,52 @@ async fn read_loop(
         }
         let buffered = !reader.read_buffer().is_empty();
         // A frame that is already complete in the buffer (or on the socket) is taken without
-        // arming any timer; only a wait that starts with part of a frame buffered is bounded
-        // by the stall timeout, re-armed while bytes keep arriving.
+        // touching the timer. A wait re-arms it: for the frame begun in the buffer, the stall
+        // timeout from when the wait first saw it; with nothing buffered, half of it, to look
+        // again. A partial frame is therefore cut between one and one and a half stall
+        // timeouts after its first bytes, however slowly the rest trickles in.
         let frame = match reader.next().now_or_never() {
             Some(frame) => frame,
             None => {
-                let partial = reader.read_buffer().len();
-                let stall = shared.config.frame_stall_timeout();
+                let waiting = Instant::now();
+                let deadline = if reader.read_buffer().is_empty() {
+                    partial_since = None;
+                    waiting + stall / 2
+                } else {
+                    *partial_since.get_or_insert(waiting) + stall
+                };
+                timer.as_mut().reset(deadline.into());
                 tokio::select! {
                     biased;
                     frame = reader.next() => frame,
                     _ = &mut close_all => return End::Shutdown,
                     _ = &mut drain_sources, if sender_only && !told_to_stop => continue,
                     _ = &mut evicted => return End::Evicted,
-                    _ = tokio::time::sleep(stall), if partial > 0 => {
-                        if reader.read_buffer().len() > partial {
+                    _ = &mut timer => {
+                        let since = match partial_since {
+                            _ if reader.read_buffer().is_empty() => continue,
+                            Some(since) => since,
+                            None => {
+                                partial_since = Some(Instant::now());
+                                continue;
+                            }
+                        };
+                        if since.elapsed() < stall {
                             continue;
                         }
                         shared.metrics.protocol_error("frame_stalled");
-                        let reason = format!("frame stalled for {} ms", stall.as_millis());
+                        let reason = format!(
+                            "frame stalled: {} bytes buffered for {} ms",
+                            reader.read_buffer().len(),
+                            since.elapsed().as_millis()
+                        );
                         return End::ProtocolError(Goaway::new(GoawayCode::ProtocolError, reason));
                     }
                 }
             }
         };
+        // A frame completed: what is buffered now (if anything) is the next frame's start.
+        partial_since = None;
         let frame = match frame {
             None => return End::Eof,
             Some(Err(FrameError::Io(e))) => {
