@@ -13,7 +13,7 @@ use y3_transport::{Connection, FrameError, FrameReader, FrameWriter, Guard, Tran
 
 use crate::histogram::LocalLatency;
 use crate::metrics::{Direction, Drop, Metrics, TagCounters};
-use crate::outbox::{Outbox, Queued};
+use crate::outbox::{frame_bytes, Outbox, Queued, COPY_BELOW};
 use crate::routing;
 use crate::session::{DropReason, Event, Peer, Session};
 use crate::shared::Shared;
@@ -401,7 +401,11 @@ async fn read_loop(
             same_read = 0;
         }
         match session.handle_frame(now, frame) {
-            Event::Route(routed) => {
+            Event::Route(mut routed) => {
+                if frame_bytes(&routed.data) < COPY_BELOW {
+                    // Queued, it would keep the whole read buffer alive (see outbox.rs).
+                    routed.data.detach();
+                }
                 tags.count(routed.data.tag, routed.data.payload.len());
                 shared.metrics.frames_in(1);
                 shared.routing.fetch_add(1, Ordering::Relaxed);

@@ -5,6 +5,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use futures_util::SinkExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use y3_transport::frame::{ClientType, Frame};
@@ -57,5 +58,67 @@ async fn partial_frames_are_cut_at_the_stall_timeout_however_they_arrive() {
         );
     }
     assert_eq!(protocol_errors(&router, "frame_stalled"), 2);
+    router.shutdown().await;
+}
+
+/// Resident memory of this process, in bytes.
+fn rss() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
+}
+
+/// The pinning attack: eight subscribers that never read, and a source alternating 60 KB
+/// frames to a tag nobody observes with 16-byte frames to those subscribers. Each queued
+/// small frame used to keep its 64 KiB read buffer alive (+435 MB for 6,800 frames); now
+/// small frames are copied out, and RSS grows by at most 32 MB.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_small_frames_do_not_pin_read_buffers() {
+    const PAIRS: u64 = 6_800;
+    let router = router(|c| {
+        c.queue.policy = y3_router::Policy::DropOldest;
+        c.queue.capacity = 8_192;
+        c.queue.max_bytes = 64 << 20;
+    })
+    .await;
+    let mut stuck = Vec::new();
+    for _ in 0..8 {
+        // Handshaken, then never read again.
+        stuck.push(join(&router, ClientType::StreamFunction, &[0x20]).await);
+    }
+    let mut source = join(&router, ClientType::Source, &[]).await;
+    let before = rss();
+    let big = bytes::Bytes::from(vec![0x42u8; 60_000]);
+    let small = bytes::Bytes::from_static(&[0x17; 16]);
+    for i in 0..PAIRS {
+        source
+            .writer
+            .feed(Frame::Data(numbered(0x30, i, big.clone())))
+            .await
+            .unwrap();
+        source
+            .writer
+            .feed(Frame::Data(numbered(0x20, i, small.clone())))
+            .await
+            .unwrap();
+        if i % 64 == 63 {
+            source.writer.flush().await.unwrap();
+        }
+    }
+    source.writer.flush().await.unwrap();
+    // Every frame was read: 6,800 to nobody, 6,800 queued for (or written to) the eight.
+    eventually("every frame read", || router.stats().frames_in >= 2 * PAIRS).await;
+    let grown = rss().saturating_sub(before);
+    eprintln!("pinning attack: RSS grew by {:.1} MB", grown as f64 / 1e6);
+    assert!(grown < 32 << 20, "RSS grew by {} MB", grown >> 20);
+    assert_eq!(
+        router.stats().drops(y3_router::metrics::Drop::NoSubscriber),
+        PAIRS
+    );
+    drop(stuck);
     router.shutdown().await;
 }

@@ -166,6 +166,8 @@ pub enum GoawayCode {
     HandshakeTimeout,
     /// A data frame used a reserved tag (`0xf000..=0xffff`).
     ReservedTag,
+    /// The client's token does not allow it to publish or observe a tag.
+    Forbidden,
     /// A rejected or goaway frame without a y3 code (as YoMo's zipper sends them).
     Unspecified,
     /// A code this crate does not know.
@@ -186,6 +188,7 @@ impl GoawayCode {
             GoawayCode::TooManyConnections => 7,
             GoawayCode::HandshakeTimeout => 8,
             GoawayCode::ReservedTag => 9,
+            GoawayCode::Forbidden => 10,
             GoawayCode::Unspecified => return None,
             GoawayCode::Other(code) => code,
         })
@@ -204,6 +207,7 @@ impl GoawayCode {
             7 => GoawayCode::TooManyConnections,
             8 => GoawayCode::HandshakeTimeout,
             9 => GoawayCode::ReservedTag,
+            10 => GoawayCode::Forbidden,
             other => GoawayCode::Other(other),
         }
     }
@@ -221,6 +225,7 @@ impl GoawayCode {
             GoawayCode::TooManyConnections => "too_many_connections",
             GoawayCode::HandshakeTimeout => "handshake_timeout",
             GoawayCode::ReservedTag => "reserved_tag",
+            GoawayCode::Forbidden => "forbidden",
             GoawayCode::Unspecified => "rejected",
             GoawayCode::Other(_) => "other",
         }
@@ -229,7 +234,7 @@ impl GoawayCode {
     /// The code whose [`kind`](GoawayCode::kind) is `kind` (how a QUIC close reason
     /// `<kind>: <detail>` is read back).
     pub fn from_kind(kind: &str) -> Option<GoawayCode> {
-        (0..10)
+        (0..11)
             .map(GoawayCode::from_code)
             .find(|c| c.kind() == kind)
     }
@@ -394,6 +399,33 @@ impl Data {
     pub fn with_metadata(mut self, metadata: Metadata) -> Data {
         self.metadata = metadata;
         self
+    }
+
+    /// Moves the frame's bytes into an allocation of their own, so that holding the frame
+    /// (in a subscriber's queue) does not keep alive the whole read buffer it was decoded
+    /// from. An unchanged frame keeps its wire bytes (copied once, fields re-pointed into
+    /// the copy); a changed one copies its payload and metadata.
+    pub fn detach(&mut self) {
+        if let Some(frame) = self.wire().cloned() {
+            let base = frame.as_ptr() as usize;
+            let copy = Bytes::copy_from_slice(&frame);
+            let at = |b: &Bytes| b.as_ptr() as usize - base;
+            let (md, pl) = (at(self.metadata.as_bytes()), at(&self.payload));
+            self.metadata =
+                Metadata::from_bytes(copy.slice(md..md + self.metadata.as_bytes().len()));
+            self.payload = copy.slice(pl..pl + self.payload.len());
+            self.wire = Some(Wire {
+                tag: self.tag,
+                hops: self.hops,
+                metadata: span(self.metadata.as_bytes()),
+                payload: span(&self.payload),
+                frame: copy,
+            });
+        } else {
+            self.wire = None;
+            self.payload = Bytes::copy_from_slice(&self.payload);
+            self.metadata = Metadata::from_bytes(Bytes::copy_from_slice(self.metadata.as_bytes()));
+        }
     }
 
     /// The bytes this frame was decoded from, while its fields still say what they say.
@@ -929,6 +961,33 @@ mod tests {
     }
 
     #[test]
+    fn detached_frames_own_their_bytes() {
+        let md = Metadata::from_pairs([("yomo-tid", "t")]);
+        let mut buf = BytesMut::new();
+        Frame::Data(Data::new(0x33, &b"hello"[..]).with_metadata(md))
+            .encode(&mut buf, 1 << 20)
+            .unwrap();
+        buf.extend_from_slice(&[0u8; 4096]); // the rest of a read buffer
+        let read = buf.freeze();
+        let frame_len = read.len() - 4096;
+        let Frame::Data(mut d) = Frame::decode(read.slice(..frame_len), &cfg()).unwrap() else {
+            panic!()
+        };
+        let before = d.clone();
+        d.detach();
+        assert_eq!(d, before);
+        let wire = d.wire().expect("still forwarded as its bytes").clone();
+        assert_eq!(&wire[..], &read[..frame_len]);
+        assert_ne!(wire.as_ptr(), read.as_ptr());
+        assert!(d.payload.as_ptr() as usize >= wire.as_ptr() as usize);
+        // A changed frame copies its fields.
+        d.hops = 1;
+        d.detach();
+        assert!(d.wire().is_none());
+        assert_eq!((&d.payload[..], d.hops), (&b"hello"[..], 1));
+    }
+
+    #[test]
     fn control_frames() {
         assert_eq!(&roundtrip(Frame::HandshakeAck)[..], hex!("a900"));
         let bytes = roundtrip(Frame::Rejected(Goaway::new(
@@ -1053,12 +1112,18 @@ mod tests {
         for code in 0..12 {
             let c = GoawayCode::from_code(code);
             assert_eq!(c.code(), Some(code));
-            if code < 10 {
+            if code < 11 {
                 assert_eq!(GoawayCode::from_kind(c.kind()), Some(c));
             }
         }
         assert_eq!(GoawayCode::Unspecified.code(), None);
         assert_eq!(GoawayCode::from_kind("nope"), None);
+        assert_eq!(
+            GoawayCode::from_kind("forbidden"),
+            Some(GoawayCode::Forbidden)
+        );
+        assert_eq!(GoawayCode::Forbidden.code(), Some(10));
+        assert!(!GoawayCode::Forbidden.is_retryable());
         for b in 0..=255u8 {
             assert_eq!(ClientType::from_code(b).code(), b);
         }
