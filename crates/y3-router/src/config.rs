@@ -25,8 +25,9 @@
 //! max_frame_len = 1048576
 //! max_connections = 10000
 //! handshake_timeout_ms = 5000
-//! frame_stall_timeout_ms = 30000 # a frame half-received and stuck this long closes the link
+//! frame_stall_timeout_ms = 30000 # a frame must arrive whole within this of its first byte
 //! max_hops = 8
+//! max_deliveries_per_message = 128 # deliveries of one yomo-tid's function outputs
 //! max_observed_tags = 64
 //! max_name_len = 128
 //!
@@ -163,11 +164,16 @@ pub struct LimitsConfig {
     pub max_connections: usize,
     /// Time a new connection has to send its handshake.
     pub handshake_timeout_ms: u64,
-    /// A connection whose partly received frame makes no progress for this long is closed
-    /// (a client stalling mid-frame must not hold its connection forever).
+    /// A frame must arrive whole within this long of its first bytes, or the connection is
+    /// closed (a client stalling or trickling mid-frame must not hold memory forever).
     pub frame_stall_timeout_ms: u64,
     /// Data frames with more hops than this are dropped (function loops).
     pub max_hops: u32,
+    /// Deliveries the outputs of stream functions may cause per message (`yomo-tid`),
+    /// within a window of seconds: bounds loops in width (functions that re-emit what they
+    /// observe multiply a message) where `max_hops` bounds their depth. Frames from sources
+    /// are not counted.
+    pub max_deliveries_per_message: u32,
     /// Most tags one client may observe.
     pub max_observed_tags: usize,
     /// Longest client name, in bytes.
@@ -182,6 +188,7 @@ impl Default for LimitsConfig {
             handshake_timeout_ms: 5000,
             frame_stall_timeout_ms: 30_000,
             max_hops: 8,
+            max_deliveries_per_message: 128,
             max_observed_tags: 64,
             max_name_len: 128,
         }

@@ -295,7 +295,11 @@ async fn read_loop(
 ) -> End {
     let sender_only = !hello.client_type.receives();
     let y3_source = hello.extension >= 1 && sender_only;
-    let from_mesh = hello.client_type == ClientType::UpstreamZipper;
+    let origin = match hello.client_type {
+        ClientType::UpstreamZipper => routing::Origin::Mesh,
+        ClientType::StreamFunction => routing::Origin::Function,
+        _ => routing::Origin::Source,
+    };
     let mut routes = shared.routes.cache();
     let mut told_to_stop = false;
     let mut tags = TagCache::new(shared.metrics.clone(), Direction::In);
@@ -414,7 +418,7 @@ async fn read_loop(
                     &mut routes,
                     &shared.metrics,
                     routed,
-                    from_mesh,
+                    origin,
                     now,
                 )
                 .await;

@@ -62,6 +62,7 @@ pub mod config;
 mod connection;
 mod error;
 mod histogram;
+mod journeys;
 mod mesh;
 pub mod metrics;
 mod outbox;

@@ -15,6 +15,9 @@ use std::time::Instant;
 
 use y3_transport::frame::Frame;
 
+use y3_transport::metadata;
+
+use crate::journeys::Journeys;
 use crate::metrics::{Drop, Metrics};
 use crate::outbox::{Outbox, Pushed};
 use crate::session::Routed;
@@ -32,13 +35,16 @@ pub(crate) struct Routes {
     generation: AtomicU64,
     /// Downstream zippers of the mesh (fixed at start).
     mesh: Vec<Arc<Outbox>>,
+    /// Deliveries per message of stream functions' outputs (loops in width).
+    journeys: Option<Journeys>,
 }
 
 impl Routes {
-    /// Routes with the mesh's downstream outboxes.
-    pub fn new(mesh: Vec<Arc<Outbox>>) -> Routes {
+    /// Routes with the mesh's downstream outboxes and the per-message delivery budget.
+    pub fn new(mesh: Vec<Arc<Outbox>>, journeys: Journeys) -> Routes {
         Routes {
             mesh,
+            journeys: Some(journeys),
             ..Routes::default()
         }
     }
@@ -100,33 +106,61 @@ impl RouteCache {
     }
 }
 
+/// Who sent a frame, as routing sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// A source (or any client that does not receive).
+    Source,
+    /// A stream function: its outputs count against their message's delivery budget.
+    Function,
+    /// An upstream zipper of a mesh: delivered locally, never forwarded again.
+    Mesh,
+}
+
 /// Delivers `routed` to every subscriber it reaches and, for frames from local clients,
 /// to every downstream zipper of the mesh. Each recipient gets a reference-counted clone
-/// of the frame; the last gets the frame itself.
+/// of the frame; the last gets the frame itself. A function's output goes to as many
+/// recipients as its message's delivery budget has left; the rest are dropped as `loop`.
 pub(crate) async fn route(
     routes: &Routes,
     cache: &mut RouteCache,
     metrics: &Metrics,
     routed: Routed,
-    from_mesh: bool,
+    origin: Origin,
     at: Instant,
 ) {
     let Routed { data, target } = routed;
     let target = target.as_deref();
     let subscribers = cache.table(routes).routes(data.tag);
     let subscribers: &[_] = subscribers.as_deref().unwrap_or(&[]);
-    let downstream: &[Arc<Outbox>] = if from_mesh { &[] } else { &routes.mesh };
+    let downstream: &[Arc<Outbox>] = match origin {
+        Origin::Mesh => &[],
+        _ => &routes.mesh,
+    };
     let mut left = subscribers.iter().filter(|r| accepts(r, target)).count() + downstream.len();
     if left == 0 {
         metrics.dropped(Drop::NoSubscriber, 1);
         return;
+    }
+    if let (Origin::Function, Some(journeys)) = (origin, &routes.journeys) {
+        if let Ok(Some(tid)) = data.metadata.get(metadata::TID) {
+            let wanted = u32::try_from(left).unwrap_or(u32::MAX);
+            let allowed = journeys.charge(tid, wanted, at) as usize;
+            if allowed < left {
+                metrics.dropped(Drop::Loop, (left - allowed) as u64);
+                left = allowed;
+                if left == 0 {
+                    return;
+                }
+            }
+        }
     }
     let mut data = Some(data);
     let chosen = subscribers
         .iter()
         .filter(|r| accepts(r, target))
         .map(|r| &r.target);
-    for outbox in chosen.chain(downstream) {
+    for outbox in chosen.chain(downstream).take(left) {
         left -= 1;
         let frame = if left > 0 { data.clone() } else { data.take() };
         let Some(frame) = frame else { break };

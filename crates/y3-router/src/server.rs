@@ -33,6 +33,7 @@ use y3_transport::{Connection, FrameCodec, TransportError};
 use crate::config::{Listen, RouterConfig};
 use crate::connection;
 use crate::error::RouterError;
+use crate::journeys::Journeys;
 use crate::mesh;
 use crate::metrics::{self, Metrics, Stats};
 use crate::routing::Routes;
@@ -97,6 +98,10 @@ impl Shared {
     }
 }
 
+/// How long a message's deliveries are remembered (see `journeys.rs`): between one and
+/// two of these.
+const JOURNEY_WINDOW: Duration = Duration::from_secs(10);
+
 /// Starts routers.
 #[derive(Debug, Clone, Copy)]
 pub struct Router;
@@ -139,7 +144,10 @@ impl Router {
             config: config.clone(),
             admission,
             metrics: metrics.clone(),
-            routes: Routes::new(mesh.iter().map(mesh::Link::outbox).collect()),
+            routes: Routes::new(
+                mesh.iter().map(mesh::Link::outbox).collect(),
+                Journeys::new(config.limits.max_deliveries_per_message, JOURNEY_WINDOW),
+            ),
             next_session: AtomicU64::new(first_session_id()),
             open: AtomicUsize::new(0),
             sources: AtomicUsize::new(0),

@@ -122,3 +122,72 @@ async fn queued_small_frames_do_not_pin_read_buffers() {
     drop(stuck);
     router.shutdown().await;
 }
+
+/// A function as YoMo's run it: every frame it receives is written back under the same
+/// tag with the same metadata (and no y3 hop count, which YoMo's functions do not carry).
+/// Reading and writing are decoupled so that the loop itself cannot deadlock.
+fn echo_function(conn: y3_transport::Connection) -> tokio::task::JoinHandle<u64> {
+    let y3_transport::Connection {
+        mut reader,
+        mut writer,
+        ..
+    } = conn;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Some(frame) = rx.recv().await {
+            if writer.send(frame).await.is_err() {
+                break;
+            }
+        }
+    });
+    tokio::spawn(async move {
+        use futures_util::StreamExt;
+        let mut seen = 0u64;
+        while let Ok(Some(Ok(Frame::Data(d)))) =
+            tokio::time::timeout(Duration::from_millis(500), reader.next()).await
+        {
+            seen += 1;
+            let echo = y3_transport::Data::new(d.tag, d.payload.clone()).with_metadata(d.metadata);
+            if tx.send(Frame::Data(echo)).is_err() {
+                break;
+            }
+        }
+        seen
+    })
+}
+
+/// The loop attack: three functions that re-emit the tag they observe. Each sees every
+/// frame, its own included, so a message multiplies by three at every pass; YoMo-style
+/// functions carry no hop count. Every message's function outputs may cause at most
+/// `max_deliveries_per_message` deliveries: 200 messages cause at most 200 × (3 + 128)
+/// deliveries (they caused 306,600), and the rest are counted as `loop` drops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn loops_are_bounded_in_width() {
+    const MESSAGES: u64 = 200;
+    const BUDGET: u64 = 128;
+    let router = router(|c| c.limits.max_deliveries_per_message = BUDGET as u32).await;
+    let mut functions = Vec::new();
+    for _ in 0..3 {
+        let conn = admit(
+            router.connect_in_memory(),
+            yomo_hello(ClientType::StreamFunction, &[0x40]),
+        )
+        .await;
+        functions.push(echo_function(conn));
+    }
+    let mut source = join(&router, ClientType::Source, &[]).await;
+    send_all(&mut source, 0x40, 0..MESSAGES, b"ping").await;
+    let mut delivered = 0;
+    for f in functions {
+        delivered += within("the loop to die out", f).await.unwrap();
+    }
+    let stats = router.stats();
+    eprintln!(
+        "loop attack: {delivered} deliveries, {} dropped as loop",
+        stats.drops(y3_router::metrics::Drop::Loop)
+    );
+    assert!(delivered >= MESSAGES * 3, "{delivered}");
+    assert!(delivered <= MESSAGES * (3 + BUDGET), "{delivered}");
+    assert!(stats.drops(y3_router::metrics::Drop::Loop) > 0);
+    router.shutdown().await;
+}
