@@ -19,7 +19,7 @@
 //! capacity = 1024             # frames queued per subscriber
 //! max_bytes = 16777216        # bytes queued per subscriber
 //! policy = "block"            # "block" (lossless) or "drop_oldest" (real-time)
-//! block_timeout_ms = 5000     # a subscriber full this long under "block" is disconnected
+//! block_timeout_ms = 250      # a subscriber full this long under "block" is disconnected
 //!
 //! [limits]
 //! max_frame_len = 1048576
@@ -139,7 +139,9 @@ pub struct QueueConfig {
     /// What a full queue does.
     pub policy: Policy,
     /// Under `block`, a subscriber whose queue stays full this long is disconnected
-    /// (`slow_consumer`) so that its sources can go on.
+    /// (`slow_consumer`, named in the log and in `y3_router_evictions_total`) so that its
+    /// sources can go on: it holds up its tag's publishers, and their other tags, at most
+    /// this long.
     pub block_timeout_ms: u64,
 }
 
@@ -149,7 +151,7 @@ impl Default for QueueConfig {
             capacity: 1024,
             max_bytes: 16 << 20,
             policy: Policy::Block,
-            block_timeout_ms: 5000,
+            block_timeout_ms: 250,
         }
     }
 }
@@ -442,7 +444,7 @@ mod tests {
         .unwrap();
         assert_eq!(config.queue.policy, Policy::DropOldest);
         assert_eq!(config.queue.capacity, 8);
-        assert_eq!(config.queue.block_timeout_ms, 5000);
+        assert_eq!(config.queue.block_timeout_ms, 250);
         assert_eq!(config.validate().unwrap().quic, None);
     }
 

@@ -200,7 +200,22 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
             (Duration::ZERO, false, None)
         }
         End::Evicted => {
-            let goaway = Goaway::new(GoawayCode::SlowConsumer, "did not read its frames in time");
+            tracing::warn!(
+                session = id,
+                name = %hello.name,
+                id = %hello.id,
+                ?peer,
+                timeout_ms = shared.config.queue.block_timeout_ms,
+                "slow consumer evicted: its queue stayed full"
+            );
+            shared.metrics.evicted(&hello.name);
+            let goaway = Goaway::new(
+                GoawayCode::SlowConsumer,
+                format!(
+                    "queue stayed full for {} ms",
+                    shared.config.queue.block_timeout_ms
+                ),
+            );
             (Duration::ZERO, false, Some(goaway))
         }
     };

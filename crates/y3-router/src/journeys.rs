@@ -64,8 +64,13 @@ impl Journeys {
     pub fn charge(&self, tid: &str, wanted: u32, now: Instant) -> u32 {
         let shard = &self.shards[self.hasher.hash_one(tid) as usize % SHARDS];
         let mut shard = shard.lock().unwrap_or_else(|e| e.into_inner());
-        if now.saturating_duration_since(shard.since) >= self.window || shard.current.len() >= CAP {
+        let age = now.saturating_duration_since(shard.since);
+        if age >= self.window || shard.current.len() >= CAP {
+            // Rotations are lazy: after two idle windows nothing is left to remember.
             shard.previous = std::mem::take(&mut shard.current);
+            if age >= 2 * self.window {
+                shard.previous.clear();
+            }
             shard.since = now;
         }
         let used = match shard.current.get_mut(tid) {

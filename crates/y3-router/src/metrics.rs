@@ -11,6 +11,7 @@
 //! y3_router_frames_out_total{tag}             counter  data frames written to subscribers
 //! y3_router_bytes_out_total{tag}              counter  payload bytes written
 //! y3_router_dropped_total{reason}             counter  frames not delivered (see below)
+//! y3_router_evictions_total{client}           counter  slow consumers disconnected, by name
 //! y3_router_queue_depth                       gauge    frames queued over all subscribers
 //! y3_router_handler_latency_seconds           histogram  frame read → written to subscriber
 //! y3_router_mesh_connected{downstream}        gauge    1 while the link to a downstream is up
@@ -20,12 +21,14 @@
 //! ```
 //!
 //! Drop reasons: `queue_full` (drop-oldest policy), `no_subscriber`, `loop` (hop limit),
+//! `loop` also counts deliveries past a message's budget (`journeys.rs`),
 //! `disconnected` (queued for a subscriber that went away), `slow_consumer` (queued for a
 //! subscriber disconnected for not reading under the block policy), `mesh` (for a downstream
 //! zipper that was down or too slow, see `mesh.rs`).
 //!
 //! Tags are labelled `0x10`-style. Clients choose tags, so the label set is capped at
-//! [`MAX_TAG_LABELS`] distinct tags; frames on further tags are counted under `other`.
+//! [`MAX_TAG_LABELS`] distinct tags; frames on further tags are counted under `other`. The
+//! same holds for client names in evictions ([`MAX_CLIENT_LABELS`], at most 64 bytes each).
 
 use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;
@@ -51,6 +54,9 @@ use crate::histogram::{LatencyHistogram, LocalLatency};
 
 /// Most distinct tag label values; see the module docs.
 pub const MAX_TAG_LABELS: usize = 1024;
+
+/// Most distinct client names labelled in `y3_router_evictions_total`.
+pub const MAX_CLIENT_LABELS: usize = 256;
 
 /// Why a frame was not delivered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -96,6 +102,11 @@ impl Drop {
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct TagLabel {
     tag: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ClientLabel {
+    client: String,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -195,6 +206,8 @@ pub struct Metrics {
     frames_out: Family<TagLabel, Counter>,
     bytes_out: Family<TagLabel, Counter>,
     dropped: Family<ReasonLabel, Counter>,
+    evictions: Family<ClientLabel, Counter>,
+    evicted_names: Mutex<HashSet<String>>,
     queue_depth: Gauge,
     latency: LatencyHistogram,
     mesh: MeshFamilies,
@@ -225,6 +238,8 @@ impl Metrics {
             frames_out: Family::default(),
             bytes_out: Family::default(),
             dropped: Family::default(),
+            evictions: Family::default(),
+            evicted_names: Mutex::new(HashSet::new()),
             queue_depth: Gauge::default(),
             // 10 µs to ~2.6 s.
             latency: LatencyHistogram::default(),
@@ -278,6 +293,11 @@ impl Metrics {
             "dropped",
             "Frames not delivered, by reason",
             m.dropped.clone(),
+        );
+        registry.register(
+            "evictions",
+            "Slow consumers disconnected, by client name",
+            m.evictions.clone(),
         );
         registry.register(
             "queue_depth",
@@ -338,6 +358,24 @@ impl Metrics {
             frames: count(&self.mesh.frames),
             dropped: count(&self.mesh.dropped),
         })
+    }
+
+    /// Counts a slow consumer evicted, under its (client-chosen, so capped) name.
+    pub(crate) fn evicted(&self, name: &str) {
+        let mut name: String = name.chars().take(64).collect();
+        {
+            let mut names = self.evicted_names.lock().unwrap_or_else(|e| e.into_inner());
+            if !names.contains(&name) {
+                if names.len() < MAX_CLIENT_LABELS {
+                    names.insert(name.clone());
+                } else {
+                    name = "other".to_owned();
+                }
+            }
+        }
+        self.evictions
+            .get_or_create(&ClientLabel { client: name })
+            .inc();
     }
 
     /// The metrics in the Prometheus/OpenMetrics text format.

@@ -315,10 +315,7 @@ impl Outbox {
         if self.evicted_flag.swap(true, Ordering::Relaxed) {
             return;
         }
-        tracing::warn!(
-            timeout = ?self.block_timeout,
-            "subscriber did not read in time; disconnecting it (slow_consumer)"
-        );
+        // The connection logs it, with the client's name and address.
         self.evicted.cancel();
         self.abort(None, Drop::SlowConsumer);
     }

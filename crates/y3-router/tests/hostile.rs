@@ -191,3 +191,53 @@ async fn loops_are_bounded_in_width() {
     assert!(stats.drops(y3_router::metrics::Drop::Loop) > 0);
     router.shutdown().await;
 }
+
+/// A subscriber that stops reading holds up its tag's publisher, and so that publisher's
+/// other tags, for at most the block timeout (250 ms by default); then it is evicted,
+/// named in the metrics, and the healthy subscriber of the other tag sees no further gap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stuck_subscriber_delays_other_tags_at_most_the_block_timeout() {
+    let router = router(|c| c.queue.capacity = 64).await;
+    assert_eq!(router_block_timeout(), Duration::from_millis(250));
+    let mut stuck_hello = hello(ClientType::StreamFunction, &[0x50]);
+    stuck_hello.name = "stuck-sink".into();
+    let _stuck = admit(router.connect_in_memory(), stuck_hello).await;
+    let mut healthy = join(&router, ClientType::StreamFunction, &[0x51]).await;
+    let mut source = join(&router, ClientType::Source, &[]).await;
+    let sender = tokio::spawn(async move {
+        let payload = bytes::Bytes::from(vec![0u8; 1024]);
+        for i in 0..600u64 {
+            source
+                .writer
+                .feed(Frame::Data(numbered(0x50, i, payload.clone())))
+                .await
+                .unwrap();
+            source
+                .writer
+                .feed(Frame::Data(numbered(0x51, i, payload.clone())))
+                .await
+                .unwrap();
+            source.writer.flush().await.unwrap();
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        source
+    });
+    let (mut last, mut worst, mut got) = (Instant::now(), Duration::ZERO, 0u64);
+    while got < 600 {
+        let d = next_data(&mut healthy).await;
+        assert_eq!(seq(&d), got, "in order, none lost");
+        let now = Instant::now();
+        worst = worst.max(now - last);
+        last = now;
+        got += 1;
+    }
+    let _source = sender.await.unwrap();
+    eprintln!("stuck subscriber: the other tag's longest gap {worst:?}");
+    assert!(worst < Duration::from_millis(250 + 200), "gap {worst:?}");
+    assert_eq!(counter(&router, "evictions", "client", "stuck-sink"), 1);
+    router.shutdown().await;
+}
+
+fn router_block_timeout() -> Duration {
+    Duration::from_millis(y3_router::RouterConfig::default().queue.block_timeout_ms)
+}
