@@ -183,7 +183,7 @@ pub fn line_to_frame(
 /// # Errors
 /// Bad lines (with their line number), connection errors.
 pub fn run(args: &SendArgs, out: &mut dyn Write) -> anyhow::Result<()> {
-    let reader: Box<dyn BufRead> = match &args.input {
+    let reader: Box<dyn BufRead + Send> = match &args.input {
         Some(path) if path.as_os_str() != "-" => {
             Box::new(io::BufReader::new(std::fs::File::open(path).map_err(
                 |e| CliError::bad_input("io", format!("cannot open {}: {e}", path.display())),
@@ -191,20 +191,32 @@ pub fn run(args: &SendArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         }
         _ => Box::new(io::BufReader::new(io::stdin())),
     };
+    // Input is read on a thread of its own: a blocking read on the runtime's thread would
+    // hold back the writer (frames sent only when the input ends) and the connection's
+    // keep-alives (an idle connection lost while waiting for the next line).
+    let (lines_tx, mut lines) = tokio::sync::mpsc::channel::<io::Result<String>>(1024);
+    std::thread::spawn(move || {
+        for line in reader.lines() {
+            if lines_tx.blocking_send(line).is_err() {
+                break;
+            }
+        }
+    });
     let options = args.client.options("y3-send")?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let (sent, bytes) = runtime.block_on(async {
         let mut source = Source::connect(options).await.map_err(net_error)?;
-        let (mut sent, mut bytes) = (0u64, 0usize);
-        for (n, line) in reader.lines().enumerate() {
+        let (mut sent, mut bytes, mut n) = (0u64, 0usize, 0usize);
+        while let Some(line) = lines.recv().await {
+            n += 1;
             let line = line?;
             if line.trim().is_empty() {
                 continue;
             }
             let (tag, payload) = line_to_frame(&line, args.tag, args.dialect.into())
-                .with_context(|| format!("line {}", n + 1))?;
+                .with_context(|| format!("line {n}"))?;
             bytes += payload.len();
             match &args.target {
                 Some(target) => source.send_with_target(tag, payload, target).await,
