@@ -4,11 +4,19 @@
 //! - The server side is an [`Identity`]: a certificate chain and key loaded from PEM files,
 //!   or a self-signed development certificate generated at startup.
 //! - The client side is a [`Trust`]: pin certificates (the dev certificate's DER, or a PEM
-//!   file), or `Insecure`, which accepts any certificate and exists for development only.
+//!   file), pin the SHA-256 [`fingerprint`] of the router's certificate (what `y3 serve`
+//!   prints), or `Insecure`, which accepts any certificate and exists for development only.
+//!
+//! A development certificate is written for local clients with
+//! [`Identity::write_certificate_pem`]: mode 0600, in a directory that no other user can
+//! write to (a missing one is created 0700; [`default_dev_cert_path`] is a per-user one), and
+//! never through a symbolic link.
 //!
 //! Only TLS 1.3 with the `ring` provider is offered; ALPN is [`ALPN`].
 
-use std::path::Path;
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -27,6 +35,144 @@ pub const DEV_SERVER_NAME: &str = "localhost";
 
 fn provider() -> Arc<CryptoProvider> {
     Arc::new(crypto::ring::default_provider())
+}
+
+/// The SHA-256 digest of a certificate's DER bytes: what [`Trust::Fingerprint`] pins.
+pub fn fingerprint(cert: &CertificateDer<'_>) -> [u8; 32] {
+    sha256(cert)
+}
+
+/// A fingerprint as lowercase hex without separators (how `y3 serve` prints it and
+/// `--pin` takes it).
+pub fn fingerprint_hex(fingerprint: &[u8; 32]) -> String {
+    fingerprint.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn sha256(data: &[u8]) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    // A TLS 1.3 suite always carries its hash; this suite's is SHA-256, 32 bytes long.
+    if let Some(suite) = crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256.tls13() {
+        out.copy_from_slice(suite.common.hash_provider.hash(data).as_ref());
+    }
+    out
+}
+
+/// Where `y3 serve` keeps its development certificate unless told otherwise, in a per-user
+/// directory: `$XDG_RUNTIME_DIR/y3`, else `$XDG_CACHE_HOME/y3`, else `~/.cache/y3`, else
+/// `y3-$USER` in the temp directory.
+pub fn default_dev_cert_path() -> PathBuf {
+    let absolute = |var: &str| {
+        std::env::var_os(var)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    let dir = if let Some(run) = absolute("XDG_RUNTIME_DIR") {
+        run.join("y3")
+    } else if let Some(cache) = absolute("XDG_CACHE_HOME") {
+        cache.join("y3")
+    } else if let Some(home) = absolute("HOME") {
+        home.join(".cache").join("y3")
+    } else {
+        let user = std::env::var("USER").unwrap_or_else(|_| "user".to_owned());
+        std::env::temp_dir().join(format!("y3-{user}"))
+    };
+    dir.join("dev-cert.pem")
+}
+
+fn refuse(what: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::PermissionDenied, what.to_owned())
+}
+
+/// Checks (creating it 0700 when missing) the directory a private file goes in: a real
+/// directory, not a symbolic link, that no other user can write to (unless sticky, as the
+/// temp directory is).
+fn private_dir(dir: &Path) -> io::Result<fs::Metadata> {
+    if let Err(e) = fs::symlink_metadata(dir) {
+        if e.kind() != io::ErrorKind::NotFound {
+            return Err(e);
+        }
+        let mut builder = fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder.create(dir)?;
+    }
+    let meta = fs::symlink_metadata(dir)?;
+    if meta.file_type().is_symlink() {
+        return Err(refuse("the directory is a symbolic link (not followed)"));
+    }
+    if !meta.is_dir() {
+        return Err(refuse("not a directory"));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = meta.permissions().mode();
+        if mode & 0o022 != 0 && mode & 0o1000 == 0 {
+            return Err(refuse("the directory is writable by other users"));
+        }
+    }
+    Ok(meta)
+}
+
+/// Writes `contents` to `path`, readable by this user only (0600), without following a
+/// symbolic link at `path` and without writing into a file someone else created there: the
+/// bytes go to a fresh file (`create_new`, `O_EXCL`) beside it that is then renamed over
+/// `path`.
+fn write_private(path: &Path, contents: &[u8]) -> io::Result<()> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| refuse("not a file name"))?
+        .to_string_lossy()
+        .into_owned();
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let dir_meta = private_dir(dir)?;
+    let tmp = dir.join(format!(
+        ".{name}.{}.{:016x}.tmp",
+        std::process::id(),
+        fastrand::u64(..)
+    ));
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(&tmp)?;
+    let written = (|| {
+        #[cfg(unix)]
+        {
+            // The directory must be this user's (or root's, as the temp directory is): the
+            // owner of a directory may replace any file in it.
+            use std::os::unix::fs::MetadataExt;
+            let me = file.metadata()?.uid();
+            if dir_meta.uid() != me && dir_meta.uid() != 0 {
+                return Err(refuse("the directory belongs to another user"));
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = &dir_meta;
+        file.write_all(contents)?;
+        file.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    written?;
+    let meta = fs::symlink_metadata(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if meta.permissions().mode() & 0o077 != 0 {
+            return Err(refuse("the written file is readable by other users"));
+        }
+    }
+    if !meta.is_file() {
+        return Err(refuse("the written path is not a plain file"));
+    }
+    Ok(())
 }
 
 /// A server's certificate chain and private key.
@@ -119,6 +265,22 @@ impl Identity {
         self.self_signed
     }
 
+    /// The SHA-256 [`fingerprint`] of the end-entity certificate.
+    pub fn fingerprint(&self) -> [u8; 32] {
+        fingerprint(self.certificate())
+    }
+
+    /// Writes [`Identity::certificate_pem`] to `path` for local clients: mode 0600, never
+    /// through a symbolic link, in a directory no other user can write to (created 0700 if
+    /// missing). The private key is never written.
+    ///
+    /// # Errors
+    /// IO errors, and `PermissionDenied` for a directory that is a symbolic link, belongs
+    /// to another user or is writable by others.
+    pub fn write_certificate_pem(&self, path: &Path) -> io::Result<()> {
+        write_private(path, self.certificate_pem().as_bytes())
+    }
+
     /// A rustls server configuration: TLS 1.3 only, ALPN [`ALPN`].
     ///
     /// # Errors
@@ -138,6 +300,9 @@ impl Identity {
 pub enum Trust {
     /// Trust exactly these certificates (a pinned self-signed certificate, or CA roots).
     Pinned(Vec<CertificateDer<'static>>),
+    /// Trust exactly the certificate whose SHA-256 [`fingerprint`] this is, whatever its
+    /// names and dates (the dev certificate `y3 serve` announces).
+    Fingerprint([u8; 32]),
     /// Accept any certificate. Development only: the connection is encrypted but the
     /// server is not authenticated.
     Insecure,
@@ -162,6 +327,30 @@ impl Trust {
         Ok(Trust::Pinned(certs))
     }
 
+    /// Trust the certificate with this SHA-256 fingerprint: 64 hex digits, optionally
+    /// separated by `:` and prefixed with `sha256:`, in either case.
+    ///
+    /// # Errors
+    /// [`TransportError::Config`] for anything else.
+    pub fn from_fingerprint(text: &str) -> Result<Trust, TransportError> {
+        let text = text.trim();
+        let text = text
+            .strip_prefix("sha256:")
+            .or_else(|| text.strip_prefix("SHA256:"))
+            .unwrap_or(text);
+        let digits: Vec<u8> = text.bytes().filter(|&b| b != b':').collect();
+        let bad = || TransportError::Config("a fingerprint is 64 hex digits (SHA-256)");
+        if digits.len() != 64 || !digits.iter().all(u8::is_ascii_hexdigit) {
+            return Err(bad());
+        }
+        let mut out = [0u8; 32];
+        for (byte, pair) in out.iter_mut().zip(digits.chunks(2)) {
+            let pair = std::str::from_utf8(pair).map_err(|_| bad())?;
+            *byte = u8::from_str_radix(pair, 16).map_err(|_| bad())?;
+        }
+        Ok(Trust::Fingerprint(out))
+    }
+
     /// A rustls client configuration: TLS 1.3 only, ALPN [`ALPN`].
     ///
     /// # Errors
@@ -178,9 +367,19 @@ impl Trust {
                 }
                 builder.with_root_certificates(roots).with_no_client_auth()
             }
+            Trust::Fingerprint(pin) => builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(Verifier {
+                    provider: provider(),
+                    pin: Some(*pin),
+                }))
+                .with_no_client_auth(),
             Trust::Insecure => builder
                 .dangerous()
-                .with_custom_certificate_verifier(Arc::new(AcceptAny(provider())))
+                .with_custom_certificate_verifier(Arc::new(Verifier {
+                    provider: provider(),
+                    pin: None,
+                }))
                 .with_no_client_auth(),
             Trust::Unset => {
                 return Err(TransportError::Config(
@@ -202,21 +401,30 @@ pub fn server_name(name: &str) -> Result<ServerName<'static>, TransportError> {
         .map_err(|_| TransportError::Config("invalid TLS server name"))
 }
 
-/// Accepts any server certificate but still checks the handshake signatures, so the
-/// session is encrypted to whoever holds the presented key. Development only.
+/// Accepts the server certificate with the pinned fingerprint, or any one without a pin
+/// (development only), and checks the handshake signatures either way, so the session is
+/// encrypted to whoever holds the presented certificate's key.
 #[derive(Debug)]
-struct AcceptAny(Arc<CryptoProvider>);
+struct Verifier {
+    provider: Arc<CryptoProvider>,
+    pin: Option<[u8; 32]>,
+}
 
-impl ServerCertVerifier for AcceptAny {
+impl ServerCertVerifier for Verifier {
     fn verify_server_cert(
         &self,
-        _end_entity: &CertificateDer<'_>,
+        end_entity: &CertificateDer<'_>,
         _intermediates: &[CertificateDer<'_>],
         _server_name: &ServerName<'_>,
         _ocsp_response: &[u8],
         _now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
+        match self.pin {
+            Some(pin) if fingerprint(end_entity) != pin => Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::ApplicationVerificationFailure,
+            )),
+            _ => Ok(ServerCertVerified::assertion()),
+        }
     }
 
     fn verify_tls12_signature(
@@ -229,7 +437,7 @@ impl ServerCertVerifier for AcceptAny {
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &self.provider.signature_verification_algorithms,
         )
     }
 
@@ -243,12 +451,14 @@ impl ServerCertVerifier for AcceptAny {
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &self.provider.signature_verification_algorithms,
         )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 
@@ -300,5 +510,84 @@ mod tests {
         id.server_config().unwrap();
         Trust::Pinned(vec![back]).client_config().unwrap();
         assert_eq!(Trust::Unset.client_config().unwrap_err().kind(), "config");
+    }
+
+    #[test]
+    fn sha256_and_fingerprints() {
+        assert_eq!(
+            fingerprint_hex(&sha256(b"abc")),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        let id = Identity::self_signed().unwrap();
+        let hex = fingerprint_hex(&id.fingerprint());
+        assert_eq!(hex.len(), 64);
+        let Trust::Fingerprint(pin) = Trust::from_fingerprint(&hex).unwrap() else {
+            panic!()
+        };
+        assert_eq!(pin, id.fingerprint());
+        // Colons, upper case and a `sha256:` prefix are accepted; anything else is not.
+        let colons = id
+            .fingerprint()
+            .iter()
+            .map(|b| format!("{b:02X}"))
+            .collect::<Vec<_>>()
+            .join(":");
+        let Trust::Fingerprint(again) =
+            Trust::from_fingerprint(&format!("sha256:{colons}")).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(again, pin);
+        for bad in [
+            "",
+            "abc",
+            &hex[..62],
+            &format!("{}zz", &hex[..62]),
+            "é".repeat(32).as_str(),
+        ] {
+            assert_eq!(
+                Trust::from_fingerprint(bad).unwrap_err().kind(),
+                "config",
+                "{bad}"
+            );
+        }
+        Trust::Fingerprint(pin).client_config().unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn private_files() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777;
+        let base = std::env::temp_dir().join(format!("y3-tls-test-{}", fastrand::u64(..)));
+        let dir = base.join("a").join("y3");
+        let path = dir.join("dev-cert.pem");
+        let id = Identity::self_signed().unwrap();
+        id.write_certificate_pem(&path).unwrap();
+        assert_eq!((mode(&dir), mode(&path)), (0o700, 0o600));
+        assert_eq!(fs::read_to_string(&path).unwrap(), id.certificate_pem());
+        // A symbolic link planted at the path is replaced, not followed.
+        let victim = base.join("victim");
+        fs::write(&victim, "keep me").unwrap();
+        fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(&victim, &path).unwrap();
+        id.write_certificate_pem(&path).unwrap();
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "keep me");
+        assert!(fs::symlink_metadata(&path).unwrap().is_file());
+        assert_eq!(mode(&path), 0o600);
+        // A directory that is a symbolic link, or that others may write to, is refused.
+        let link = base.join("link");
+        std::os::unix::fs::symlink(&dir, &link).unwrap();
+        let err = id.write_certificate_pem(&link.join("c.pem")).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::PermissionDenied, "{err}");
+        let open = base.join("open");
+        fs::create_dir(&open).unwrap();
+        fs::set_permissions(&open, fs::Permissions::from_mode(0o777)).unwrap();
+        let err = id.write_certificate_pem(&open.join("c.pem")).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::PermissionDenied, "{err}");
+        // No temporary file is left behind.
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
+        assert_eq!(fs::read_dir(&open).unwrap().count(), 0);
+        fs::remove_dir_all(&base).unwrap();
     }
 }

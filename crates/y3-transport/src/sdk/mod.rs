@@ -10,7 +10,9 @@
 //! a YoMo-style id (`<21 characters>-<reconnect count>`) and its observed tags, and waits
 //! for the router's ack. Outgoing frames go through a bounded queue to a writer task that
 //! feeds every queued frame into one buffer and flushes once, so a fast sender gets batched
-//! writes and a slow one gets low latency. Lost connections are re-established with
+//! writes and a slow one gets low latency. A frame counts as sent only once it is written
+//! to the connection: `send` returns when the frame is queued, [`Source::flush`] when
+//! everything queued is written, and neither says the router has read it (see [`Source`]). Lost connections are re-established with
 //! exponential [`Backoff`]; refusals (a wrong token, a bad handshake, a close with YoMo's
 //! code 0x13) are returned as typed [`TransportError`](crate::TransportError)s and not
 //! retried.
@@ -166,6 +168,14 @@ impl ClientOptions {
         self
     }
 
+    /// Whether the credential would cross the network in clear: a token over plain TCP to
+    /// an address beyond loopback (use [`Transport::TcpTls`] or [`Transport::Quic`]).
+    pub fn exposes_credential(&self) -> bool {
+        !self.credential.is_empty()
+            && self.transport == Transport::Tcp
+            && !self.addr.ip().is_loopback()
+    }
+
     /// Sets the credential to the token `token` (`token:TOKEN`); an empty token clears it.
     pub fn token(mut self, token: &str) -> Self {
         self.credential = if token.is_empty() {
@@ -211,5 +221,18 @@ mod tests {
         let d3 = b.delay(3);
         assert!(d3 <= Duration::from_millis(800) && d3 >= Duration::from_millis(600));
         assert!(b.delay(40) <= Duration::from_secs(1));
+    }
+
+    #[test]
+    fn a_token_over_plain_tcp_beyond_loopback_is_exposed() {
+        let at = |addr: &str| ClientOptions::new(addr.parse().unwrap());
+        assert!(at("10.0.0.2:9000").token("t").exposes_credential());
+        assert!(!at("10.0.0.2:9000").exposes_credential());
+        assert!(!at("127.0.0.1:9000").token("t").exposes_credential());
+        assert!(!at("[::1]:9000").token("t").exposes_credential());
+        for transport in [Transport::TcpTls, Transport::Quic] {
+            let o = at("10.0.0.2:9000").token("t").transport(transport);
+            assert!(!o.exposes_credential());
+        }
     }
 }

@@ -8,7 +8,7 @@ use tokio::task::JoinHandle;
 
 use super::link::{Hello, Link, LinkTx, Out};
 use super::{new_id, ClientOptions};
-use crate::frame::{ClientType, Data, Frame, Goaway};
+use crate::frame::{ClientType, Data, Frame, Goaway, GoawayCode};
 use crate::metadata::{self, Metadata};
 use crate::TransportError;
 
@@ -27,8 +27,15 @@ struct Active {
 
 /// A client that sends data frames: an edge device, a script, a benchmark.
 ///
-/// [`send`](Source::send) queues a frame for the writer task; frames are written in
-/// batches. Like YoMo's sources, every frame carries the metadata `yomo-source-id` (this
+/// [`send`](Source::send) queues a frame for the writer task and returns once it is
+/// queued; frames are written in batches. **A frame counts as sent only once it is written
+/// to the connection** (the kernel's socket buffer, or the QUIC stream):
+/// [`flush`](Source::flush) returns when every frame queued before it has been written, and
+/// [`close`](Source::close) when every frame has been written and the router closed the
+/// connection without refusing any. Neither says that the router has read or routed a frame
+/// (a router may still fail afterwards); a router that refuses one (`forbidden`,
+/// `reserved_tag`, a protocol error) stops reading there, and the error is returned by the
+/// next `send`, `flush` or `close`. Like YoMo's sources, every frame carries the metadata `yomo-source-id` (this
 /// client's id) and a fresh `yomo-tid`. A lost connection is re-established (with
 /// [`ClientOptions::backoff`]) on the next send; a goaway from the router (it is shutting
 /// down, or refused the client) is returned once as [`TransportError::Goaway`], and the
@@ -118,7 +125,8 @@ impl Source {
         })
     }
 
-    /// Sends `payload` under `tag`, with a fresh transaction id.
+    /// Queues `payload` under `tag`, with a fresh transaction id, for the writer task; `Ok`
+    /// means queued, not yet written (see [`Source::flush`]).
     ///
     /// # Errors
     /// [`TransportError::Goaway`] once after the router closed the connection with a
@@ -133,7 +141,7 @@ impl Source {
             .await
     }
 
-    /// Sends `payload` under `tag` to the stream functions whose wanted target is
+    /// Queues `payload` under `tag` for the stream functions whose wanted target is
     /// `target` (metadata `yomo-target`).
     ///
     /// # Errors
@@ -162,7 +170,7 @@ impl Source {
         Metadata::from_pairs(pairs)
     }
 
-    /// Sends a data frame as it is (its metadata and hops are not touched).
+    /// Queues a data frame as it is (its metadata and hops are not touched).
     ///
     /// # Errors
     /// As [`Source::send`].
@@ -201,11 +209,14 @@ impl Source {
         Err(TransportError::Closed)
     }
 
-    /// Waits until every frame sent so far has been handed to the socket.
+    /// Waits until every frame queued so far has been written to the connection (the
+    /// kernel's socket buffer, or the QUIC stream). That is all it promises: the router may
+    /// not have read them yet.
     ///
     /// # Errors
     /// [`TransportError::Goaway`] or [`TransportError::Closed`] when the connection broke
-    /// with frames still queued.
+    /// with frames still queued, or when the router has refused a frame (it reads nothing
+    /// after it).
     pub async fn flush(&mut self) -> Result<(), TransportError> {
         let Some(active) = &self.active else {
             return Ok(());
@@ -213,21 +224,41 @@ impl Source {
         if active.link.flush().await.is_err() {
             return Err(self.take_broken().unwrap_or(TransportError::Closed));
         }
+        let refused = lock(&active.seen).goaway.as_ref().is_some_and(is_refusal);
+        if refused {
+            return Err(self.take_broken().unwrap_or(TransportError::Closed));
+        }
         Ok(())
     }
 
-    /// Flushes, closes the connection and waits for the router to acknowledge.
+    /// Flushes, closes the connection and waits (a bounded time) for the router to close
+    /// its side.
     ///
     /// # Errors
-    /// As [`Source::flush`].
+    /// As [`Source::flush`]; also the refusal the router closed the connection with (a
+    /// frame it did not accept, and none after it was read), rather than `Ok`.
     pub async fn close(mut self) -> Result<(), TransportError> {
         let Some(active) = self.active.take() else {
             return Ok(());
         };
         let result = active.link.close().await;
         let _ = tokio::time::timeout(super::link::LINGER, active.reader).await;
-        result
+        let goaway = lock(&active.seen).goaway.take();
+        match goaway {
+            Some(g) if is_refusal(&g) => Err(TransportError::Goaway {
+                code: g.code,
+                message: g.reason,
+            }),
+            _ => result,
+        }
     }
+}
+
+/// Whether the connection ended with a refusal: a goaway that says not to come back, and
+/// not the plain close (code 0, no reason) a router answers a client's own close with.
+fn is_refusal(goaway: &Goaway) -> bool {
+    let plain_close = goaway.code == GoawayCode::Unspecified && goaway.reason.is_empty();
+    !goaway.code.is_retryable() && !plain_close
 }
 
 fn lock(seen: &Mutex<Seen>) -> std::sync::MutexGuard<'_, Seen> {
