@@ -6,14 +6,28 @@
 //! quic = "127.0.0.1:9000"     # UDP; same port number as TCP is fine
 //! metrics = "127.0.0.1:9090"  # Prometheus text at GET /metrics
 //! tcp_tls = false             # TLS 1.3 on the TCP listener
+//! metrics_token = ""          # GET /metrics needs `Authorization: Bearer <it>`; empty: open
+//! metrics_token_file = ""     # ... or read it from this file
 //!
 //! [tls]
 //! cert = ""                   # PEM chain; empty: a self-signed dev certificate
 //! key = ""                    # PEM private key
-//! dev_cert_out = ""           # write the generated dev certificate here (clients pin it)
+//! dev_cert_out = ""           # write the generated dev certificate here (mode 0600, after
+//!                             # the listeners are bound; a missing directory is made 0700)
 //!
 //! [auth]
-//! token = ""                  # empty: no token required
+//! token = ""                  # the main token (every tag); empty: no token required
+//! token_file = ""             # ... or read it from this file (keeps it off the command line)
+//! allow_insecure = false      # listen beyond loopback without any token
+//! max_failures = 20           # failed handshakes from one address within failure_window_ms
+//! failure_window_ms = 60000   # ... after which its handshakes are refused (`throttled`)
+//! throttle_ms = 60000         # ... for this long; max_failures = 0 turns throttling off
+//!
+//! [[auth.tokens]]             # zero or more further tokens, each with its permissions
+//! name = "sensors"            # label in logs
+//! token_file = "/etc/y3/sensors.token"  # or token = "..."
+//! publish = [0x10]            # tags it may send; absent: every tag
+//! observe = []                # tags it may observe; absent: every tag
 //!
 //! [queue]
 //! capacity = 1024             # frames queued per subscriber
@@ -53,15 +67,23 @@
 //! verify, and YoMo's own mesh links do not verify it either. The link is encrypted but the
 //! downstream is not authenticated; a network that needs that should carry the mesh over a
 //! VPN or use `transport = "tcp"` inside one.
+//!
+//! Secrets: a token in a file (`token_file`) is read when the router starts, trailing
+//! whitespace removed. [`RouterConfig::validate`] refuses a TCP or QUIC listener beyond
+//! loopback when no token is configured, unless `auth.allow_insecure`; the `Debug` output of
+//! these types never shows a token.
 
+use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::RouterError;
 use crate::queue::Policy;
+use crate::session::{Grant, Permissions};
 
 /// The whole configuration.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -84,7 +106,7 @@ pub struct RouterConfig {
 }
 
 /// `[listen]`: where to listen. An empty string turns a listener off.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ListenConfig {
     /// TCP listener address.
@@ -95,6 +117,10 @@ pub struct ListenConfig {
     pub metrics: String,
     /// Serve TLS 1.3 on the TCP listener.
     pub tcp_tls: bool,
+    /// Bearer token `GET /metrics` requires (`401` without it); empty: none.
+    pub metrics_token: String,
+    /// A file holding the metrics token (instead of `metrics_token`).
+    pub metrics_token_file: PathBuf,
 }
 
 impl Default for ListenConfig {
@@ -104,8 +130,28 @@ impl Default for ListenConfig {
             quic: "127.0.0.1:9000".into(),
             metrics: "127.0.0.1:9090".into(),
             tcp_tls: false,
+            metrics_token: String::new(),
+            metrics_token_file: PathBuf::new(),
         }
     }
+}
+
+impl fmt::Debug for ListenConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ListenConfig")
+            .field("tcp", &self.tcp)
+            .field("quic", &self.quic)
+            .field("metrics", &self.metrics)
+            .field("tcp_tls", &self.tcp_tls)
+            .field("metrics_token", &redacted(&self.metrics_token))
+            .field("metrics_token_file", &self.metrics_token_file)
+            .finish()
+    }
+}
+
+/// What `Debug` shows of a secret: whether it is set.
+fn redacted(secret: &str) -> Option<&'static str> {
+    (!secret.is_empty()).then_some("<redacted>")
 }
 
 /// `[tls]`: the server certificate. Without one, a self-signed dev certificate is generated.
@@ -120,12 +166,134 @@ pub struct TlsConfig {
     pub dev_cert_out: PathBuf,
 }
 
-/// `[auth]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// `[auth]`: tokens, their permissions, and the throttling of failed handshakes.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AuthConfig {
-    /// Token every handshake must carry; empty: none.
+    /// The main token, allowing every tag; empty: none (and with no `tokens`, no token is
+    /// required).
     pub token: String,
+    /// A file holding the main token (instead of `token`).
+    pub token_file: PathBuf,
+    /// Listen beyond loopback without any token (refused otherwise).
+    pub allow_insecure: bool,
+    /// Failed handshakes from one address (an IPv4 address, an IPv6 /64) within
+    /// `failure_window_ms` after which its handshakes are refused for `throttle_ms`
+    /// (`rejected{reason="throttled"}`); 0: no throttling.
+    pub max_failures: u32,
+    /// The window in which failures are counted.
+    pub failure_window_ms: u64,
+    /// How long a throttled address is refused.
+    pub throttle_ms: u64,
+    /// Further tokens (`[[auth.tokens]]`), each allowing only the tags it lists.
+    pub tokens: Vec<TokenConfig>,
+}
+
+impl Default for AuthConfig {
+    fn default() -> Self {
+        AuthConfig {
+            token: String::new(),
+            token_file: PathBuf::new(),
+            allow_insecure: false,
+            max_failures: 20,
+            failure_window_ms: 60_000,
+            throttle_ms: 60_000,
+            tokens: Vec::new(),
+        }
+    }
+}
+
+impl fmt::Debug for AuthConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AuthConfig")
+            .field("token", &redacted(&self.token))
+            .field("token_file", &self.token_file)
+            .field("allow_insecure", &self.allow_insecure)
+            .field("max_failures", &self.max_failures)
+            .field("failure_window_ms", &self.failure_window_ms)
+            .field("throttle_ms", &self.throttle_ms)
+            .field("tokens", &self.tokens)
+            .finish()
+    }
+}
+
+impl AuthConfig {
+    /// Whether any token is configured (then every handshake must carry one).
+    pub fn has_token(&self) -> bool {
+        !self.token.is_empty() || !self.token_file.as_os_str().is_empty() || !self.tokens.is_empty()
+    }
+}
+
+/// `[[auth.tokens]]`: a token and the tags it allows. A tag list that is absent allows every
+/// tag; an empty one allows none.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TokenConfig {
+    /// A label for logs (the token itself never is).
+    pub name: String,
+    /// The token.
+    pub token: String,
+    /// A file holding the token (instead of `token`).
+    pub token_file: PathBuf,
+    /// Tags its holder may send data frames on; absent: every tag.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub publish: Option<Vec<u32>>,
+    /// Tags its holder may observe; absent: every tag.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observe: Option<Vec<u32>>,
+}
+
+impl fmt::Debug for TokenConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TokenConfig")
+            .field("name", &self.name)
+            .field("token", &redacted(&self.token))
+            .field("token_file", &self.token_file)
+            .field("publish", &self.publish)
+            .field("observe", &self.observe)
+            .finish()
+    }
+}
+
+/// Reads a secret from `path`: the file's text without surrounding whitespace.
+fn read_secret(field: &'static str, path: &Path) -> Result<String, RouterError> {
+    let text = std::fs::read_to_string(path).map_err(|source| RouterError::Secret {
+        field,
+        path: path.to_owned(),
+        source,
+    })?;
+    #[cfg(unix)]
+    if let Ok(meta) = std::fs::metadata(path) {
+        use std::os::unix::fs::PermissionsExt;
+        if meta.permissions().mode() & 0o077 != 0 {
+            tracing::warn!(
+                field,
+                path = %path.display(),
+                "the token file can be read by other users (chmod 600 it)"
+            );
+        }
+    }
+    let secret = text.trim();
+    if secret.is_empty() {
+        return Err(RouterError::Config {
+            field,
+            problem: "the token file is empty",
+        });
+    }
+    Ok(secret.to_owned())
+}
+
+/// One of `value` and the contents of `file`, whichever is set.
+fn secret(value: &str, file: &Path, field: &'static str) -> Result<Option<String>, RouterError> {
+    match (value.is_empty(), file.as_os_str().is_empty()) {
+        (true, true) => Ok(None),
+        (false, true) => Ok(Some(value.to_owned())),
+        (true, false) => read_secret(field, file).map(Some),
+        (false, false) => Err(RouterError::Config {
+            field,
+            problem: "set the token or its file, not both",
+        }),
+    }
 }
 
 /// `[queue]`: one bounded queue per subscriber.
@@ -328,10 +496,83 @@ impl RouterConfig {
         config
     }
 
+    /// The main token and the further tokens with their permissions, token files read.
+    ///
+    /// # Errors
+    /// [`RouterError::Secret`] for a token file that cannot be read, [`RouterError::Config`]
+    /// for an empty one, a token set twice, a `[[auth.tokens]]` entry without a token, or
+    /// a token given twice.
+    pub fn tokens(&self) -> Result<(String, Vec<Grant>), RouterError> {
+        let main = secret(&self.auth.token, &self.auth.token_file, "auth.token_file")?;
+        let mut grants: Vec<Grant> = Vec::with_capacity(self.auth.tokens.len());
+        for (i, entry) in self.auth.tokens.iter().enumerate() {
+            let token = secret(&entry.token, &entry.token_file, "auth.tokens.token_file")?.ok_or(
+                RouterError::Config {
+                    field: "auth.tokens.token",
+                    problem: "every [[auth.tokens]] entry needs a token or a token_file",
+                },
+            )?;
+            let twice =
+                main.as_deref() == Some(token.as_str()) || grants.iter().any(|g| g.token == token);
+            if twice {
+                return Err(RouterError::Config {
+                    field: "auth.tokens.token",
+                    problem: "the same token is configured twice",
+                });
+            }
+            grants.push(Grant {
+                name: if entry.name.is_empty() {
+                    format!("token-{}", i + 1)
+                } else {
+                    entry.name.clone()
+                },
+                token,
+                permissions: Arc::new(Permissions::new(
+                    entry.publish.clone(),
+                    entry.observe.clone(),
+                )),
+            });
+        }
+        Ok((main.unwrap_or_default(), grants))
+    }
+
+    /// The bearer token of the metrics endpoint, if any, its file read.
+    ///
+    /// # Errors
+    /// As [`RouterConfig::tokens`].
+    pub fn metrics_token(&self) -> Result<Option<String>, RouterError> {
+        secret(
+            &self.listen.metrics_token,
+            &self.listen.metrics_token_file,
+            "listen.metrics_token_file",
+        )
+    }
+
+    /// What an operator should hear about these settings (logged at start): a listener
+    /// beyond loopback allowed without a token, tokens sent in clear over plain TCP beyond
+    /// loopback, an open metrics endpoint beyond loopback.
+    pub fn warnings(&self, listen: &Listen) -> Vec<&'static str> {
+        let exposed = |addr: Option<SocketAddr>| addr.is_some_and(|a| !a.ip().is_loopback());
+        let mut out = Vec::new();
+        if (exposed(listen.tcp) || exposed(listen.quic)) && !self.auth.has_token() {
+            out.push("listening beyond loopback without a token (auth.allow_insecure): anyone who can reach the router may publish and observe every tag");
+        }
+        if exposed(listen.tcp) && !self.listen.tcp_tls && self.auth.has_token() {
+            out.push("tokens cross plain TCP beyond loopback in clear: turn on listen.tcp_tls or use QUIC");
+        }
+        let metrics_token = !self.listen.metrics_token.is_empty()
+            || !self.listen.metrics_token_file.as_os_str().is_empty();
+        if exposed(listen.metrics) && !metrics_token {
+            out.push("the metrics endpoint listens beyond loopback without listen.metrics_token");
+        }
+        out
+    }
+
     /// Checks values and parses addresses.
     ///
     /// # Errors
-    /// [`RouterError::Config`] naming the field.
+    /// [`RouterError::Config`] naming the field; a TCP or QUIC listener beyond loopback
+    /// without a token, unless `auth.allow_insecure`, names `auth.token`.
     pub fn validate(&self) -> Result<Listen, RouterError> {
         let addr = |field: &'static str, text: &str| -> Result<Option<SocketAddr>, RouterError> {
             if text.trim().is_empty() {
@@ -368,6 +609,16 @@ impl RouterConfig {
             return bad(
                 "listen",
                 "at least one of listen.tcp and listen.quic is needed",
+            );
+        }
+        let exposed = [listen.tcp, listen.quic]
+            .into_iter()
+            .flatten()
+            .any(|a| !a.ip().is_loopback());
+        if exposed && !self.auth.has_token() && !self.auth.allow_insecure {
+            return bad(
+                "auth.token",
+                "listening beyond loopback needs a token (auth.token_file, `y3 serve --token-file` or Y3_TOKEN) or auth.allow_insecure",
             );
         }
         Ok(listen)
@@ -491,6 +742,119 @@ mod tests {
             RouterConfig::from_toml(&default).unwrap(),
             RouterConfig::default()
         );
+    }
+
+    #[test]
+    fn auth_tokens_and_their_permissions() {
+        let dir = std::env::temp_dir().join(format!("y3-config-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("sensors.token");
+        std::fs::write(&file, "from-a-file\n").unwrap();
+        let text = format!(
+            "[auth]\ntoken = \"main\"\n\
+             [[auth.tokens]]\nname = \"sensors\"\ntoken_file = {file:?}\npublish = [0x10, 17]\nobserve = []\n\
+             [[auth.tokens]]\ntoken = \"reader\"\nobserve = [0x20]\n"
+        );
+        let config = RouterConfig::from_toml(&text).unwrap();
+        assert_eq!(config.auth.tokens[0].publish, Some(vec![0x10, 0x11]));
+        assert_eq!(config.auth.tokens[1].publish, None);
+        let (main, grants) = config.tokens().unwrap();
+        assert_eq!(main, "main");
+        assert_eq!(grants.len(), 2);
+        assert_eq!(
+            (grants[0].name.as_str(), grants[0].token.as_str()),
+            ("sensors", "from-a-file")
+        );
+        let p = &grants[0].permissions;
+        assert!(p.may_publish(0x11) && !p.may_publish(0x12) && !p.may_observe(0x10));
+        let p = &grants[1].permissions;
+        assert_eq!(grants[1].name, "token-2");
+        assert!(p.may_publish(0x99) && p.may_observe(0x20) && !p.may_observe(0x21));
+        // What is printed reads back; no token shows in Debug.
+        assert_eq!(RouterConfig::from_toml(&config.to_toml()).unwrap(), config);
+        let debug = format!("{config:?}");
+        assert!(
+            !debug.contains("main") && !debug.contains("reader"),
+            "{debug}"
+        );
+
+        // A token and its file, an entry without a token, a token twice, an empty or
+        // missing file: each named.
+        let field = |text: &str| match RouterConfig::from_toml(text).unwrap().tokens() {
+            Err(RouterError::Config { field, .. } | RouterError::Secret { field, .. }) => field,
+            other => panic!("{text}: {other:?}"),
+        };
+        assert_eq!(
+            field(&format!("[auth]\ntoken = \"a\"\ntoken_file = {file:?}\n")),
+            "auth.token_file"
+        );
+        assert_eq!(
+            field("[[auth.tokens]]\nname = \"x\"\n"),
+            "auth.tokens.token"
+        );
+        assert_eq!(
+            field("[auth]\ntoken = \"a\"\n[[auth.tokens]]\ntoken = \"a\"\n"),
+            "auth.tokens.token"
+        );
+        let missing = dir.join("missing");
+        assert_eq!(
+            field(&format!("[auth]\ntoken_file = {missing:?}\n")),
+            "auth.token_file"
+        );
+        std::fs::write(&file, " \n").unwrap();
+        assert_eq!(
+            field(&format!("[auth]\ntoken_file = {file:?}\n")),
+            "auth.token_file"
+        );
+        std::fs::write(&file, "m3trics").unwrap();
+        let config =
+            RouterConfig::from_toml(&format!("[listen]\nmetrics_token_file = {file:?}\n")).unwrap();
+        assert_eq!(config.metrics_token().unwrap().as_deref(), Some("m3trics"));
+        assert_eq!(RouterConfig::default().metrics_token().unwrap(), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn beyond_loopback_needs_a_token() {
+        let mut config = RouterConfig::default();
+        config.listen.tcp = "0.0.0.0:9000".into();
+        let RouterError::Config { field, .. } = config.validate().unwrap_err() else {
+            panic!()
+        };
+        assert_eq!(field, "auth.token");
+        config.listen.tcp = "127.0.0.1:9000".into();
+        config.listen.quic = "[::]:9000".into();
+        assert!(config.validate().is_err());
+        // A token (or a file, or per-token entries), or the explicit opt-out.
+        config.auth.token_file = "/run/secrets/y3".into();
+        config.validate().unwrap();
+        config.auth.token_file = PathBuf::new();
+        config.auth.tokens.push(TokenConfig::default());
+        config.validate().unwrap();
+        config.auth.tokens.clear();
+        config.auth.allow_insecure = true;
+        let listen = config.validate().unwrap();
+        assert_eq!(
+            config.warnings(&listen).len(),
+            1,
+            "{:?}",
+            config.warnings(&listen)
+        );
+        // Over plain TCP beyond loopback, a token travels in clear; metrics beyond loopback
+        // without their token are open.
+        config.auth.token = "t".into();
+        config.listen.tcp = "10.1.2.3:9000".into();
+        config.listen.metrics = "0.0.0.0:9090".into();
+        let listen = config.validate().unwrap();
+        let warnings = config.warnings(&listen);
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings[0].contains("plain TCP") && warnings[1].contains("metrics"));
+        config.listen.tcp_tls = true;
+        config.listen.metrics_token = "m".into();
+        assert_eq!(config.warnings(&listen), Vec::<&str>::new());
+        // Loopback needs nothing.
+        let default = RouterConfig::default();
+        assert!(default.warnings(&default.validate().unwrap()).is_empty());
     }
 
     #[test]

@@ -131,6 +131,7 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
                 "handshake refused"
             );
             shared.metrics.rejected(goaway.code.kind());
+            shared.handshake_failed(peer, goaway.code);
             // A YoMo client gets what YoMo's zipper sends, the message alone; the QUIC
             // close reason still starts with the kind.
             let coded = level != Some(0);

@@ -2,6 +2,7 @@
 //! a whole: a bad client gets a goaway and a counted metric, and everyone else goes on.
 
 use std::io;
+use std::path::PathBuf;
 
 use y3_transport::TransportError;
 
@@ -41,6 +42,17 @@ pub enum RouterError {
         #[source]
         source: io::Error,
     },
+    /// A token file could not be read.
+    #[error("cannot read {field} {}: {source}", path.display())]
+    Secret {
+        /// The field naming the file.
+        field: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The read error.
+        #[source]
+        source: io::Error,
+    },
     /// Certificates or TLS settings.
     #[error(transparent)]
     Transport(#[from] TransportError),
@@ -55,6 +67,7 @@ impl RouterError {
             RouterError::ConfigToml(_) => "config_toml",
             RouterError::Bind { .. } => "bind",
             RouterError::Write { .. } => "write",
+            RouterError::Secret { .. } => "secret",
             RouterError::Transport(e) => e.kind(),
         }
     }

@@ -11,9 +11,10 @@
 //! ```
 //!
 //! The pure parts have no IO and no clock: [`queue`] (bounded queue and policy), [`table`]
-//! (tag → the stream functions observing it, YoMo's rules) and [`session`] (the per-connection
+//! (tag → the stream functions observing it, YoMo's rules), [`session`] (the per-connection
 //! protocol state machine, quinn-style `handle_*(now, ..)` in, events out: handshake rules,
-//! metadata rules, reserved tags, the hop limit). The server ([`Router::start`]) is a thin
+//! metadata rules, reserved tags, the hop limit, each token's permissions) and [`throttle`]
+//! (failed handshakes per address). The server ([`Router::start`]) is a thin
 //! tokio loop around them: accept loops for TCP (optionally TLS) and QUIC, a reader and a
 //! writer task per connection, routing through a published table snapshot that readers do
 //! not lock (`routing.rs`), graceful shutdown that drains in-flight frames, and Prometheus
@@ -72,6 +73,7 @@ mod server;
 pub mod session;
 mod shared;
 pub mod table;
+pub mod throttle;
 
 pub use config::RouterConfig;
 pub use error::RouterError;

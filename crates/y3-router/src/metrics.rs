@@ -583,8 +583,15 @@ impl Stats {
     }
 }
 
-/// Serves `GET /metrics` (and `GET /healthz`) until `stop` is cancelled.
-pub(crate) async fn serve(listener: TcpListener, metrics: Arc<Metrics>, stop: CancellationToken) {
+/// Serves `GET /metrics` (and `GET /healthz`) until `stop` is cancelled. With a `token`,
+/// `/metrics` answers `401` unless the request carries `Authorization: Bearer <token>`
+/// (`/healthz` stays open: it tells nothing).
+pub(crate) async fn serve(
+    listener: TcpListener,
+    metrics: Arc<Metrics>,
+    stop: CancellationToken,
+    token: Option<Arc<str>>,
+) {
     loop {
         let (stream, _peer): (_, SocketAddr) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -599,9 +606,15 @@ pub(crate) async fn serve(listener: TcpListener, metrics: Arc<Metrics>, stop: Ca
         };
         let metrics = metrics.clone();
         let stop = stop.clone();
+        let token = token.clone();
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req: Request<Incoming>| {
-                let response = respond(&metrics, &req);
+                let response = match &token {
+                    Some(token) if req.uri().path() != "/healthz" && !bearer(&req, token) => {
+                        unauthorized()
+                    }
+                    _ => respond(&metrics, &req),
+                };
                 async move { Ok::<_, Infallible>(response) }
             });
             let conn = hyper::server::conn::http1::Builder::new()
@@ -612,6 +625,31 @@ pub(crate) async fn serve(listener: TcpListener, metrics: Arc<Metrics>, stop: Ca
             }
         });
     }
+}
+
+/// Whether `req` carries `Authorization: Bearer <token>` (compared in constant time).
+fn bearer(req: &Request<Incoming>, token: &str) -> bool {
+    let offered = req
+        .headers()
+        .get(hyper::header::AUTHORIZATION)
+        .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
+        .unwrap_or_default();
+    offered.len() == token.len()
+        && offered
+            .iter()
+            .zip(token.as_bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}
+
+fn unauthorized() -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from_static(b"unauthorized\n")));
+    *response.status_mut() = StatusCode::UNAUTHORIZED;
+    response.headers_mut().insert(
+        hyper::header::WWW_AUTHENTICATE,
+        hyper::header::HeaderValue::from_static("Bearer"),
+    );
+    response
 }
 
 fn respond(metrics: &Metrics, req: &Request<Incoming>) -> Response<Full<Bytes>> {

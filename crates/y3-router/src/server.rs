@@ -18,17 +18,18 @@
 //! The whole sequence is bounded by `shutdown.drain_timeout_ms`.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
+use futures_util::{SinkExt, StreamExt};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use y3_transport::frame::{Goaway, GoawayCode};
+use y3_transport::frame::{Frame, Goaway, GoawayCode};
 use y3_transport::quic::QuicServer;
 use y3_transport::tcp::TcpServer;
 use y3_transport::tls::{Identity, Trust};
-use y3_transport::{Connection, FrameCodec, TransportError};
+use y3_transport::{Connection, FrameCodec, TransportError, TransportKind};
 
 use crate::config::{Listen, RouterConfig};
 use crate::connection;
@@ -39,6 +40,7 @@ use crate::metrics::{self, Metrics, Stats};
 use crate::routing::Routes;
 use crate::session::Admission;
 use crate::shared::{first_session_id, Open, Shared};
+use crate::throttle::Throttle;
 
 impl Shared {
     /// Runs a downstream link of the mesh until the shutdown closes connections (it
@@ -88,6 +90,11 @@ impl Shared {
                     }
                 };
                 shared.metrics.accepted(conn.transport.name());
+                if let Some(left) = shared.throttled(conn.peer) {
+                    shared.metrics.rejected("throttled");
+                    refuse_throttled(conn, left).await;
+                    return;
+                }
                 connection::run(shared.clone(), conn).await;
             };
             tokio::select! {
@@ -102,6 +109,44 @@ impl Shared {
 /// two of these.
 const JOURNEY_WINDOW: Duration = Duration::from_secs(10);
 
+/// How long a throttled client gets to read its refusal.
+const THROTTLED_LINGER: Duration = Duration::from_millis(500);
+
+/// Refuses a client of a throttled address without looking at its handshake: over TCP a
+/// rejected frame (`unauthorized`: y3's clients do not retry it), over QUIC the close alone
+/// (code 0x13, which YoMo's clients do not retry either).
+async fn refuse_throttled(conn: Connection, left: Duration) {
+    let goaway = Goaway::new(
+        GoawayCode::Unauthorized,
+        format!(
+            "throttled: too many failed handshakes from this address; try again in {} s",
+            left.as_secs().max(1)
+        ),
+    );
+    let Connection {
+        mut reader,
+        mut writer,
+        transport,
+        guard,
+        ..
+    } = conn;
+    if transport == TransportKind::Quic {
+        guard.close_with(&goaway);
+        return;
+    }
+    let _ = tokio::time::timeout(THROTTLED_LINGER, async {
+        writer.send(Frame::Rejected(goaway)).await?;
+        writer.close().await
+    })
+    .await;
+    // Read what the client sent, so that closing does not reset the connection before the
+    // client has read its refusal.
+    let _ = tokio::time::timeout(THROTTLED_LINGER, async {
+        while let Some(Ok(_)) = reader.next().await {}
+    })
+    .await;
+}
+
 /// Starts routers.
 #[derive(Debug, Clone, Copy)]
 pub struct Router;
@@ -111,31 +156,33 @@ impl Router {
     ///
     /// Without a configured certificate a self-signed development certificate is
     /// generated for QUIC (and TLS over TCP); [`RouterHandle::trust`] pins it for
-    /// in-process clients, and `tls.dev_cert_out` writes it for others.
+    /// in-process clients, and `tls.dev_cert_out` writes it for others once every listener
+    /// is bound (a router that cannot start never replaces the certificate of one that
+    /// runs), mode 0600, never through a symbolic link
+    /// ([`Identity::write_certificate_pem`]).
     ///
     /// # Errors
-    /// [`RouterError::Config`] for invalid values, [`RouterError::Bind`] when a port is
-    /// taken, certificate errors.
+    /// [`RouterError::Config`] for invalid values (a listener beyond loopback without a
+    /// token among them), [`RouterError::Secret`] for an unreadable token file,
+    /// [`RouterError::Bind`] when a port is taken, certificate errors.
     pub async fn start(config: RouterConfig) -> Result<RouterHandle, RouterError> {
         let listen: Listen = config.validate()?;
+        let (token, grants) = config.tokens()?;
+        let metrics_token = config.metrics_token()?;
+        for warning in config.warnings(&listen) {
+            tracing::warn!("{warning}");
+        }
         let identity = if config.tls.cert.as_os_str().is_empty() {
             Identity::self_signed()?
         } else {
             Identity::from_pem_files(&config.tls.cert, &config.tls.key)?
         };
-        if identity.is_self_signed() && !config.tls.dev_cert_out.as_os_str().is_empty() {
-            std::fs::write(&config.tls.dev_cert_out, identity.certificate_pem()).map_err(
-                |source| RouterError::Write {
-                    what: "the dev certificate",
-                    source,
-                },
-            )?;
-        }
         let codec = FrameCodec::new(config.limits.max_frame_len);
         let metrics = Arc::new(Metrics::new());
         let mesh = mesh::Link::from_config(&config, &metrics)?;
         let admission = Arc::new(Admission {
-            token: config.auth.token.clone(),
+            token,
+            grants,
             max_observed_tags: config.limits.max_observed_tags,
             max_name_len: config.limits.max_name_len,
             max_hops: config.limits.max_hops,
@@ -160,6 +207,11 @@ impl Router {
             closing: AtomicBool::new(false),
             kill: CancellationToken::new(),
             tracker: TaskTracker::new(),
+            throttle: Mutex::new(Throttle::new(
+                config.auth.max_failures,
+                Duration::from_millis(config.auth.failure_window_ms),
+                Duration::from_millis(config.auth.throttle_ms),
+            )),
         });
         let mut background = Vec::new();
         let mut handle = RouterHandle {
@@ -249,9 +301,20 @@ impl Router {
                 listener,
                 metrics,
                 shared.kill.clone(),
+                metrics_token.map(Arc::from),
             )));
         }
         handle.background = background;
+        // Only now that every listener is bound: a second router that fails to bind must
+        // not replace the certificate the clients of a running one trust.
+        if identity.is_self_signed() && !config.tls.dev_cert_out.as_os_str().is_empty() {
+            identity
+                .write_certificate_pem(&config.tls.dev_cert_out)
+                .map_err(|source| RouterError::Write {
+                    what: "the dev certificate",
+                    source,
+                })?;
+        }
         // Last, once nothing above can fail: a link task must not outlive a failed start.
         let downstreams = mesh.len();
         for link in mesh {
@@ -262,7 +325,9 @@ impl Router {
             quic = ?handle.quic,
             metrics = ?handle.metrics,
             policy = config.queue.policy.name(),
-            auth = !config.auth.token.is_empty(),
+            auth = shared.admission.requires_token(),
+            tokens = shared.admission.grants.len(),
+            cert_sha256 = %y3_transport::tls::fingerprint_hex(&identity.fingerprint()),
             downstreams,
             "router listening"
         );

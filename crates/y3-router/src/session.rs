@@ -15,7 +15,14 @@
 //! process, and a refusal never repeats the offered token. A data frame's metadata is
 //! checked and rewritten here as YoMo's zipper does before routing (see `spec/frames.md`,
 //! "Routing").
+//!
+//! Access: the router's main token allows every tag; each token of `[[auth.tokens]]` allows
+//! the tags its [`Permissions`] list. A handshake observing a tag its token does not allow is
+//! refused (`forbidden`); a data frame on a tag its sender may not publish closes the
+//! connection (`forbidden`), as a reserved tag does.
 
+use std::fmt;
+use std::sync::Arc;
 use std::time::Instant;
 
 use y3_transport::frame::{ClientType, Data, Frame, Goaway, GoawayCode, Handshake, VERSION};
@@ -30,11 +37,79 @@ pub const REDUCER_TAG: u32 = 0xe001;
 /// Tags no client may write (`yomo serve`'s rule).
 pub const RESERVED_TAGS: std::ops::RangeInclusive<u32> = 0xf000..=0xffff;
 
-/// What a handshake must satisfy.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Admission {
-    /// Required token; empty: none.
+/// Which tags a client may publish and observe: what its token allows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Permissions {
+    publish: Option<Vec<u32>>,
+    observe: Option<Vec<u32>>,
+}
+
+impl Permissions {
+    /// Every tag, both ways: the main token's, or anyone's when no token is required.
+    pub const ALL: Permissions = Permissions {
+        publish: None,
+        observe: None,
+    };
+
+    /// The tags in `publish` and `observe`; `None`: every tag.
+    pub fn new(publish: Option<Vec<u32>>, observe: Option<Vec<u32>>) -> Permissions {
+        let sorted = |tags: Option<Vec<u32>>| {
+            tags.map(|mut t| {
+                t.sort_unstable();
+                t.dedup();
+                t
+            })
+        };
+        Permissions {
+            publish: sorted(publish),
+            observe: sorted(observe),
+        }
+    }
+
+    /// Whether data frames on `tag` may be sent.
+    pub fn may_publish(&self, tag: u32) -> bool {
+        allows(self.publish.as_deref(), tag)
+    }
+
+    /// Whether `tag` may be observed.
+    pub fn may_observe(&self, tag: u32) -> bool {
+        allows(self.observe.as_deref(), tag)
+    }
+}
+
+fn allows(tags: Option<&[u32]>, tag: u32) -> bool {
+    tags.is_none_or(|tags| tags.binary_search(&tag).is_ok())
+}
+
+/// One token of `[[auth.tokens]]`: its holder's name and what it allows.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Grant {
+    /// A label for logs.
+    pub name: String,
+    /// The token.
     pub token: String,
+    /// The tags it allows.
+    pub permissions: Arc<Permissions>,
+}
+
+impl fmt::Debug for Grant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Never the token: configurations end up in logs.
+        f.debug_struct("Grant")
+            .field("name", &self.name)
+            .field("permissions", &self.permissions)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a handshake must satisfy.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Admission {
+    /// The main token, allowing every tag; empty: none.
+    pub token: String,
+    /// Further tokens, each with its permissions. With none and no main token, no token
+    /// is required.
+    pub grants: Vec<Grant>,
     /// Most observed tags.
     pub max_observed_tags: usize,
     /// Longest name (and id, and wanted target) in bytes.
@@ -43,13 +118,30 @@ pub struct Admission {
     pub max_hops: u32,
 }
 
+impl fmt::Debug for Admission {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Admission")
+            .field("token", &(!self.token.is_empty()).then_some("<set>"))
+            .field("grants", &self.grants)
+            .field("max_observed_tags", &self.max_observed_tags)
+            .field("max_name_len", &self.max_name_len)
+            .field("max_hops", &self.max_hops)
+            .finish()
+    }
+}
+
 impl Admission {
-    /// Checks a handshake.
+    /// Whether handshakes must carry a token.
+    pub fn requires_token(&self) -> bool {
+        !self.token.is_empty() || !self.grants.is_empty()
+    }
+
+    /// Checks a handshake and returns what its token allows.
     ///
     /// # Errors
-    /// The rejection to answer with: `version_mismatch`, `unauthorized` or
-    /// `bad_handshake`.
-    pub fn check(&self, hello: &Handshake) -> Result<(), Goaway> {
+    /// The rejection to answer with: `version_mismatch`, `unauthorized`,
+    /// `bad_handshake`, or `forbidden` for an observed tag the token does not allow.
+    pub fn check(&self, hello: &Handshake) -> Result<Arc<Permissions>, Goaway> {
         if hello.version != VERSION {
             return Err(Goaway::new(
                 GoawayCode::VersionMismatch,
@@ -59,18 +151,7 @@ impl Admission {
                 ),
             ));
         }
-        if !self.token.is_empty() {
-            if !matches!(hello.auth_name.as_str(), "" | "token") {
-                return Err(Goaway::new(
-                    GoawayCode::Unauthorized,
-                    format!("authentication not found: {}", hello.auth_name),
-                ));
-            }
-            if !constant_time_eq(hello.auth_payload.as_bytes(), self.token.as_bytes()) {
-                // YoMo's zipper echoes the offered token here; y3 does not.
-                return Err(Goaway::new(GoawayCode::Unauthorized, "invalid token"));
-            }
-        }
+        let permissions = self.authenticate(hello)?;
         let longest = hello
             .name
             .len()
@@ -91,7 +172,44 @@ impl Admission {
                 format!("observes more than {} tags", self.max_observed_tags),
             ));
         }
-        Ok(())
+        if let Some(tag) = hello
+            .observed
+            .iter()
+            .find(|&&tag| !permissions.may_observe(tag))
+        {
+            return Err(Goaway::new(
+                GoawayCode::Forbidden,
+                format!("this token may not observe tag {tag:#x}"),
+            ));
+        }
+        Ok(permissions)
+    }
+
+    /// The permissions of the handshake's token.
+    fn authenticate(&self, hello: &Handshake) -> Result<Arc<Permissions>, Goaway> {
+        if !self.requires_token() {
+            return Ok(Arc::new(Permissions::ALL));
+        }
+        if !matches!(hello.auth_name.as_str(), "" | "token") {
+            return Err(Goaway::new(
+                GoawayCode::Unauthorized,
+                format!("authentication not found: {}", hello.auth_name),
+            ));
+        }
+        // Every token is compared, a match or not, so the time taken does not tell which
+        // one matched (or how far a guess got).
+        let offered = hello.auth_payload.as_bytes();
+        let mut found = None;
+        if !self.token.is_empty() && constant_time_eq(offered, self.token.as_bytes()) {
+            found = Some(Arc::new(Permissions::ALL));
+        }
+        for grant in &self.grants {
+            if constant_time_eq(offered, grant.token.as_bytes()) && found.is_none() {
+                found = Some(grant.permissions.clone());
+            }
+        }
+        // YoMo's zipper echoes the offered token here; y3 does not.
+        found.ok_or_else(|| Goaway::new(GoawayCode::Unauthorized, "invalid token"))
     }
 }
 
@@ -153,8 +271,13 @@ pub enum Event {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum State {
-    AwaitHandshake { deadline: Instant },
-    Open { wanted_target: Option<String> },
+    AwaitHandshake {
+        deadline: Instant,
+    },
+    Open {
+        wanted_target: Option<String>,
+        permissions: Arc<Permissions>,
+    },
     Closed,
 }
 
@@ -163,12 +286,12 @@ enum State {
 pub struct Session {
     id: SessionId,
     state: State,
-    admission: std::sync::Arc<Admission>,
+    admission: Arc<Admission>,
 }
 
 impl Session {
     /// A session waiting for its handshake until `deadline`.
-    pub fn new(id: SessionId, deadline: Instant, admission: std::sync::Arc<Admission>) -> Self {
+    pub fn new(id: SessionId, deadline: Instant, admission: Arc<Admission>) -> Self {
         Session {
             id,
             state: State::AwaitHandshake { deadline },
@@ -231,10 +354,13 @@ impl Session {
             (State::AwaitHandshake { deadline }, _) if now >= *deadline => self.handle_timeout(now),
             (State::AwaitHandshake { .. }, Frame::Handshake(hello)) => {
                 match self.admission.check(&hello) {
-                    Ok(()) => {
+                    Ok(permissions) => {
                         let wanted_target =
                             (!hello.wanted_target.is_empty()).then(|| hello.wanted_target.clone());
-                        self.state = State::Open { wanted_target };
+                        self.state = State::Open {
+                            wanted_target,
+                            permissions,
+                        };
                         Event::Admitted(Peer {
                             client_type: hello.client_type,
                             name: hello.name,
@@ -257,13 +383,24 @@ impl Session {
                     format!("expected a handshake, got a {} frame", other.name()),
                 ))
             }
-            (State::Open { wanted_target }, Frame::Data(data)) => {
+            (
+                State::Open {
+                    wanted_target,
+                    permissions,
+                },
+                Frame::Data(data),
+            ) => {
                 if RESERVED_TAGS.contains(&data.tag) {
                     self.state = State::Closed;
                     return Event::Close(Goaway::new(
                         GoawayCode::ReservedTag,
                         "[0xF000, 0xFFFF] is reserved; please do not write within this range",
                     ));
+                }
+                if !permissions.may_publish(data.tag) {
+                    let reason = format!("this token may not publish tag {:#x}", data.tag);
+                    self.state = State::Closed;
+                    return Event::Close(Goaway::new(GoawayCode::Forbidden, reason));
                 }
                 if data.hops > self.admission.max_hops {
                     return Event::Drop(data, DropReason::Loop);
@@ -332,6 +469,7 @@ mod tests {
     fn admission(token: &str) -> Arc<Admission> {
         Arc::new(Admission {
             token: token.into(),
+            grants: Vec::new(),
             max_observed_tags: 4,
             max_name_len: 16,
             max_hops: 2,
@@ -505,5 +643,111 @@ mod tests {
             r.data.metadata.get(metadata::WANTED_TARGET).unwrap(),
             Some("a")
         );
+    }
+
+    /// A main token `m` (every tag), a token `s-key` that may publish 0x10 and observe
+    /// nothing, and a token `f-key` that may publish 0x20 and observe 0x10 and 0x11.
+    fn with_grants() -> Arc<Admission> {
+        let grant = |name: &str, publish: &[u32], observe: Option<&[u32]>| Grant {
+            name: name.into(),
+            token: format!("{name}-key"),
+            permissions: Arc::new(Permissions::new(
+                Some(publish.to_vec()),
+                observe.map(<[u32]>::to_vec),
+            )),
+        };
+        let mut admission = (*admission("m")).clone();
+        admission.grants = vec![
+            grant("s", &[0x10], Some(&[])),
+            grant("f", &[0x20], Some(&[0x11, 0x10])),
+        ];
+        Arc::new(admission)
+    }
+
+    fn admitted(admission: &Arc<Admission>, credential: &str, observed: &[u32]) -> Session {
+        let now = Instant::now();
+        let mut s = Session::new(7, now + Duration::from_secs(1), admission.clone());
+        let event = s.handle_frame(now, hello(ClientType::StreamFunction, credential, observed));
+        assert!(
+            matches!(event, Event::Admitted(_)),
+            "{credential}: {event:?}"
+        );
+        s
+    }
+
+    #[test]
+    fn permissions_of_each_token() {
+        let admission = with_grants();
+        assert!(admission.requires_token());
+        let now = Instant::now();
+        let refuse = |credential: &str, observed: &[u32]| {
+            let mut s = Session::new(1, now + Duration::from_secs(1), admission.clone());
+            let Event::Close(g) =
+                s.handle_frame(now, hello(ClientType::StreamFunction, credential, observed))
+            else {
+                panic!("{credential} observing {observed:?} was admitted")
+            };
+            assert!(s.is_closed());
+            g
+        };
+        // Observing: `f` may observe 0x10 and 0x11, not 0x12; `s` may observe nothing.
+        admitted(&admission, "token:f-key", &[0x10, 0x11]);
+        let g = refuse("token:f-key", &[0x10, 0x12]);
+        assert_eq!(g.code, GoawayCode::Forbidden);
+        assert_eq!(g.reason, "this token may not observe tag 0x12");
+        assert_eq!(refuse("token:s-key", &[0x10]).code, GoawayCode::Forbidden);
+        admitted(&admission, "token:s-key", &[]);
+        // The main token observes anything; an unknown token is unauthorized, not forbidden.
+        admitted(&admission, "token:m", &[1, 2, 3]);
+        assert_eq!(refuse("token:x", &[]).code, GoawayCode::Unauthorized);
+        assert_eq!(refuse("", &[]).code, GoawayCode::Unauthorized);
+
+        // Publishing: `s` may publish 0x10; its first frame on 0x11 closes the session.
+        let mut s = admitted(&admission, "token:s-key", &[]);
+        route(&mut s, Data::new(0x10, &b"ok"[..]));
+        let Event::Close(g) = s.handle_frame(now, Frame::Data(Data::new(0x11, Bytes::new())))
+        else {
+            panic!("publishing 0x11 was allowed")
+        };
+        assert_eq!(
+            (g.code, g.reason.as_str()),
+            (GoawayCode::Forbidden, "this token may not publish tag 0x11")
+        );
+        assert!(s.is_closed());
+        assert_eq!(
+            s.handle_frame(now, Frame::Data(Data::new(0x10, Bytes::new()))),
+            Event::Nothing
+        );
+        // A reserved tag is still `reserved_tag`, whatever the token allows.
+        let mut s = admitted(&admission, "token:s-key", &[]);
+        let reserved = s.handle_frame(now, Frame::Data(Data::new(0xf000, Bytes::new())));
+        assert_eq!(code(reserved), GoawayCode::ReservedTag);
+        let mut m = admitted(&admission, "token:m", &[]);
+        for tag in [0x10, 0x11, 0x20, 0xefff] {
+            route(&mut m, Data::new(tag, Bytes::new()));
+        }
+    }
+
+    #[test]
+    fn permission_sets() {
+        let p = Permissions::new(Some(vec![3, 1, 2, 1]), None);
+        assert_eq!(
+            (1..=4).map(|t| p.may_publish(t)).collect::<Vec<_>>(),
+            [true, true, true, false]
+        );
+        assert!(p.may_observe(0xefff));
+        let none = Permissions::new(Some(Vec::new()), Some(Vec::new()));
+        assert!(!none.may_publish(0) && !none.may_observe(0));
+        assert!(Permissions::ALL.may_publish(u32::MAX));
+        // Tokens never reach logs through Debug.
+        let debug = format!("{:?}", with_grants());
+        assert!(
+            !debug.contains("-key") && !debug.contains("\"m\""),
+            "{debug}"
+        );
+        // No token configured: anyone is admitted, with every permission.
+        let open = admission("");
+        assert!(!open.requires_token());
+        admitted(&open, "token:whatever", &[9]);
     }
 }

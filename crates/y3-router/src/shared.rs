@@ -3,19 +3,21 @@
 //! (`server.rs`) both use it; it uses neither, so the router's files import each other
 //! without cycles.
 
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use y3_transport::frame::ClientType;
+use y3_transport::frame::{ClientType, GoawayCode};
 
 use crate::config::RouterConfig;
 use crate::metrics::Metrics;
 use crate::routing::Routes;
 use crate::session::Admission;
 use crate::table::SessionId;
+use crate::throttle::Throttle;
 
 /// State shared by every connection task.
 #[derive(Debug)]
@@ -41,6 +43,8 @@ pub(crate) struct Shared {
     pub closing: AtomicBool,
     pub kill: CancellationToken,
     pub tracker: TaskTracker,
+    /// Failed handshakes per address (`throttle.rs`).
+    pub throttle: Mutex<Throttle>,
 }
 
 /// Decrements a counter when dropped.
@@ -108,6 +112,31 @@ impl Shared {
             shared: self.clone(),
             client_type,
             drained,
+        }
+    }
+
+    /// How much longer `peer` is refused for its failed handshakes, if it is.
+    pub fn throttled(&self, peer: Option<SocketAddr>) -> Option<Duration> {
+        let peer = peer?;
+        let mut throttle = self.throttle.lock().unwrap_or_else(|e| e.into_inner());
+        throttle.check(peer.ip(), Instant::now()).err()
+    }
+
+    /// Counts a refused handshake of `peer` towards its throttling. Only refusals that are
+    /// the client's doing count (a wrong token, a forbidden tag, a bad handshake), not the
+    /// router's (full, shutting down) nor a handshake timeout.
+    pub fn handshake_failed(&self, peer: Option<SocketAddr>, code: GoawayCode) {
+        let Some(peer) = peer else { return };
+        if code.is_retryable() {
+            return;
+        }
+        let mut throttle = self.throttle.lock().unwrap_or_else(|e| e.into_inner());
+        if throttle.failed(peer.ip(), Instant::now()) {
+            tracing::warn!(
+                ip = %peer.ip(),
+                throttle_ms = self.config.auth.throttle_ms,
+                "too many failed handshakes: address throttled"
+            );
         }
     }
 
