@@ -10,7 +10,7 @@
 //! (bad hex, bad typed JSON, a missing key) carry their own kind in a [`CliError`].
 
 use std::fmt;
-use std::io;
+use std::io::{self, Write};
 use std::process::ExitCode;
 
 use y3::{DecodeError, EncodeError, PathError};
@@ -92,6 +92,8 @@ pub fn classify(err: &anyhow::Error) -> (&'static str, u8) {
 /// Prints `error: KIND: MESSAGE` on stderr and returns the exit code.
 ///
 /// A closed stdout (`y3 inspect ... | head`) is not an error worth a message: exit quietly.
+/// A stderr that cannot be written loses the message, not the exit code (`eprintln!` would
+/// panic, exit 101).
 pub fn report(err: &anyhow::Error) -> ExitCode {
     let broken_pipe = err
         .chain()
@@ -101,7 +103,7 @@ pub fn report(err: &anyhow::Error) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let (kind, code) = classify(err);
-    eprintln!("error: {kind}: {err:#}");
+    let _ = writeln!(io::stderr(), "error: {kind}: {err:#}");
     ExitCode::from(code)
 }
 

@@ -23,7 +23,8 @@ at that key path is added as \"value\" (typed with --as; null when absent).",
     after_help = "Examples:
   y3 observe --tag 0x10
   y3 observe --tag 0x10 --path 0x10/0x11 --as float32 --count 5
-  y3 observe --tag 0x11 --transport quic --token secret"
+  Y3_TOKEN=secret y3 observe --tag 0x11 --transport quic
+  y3 observe --tag 0x11 --transport quic --pin SHA256HEX --token-file token.txt"
 )]
 pub struct ObserveArgs {
     /// Data tag to observe (repeatable).

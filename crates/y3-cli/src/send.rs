@@ -10,7 +10,7 @@ use clap::{Args, ValueEnum};
 use serde_json::Value as Json;
 use y3::Dialect;
 use y3_transport::sdk::{Backoff, ClientOptions, Source, Transport};
-use y3_transport::tls::Trust;
+use y3_transport::tls::{default_dev_cert_path, Trust};
 
 use crate::args::DialectArg;
 use crate::error::CliError;
@@ -39,9 +39,13 @@ impl From<TransportArg> for Transport {
     }
 }
 
-/// Where `y3 serve` writes its generated development certificate by default.
-pub fn default_dev_cert() -> PathBuf {
-    std::env::temp_dir().join("y3-dev-cert.pem")
+/// The environment variable holding the token, for `serve`, `send` and `observe` alike.
+pub const TOKEN_ENV: &str = "Y3_TOKEN";
+
+/// Prints a warning on stderr. A stderr that cannot be written loses it: a warning is not
+/// worth a panic (`eprintln!` would).
+pub fn warn(message: &str) {
+    let _ = writeln!(io::stderr(), "warning: {message}");
 }
 
 /// How to reach the router: shared by `send` and `observe`.
@@ -54,15 +58,23 @@ pub struct ClientArgs {
     #[arg(long, value_enum, default_value_t)]
     pub transport: TransportArg,
     /// PEM certificate to trust for tls/quic (default: the dev certificate `y3 serve`
-    /// writes to the temp directory, if present).
+    /// writes to $XDG_RUNTIME_DIR/y3 or ~/.cache/y3, if present).
     #[arg(long, value_name = "FILE")]
     pub ca: Option<PathBuf>,
+    /// Trust only the certificate with this SHA-256 fingerprint (64 hex digits, as
+    /// `y3 serve` prints it) for tls/quic.
+    #[arg(long, value_name = "SHA256HEX", conflicts_with = "ca")]
+    pub pin: Option<String>,
     /// Accept any server certificate (development only).
-    #[arg(long, conflicts_with = "ca")]
+    #[arg(long, conflicts_with_all = ["ca", "pin"])]
     pub insecure: bool,
-    /// The router's token (sent as the credential `token:TOKEN`).
-    #[arg(long, default_value = "")]
-    pub token: String,
+    /// The router's token (sent as the credential `token:TOKEN`). Other users can read it
+    /// in the process list: prefer --token-file or the environment variable Y3_TOKEN.
+    #[arg(long)]
+    pub token: Option<String>,
+    /// File holding the router's token.
+    #[arg(long, value_name = "FILE", conflicts_with = "token")]
+    pub token_file: Option<PathBuf>,
     /// The wanted target (`y3 observe`): receive frames sent with this `yomo-target`.
     #[arg(long, value_name = "TARGET", default_value = "")]
     pub wanted_target: String,
@@ -72,30 +84,68 @@ pub struct ClientArgs {
 }
 
 impl ClientArgs {
-    /// SDK options for these arguments.
+    /// The token: `--token`, else the contents of `--token-file`, else `Y3_TOKEN`, else
+    /// none.
     ///
     /// # Errors
-    /// `certificate` when the CA file cannot be read.
+    /// `token_file` when the file cannot be read or is empty.
+    pub fn token(&self) -> anyhow::Result<String> {
+        if let Some(token) = &self.token {
+            return Ok(token.clone());
+        }
+        if let Some(file) = &self.token_file {
+            let text = std::fs::read_to_string(file).map_err(|e| {
+                CliError::bad_input("token_file", format!("cannot read {}: {e}", file.display()))
+            })?;
+            let token = text.trim();
+            if token.is_empty() {
+                let message = format!("{} is empty", file.display());
+                return Err(CliError::bad_input("token_file", message).into());
+            }
+            return Ok(token.to_owned());
+        }
+        Ok(std::env::var(TOKEN_ENV)
+            .unwrap_or_default()
+            .trim()
+            .to_owned())
+    }
+
+    /// SDK options for these arguments. Warns (on stderr) when the token would cross the
+    /// network in clear: plain TCP to an address beyond loopback.
+    ///
+    /// # Errors
+    /// `certificate` when the CA file cannot be read, `config` for a malformed `--pin`,
+    /// `token_file` as [`ClientArgs::token`].
     pub fn options(&self, default_name: &str) -> anyhow::Result<ClientOptions> {
+        let default_cert = default_dev_cert_path();
         let trust = if self.insecure {
             Trust::Insecure
+        } else if let Some(pin) = &self.pin {
+            Trust::from_fingerprint(pin).map_err(net_error)?
         } else if let Some(ca) = &self.ca {
             Trust::from_pem_file(ca).with_context(|| format!("reading {}", ca.display()))?
-        } else if self.transport != TransportArg::Tcp && default_dev_cert().exists() {
-            Trust::from_pem_file(&default_dev_cert())?
+        } else if self.transport != TransportArg::Tcp && default_cert.exists() {
+            Trust::from_pem_file(&default_cert)?
         } else {
             Trust::Unset
         };
-        Ok(ClientOptions::new(self.addr)
+        let options = ClientOptions::new(self.addr)
             .transport(self.transport.into())
             .trust(trust)
-            .token(&self.token)
+            .token(&self.token()?)
             .wanted_target(self.wanted_target.clone())
             .name(self.name.clone().unwrap_or_else(|| default_name.to_owned()))
             .backoff(Backoff {
                 attempts: 3,
                 ..Backoff::default()
-            }))
+            });
+        if options.exposes_credential() {
+            warn(&format!(
+                "the token crosses plain TCP to {} in clear; use --transport tls or quic",
+                self.addr
+            ));
+        }
+        Ok(options)
     }
 }
 
@@ -122,10 +172,19 @@ pub fn parse_tag(text: &str) -> Result<u32, String> {
 
 Each line is either a typed JSON packet, as `y3 encode` takes it, whose Y3 encoding becomes
 the payload under --tag, or a raw frame {\"tag\": 16, \"payload_hex\": \"...\"} whose tag
-(optional, default --tag) and payload are given directly. Blank lines are skipped.",
+(optional, default --tag) and payload are given directly. Blank lines are skipped.
+
+At the end it prints {\"sent\":N,\"payload_bytes\":B}, and only once every frame has been
+written to the connection and the router closed it without refusing any (a frame its token
+may not publish is refused as `forbidden`, exit status 2). \"sent\" does not mean routed: a
+frame for a tag nobody observes is dropped by the router (and counted there).
+
+The token comes from --token-file, or Y3_TOKEN (--token works too, but shows in the process
+list); over plain TCP beyond loopback it would cross the network in clear (a warning).",
     after_help = "Examples:
   echo '{\"tag\":16,\"node\":[{\"tag\":17,\"float32\":40}]}' | y3 send --tag 0x10
   echo '{\"payload_hex\":\"0102\"}' | y3 send --tag 0x33 --transport quic
+  echo '{\"payload_hex\":\"0102\"}' | y3 send --transport quic --pin SHA256HEX --token-file t
   y3 observe --tag 0x10 --path 0x10/0x11 --as float32   # in another terminal"
 )]
 pub struct SendArgs {
@@ -236,6 +295,45 @@ pub fn run(args: &SendArgs, out: &mut dyn Write) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tokens_from_flag_file_or_environment() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            client: ClientArgs,
+        }
+        let parse = |args: &[&str]| {
+            Cli::try_parse_from(std::iter::once("y3").chain(args.iter().copied())).map(|c| c.client)
+        };
+        let file = std::env::temp_dir().join(format!("y3-token-test-{}", std::process::id()));
+        std::fs::write(&file, "from-file\n").unwrap();
+        let path = file.to_str().unwrap();
+        assert_eq!(parse(&["--token", "t"]).unwrap().token().unwrap(), "t");
+        let from_file = parse(&["--token-file", path]).unwrap();
+        assert_eq!(from_file.token().unwrap(), "from-file");
+        assert!(parse(&["--token", "t", "--token-file", path]).is_err());
+        std::fs::write(&file, "\n").unwrap();
+        let err = from_file.token().unwrap_err();
+        assert_eq!(crate::error::classify(&err).0, "token_file");
+        std::fs::remove_file(&file).unwrap();
+        assert_eq!(
+            crate::error::classify(&from_file.token().unwrap_err()).0,
+            "token_file"
+        );
+        // --pin: 64 hex digits, not with --ca or --insecure.
+        let pin = "ab".repeat(32);
+        let pinned = parse(&["--transport", "quic", "--pin", &pin]).unwrap();
+        assert!(matches!(
+            pinned.options("t").unwrap().trust,
+            Trust::Fingerprint(f) if f == [0xab; 32]
+        ));
+        let short = parse(&["--pin", "abcd"]).unwrap().options("t").unwrap_err();
+        assert_eq!(crate::error::classify(&short).0, "config");
+        assert!(parse(&["--pin", &pin, "--insecure"]).is_err());
+        assert!(parse(&["--pin", &pin, "--ca", "x.pem"]).is_err());
+    }
 
     #[test]
     fn lines() {

@@ -6,8 +6,9 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use y3_router::{Policy, Router, RouterConfig};
+use y3_transport::tls::{default_dev_cert_path, fingerprint_hex};
 
-use crate::send::default_dev_cert;
+use crate::send::TOKEN_ENV;
 
 /// The queue policy, as the command line spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -38,12 +39,18 @@ that makes them reconnect to the router's successor, in-flight frames are delive
 The router speaks YoMo v1.22's wire protocol (QUIC, ALPN yomo): existing YoMo sources, stream
 functions and zippers connect unchanged (spec/frames.md). Every setting has a default (TCP and
 QUIC on 127.0.0.1:9000, metrics on 127.0.0.1:9090, block policy, no token, no mesh);
---config reads a TOML file (see --print-config for every key) and flags override it. Without
-a certificate, QUIC uses a generated self-signed certificate, written to the temp directory
-for `y3 send/observe --transport quic` to pin.",
+--config reads a TOML file (see --print-config for every key), Y3_TOKEN overrides its token
+and flags override both. Without a certificate, QUIC uses a generated self-signed
+certificate: its SHA-256 fingerprint is printed (`y3 send/observe --pin HEX`) and, once the
+listeners are bound, it is written (mode 0600) to a per-user directory ($XDG_RUNTIME_DIR/y3
+or ~/.cache/y3), where `y3 send/observe --transport quic` find it.
+
+Listening beyond loopback (e.g. --tcp 0.0.0.0:9000) needs a token (--token-file, Y3_TOKEN,
+auth.token_file) or --allow-insecure. Failed handshakes are throttled per address.",
     after_help = "Examples:
   y3 serve
-  y3 serve --token secret --policy drop-oldest --metrics 127.0.0.1:9100
+  Y3_TOKEN=secret y3 serve --policy drop-oldest --metrics 127.0.0.1:9100
+  y3 serve --tcp 0.0.0.0:9000 --tcp-tls --token-file /etc/y3/token
   y3 serve --config router.toml
   y3 serve --print-config > router.toml"
 )]
@@ -63,16 +70,27 @@ pub struct ServeArgs {
     /// Serve TLS on the TCP listener too.
     #[arg(long)]
     pub tcp_tls: bool,
-    /// Token every client must present.
+    /// Token every client must present. Other users can read it in the process list:
+    /// prefer --token-file or the environment variable Y3_TOKEN.
     #[arg(long)]
     pub token: Option<String>,
+    /// File holding the token every client must present.
+    #[arg(long, value_name = "FILE", conflicts_with = "token")]
+    pub token_file: Option<PathBuf>,
+    /// Listen beyond loopback without a token (refused otherwise).
+    #[arg(long)]
+    pub allow_insecure: bool,
+    /// File holding a bearer token that GET /metrics requires.
+    #[arg(long, value_name = "FILE")]
+    pub metrics_token_file: Option<PathBuf>,
     /// Full-queue policy.
     #[arg(long, value_enum)]
     pub policy: Option<PolicyArg>,
     /// Frames queued per subscriber.
     #[arg(long, value_name = "N")]
     pub queue_capacity: Option<usize>,
-    /// Where to write a generated dev certificate (default: the temp directory).
+    /// Where to write a generated dev certificate (default: $XDG_RUNTIME_DIR/y3 or
+    /// ~/.cache/y3, dev-cert.pem).
     #[arg(long, value_name = "FILE")]
     pub dev_cert_out: Option<PathBuf>,
     /// Print the effective configuration as TOML and exit.
@@ -81,11 +99,23 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
-    /// The configuration: defaults, then the file, then the flags.
+    /// The configuration: defaults, then the file, then `Y3_TOKEN`, then the flags.
     ///
     /// # Errors
     /// Config file errors.
     pub fn config(&self) -> anyhow::Result<RouterConfig> {
+        let mut config = self.config_without_env()?;
+        let env = std::env::var(TOKEN_ENV).unwrap_or_default();
+        if self.token.is_none() && self.token_file.is_none() && !env.trim().is_empty() {
+            config.auth.token = env.trim().to_owned();
+            config.auth.token_file = PathBuf::new();
+        }
+        Ok(config)
+    }
+
+    /// The configuration without `Y3_TOKEN` (what `--print-config` shows: no secret from
+    /// the environment ends up in a file).
+    fn config_without_env(&self) -> anyhow::Result<RouterConfig> {
         let mut config = match &self.config {
             Some(path) => RouterConfig::from_file(path)?,
             None => RouterConfig::default(),
@@ -104,6 +134,18 @@ impl ServeArgs {
         }
         if let Some(token) = &self.token {
             config.auth.token = token.clone();
+            config.auth.token_file = PathBuf::new();
+        }
+        if let Some(file) = &self.token_file {
+            config.auth.token = String::new();
+            config.auth.token_file = file.clone();
+        }
+        if self.allow_insecure {
+            config.auth.allow_insecure = true;
+        }
+        if let Some(file) = &self.metrics_token_file {
+            config.listen.metrics_token = String::new();
+            config.listen.metrics_token_file = file.clone();
         }
         if let Some(policy) = self.policy {
             config.queue.policy = policy.into();
@@ -114,17 +156,20 @@ impl ServeArgs {
         if let Some(out) = &self.dev_cert_out {
             config.tls.dev_cert_out = out.clone();
         } else if config.tls.dev_cert_out.as_os_str().is_empty() {
-            config.tls.dev_cert_out = default_dev_cert();
+            config.tls.dev_cert_out = default_dev_cert_path();
         }
         Ok(config)
     }
 }
 
-/// Logs to stderr; `RUST_LOG` overrides `default`.
+/// Logs to stderr; `RUST_LOG` overrides `default`. A stderr that cannot be written loses
+/// the logs, nothing else (by default the subscriber would report that on stderr again,
+/// with `eprintln!`, which panics).
 pub fn init_tracing(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
+        .log_internal_errors(false)
         .with_env_filter(filter)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
@@ -171,14 +216,16 @@ impl StopSignal {
 /// Runs `y3 serve`.
 ///
 /// # Errors
-/// Configuration and bind errors.
+/// Configuration and bind errors, and a stdout that cannot be written: the router does not
+/// run unannounced (nobody would learn its addresses and certificate), and once running, it
+/// still drains before the error is returned.
 pub fn run(args: &ServeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
-    let config = args.config()?;
     if args.print_config {
-        write!(out, "{}", config.to_toml())?;
+        write!(out, "{}", args.config_without_env()?.to_toml())?;
         out.flush()?;
         return Ok(());
     }
+    let config = args.config()?;
     init_tracing("info");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -199,29 +246,34 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                 .metrics_addr()
                 .map_or_else(|| "off".to_owned(), |a| format!("http://{a}/metrics")),
         )?;
+        let pin = fingerprint_hex(&router.identity().fingerprint());
         if router.identity().is_self_signed() {
+            let written = &config.tls.dev_cert_out;
+            let place = if written.as_os_str().is_empty() {
+                String::new()
+            } else {
+                format!(", written to {}", written.display())
+            };
             writeln!(
                 out,
-                "tls: self-signed dev certificate written to {} (clients: --ca FILE)",
-                config.tls.dev_cert_out.display()
+                "tls: self-signed dev certificate sha256 {pin}{place} (clients: --pin {pin})"
             )?;
+        } else {
+            writeln!(out, "tls: certificate sha256 {pin}")?;
         }
         writeln!(
             out,
             "policy {}, queue {} frames/subscriber, token {}; Ctrl-C to stop",
             config.queue.policy.name(),
             config.queue.capacity,
-            if config.auth.token.is_empty() {
-                "off"
-            } else {
-                "on"
-            }
+            if config.auth.has_token() { "on" } else { "off" }
         )?;
         out.flush()?;
         stop.wait().await;
-        writeln!(out, "draining...")?;
-        out.flush()?;
+        // From here the drain happens whatever stdout does; its first error is returned.
+        let draining = writeln!(out, "draining...").and_then(|()| out.flush());
         let stats = router.shutdown().await;
+        draining?;
         writeln!(
             out,
             "stopped: {} frames in, {} out, {} dropped",

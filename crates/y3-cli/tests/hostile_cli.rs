@@ -1,0 +1,539 @@
+//! `y3 serve`, `y3 send` and `y3 observe` under the secrets-and-access rules of issue 13:
+//! tokens from files and the environment (never needed on the command line), the refusal to
+//! listen beyond loopback without one, per-token permissions, throttled failed handshakes,
+//! the metrics bearer token, the dev certificate in a private per-user directory with its
+//! fingerprint pinned, and no panic when stdout or stderr cannot be written.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+fn y3() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_y3"));
+    cmd.env("RUST_LOG", "warn").env_remove("Y3_TOKEN");
+    cmd
+}
+
+/// A fresh private directory for one test (removed on drop).
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("y3-hostile-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        }
+        TempDir(dir)
+    }
+
+    fn file(&self, name: &str, contents: &str) -> PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, contents).unwrap();
+        path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Waits for `child` at most [`WAIT`], killing it on timeout.
+fn wait(mut child: Child, what: &str) -> Output {
+    let start = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if start.elapsed() > WAIT {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{what} did not finish: stdout {} stderr {}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A `y3 serve` process on ephemeral loopback ports (plus `extra`), its runtime directory
+/// (`XDG_RUNTIME_DIR`) set to `runtime`; killed on drop.
+struct Serve {
+    child: Child,
+    tcp: SocketAddr,
+    quic: SocketAddr,
+    metrics: Option<SocketAddr>,
+    /// The `tls:` line.
+    tls: String,
+}
+
+impl Serve {
+    fn start(runtime: &Path, extra: &[&str], env: &[(&str, &str)]) -> Serve {
+        let mut child = y3()
+            .args(["serve", "--tcp", "127.0.0.1:0", "--quic", "127.0.0.1:0"])
+            .args(["--metrics", "127.0.0.1:0"])
+            .args(extra)
+            .env("XDG_RUNTIME_DIR", runtime)
+            .envs(env.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = lines.next().expect("startup line").unwrap();
+        let words: Vec<&str> = first.split_whitespace().collect();
+        let at = |key: &str| words[words.iter().position(|w| *w == key).unwrap() + 1];
+        let metrics = at("metrics")
+            .trim_start_matches("http://")
+            .trim_end_matches("/metrics")
+            .parse()
+            .ok();
+        let tls = lines.next().expect("tls line").unwrap();
+        let serve = Serve {
+            tcp: at("tcp").parse().unwrap(),
+            quic: at("quic").parse().unwrap(),
+            metrics,
+            tls,
+            child,
+        };
+        std::thread::spawn(move || for _ in lines {});
+        serve
+    }
+
+    /// The fingerprint on the `tls:` line.
+    fn pin(&self) -> String {
+        let words: Vec<&str> = self.tls.split_whitespace().collect();
+        let at = words.iter().position(|w| *w == "sha256").unwrap() + 1;
+        words[at].trim_end_matches(',').to_owned()
+    }
+
+    fn get(&self, path: &str, auth: Option<&str>) -> (u16, String) {
+        let mut tcp = TcpStream::connect(self.metrics.unwrap()).unwrap();
+        tcp.set_read_timeout(Some(WAIT)).unwrap();
+        let auth = auth.map_or(String::new(), |a| format!("Authorization: Bearer {a}\r\n"));
+        let request = format!("GET {path} HTTP/1.1\r\nHost: t\r\n{auth}Connection: close\r\n\r\n");
+        tcp.write_all(request.as_bytes()).unwrap();
+        let mut text = String::new();
+        tcp.read_to_string(&mut text).unwrap();
+        let status = text.split_whitespace().nth(1).unwrap().parse().unwrap();
+        (status, text)
+    }
+
+    fn metrics(&self) -> String {
+        self.get("/metrics", None).1
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `y3 send` with `args`, `env` and one frame on stdin.
+fn send(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut child = y3()
+        .arg("send")
+        .args(args)
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A send that fails before reading its input closes the pipe: not this test's concern.
+    let _ = child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"{\"payload_hex\":\"0102\"}\n");
+    wait(child, "y3 send")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn assert_sent(out: &Output) {
+    assert!(out.status.success(), "{}", stderr(out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "{\"sent\":1,\"payload_bytes\":2}"
+    );
+}
+
+#[test]
+fn serve_with_unwritable_stdout_or_stderr_exits_nonzero_without_a_panic() {
+    let dir = TempDir::new("full");
+    let serve = |stderr: Stdio| {
+        y3().args(["serve", "--tcp", "127.0.0.1:0", "--quic", "127.0.0.1:0"])
+            .args(["--metrics", ""])
+            .env("XDG_RUNTIME_DIR", &dir.0)
+            .env("RUST_LOG", "info")
+            .stdout(std::fs::File::create("/dev/full").unwrap())
+            .stderr(stderr)
+            .spawn()
+            .unwrap()
+    };
+    // stdout at /dev/full: exit status 2 and a one-line error, no panic.
+    let out = wait(serve(Stdio::piped()), "serve > /dev/full");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("error: io: "), "{}", stderr(&out));
+    // stderr at /dev/full too (logs and the error line are lost): still 2, not 101.
+    let full = std::fs::File::create("/dev/full").unwrap();
+    let out = wait(serve(Stdio::from(full)), "serve > /dev/full 2> /dev/full");
+    assert_eq!(out.status.code(), Some(2));
+    // stderr a pipe nobody reads (EPIPE): the same.
+    let mut child = serve(Stdio::piped());
+    drop(child.stderr.take());
+    let out = wait(child, "serve 2> closed pipe");
+    assert_eq!(out.status.code(), Some(2));
+    // A client whose stderr is gone reports its error by exit status alone.
+    let child = y3()
+        .args([
+            "send",
+            "--addr",
+            "127.0.0.1:1",
+            "--token-file",
+            "/nonexistent",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create("/dev/full").unwrap())
+        .spawn()
+        .unwrap();
+    let out = wait(child, "send 2> /dev/full");
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn listening_beyond_loopback_needs_a_token_or_the_explicit_flag() {
+    let dir = TempDir::new("exposed");
+    let args = ["serve", "--tcp", "0.0.0.0:0", "--quic", "", "--metrics", ""];
+    let refused = wait(
+        y3().args(args)
+            .env("XDG_RUNTIME_DIR", &dir.0)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+        "serve 0.0.0.0",
+    );
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        stderr(&refused).contains("auth.token"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(refused.stdout.is_empty());
+    // With --allow-insecure it runs, and says what it risks; with a token it runs quietly.
+    for (extra, env, warned) in [
+        (&["--allow-insecure"][..], None, true),
+        (&[][..], Some("s3cret"), false),
+    ] {
+        let mut cmd = y3();
+        cmd.args(args)
+            .args(extra)
+            .env("XDG_RUNTIME_DIR", &dir.0)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(token) = env {
+            cmd.env("Y3_TOKEN", token);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = lines.next().unwrap().unwrap();
+        assert!(
+            first.starts_with("y3 router listening: tcp 0.0.0.0:"),
+            "{first}"
+        );
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        let warning = stderr(&out).contains("listening beyond loopback without a token");
+        assert_eq!(warning, warned, "{extra:?}: {}", stderr(&out));
+        // The token travels in clear over plain TCP beyond loopback: said when there is one.
+        let clear = stderr(&out).contains("plain TCP");
+        assert_eq!(clear, env.is_some(), "{}", stderr(&out));
+    }
+}
+
+#[test]
+fn tokens_come_from_files_and_the_environment_not_the_command_line() {
+    let dir = TempDir::new("tokens");
+    let token = dir.file("router.token", "file-s3cret\n");
+    let serve = Serve::start(&dir.0, &["--token-file", token.to_str().unwrap()], &[]);
+    // The secret is nowhere in the router's command line.
+    #[cfg(target_os = "linux")]
+    {
+        let cmdline = std::fs::read(format!("/proc/{}/cmdline", serve.child.id())).unwrap();
+        assert!(!String::from_utf8_lossy(&cmdline).contains("file-s3cret"));
+    }
+    let addr = serve.tcp.to_string();
+    assert_sent(&send(&["--addr", &addr], &[("Y3_TOKEN", "file-s3cret")]));
+    assert_sent(&send(
+        &["--addr", &addr, "--token-file", token.to_str().unwrap()],
+        &[],
+    ));
+    let wrong = send(&["--addr", &addr], &[("Y3_TOKEN", "guess")]);
+    assert_eq!(wrong.status.code(), Some(2));
+    assert!(
+        stderr(&wrong).contains("error: unauthorized"),
+        "{}",
+        stderr(&wrong)
+    );
+    let none = send(&["--addr", &addr], &[]);
+    assert_eq!(none.status.code(), Some(2));
+    let missing = send(&["--addr", &addr, "--token-file", "/nonexistent/t"], &[]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(
+        stderr(&missing).contains("error: token_file"),
+        "{}",
+        stderr(&missing)
+    );
+    let metrics = serve.metrics();
+    assert!(
+        metrics.contains("y3_router_rejected_total{reason=\"unauthorized\"} 2"),
+        "{metrics}"
+    );
+    // Over loopback no warning; to 0.0.0.0 (this host, but not a loopback address) the
+    // token would cross plain TCP in clear, and the client says so.
+    let quiet = send(&["--addr", &addr], &[("Y3_TOKEN", "file-s3cret")]);
+    assert!(!stderr(&quiet).contains("warning"), "{}", stderr(&quiet));
+    let exposed = format!("0.0.0.0:{}", serve.tcp.port());
+    let out = send(&["--addr", &exposed], &[("Y3_TOKEN", "file-s3cret")]);
+    assert!(
+        stderr(&out).contains("warning: the token crosses plain TCP"),
+        "{}",
+        stderr(&out)
+    );
+    // --print-config shows the token file, never a token from the environment.
+    let printed = wait(
+        y3().args(["serve", "--print-config"])
+            .env("Y3_TOKEN", "env-s3cret")
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+        "print-config",
+    );
+    let text = String::from_utf8(printed.stdout).unwrap();
+    assert!(
+        !text.contains("env-s3cret") && text.contains("token_file"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_token_may_publish_and_observe_only_its_tags() {
+    let dir = TempDir::new("grants");
+    let config = dir.file(
+        "router.toml",
+        "[auth]\ntoken = \"admin\"\n\
+         [[auth.tokens]]\nname = \"sensors\"\ntoken = \"pub-key\"\npublish = [0x10]\nobserve = []\n\
+         [[auth.tokens]]\nname = \"dashboard\"\ntoken = \"sink-key\"\npublish = []\nobserve = [0x10]\n",
+    );
+    let serve = Serve::start(&dir.0, &["--config", config.to_str().unwrap()], &[]);
+    let addr = serve.tcp.to_string();
+    let pubkey = [("Y3_TOKEN", "pub-key")];
+    assert_sent(&send(&["--addr", &addr, "--tag", "0x10"], &pubkey));
+    let refused = send(&["--addr", &addr, "--tag", "0x11"], &pubkey);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    let text = stderr(&refused);
+    assert!(text.starts_with("error: forbidden: "), "{text}");
+    assert!(
+        text.contains("this token may not publish tag 0x11"),
+        "{text}"
+    );
+    // Nothing claims it was sent.
+    assert!(refused.stdout.is_empty());
+    let observe = |tag: &str, token: &str| {
+        wait(
+            y3().args(["observe", "--addr", &addr, "--tag", tag])
+                .args(["--idle-exit-ms", "200"])
+                .env("Y3_TOKEN", token)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+            "y3 observe",
+        )
+    };
+    let forbidden = observe("0x20", "sink-key");
+    assert_eq!(forbidden.status.code(), Some(2));
+    let text = stderr(&forbidden);
+    assert!(text.starts_with("error: forbidden: "), "{text}");
+    assert!(
+        text.contains("this token may not observe tag 0x20"),
+        "{text}"
+    );
+    let allowed = observe("0x10", "sink-key");
+    assert!(allowed.status.success(), "{}", stderr(&allowed));
+    let metrics = serve.metrics();
+    for needle in [
+        "y3_router_protocol_errors_total{kind=\"forbidden\"} 1",
+        "y3_router_rejected_total{reason=\"forbidden\"} 1",
+        "y3_router_frames_in_total{tag=\"0x10\"} 1",
+    ] {
+        assert!(metrics.contains(needle), "{needle} missing from\n{metrics}");
+    }
+}
+
+#[test]
+fn failed_handshakes_are_throttled_per_address() {
+    let dir = TempDir::new("throttle");
+    let config = dir.file(
+        "router.toml",
+        "[auth]\ntoken = \"s3cret\"\nmax_failures = 3\n",
+    );
+    let serve = Serve::start(&dir.0, &["--config", config.to_str().unwrap()], &[]);
+    let addr = serve.tcp.to_string();
+    for i in 0..3 {
+        let out = send(&["--addr", &addr], &[("Y3_TOKEN", &format!("guess-{i}"))]);
+        let text = stderr(&out);
+        assert!(text.starts_with("error: unauthorized: "), "{i}: {text}");
+        assert!(text.contains("invalid token"), "{i}: {text}");
+    }
+    // The 4th attempt from this address is refused, the right token notwithstanding.
+    let out = send(&["--addr", &addr], &[("Y3_TOKEN", "s3cret")]);
+    assert_eq!(out.status.code(), Some(2));
+    let text = stderr(&out);
+    assert!(text.starts_with("error: unauthorized: "), "{text}");
+    assert!(
+        text.contains("throttled: too many failed handshakes"),
+        "{text}"
+    );
+    let metrics = serve.metrics();
+    assert!(metrics.contains("y3_router_rejected_total{reason=\"throttled\"} 1"));
+    assert!(metrics.contains("y3_router_rejected_total{reason=\"unauthorized\"} 3"));
+}
+
+#[test]
+fn metrics_need_the_bearer_token_from_its_file() {
+    let dir = TempDir::new("metrics");
+    let token = dir.file("metrics.token", "m3trics\n");
+    let serve = Serve::start(
+        &dir.0,
+        &["--metrics-token-file", token.to_str().unwrap()],
+        &[],
+    );
+    let (status, text) = serve.get("/metrics", None);
+    assert_eq!(status, 401);
+    assert!(!text.contains("y3_router_"));
+    assert_eq!(serve.get("/metrics", Some("m3trics2")).0, 401);
+    let (status, text) = serve.get("/metrics", Some("m3trics"));
+    assert_eq!(status, 200);
+    assert!(text.contains("y3_router_queue_depth"));
+    assert_eq!(serve.get("/healthz", None).0, 200);
+}
+
+#[cfg(unix)]
+#[test]
+fn the_dev_certificate_is_private_pinned_and_never_replaced_by_a_failed_start() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777;
+    let dir = TempDir::new("cert");
+    let (y3dir, cert) = (dir.0.join("y3"), dir.0.join("y3").join("dev-cert.pem"));
+    let serve = Serve::start(&dir.0, &[], &[]);
+    // tls: self-signed dev certificate sha256 HEX, written to PATH (clients: --pin HEX)
+    let pin = serve.pin();
+    assert_eq!(pin.len(), 64, "{}", serve.tls);
+    assert!(
+        serve
+            .tls
+            .contains(&format!("written to {}", cert.display())),
+        "{}",
+        serve.tls
+    );
+    assert!(
+        serve.tls.ends_with(&format!("(clients: --pin {pin})")),
+        "{}",
+        serve.tls
+    );
+    assert_eq!((mode(&y3dir), mode(&cert)), (0o700, 0o600));
+    let pem = std::fs::read_to_string(&cert).unwrap();
+
+    // A client pins the fingerprint (no file involved), or trusts the file with --ca, or
+    // finds it in its own runtime directory.
+    let quic = serve.quic.to_string();
+    let over_quic = ["--addr", quic.as_str(), "--transport", "quic"];
+    assert_sent(&send(&[&over_quic[..], &["--pin", &pin]].concat(), &[]));
+    assert_sent(&send(
+        &[&over_quic[..], &["--ca", cert.to_str().unwrap()]].concat(),
+        &[],
+    ));
+    let runtime = [("XDG_RUNTIME_DIR", dir.0.to_str().unwrap())];
+    assert_sent(&send(&over_quic, &runtime));
+    // Another certificate's fingerprint is refused, and not retried.
+    let wrong = format!(
+        "{}{}",
+        if pin.starts_with('0') { "1" } else { "0" },
+        &pin[1..]
+    );
+    let out = send(&[&over_quic[..], &["--pin", &wrong]].concat(), &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let bad = send(&[&over_quic[..], &["--pin", "abc"]].concat(), &[]);
+    let text = stderr(&bad);
+    assert!(text.starts_with("error: config: "), "{text}");
+    assert!(text.contains("a fingerprint is 64 hex digits"), "{text}");
+
+    // A second router that cannot bind leaves the first one's certificate alone.
+    let busy = serve.tcp.to_string();
+    let second = wait(
+        y3().args([
+            "serve",
+            "--tcp",
+            &busy,
+            "--quic",
+            "127.0.0.1:0",
+            "--metrics",
+            "",
+        ])
+        .env("XDG_RUNTIME_DIR", &dir.0)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap(),
+        "second serve",
+    );
+    assert_eq!(second.status.code(), Some(2));
+    assert!(
+        stderr(&second).contains("cannot listen on tcp"),
+        "{}",
+        stderr(&second)
+    );
+    assert_eq!(std::fs::read_to_string(&cert).unwrap(), pem);
+    assert_sent(&send(&over_quic, &runtime));
+    drop(serve);
+
+    // A symbolic link planted where the certificate goes is replaced, not written through.
+    let victim = dir.file("victim", "precious");
+    std::fs::remove_file(&cert).unwrap();
+    std::os::unix::fs::symlink(&victim, &cert).unwrap();
+    let third = Serve::start(&dir.0, &[], &[]);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    assert_eq!(mode(&cert), 0o600);
+    assert!(std::fs::symlink_metadata(&cert).unwrap().is_file());
+    assert_sent(&send(
+        &[
+            "--addr",
+            &third.quic.to_string(),
+            "--transport",
+            "quic",
+            "--pin",
+            &third.pin(),
+        ],
+        &[],
+    ));
+}
