@@ -746,6 +746,9 @@ async fn block_policy_is_lossless_through_a_pipeline() {
     let router = router(|c| {
         c.queue.policy = Policy::Block;
         c.queue.capacity = 4;
+        // Progress, however slow, is what this test is about; on a loaded machine a hop
+        // can stall past the default 250 ms, which would evict (slow_consumer).
+        c.queue.block_timeout_ms = 5_000;
     })
     .await;
     for transport in [Transport::Tcp, Transport::Quic] {
@@ -774,19 +777,32 @@ async fn block_policy_is_lossless_through_a_pipeline() {
                 source.close().await.unwrap();
             }));
         }
-        for sink in &mut sinks {
-            let mut next = [0u64; 2];
-            for _ in 0..2 * N {
-                let d = within("pipeline output", sink.recv())
-                    .await
-                    .unwrap()
-                    .unwrap();
-                let s = d.payload[0] as usize;
-                let i = count_of(&d.payload[1..]);
-                assert_eq!(i, next[s], "per-source order, no gaps");
-                next[s] += 1;
-            }
-            assert_eq!(next, [N, N]);
+        // Both sinks read at once: one left unread for the block timeout would be evicted
+        // as a slow consumer, which is not what this test is about.
+        let readers: Vec<_> = sinks
+            .into_iter()
+            .map(|mut sink| {
+                tokio::spawn(async move {
+                    let mut next = [0u64; 2];
+                    for _ in 0..2 * N {
+                        let d = within("pipeline output", sink.recv())
+                            .await
+                            .unwrap()
+                            .unwrap();
+                        let s = d.payload[0] as usize;
+                        let i = count_of(&d.payload[1..]);
+                        assert_eq!(i, next[s], "per-source order, no gaps");
+                        next[s] += 1;
+                    }
+                    assert_eq!(next, [N, N]);
+                    sink
+                })
+            })
+            .collect();
+        let mut sinks = Vec::new();
+        for reader in readers {
+            // Each frame is awaited with a bound inside.
+            sinks.push(reader.await.unwrap());
         }
         for s in sources {
             within("sources done", s).await.unwrap();

@@ -241,3 +241,22 @@ async fn a_stuck_subscriber_delays_other_tags_at_most_the_block_timeout() {
 fn router_block_timeout() -> Duration {
     Duration::from_millis(y3_router::RouterConfig::default().queue.block_timeout_ms)
 }
+
+/// Frames without metadata or payload (as YoMo's encoder writes `03 00`, `02 00`) are
+/// copied out of the read buffer and routed like any other.
+#[tokio::test]
+async fn bare_frames_are_routed() {
+    let router = router(|_| {}).await;
+    let mut sink = join(&router, ClientType::StreamFunction, &[0x60]).await;
+    let mut source = join(&router, ClientType::Source, &[]).await;
+    for payload in [&b""[..], &b"x"[..]] {
+        source
+            .writer
+            .send(Frame::Data(y3_transport::Data::new(0x60, payload)))
+            .await
+            .unwrap();
+        let got = next_data(&mut sink).await;
+        assert_eq!((&got.payload[..], got.metadata.is_empty()), (payload, true));
+    }
+    router.shutdown().await;
+}

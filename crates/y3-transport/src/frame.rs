@@ -409,11 +409,14 @@ impl Data {
         if let Some(frame) = self.wire().cloned() {
             let base = frame.as_ptr() as usize;
             let copy = Bytes::copy_from_slice(&frame);
-            let at = |b: &Bytes| b.as_ptr() as usize - base;
-            let (md, pl) = (at(self.metadata.as_bytes()), at(&self.payload));
-            self.metadata =
-                Metadata::from_bytes(copy.slice(md..md + self.metadata.as_bytes().len()));
-            self.payload = copy.slice(pl..pl + self.payload.len());
+            // The same bytes in the copy. An empty field is no slice of the frame (it is
+            // `Bytes::new()`, wherever that points) and stays empty.
+            let moved = |b: &Bytes| match (b.as_ptr() as usize).checked_sub(base) {
+                Some(at) if !b.is_empty() => copy.slice(at..at + b.len()),
+                _ => Bytes::new(),
+            };
+            self.metadata = Metadata::from_bytes(moved(self.metadata.as_bytes()));
+            self.payload = moved(&self.payload);
             self.wire = Some(Wire {
                 tag: self.tag,
                 hops: self.hops,
@@ -980,6 +983,14 @@ mod tests {
         assert_eq!(&wire[..], &read[..frame_len]);
         assert_ne!(wire.as_ptr(), read.as_ptr());
         assert!(d.payload.as_ptr() as usize >= wire.as_ptr() as usize);
+        // Empty fields (no metadata, an empty payload) stay empty.
+        let wire = Bytes::from_static(&hex!("bf07 010133 0300 0200 aaaa"));
+        let Frame::Data(mut bare) = Frame::decode(wire.slice(..9), &cfg()).unwrap() else {
+            panic!()
+        };
+        bare.detach();
+        assert_eq!(bare, Data::new(0x33, Bytes::new()));
+        assert_eq!(bare.wire().map(|w| &w[..]), Some(&wire[..9]));
         // A changed frame copies its fields.
         d.hops = 1;
         d.detach();
