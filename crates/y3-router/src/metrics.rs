@@ -490,6 +490,8 @@ impl Metrics {
                 "protocol_error",
                 "handshake_timeout",
                 "too_many_connections",
+                "forbidden",
+                "throttled",
             ],
         );
         let connections = ["source", "stream_function", "upstream_zipper", "other"]
@@ -523,7 +525,7 @@ impl Metrics {
 }
 
 /// Frame error kinds reported in [`Stats::protocol_errors`].
-const PROTOCOL_ERROR_KINDS: [&str; 26] = [
+const PROTOCOL_ERROR_KINDS: [&str; 27] = [
     "too_long",
     "unknown_frame",
     "missing_field",
@@ -550,6 +552,7 @@ const PROTOCOL_ERROR_KINDS: [&str; 26] = [
     "reserved_tag",
     "protocol_error",
     "transport_setup",
+    "forbidden",
 ];
 
 /// Router totals, for tests and summaries.
