@@ -34,6 +34,7 @@
 //! max_bytes = 16777216        # bytes queued per subscriber
 //! policy = "block"            # "block" (lossless) or "drop_oldest" (real-time)
 //! block_timeout_ms = 250      # a subscriber full this long under "block" is disconnected
+//! evicted_backoff_ms = 3000   # ...and refused if it comes back sooner than this
 //!
 //! [limits]
 //! max_frame_len = 1048576
@@ -311,6 +312,9 @@ pub struct QueueConfig {
     /// sources can go on: it holds up its tag's publishers, and their other tags, at most
     /// this long.
     pub block_timeout_ms: u64,
+    /// A client evicted as a slow consumer that reconnects within this long is refused
+    /// (`slow_consumer`, retryable; counted as `rejected{reason="held_off"}`).
+    pub evicted_backoff_ms: u64,
 }
 
 impl Default for QueueConfig {
@@ -320,6 +324,7 @@ impl Default for QueueConfig {
             max_bytes: 16 << 20,
             policy: Policy::Block,
             block_timeout_ms: 250,
+            evicted_backoff_ms: 3_000,
         }
     }
 }

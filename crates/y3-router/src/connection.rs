@@ -141,6 +141,20 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
         // The session answers a first frame only with Admitted or Close.
         _ => return,
     };
+    if let Some(left) = shared.held_off(peer, &hello.name) {
+        let goaway = Goaway::new(
+            GoawayCode::SlowConsumer,
+            format!(
+                "evicted as a slow consumer; held off for {} ms more",
+                left.as_millis()
+            ),
+        );
+        tracing::info!(session = id, name = %hello.name, ?peer, "slow consumer held off");
+        shared.metrics.rejected("held_off");
+        let coded = hello.extension >= 1;
+        refuse(&mut reader, &mut writer, guard, transport, goaway, coded).await;
+        return;
+    }
     let client_type = hello.client_type;
     // y3 sources understand goaway: the shutdown tells them to stop and reads them to
     // their end. YoMo's would give up for good on a goaway; they are closed to reconnect.
@@ -210,6 +224,7 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
                 "slow consumer evicted: its queue stayed full"
             );
             shared.metrics.evicted(&hello.name);
+            shared.evicted(peer, &hello.name);
             let goaway = Goaway::new(
                 GoawayCode::SlowConsumer,
                 format!(

@@ -67,6 +67,7 @@ mod journeys;
 mod mesh;
 pub mod metrics;
 mod outbox;
+mod penalty;
 pub mod queue;
 mod routing;
 mod server;

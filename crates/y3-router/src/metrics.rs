@@ -492,6 +492,7 @@ impl Metrics {
                 "too_many_connections",
                 "forbidden",
                 "throttled",
+                "held_off",
             ],
         );
         let connections = ["source", "stream_function", "upstream_zipper", "other"]

@@ -349,6 +349,7 @@ mod tests {
             max_bytes: 1 << 20,
             policy,
             block_timeout_ms,
+            ..QueueConfig::default()
         }
     }
 

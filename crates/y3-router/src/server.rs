@@ -37,6 +37,7 @@ use crate::error::RouterError;
 use crate::journeys::Journeys;
 use crate::mesh;
 use crate::metrics::{self, Metrics, Stats};
+use crate::penalty::Penalties;
 use crate::routing::Routes;
 use crate::session::Admission;
 use crate::shared::{first_session_id, Open, Shared};
@@ -212,6 +213,7 @@ impl Router {
                 Duration::from_millis(config.auth.failure_window_ms),
                 Duration::from_millis(config.auth.throttle_ms),
             )),
+            penalties: Mutex::new(Penalties::default()),
         });
         let mut background = Vec::new();
         let mut handle = RouterHandle {

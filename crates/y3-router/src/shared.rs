@@ -14,6 +14,7 @@ use y3_transport::frame::{ClientType, GoawayCode};
 
 use crate::config::RouterConfig;
 use crate::metrics::Metrics;
+use crate::penalty::Penalties;
 use crate::routing::Routes;
 use crate::session::Admission;
 use crate::table::SessionId;
@@ -45,6 +46,8 @@ pub(crate) struct Shared {
     pub tracker: TaskTracker,
     /// Failed handshakes per address (`throttle.rs`).
     pub throttle: Mutex<Throttle>,
+    /// Slow consumers held off after their eviction (`penalty.rs`).
+    pub penalties: Mutex<Penalties>,
 }
 
 /// Decrements a counter when dropped.
@@ -138,6 +141,22 @@ impl Shared {
                 "too many failed handshakes: address throttled"
             );
         }
+    }
+
+    /// Holds a client evicted as a slow consumer off for `queue.evicted_backoff_ms`.
+    pub fn evicted(&self, peer: Option<SocketAddr>, name: &str) {
+        let Some(peer) = peer else { return };
+        let now = Instant::now();
+        let until = now + Duration::from_millis(self.config.queue.evicted_backoff_ms);
+        let mut penalties = self.penalties.lock().unwrap_or_else(|e| e.into_inner());
+        penalties.hold_off(peer.ip(), name, until, now);
+    }
+
+    /// How much longer a client of `name` at `peer` is held off after an eviction.
+    pub fn held_off(&self, peer: Option<SocketAddr>, name: &str) -> Option<Duration> {
+        let peer = peer?;
+        let mut penalties = self.penalties.lock().unwrap_or_else(|e| e.into_inner());
+        penalties.remaining(peer.ip(), name, Instant::now())
     }
 
     pub fn drain_left(&self) -> Duration {

@@ -260,3 +260,61 @@ async fn bare_frames_are_routed() {
     }
     router.shutdown().await;
 }
+
+/// A client evicted as a slow consumer that comes straight back is held off (3 s by
+/// default), counted, and let in again afterwards; other clients of the same address are
+/// not affected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_evicted_slow_consumer_is_held_off() {
+    let router = router(|c| {
+        c.queue.capacity = 16;
+        c.queue.evicted_backoff_ms = 1_000;
+    })
+    .await;
+    let addr = router.tcp_addr().unwrap();
+    let named = |name: &str| {
+        let mut h = hello(ClientType::StreamFunction, &[0x70]);
+        h.name = name.into();
+        h
+    };
+    let tcp = |h| async move {
+        let conn = y3_transport::tcp::connect(addr, None, y3_transport::FrameCodec::default())
+            .await
+            .unwrap();
+        admit(conn, h).await
+    };
+    // Handshaken, never read: its queue and socket buffers fill, then it is evicted.
+    let stuck = tcp(named("stuck")).await;
+    let mut source = join(&router, ClientType::Source, &[]).await;
+    let payload = bytes::Bytes::from(vec![0u8; 64 * 1024]);
+    let mut i = 0;
+    while counter(&router, "evictions", "client", "stuck") == 0 {
+        source
+            .writer
+            .send(Frame::Data(numbered(0x70, i, payload.clone())))
+            .await
+            .unwrap();
+        i += 1;
+        assert!(i < 10_000, "never evicted");
+    }
+    drop(stuck);
+    // Straight back: refused, retryable, counted.
+    let mut again = y3_transport::tcp::connect(addr, None, y3_transport::FrameCodec::default())
+        .await
+        .unwrap();
+    again
+        .writer
+        .send(Frame::from(named("stuck")))
+        .await
+        .unwrap();
+    let refusal = rejection(&rest(&mut again).await).clone();
+    assert_eq!(refusal.code, y3_transport::GoawayCode::SlowConsumer);
+    assert!(refusal.reason.contains("held off"), "{}", refusal.reason);
+    assert_eq!(rejected(&router, "held_off"), 1);
+    // Another client of the same address is let in meanwhile, and the evicted one after
+    // the back-off.
+    let _other = tcp(named("healthy")).await;
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    let _back = tcp(named("stuck")).await;
+    router.shutdown().await;
+}
