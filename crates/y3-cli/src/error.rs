@@ -79,6 +79,12 @@ pub fn classify(err: &anyhow::Error) -> (&'static str, u8) {
         if let Some(e) = cause.downcast_ref::<PathError>() {
             return (e.kind(), EXIT_BAD_INPUT);
         }
+        if let Some(e) = cause.downcast_ref::<y3_router::RouterError>() {
+            return (e.kind(), EXIT_BAD_INPUT);
+        }
+        if let Some(e) = cause.downcast_ref::<y3_transport::TransportError>() {
+            return (e.kind(), EXIT_BAD_INPUT);
+        }
         if cause.downcast_ref::<serde_json::Error>().is_some() {
             return ("invalid_json", EXIT_BAD_INPUT);
         }
@@ -103,7 +109,13 @@ pub fn report(err: &anyhow::Error) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let (kind, code) = classify(err);
-    let _ = writeln!(io::stderr(), "error: {kind}: {err:#}");
+    let message = format!("{err:#}");
+    // Errors whose text already leads with their kind are not told twice.
+    let message = message
+        .strip_prefix(kind)
+        .and_then(|m| m.strip_prefix(": "))
+        .unwrap_or(&message);
+    let _ = writeln!(io::stderr(), "error: {kind}: {message}");
     ExitCode::from(code)
 }
 
@@ -121,5 +133,10 @@ mod tests {
         let err = anyhow::Error::from(EncodeError::InvalidTag { tag: 64, max: 63 })
             .context("while encoding");
         assert_eq!(classify(&err).0, "invalid_tag");
+        let err = anyhow::Error::from(y3_router::RouterError::Config {
+            field: "auth.token",
+            problem: "needed",
+        });
+        assert_eq!(classify(&err).0, "config");
     }
 }

@@ -106,6 +106,9 @@ pub fn run(args: &ObserveArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             .map_err(crate::send::net_error)?;
         let mut seen = 0u64;
         let idle = args.idle_exit_ms.map(Duration::from_millis);
+        // Ctrl-C or SIGTERM ends the loop and the sink closes its connection.
+        let stop = crate::serve::StopSignal::register().wait();
+        tokio::pin!(stop);
         while args.count.is_none_or(|count| seen < count) {
             let next = async {
                 match idle {
@@ -115,7 +118,7 @@ pub fn run(args: &ObserveArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             };
             let data = tokio::select! {
                 data = next => data,
-                _ = tokio::signal::ctrl_c() => None,
+                _ = &mut stop => None,
             };
             let Some(data) = data else { break };
             let data = data.map_err(crate::send::net_error)?;

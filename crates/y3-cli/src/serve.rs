@@ -178,14 +178,14 @@ pub fn init_tracing(default: &str) {
 
 /// Ctrl-C (or SIGTERM on Unix), registered before the router announces itself: a signal sent
 /// right after the "listening" line must drain the router, not kill the process.
-struct StopSignal {
+pub(crate) struct StopSignal {
     #[cfg(unix)]
     signals: Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,
 }
 
 impl StopSignal {
     /// Installs the handlers now (inside the runtime).
-    fn register() -> StopSignal {
+    pub(crate) fn register() -> StopSignal {
         #[cfg(unix)]
         {
             use tokio::signal::unix::{signal, SignalKind};
@@ -200,7 +200,7 @@ impl StopSignal {
     }
 
     /// Waits for the first signal.
-    async fn wait(self) {
+    pub(crate) async fn wait(self) {
         #[cfg(unix)]
         if let Some((mut int, mut term)) = self.signals {
             tokio::select! {
