@@ -77,6 +77,7 @@ const (
 	KindTooManyConnections Kind = "too_many_connections"
 	KindHandshakeTimeout   Kind = "handshake_timeout"
 	KindReservedTag        Kind = "reserved_tag"
+	KindForbidden          Kind = "forbidden"
 	// KindRejected: a rejected (or goaway) frame without a y3 code, as YoMo's own zipper
 	// sends it (a wrong token, a version mismatch, ...: Reason says which), or a QUIC close
 	// with YoMo's application code 0x13 (or 0 and no reason) whose reason names no kind.
@@ -204,6 +205,7 @@ var (
 	ErrTooManyConnections = &Error{Kind: KindTooManyConnections}
 	ErrHandshakeTimeout   = &Error{Kind: KindHandshakeTimeout}
 	ErrReservedTag        = &Error{Kind: KindReservedTag}
+	ErrForbidden          = &Error{Kind: KindForbidden}
 	ErrRejected           = &Error{Kind: KindRejected}
 )
 
@@ -230,7 +232,7 @@ func isRefusalKind(k Kind) bool {
 	switch k {
 	case KindNormal, KindShuttingDown, KindUnauthorized, KindProtocolError, KindVersionMismatch,
 		KindBadHandshake, KindSlowConsumer, KindTooManyConnections, KindHandshakeTimeout,
-		KindReservedTag, KindRejected, KindOther:
+		KindReservedTag, KindForbidden, KindRejected, KindOther:
 		return true
 	}
 	return false

@@ -70,9 +70,10 @@ func Example_yomo() {
 	}
 }
 
-// QUIC, trusting the development certificate `y3 serve` writes.
+// QUIC, trusting the development certificate `y3 serve` writes (it prints the path, by
+// default $XDG_RUNTIME_DIR/y3/dev-cert.pem).
 func Example_quic() {
-	tlsConf, err := client.TLSConfigFromPEMFile("/tmp/y3-dev-cert.pem")
+	tlsConf, err := client.TLSConfigFromPEMFile("/run/user/1000/y3/dev-cert.pem")
 	if err != nil {
 		log.Fatal(err)
 	}

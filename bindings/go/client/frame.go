@@ -120,21 +120,22 @@ type Code uint32
 
 // Codes; Kind gives each one's stable name, Retryable whether a client tries again.
 const (
-	CodeNormal             Code = 0 // the sender is done
-	CodeShuttingDown       Code = 1 // the router is draining: stop sending
-	CodeUnauthorized       Code = 2 // wrong token
-	CodeProtocolError      Code = 3 // bytes that are not frames, or a misplaced frame
-	CodeVersionMismatch    Code = 4 // protocol version not spoken
-	CodeBadHandshake       Code = 5 // an empty client type, a handshake the router cannot take
-	CodeSlowConsumer       Code = 6 // the subscriber did not read in time
-	CodeTooManyConnections Code = 7 // the router is at its connection limit
-	CodeHandshakeTimeout   Code = 8 // no handshake arrived in time
-	CodeReservedTag        Code = 9 // a data frame under a reserved tag (0xf000..0xffff)
+	CodeNormal             Code = 0  // the sender is done
+	CodeShuttingDown       Code = 1  // the router is draining: stop sending
+	CodeUnauthorized       Code = 2  // wrong token
+	CodeProtocolError      Code = 3  // bytes that are not frames, or a misplaced frame
+	CodeVersionMismatch    Code = 4  // protocol version not spoken
+	CodeBadHandshake       Code = 5  // an empty client type, a handshake the router cannot take
+	CodeSlowConsumer       Code = 6  // the subscriber did not read in time
+	CodeTooManyConnections Code = 7  // the router is at its connection limit
+	CodeHandshakeTimeout   Code = 8  // no handshake arrived in time
+	CodeReservedTag        Code = 9  // a data frame under a reserved tag (0xf000..0xffff)
+	CodeForbidden          Code = 10 // a tag the client's token may not publish or observe
 )
 
 var codeKinds = [...]Kind{KindNormal, KindShuttingDown, KindUnauthorized, KindProtocolError,
 	KindVersionMismatch, KindBadHandshake, KindSlowConsumer, KindTooManyConnections,
-	KindHandshakeTimeout, KindReservedTag}
+	KindHandshakeTimeout, KindReservedTag, KindForbidden}
 
 // Kind is the code's stable snake_case name ("other" for codes this package does not know).
 func (c Code) Kind() Kind {

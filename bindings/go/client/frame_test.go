@@ -285,8 +285,8 @@ func TestEncodeTooLong(t *testing.T) {
 
 func TestCodesAndTypes(t *testing.T) {
 	want := []string{"normal", "shutting_down", "unauthorized", "protocol_error", "version_mismatch",
-		"bad_handshake", "slow_consumer", "too_many_connections", "handshake_timeout", "reserved_tag", "other"}
-	retry := []bool{true, true, false, false, false, false, true, true, true, false, false}
+		"bad_handshake", "slow_consumer", "too_many_connections", "handshake_timeout", "reserved_tag", "forbidden", "other"}
+	retry := []bool{true, true, false, false, false, false, true, true, true, false, false, false}
 	for code, name := range want {
 		k := client.Code(code).Kind()
 		if string(k) != name {

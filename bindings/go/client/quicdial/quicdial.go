@@ -3,7 +3,7 @@
 // opened by the client, which writes its handshake on it at once, carrying the same frames
 // as TCP. TLS 1.3 always, ALPN "yomo"; a keep-alive PING every 2 s.
 //
-//	tlsConf, _ := client.TLSConfigFromPEMFile("/tmp/y3-dev-cert.pem")
+//	tlsConf, _ := client.TLSConfigFromPEMFile(certPath) // the path `y3 serve` printed
 //	opts := client.Options{Name: "sensor", Dialer: quicdial.New(tlsConf)}
 //	src, err := client.ConnectSource(ctx, "127.0.0.1:9000", opts)
 //
