@@ -345,6 +345,14 @@ pub fn observe_split(data: &[u8]) {
         assert_eq!(position, stream.len() as u64);
     }
 
+    // The general machine alone (the fast path answers one-shot input or leaves it alone).
+    let mut general = base.clone().without_fast_path();
+    assert_eq!(
+        whole,
+        run_chunks(&mut general, core::iter::once(stream)),
+        "fast path vs the general machine"
+    );
+
     // The same observer, reset (possibly after an error), fed one byte at a time.
     observer.reset();
     let bytes = run_chunks(&mut observer, stream.chunks(1));

@@ -42,6 +42,7 @@ extern crate alloc;
 mod dialect;
 pub mod encode;
 mod error;
+mod fast;
 #[cfg(feature = "__harness")]
 #[doc(hidden)]
 pub mod harness;
@@ -136,15 +137,41 @@ pub fn get_with<'a>(
     path: &[u32],
     config: &Config,
 ) -> Result<Option<Packet<'a>>, DecodeError> {
-    let mut observer = match Observer::new(*config, &[path]) {
-        Ok(observer) => observer,
-        Err(PathError::Empty) => return Ok(None),
-        Err(_) => {
-            return Err(DecodeError::TooDeep {
-                limit: MAX_PATH_DEPTH as u32,
-            })
+    if path.is_empty() {
+        return Ok(None);
+    }
+    if path.len() > MAX_PATH_DEPTH {
+        return Err(DecodeError::TooDeep {
+            limit: MAX_PATH_DEPTH as u32,
+        });
+    }
+    if config.dialect.has_node_flag() {
+        let mut ends = [0; MAX_PATH_DEPTH];
+        match fast::walk(path, config, buf, &mut ends) {
+            fast::Fast::Found {
+                tag,
+                start,
+                len,
+                head_len,
+                depth,
+                ..
+            } => {
+                let value = &buf[start..start + len];
+                return Ok(Some(Packet::from_parts(
+                    tag,
+                    value,
+                    head_len,
+                    depth as u32,
+                    *config,
+                )));
+            }
+            fast::Fast::Done { .. } => return Ok(None),
+            fast::Fast::Bail => {}
         }
-    };
+    }
+    // The general machine: one path, built in place (no allocation for paths of up to
+    // five keys).
+    let mut observer = Observer::one(*config, path);
     let fed = observer.feed(buf)?;
     if let Some(found) = fed.observed {
         // Fed in one piece, the value is borrowed from `buf` and ends where consumption

@@ -20,6 +20,7 @@
 
 use alloc::vec::Vec;
 
+use crate::fast::{self, Fast};
 use crate::tag::{Header, MAX_HEADER_LEN};
 use crate::{Config, DecodeError, Packet, Tag};
 
@@ -121,6 +122,103 @@ struct Path {
     len: usize,
 }
 
+/// The subscribed paths: the first in place, so that a one-path observer (every
+/// [`get`](crate::get)) is built without allocating.
+#[derive(Debug, Clone, Default)]
+struct Paths {
+    first: Option<Path>,
+    more: Vec<Path>,
+}
+
+impl Paths {
+    fn push(&mut self, path: Path) {
+        if self.first.is_none() {
+            self.first = Some(path);
+        } else {
+            self.more.push(path);
+        }
+    }
+
+    /// Path `i`; `i` comes from an `active` bit, so it is below the number of paths.
+    #[inline(always)]
+    fn get(&self, i: usize) -> &Path {
+        match (&self.first, i) {
+            (Some(first), 0) => first,
+            _ => &self.more[i - 1],
+        }
+    }
+}
+
+/// Levels kept in place before the stack spills to the heap: an observer nests no deeper
+/// than its longest path, so paths of up to `INLINE + 1` keys never allocate (deeper paths
+/// and whole-packet validation allocate once and keep the capacity across resets).
+const INLINE: usize = 4;
+
+/// The stack of enclosing levels.
+#[derive(Debug, Clone)]
+struct Parents {
+    inline: [Level; INLINE],
+    len: usize,
+    spill: Vec<Level>,
+}
+
+impl Parents {
+    const fn new() -> Parents {
+        Parents {
+            inline: [TOP; INLINE],
+            len: 0,
+            spill: Vec::new(),
+        }
+    }
+
+    #[inline(always)]
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline(always)]
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+        self.spill.clear();
+    }
+
+    /// Level `i` from the outermost; `i < len`.
+    fn get(&self, i: usize) -> &Level {
+        if i < INLINE {
+            &self.inline[i]
+        } else {
+            &self.spill[i - INLINE]
+        }
+    }
+
+    #[inline(always)]
+    fn push(&mut self, level: Level) {
+        if self.len < INLINE {
+            self.inline[self.len] = level;
+        } else {
+            self.spill.push(level);
+        }
+        self.len += 1;
+    }
+
+    #[inline(always)]
+    fn pop(&mut self) -> Option<Level> {
+        if self.len == 0 {
+            return None;
+        }
+        self.len -= 1;
+        if self.len < INLINE {
+            Some(self.inline[self.len])
+        } else {
+            self.spill.pop()
+        }
+    }
+}
+
 /// One open node along the walk.
 #[derive(Debug, Clone, Copy)]
 struct Level {
@@ -205,14 +303,16 @@ impl<'a> core::ops::Deref for Observed<'a> {
 #[derive(Debug, Clone)]
 pub struct Observer {
     config: Config,
-    paths: Vec<Path>,
+    paths: Paths,
     all: u64,
     validate: bool,
+    /// One path in a one-byte-tag dialect, not validating: [`fast::walk`] may answer.
+    fast: bool,
     /// The current level; `parents` holds the enclosing ones.
     cur: Level,
     /// The level of the stream itself, computed once.
     top: Level,
-    parents: Vec<Level>,
+    parents: Parents,
     state: State,
     /// Stream offset of the first byte of the next `feed` input.
     pos: u64,
@@ -236,7 +336,7 @@ impl Observer {
                 max: MAX_SUBSCRIPTIONS,
             });
         }
-        let mut stored = Vec::with_capacity(paths.len());
+        let mut stored = Paths::default();
         for (i, path) in paths.iter().enumerate() {
             if path.is_empty() {
                 return Err(PathError::Empty);
@@ -275,18 +375,37 @@ impl Observer {
     /// An observer with no subscriptions that only checks well-formedness (see
     /// [`Observer::validating`]).
     pub fn validator(config: Config) -> Observer {
-        Observer::build(config, Vec::new(), 0, true)
+        Observer::build(config, Paths::default(), 0, true)
     }
 
-    fn build(config: Config, paths: Vec<Path>, all: u64, validate: bool) -> Observer {
+    /// An observer of one path of 1..=[`MAX_PATH_DEPTH`] keys, built in place without
+    /// allocating (the one-shot [`get`](crate::get)).
+    #[inline(always)]
+    pub(crate) fn one(config: Config, path: &[u32]) -> Observer {
+        debug_assert!(!path.is_empty() && path.len() <= MAX_PATH_DEPTH);
+        let mut ids = [0; MAX_PATH_DEPTH];
+        ids[..path.len()].copy_from_slice(path);
+        let paths = Paths {
+            first: Some(Path {
+                ids,
+                len: path.len(),
+            }),
+            more: Vec::new(),
+        };
+        Observer::build(config, paths, 1, false)
+    }
+
+    #[inline(always)]
+    fn build(config: Config, paths: Paths, all: u64, validate: bool) -> Observer {
         let mut observer = Observer {
             config,
             paths,
             all,
             validate,
+            fast: false,
             cur: TOP,
             top: TOP,
-            parents: Vec::new(),
+            parents: Parents::new(),
             state: State::Head,
             pos: 0,
             hbuf: [0; MAX_HEADER_LEN],
@@ -296,6 +415,7 @@ impl Observer {
             started: 0,
         };
         observer.top = observer.level(u64::MAX, all, 0);
+        observer.fast = observer.can_walk_fast();
         observer.reset();
         observer
     }
@@ -307,8 +427,22 @@ impl Observer {
     pub fn validating(mut self, validate: bool) -> Observer {
         self.validate = validate;
         self.top = self.level(u64::MAX, self.all, 0);
+        self.fast = self.can_walk_fast();
         self.reset();
         self
+    }
+
+    /// The same observer with the complete-buffer fast path off: the general machine alone,
+    /// the reference the harness compares the fast path against.
+    #[cfg(feature = "__harness")]
+    #[doc(hidden)]
+    pub fn without_fast_path(mut self) -> Observer {
+        self.fast = false;
+        self
+    }
+
+    fn can_walk_fast(&self) -> bool {
+        self.all == 1 && !self.validate && self.config.dialect.has_node_flag()
     }
 
     /// Forgets all stream state, keeping the subscriptions and buffers, so that one observer
@@ -325,13 +459,14 @@ impl Observer {
     }
 
     /// A level ending at `end` whose headers sit at path index `depth`.
+    #[inline(always)]
     fn level(&self, end: u64, active: u64, depth: usize) -> Level {
         let mut interest = 0u64;
         let mut bits = active;
         while bits != 0 {
             let i = bits.trailing_zeros() as usize;
             bits &= bits - 1;
-            let id = self.paths[i].ids[depth];
+            let id = self.paths.get(i).ids[depth];
             // Ids of 64 and above never occur in the one-byte dialects the skip run serves.
             if id < 64 {
                 interest |= 1 << id;
@@ -396,6 +531,11 @@ impl Observer {
         if self.clear_assembled {
             self.assembled.clear();
             self.clear_assembled = false;
+        }
+        if self.fast && self.state == State::Head && self.hlen == 0 && self.parents.is_empty() {
+            if let Some(fed) = self.feed_fast(input) {
+                return Ok(fed);
+            }
         }
         let mut off = 0usize;
         loop {
@@ -553,6 +693,61 @@ impl Observer {
         }
     }
 
+    /// [`crate::fast::walk`] from a top-level boundary, committing its answer to the state the
+    /// general walk would have reached; `None` (nothing changed) when it bails.
+    #[inline(always)]
+    fn feed_fast<'a>(&mut self, input: &'a [u8]) -> Option<Fed<'a>> {
+        let path = self.paths.first.as_ref()?;
+        let mut ends = [0usize; MAX_PATH_DEPTH];
+        match fast::walk(&path.ids[..path.len], &self.config, input, &mut ends) {
+            Fast::Bail => None,
+            Fast::Done { packets } => {
+                self.started += packets;
+                self.pos += input.len() as u64;
+                Some(Fed {
+                    consumed: input.len(),
+                    observed: None,
+                })
+            }
+            Fast::Found {
+                tag,
+                start,
+                len,
+                head_len,
+                depth,
+                packets,
+            } => {
+                self.started += packets;
+                let base = self.pos;
+                // The nodes the walk entered, as `enter` would have opened them: one path,
+                // so each is active for subscription 0 only.
+                for (d, &node_end) in ends[..depth - 1].iter().enumerate() {
+                    let level = self.level(base + node_end as u64, 1, d + 1);
+                    self.parents.push(self.cur);
+                    self.cur = level;
+                }
+                let end = start + len;
+                self.pos = base + end as u64;
+                self.after_value(self.pos);
+                let packet = Packet::from_parts(
+                    tag,
+                    &input[start..end],
+                    head_len,
+                    depth as u32,
+                    self.config,
+                );
+                Some(Fed {
+                    consumed: end,
+                    observed: Some(Observed {
+                        sub: 0,
+                        packet,
+                        assembled: false,
+                    }),
+                })
+            }
+        }
+    }
+
     /// Ends a `feed` that consumed `consumed` bytes without completing a value: "feed more".
     #[inline(always)]
     fn need_more<'a>(&mut self, consumed: usize) -> Result<Fed<'a>, DecodeError> {
@@ -593,11 +788,11 @@ impl Observer {
             return Ok(());
         }
         // The outermost open packet ends last; everything inside it ends no later.
-        let end = match (self.parents.first(), self.state) {
-            (Some(_), _) if self.parents.len() >= 2 => self.parents[1].end,
-            (Some(_), _) => self.cur.end,
-            (None, State::Skip { end } | State::Take { end, .. }) => end,
-            (None, State::Head) => self.pos + 1,
+        let end = match (self.parents.len(), self.state) {
+            (2.., _) => self.parents.get(1).end,
+            (1, _) => self.cur.end,
+            (_, State::Skip { end } | State::Take { end, .. }) => end,
+            (_, State::Head) => self.pos + 1,
         };
         Err(DecodeError::UnexpectedEnd {
             needed: end.saturating_sub(self.pos).max(1),
@@ -717,7 +912,7 @@ impl Observer {
         while active != 0 {
             let i = active.trailing_zeros() as usize;
             active &= active - 1;
-            let path = &self.paths[i];
+            let path = self.paths.get(i);
             // `active` only holds paths longer than `depth`.
             if path.ids[depth] == id {
                 if path.len == depth + 1 {

@@ -41,6 +41,16 @@ pub struct Tag {
 }
 
 impl Tag {
+    /// The tag of a one-byte-dialect tag byte already checked not to carry the array flag
+    /// alone.
+    #[inline(always)]
+    pub(crate) const fn from_byte(b: u8) -> Tag {
+        Tag {
+            id: (b & 0x3f) as u32,
+            flags: b & (NODE | ARRAY),
+        }
+    }
+
     /// A primitive (leaf) tag with key `id`.
     pub const fn primitive(id: u32) -> Tag {
         Tag { id, flags: 0 }
