@@ -527,15 +527,28 @@ impl Observer {
     /// assert!(!value.assembled);
     /// # Ok::<(), y3::DecodeError>(())
     /// ```
+    #[inline]
     pub fn feed<'a>(&'a mut self, input: &'a [u8]) -> Result<Fed<'a>, DecodeError> {
-        if self.clear_assembled {
-            self.assembled.clear();
-            self.clear_assembled = false;
-        }
-        if self.fast && self.state == State::Head && self.hlen == 0 && self.parents.is_empty() {
+        // Whole packets for one path from a top-level boundary: the fast path, inlined into
+        // the caller; everything else (and whatever it gives up on) is the general walk.
+        if self.fast
+            && !self.clear_assembled
+            && self.state == State::Head
+            && self.hlen == 0
+            && self.parents.is_empty()
+        {
             if let Some(fed) = self.feed_fast(input) {
                 return Ok(fed);
             }
+        }
+        self.feed_general(input)
+    }
+
+    /// [`Observer::feed`] by the general state machine.
+    fn feed_general<'a>(&'a mut self, input: &'a [u8]) -> Result<Fed<'a>, DecodeError> {
+        if self.clear_assembled {
+            self.assembled.clear();
+            self.clear_assembled = false;
         }
         let mut off = 0usize;
         loop {

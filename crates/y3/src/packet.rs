@@ -103,41 +103,49 @@ impl<'a> Packet<'a> {
     }
 
     /// The tag.
+    #[inline]
     pub fn tag(&self) -> Tag {
         self.tag
     }
 
     /// The key (seq id).
+    #[inline]
     pub fn id(&self) -> u32 {
         self.tag.id()
     }
 
     /// Whether the tag marks a node. Always false in `draft02`, where the wire does not say.
+    #[inline]
     pub fn is_node(&self) -> bool {
         self.tag.is_node()
     }
 
     /// Whether the tag marks an array node.
+    #[inline]
     pub fn is_array(&self) -> bool {
         self.tag.is_array()
     }
 
     /// The raw value bytes (for a node, its children back to back).
+    #[inline]
     pub fn value(&self) -> &'a [u8] {
         self.value
     }
 
     /// Bytes the whole packet occupies on the wire, header included.
+    #[inline]
     pub fn encoded_len(&self) -> usize {
         self.head_len as usize + self.value.len()
     }
 
     /// Nesting depth: 1 for a packet parsed from a buffer, 2 for its children, and so on.
+    #[inline]
     pub fn depth(&self) -> u32 {
         self.depth
     }
 
     /// The dialect and limits this view reads with.
+    #[inline]
     pub fn config(&self) -> &Config {
         &self.config
     }
@@ -216,6 +224,7 @@ impl<'a> Packet<'a> {
     ///
     /// # Errors
     /// [`DecodeError::WrongType`] for a node, and the integer errors of [`value::read_i32`].
+    #[inline]
     pub fn i32(&self) -> Result<i32, DecodeError> {
         value::read_i32(self.dialect(), self.primitive()?)
     }
@@ -224,6 +233,7 @@ impl<'a> Packet<'a> {
     ///
     /// # Errors
     /// As [`Packet::i32`].
+    #[inline]
     pub fn i64(&self) -> Result<i64, DecodeError> {
         value::read_i64(self.dialect(), self.primitive()?)
     }
@@ -232,6 +242,7 @@ impl<'a> Packet<'a> {
     ///
     /// # Errors
     /// As [`Packet::i32`].
+    #[inline]
     pub fn u32(&self) -> Result<u32, DecodeError> {
         value::read_u32(self.dialect(), self.primitive()?)
     }
@@ -240,6 +251,7 @@ impl<'a> Packet<'a> {
     ///
     /// # Errors
     /// As [`Packet::i32`].
+    #[inline]
     pub fn u64(&self) -> Result<u64, DecodeError> {
         value::read_u64(self.dialect(), self.primitive()?)
     }
@@ -248,6 +260,7 @@ impl<'a> Packet<'a> {
     ///
     /// # Errors
     /// [`DecodeError::WrongType`] for a node, [`DecodeError::InvalidLength`] outside 1..=4.
+    #[inline]
     pub fn f32(&self) -> Result<f32, DecodeError> {
         value::read_f32(self.primitive()?)
     }
@@ -256,6 +269,7 @@ impl<'a> Packet<'a> {
     ///
     /// # Errors
     /// [`DecodeError::WrongType`] for a node, [`DecodeError::InvalidLength`] outside 1..=8.
+    #[inline]
     pub fn f64(&self) -> Result<f64, DecodeError> {
         value::read_f64(self.primitive()?)
     }
@@ -264,6 +278,7 @@ impl<'a> Packet<'a> {
     ///
     /// # Errors
     /// [`DecodeError::WrongType`] for a node, [`DecodeError::InvalidBool`] for other integers.
+    #[inline]
     pub fn bool(&self) -> Result<bool, DecodeError> {
         value::read_bool(self.dialect(), self.primitive()?)
     }
@@ -272,6 +287,7 @@ impl<'a> Packet<'a> {
     ///
     /// # Errors
     /// [`DecodeError::WrongType`] for a node, [`DecodeError::InvalidUtf8`].
+    #[inline]
     pub fn str(&self) -> Result<&'a str, DecodeError> {
         value::read_str(self.primitive()?)
     }
@@ -280,6 +296,7 @@ impl<'a> Packet<'a> {
     ///
     /// # Errors
     /// [`DecodeError::WrongType`] for a node.
+    #[inline]
     pub fn bytes(&self) -> Result<&'a [u8], DecodeError> {
         self.primitive()
     }

@@ -6,6 +6,11 @@
 //! - `y3-get`: [`y3::get`], which sets up a fresh observer per call.
 //! - `y3-decode`: [`y3::decode`] (validates every header of the packet), then
 //!   [`Packet::child`](y3::Packet::child): the "full decode, then find" method.
+//! - `y3-floor`: not a codec: a walk that trusts every length (no limit, no bounds within
+//!   the node, one-byte child headers assumed), then the value read as the other rows read
+//!   it. The latency floor of walking these TLVs, measured in the same run so that the
+//!   codec's ratio to it (issue 14: one-shot within 1.3× the floor plus 3 ns) is a same-run
+//!   number.
 
 use std::sync::Arc;
 
@@ -40,6 +45,14 @@ pub(super) fn impls() -> Vec<Impl> {
             op: "get",
             about: "y3::get: a fresh observer per call",
             prepare: get,
+            keyed: true,
+        },
+        Impl {
+            name: "y3-floor",
+            format: "y3",
+            op: "unchecked walk",
+            about: "the floor: a TLV walk trusting every length (not a codec)",
+            prepare: floor,
             keyed: true,
         },
         Impl {
@@ -137,6 +150,38 @@ fn decode(ds: &Dataset) -> Result<Prepared> {
                     _ => Scalar::Missing,
                 },
             )
+        }),
+    })
+}
+
+/// The unchecked walk: the root header, then `tag len value` children with one-byte lengths,
+/// checking nothing but the slice bounds Rust checks anyway.
+fn floor_find(buf: &[u8], key: u32) -> Option<y3::Packet<'_>> {
+    let mut i = if buf.get(1)? & 0x80 != 0 { 3 } else { 2 };
+    while let Some(&[tag, len]) = buf.get(i..i + 2) {
+        if (tag & 0x3f) as u32 == key {
+            let value = buf.get(i + 2..i + 2 + len as usize)?;
+            return Some(y3::Packet::from_value(
+                y3::Tag::primitive(key),
+                value,
+                Config::DEFAULT,
+            ));
+        }
+        i += 2 + len as usize;
+    }
+    None
+}
+
+fn floor(ds: &Dataset) -> Result<Prepared> {
+    let input: Arc<[u8]> = ds.y3.clone().into();
+    let (key, expected) = (ds.key, ds.expected);
+    let bytes = input.len();
+    Ok(Prepared {
+        bytes,
+        factory: Box::new(move || {
+            looped(input.clone(), expected, move |buf: &[u8]| {
+                floor_find(buf, key).map_or(Scalar::Missing, |p| expected.read_y3(&p))
+            })
         }),
     })
 }
