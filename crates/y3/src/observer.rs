@@ -527,7 +527,7 @@ impl Observer {
     /// assert!(!value.assembled);
     /// # Ok::<(), y3::DecodeError>(())
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn feed<'a>(&'a mut self, input: &'a [u8]) -> Result<Fed<'a>, DecodeError> {
         // Whole packets for one path from a top-level boundary: the fast path, inlined into
         // the caller; everything else (and whatever it gives up on) is the general walk.
