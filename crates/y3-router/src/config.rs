@@ -43,6 +43,7 @@
 //! frame_stall_timeout_ms = 30000 # a frame must arrive whole within this of its first byte
 //! max_hops = 8
 //! max_deliveries_per_message = 128 # deliveries of one yomo-tid's function outputs
+//! max_queued_bytes = 536870912 # all subscribers' queues together (0: no budget)
 //! max_observed_tags = 64
 //! max_name_len = 128
 //!
@@ -344,6 +345,9 @@ pub struct LimitsConfig {
     pub frame_stall_timeout_ms: u64,
     /// Data frames with more hops than this are dropped (function loops).
     pub max_hops: u32,
+    /// Bytes queued over all subscribers together (the router's memory budget; 0: none). A
+    /// frame that does not fit is dropped, counted as `memory_budget`, whatever the policy.
+    pub max_queued_bytes: usize,
     /// Deliveries the outputs of stream functions may cause per message (`yomo-tid`),
     /// within a window of seconds: bounds loops in width (functions that re-emit what they
     /// observe multiply a message) where `max_hops` bounds their depth. Frames from sources
@@ -364,6 +368,7 @@ impl Default for LimitsConfig {
             frame_stall_timeout_ms: 30_000,
             max_hops: 8,
             max_deliveries_per_message: 128,
+            max_queued_bytes: 512 << 20,
             max_observed_tags: 64,
             max_name_len: 128,
         }

@@ -13,6 +13,7 @@
 //! y3_router_dropped_total{reason}             counter  frames not delivered (see below)
 //! y3_router_evictions_total{client}           counter  slow consumers disconnected, by name
 //! y3_router_queue_depth                       gauge    frames queued over all subscribers
+//! y3_router_queued_bytes                      gauge    bytes queued, against limits.max_queued_bytes
 //! y3_router_handler_latency_seconds           histogram  frame read → written to subscriber
 //! y3_router_mesh_connected{downstream}        gauge    1 while the link to a downstream is up
 //! y3_router_mesh_connects_total{downstream}   counter  links established (reconnections)
@@ -24,7 +25,8 @@
 //! `loop` also counts deliveries past a message's budget (`journeys.rs`),
 //! `disconnected` (queued for a subscriber that went away), `slow_consumer` (queued for a
 //! subscriber disconnected for not reading under the block policy), `mesh` (for a downstream
-//! zipper that was down or too slow, see `mesh.rs`).
+//! zipper that was down or too slow, see `mesh.rs`), `memory_budget` (did not fit the
+//! router-wide budget of queued bytes, see `budget.rs`).
 //!
 //! Tags are labelled `0x10`-style. Clients choose tags, so the label set is capped at
 //! [`MAX_TAG_LABELS`] distinct tags; frames on further tags are counted under `other`. The
@@ -50,6 +52,7 @@ use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::budget::Budget;
 use crate::histogram::{LatencyHistogram, LocalLatency};
 
 /// Most distinct tag label values; see the module docs.
@@ -73,17 +76,20 @@ pub enum Drop {
     SlowConsumer,
     /// For a downstream zipper of the mesh that was down or did not keep up.
     Mesh,
+    /// Did not fit the router's memory budget (`limits.max_queued_bytes`).
+    MemoryBudget,
 }
 
 impl Drop {
     /// Every reason.
-    pub const ALL: [Drop; 6] = [
+    pub const ALL: [Drop; 7] = [
         Drop::QueueFull,
         Drop::NoSubscriber,
         Drop::Loop,
         Drop::Disconnected,
         Drop::SlowConsumer,
         Drop::Mesh,
+        Drop::MemoryBudget,
     ];
 
     /// The label value.
@@ -95,6 +101,7 @@ impl Drop {
             Drop::Disconnected => "disconnected",
             Drop::SlowConsumer => "slow_consumer",
             Drop::Mesh => "mesh",
+            Drop::MemoryBudget => "memory_budget",
         }
     }
 }
@@ -209,6 +216,8 @@ pub struct Metrics {
     evictions: Family<ClientLabel, Counter>,
     evicted_names: Mutex<HashSet<String>>,
     queue_depth: Gauge,
+    /// Queued bytes against the router's memory budget.
+    pub(crate) budget: Budget,
     latency: LatencyHistogram,
     mesh: MeshFamilies,
     labelled: Mutex<HashSet<u32>>,
@@ -241,6 +250,7 @@ impl Metrics {
             evictions: Family::default(),
             evicted_names: Mutex::new(HashSet::new()),
             queue_depth: Gauge::default(),
+            budget: Budget::default(),
             // 10 µs to ~2.6 s.
             latency: LatencyHistogram::default(),
             mesh: MeshFamilies::default(),
@@ -303,6 +313,11 @@ impl Metrics {
             "queue_depth",
             "Frames queued over all subscribers",
             m.queue_depth.clone(),
+        );
+        registry.register(
+            "queued_bytes",
+            "Bytes queued over all subscribers (the memory budget's use)",
+            m.budget.gauge(),
         );
         registry.register(
             "handler_latency_seconds",
@@ -508,6 +523,7 @@ impl Metrics {
             frames_in: self.total_in.load(Ordering::Relaxed),
             frames_out: self.total_out.load(Ordering::Relaxed),
             queued: self.depth.load(Ordering::Relaxed).max(0) as u64,
+            queued_bytes: self.budget.used() as u64,
             dropped,
             rejected,
             protocol_errors: PROTOCOL_ERROR_KINDS
@@ -567,6 +583,8 @@ pub struct Stats {
     pub frames_out: u64,
     /// Frames queued now.
     pub queued: u64,
+    /// Bytes queued now, over all subscribers (see `limits.max_queued_bytes`).
+    pub queued_bytes: u64,
     /// Drops by reason name (every reason present, zero included).
     pub dropped: HashMap<&'static str, u64>,
     /// Refused handshakes by goaway kind.

@@ -200,7 +200,16 @@ impl Outbox {
                 Pushed::Closed
             });
         }
-        match inner.queue.push(item) {
+        if !self.metrics.budget.fits(item.weight()) {
+            // Over the router-wide budget: dropped and counted, under either policy.
+            drop(inner);
+            self.count_drops(Drop::MemoryBudget, 1);
+            return Ok(Pushed::DroppedOldest);
+        }
+        let before = inner.queue.bytes();
+        let pushed = inner.queue.push(item);
+        self.metrics.budget.changed(before, inner.queue.bytes());
+        match pushed {
             Push::Queued => {
                 drop(inner);
                 self.metrics.queued(1);
@@ -247,7 +256,9 @@ impl Outbox {
             {
                 let mut inner = self.lock();
                 let before = out.len();
+                let bytes = inner.queue.bytes();
                 let data = inner.queue.pop_batch(out, max);
+                self.metrics.budget.changed(bytes, inner.queue.bytes());
                 if out.len() > before {
                     let waiting = inner.waiting > 0;
                     drop(inner);
@@ -302,7 +313,10 @@ impl Outbox {
                 });
             }
             inner.phase = Phase::Aborted;
-            inner.queue.clear()
+            let bytes = inner.queue.bytes();
+            let dropped = inner.queue.clear();
+            self.metrics.budget.changed(bytes, inner.queue.bytes());
+            dropped
         };
         self.metrics.queued(-(dropped as i64));
         self.count_drops(reason, dropped as u64);

@@ -180,6 +180,7 @@ impl Router {
         };
         let codec = FrameCodec::new(config.limits.max_frame_len);
         let metrics = Arc::new(Metrics::new());
+        metrics.budget.set_limit(config.limits.max_queued_bytes);
         let mesh = mesh::Link::from_config(&config, &metrics)?;
         let admission = Arc::new(Admission {
             token,

@@ -318,3 +318,40 @@ async fn an_evicted_slow_consumer_is_held_off() {
     let _back = tcp(named("stuck")).await;
     router.shutdown().await;
 }
+
+/// The router-wide memory budget: four subscribers that never read, each allowed 16 MiB of
+/// queue, and 8 MiB of 16 KiB frames for them. All queues together stay within the
+/// 1 MiB budget; what does not fit is dropped and counted as `memory_budget`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn all_queues_together_stay_within_the_memory_budget() {
+    const BUDGET: u64 = 1 << 20;
+    let router = router(|c| {
+        c.limits.max_queued_bytes = BUDGET as usize;
+        c.queue.policy = y3_router::Policy::DropOldest;
+    })
+    .await;
+    let mut stuck = Vec::new();
+    for _ in 0..4 {
+        stuck.push(join(&router, ClientType::StreamFunction, &[0x80]).await);
+    }
+    let mut source = join(&router, ClientType::Source, &[]).await;
+    let payload = bytes::Bytes::from(vec![0u8; 16 * 1024]);
+    let mut most = 0;
+    for i in 0..512 {
+        source
+            .writer
+            .send(Frame::Data(numbered(0x80, i, payload.clone())))
+            .await
+            .unwrap();
+        most = most.max(router.stats().queued_bytes);
+    }
+    eventually("every frame read", || router.stats().frames_in >= 512).await;
+    let stats = router.stats();
+    most = most.max(stats.queued_bytes);
+    let dropped = stats.drops(y3_router::metrics::Drop::MemoryBudget);
+    eprintln!("memory budget: at most {most} bytes queued, {dropped} deliveries dropped");
+    assert!(most <= BUDGET, "{most} bytes queued");
+    assert!(dropped > 0);
+    drop(stuck);
+    router.shutdown().await;
+}
