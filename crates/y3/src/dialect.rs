@@ -27,6 +27,7 @@ pub enum Dialect {
 
 impl Dialect {
     /// The largest tag id this dialect can write.
+    #[inline]
     pub const fn max_tag(self) -> u32 {
         match self {
             Dialect::Golang | Dialect::NVarInt => 0x3f,
@@ -35,6 +36,7 @@ impl Dialect {
     }
 
     /// Whether the wire marks nodes and arrays in the tag.
+    #[inline]
     pub const fn has_node_flag(self) -> bool {
         !matches!(self, Dialect::Draft02)
     }

@@ -156,6 +156,7 @@ impl<'a> Packet<'a> {
     /// [`DecodeError::WrongType`] when the tag marks a primitive (never in `draft02`, where
     /// any value may be read as children), [`DecodeError::TooDeep`] past the depth limit.
     /// The iterator itself yields an error for a malformed child and then stops.
+    #[inline]
     pub fn children(&self) -> Result<Children<'a>, DecodeError> {
         if self.config.dialect.has_node_flag() && !self.tag.is_node() {
             return Err(DecodeError::WrongType {
@@ -321,6 +322,7 @@ pub struct Children<'a> {
 }
 
 impl<'a> Children<'a> {
+    #[inline]
     fn next_child(&mut self) -> Result<Packet<'a>, DecodeError> {
         let available = self.rest.len() as u64;
         let Some(h) = Header::parse(self.rest, &self.config)? else {
@@ -350,6 +352,7 @@ impl<'a> Children<'a> {
 impl<'a> Iterator for Children<'a> {
     type Item = Result<Packet<'a>, DecodeError>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.rest.is_empty() {
             return None;

@@ -52,16 +52,19 @@ impl Tag {
     }
 
     /// A primitive (leaf) tag with key `id`.
+    #[inline]
     pub const fn primitive(id: u32) -> Tag {
         Tag { id, flags: 0 }
     }
 
     /// A node tag with key `id`: its value is a sequence of packets.
+    #[inline]
     pub const fn node(id: u32) -> Tag {
         Tag { id, flags: NODE }
     }
 
     /// An array tag with key `id`: a node whose children are elements with key 0.
+    #[inline]
     pub const fn array(id: u32) -> Tag {
         Tag {
             id,
@@ -70,21 +73,25 @@ impl Tag {
     }
 
     /// The key (seq id).
+    #[inline]
     pub const fn id(self) -> u32 {
         self.id
     }
 
     /// Whether the value is a sequence of packets.
+    #[inline]
     pub const fn is_node(self) -> bool {
         self.flags & NODE != 0
     }
 
     /// Whether the node is an array (slice) node.
+    #[inline]
     pub const fn is_array(self) -> bool {
         self.flags & ARRAY != 0
     }
 
     /// The tag byte of the one-byte dialects (`flags | id`); `None` when the id exceeds 0x3f.
+    #[inline]
     pub const fn byte(self) -> Option<u8> {
         if self.id <= 0x3f {
             Some(self.flags | self.id as u8)
@@ -94,6 +101,7 @@ impl Tag {
     }
 
     /// Bytes the tag takes in `dialect`.
+    #[inline]
     pub const fn encoded_len(self, dialect: Dialect) -> usize {
         match dialect {
             Dialect::Golang | Dialect::NVarInt => 1,

@@ -277,9 +277,14 @@ pub trait Message: Default {
         buf: &mut impl BufMut,
     ) -> Result<(), EncodeError> {
         let len = self.fields_len(dialect);
-        let head = header(Tag::node(key), len, dialect)?;
-        reserve(buf, head.len() + len)?;
-        buf.put_slice(&head);
+        let tag = Tag::node(key);
+        // The header's own errors (tag, length) come before the room check, as always.
+        let head_len = match (dialect.has_node_flag(), tag.byte()) {
+            (true, Some(_)) if len < 0x2000 => Header::encoded_len(tag, len, dialect),
+            _ => header(tag, len, dialect)?.len(),
+        };
+        reserve(buf, head_len + len)?;
+        put_header(tag, len, dialect, buf)?;
         self.encode_fields(dialect, buf)
     }
 
@@ -332,15 +337,43 @@ fn reserve(buf: &impl BufMut, required: usize) -> Result<(), EncodeError> {
 }
 
 /// Writes the header and value of `v` with tag `tag`.
-#[inline]
+#[inline(always)]
 fn put_packet<T: FieldValue>(
     tag: Tag,
     v: &T,
     dialect: Dialect,
     buf: &mut impl BufMut,
 ) -> Result<(), EncodeError> {
-    buf.put_slice(&header(tag, v.value_len(dialect), dialect)?);
+    put_header(tag, v.value_len(dialect), dialect, buf)?;
     v.encode_value(dialect, buf)
+}
+
+/// Writes the header for `tag` and a `len`-byte value.
+///
+/// The usual header — a one-byte tag, a value under 8 KiB — is written as one fixed-size
+/// slice (a store, where a variable-length copy is a `memcpy` call); the rest goes through
+/// [`Header::write`], which also reports the errors.
+#[inline(always)]
+fn put_header(
+    tag: Tag,
+    len: usize,
+    dialect: Dialect,
+    buf: &mut impl BufMut,
+) -> Result<(), EncodeError> {
+    if let (true, Some(t)) = (dialect.has_node_flag(), tag.byte()) {
+        // PVarInt: one group `00xx_xxxx` for 0..=63, two groups `10xx_xxxx 0yyy_yyyy` for
+        // 64..=8191 (the sign bit, bit 6 of the first group, clear).
+        if len < 0x40 {
+            buf.put_slice(&[t, len as u8]);
+            return Ok(());
+        }
+        if len < 0x2000 {
+            buf.put_slice(&[t, 0x80 | (len >> 7) as u8, (len & 0x7f) as u8]);
+            return Ok(());
+        }
+    }
+    buf.put_slice(&header(tag, len, dialect)?);
+    Ok(())
 }
 
 /// Bytes a struct field `key` holding `v` takes, header included; 0 when it is omitted.
@@ -612,7 +645,10 @@ fn put_scalar(
 ) -> Result<(), EncodeError> {
     let mut scratch = [0u8; MAX_SCALAR_LEN];
     let n = write(&mut scratch);
-    buf.put_slice(&scratch[..n]);
+    // Byte by byte: at most ten, and a variable-length `put_slice` is a `memcpy` call.
+    for &b in &scratch[..n] {
+        buf.put_u8(b);
+    }
     Ok(())
 }
 
