@@ -233,6 +233,7 @@ impl Header {
     }
 
     /// Bytes the header for `tag` and a `len`-byte value takes in `dialect`.
+    #[inline]
     pub const fn encoded_len(tag: Tag, len: usize, dialect: Dialect) -> usize {
         tag.encoded_len(dialect) + varint::pvarint_len(len as i64)
     }
