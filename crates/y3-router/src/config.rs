@@ -33,7 +33,8 @@
 //! capacity = 1024             # frames queued per subscriber
 //! max_bytes = 16777216        # bytes queued per subscriber
 //! policy = "block"            # "block" (lossless) or "drop_oldest" (real-time)
-//! block_timeout_ms = 250      # a subscriber full this long under "block" is disconnected
+//! block_timeout_ms = 250      # under "block", a subscriber full and not reading this long
+//!                             # is disconnected
 //! evicted_backoff_ms = 3000   # ...and refused if it comes back sooner than this
 //!
 //! [limits]
@@ -308,10 +309,11 @@ pub struct QueueConfig {
     pub max_bytes: usize,
     /// What a full queue does.
     pub policy: Policy,
-    /// Under `block`, a subscriber whose queue stays full this long is disconnected
-    /// (`slow_consumer`, named in the log and in `y3_router_evictions_total`) so that its
-    /// sources can go on: it holds up its tag's publishers, and their other tags, at most
-    /// this long.
+    /// Under `block`, a subscriber whose queue stays full with no frame taken for this long
+    /// is disconnected (`slow_consumer`, named in the log and in
+    /// `y3_router_evictions_total`) so that its sources can go on: a subscriber that
+    /// stopped reading holds up its tag's publishers, and their other tags, at most this
+    /// long. One that reads, however slowly, holds them back (backpressure) and stays.
     pub block_timeout_ms: u64,
     /// A client evicted as a slow consumer that reconnects within this long is refused
     /// (`slow_consumer`, retryable; counted as `rejected{reason="held_off"}`).

@@ -161,7 +161,11 @@ impl Outbox {
             Ok(pushed) => return pushed,
             Err(item) => item,
         };
-        let until = tokio::time::Instant::now() + self.block_timeout;
+        // The subscriber is slow only while it makes no progress: every batch its writer
+        // takes (what wakes us) restarts the clock. One that reads, however slowly, holds
+        // its publishers back (the block policy's backpressure); one that stopped reading
+        // is evicted after `block_timeout`.
+        let mut until = tokio::time::Instant::now() + self.block_timeout;
         loop {
             let notified = self.writable.notified();
             tokio::pin!(notified);
@@ -172,7 +176,10 @@ impl Outbox {
                 Err(item) => item,
             };
             let woke = tokio::select! {
-                _ = notified => None,
+                _ = notified => {
+                    until = tokio::time::Instant::now() + self.block_timeout;
+                    None
+                }
                 _ = self.evicted.cancelled() => Some(Pushed::Evicted),
                 _ = tokio::time::sleep_until(until) => {
                     self.evict();
@@ -403,6 +410,37 @@ mod tests {
         assert_eq!(outbox.push(data(4), Instant::now()).await, Pushed::Evicted);
         let mut out = Vec::new();
         assert!(!outbox.pop_batch(&mut out, 10).await);
+    }
+
+    /// A subscriber that keeps reading, however slowly, is not a slow consumer: pushes wait
+    /// far longer than the block timeout in total, and nobody is evicted.
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_but_reading_subscriber_is_not_evicted() {
+        let metrics = Arc::new(Metrics::new());
+        let outbox = Arc::new(Outbox::new(&config(1, Policy::Block, 250), metrics.clone()));
+        let reader = {
+            let outbox = outbox.clone();
+            tokio::spawn(async move {
+                let mut out = Vec::new();
+                for _ in 0..10 {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    out.clear();
+                    assert!(outbox.pop_batch(&mut out, 1).await);
+                }
+            })
+        };
+        let started = tokio::time::Instant::now();
+        for i in 0..10 {
+            assert_eq!(
+                outbox.push(data(i), Instant::now()).await,
+                Pushed::Queued,
+                "{i}"
+            );
+        }
+        assert!(started.elapsed() >= Duration::from_millis(1_600));
+        reader.await.unwrap();
+        assert_eq!(metrics.stats().drops(Drop::SlowConsumer), 0);
+        assert!(!outbox.is_evicted());
     }
 
     #[tokio::test]
