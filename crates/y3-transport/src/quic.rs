@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
-use quinn::{Endpoint, TransportConfig};
+use quinn::{Endpoint, EndpointConfig, TransportConfig};
 
 use crate::codec::FrameCodec;
 use crate::error::TransportError;
@@ -25,6 +25,12 @@ pub const KEEP_ALIVE: Duration = Duration::from_secs(2);
 
 /// Idle timeout: a peer silent this long (keep-alives unanswered) is gone.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// UDP socket buffers asked of the kernel (it grants up to `net.core.rmem_max` /
+/// `wmem_max`). At the default ~208 KiB a burst of YoMo's one-packet-per-message writes
+/// overflowed the router's receive buffer: each lost datagram left a gap in the stream,
+/// and past 1,024 gaps quinn closes the connection (`too many gaps in stream buffer`).
+const SOCKET_BUFFER: usize = 4 << 20;
 
 /// Stream and connection receive windows, YoMo's (2 MiB each).
 const RECEIVE_WINDOW: u32 = 2 * 1024 * 1024;
@@ -92,6 +98,19 @@ pub fn goaway_from_io(error: &std::io::Error) -> Option<Goaway> {
     }
 }
 
+/// A UDP endpoint on `addr` with [`SOCKET_BUFFER`]-sized socket buffers (as large as the
+/// kernel allows; smaller is not an error).
+fn endpoint(addr: SocketAddr, server: Option<quinn::ServerConfig>) -> std::io::Result<Endpoint> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+    let _ = socket.set_recv_buffer_size(SOCKET_BUFFER);
+    let _ = socket.set_send_buffer_size(SOCKET_BUFFER);
+    socket.bind(&addr.into())?;
+    let runtime = quinn::default_runtime()
+        .ok_or_else(|| std::io::Error::other("QUIC needs a tokio runtime"))?;
+    Endpoint::new(EndpointConfig::default(), server, socket.into(), runtime)
+}
+
 fn transport_config() -> Arc<TransportConfig> {
     let mut config = TransportConfig::default();
     // One stream per connection, opened by the client: none for the router to accept
@@ -128,7 +147,7 @@ impl QuicServer {
         let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
         config.transport_config(transport_config());
         Ok(QuicServer {
-            endpoint: Endpoint::server(config, addr)?,
+            endpoint: endpoint(addr, Some(config))?,
             codec,
         })
     }
@@ -216,7 +235,7 @@ pub async fn connect(
         (false, true) => SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)),
         (false, false) => SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0)),
     };
-    let endpoint = Endpoint::client(bind)?;
+    let endpoint = endpoint(bind, None)?;
     let conn = endpoint.connect_with(config, addr, server_name)?.await?;
     let (send, recv) = conn.open_bi().await?;
     let mut framed = Connection::new(recv, send, codec, TransportKind::Quic, Some(addr));
