@@ -150,3 +150,45 @@ func BenchmarkEncodeC63(b *testing.B) {
 		}
 	}
 }
+
+// c03 is the C03 data set (keys 0x01..0x03): the small message of the IoT case.
+var c03 = func() []byte {
+	b, err := NewNode(0x00, c63Items()[:3]...).Encode(Golang)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}()
+
+func BenchmarkGetC03K02(b *testing.B) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(c03)))
+	for b.Loop() {
+		p, ok, err := Get(c03, 0x00, 0x02)
+		if err != nil || !ok {
+			b.Fatal(err)
+		}
+		if v, err := p.Int32(); err != nil || v != -65 {
+			b.Fatal(v, err)
+		}
+	}
+}
+
+func BenchmarkObserverC03K02(b *testing.B) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(c03)))
+	o, err := NewObserver(DefaultConfig, Path{0x00, 0x02})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		o.Reset()
+		_, v, err := o.Feed(c03)
+		if err != nil || v == nil {
+			b.Fatal(err)
+		}
+		if x, err := v.Int32(); err != nil || x != -65 {
+			b.Fatal(x, err)
+		}
+	}
+}

@@ -178,6 +178,7 @@ type Observer struct {
 
 	asm      []byte
 	clearAsm bool
+	general  bool // the fast path off (tests: the reference it is compared against)
 	started  uint64
 	err      error
 	out      Observed
@@ -442,6 +443,12 @@ func (o *Observer) step(in []byte) (int, bool, error) {
 		o.asm = o.asm[:0]
 		o.clearAsm = false
 	}
+	if o.all == 1 && !o.validate && !o.general && o.cfg.Dialect != Draft02 &&
+		o.state == stHead && o.hlen == 0 && o.stack.n == 0 {
+		if n, found, ok := o.stepFast(in); ok {
+			return n, found, nil
+		}
+	}
 	fast := o.cfg.Dialect != Draft02
 	off := 0
 	for {
@@ -586,6 +593,34 @@ func (o *Observer) header(b []byte, fast bool) (header, bool, error) {
 		}
 	}
 	return parseHeader(b, &o.cfg)
+}
+
+// stepFast is fastWalk from a top-level boundary, committing its answer to the state the
+// general walk would have reached; ok is false (nothing changed) when it bails.
+func (o *Observer) stepFast(in []byte) (consumed int, found, ok bool) {
+	var ends [MaxPathDepth]int
+	got, start, n, hl, depth, tag, packets := fastWalk(o.path(0), &o.cfg, in, &ends)
+	switch got {
+	case fastDone:
+		o.started += packets
+		o.pos += uint64(len(in))
+		return len(in), false, true
+	case fastFound:
+		o.started += packets
+		base := o.pos
+		// The nodes the walk entered, as enter would have opened them: one path, so each
+		// is active for subscription 0 only.
+		for d := 0; d < depth-1; d++ {
+			o.stack.push(o.cur)
+			o.cur = level{end: base + uint64(ends[d]), active: 1, want: o.wantAt(1, d+1)}
+		}
+		end := start + n
+		o.pos = base + uint64(end)
+		o.afterValue(o.pos)
+		o.setOut(in[start:end:end], byteTag(tag), uint32(depth), hl, 0, false)
+		return end, true, true
+	}
+	return 0, false, false
 }
 
 // setOut stores the completed value field by field (a composite literal would be copied

@@ -116,9 +116,26 @@ func (c Config) Get(buf []byte, path ...uint32) (p Packet, ok bool, err error) {
 	if len(path) > MaxPathDepth {
 		return Packet{}, false, errTooDeep(MaxPathDepth)
 	}
+	c = c.norm()
+	if c.Dialect != Draft02 {
+		var ends [MaxPathDepth]int
+		switch got, start, n, hl, depth, tag, _ := fastWalk(path, &c, buf, &ends); got {
+		case fastFound:
+			v := buf[start : start+n : start+n]
+			return Packet{value: v, tag: byteTag(tag), meta: packMeta(uint32(depth), hl, c.Dialect), lim: c.Limits}, true, nil
+		case fastDone:
+			return Packet{}, false, nil
+		}
+	}
+	return c.getGeneral(buf, path)
+}
+
+// getGeneral is Get by the general machine alone: what the fast path leaves to it, and the
+// reference the tests compare the fast path against. c is normalized.
+func (c Config) getGeneral(buf []byte, path []uint32) (p Packet, ok bool, err error) {
 	var o Observer
 	o.one.n = copy(o.one.ids[:], path)
-	o.cfg = c.norm()
+	o.cfg = c
 	o.all = 1
 	o.cur = level{end: topEnd, active: 1}
 	if path[0] < 64 {

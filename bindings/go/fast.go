@@ -1,0 +1,143 @@
+package y3
+
+// The complete-buffer fast path for one key path, the port of crates/y3/src/fast.rs: the
+// common case of whole packets in one slice, one-byte tags and one- or two-byte lengths,
+// walked in a single tight loop.
+//
+// It never decides anything the Observer would decide differently: every check the observer
+// makes on these headers is made here too (tag byte, length limit, depth limit, every value
+// inside its node and inside the input), and anything else (an error, a longer length, a
+// value that runs past the input, Draft02) makes it give up (fastBail) before any state has
+// changed, so that the general machine walks the same bytes from the same place and reports
+// exactly what it always reports. TestFastPathAgrees and the fuzz targets compare the two.
+
+type fastOutcome uint8
+
+const (
+	fastBail  fastOutcome = iota // leave it to the observer
+	fastFound                    // the path's value
+	fastDone                     // a run of complete top-level packets without the path
+)
+
+// fastWalk walks in (a stream position between top-level packets) for key path ids
+// (1..MaxPathDepth keys). c must be normalized and in a one-byte-tag dialect.
+//
+// For fastFound, the value is in[start:start+n], with tag byte tag, a header of hl bytes
+// and depth depth (1 for a top-level packet); ends[:depth-1] are the offsets where the
+// enclosing nodes end, outermost first. packets counts the top-level packets begun (for
+// fastDone, walked). The results are separate values, not a struct: they come back in
+// registers, where a struct result is stored and reloaded with other widths (a
+// store-forwarding stall that cost a third of a small Get).
+func fastWalk(ids []uint32, c *Config, in []byte, ends *[MaxPathDepth]int) (got fastOutcome, start, n, hl, depth int, tag byte, packets uint64) {
+	limit := c.Limits.MaxPacketLen
+	if limit < 1<<13 {
+		return fastBail, 0, 0, 0, 0, 0, 0 // the skip run accepts any one- or two-byte length
+	}
+	maxDepth := int(c.Limits.MaxDepth)
+	last := len(ids) - 1
+	want := ids[0]
+	end := len(in)
+	off := 0
+	for {
+		// The skip run: complete packets of this node whose key is not the wanted one. A
+		// header it does not skip is looked at below.
+		i, skipped := skipRun(in[:end], off, want)
+		off = i
+		if depth == 0 {
+			packets += skipped
+		}
+		if off == end {
+			if depth == 0 {
+				return fastDone, 0, 0, 0, 0, 0, packets
+			}
+			// The node ended without the path's value: go on with its next sibling, as the
+			// observer does (a later sibling with the same key may hold it).
+			depth--
+			want = ids[depth]
+			if depth == 0 {
+				end = len(in)
+			} else {
+				end = ends[depth-1]
+			}
+			continue
+		}
+		// A header must lie inside the current node.
+		if off+2 > end {
+			return fastBail, 0, 0, 0, 0, 0, 0
+		}
+		tag, b1 := in[off], in[off+1]
+		switch {
+		case b1 < 0x40:
+			n, hl = int(b1), 2
+		case b1&0xc0 == 0x80 && off+3 <= end && in[off+2] < 0x80:
+			n, hl = int(b1&0x3f)<<7|int(in[off+2]), 3
+		default:
+			return fastBail, 0, 0, 0, 0, 0, 0
+		}
+		// invalid_tag, too_long, child_overflow (or more input needed): the observer's.
+		if tag&(flagNode|flagArray) == flagArray || uint64(n) > limit {
+			return fastBail, 0, 0, 0, 0, 0, 0
+		}
+		start = off + hl
+		next := start + n
+		if next > end {
+			return fastBail, 0, 0, 0, 0, 0, 0
+		}
+		if depth == 0 {
+			packets++
+		}
+		if uint32(tag&0x3f) == want {
+			if depth == last {
+				return fastFound, start, n, hl, depth + 1, tag, packets
+			}
+			if tag&flagNode != 0 {
+				// The observer refuses to enter a node at the depth limit.
+				if depth+1 >= maxDepth {
+					return fastBail, 0, 0, 0, 0, 0, 0
+				}
+				ends[depth] = next
+				depth++
+				want = ids[depth]
+				end = next
+				off = start
+				continue
+			}
+		}
+		off = next
+	}
+}
+
+// skipRun skips, from b[i:], every complete packet with a valid one-byte tag whose key is
+// not want and whose length takes one or two bytes, written as the observer's scan is
+// (nothing but the load and one add on the loop-carried chain; a function of its own so
+// that its few variables stay in registers). It returns where it stopped and how many it
+// skipped.
+func skipRun(b []byte, i int, want uint32) (int, uint64) {
+	skipped := uint64(0)
+	for i+1 < len(b) {
+		t, l := b[i], b[i+1]
+		if uint32(t&0x3f) == want || t&(flagNode|flagArray) == flagArray {
+			break
+		}
+		if l < 0x40 {
+			next := i + 2 + int(l)
+			if next > len(b) {
+				break
+			}
+			i = next
+		} else if l&0xc0 == 0x80 && i+2 < len(b) && b[i+2] < 0x80 {
+			next := i + 3 + (int(l&0x3f)<<7 | int(b[i+2]))
+			if next > len(b) {
+				break
+			}
+			i = next
+		} else {
+			break
+		}
+		skipped++
+	}
+	return i, skipped
+}
+
+// byteTag is the Tag of a one-byte-dialect tag byte without the array flag alone.
+func byteTag(b byte) Tag { return mkTag(uint32(b&0x3f), b&(flagNode|flagArray)) }
