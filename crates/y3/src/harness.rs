@@ -345,6 +345,8 @@ pub fn observe_split(data: &[u8]) {
         assert_eq!(position, stream.len() as u64);
     }
 
+    skip_run(data);
+
     // The general machine alone (the fast path answers one-shot input or leaves it alone).
     let mut general = base.clone().without_fast_path();
     assert_eq!(
@@ -395,6 +397,30 @@ pub fn observe_split(data: &[u8]) {
                 assert_eq!((first.1, first.2.as_slice()), (found.tag(), found.value()));
             }
         }
+    }
+}
+
+/// The vector skip run against its scalar reference (`src/skip.rs`), from every start
+/// offset of the first 80 and for a key read from the input.
+///
+/// # Panics
+/// When the two stop at different offsets.
+pub fn skip_run(data: &[u8]) {
+    let Some((&key, node)) = data.split_first() else {
+        return;
+    };
+    // Mostly small keys (they occur in the data); sometimes one that matches nothing.
+    let want = if key & 0x80 != 0 {
+        64 + key as u32
+    } else {
+        (key & 0x3f) as u32
+    };
+    for s in 0..node.len().min(80) {
+        let scalar = crate::skip::run_scalar(node, s, want);
+        if let Some(vector) = crate::skip::run_vector(node, s, want) {
+            assert_eq!(vector, scalar, "skip run from {s} for key {want}");
+        }
+        assert_eq!(crate::skip::run(node, s, want), scalar);
     }
 }
 

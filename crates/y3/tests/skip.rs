@@ -1,0 +1,45 @@
+//! The AVX-512 skip run (`src/skip.rs`) against its scalar reference, on chains of one-byte
+//! packets long enough to cross several 64-byte windows, with every kind of stop placed
+//! anywhere: the wanted key, a two-byte length, an invalid tag, a value past the end.
+//! On a CPU without AVX-512 VBMI both sides are the scalar walk.
+
+use proptest::prelude::*;
+use y3::harness::skip_run;
+
+fn chain() -> impl Strategy<Value = Vec<u8>> {
+    (
+        any::<u8>(),
+        prop::collection::vec((0u8..64, 0usize..12), 1..80),
+        prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..3),
+        any::<prop::sample::Index>(),
+    )
+        .prop_map(|(key, packets, edits, cut)| {
+            let mut out = vec![key];
+            for (tag, len) in packets {
+                out.push(tag | if len % 5 == 0 { 0x80 } else { 0 });
+                out.push(len as u8);
+                out.extend(std::iter::repeat_n(0xa5, len));
+            }
+            for (at, byte) in edits {
+                let i = 1 + at.index(out.len() - 1);
+                out[i] = byte;
+            }
+            let keep = 1 + cut.index(out.len());
+            out.truncate(keep.max(out.len() * 3 / 4));
+            out
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    #[test]
+    fn vector_skip_run_agrees_with_the_scalar_walk(data in chain()) {
+        skip_run(&data);
+    }
+
+    #[test]
+    fn vector_skip_run_on_any_bytes(data in prop::collection::vec(any::<u8>(), 0..300)) {
+        skip_run(&data);
+    }
+}
