@@ -6,9 +6,11 @@
 #   y3 bench net pingpong   header/body ping-pong: y3-transport vs tokio vs asio
 #   y3 bench net echo       echo server: y3 on tokio/monoio vs tokio vs monoio
 #   y3 bench net e2e        publish → route → subscribe: y3 router vs NATS vs Zenoh
+#   y3 bench net yomo       YoMo's zipper vs y3 serve with YoMo's own Go clients, then y3's
+#                           clients (needs `go`: the lab builds interop/yomo's yomo-peer)
 #
 # Usage:
-#   scripts/bench-net.sh                      all three suites, full size (~40 min on 2 cores)
+#   scripts/bench-net.sh                      all four suites, full size (~50 min on 2 cores)
 #   scripts/bench-net.sh --big                plus ping-pong at 10 000 sessions, one run per
 #                                             cell (~45 min more on 2 cores)
 #   scripts/bench-net.sh --quick              CI-sized (~3 min)
@@ -21,7 +23,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-suites=(pingpong echo e2e)
+suites=(pingpong echo e2e yomo)
 args=()
 docs=()
 big=0
@@ -55,6 +57,10 @@ cargo build --release --locked -p y3-cli --features y3-bench/net-peers
 y3=target/release/y3
 
 for suite in "${suites[@]}"; do
+    if [ "$suite" = yomo ] && ! command -v go >/dev/null; then
+        echo "bench-net: go is not installed: the yomo suite is skipped" >&2
+        continue
+    fi
     "$y3" bench net "$suite" --json "bench-results/net-$suite.json" "${args[@]}"
     parts="bench-results/net-$suite.json"
     if [ "$suite" = pingpong ] && [ "$big" = 1 ]; then

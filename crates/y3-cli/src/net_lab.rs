@@ -1,9 +1,10 @@
-//! `y3 bench net pingpong|echo|e2e`: the network lab (crate `y3-bench`, module `net`).
+//! `y3 bench net pingpong|echo|e2e|yomo`: the network lab (crate `y3-bench`, module `net`).
 //!
 //! ```text
 //! y3 bench net pingpong [--quick] [--sessions 100,1000] [--threads 1,2] [--json FILE] ...
 //! y3 bench net echo     [--quick] [--conns 80,250] [--sizes 100,1024] [--peak] ...
 //! y3 bench net e2e      [--quick] [--sizes 64,1024] [--subs 1,5] ...
+//! y3 bench net yomo     [--quick] [--sizes 64,1024] [--workloads sink,relay] ...
 //! ```
 //!
 //! The lab starts every server and client as a child process of this binary (the hidden
@@ -36,6 +37,8 @@ enum NetCommand {
     Echo(EchoArgs),
     /// Publish → route → subscribe: y3's router vs NATS and Zenoh.
     E2e(E2eArgs),
+    /// YoMo's zipper vs `y3 serve` with YoMo's own clients, then y3's clients.
+    Yomo(YomoArgs),
     /// A lab server (started by the lab itself).
     #[command(hide = true)]
     Server(ServerArgs),
@@ -175,6 +178,48 @@ pub struct E2eArgs {
     runs: Option<usize>,
 }
 
+/// `y3 bench net yomo`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Builds interop/yomo's yomo-peer (go build) and, from a debug build, the
+release y3 (cargo build --release -p y3-cli) before measuring.
+
+Examples:
+  y3 bench net yomo --quick
+  y3 bench net yomo --runs 3 --messages 100000 --json bench-results/net-yomo.json"
+)]
+pub struct YomoArgs {
+    #[command(flatten)]
+    output: OutputArgs,
+    /// Payload sizes in bytes (at least 16, for the sequence number and send time).
+    #[arg(long, value_delimiter = ',', default_values_t = [64usize, 1024])]
+    sizes: Vec<usize>,
+    /// Workloads: `sink` (source → sink), `relay` (source → relay → sink).
+    #[arg(long, value_delimiter = ',', default_values_t = ["sink".to_string(), "relay".to_string()])]
+    workloads: Vec<String>,
+    /// Messages of the flat-out run (default 100000; 5000 with --quick).
+    #[arg(long)]
+    messages: Option<u64>,
+    /// Messages of the paced latency run (default 20000; 2000 with --quick).
+    #[arg(long)]
+    paced: Option<u64>,
+    /// Rate of the paced run in msg/s.
+    #[arg(long, default_value_t = 10_000)]
+    rate: u64,
+    /// Runs per case, each row in turn every round; medians reported (default 3; 1 with
+    /// --quick).
+    #[arg(long)]
+    runs: Option<usize>,
+    /// The Go module with cmd/yomo-peer.
+    #[arg(long, value_name = "DIR", default_value = "interop/yomo")]
+    yomo_dir: PathBuf,
+    /// y3 serve's `[queue] block_timeout_ms`: how long a full subscriber that takes nothing
+    /// holds its sources back before it is evicted (y3's default; a subscriber that reads,
+    /// however slowly, slows its source down as YoMo's zipper does).
+    #[arg(long, default_value_t = 250)]
+    block_timeout_ms: u64,
+}
+
 /// `y3 bench net server KIND`.
 #[derive(Debug, Args)]
 pub struct ServerArgs {
@@ -192,7 +237,8 @@ pub struct ServerArgs {
 /// `y3 bench net client KIND`.
 #[derive(Debug, Args)]
 pub struct ClientArgs {
-    /// `pingpong-y3-transport`, `pingpong-tokio`, `echo`.
+    /// `pingpong-y3-transport`, `pingpong-tokio`, `echo`, `y3-source`, `y3-relay`,
+    /// `y3-sink`.
     kind: String,
     /// Server address.
     #[arg(long)]
@@ -218,6 +264,21 @@ pub struct ClientArgs {
     /// Time limit in seconds.
     #[arg(long, default_value_t = 300)]
     limit_s: u64,
+    /// y3-source|relay|sink: `tcp` or `quic`.
+    #[arg(long, default_value = "tcp")]
+    transport: String,
+    /// y3-source: the tag written; y3-relay, y3-sink: the tag observed.
+    #[arg(long, default_value_t = net::yomo::TAG_IN)]
+    tag: u32,
+    /// y3-relay: the tag emitted.
+    #[arg(long, default_value_t = net::yomo::TAG_OUT)]
+    emit: u32,
+    /// y3-source: messages written; y3-sink: distinct messages awaited.
+    #[arg(long, default_value_t = 1000)]
+    count: u64,
+    /// y3-source: msg/s (0: as fast as it goes).
+    #[arg(long, default_value_t = 0.0)]
+    rate: f64,
 }
 
 fn command_line() -> String {
@@ -378,6 +439,42 @@ fn e2e(args: &E2eArgs, out: &mut dyn Write) -> Result<()> {
     publish(&args.output, &results, out)
 }
 
+fn yomo(args: &YomoArgs, out: &mut dyn Write) -> Result<()> {
+    let results = match &args.output.from[..] {
+        [] => {
+            let quick = args.output.quick;
+            let workloads = args
+                .workloads
+                .iter()
+                .map(|w| {
+                    net::yomo::Workload::from_name(w)
+                        .with_context(|| format!("unknown workload {w:?} (sink, relay)"))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let opts = net::yomo::Options {
+                sizes: args.sizes.clone(),
+                workloads,
+                messages: args.messages.unwrap_or(if quick { 5_000 } else { 100_000 }),
+                paced: args.paced.unwrap_or(if quick { 2_000 } else { 20_000 }),
+                rate: args.rate.max(1),
+                runs: args.runs.unwrap_or(if quick { 1 } else { 3 }).max(1),
+                only: args.output.only.clone(),
+                quick,
+                command: command_line(),
+                programs: programs(None)?,
+                yomo_dir: args.yomo_dir.clone(),
+                block_timeout_ms: args.block_timeout_ms,
+            };
+            let bar = y3_bench::progress_bar(0);
+            let results = net::yomo::run(&opts, &bar)?;
+            bar.finish_and_clear();
+            results
+        }
+        parts => NetResults::read_parts(parts)?,
+    };
+    publish(&args.output, &results, out)
+}
+
 fn server(args: &ServerArgs) -> Result<()> {
     net::exit_when_stdin_closes();
     net::serve(&args.kind, args.addr, args.threads)
@@ -385,6 +482,22 @@ fn server(args: &ServerArgs) -> Result<()> {
 
 fn client(args: &ClientArgs, out: &mut dyn Write) -> Result<()> {
     let limit = Duration::from_secs(args.limit_s.max(1));
+    if let Some(role) = net::yomo::Role::from_client_kind(&args.kind) {
+        // These print yomo-peer's JSON lines themselves.
+        let run = net::yomo::ClientRun {
+            role,
+            addr: args.addr,
+            transport: net::yomo::transport_from_name(&args.transport)
+                .with_context(|| format!("unknown transport {:?} (tcp, quic)", args.transport))?,
+            tag: args.tag,
+            emit: args.emit,
+            count: args.count,
+            size: args.size,
+            rate: args.rate,
+            limit,
+        };
+        return net::yomo::client(&run, out);
+    }
     let json = if let Some(kind) = args.kind.strip_prefix("pingpong-") {
         let imp = net::pingpong::Impl::from_name(kind)
             .with_context(|| format!("unknown ping-pong client {kind:?}"))?;
@@ -427,6 +540,7 @@ pub fn run(args: &NetArgs, out: &mut dyn Write) -> Result<()> {
         NetCommand::Pingpong(a) => pingpong(a, out),
         NetCommand::Echo(a) => echo(a, out),
         NetCommand::E2e(a) => e2e(a, out),
+        NetCommand::Yomo(a) => yomo(a, out),
         NetCommand::Server(a) => server(a),
         NetCommand::Client(a) => client(a, out),
     }

@@ -1,6 +1,7 @@
-//! The network lab: `y3 bench net pingpong|echo|e2e`.
+//! The network lab: `y3 bench net pingpong|echo|e2e|yomo`.
 //!
-//! Three published workloads, reproduced with real peers in the same run:
+//! Three published workloads, reproduced with real peers in the same run, and YoMo's own
+//! software against y3's router:
 //!
 //! - [`pingpong`]: the evpp-vs-Boost.Asio header/body ping-pong (total wall time per
 //!   session count and thread count): y3's transport read path, plain tokio, and a
@@ -10,11 +11,15 @@
 //!   plain monoio.
 //! - [`e2e`]: publish → route → subscribe on loopback: y3's router (TCP, QUIC) against
 //!   NATS (`nats-server` + `async-nats`) and Zenoh (routed and peer-to-peer).
+//! - [`yomo`]: source → sink and source → relay → sink on YoMo v1.22's wire protocol: YoMo's
+//!   zipper and `y3 serve` driven by YoMo's own Go clients (`interop/yomo`'s `yomo-peer`),
+//!   then `y3 serve` driven by y3's clients over QUIC and TCP (msg/s, router CPU per
+//!   routed frame, paced one-way latency).
 //!
 //! Every server and client is a child process ([`proc::Child`], killed on drop) started by
 //! the lab on 127.0.0.1: the lab's own binary with the hidden `y3 bench net server|client`
-//! commands, `bench/cpp/build/pingpong_asio`, `nats-server`. Every load run is bounded in
-//! time. The heavy peers (monoio, async-nats, zenoh) are compiled in with the `net-peers`
+//! commands, `bench/cpp/build/pingpong_asio`, `nats-server`, `y3 serve`, `yomo-peer`. Every
+//! load run is bounded in time. The heavy peers (monoio, async-nats, zenoh) are compiled in with the `net-peers`
 //! feature; without it their rows are skipped with a note.
 
 pub mod e2e;
@@ -23,6 +28,7 @@ pub mod pingpong;
 pub mod proc;
 pub mod record;
 pub mod report;
+pub mod yomo;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -197,13 +197,19 @@ impl Drop for Child {
 /// User + system CPU seconds of process `pid` (from `/proc/PID/stat`).
 pub fn cpu_seconds(pid: u32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces; the fields after it are space-separated.
-    let rest = &stat[stat.rfind(')')? + 2..];
+    Some(stat_cpu_ticks(&stat)? as f64 / clock_ticks())
+}
+
+/// utime + stime, in clock ticks, from the text of a `/proc/PID/stat` file.
+fn stat_cpu_ticks(stat: &str) -> Option<u64> {
+    // The command name may hold spaces and parentheses; the fields after its last `)` are
+    // space-separated.
+    let rest = stat.get(stat.rfind(')')? + 1..)?;
     let fields: Vec<&str> = rest.split_whitespace().collect();
     // Fields 14 and 15 of stat(5) are the 12th and 13th after the name.
     let utime: u64 = fields.get(11)?.parse().ok()?;
     let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some((utime + stime) as f64 / clock_ticks())
+    Some(utime + stime)
 }
 
 fn clock_ticks() -> f64 {
@@ -258,6 +264,18 @@ mod tests {
         let gone = std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
             .map_or(true, |c| !c.contains("sleep"));
         assert!(gone);
+    }
+
+    #[test]
+    fn stat_fields_after_the_command_name() {
+        // A thread named `y3 (serve) x`: utime 250, stime 31 (fields 14 and 15).
+        let stat = "4242 (y3 (serve) x) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 31 0 0 \
+                    20 0 3 0 100 1000000 500 18446744073709551615";
+        assert_eq!(stat_cpu_ticks(stat), Some(281));
+        assert_eq!(stat_cpu_ticks("4242 (short) S 1 2 3"), None);
+        assert_eq!(stat_cpu_ticks("no name here"), None);
+        let own = std::fs::read_to_string("/proc/self/stat").unwrap();
+        assert!(stat_cpu_ticks(&own).is_some(), "{own}");
     }
 
     #[test]

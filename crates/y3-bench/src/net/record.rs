@@ -19,12 +19,12 @@ use serde::{Deserialize, Serialize};
 /// One measured row.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NetRecord {
-    /// `pingpong`, `echo` or `e2e`.
+    /// `pingpong`, `echo`, `e2e` or `yomo`.
     pub suite: String,
     /// Implementation (`y3-transport`, `tokio`, `asio`, `monoio`, `nats`, `zenoh-p2p`, ...).
     #[serde(rename = "impl")]
     pub implementation: String,
-    /// The case in words (`1000 sessions`, `250 conns`, `64 B × 5 subs`).
+    /// The case in words (`1000 sessions`, `250 conns`, `64 B × 5 subs`, `relay 64 B`).
     pub case: String,
     /// Sessions (ping-pong) or connections (echo); 0 for e2e.
     #[serde(default)]
@@ -35,15 +35,16 @@ pub struct NetRecord {
     /// Message or payload size in bytes (ping-pong: the first body).
     #[serde(default)]
     pub payload: usize,
-    /// Subscribers (e2e), else 0.
+    /// Subscribers (e2e, yomo), else 0.
     #[serde(default)]
     pub subscribers: usize,
     /// Median wall time of the timed part, seconds.
     pub seconds: f64,
-    /// Messages (ping-pong: sent by both sides; echo: round trips; e2e: published).
+    /// Messages (ping-pong: sent by both sides; echo: round trips; e2e: published; yomo:
+    /// written by the source).
     pub messages: u64,
     /// Messages per second (echo: QPS; e2e: published msg/s, each delivered to every
-    /// subscriber).
+    /// subscriber; yomo: received by the sink, first to last arrival).
     pub msg_per_s: f64,
     /// Latency percentiles in microseconds, where measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -57,10 +58,14 @@ pub struct NetRecord {
     /// Server CPU over the timed window, percent of one core (200% = two cores busy).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_cpu_pct: Option<f64>,
+    /// Router CPU (user + system) per routed frame over the flat-out run, microseconds
+    /// (yomo).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_us_per_frame: Option<f64>,
     /// Timed runs the median is over.
     #[serde(default)]
     pub runs: usize,
-    /// Lowest and highest `seconds` (ping-pong) or `msg_per_s` (echo, e2e) of the runs.
+    /// Lowest and highest `seconds` (ping-pong) or `msg_per_s` (echo, e2e, yomo) of the runs.
     #[serde(default)]
     pub range: (f64, f64),
 }
@@ -68,7 +73,7 @@ pub struct NetRecord {
 /// Where and how the run happened.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NetMeta {
-    /// `pingpong`, `echo` or `e2e`.
+    /// `pingpong`, `echo`, `e2e` or `yomo`.
     pub suite: String,
     /// The command line that produced the file.
     pub command: String,

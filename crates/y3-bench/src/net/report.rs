@@ -2,7 +2,8 @@
 //! alone (so a `--json` file re-renders with `--from`). The files go through
 //! [`crate::report::write_report`]; the charts are [`crate::charts::BarChart`]s mirroring
 //! the reports' figures: total time vs threads per session count (ping-pong), QPS and p99
-//! vs connections (echo), msg/s and p50 per payload × subscribers (e2e).
+//! vs connections (echo), msg/s and p50 per payload × subscribers (e2e), msg/s, router CPU
+//! per frame and p99 per workload × payload (yomo).
 
 use std::fmt::Write as _;
 
@@ -628,12 +629,297 @@ pub fn e2e_charts(r: &NetResults) -> Vec<(String, BarChart)> {
 }
 
 // ---------------------------------------------------------------------------------------
+// YoMo's zipper and clients against y3
+
+/// The row with YoMo's zipper and YoMo's clients: every yomo target's baseline.
+const YOMO: &str = "yomo-zipper";
+/// `y3 serve` with YoMo's clients.
+const Y3_YOMO_CLIENTS: &str = "y3-yomo-clients";
+
+/// `f(y3 row, baseline row)` in every case where both were measured, with the case.
+fn yomo_cells(
+    r: &NetResults,
+    y3: &str,
+    base: &str,
+    f: fn(&NetRecord, &NetRecord) -> Option<f64>,
+) -> Vec<(f64, String)> {
+    r.cases()
+        .into_iter()
+        .filter_map(|case| {
+            let v = f(r.find(&case, y3, 0)?, r.find(&case, base, 0)?)?;
+            Some((v, case))
+        })
+        .collect()
+}
+
+/// One yomo target (issue 12): `ratio(y3 row, baseline row)` in every case within `bound`.
+struct YomoTarget {
+    name: &'static str,
+    /// The ratio's column in the report.
+    column: &'static str,
+    y3: &'static str,
+    base: &'static str,
+    ratio: fn(&NetRecord, &NetRecord) -> Option<f64>,
+    bound: f64,
+    at_most: bool,
+}
+
+const YOMO_TARGETS: [YomoTarget; 5] = [
+    YomoTarget {
+        name: "router CPU per routed frame, y3 serve / YoMo's zipper (YoMo's clients), every case",
+        column: "router CPU/frame, y3-yomo-clients ÷ yomo-zipper",
+        y3: Y3_YOMO_CLIENTS,
+        base: YOMO,
+        ratio: |y, p| Some(y.cpu_us_per_frame? / p.cpu_us_per_frame?),
+        bound: 0.1,
+        at_most: true,
+    },
+    YomoTarget {
+        name: "p99 at the paced rate, y3 serve / YoMo's zipper (YoMo's clients), every case",
+        column: "paced p99, y3-yomo-clients ÷ yomo-zipper",
+        y3: Y3_YOMO_CLIENTS,
+        base: YOMO,
+        ratio: |y, p| Some(y.p99_us? / p.p99_us?),
+        bound: 0.2,
+        at_most: true,
+    },
+    YomoTarget {
+        name: "msg/s with YoMo's clients, y3 serve / YoMo's zipper, every case",
+        column: "msg/s, y3-yomo-clients ÷ yomo-zipper",
+        y3: Y3_YOMO_CLIENTS,
+        base: YOMO,
+        ratio: |y, p| Some(y.msg_per_s / p.msg_per_s),
+        bound: 2.0,
+        at_most: false,
+    },
+    YomoTarget {
+        name: "msg/s, y3's clients over QUIC / YoMo's zipper with YoMo's clients, every case",
+        column: "msg/s, y3-quic ÷ yomo-zipper",
+        y3: "y3-quic",
+        base: YOMO,
+        ratio: |y, p| Some(y.msg_per_s / p.msg_per_s),
+        bound: 20.0,
+        at_most: false,
+    },
+    YomoTarget {
+        name: "msg/s, y3's clients over QUIC / over TCP, every case",
+        column: "msg/s, y3-quic ÷ y3-tcp",
+        y3: "y3-quic",
+        base: "y3-tcp",
+        ratio: |y, p| Some(y.msg_per_s / p.msg_per_s),
+        bound: 2.0 / 3.0,
+        at_most: false,
+    },
+];
+
+/// YoMo targets: y3 serve against YoMo's zipper with YoMo's clients (router CPU per frame
+/// ≤ 1/10, p99 ≤ 1/5, msg/s ≥ 2×), y3's clients ≥ 20× YoMo's msg/s, QUIC ≥ 2/3 of TCP.
+/// A case without both rows (a run failed every time) is left out of the worst and
+/// counted in the measured figure.
+pub fn yomo_targets(r: &NetResults) -> Vec<Target> {
+    let cases = r.cases().len();
+    YOMO_TARGETS
+        .iter()
+        .map(|t| {
+            let cells = yomo_cells(r, t.y3, t.base, t.ratio);
+            let measured = cells.len();
+            let mut target =
+                ratio_target(t.name.into(), worst(cells, t.at_most), t.bound, t.at_most);
+            if measured > 0 && measured < cases {
+                target.measured = format!("{}; {measured} of {cases} cases", target.measured);
+            }
+            target
+        })
+        .collect()
+}
+
+/// µs per frame, with a precision that suits it.
+fn cpu_us(v: Option<f64>) -> String {
+    match v {
+        None => "–".into(),
+        Some(v) if v >= 10.0 => format!("{v:.1}"),
+        Some(v) => format!("{v:.2}"),
+    }
+}
+
+/// The yomo report.
+pub fn yomo_markdown(r: &NetResults) -> String {
+    let mut out = String::from("# YoMo's zipper and clients against y3 (YoMo v1.22 protocol)\n\n");
+    header(&mut out, r);
+    out.push_str(
+        "Workloads: `sink` is source → router → sink (tag 0x33); `relay` is source → router → \
+         relay stream function (re-emits each payload under 0x34) → router → sink. Rows: \
+         `yomo-zipper` is YoMo's zipper (`yomo-peer zipper`, built from YoMo's module, log \
+         level error) with YoMo's own Go clients (`yomo-peer source|sfn|sink`: \
+         `yomo.NewSource`, `yomo.NewStreamFunction`); `y3-yomo-clients` is the release \
+         `y3 serve` with the same YoMo clients (QUIC); `y3-quic` and `y3-tcp` are `y3 serve` \
+         with y3's own clients (the SDK's `Source`, `StreamFunction`, `Sink`, one process \
+         each). Every router and client is a process of its own; each phase starts a fresh \
+         router. `y3 serve` runs with its defaults except `[queue] block_timeout_ms` (in the \
+         Peers line): long, so that a sink slower than its source holds the source back, as \
+         YoMo's zipper does, instead of being evicted as a slow consumer after y3's default \
+         250 ms and losing the run.\n\n\
+         - msg/s: the source writes a fixed count as fast as its client goes; messages the \
+         sink received over the time from its first arrival to its last.\n\
+         - Router CPU per routed frame: user + system time of the router process \
+         (`/proc/PID/stat`, clock ticks) from just before the source starts to the sink's \
+         report, over the frames routed (one per message; two through the relay).\n\
+         - Latency: a separate run paced at the given rate; one-way, the source's send time \
+         stamped in the payload to the sink's arrival (nearest rank). y3's source paces \
+         with tokio's millisecond timer, so its messages leave in bursts of up to \
+         rate/1000.\n\n\
+         Every metric is the median over the runs; each round runs every row once.\n\n",
+    );
+    let impls = r.impls();
+    let cases = r.cases();
+    out.push_str("## Throughput and router CPU\n\n| case |");
+    for i in &impls {
+        let _ = write!(out, " `{i}` msg/s | CPU µs/frame |");
+    }
+    out.push('\n');
+    let _ = writeln!(out, "| --- |{}", " --: | --: |".repeat(impls.len()));
+    for case in &cases {
+        let _ = write!(out, "| {case} |");
+        for i in &impls {
+            match r.find(case, i, 0) {
+                Some(x) => {
+                    let _ = write!(
+                        out,
+                        " {} | {} |",
+                        rate(x.msg_per_s),
+                        cpu_us(x.cpu_us_per_frame)
+                    );
+                }
+                None => out.push_str(" – | – |"),
+            }
+        }
+        out.push('\n');
+    }
+    out.push_str("\n## One-way latency, paced\n\n| case |");
+    for i in &impls {
+        let _ = write!(out, " `{i}` p50 / p99 / p999 |");
+    }
+    out.push('\n');
+    let _ = writeln!(out, "| --- |{}", " --: |".repeat(impls.len()));
+    for case in &cases {
+        let _ = write!(out, "| {case} |");
+        for i in &impls {
+            match r.find(case, i, 0) {
+                Some(x) => {
+                    let _ = write!(
+                        out,
+                        " {} / {} / {} |",
+                        us(x.p50_us),
+                        us(x.p99_us),
+                        us(x.p999_us)
+                    );
+                }
+                None => out.push_str(" – |"),
+            }
+        }
+        out.push('\n');
+    }
+    out.push_str("\n## Ratios\n\n| case |");
+    for t in &YOMO_TARGETS {
+        let bound = if t.at_most { "≤" } else { "≥" };
+        let _ = write!(out, " {} ({bound} {}) |", t.column, ratio(t.bound));
+    }
+    out.push('\n');
+    let _ = writeln!(out, "| --- |{}", " --: |".repeat(YOMO_TARGETS.len()));
+    for case in &cases {
+        let _ = write!(out, "| {case} |");
+        for t in &YOMO_TARGETS {
+            let cell = r
+                .find(case, t.y3, 0)
+                .zip(r.find(case, t.base, 0))
+                .and_then(|(y, p)| (t.ratio)(y, p))
+                .map_or("–".into(), ratio);
+            let _ = write!(out, " {cell} |");
+        }
+        out.push('\n');
+    }
+    out.push_str("\n## Targets\n\n");
+    targets_table(&mut out, &yomo_targets(r));
+    out.push('\n');
+    yomo_spread(&mut out, r);
+    for (file, chart) in yomo_charts(r) {
+        let _ = writeln!(out, "![{}]({file})\n", chart.title);
+    }
+    notes(&mut out, r);
+    out
+}
+
+/// msg/s medians with the lowest and highest run beside them.
+fn yomo_spread(out: &mut String, r: &NetResults) {
+    if r.records.iter().all(|x| x.runs < 2) {
+        return;
+    }
+    out.push_str(
+        "## Run-to-run spread\n\n| case | row | runs | msg/s median (lowest–highest) |\n\
+         | --- | --- | --: | --: |\n",
+    );
+    for x in &r.records {
+        let _ = writeln!(
+            out,
+            "| {} | `{}` | {} | {} ({}–{}) |",
+            x.case,
+            x.implementation,
+            x.runs,
+            rate(x.msg_per_s),
+            rate(x.range.0),
+            rate(x.range.1)
+        );
+    }
+    out.push('\n');
+}
+
+/// msg/s, router CPU per frame and p99 per case, one bar per row.
+pub fn yomo_charts(r: &NetResults) -> Vec<(String, BarChart)> {
+    let cases = r.cases();
+    let chart = |title: &str, label: &str, f: fn(&NetRecord) -> Option<f64>| BarChart {
+        title: title.into(),
+        y_label: label.into(),
+        groups: cases.clone(),
+        series: r
+            .impls()
+            .into_iter()
+            .map(|i| {
+                let v = cases.iter().map(|c| r.find(c, &i, 0).and_then(f)).collect();
+                (i, v)
+            })
+            .collect(),
+        log: true,
+    };
+    vec![
+        (
+            "yomo-msgs.svg".into(),
+            chart("msg/s at the sink (flat out)", "msg/s", |x| {
+                Some(x.msg_per_s)
+            }),
+        ),
+        (
+            "yomo-cpu.svg".into(),
+            chart(
+                "router CPU per routed frame (lower is better)",
+                "µs",
+                |x| x.cpu_us_per_frame,
+            ),
+        ),
+        (
+            "yomo-p99.svg".into(),
+            chart("one-way latency p99 (paced)", "µs", |x| x.p99_us),
+        ),
+    ]
+}
+
+// ---------------------------------------------------------------------------------------
 
 /// The report, charts and targets of `r`'s suite.
 pub fn render(r: &NetResults) -> (String, Vec<(String, BarChart)>, Vec<Target>) {
     match r.meta.suite.as_str() {
         "echo" => (echo_markdown(r), echo_charts(r), echo_targets(r)),
         "e2e" => (e2e_markdown(r), e2e_charts(r), e2e_targets(r)),
+        "yomo" => (yomo_markdown(r), yomo_charts(r), yomo_targets(r)),
         _ => (
             pingpong_markdown(r),
             pingpong_charts(r),
@@ -826,6 +1112,81 @@ mod tests {
         assert_eq!(t[1].met, Some(false), "p50 20 µs against 15 µs");
         let (md, _, _) = render(&e2e);
         assert!(md.contains("| 64 B × 1 sub | 2M | 20 µs / 40 µs |"), "{md}");
+    }
+
+    #[test]
+    fn yomo_ratios_and_targets() {
+        let rec = |imp: &str, case: &str, rate: f64, cpu: f64, p99: f64| NetRecord {
+            suite: "yomo".into(),
+            implementation: imp.into(),
+            case: case.into(),
+            msg_per_s: rate,
+            cpu_us_per_frame: Some(cpu),
+            p50_us: Some(p99 / 4.0),
+            p99_us: Some(p99),
+            p999_us: Some(p99 * 2.0),
+            runs: 3,
+            range: (rate * 0.9, rate * 1.1),
+            ..NetRecord::default()
+        };
+        let r = NetResults {
+            meta: NetMeta {
+                suite: "yomo".into(),
+                versions: vec![("yomo".into(), "v1.22.0".into())],
+                ..NetMeta::default()
+            },
+            records: vec![
+                rec("yomo-zipper", "sink 64 B", 40_000.0, 14.0, 5000.0),
+                rec("y3-yomo-clients", "sink 64 B", 100_000.0, 1.0, 500.0),
+                rec("y3-quic", "sink 64 B", 900_000.0, 0.8, 100.0),
+                rec("y3-tcp", "sink 64 B", 1_000_000.0, 0.5, 80.0),
+                rec("yomo-zipper", "relay 64 B", 20_000.0, 14.0, 10_000.0),
+                rec("y3-yomo-clients", "relay 64 B", 30_000.0, 3.5, 1000.0),
+                rec("y3-tcp", "relay 64 B", 500_000.0, 0.5, 80.0),
+            ],
+            notes: vec![],
+        };
+        let t = yomo_targets(&r);
+        assert_eq!(t.len(), 5);
+        assert_eq!(t[0].met, Some(false), "3.5 / 14 µs at relay");
+        assert!(t[0].shortfall.contains("relay 64 B"), "{}", t[0].shortfall);
+        assert_eq!(t[1].met, Some(true), "p99 0.1×");
+        assert_eq!(t[2].met, Some(false), "1.5× at relay");
+        assert_eq!(t[3].met, Some(true), "22× where y3-quic ran");
+        assert_eq!(t[3].measured, "22× (worst, sink 64 B); 1 of 2 cases");
+        assert_eq!(t[0].measured, "0.25× (worst, relay 64 B)");
+        assert_eq!(t[4].met, Some(true), "0.9× at sink 64 B");
+        let (md, charts, _) = render(&r);
+        assert!(md.contains("- Peers: yomo v1.22.0"), "{md}");
+        assert!(
+            md.contains("| sink 64 B | 40k | 14.0 | 100k | 1.00 | 900k | 0.80 | 1M | 0.50 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| relay 64 B | 20k | 14.0 | 30k | 3.50 | – | – | 500k | 0.50 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| sink 64 B | 1.25 ms / 5.00 ms / 10.00 ms | 125 µs / 500 µs / 1.00 ms |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| sink 64 B | 0.07× | 0.10× | 2.5× | 22× | 0.90× |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| relay 64 B | 0.25× | 0.10× | 1.5× | – | – |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| relay 64 B | `y3-tcp` | 3 | 500k (450k–550k) |"),
+            "{md}"
+        );
+        assert_eq!(charts.len(), 3);
+        assert_eq!(charts[1].1.groups, ["sink 64 B", "relay 64 B"]);
+        let s = summary(&r, "docs/bench");
+        assert!(s.contains("(docs/bench/net-yomo.md)"), "{s}");
+        assert!(s.contains("#### Targets"), "{s}");
     }
 
     #[test]
