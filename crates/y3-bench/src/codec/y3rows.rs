@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use anyhow::Result;
-use y3::{Config, Observer};
+use y3::{Config, Fed, Observer};
 
 use super::{Impl, Prepared};
 use crate::data::{Dataset, Scalar};
@@ -81,11 +81,12 @@ fn observe(ds: &Dataset) -> Result<Prepared> {
             let mut obs = observer(key);
             looped(input.clone(), expected, move |buf: &[u8]| {
                 obs.reset();
-                match obs.feed(buf) {
-                    Ok(fed) => fed
-                        .observed
-                        .map_or(Scalar::Missing, |v| expected.read_y3(&v)),
-                    Err(_) => Scalar::Missing,
+                // Read in place: moving the `Fed` out copies it wider than it was written.
+                match &obs.feed(buf) {
+                    Ok(Fed {
+                        observed: Some(v), ..
+                    }) => expected.read_y3(v),
+                    _ => Scalar::Missing,
                 }
             })
         }),
