@@ -755,10 +755,9 @@ pub fn yomo_markdown(r: &NetResults) -> String {
          `y3 serve` with the same YoMo clients (QUIC); `y3-quic` and `y3-tcp` are `y3 serve` \
          with y3's own clients (the SDK's `Source`, `StreamFunction`, `Sink`, one process \
          each). Every router and client is a process of its own; each phase starts a fresh \
-         router. `y3 serve` runs with its defaults except `[queue] block_timeout_ms` (in the \
-         Peers line): long, so that a sink slower than its source holds the source back, as \
-         YoMo's zipper does, instead of being evicted as a slow consumer after y3's default \
-         250 ms and losing the run.\n\n\
+         router. `y3 serve` runs with its defaults (`[queue] block_timeout_ms` is in the \
+         Peers line): a sink slower than its source holds the source back, as YoMo's zipper \
+         does; only one that stops reading for that long is evicted.\n\n\
          - msg/s: the source writes a fixed count as fast as its client goes; messages the \
          sink received over the time from its first arrival to its last.\n\
          - Router CPU per routed frame: user + system time of the router process \
