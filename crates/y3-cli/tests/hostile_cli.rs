@@ -4,19 +4,14 @@
 //! the metrics bearer token, the dev certificate in a private per-user directory with its
 //! fingerprint pinned, and no panic when stdout or stderr cannot be written.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Output, Stdio};
 
-const WAIT: Duration = Duration::from_secs(20);
-
-fn y3() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_y3"));
-    cmd.env("RUST_LOG", "warn").env_remove("Y3_TOKEN");
-    cmd
-}
+use common::{wait, y3, WAIT};
 
 /// A fresh private directory for one test (removed on drop).
 struct TempDir(PathBuf);
@@ -44,26 +39,6 @@ impl TempDir {
 impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Waits for `child` at most [`WAIT`], killing it on timeout.
-fn wait(mut child: Child, what: &str) -> Output {
-    let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if start.elapsed() > WAIT {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "{what} did not finish: stdout {} stderr {}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
     }
 }
 

@@ -2,39 +2,15 @@
 //! startup line, frames through the router, a refused token, garbage that does not stop
 //! the router, the printed configuration, and a drain on SIGTERM. Every wait is bounded.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const WAIT: Duration = Duration::from_secs(20);
-
-fn y3() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_y3"));
-    cmd.env("RUST_LOG", "warn");
-    cmd
-}
-
-/// Waits for `child` at most [`WAIT`], killing it on timeout.
-fn wait(mut child: Child, what: &str) -> Output {
-    let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if start.elapsed() > WAIT {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "{what} did not finish: stdout {} stderr {}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
+use common::{wait, y3, WAIT};
 
 /// A `y3 serve` process on ephemeral ports, killed on drop.
 struct Server {
