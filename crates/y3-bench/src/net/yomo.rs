@@ -184,7 +184,7 @@ pub struct Options {
     pub programs: Programs,
     /// The Go module with `cmd/yomo-peer` (`interop/yomo`).
     pub yomo_dir: PathBuf,
-    /// `y3 serve`'s `[queue] block_timeout_ms` (see [`serve_config`]).
+    /// `y3 serve`'s `[queue] block_timeout_ms` (written by `serve_config`).
     pub block_timeout_ms: u64,
 }
 
