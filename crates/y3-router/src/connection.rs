@@ -223,7 +223,6 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
                 timeout_ms = shared.config.queue.block_timeout_ms,
                 "slow consumer evicted: its queue stayed full"
             );
-            shared.metrics.evicted(&hello.name);
             shared.evicted(peer, &hello.name);
             let goaway = Goaway::new(
                 GoawayCode::SlowConsumer,

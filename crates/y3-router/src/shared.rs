@@ -143,8 +143,10 @@ impl Shared {
         }
     }
 
-    /// Holds a client evicted as a slow consumer off for `queue.evicted_backoff_ms`.
+    /// Counts a client evicted as a slow consumer (under its name) and holds it off for
+    /// `queue.evicted_backoff_ms`.
     pub fn evicted(&self, peer: Option<SocketAddr>, name: &str) {
+        self.metrics.evicted(name);
         let Some(peer) = peer else { return };
         let now = Instant::now();
         let until = now + Duration::from_millis(self.config.queue.evicted_backoff_ms);
