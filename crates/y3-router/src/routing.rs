@@ -138,6 +138,7 @@ pub(crate) async fn route(
         _ => &routes.mesh,
     };
     let mut left = subscribers.iter().filter(|r| accepts(r, target)).count() + downstream.len();
+    metrics.deliveries(left.max(1) as u64);
     if left == 0 {
         metrics.dropped(Drop::NoSubscriber, 1);
         return;
