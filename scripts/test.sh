@@ -43,6 +43,15 @@ if [ -f interop/yomo/go.mod ]; then
     (cd interop/yomo && go vet ./... && Y3_BIN="$y3_bin" go test ./...)
 fi
 
+# Mixed load and chaos for 60 s (killed functions, a stalling consumer, garbage, partial
+# frames, connection storms, a router restart): every frame accounted, healthy flows in
+# order. The lab's 30-minute soak is scripts/soak.sh.
+step "soak: 60 s of load and chaos against y3 serve"
+cargo build -p y3-cli -p y3-soak --locked
+target_dir="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)"
+"$target_dir/debug/y3-soak" --y3 "$target_dir/debug/y3" --duration 60s --restart-every 30s \
+    --kill-every 7s --storm-every 20s --rate 2000 --out "$target_dir/soak"
+
 if [ -f bench/go/go.mod ]; then
     step "go: benchmark module builds"
     (cd bench/go && go vet ./...)
