@@ -43,12 +43,28 @@ if [ -f interop/yomo/go.mod ]; then
     (cd interop/yomo && go vet ./... && Y3_BIN="$y3_bin" go test ./...)
 fi
 
+# examples/: every program runs (the YoMo app against `y3 serve` on a free port).
+step "examples: run each"
+cargo build -p y3-cli -p y3-examples --locked
+target_dir="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)"
+"$target_dir/debug/observe-key"
+"$target_dir/debug/pipeline"
+"$target_dir/debug/embedded-router" 1
+(cd examples/yomo-app && go vet ./... && go build -o "$target_dir/yomo-app" .)
+port="$(python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+serve_log="$target_dir/yomo-app-serve.log"
+"$target_dir/debug/y3" serve --tcp "" --quic "127.0.0.1:$port" --metrics "" \
+    > "$serve_log" 2>&1 &
+serve_pid=$!
+for _ in $(seq 100); do grep -q "listening" "$serve_log" && break; sleep 0.1; done
+YOMO_ZIPPER="127.0.0.1:$port" "$target_dir/yomo-app" || { kill "$serve_pid"; exit 1; }
+kill "$serve_pid"; wait "$serve_pid" || true
+
 # Mixed load and chaos for 60 s (killed functions, a stalling consumer, garbage, partial
 # frames, connection storms, a router restart): every frame accounted, healthy flows in
 # order. The lab's 30-minute soak is scripts/soak.sh.
 step "soak: 60 s of load and chaos against y3 serve"
-cargo build -p y3-cli -p y3-soak --locked
-target_dir="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)"
+cargo build -p y3-soak --locked
 "$target_dir/debug/y3-soak" --y3 "$target_dir/debug/y3" --duration 60s --restart-every 30s \
     --kill-every 7s --storm-every 20s --rate 2000 --out "$target_dir/soak"
 
