@@ -9,7 +9,7 @@ step() { printf '\n==> %s\n' "$*"; }
 step "rust: format"
 cargo fmt --all --check
 
-# Default features: the benchmark lab's heavy peers (y3-bench features `peers`, `net-peers`)
+# Default features: the benchmark lab's heavy peers (y3-lab features `peers`, `net-peers`)
 # stay out of the test command; the lab builds them when it runs (scripts/bench-*).
 step "rust: clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings

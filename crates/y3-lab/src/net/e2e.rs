@@ -12,7 +12,7 @@
 //!    every delivery, in one hdrhistogram.
 //!
 //! Payload: `[send time ns u64 LE][phase u32 LE]` then filler. Brokers run as child
-//! processes (`y3 bench net server router-y3`, `nats-server`, `y3 bench net server
+//! processes (`y3-lab net server router-y3`, `nats-server`, `y3-lab net server
 //! zenoh-router`); publisher and subscribers share the lab's process (one tokio runtime).
 //! Rows: `y3-router-tcp`, `y3-router-quic`, `nats`, `zenoh-router` (clients through a
 //! Zenoh router), `zenoh-p2p` (subscribers connect straight to the publisher's peer).
@@ -356,12 +356,14 @@ fn start_broker(opts: &Options, imp: &str) -> Result<Broker> {
     let threads = crate::measure::cores();
     match imp {
         "y3-router-tcp" | "y3-router-quic" => {
-            let args: Vec<String> = ["bench", "net", "server", "router-y3", "--threads"]
-                .iter()
-                .map(|s| s.to_string())
-                .chain([threads.to_string()])
-                .collect();
-            let mut child = Child::spawn("y3 router", &opts.programs.y3, &args, None)?;
+            let args = vec![
+                "router-y3".to_string(),
+                "--threads".into(),
+                threads.to_string(),
+            ];
+            let mut child = opts
+                .programs
+                .spawn_lab("y3 router", "server", &args, None)?;
             let quic = child.expect("quic ", Duration::from_secs(30))?.parse()?;
             let addr = child
                 .expect("listening ", Duration::from_secs(30))?
@@ -397,14 +399,13 @@ fn start_broker(opts: &Options, imp: &str) -> Result<Broker> {
         "zenoh-router" => {
             let port = free_port()?;
             let args: Vec<String> = vec![
-                "bench".into(),
-                "net".into(),
-                "server".into(),
                 "zenoh-router".into(),
                 "--addr".into(),
                 format!("127.0.0.1:{port}"),
             ];
-            let mut child = Child::spawn("zenoh router", &opts.programs.y3, &args, None)?;
+            let mut child = opts
+                .programs
+                .spawn_lab("zenoh router", "server", &args, None)?;
             let addr = child
                 .expect("listening ", Duration::from_secs(30))?
                 .parse()?;
@@ -617,7 +618,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
         .collect();
     if !crate::net::NATS_ENABLED && impls.contains(&"nats") {
         impls.retain(|i| *i != "nats");
-        notes.push("nats skipped: built without the y3-bench/net-nats feature".into());
+        notes.push("nats skipped: built without the y3-lab feature net-nats".into());
     }
     if crate::net::NATS_ENABLED && impls.contains(&"nats") && opts.programs.nats_server.is_none() {
         impls.retain(|i| *i != "nats");
@@ -625,7 +626,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
     }
     if !crate::net::ZENOH_ENABLED && impls.iter().any(|i| i.starts_with("zenoh")) {
         impls.retain(|i| !i.starts_with("zenoh"));
-        notes.push("zenoh skipped: built without the y3-bench/net-zenoh feature".into());
+        notes.push("zenoh skipped: built without the y3-lab feature net-zenoh".into());
     }
     let mut versions = Vec::new();
     if impls.contains(&"nats") {

@@ -1,15 +1,16 @@
-//! `y3 bench net pingpong|echo|e2e|yomo`: the network lab (crate `y3-bench`, module `net`).
+//! `y3-lab net pingpong|echo|e2e|yomo`: the network lab (library module `y3_lab::net`).
 //!
 //! ```text
-//! y3 bench net pingpong [--quick] [--sessions 100,1000] [--threads 1,2] [--json FILE] ...
-//! y3 bench net echo     [--quick] [--conns 80,250] [--sizes 100,1024] [--peak] ...
-//! y3 bench net e2e      [--quick] [--sizes 64,1024] [--subs 1,5] ...
-//! y3 bench net yomo     [--quick] [--sizes 64,1024] [--workloads sink,relay] ...
+//! y3-lab net pingpong [--quick] [--sessions 100,1000] [--threads 1,2] [--json FILE] ...
+//! y3-lab net echo     [--quick] [--conns 80,250] [--sizes 100,1024] [--peak] ...
+//! y3-lab net e2e      [--quick] [--sizes 64,1024] [--subs 1,5] ...
+//! y3-lab net yomo     [--quick] [--sizes 64,1024] [--workloads sink,relay] ...
+//! y3-lab net pipeline [--quick] [--transport tcp,quic] [--sizes 64,1024] ...
 //! ```
 //!
 //! The lab starts every server and client as a child process of this binary (the hidden
-//! `y3 bench net server|client` commands), or of a peer's own program, on 127.0.0.1, and
-//! stops them all. The heavy peers are compiled in with `--features y3-bench/net-peers`;
+//! `y3-lab net server|client` commands), or of a peer's own program, on 127.0.0.1, and
+//! stops them all. The heavy peers are compiled in with `--features net-peers`;
 //! `scripts/bench-net.sh` builds with it, installs the Debian peers and builds bench/cpp.
 
 use std::io::Write;
@@ -19,10 +20,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use y3_bench::net::record::NetResults;
-use y3_bench::net::{self, Programs};
+use y3_lab::net::record::NetResults;
+use y3_lab::net::{self, Programs};
 
-/// `y3 bench net SUITE`.
+/// `y3-lab net SUITE`.
 #[derive(Debug, Args)]
 pub struct NetArgs {
     #[command(subcommand)]
@@ -39,6 +40,8 @@ enum NetCommand {
     E2e(E2eArgs),
     /// YoMo's zipper vs `y3 serve` with YoMo's own clients, then y3's clients.
     Yomo(YomoArgs),
+    /// Source → router → function → sink msg/s and latency over TCP and QUIC, one process.
+    Pipeline(crate::cli::pipeline::PipelineArgs),
     /// A lab server (started by the lab itself).
     #[command(hide = true)]
     Server(ServerArgs),
@@ -80,11 +83,11 @@ pub struct OutputArgs {
     from: Vec<PathBuf>,
 }
 
-/// `y3 bench net pingpong`.
+/// `y3-lab net pingpong`.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
-  y3 bench net pingpong --quick
-  y3 bench net pingpong --sessions 100,1000,10000 --threads 1,2,4,8 --json pingpong.json")]
+  y3-lab net pingpong --quick
+  y3-lab net pingpong --sessions 100,1000,10000 --threads 1,2,4,8 --json pingpong.json")]
 pub struct PingpongArgs {
     #[command(flatten)]
     output: OutputArgs,
@@ -95,7 +98,7 @@ pub struct PingpongArgs {
     #[arg(long, value_delimiter = ',', default_values_t = [1usize, 2])]
     threads: Vec<usize>,
     /// Messages per session.
-    #[arg(long, default_value_t = y3_bench::net::pingpong::TOTAL_COUNT)]
+    #[arg(long, default_value_t = y3_lab::net::pingpong::TOTAL_COUNT)]
     total: u32,
     /// Timed runs per row, median reported (default 3; 1 with --quick).
     #[arg(long)]
@@ -108,11 +111,11 @@ pub struct PingpongArgs {
     asio: Option<PathBuf>,
 }
 
-/// `y3 bench net echo`.
+/// `y3-lab net echo`.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
-  y3 bench net echo --quick
-  y3 bench net echo --conns 80,250 --sizes 100,1024 --peak --seconds 10")]
+  y3-lab net echo --quick
+  y3-lab net echo --conns 80,250 --sizes 100,1024 --peak --seconds 10")]
 pub struct EchoArgs {
     #[command(flatten)]
     output: OutputArgs,
@@ -149,11 +152,11 @@ pub struct EchoArgs {
     client_cpus: String,
 }
 
-/// `y3 bench net e2e`.
+/// `y3-lab net e2e`.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
-  y3 bench net e2e --quick
-  y3 bench net e2e --sizes 16,64,1024 --subs 1,5 --messages 1000000")]
+  y3-lab net e2e --quick
+  y3-lab net e2e --sizes 16,64,1024 --subs 1,5 --messages 1000000")]
 pub struct E2eArgs {
     #[command(flatten)]
     output: OutputArgs,
@@ -178,15 +181,15 @@ pub struct E2eArgs {
     runs: Option<usize>,
 }
 
-/// `y3 bench net yomo`.
+/// `y3-lab net yomo`.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Builds interop/yomo's yomo-peer (go build) and, from a debug build, the
-release y3 (cargo build --release -p y3-cli) before measuring.
+release y3 and y3-lab (cargo build --release -p y3-cli -p y3-lab) before measuring.
 
 Examples:
-  y3 bench net yomo --quick
-  y3 bench net yomo --runs 3 --messages 100000 --json bench-results/net-yomo.json"
+  y3-lab net yomo --quick
+  y3-lab net yomo --runs 3 --messages 100000 --json bench-results/net-yomo.json"
 )]
 pub struct YomoArgs {
     #[command(flatten)]
@@ -220,7 +223,7 @@ pub struct YomoArgs {
     block_timeout_ms: u64,
 }
 
-/// `y3 bench net server KIND`.
+/// `y3-lab net server KIND`.
 #[derive(Debug, Args)]
 pub struct ServerArgs {
     /// `pingpong-y3-transport`, `pingpong-tokio`, `echo-y3-tokio`, `echo-tokio`,
@@ -234,7 +237,7 @@ pub struct ServerArgs {
     addr: SocketAddr,
 }
 
-/// `y3 bench net client KIND`.
+/// `y3-lab net client KIND`.
 #[derive(Debug, Args)]
 pub struct ClientArgs {
     /// `pingpong-y3-transport`, `pingpong-tokio`, `echo`, `y3-source`, `y3-relay`,
@@ -250,7 +253,7 @@ pub struct ClientArgs {
     #[arg(long, default_value_t = 1)]
     sessions: usize,
     /// Ping-pong messages per session.
-    #[arg(long, default_value_t = y3_bench::net::pingpong::TOTAL_COUNT)]
+    #[arg(long, default_value_t = y3_lab::net::pingpong::TOTAL_COUNT)]
     total: u32,
     /// Echo message size.
     #[arg(long, default_value_t = 100)]
@@ -283,12 +286,12 @@ pub struct ClientArgs {
 
 fn command_line() -> String {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    format!("y3 {}", args.join(" "))
+    format!("y3-lab {}", args.join(" "))
 }
 
 fn programs(asio: Option<PathBuf>) -> Result<Programs> {
     Ok(Programs::find(
-        std::env::current_exe().context("locating the y3 binary")?,
+        std::env::current_exe().context("locating the y3-lab binary")?,
         asio,
     ))
 }
@@ -310,14 +313,14 @@ fn publish(output: &OutputArgs, results: &NetResults, out: &mut dyn Write) -> Re
         writeln!(out, "wrote {}", path.display())?;
     }
     let (markdown, charts, targets) = net::report::render(results);
-    let charts: Vec<(&str, y3_bench::charts::BarChart)> = charts
+    let charts: Vec<(&str, y3_lab::charts::BarChart)> = charts
         .iter()
         .map(|(f, c)| (f.as_str(), c.clone()))
         .collect();
     let mut dirs = vec![output.out.clone()];
     dirs.extend(output.docs.clone());
     for dir in &dirs {
-        for file in y3_bench::report::write_report(dir, &name, &markdown, &charts)? {
+        for file in y3_lab::report::write_report(dir, &name, &markdown, &charts)? {
             writeln!(out, "wrote {}", file.display())?;
         }
     }
@@ -327,7 +330,7 @@ fn publish(output: &OutputArgs, results: &NetResults, out: &mut dyn Write) -> Re
             .clone()
             .unwrap_or_else(|| PathBuf::from("docs/bench"));
         let body = net::report::summary(results, &relative_to(&docs, readme));
-        y3_bench::report::update_readme(readme, &name, &body)?;
+        y3_lab::report::update_readme(readme, &name, &body)?;
         writeln!(out, "updated {} ({name} section)", readme.display())?;
     }
     writeln!(out)?;
@@ -338,7 +341,7 @@ fn publish(output: &OutputArgs, results: &NetResults, out: &mut dyn Write) -> Re
         writeln!(out, "{line}")?;
     }
     writeln!(out)?;
-    crate::codec_bench::print_verdicts(out, &targets, &results.notes)
+    crate::cli::codec::print_verdicts(out, &targets, &results.notes)
 }
 
 fn pingpong(args: &PingpongArgs, out: &mut dyn Write) -> Result<()> {
@@ -363,7 +366,7 @@ fn pingpong(args: &PingpongArgs, out: &mut dyn Write) -> Result<()> {
                 command: command_line(),
                 programs: programs(args.asio.clone())?,
             };
-            let bar = y3_bench::progress_bar(0);
+            let bar = y3_lab::progress_bar(0);
             let results = net::pingpong::run(&opts, &bar)?;
             bar.finish_and_clear();
             results
@@ -401,7 +404,7 @@ fn echo(args: &EchoArgs, out: &mut dyn Write) -> Result<()> {
                 command: command_line(),
                 programs: programs(None)?,
             };
-            let bar = y3_bench::progress_bar(0);
+            let bar = y3_lab::progress_bar(0);
             let results = net::echo::run(&opts, &bar)?;
             bar.finish_and_clear();
             results
@@ -429,7 +432,7 @@ fn e2e(args: &E2eArgs, out: &mut dyn Write) -> Result<()> {
                 command: command_line(),
                 programs: programs(None)?,
             };
-            let bar = y3_bench::progress_bar(0);
+            let bar = y3_lab::progress_bar(0);
             let results = net::e2e::run(&opts, &bar)?;
             bar.finish_and_clear();
             results
@@ -465,7 +468,7 @@ fn yomo(args: &YomoArgs, out: &mut dyn Write) -> Result<()> {
                 yomo_dir: args.yomo_dir.clone(),
                 block_timeout_ms: args.block_timeout_ms,
             };
-            let bar = y3_bench::progress_bar(0);
+            let bar = y3_lab::progress_bar(0);
             let results = net::yomo::run(&opts, &bar)?;
             bar.finish_and_clear();
             results
@@ -531,7 +534,7 @@ fn client(args: &ClientArgs, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-/// Runs `y3 bench net ...`.
+/// Runs `y3-lab net ...`.
 ///
 /// # Errors
 /// Setup and IO errors (a failing row becomes a note in the report).
@@ -541,6 +544,7 @@ pub fn run(args: &NetArgs, out: &mut dyn Write) -> Result<()> {
         NetCommand::Echo(a) => echo(a, out),
         NetCommand::E2e(a) => e2e(a, out),
         NetCommand::Yomo(a) => yomo(a, out),
+        NetCommand::Pipeline(a) => crate::cli::pipeline::run(a, out),
         NetCommand::Server(a) => server(a),
         NetCommand::Client(a) => client(a, out),
     }

@@ -171,7 +171,7 @@ pub fn pingpong_markdown(r: &NetResults) -> String {
          packet_count reaches the total (8192). Time: from the first message (all sessions \
          connected) to the end of the last session, median of the runs; lower is better.\n\n\
          - `y3-transport`: y3's transport read path — a tokio-util `Decoder`/`Encoder` for \
-         this header (in `crates/y3-bench/src/net/pingpong.rs`, written like \
+         this header (in `crates/y3-lab/src/net/pingpong.rs`, written like \
          `y3_transport::FrameCodec`) under `FramedRead`/`FramedWrite` on the split \
          `TcpStream`, the write half in `y3_transport::PlainWrite` as in every y3 \
          connection: one read takes what the socket has and every complete message is \

@@ -1,11 +1,11 @@
-//! `y3 bench codec` and `y3 bench serde`: the codec benchmark lab (crate `y3-bench`).
+//! `y3-lab codec` and `y3-lab serde`: the codec benchmark lab (crate `y3-lab`).
 //!
 //! ```text
-//! y3 bench codec [--quick] [--json FILE] [--out DIR] [--docs DIR] [--readme FILE] ...
-//! y3 bench serde [--quick] [--json FILE] [--out DIR] [--docs DIR] [--readme FILE] ...
+//! y3-lab codec [--quick] [--json FILE] [--out DIR] [--docs DIR] [--readme FILE] ...
+//! y3-lab serde [--quick] [--json FILE] [--out DIR] [--docs DIR] [--readme FILE] ...
 //! ```
 //!
-//! Peers are compiled in with the `y3-bench/peers` feature; without it only the y3 rows
+//! Peers are compiled in with the `peers` feature; without it only the y3 rows
 //! (and the Go side) run, and the report says so. `scripts/bench-codec` builds with it.
 
 use std::io::Write;
@@ -14,11 +14,11 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
-use y3_bench::codec::{self, CodecOptions};
-use y3_bench::measure::{Mode, Settings};
-use y3_bench::record::Results;
-use y3_bench::report;
-use y3_bench::serde_suite::{self, SerdeOptions};
+use y3_lab::codec::{self, CodecOptions};
+use y3_lab::measure::{Mode, Settings};
+use y3_lab::record::Results;
+use y3_lab::report;
+use y3_lab::serde_suite::{self, SerdeOptions};
 
 /// Which modes to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -94,7 +94,7 @@ impl CommonArgs {
     }
 }
 
-/// `y3 bench codec`.
+/// `y3-lab codec`.
 #[derive(Debug, Args)]
 pub struct CodecArgs {
     #[command(flatten)]
@@ -113,7 +113,7 @@ pub struct CodecArgs {
     check: bool,
 }
 
-/// `y3 bench serde`.
+/// `y3-lab serde`.
 #[derive(Debug, Args)]
 pub struct SerdeArgs {
     #[command(flatten)]
@@ -122,7 +122,7 @@ pub struct SerdeArgs {
 
 fn command_line() -> String {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    format!("y3 {}", args.join(" "))
+    format!("y3-lab {}", args.join(" "))
 }
 
 /// Writes the report, charts, JSON and README section of one suite.
@@ -201,14 +201,14 @@ fn relative_to(docs: &Path, readme: &Path) -> String {
     rel.to_string_lossy().replace('\\', "/")
 }
 
-/// Runs `y3 bench codec`.
+/// Runs `y3-lab codec`.
 ///
 /// # Errors
 /// Data sets that fail to verify, IO errors, or (with `--check`) a wrong value.
 pub fn run_codec(args: &CodecArgs, out: &mut dyn Write) -> Result<()> {
     let seed = args
         .seed
-        .unwrap_or_else(|| y3_bench::system::unix_now() ^ u64::from(std::process::id()));
+        .unwrap_or_else(|| y3_lab::system::unix_now() ^ u64::from(std::process::id()));
     if args.check {
         let failures = codec::check_all(seed)?;
         for f in &failures {
@@ -224,7 +224,7 @@ pub fn run_codec(args: &CodecArgs, out: &mut dyn Write) -> Result<()> {
             out,
             "all {} implementations extract the expected value on every data set (peers {})",
             codec::impls().len(),
-            if y3_bench::PEERS_ENABLED {
+            if y3_lab::PEERS_ENABLED {
                 "enabled"
             } else {
                 "disabled"
@@ -235,10 +235,10 @@ pub fn run_codec(args: &CodecArgs, out: &mut dyn Write) -> Result<()> {
     let results = match &args.common.from {
         Some(path) => Results::read_json(path)?,
         None => {
-            if !y3_bench::PEERS_ENABLED {
+            if !y3_lab::PEERS_ENABLED {
                 writeln!(
                     out,
-                    "peers disabled (built without the y3-bench/peers feature): y3 and Go rows only"
+                    "peers disabled (built without the y3-lab feature `peers`): y3 and Go rows only"
                 )?;
                 out.flush()?;
             }
@@ -253,7 +253,7 @@ pub fn run_codec(args: &CodecArgs, out: &mut dyn Write) -> Result<()> {
                 quick: args.common.quick,
                 command: command_line(),
             };
-            let bar = y3_bench::progress_bar(0);
+            let bar = y3_lab::progress_bar(0);
             let results = codec::run(&opts, &bar)?;
             bar.finish_and_clear();
             results
@@ -262,7 +262,7 @@ pub fn run_codec(args: &CodecArgs, out: &mut dyn Write) -> Result<()> {
     publish(&args.common, &results, "codec", out)
 }
 
-/// Runs `y3 bench serde`.
+/// Runs `y3-lab serde`.
 ///
 /// # Errors
 /// IO errors.
@@ -277,7 +277,7 @@ pub fn run_serde(args: &SerdeArgs, out: &mut dyn Write) -> Result<()> {
                 quick: args.common.quick,
                 command: command_line(),
             };
-            let bar = y3_bench::progress_bar(0);
+            let bar = y3_lab::progress_bar(0);
             let results = serde_suite::run(&opts, &bar)?;
             bar.finish_and_clear();
             results

@@ -56,7 +56,7 @@ pub fn impls() -> Vec<Impl> {
     out
 }
 
-/// What `y3 bench codec` runs.
+/// What `y3-lab codec` runs.
 #[derive(Debug, Clone)]
 pub struct CodecOptions {
     /// Timing settings.
@@ -145,7 +145,7 @@ pub fn run(opts: &CodecOptions, bar: &ProgressBar) -> Result<Results> {
     if !crate::PEERS_ENABLED {
         results.notes.push(
             "peers disabled: built without the `peers` feature; run \
-             `cargo run --release -p y3-cli --features y3-bench/peers -- bench codec` \
+             `cargo run --release -p y3-lab --features peers -- codec` \
              (or scripts/bench-codec) for the full comparison"
                 .into(),
         );

@@ -624,9 +624,6 @@ pub fn run_once(
         crate::net::proc::Child::spawn("asio client", asio, &args, None)?
     } else {
         let args: Vec<String> = vec![
-            "bench".into(),
-            "net".into(),
-            "client".into(),
             format!("pingpong-{imp}"),
             "--addr".into(),
             addr.to_string(),
@@ -639,7 +636,7 @@ pub fn run_once(
             "--limit-s".into(),
             limit.as_secs().max(1).to_string(),
         ];
-        crate::net::proc::Child::spawn(&format!("{imp} client"), &programs.y3, &args, None)?
+        programs.spawn_lab(&format!("{imp} client"), "client", &args, None)?
     };
     // Connecting 10 000 sessions is not timed but takes a while: allow a minute more.
     let line = client

@@ -1,5 +1,5 @@
 //! The Markdown reports, the targets and the charts, all computed from [`Results`] alone,
-//! so that a `--json` file can be re-rendered (`y3 bench codec --from FILE`).
+//! so that a `--json` file can be re-rendered (`y3-lab codec --from FILE`).
 //!
 //! Files written into the results directory (and, with `--docs DIR`, copied there for the
 //! README): `codec.md`, `codec-serial.svg`, `codec-parallel.svg`, `codec-speedup.svg`,
