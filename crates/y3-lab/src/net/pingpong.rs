@@ -97,7 +97,7 @@ pub fn reply(received: Header, total: u32) -> Step {
     }
     let next = Header {
         packet_count: n + 1,
-        body_size: received.body_size + u32::from(n % 2 == 0),
+        body_size: received.body_size + u32::from(n.is_multiple_of(2)),
     };
     if next.packet_count == total {
         Step::Last(next)
