@@ -670,7 +670,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
                 continue;
             }
             let med = |f: &dyn Fn(&CaseResult) -> f64| {
-                crate::net::record::median(&got[i].iter().map(f).collect::<Vec<_>>())
+                crate::measure::median(&got[i].iter().map(f).collect::<Vec<_>>())
             };
             let us = |q: f64| Some(med(&|r| r.paced.value_at_quantile(q) as f64 / 1e3).0);
             let (rate, range) = med(&|r| r.loaded_msgs as f64 / r.seconds);

@@ -26,7 +26,8 @@ use tokio_util::bytes::{Bytes, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 use y3_transport::{Connection, Data, Frame, FrameCodec, TransportKind};
 
-use crate::net::record::{median, NetMeta, NetRecord, NetResults};
+use crate::measure::median;
+use crate::net::record::{NetMeta, NetRecord, NetResults};
 
 /// Read buffer of every server (as `y3_transport::stream::READ_BUFFER`).
 pub const READ_BUFFER: usize = 64 * 1024;

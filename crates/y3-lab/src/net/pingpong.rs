@@ -655,7 +655,8 @@ pub fn run_once(
 /// # Errors
 /// Only setup errors; a failing row becomes a note.
 pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<crate::net::record::NetResults> {
-    use crate::net::record::{median, NetMeta, NetRecord, NetResults};
+    use crate::measure::median;
+    use crate::net::record::{NetMeta, NetRecord, NetResults};
     let mut notes = Vec::new();
     let mut impls: Vec<&str> = IMPLS
         .iter()

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use crate::charts::BarChart;
 use crate::net::record::{NetRecord, NetResults};
-use crate::report::{ratio, Target};
+use crate::report::{ratio, targets_table, Bound, Target};
 
 /// The version of `package` in the workspace's `Cargo.lock` (read at run time from the
 /// current directory), or `?`.
@@ -43,21 +43,8 @@ fn header(out: &mut String, r: &NetResults) {
     out.push('\n');
 }
 
-fn targets_table(out: &mut String, targets: &[Target]) {
-    out.push_str("| target | measured | required | result |\n| --- | --: | --: | --- |\n");
-    for t in targets {
-        let result = match t.met {
-            Some(true) => "met".to_string(),
-            Some(false) => format!("**missed** — {}", t.shortfall),
-            None => "n/a (not in this run)".to_string(),
-        };
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} |",
-            t.name, t.measured, t.required, result
-        );
-    }
-}
+/// What the network reports' target tables say of a target whose row did not run.
+const ABSENT: &str = "n/a (not in this run)";
 
 fn notes(out: &mut String, r: &NetResults) {
     if r.notes.is_empty() {
@@ -72,7 +59,11 @@ fn notes(out: &mut String, r: &NetResults) {
 /// A target on a ratio `y3 / peer` (or `peer / y3`) that must stay within `bound`.
 /// `worst` is the worst ratio over the cells and where it was.
 fn ratio_target(name: String, worst: Option<(f64, String)>, bound: f64, at_most: bool) -> Target {
-    let required = format!("{} {}", if at_most { "≤" } else { "≥" }, ratio(bound));
+    let bound = Bound {
+        value: bound,
+        at_least: !at_most,
+    };
+    let required = bound.required();
     match worst {
         None => Target {
             name,
@@ -82,13 +73,11 @@ fn ratio_target(name: String, worst: Option<(f64, String)>, bound: f64, at_most:
             shortfall: String::new(),
         },
         Some((v, at)) => {
-            let met = if at_most { v <= bound } else { v >= bound };
+            let met = bound.met(v);
             let shortfall = if met {
                 String::new()
-            } else if at_most {
-                format!("by {:.1}% at {at}", (v / bound - 1.0) * 100.0)
             } else {
-                format!("by {:.1}% at {at}", (1.0 - v / bound) * 100.0)
+                format!("by {:.1}% at {at}", bound.missed_pct(v))
             };
             Target {
                 name,
@@ -219,7 +208,7 @@ pub fn pingpong_markdown(r: &NetResults) -> String {
         }
     }
     out.push_str("\nRatios below 1× mean y3 took less time.\n\n## Targets\n\n");
-    targets_table(&mut out, &pingpong_targets(r));
+    targets_table(&mut out, &pingpong_targets(r), ABSENT);
     out.push('\n');
     for (file, chart) in pingpong_charts(r) {
         let _ = writeln!(out, "![{}]({file})\n", chart.title);
@@ -384,7 +373,7 @@ pub fn echo_markdown(r: &NetResults) -> String {
         }
     }
     out.push_str("## Targets\n\n");
-    targets_table(&mut out, &echo_targets(r));
+    targets_table(&mut out, &echo_targets(r), ABSENT);
     out.push('\n');
     echo_spread(&mut out, r);
     for (file, chart) in echo_charts(r) {
@@ -585,7 +574,7 @@ pub fn e2e_markdown(r: &NetResults) -> String {
         "\nPublished figures to beat: Zenoh 10 µs P2P / 21 µs brokered latency and >4 M msg/s \
          for small messages; NATS ~5–7 M msg/s at 16 B.\n\n## Targets\n\n",
     );
-    targets_table(&mut out, &e2e_targets(r));
+    targets_table(&mut out, &e2e_targets(r), ABSENT);
     out.push('\n');
     for (file, chart) in e2e_charts(r) {
         let _ = writeln!(out, "![{}]({file})\n", chart.title);
@@ -838,7 +827,7 @@ pub fn yomo_markdown(r: &NetResults) -> String {
         out.push('\n');
     }
     out.push_str("\n## Targets\n\n");
-    targets_table(&mut out, &yomo_targets(r));
+    targets_table(&mut out, &yomo_targets(r), ABSENT);
     out.push('\n');
     yomo_spread(&mut out, r);
     for (file, chart) in yomo_charts(r) {

@@ -49,8 +49,9 @@ use tokio_util::bytes::Bytes;
 use y3_transport::sdk::{ClientOptions, Sink, Source, StreamFunction, Transport};
 use y3_transport::tls::Trust;
 
+use crate::measure::median;
 use crate::net::proc::{self, Child};
-use crate::net::record::{median, NetMeta, NetRecord, NetResults};
+use crate::net::record::{NetMeta, NetRecord, NetResults};
 use crate::net::Programs;
 
 /// The tag sources write (and sinks observe in the `sink` workload).
