@@ -841,6 +841,68 @@ pub fn serde_summary(r: &Results, docs_rel: &str) -> String {
     out
 }
 
+/// A suite's recorded results as the lab publishes them: the JSON file, the Markdown report
+/// with its charts, the README section, the targets and notes. Codec/serde [`Results`] and
+/// network [`NetResults`](crate::net::record::NetResults) both implement it, so one
+/// publishing step serves every suite.
+pub trait Publish {
+    /// The report's name: files `NAME.md`, README markers `y3-bench:NAME:start/end`.
+    fn name(&self) -> String;
+    /// Writes the results as pretty JSON.
+    ///
+    /// # Errors
+    /// IO errors.
+    fn write_json(&self, path: &Path) -> Result<()>;
+    /// The full report, its charts (file name, chart) and its targets.
+    fn render(&self) -> (String, Vec<(String, BarChart)>, Vec<Target>);
+    /// The README section, linking the report and charts under `docs_rel`.
+    fn summary(&self, docs_rel: &str) -> String;
+    /// The run's notes (skipped rows, missing peers).
+    fn notes(&self) -> &[String];
+    /// Whether the command prints the report's tables when it is done (network suites).
+    fn print_tables(&self) -> bool {
+        false
+    }
+}
+
+impl Publish for Results {
+    fn name(&self) -> String {
+        self.meta.suite.clone()
+    }
+
+    fn write_json(&self, path: &Path) -> Result<()> {
+        Results::write_json(self, path)
+    }
+
+    fn render(&self) -> (String, Vec<(String, BarChart)>, Vec<Target>) {
+        let (markdown, charts, targets) = match self.meta.suite.as_str() {
+            "codec" => (
+                codec_markdown(self),
+                codec_charts(self),
+                codec_targets(self),
+            ),
+            _ => (
+                serde_markdown(self),
+                serde_charts(self),
+                serde_targets(self),
+            ),
+        };
+        let charts = charts.into_iter().map(|(f, c)| (f.to_string(), c));
+        (markdown, charts.collect(), targets)
+    }
+
+    fn summary(&self, docs_rel: &str) -> String {
+        match self.meta.suite.as_str() {
+            "codec" => codec_summary(self, docs_rel),
+            _ => serde_summary(self, docs_rel),
+        }
+    }
+
+    fn notes(&self) -> &[String] {
+        &self.notes
+    }
+}
+
 /// Writes a report (`name`.md plus charts) into `dir`; returns the files written.
 ///
 /// # Errors

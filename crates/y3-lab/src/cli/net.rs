@@ -15,13 +15,15 @@
 
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use y3_lab::net::record::NetResults;
 use y3_lab::net::{self, Programs};
+
+use super::{command_line, publish, OutputArgs};
 
 /// `y3-lab net SUITE`.
 #[derive(Debug, Args)]
@@ -48,39 +50,6 @@ enum NetCommand {
     /// A lab client (started by the lab itself).
     #[command(hide = true)]
     Client(ClientArgs),
-}
-
-/// Output options every suite shares.
-#[derive(Debug, Args)]
-pub struct OutputArgs {
-    /// CI-sized run (seconds, not minutes).
-    #[arg(long)]
-    quick: bool,
-    /// Write the machine-readable results here.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-    /// Results directory: the Markdown report and the SVG charts.
-    #[arg(long, value_name = "DIR", default_value = "bench-results")]
-    out: PathBuf,
-    /// Also write the report and charts here (the README links docs/bench).
-    #[arg(long, value_name = "DIR")]
-    docs: Option<PathBuf>,
-    /// Replace the text between `<!-- y3-bench:net-SUITE:start/end -->` in this file with
-    /// the summary.
-    #[arg(long, value_name = "FILE")]
-    readme: Option<PathBuf>,
-    /// Only implementations whose name contains one of these (comma-separated).
-    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
-    only: Vec<String>,
-    /// Render the report from results files written by --json instead of measuring
-    /// (several, comma-separated: parts of one suite, joined in order).
-    #[arg(
-        long,
-        value_name = "FILES",
-        value_delimiter = ',',
-        conflicts_with = "json"
-    )]
-    from: Vec<PathBuf>,
 }
 
 /// `y3-lab net pingpong`.
@@ -284,64 +253,11 @@ pub struct ClientArgs {
     rate: f64,
 }
 
-fn command_line() -> String {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    format!("y3-lab {}", args.join(" "))
-}
-
 fn programs(asio: Option<PathBuf>) -> Result<Programs> {
     Ok(Programs::find(
         std::env::current_exe().context("locating the y3-lab binary")?,
         asio,
     ))
-}
-
-/// `docs` relative to the directory of `readme`, with forward slashes.
-fn relative_to(docs: &Path, readme: &Path) -> String {
-    let base = readme.parent().unwrap_or(Path::new(""));
-    let rel = docs.strip_prefix(base).unwrap_or(docs);
-    rel.to_string_lossy().replace('\\', "/")
-}
-
-/// Writes the JSON, the report and charts, the README section; prints the tables and
-/// targets.
-fn publish(output: &OutputArgs, results: &NetResults, out: &mut dyn Write) -> Result<()> {
-    let suite = results.meta.suite.as_str();
-    let name = format!("net-{suite}");
-    if let Some(path) = &output.json {
-        results.write_json(path)?;
-        writeln!(out, "wrote {}", path.display())?;
-    }
-    let (markdown, charts, targets) = net::report::render(results);
-    let charts: Vec<(&str, y3_lab::charts::BarChart)> = charts
-        .iter()
-        .map(|(f, c)| (f.as_str(), c.clone()))
-        .collect();
-    let mut dirs = vec![output.out.clone()];
-    dirs.extend(output.docs.clone());
-    for dir in &dirs {
-        for file in y3_lab::report::write_report(dir, &name, &markdown, &charts)? {
-            writeln!(out, "wrote {}", file.display())?;
-        }
-    }
-    if let Some(readme) = &output.readme {
-        let docs = output
-            .docs
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("docs/bench"));
-        let body = net::report::summary(results, &relative_to(&docs, readme));
-        y3_lab::report::update_readme(readme, &name, &body)?;
-        writeln!(out, "updated {} ({name} section)", readme.display())?;
-    }
-    writeln!(out)?;
-    for line in markdown
-        .lines()
-        .filter(|l| l.starts_with('|') || l.starts_with("## "))
-    {
-        writeln!(out, "{line}")?;
-    }
-    writeln!(out)?;
-    crate::cli::codec::print_verdicts(out, &targets, &results.notes)
 }
 
 fn pingpong(args: &PingpongArgs, out: &mut dyn Write) -> Result<()> {
@@ -547,18 +463,5 @@ pub fn run(args: &NetArgs, out: &mut dyn Write) -> Result<()> {
         NetCommand::Pipeline(a) => crate::cli::pipeline::run(a, out),
         NetCommand::Server(a) => server(a),
         NetCommand::Client(a) => client(a, out),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn docs_path_relative_to_the_readme() {
-        assert_eq!(
-            relative_to(Path::new("docs/bench"), Path::new("README.md")),
-            "docs/bench"
-        );
     }
 }

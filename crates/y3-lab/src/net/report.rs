@@ -916,6 +916,32 @@ pub fn render(r: &NetResults) -> (String, Vec<(String, BarChart)>, Vec<Target>) 
     }
 }
 
+impl crate::report::Publish for NetResults {
+    fn name(&self) -> String {
+        format!("net-{}", self.meta.suite)
+    }
+
+    fn write_json(&self, path: &std::path::Path) -> anyhow::Result<()> {
+        NetResults::write_json(self, path)
+    }
+
+    fn render(&self) -> (String, Vec<(String, BarChart)>, Vec<Target>) {
+        render(self)
+    }
+
+    fn summary(&self, docs_rel: &str) -> String {
+        summary(self, docs_rel)
+    }
+
+    fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    fn print_tables(&self) -> bool {
+        true
+    }
+}
+
 /// The README section: the report's tables and targets without the prose, charts linked
 /// under `docs_rel`.
 pub fn summary(r: &NetResults, docs_rel: &str) -> String {
