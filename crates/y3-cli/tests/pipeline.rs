@@ -1,6 +1,6 @@
 //! The README's main command, `y3 demo`: the whole pipeline (source → router → function →
 //! sink) in one process, checked from outside. (The lab's `y3-lab net pipeline` smoke run
-//! is in crates/y3-lab/tests/pipeline.rs.)
+//! is a test of crates/y3-lab/src/main.rs.)
 
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};

@@ -45,11 +45,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    let result = match &cli.command {
-        Command::Codec(args) => cli::codec::run_codec(args, &mut out),
-        Command::Serde(args) => cli::codec::run_serde(args, &mut out),
-        Command::Net(args) => cli::net::run(args, &mut out),
-    };
+    let result = run(&cli, &mut out);
     let flushed = out.flush();
     match result.and_then(|()| Ok(flushed?)) {
         Ok(()) => ExitCode::SUCCESS,
@@ -57,6 +53,14 @@ fn main() -> ExitCode {
             eprintln!("error: {err:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<()> {
+    match &cli.command {
+        Command::Codec(args) => cli::codec::run_codec(args, out),
+        Command::Serde(args) => cli::codec::run_serde(args, out),
+        Command::Net(args) => cli::net::run(args, out),
     }
 }
 
@@ -68,5 +72,43 @@ mod tests {
     #[test]
     fn cli_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    /// `y3-lab net pipeline` (formerly `y3 bench e2e`): source → router → function → sink in
+    /// this process, short; it runs and writes its JSON.
+    #[test]
+    fn pipeline_smoke_writes_json() {
+        let file = std::env::temp_dir().join(format!("y3-e2e-{}.json", std::process::id()));
+        let cli = Cli::try_parse_from([
+            "y3-lab",
+            "net",
+            "pipeline",
+            "--quick",
+            "--messages",
+            "2000",
+            "--paced",
+            "200",
+            "--rate",
+            "2000",
+            "--json",
+            file.to_str().unwrap(),
+        ])
+        .unwrap();
+        let mut out = Vec::new();
+        run(&cli, &mut out).unwrap();
+        let table = String::from_utf8(out).unwrap();
+        assert!(table.contains("tcp") && table.contains("quic"), "{table}");
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        let runs = doc["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 4, "tcp and quic x 64 B and 1 KiB");
+        for run in runs {
+            assert!(run["msg_per_s"].as_f64().unwrap() > 0.0, "{run}");
+            assert!(
+                run["paced_latency"]["p99_us"].as_f64().unwrap() > 0.0,
+                "{run}"
+            );
+        }
+        let _ = std::fs::remove_file(file);
     }
 }

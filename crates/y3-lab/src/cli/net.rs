@@ -260,138 +260,129 @@ fn programs(asio: Option<PathBuf>) -> Result<Programs> {
     ))
 }
 
-fn pingpong(args: &PingpongArgs, out: &mut dyn Write) -> Result<()> {
-    let results = match &args.output.from[..] {
+/// Runs a suite (`measure`, with a progress bar) unless `--from` names recorded parts of
+/// it, then publishes the results.
+fn measure_or_read(
+    output: &OutputArgs,
+    out: &mut dyn Write,
+    measure: impl FnOnce(&indicatif::ProgressBar) -> Result<NetResults>,
+) -> Result<()> {
+    let results = match &output.from[..] {
         [] => {
-            let quick = args.output.quick;
-            let sessions = if !args.sessions.is_empty() {
-                args.sessions.clone()
-            } else if quick {
-                vec![100]
-            } else {
-                vec![100, 1000]
-            };
-            let opts = net::pingpong::Options {
-                sessions,
-                threads: args.threads.clone(),
-                total: args.total,
-                runs: args.runs.unwrap_or(if quick { 1 } else { 3 }).max(1),
-                only: args.output.only.clone(),
-                limit: Duration::from_secs(args.limit_s.max(1)),
-                quick,
-                command: command_line(),
-                programs: programs(args.asio.clone())?,
-            };
             let bar = y3_lab::progress_bar(0);
-            let results = net::pingpong::run(&opts, &bar)?;
+            let results = measure(&bar)?;
             bar.finish_and_clear();
             results
         }
         parts => NetResults::read_parts(parts)?,
     };
-    publish(&args.output, &results, out)
+    publish(output, &results, out)
+}
+
+fn pingpong(args: &PingpongArgs, out: &mut dyn Write) -> Result<()> {
+    measure_or_read(&args.output, out, |bar| {
+        let quick = args.output.quick;
+        let sessions = if !args.sessions.is_empty() {
+            args.sessions.clone()
+        } else if quick {
+            vec![100]
+        } else {
+            vec![100, 1000]
+        };
+        let opts = net::pingpong::Options {
+            sessions,
+            threads: args.threads.clone(),
+            total: args.total,
+            runs: args.runs.unwrap_or(if quick { 1 } else { 3 }).max(1),
+            only: args.output.only.clone(),
+            limit: Duration::from_secs(args.limit_s.max(1)),
+            quick,
+            command: command_line(),
+            programs: programs(args.asio.clone())?,
+        };
+        net::pingpong::run(&opts, bar)
+    })
 }
 
 fn echo(args: &EchoArgs, out: &mut dyn Write) -> Result<()> {
-    let results = match &args.output.from[..] {
-        [] => {
-            let quick = args.output.quick;
-            let pick = |v: &Vec<usize>, q: Vec<usize>, d: Vec<usize>| {
-                if !v.is_empty() {
-                    v.clone()
-                } else if quick {
-                    q
-                } else {
-                    d
-                }
-            };
-            let opts = net::echo::Options {
-                conns: pick(&args.conns, vec![80], vec![80, 250]),
-                sizes: pick(&args.sizes, vec![100], vec![100, 1024]),
-                peak: args.peak.then(|| args.peak_conns.clone()),
-                seconds: args.seconds.unwrap_or(if quick { 1.0 } else { 5.0 }),
-                warmup: args.warmup.unwrap_or(if quick { 0.3 } else { 1.0 }),
-                runs: args.runs.unwrap_or(if quick { 1 } else { 3 }).max(1),
-                server_threads: args.server_threads.max(1),
-                server_cpus: args.server_cpus.clone(),
-                client_cpus: args.client_cpus.clone(),
-                only: args.output.only.clone(),
-                quick,
-                command: command_line(),
-                programs: programs(None)?,
-            };
-            let bar = y3_lab::progress_bar(0);
-            let results = net::echo::run(&opts, &bar)?;
-            bar.finish_and_clear();
-            results
-        }
-        parts => NetResults::read_parts(parts)?,
-    };
-    publish(&args.output, &results, out)
+    measure_or_read(&args.output, out, |bar| {
+        let quick = args.output.quick;
+        let pick = |v: &Vec<usize>, q: Vec<usize>, d: Vec<usize>| {
+            if !v.is_empty() {
+                v.clone()
+            } else if quick {
+                q
+            } else {
+                d
+            }
+        };
+        let opts = net::echo::Options {
+            conns: pick(&args.conns, vec![80], vec![80, 250]),
+            sizes: pick(&args.sizes, vec![100], vec![100, 1024]),
+            peak: args.peak.then(|| args.peak_conns.clone()),
+            seconds: args.seconds.unwrap_or(if quick { 1.0 } else { 5.0 }),
+            warmup: args.warmup.unwrap_or(if quick { 0.3 } else { 1.0 }),
+            runs: args.runs.unwrap_or(if quick { 1 } else { 3 }).max(1),
+            server_threads: args.server_threads.max(1),
+            server_cpus: args.server_cpus.clone(),
+            client_cpus: args.client_cpus.clone(),
+            only: args.output.only.clone(),
+            quick,
+            command: command_line(),
+            programs: programs(None)?,
+        };
+        net::echo::run(&opts, bar)
+    })
 }
 
 fn e2e(args: &E2eArgs, out: &mut dyn Write) -> Result<()> {
-    let results = match &args.output.from[..] {
-        [] => {
-            let quick = args.output.quick;
-            let opts = net::e2e::Options {
-                sizes: args.sizes.clone(),
-                subs: args.subs.clone(),
-                messages: args
-                    .messages
-                    .unwrap_or(if quick { 20_000 } else { 200_000 }),
-                paced: args.paced.unwrap_or(if quick { 2_000 } else { 20_000 }),
-                rate: args.rate.max(1),
-                runs: args.runs.unwrap_or(if quick { 1 } else { 3 }).max(1),
-                only: args.output.only.clone(),
-                quick,
-                command: command_line(),
-                programs: programs(None)?,
-            };
-            let bar = y3_lab::progress_bar(0);
-            let results = net::e2e::run(&opts, &bar)?;
-            bar.finish_and_clear();
-            results
-        }
-        parts => NetResults::read_parts(parts)?,
-    };
-    publish(&args.output, &results, out)
+    measure_or_read(&args.output, out, |bar| {
+        let quick = args.output.quick;
+        let opts = net::e2e::Options {
+            sizes: args.sizes.clone(),
+            subs: args.subs.clone(),
+            messages: args
+                .messages
+                .unwrap_or(if quick { 20_000 } else { 200_000 }),
+            paced: args.paced.unwrap_or(if quick { 2_000 } else { 20_000 }),
+            rate: args.rate.max(1),
+            runs: args.runs.unwrap_or(if quick { 1 } else { 3 }).max(1),
+            only: args.output.only.clone(),
+            quick,
+            command: command_line(),
+            programs: programs(None)?,
+        };
+        net::e2e::run(&opts, bar)
+    })
 }
 
 fn yomo(args: &YomoArgs, out: &mut dyn Write) -> Result<()> {
-    let results = match &args.output.from[..] {
-        [] => {
-            let quick = args.output.quick;
-            let workloads = args
-                .workloads
-                .iter()
-                .map(|w| {
-                    net::yomo::Workload::from_name(w)
-                        .with_context(|| format!("unknown workload {w:?} (sink, relay)"))
-                })
-                .collect::<Result<Vec<_>>>()?;
-            let opts = net::yomo::Options {
-                sizes: args.sizes.clone(),
-                workloads,
-                messages: args.messages.unwrap_or(if quick { 5_000 } else { 100_000 }),
-                paced: args.paced.unwrap_or(if quick { 2_000 } else { 20_000 }),
-                rate: args.rate.max(1),
-                runs: args.runs.unwrap_or(if quick { 1 } else { 3 }).max(1),
-                only: args.output.only.clone(),
-                quick,
-                command: command_line(),
-                programs: programs(None)?,
-                yomo_dir: args.yomo_dir.clone(),
-                block_timeout_ms: args.block_timeout_ms,
-            };
-            let bar = y3_lab::progress_bar(0);
-            let results = net::yomo::run(&opts, &bar)?;
-            bar.finish_and_clear();
-            results
-        }
-        parts => NetResults::read_parts(parts)?,
-    };
-    publish(&args.output, &results, out)
+    measure_or_read(&args.output, out, |bar| {
+        let quick = args.output.quick;
+        let workloads = args
+            .workloads
+            .iter()
+            .map(|w| {
+                net::yomo::Workload::from_name(w)
+                    .with_context(|| format!("unknown workload {w:?} (sink, relay)"))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let opts = net::yomo::Options {
+            sizes: args.sizes.clone(),
+            workloads,
+            messages: args.messages.unwrap_or(if quick { 5_000 } else { 100_000 }),
+            paced: args.paced.unwrap_or(if quick { 2_000 } else { 20_000 }),
+            rate: args.rate.max(1),
+            runs: args.runs.unwrap_or(if quick { 1 } else { 3 }).max(1),
+            only: args.output.only.clone(),
+            quick,
+            command: command_line(),
+            programs: programs(None)?,
+            yomo_dir: args.yomo_dir.clone(),
+            block_timeout_ms: args.block_timeout_ms,
+        };
+        net::yomo::run(&opts, bar)
+    })
 }
 
 fn server(args: &ServerArgs) -> Result<()> {
