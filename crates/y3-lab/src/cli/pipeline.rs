@@ -148,19 +148,14 @@ async fn phase(
     let start = Instant::now();
     let send = async {
         for i in 0..n {
-            if let Some(rate) = rate {
-                let due = start + Duration::from_secs_f64(i as f64 / rate as f64);
-                if due > Instant::now() {
-                    tokio::time::sleep_until(due.into()).await;
-                }
-            }
+            y3_lab::net::pace(start, i, rate.map_or(0.0, |r| r as f64)).await;
             source.send(0x10, payload(size, epoch)).await?;
         }
         source.flush().await?;
         anyhow::Ok(())
     };
     let recv = async {
-        let mut hist = Histogram::<u64>::new_with_bounds(1, 120_000_000_000, 3)?;
+        let mut hist = y3_lab::net::latency_histogram();
         for _ in 0..n {
             let data = tokio::time::timeout(Duration::from_secs(30), sink.recv())
                 .await

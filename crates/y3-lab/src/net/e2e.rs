@@ -201,7 +201,7 @@ async fn subscriber(
             biased;
             p = phases.recv() => match p {
                 Some(p) => {
-                    let hist = Histogram::new_with_bounds(1, 120_000_000_000, 3).expect("bounds");
+                    let hist = crate::net::latency_histogram();
                     current = Some((p, 0, hist));
                 }
                 None => return,
@@ -300,19 +300,14 @@ impl Clients {
         let publisher = &mut self.publisher;
         let send = async {
             for i in 0..n {
-                if let Some(rate) = rate {
-                    let due = start + Duration::from_secs_f64(i as f64 / rate as f64);
-                    if due > Instant::now() {
-                        tokio::time::sleep_until(due.into()).await;
-                    }
-                }
+                crate::net::pace(start, i, rate.map_or(0.0, |r| r as f64)).await;
                 publisher.send(payload(size, id, epoch)).await?;
             }
             publisher.flush().await?;
             anyhow::Ok(())
         };
         let recv = async {
-            let mut hist = Histogram::<u64>::new_with_bounds(1, 120_000_000_000, 3)?;
+            let mut hist = crate::net::latency_histogram();
             let mut last = start;
             for d in done {
                 let (at, h) = d.await.map_err(|_| anyhow!("a subscriber ended"))?;

@@ -161,6 +161,25 @@ pub fn start_server(
     Ok((child, addr))
 }
 
+/// Waits until message `i` of a run paced at `rate` msg/s that started at `start` is due:
+/// the one pacing of every paced send in the lab (the e2e publisher, the in-process
+/// pipeline's source, y3's YoMo source). A rate of 0 or less is flat out (no wait).
+pub async fn pace(start: std::time::Instant, i: u64, rate: f64) {
+    if rate > 0.0 {
+        let due = start + std::time::Duration::from_secs_f64(i as f64 / rate);
+        if due > std::time::Instant::now() {
+            tokio::time::sleep_until(due.into()).await;
+        }
+    }
+}
+
+/// An empty one-way latency histogram in nanoseconds, 1 ns to 120 s, 3 significant
+/// digits: every paced send records into one of these.
+pub fn latency_histogram() -> hdrhistogram::Histogram<u64> {
+    // Bounds that hdrhistogram accepts (low ≥ 1, high ≥ 2 × low, sigfig ≤ 5): cannot fail.
+    hdrhistogram::Histogram::new_with_bounds(1, 120_000_000_000, 3).expect("valid bounds")
+}
+
 /// Runs until the parent closes our stdin (or dies), then exits the process: servers
 /// started by the lab never outlive it.
 pub fn exit_when_stdin_closes() {

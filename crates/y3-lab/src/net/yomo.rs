@@ -569,12 +569,7 @@ async fn source(run: &ClientRun) -> SourceReport {
     };
     let start = Instant::now();
     for i in 0..run.count {
-        if run.rate > 0.0 {
-            let due = start + Duration::from_secs_f64(i as f64 / run.rate);
-            if due > Instant::now() {
-                tokio::time::sleep_until(due.into()).await;
-            }
-        }
+        crate::net::pace(start, i, run.rate).await;
         let payload = Bytes::from(stamp(i, unix_ns(), run.size));
         if let Err(e) = src.send(run.tag, payload).await {
             // A broken connection would be re-dialed for every later send: stop here.
