@@ -841,6 +841,28 @@ pub fn serde_summary(r: &Results, docs_rel: &str) -> String {
     out
 }
 
+/// Fills a report template: every `{{name}}` in `template` becomes its value. The prose of
+/// the reports lives in Markdown templates (`include_str!`), the figures come from code.
+/// A template file ends with a newline that is not part of the text.
+///
+/// # Panics
+/// When a placeholder of the template has no value, or a value no placeholder (a template
+/// out of step with its code: caught by every test that renders a report).
+pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
+    let mut out = template.strip_suffix('\n').unwrap_or(template).to_string();
+    for (name, value) in values {
+        let key = format!("{{{{{name}}}}}");
+        assert!(out.contains(&key), "template has no {key}");
+        out = out.replacen(&key, value, 1);
+    }
+    if let Some(at) = out.find("{{") {
+        let rest = &out[at..];
+        let end = rest.find("}}").map_or(rest.len(), |e| e + 2);
+        panic!("template placeholder {} has no value", &rest[..end]);
+    }
+    out
+}
+
 /// A suite's recorded results as the lab publishes them: the JSON file, the Markdown report
 /// with its charts, the README section, the targets and notes. Codec/serde [`Results`] and
 /// network [`NetResults`](crate::net::record::NetResults) both implement it, so one
