@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The project's one test command: Rust (fmt, clippy, tests, docs, no_std build, fuzz build
-# check), Go and Python. `.ci/run` calls exactly this. Any failing step fails the run.
+# The project's one test command: Rust (fmt, clippy, tests, docs, no_std build, the lab with
+# every peer, the MSRV, fuzz build check), Go and Python. `.ci/run` calls exactly this. Any failing step fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,8 +9,8 @@ step() { printf '\n==> %s\n' "$*"; }
 step "rust: format"
 cargo fmt --all --check
 
-# Default features: the benchmark lab's heavy peers (y3-bench features `peers`, `net-peers`)
-# stay out of the test command; the lab builds them when it runs (scripts/bench-*).
+# Default features here; the lab's peers (y3-lab features `peers`, `net-peers`) are
+# checked in a step of their own below.
 step "rust: clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
@@ -22,6 +22,26 @@ RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --no-deps --locked
 
 step "rust: y3 without std"
 cargo build -p y3 --no-default-features --locked
+
+# The lab as scripts/bench-* build it: every peer feature compiled (zenoh, async-nats,
+# monoio, sonic-rs, simd-json, rkyv, prost, ...), so that code cannot rot unseen.
+step "rust: the lab with every peer feature"
+cargo check -p y3-lab --all-targets --features peers,net-peers --locked
+
+# The declared MSRV (workspace `rust-version`): the whole workspace, tests included, checked
+# with that very toolchain, installed by rustup when missing. Clippy's `incompatible_msrv`
+# (in the clippy step above) reads the same `rust-version`; this step also covers language
+# features and dependencies' own rust-version. Without rustup it is skipped, and says so.
+msrv="$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)"
+step "rust: MSRV $msrv"
+if command -v rustup >/dev/null &&
+    { rustup run "$msrv" rustc --version >/dev/null 2>&1 ||
+        rustup toolchain install "$msrv" --profile minimal >/dev/null; }; then
+    CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/msrv" \
+        cargo "+$msrv" check --workspace --all-targets --locked
+else
+    echo "skipped: rustup cannot provide Rust $msrv here"
+fi
 
 if [ -f fuzz/Cargo.toml ]; then
     step "rust: fuzz targets build check"

@@ -1,4 +1,4 @@
-//! `y3 bench e2e`: source → router → stream function → sink on loopback, in one process.
+//! `y3-lab net pipeline`: source → router → stream function → sink on loopback, in one process.
 //!
 //! For each transport and payload size, on a fresh router (block policy, defaults):
 //!
@@ -45,7 +45,7 @@ impl BenchTransport {
     }
 }
 
-/// Options of `y3 bench e2e`.
+/// Options of `y3-lab net pipeline`.
 #[derive(Debug, Clone, Args)]
 #[command(
     about = "End-to-end msg/s and latency: source → router → function → sink on loopback",
@@ -53,11 +53,11 @@ impl BenchTransport {
 QUIC, for 64-byte and 1 KiB payloads: msg/s of a flat-out run and p50/p99 one-way latency
 (hdrhistogram) of a paced run. A benchmark, not a test: numbers depend on the machine.",
     after_help = "Examples:
-  y3 bench e2e --quick
-  y3 bench e2e --json e2e.json
-  y3 bench e2e --transport quic --sizes 64,1024,16384 --messages 500000"
+  y3-lab net pipeline --quick
+  y3-lab net pipeline --json e2e.json
+  y3-lab net pipeline --transport quic --sizes 64,1024,16384 --messages 500000"
 )]
-pub struct E2eArgs {
+pub struct PipelineArgs {
     /// A short run (20k messages, 2k paced) for smoke tests.
     #[arg(long)]
     pub quick: bool,
@@ -148,19 +148,14 @@ async fn phase(
     let start = Instant::now();
     let send = async {
         for i in 0..n {
-            if let Some(rate) = rate {
-                let due = start + Duration::from_secs_f64(i as f64 / rate as f64);
-                if due > Instant::now() {
-                    tokio::time::sleep_until(due.into()).await;
-                }
-            }
+            y3_lab::net::pace(start, i, rate.map_or(0.0, |r| r as f64)).await;
             source.send(0x10, payload(size, epoch)).await?;
         }
         source.flush().await?;
         anyhow::Ok(())
     };
     let recv = async {
-        let mut hist = Histogram::<u64>::new_with_bounds(1, 120_000_000_000, 3)?;
+        let mut hist = y3_lab::net::latency_histogram();
         for _ in 0..n {
             let data = tokio::time::timeout(Duration::from_secs(30), sink.recv())
                 .await
@@ -244,11 +239,11 @@ fn fmt_us(us: f64) -> String {
     }
 }
 
-/// Runs `y3 bench e2e`.
+/// Runs `y3-lab net pipeline`.
 ///
 /// # Errors
 /// Router or connection failures, a frame not arriving within 30 s, JSON write errors.
-pub fn run(args: &E2eArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+pub fn run(args: &PipelineArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     if args.sizes.iter().any(|&s| s < 8) {
         anyhow::bail!("payload sizes must be at least 8 bytes (the send timestamp)");
     }
@@ -267,7 +262,7 @@ pub fn run(args: &E2eArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let runtime = builder.build()?;
     writeln!(
         out,
-        "y3 bench e2e: source → router → function → sink, loopback, one process, {} worker threads ({cores} cores)",
+        "y3-lab net pipeline: source → router → function → sink, loopback, one process, {} worker threads ({cores} cores)",
         args.threads.unwrap_or(cores)
     )?;
     writeln!(

@@ -200,25 +200,6 @@ impl NetResults {
     }
 }
 
-/// The median of `values` (which must not be empty) and their range.
-pub fn median(values: &[f64]) -> (f64, (f64, f64)) {
-    let mut v: Vec<f64> = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    let mid = if n == 0 {
-        f64::NAN
-    } else if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    };
-    let range = (
-        v.first().copied().unwrap_or(f64::NAN),
-        v.last().copied().unwrap_or(f64::NAN),
-    );
-    (mid, range)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,12 +277,5 @@ mod tests {
         let none: [&Path; 0] = [];
         assert!(NetResults::read_parts(&none).is_err());
         std::fs::remove_dir_all(dir).unwrap();
-    }
-
-    #[test]
-    fn median_and_range() {
-        assert_eq!(median(&[3.0, 1.0, 2.0]), (2.0, (1.0, 3.0)));
-        assert_eq!(median(&[4.0, 1.0]), (2.5, (1.0, 4.0)));
-        assert!(median(&[]).0.is_nan());
     }
 }

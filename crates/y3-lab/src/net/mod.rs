@@ -1,4 +1,4 @@
-//! The network lab: `y3 bench net pingpong|echo|e2e|yomo`.
+//! The network lab: `y3-lab net pingpong|echo|e2e|yomo|pipeline`.
 //!
 //! Three published workloads, reproduced with real peers in the same run, and YoMo's own
 //! software against y3's router:
@@ -17,7 +17,7 @@
 //!   routed frame, paced one-way latency).
 //!
 //! Every server and client is a child process ([`proc::Child`], killed on drop) started by
-//! the lab on 127.0.0.1: the lab's own binary with the hidden `y3 bench net server|client`
+//! the lab on 127.0.0.1: the lab's own binary with the hidden `y3-lab net server|client`
 //! commands, `bench/cpp/build/pingpong_asio`, `nats-server`, `y3 serve`, `yomo-peer`. Every
 //! load run is bounded in time. The heavy peers (monoio, async-nats, zenoh) are compiled in with the `net-peers`
 //! feature; without it their rows are skipped with a note.
@@ -93,7 +93,9 @@ pub fn rounds<T>(
 /// What every suite's runner needs to start its processes.
 #[derive(Debug, Clone)]
 pub struct Programs {
-    /// The `y3` binary (its hidden `bench net server|client` commands).
+    /// The lab binary itself (`y3-lab`): its hidden `net server|client` commands.
+    pub lab: PathBuf,
+    /// The product binary `y3` (`y3 serve`), next to the lab binary when built with it.
     pub y3: PathBuf,
     /// `bench/cpp/build/pingpong_asio`, when built.
     pub asio: Option<PathBuf>,
@@ -102,9 +104,9 @@ pub struct Programs {
 }
 
 impl Programs {
-    /// The `y3` binary plus whatever peers are found (`bench/cpp/build`, `PATH`,
-    /// `/usr/sbin`).
-    pub fn find(y3: PathBuf, asio: Option<PathBuf>) -> Programs {
+    /// The lab binary `lab`, the `y3` next to it, plus whatever peers are found
+    /// (`bench/cpp/build`, `PATH`, `/usr/sbin`).
+    pub fn find(lab: PathBuf, asio: Option<PathBuf>) -> Programs {
         let asio = asio
             .or_else(|| Some(PathBuf::from("bench/cpp/build/pingpong_asio")))
             .filter(|p| p.is_file());
@@ -112,15 +114,33 @@ impl Programs {
             let p = PathBuf::from("/usr/sbin/nats-server");
             p.is_file().then_some(p)
         });
+        let y3 = lab.with_file_name(format!("y3{}", std::env::consts::EXE_SUFFIX));
         Programs {
+            lab,
             y3,
             asio,
             nats_server,
         }
     }
+
+    /// Starts a lab child, `y3-lab net ROLE ARGS...` (`ROLE` is `server` or `client`).
+    ///
+    /// # Errors
+    /// When the process cannot be started.
+    pub fn spawn_lab(
+        &self,
+        name: &str,
+        role: &str,
+        args: &[String],
+        cpus: Option<&str>,
+    ) -> Result<proc::Child> {
+        let mut all = vec!["net".to_string(), role.to_string()];
+        all.extend(args.iter().cloned());
+        proc::Child::spawn(name, &self.lab, &all, cpus)
+    }
 }
 
-/// Starts a y3 lab server child (`y3 bench net server KIND --threads T ...`) and waits
+/// Starts a lab server child (`y3-lab net server KIND --threads T ...`) and waits
 /// for its `listening ADDR` line.
 ///
 /// # Errors
@@ -132,20 +152,32 @@ pub fn start_server(
     extra: &[String],
     cpus: Option<&str>,
 ) -> Result<(proc::Child, SocketAddr)> {
-    let mut args = vec![
-        "bench".to_string(),
-        "net".into(),
-        "server".into(),
-        kind.into(),
-        "--threads".into(),
-        threads.to_string(),
-    ];
+    let mut args = vec![kind.to_string(), "--threads".into(), threads.to_string()];
     args.extend(extra.iter().cloned());
-    let mut child = proc::Child::spawn(kind, &programs.y3, &args, cpus)?;
+    let mut child = programs.spawn_lab(kind, "server", &args, cpus)?;
     let addr = child
         .expect("listening ", std::time::Duration::from_secs(30))?
         .parse()?;
     Ok((child, addr))
+}
+
+/// Waits until message `i` of a run paced at `rate` msg/s that started at `start` is due:
+/// the one pacing of every paced send in the lab (the e2e publisher, the in-process
+/// pipeline's source, y3's YoMo source). A rate of 0 or less is flat out (no wait).
+pub async fn pace(start: std::time::Instant, i: u64, rate: f64) {
+    if rate > 0.0 {
+        let due = start + std::time::Duration::from_secs_f64(i as f64 / rate);
+        if due > std::time::Instant::now() {
+            tokio::time::sleep_until(due.into()).await;
+        }
+    }
+}
+
+/// An empty one-way latency histogram in nanoseconds, 1 ns to 120 s, 3 significant
+/// digits: every paced send records into one of these.
+pub fn latency_histogram() -> hdrhistogram::Histogram<u64> {
+    // Bounds that hdrhistogram accepts (low ≥ 1, high ≥ 2 × low, sigfig ≤ 5): cannot fail.
+    hdrhistogram::Histogram::new_with_bounds(1, 120_000_000_000, 3).expect("valid bounds")
 }
 
 /// Runs until the parent closes our stdin (or dies), then exits the process: servers

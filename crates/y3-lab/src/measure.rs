@@ -185,14 +185,24 @@ pub fn check(factory: &Factory) -> Result<()> {
     Ok(())
 }
 
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    if n % 2 == 1 {
-        values[n / 2]
+/// The median of `values` and their range (lowest, highest): the lab's one summary of
+/// repeated samples or runs, codec and network alike. NaN for no values.
+pub fn median(values: &[f64]) -> (f64, (f64, f64)) {
+    let mut v: Vec<f64> = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let mid = if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
+        v[n / 2]
     } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
-    }
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    };
+    let range = (
+        v.first().copied().unwrap_or(f64::NAN),
+        v.last().copied().unwrap_or(f64::NAN),
+    );
+    (mid, range)
 }
 
 /// Sizes a batch so that it takes about `sample`.
@@ -307,14 +317,13 @@ pub fn serial_interleaved(factories: &[&Factory], settings: &Settings) -> Vec<Re
             }
             let count_iters = slot.batch.clamp(1, 1000);
             let (_, allocs) = crate::alloc_count::count(|| slot.runner.run(count_iters));
-            let ns_range = range(&slot.wall);
-            let ns_per_op = median(&mut slot.wall);
+            let (ns_per_op, ns_range) = median(&slot.wall);
             Ok(Measurement {
                 mode: Mode::Serial,
                 threads: 1,
                 ns_per_op,
                 ns_range,
-                cpu_ns_per_op: median(&mut slot.cpu),
+                cpu_ns_per_op: median(&slot.cpu).0,
                 ops_per_s: 1e9 / ns_per_op,
                 samples: slot.wall.len(),
                 batch: slot.batch,
@@ -322,12 +331,6 @@ pub fn serial_interleaved(factories: &[&Factory], settings: &Settings) -> Vec<Re
             })
         })
         .collect()
-}
-
-fn range(values: &[f64]) -> (f64, f64) {
-    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
-    let max = values.iter().copied().fold(0.0, f64::max);
-    (min, max)
 }
 
 fn parallel(factory: &Factory, settings: &Settings) -> Result<Measurement> {
@@ -383,14 +386,13 @@ fn parallel(factory: &Factory, settings: &Settings) -> Result<Measurement> {
     if wrong != 0 {
         bail!("{wrong} ops produced a wrong value in parallel");
     }
-    let ns_range = range(&wall);
-    let ns_per_op = median(&mut wall);
+    let (ns_per_op, ns_range) = median(&wall);
     Ok(Measurement {
         mode: Mode::Parallel,
         threads,
         ns_per_op,
         ns_range,
-        cpu_ns_per_op: median(&mut cpu),
+        cpu_ns_per_op: median(&cpu).0,
         ops_per_s: threads as f64 * 1e9 / ns_per_op,
         samples: wall.len(),
         batch,
@@ -447,7 +449,14 @@ mod tests {
 
     #[test]
     fn median_of_even_and_odd() {
-        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(median(&[3.0, 1.0, 2.0]).0, 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]).0, 2.5);
+    }
+
+    #[test]
+    fn median_and_range() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), (2.0, (1.0, 3.0)));
+        assert_eq!(median(&[4.0, 1.0]), (2.5, (1.0, 4.0)));
+        assert!(median(&[]).0.is_nan());
     }
 }

@@ -1,5 +1,5 @@
 //! The Markdown reports, the targets and the charts, all computed from [`Results`] alone,
-//! so that a `--json` file can be re-rendered (`y3 bench codec --from FILE`).
+//! so that a `--json` file can be re-rendered (`y3-lab codec --from FILE`).
 //!
 //! Files written into the results directory (and, with `--docs DIR`, copied there for the
 //! README): `codec.md`, `codec-serial.svg`, `codec-parallel.svg`, `codec-speedup.svg`,
@@ -137,6 +137,9 @@ fn cell(r: Option<&Record>) -> String {
     r.map_or("–".into(), |r| ns(r.ns_per_op))
 }
 
+/// What the codec reports' target tables say of a target whose peer did not run.
+const ABSENT: &str = "n/a (peer not in this run)";
+
 /// One checked target.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Target {
@@ -152,12 +155,48 @@ pub struct Target {
     pub shortfall: String,
 }
 
+/// A requirement on a ratio: at least, or at most, `value`. Every target of every suite is
+/// one of these over a measured ratio.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bound {
+    /// The bound (`1.0` for "at least as fast").
+    pub value: f64,
+    /// `≥` (else `≤`).
+    pub at_least: bool,
+}
+
+impl Bound {
+    /// The requirement in words: `≥ 1.0×`.
+    pub fn required(self) -> String {
+        let sign = if self.at_least { "≥" } else { "≤" };
+        format!("{sign} {}", ratio(self.value))
+    }
+
+    /// Whether `v` meets it.
+    pub fn met(self, v: f64) -> bool {
+        if self.at_least {
+            v >= self.value
+        } else {
+            v <= self.value
+        }
+    }
+
+    /// How far `v` is on the wrong side, in percent of the bound.
+    pub fn missed_pct(self, v: f64) -> f64 {
+        if self.at_least {
+            (1.0 - v / self.value) * 100.0
+        } else {
+            (v / self.value - 1.0) * 100.0
+        }
+    }
+}
+
 fn target(name: &str, value: Option<f64>, bound: f64, at_least: bool) -> Target {
-    let required = if at_least {
-        format!("≥ {}", ratio(bound))
-    } else {
-        format!("≤ {}", ratio(bound))
+    let bound = Bound {
+        value: bound,
+        at_least,
     };
+    let required = bound.required();
     match value {
         None => Target {
             name: name.into(),
@@ -167,17 +206,17 @@ fn target(name: &str, value: Option<f64>, bound: f64, at_least: bool) -> Target 
             shortfall: String::new(),
         },
         Some(v) => {
-            let met = if at_least { v >= bound } else { v <= bound };
+            let met = bound.met(v);
             let shortfall = if met {
                 String::new()
             } else if at_least {
                 format!(
                     "missed by {:.0}% ({} short)",
-                    (1.0 - v / bound) * 100.0,
-                    ratio(bound / v)
+                    bound.missed_pct(v),
+                    ratio(bound.value / v)
                 )
             } else {
-                format!("missed by {:.0}%", (v / bound - 1.0) * 100.0)
+                format!("missed by {:.0}%", bound.missed_pct(v))
             };
             Target {
                 name: name.into(),
@@ -244,13 +283,15 @@ pub fn codec_targets(r: &Results) -> Vec<Target> {
     out
 }
 
-fn targets_table(out: &mut String, targets: &[Target]) {
+/// The targets as a Markdown table, every suite's; `absent` is the result of a target
+/// that could not be measured (`n/a (peer not in this run)`).
+pub fn targets_table(out: &mut String, targets: &[Target], absent: &str) {
     out.push_str("| target | measured | required | result |\n| --- | --: | --: | --- |\n");
     for t in targets {
         let result = match t.met {
             Some(true) => "met".to_string(),
             Some(false) => format!("**missed** — {}", t.shortfall),
-            None => "n/a (peer not in this run)".to_string(),
+            None => absent.to_string(),
         };
         let _ = writeln!(
             out,
@@ -476,7 +517,7 @@ pub fn codec_markdown(r: &Results) -> String {
     }
 
     out.push_str("## Targets\n\n");
-    targets_table(&mut out, &codec_targets(r));
+    targets_table(&mut out, &codec_targets(r), ABSENT);
     out.push_str("\n## Charts\n\n");
     for (file, alt) in CODEC_CHARTS {
         let _ = writeln!(out, "![{alt}]({file})\n");
@@ -637,7 +678,7 @@ pub fn codec_summary(r: &Results, docs_rel: &str) -> String {
         let _ = write!(out, " *{}* |", ns(v));
     }
     out.push_str(" |\n\n");
-    targets_table(&mut out, &codec_targets(r));
+    targets_table(&mut out, &codec_targets(r), ABSENT);
     let _ = writeln!(out, "\nFull tables (parallel, published order, key sweep, CPU time, allocations, all peers): [{docs_rel}/codec.md]({docs_rel}/codec.md).\n");
     for (file, alt) in CODEC_CHARTS.iter().take(2) {
         let _ = writeln!(out, "![{alt}]({docs_rel}/{file})\n");
@@ -743,7 +784,7 @@ pub fn serde_markdown(r: &Results) -> String {
         out.push('\n');
     }
     out.push_str("## Targets\n\n");
-    targets_table(&mut out, &serde_targets(r));
+    targets_table(&mut out, &serde_targets(r), ABSENT);
     out.push_str("\n## Chart\n\n![encode and decode msg/s](serde.svg)\n");
     out
 }
@@ -795,9 +836,93 @@ pub fn serde_summary(r: &Results, docs_rel: &str) -> String {
         out.push_str(&table);
         out.push_str("\n\n");
     }
-    targets_table(&mut out, &serde_targets(r));
+    targets_table(&mut out, &serde_targets(r), ABSENT);
     let _ = writeln!(out, "\n![encode and decode msg/s]({docs_rel}/serde.svg)\n");
     out
+}
+
+/// Fills a report template: every `{{name}}` in `template` becomes its value. The prose of
+/// the reports lives in Markdown templates (`include_str!`), the figures come from code.
+/// A template file ends with a newline that is not part of the text.
+///
+/// # Panics
+/// When a placeholder of the template has no value, or a value no placeholder (a template
+/// out of step with its code: caught by every test that renders a report).
+pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
+    let mut out = template.strip_suffix('\n').unwrap_or(template).to_string();
+    for (name, value) in values {
+        let key = format!("{{{{{name}}}}}");
+        assert!(out.contains(&key), "template has no {key}");
+        out = out.replacen(&key, value, 1);
+    }
+    if let Some(at) = out.find("{{") {
+        let rest = &out[at..];
+        let end = rest.find("}}").map_or(rest.len(), |e| e + 2);
+        panic!("template placeholder {} has no value", &rest[..end]);
+    }
+    out
+}
+
+/// A suite's recorded results as the lab publishes them: the JSON file, the Markdown report
+/// with its charts, the README section, the targets and notes. Codec/serde [`Results`] and
+/// network [`NetResults`](crate::net::record::NetResults) both implement it, so one
+/// publishing step serves every suite.
+pub trait Publish {
+    /// The report's name: files `NAME.md`, README markers `y3-bench:NAME:start/end`.
+    fn name(&self) -> String;
+    /// Writes the results as pretty JSON.
+    ///
+    /// # Errors
+    /// IO errors.
+    fn write_json(&self, path: &Path) -> Result<()>;
+    /// The full report, its charts (file name, chart) and its targets.
+    fn render(&self) -> (String, Vec<(String, BarChart)>, Vec<Target>);
+    /// The README section, linking the report and charts under `docs_rel`.
+    fn summary(&self, docs_rel: &str) -> String;
+    /// The run's notes (skipped rows, missing peers).
+    fn notes(&self) -> &[String];
+    /// Whether the command prints the report's tables when it is done (network suites).
+    fn print_tables(&self) -> bool {
+        false
+    }
+}
+
+impl Publish for Results {
+    fn name(&self) -> String {
+        self.meta.suite.clone()
+    }
+
+    fn write_json(&self, path: &Path) -> Result<()> {
+        Results::write_json(self, path)
+    }
+
+    fn render(&self) -> (String, Vec<(String, BarChart)>, Vec<Target>) {
+        let (markdown, charts, targets) = match self.meta.suite.as_str() {
+            "codec" => (
+                codec_markdown(self),
+                codec_charts(self),
+                codec_targets(self),
+            ),
+            _ => (
+                serde_markdown(self),
+                serde_charts(self),
+                serde_targets(self),
+            ),
+        };
+        let charts = charts.into_iter().map(|(f, c)| (f.to_string(), c));
+        (markdown, charts.collect(), targets)
+    }
+
+    fn summary(&self, docs_rel: &str) -> String {
+        match self.meta.suite.as_str() {
+            "codec" => codec_summary(self, docs_rel),
+            _ => serde_summary(self, docs_rel),
+        }
+    }
+
+    fn notes(&self) -> &[String] {
+        &self.notes
+    }
 }
 
 /// Writes a report (`name`.md plus charts) into `dir`; returns the files written.

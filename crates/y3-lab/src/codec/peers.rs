@@ -26,7 +26,6 @@ use serde::Serialize;
 use super::records;
 use super::{Impl, Prepared};
 use crate::data::{value_for, Dataset, Order, Scalar};
-use crate::measure::looped;
 
 /// A typed record's field by key.
 pub trait Field {
@@ -354,14 +353,9 @@ fn protobuf_scan_row(ds: &Dataset) -> Result<Prepared> {
         protobuf_scan(&input, key, expected) == expected,
         "scan of encoded bytes"
     );
-    Ok(Prepared {
-        bytes: input.len(),
-        factory: Box::new(move || {
-            looped(input.clone(), expected, move |buf: &[u8]| {
-                protobuf_scan(buf, key, expected)
-            })
-        }),
-    })
+    Ok(Prepared::looping(input, expected, move || {
+        move |buf: &[u8]| protobuf_scan(buf, key, expected)
+    }))
 }
 
 fn prost_decode_row(ds: &Dataset) -> Result<Prepared> {
@@ -373,81 +367,61 @@ fn prost_decode_row(ds: &Dataset) -> Result<Prepared> {
             ensure!(bytes == sample.encode_to_vec(), "prost encodes ascending order the same");
         }
         ensure!(m::Owned::decode(bytes.as_slice())? == sample, "protobuf decodes to the pairs");
-        let input = shared(bytes);
-        Ok(Prepared {
-            bytes: input.len(),
-            factory: Box::new(move || {
-                looped(input.clone(), expected, move |buf: &[u8]| match m::Owned::decode(buf) {
-                    Ok(o) => o.field(key),
-                    Err(_) => Scalar::Missing,
-                })
-            }),
-        })
+        Ok(Prepared::looping(shared(bytes), expected, move || {
+            move |buf: &[u8]| match m::Owned::decode(buf) {
+                Ok(o) => o.field(key),
+                Err(_) => Scalar::Missing,
+            }
+        }))
     })
 }
 
 fn sonic_row(ds: &Dataset) -> Result<Prepared> {
     let input = shared(ds.json.clone());
     let (expected, name) = (ds.expected, format!("k{}", ds.key));
-    Ok(Prepared {
-        bytes: input.len(),
-        factory: Box::new(move || {
-            let name = name.clone();
-            looped(
-                input.clone(),
-                expected,
-                move |buf: &[u8]| match sonic_rs::get(buf, [name.as_str()]) {
-                    Ok(v) => sonic_read(expected, &v),
-                    Err(_) => Scalar::Missing,
-                },
-            )
-        }),
-    })
+    Ok(Prepared::looping(input, expected, move || {
+        let name = name.clone();
+        move |buf: &[u8]| match sonic_rs::get(buf, [name.as_str()]) {
+            Ok(v) => sonic_read(expected, &v),
+            Err(_) => Scalar::Missing,
+        }
+    }))
 }
 
 fn simd_row(ds: &Dataset) -> Result<Prepared> {
     let input = shared(ds.json.clone());
     let (expected, name) = (ds.expected, format!("k{}", ds.key));
-    Ok(Prepared {
-        bytes: input.len(),
-        factory: Box::new(move || {
-            let name = name.clone();
-            let mut scratch = Vec::with_capacity(input.len());
-            let mut buffers = simd_json::Buffers::new(input.len());
-            looped(input.clone(), expected, move |buf: &[u8]| {
-                scratch.clear();
-                scratch.extend_from_slice(buf);
-                match simd_json::to_tape_with_buffers(&mut scratch, &mut buffers) {
-                    Ok(tape) => tape
-                        .as_value()
-                        .get(name.as_str())
-                        .map_or(Scalar::Missing, |v| simd_read(expected, &v)),
-                    Err(_) => Scalar::Missing,
-                }
-            })
-        }),
-    })
+    let len = input.len();
+    Ok(Prepared::looping(input, expected, move || {
+        let name = name.clone();
+        let mut scratch = Vec::with_capacity(len);
+        let mut buffers = simd_json::Buffers::new(len);
+        move |buf: &[u8]| {
+            scratch.clear();
+            scratch.extend_from_slice(buf);
+            match simd_json::to_tape_with_buffers(&mut scratch, &mut buffers) {
+                Ok(tape) => tape
+                    .as_value()
+                    .get(name.as_str())
+                    .map_or(Scalar::Missing, |v| simd_read(expected, &v)),
+                Err(_) => Scalar::Missing,
+            }
+        }
+    }))
 }
 
 fn serde_value_row(ds: &Dataset) -> Result<Prepared> {
     let input = shared(ds.json.clone());
     let (expected, name) = (ds.expected, format!("k{}", ds.key));
-    Ok(Prepared {
-        bytes: input.len(),
-        factory: Box::new(move || {
-            let name = name.clone();
-            looped(
-                input.clone(),
-                expected,
-                move |buf: &[u8]| match serde_json::from_slice::<serde_json::Value>(buf) {
-                    Ok(v) => v
-                        .get(name.as_str())
-                        .map_or(Scalar::Missing, |v| expected.read_json(v)),
-                    Err(_) => Scalar::Missing,
-                },
-            )
-        }),
-    })
+    Ok(Prepared::looping(input, expected, move || {
+        let name = name.clone();
+        move |buf: &[u8]| match serde_json::from_slice::<serde_json::Value>(buf) {
+            Ok(v) => v
+                .get(name.as_str())
+                .map_or(Scalar::Missing, |v| expected.read_json(v)),
+            Err(_) => Scalar::Missing,
+        }
+    }))
 }
 
 fn serde_typed_row(ds: &Dataset) -> Result<Prepared> {
@@ -458,18 +432,12 @@ fn serde_typed_row(ds: &Dataset) -> Result<Prepared> {
             serde_json::from_slice::<m::Borrowed>(&ds.json)? == sample.borrowed(),
             "JSON decodes to the typed record"
         );
-        let input = shared(ds.json.clone());
-        Ok(Prepared {
-            bytes: input.len(),
-            factory: Box::new(move || {
-                looped(input.clone(), expected, move |buf: &[u8]| {
-                    match serde_json::from_slice::<m::Borrowed>(buf) {
-                        Ok(r) => r.field(key),
-                        Err(_) => Scalar::Missing,
-                    }
-                })
-            }),
-        })
+        Ok(Prepared::looping(shared(ds.json.clone()), expected, move || {
+            move |buf: &[u8]| match serde_json::from_slice::<m::Borrowed>(buf) {
+                Ok(r) => r.field(key),
+                Err(_) => Scalar::Missing,
+            }
+        }))
     })
 }
 
@@ -482,18 +450,12 @@ fn rmp_row(ds: &Dataset) -> Result<Prepared> {
             rmp_serde::from_slice::<m::Borrowed>(&bytes)? == sample.borrowed(),
             "MessagePack decodes to the typed record"
         );
-        let input = shared(bytes);
-        Ok(Prepared {
-            bytes: input.len(),
-            factory: Box::new(move || {
-                looped(input.clone(), expected, move |buf: &[u8]| {
-                    match rmp_serde::from_slice::<m::Borrowed>(buf) {
-                        Ok(r) => r.field(key),
-                        Err(_) => Scalar::Missing,
-                    }
-                })
-            }),
-        })
+        Ok(Prepared::looping(shared(bytes), expected, move || {
+            move |buf: &[u8]| match rmp_serde::from_slice::<m::Borrowed>(buf) {
+                Ok(r) => r.field(key),
+                Err(_) => Scalar::Missing,
+            }
+        }))
     })
 }
 
@@ -506,18 +468,12 @@ fn postcard_row(ds: &Dataset) -> Result<Prepared> {
             postcard::from_bytes::<m::Borrowed>(&bytes)? == sample.borrowed(),
             "postcard decodes to the typed record"
         );
-        let input = shared(bytes);
-        Ok(Prepared {
-            bytes: input.len(),
-            factory: Box::new(move || {
-                looped(input.clone(), expected, move |buf: &[u8]| {
-                    match postcard::from_bytes::<m::Borrowed>(buf) {
-                        Ok(r) => r.field(key),
-                        Err(_) => Scalar::Missing,
-                    }
-                })
-            }),
-        })
+        Ok(Prepared::looping(shared(bytes), expected, move || {
+            move |buf: &[u8]| match postcard::from_bytes::<m::Borrowed>(buf) {
+                Ok(r) => r.field(key),
+                Err(_) => Scalar::Missing,
+            }
+        }))
     })
 }
 
@@ -528,13 +484,9 @@ fn rkyv_row(ds: &Dataset) -> Result<Prepared> {
         for k in 1..=ds.count {
             ensure!(m::rkyv_field(&bytes, k) == value_for(k), "rkyv field k{k}");
         }
-        let len = bytes.len();
-        Ok(Prepared {
-            bytes: len,
-            factory: Box::new(move || {
-                looped(bytes.clone(), expected, move |buf: &[u8]| m::rkyv_field(buf, key))
-            }),
-        })
+        Ok(Prepared::looping(bytes, expected, move || {
+            move |buf: &[u8]| m::rkyv_field(buf, key)
+        }))
     })
 }
 

@@ -1,4 +1,4 @@
-//! `y3 bench serde`: encode and decode msg/s of one ~120-byte message, the unit of the
+//! `y3-lab serde`: encode and decode msg/s of one ~120-byte message, the unit of the
 //! Erlang report (protobuf 103 k msg/s encode, 61 k msg/s decode vs the VM's native
 //! `term_to_binary`/`binary_to_term`), plus MQTT PUBLISH frame encode/parse.
 //!
@@ -171,7 +171,7 @@ pub fn impls() -> Vec<SerdeImpl> {
     out
 }
 
-/// What `y3 bench serde` runs.
+/// What `y3-lab serde` runs.
 #[derive(Debug, Clone)]
 pub struct SerdeOptions {
     /// Timing settings.
@@ -216,7 +216,7 @@ pub fn run(opts: &SerdeOptions, bar: &ProgressBar) -> Result<Results> {
     if !crate::PEERS_ENABLED {
         results.notes.push(
             "peers disabled: built without the `peers` feature; run \
-             `cargo run --release -p y3-cli --features y3-bench/peers -- bench serde`"
+             `cargo run --release -p y3-lab --features peers -- serde`"
                 .into(),
         );
     }

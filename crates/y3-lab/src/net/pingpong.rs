@@ -97,7 +97,7 @@ pub fn reply(received: Header, total: u32) -> Step {
     }
     let next = Header {
         packet_count: n + 1,
-        body_size: received.body_size + u32::from(n % 2 == 0),
+        body_size: received.body_size + u32::from(n.is_multiple_of(2)),
     };
     if next.packet_count == total {
         Step::Last(next)
@@ -624,9 +624,6 @@ pub fn run_once(
         crate::net::proc::Child::spawn("asio client", asio, &args, None)?
     } else {
         let args: Vec<String> = vec![
-            "bench".into(),
-            "net".into(),
-            "client".into(),
             format!("pingpong-{imp}"),
             "--addr".into(),
             addr.to_string(),
@@ -639,7 +636,7 @@ pub fn run_once(
             "--limit-s".into(),
             limit.as_secs().max(1).to_string(),
         ];
-        crate::net::proc::Child::spawn(&format!("{imp} client"), &programs.y3, &args, None)?
+        programs.spawn_lab(&format!("{imp} client"), "client", &args, None)?
     };
     // Connecting 10 000 sessions is not timed but takes a while: allow a minute more.
     let line = client
@@ -658,7 +655,8 @@ pub fn run_once(
 /// # Errors
 /// Only setup errors; a failing row becomes a note.
 pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<crate::net::record::NetResults> {
-    use crate::net::record::{median, NetMeta, NetRecord, NetResults};
+    use crate::measure::median;
+    use crate::net::record::{NetMeta, NetRecord, NetResults};
     let mut notes = Vec::new();
     let mut impls: Vec<&str> = IMPLS
         .iter()

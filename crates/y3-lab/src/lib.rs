@@ -1,9 +1,10 @@
-//! The y3 benchmark lab: the published Y3-vs-JSON codec report and an Erlang serialization
-//! report, reproduced against fair peers in one run, with JSON results, a Markdown report and
-//! SVG charts.
+//! The y3 benchmark lab: the published Y3-vs-JSON codec report, an Erlang serialization
+//! report and the network reports, reproduced against fair peers in one run, with JSON
+//! results, Markdown reports and SVG charts.
 //!
-//! This is a binary-support crate (`publish = false`), driven by `y3 bench codec` and
-//! `y3 bench serde`; it is not a timing library for other crates.
+//! This is the library half of the binary crate `y3-lab` (`publish = false`), driven by
+//! `y3-lab codec`, `y3-lab serde` and `y3-lab net ...`; it is not a timing library for
+//! other crates, and nothing in the product binary `y3` depends on it.
 //!
 //! - [`data`]: the report's data sets (`C03-K02` .. `C63-K32`), built once per run in every
 //!   format and checked equal before anything is timed.
@@ -12,6 +13,8 @@
 //! - [`codec`]: "take the value of one observed key": y3 rows, the peers (feature `peers`)
 //!   and the Go side (`bench/go`, run as a subprocess).
 //! - [`serde_suite`]: encode/decode msg/s of a ~130-byte message and an MQTT PUBLISH frame.
+//! - [`net`]: the network suite (ping-pong, echo, router end to end, YoMo), its child
+//!   processes and its own records and reports.
 //! - [`record`], [`report`], [`charts`]: `--json` records, Markdown, plotters SVG charts.
 //!
 //! Peers are behind the `peers` feature so that `cargo test --workspace` stays lean; without

@@ -1,28 +1,31 @@
-//! `y3 bench net pingpong|echo|e2e|yomo`: the network lab (crate `y3-bench`, module `net`).
+//! `y3-lab net pingpong|echo|e2e|yomo`: the network lab (library module `y3_lab::net`).
 //!
 //! ```text
-//! y3 bench net pingpong [--quick] [--sessions 100,1000] [--threads 1,2] [--json FILE] ...
-//! y3 bench net echo     [--quick] [--conns 80,250] [--sizes 100,1024] [--peak] ...
-//! y3 bench net e2e      [--quick] [--sizes 64,1024] [--subs 1,5] ...
-//! y3 bench net yomo     [--quick] [--sizes 64,1024] [--workloads sink,relay] ...
+//! y3-lab net pingpong [--quick] [--sessions 100,1000] [--threads 1,2] [--json FILE] ...
+//! y3-lab net echo     [--quick] [--conns 80,250] [--sizes 100,1024] [--peak] ...
+//! y3-lab net e2e      [--quick] [--sizes 64,1024] [--subs 1,5] ...
+//! y3-lab net yomo     [--quick] [--sizes 64,1024] [--workloads sink,relay] ...
+//! y3-lab net pipeline [--quick] [--transport tcp,quic] [--sizes 64,1024] ...
 //! ```
 //!
 //! The lab starts every server and client as a child process of this binary (the hidden
-//! `y3 bench net server|client` commands), or of a peer's own program, on 127.0.0.1, and
-//! stops them all. The heavy peers are compiled in with `--features y3-bench/net-peers`;
+//! `y3-lab net server|client` commands), or of a peer's own program, on 127.0.0.1, and
+//! stops them all. The heavy peers are compiled in with `--features net-peers`;
 //! `scripts/bench-net.sh` builds with it, installs the Debian peers and builds bench/cpp.
 
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use y3_bench::net::record::NetResults;
-use y3_bench::net::{self, Programs};
+use y3_lab::net::record::NetResults;
+use y3_lab::net::{self, Programs};
 
-/// `y3 bench net SUITE`.
+use super::{command_line, publish, OutputArgs};
+
+/// `y3-lab net SUITE`.
 #[derive(Debug, Args)]
 pub struct NetArgs {
     #[command(subcommand)]
@@ -39,6 +42,8 @@ enum NetCommand {
     E2e(E2eArgs),
     /// YoMo's zipper vs `y3 serve` with YoMo's own clients, then y3's clients.
     Yomo(YomoArgs),
+    /// Source → router → function → sink msg/s and latency over TCP and QUIC, one process.
+    Pipeline(crate::cli::pipeline::PipelineArgs),
     /// A lab server (started by the lab itself).
     #[command(hide = true)]
     Server(ServerArgs),
@@ -47,44 +52,11 @@ enum NetCommand {
     Client(ClientArgs),
 }
 
-/// Output options every suite shares.
-#[derive(Debug, Args)]
-pub struct OutputArgs {
-    /// CI-sized run (seconds, not minutes).
-    #[arg(long)]
-    quick: bool,
-    /// Write the machine-readable results here.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-    /// Results directory: the Markdown report and the SVG charts.
-    #[arg(long, value_name = "DIR", default_value = "bench-results")]
-    out: PathBuf,
-    /// Also write the report and charts here (the README links docs/bench).
-    #[arg(long, value_name = "DIR")]
-    docs: Option<PathBuf>,
-    /// Replace the text between `<!-- y3-bench:net-SUITE:start/end -->` in this file with
-    /// the summary.
-    #[arg(long, value_name = "FILE")]
-    readme: Option<PathBuf>,
-    /// Only implementations whose name contains one of these (comma-separated).
-    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
-    only: Vec<String>,
-    /// Render the report from results files written by --json instead of measuring
-    /// (several, comma-separated: parts of one suite, joined in order).
-    #[arg(
-        long,
-        value_name = "FILES",
-        value_delimiter = ',',
-        conflicts_with = "json"
-    )]
-    from: Vec<PathBuf>,
-}
-
-/// `y3 bench net pingpong`.
+/// `y3-lab net pingpong`.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
-  y3 bench net pingpong --quick
-  y3 bench net pingpong --sessions 100,1000,10000 --threads 1,2,4,8 --json pingpong.json")]
+  y3-lab net pingpong --quick
+  y3-lab net pingpong --sessions 100,1000,10000 --threads 1,2,4,8 --json pingpong.json")]
 pub struct PingpongArgs {
     #[command(flatten)]
     output: OutputArgs,
@@ -95,7 +67,7 @@ pub struct PingpongArgs {
     #[arg(long, value_delimiter = ',', default_values_t = [1usize, 2])]
     threads: Vec<usize>,
     /// Messages per session.
-    #[arg(long, default_value_t = y3_bench::net::pingpong::TOTAL_COUNT)]
+    #[arg(long, default_value_t = y3_lab::net::pingpong::TOTAL_COUNT)]
     total: u32,
     /// Timed runs per row, median reported (default 3; 1 with --quick).
     #[arg(long)]
@@ -108,11 +80,11 @@ pub struct PingpongArgs {
     asio: Option<PathBuf>,
 }
 
-/// `y3 bench net echo`.
+/// `y3-lab net echo`.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
-  y3 bench net echo --quick
-  y3 bench net echo --conns 80,250 --sizes 100,1024 --peak --seconds 10")]
+  y3-lab net echo --quick
+  y3-lab net echo --conns 80,250 --sizes 100,1024 --peak --seconds 10")]
 pub struct EchoArgs {
     #[command(flatten)]
     output: OutputArgs,
@@ -149,11 +121,11 @@ pub struct EchoArgs {
     client_cpus: String,
 }
 
-/// `y3 bench net e2e`.
+/// `y3-lab net e2e`.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
-  y3 bench net e2e --quick
-  y3 bench net e2e --sizes 16,64,1024 --subs 1,5 --messages 1000000")]
+  y3-lab net e2e --quick
+  y3-lab net e2e --sizes 16,64,1024 --subs 1,5 --messages 1000000")]
 pub struct E2eArgs {
     #[command(flatten)]
     output: OutputArgs,
@@ -178,15 +150,15 @@ pub struct E2eArgs {
     runs: Option<usize>,
 }
 
-/// `y3 bench net yomo`.
+/// `y3-lab net yomo`.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Builds interop/yomo's yomo-peer (go build) and, from a debug build, the
-release y3 (cargo build --release -p y3-cli) before measuring.
+release y3 and y3-lab (cargo build --release -p y3-cli -p y3-lab) before measuring.
 
 Examples:
-  y3 bench net yomo --quick
-  y3 bench net yomo --runs 3 --messages 100000 --json bench-results/net-yomo.json"
+  y3-lab net yomo --quick
+  y3-lab net yomo --runs 3 --messages 100000 --json bench-results/net-yomo.json"
 )]
 pub struct YomoArgs {
     #[command(flatten)]
@@ -220,7 +192,7 @@ pub struct YomoArgs {
     block_timeout_ms: u64,
 }
 
-/// `y3 bench net server KIND`.
+/// `y3-lab net server KIND`.
 #[derive(Debug, Args)]
 pub struct ServerArgs {
     /// `pingpong-y3-transport`, `pingpong-tokio`, `echo-y3-tokio`, `echo-tokio`,
@@ -234,7 +206,7 @@ pub struct ServerArgs {
     addr: SocketAddr,
 }
 
-/// `y3 bench net client KIND`.
+/// `y3-lab net client KIND`.
 #[derive(Debug, Args)]
 pub struct ClientArgs {
     /// `pingpong-y3-transport`, `pingpong-tokio`, `echo`, `y3-source`, `y3-relay`,
@@ -250,7 +222,7 @@ pub struct ClientArgs {
     #[arg(long, default_value_t = 1)]
     sessions: usize,
     /// Ping-pong messages per session.
-    #[arg(long, default_value_t = y3_bench::net::pingpong::TOTAL_COUNT)]
+    #[arg(long, default_value_t = y3_lab::net::pingpong::TOTAL_COUNT)]
     total: u32,
     /// Echo message size.
     #[arg(long, default_value_t = 100)]
@@ -281,198 +253,136 @@ pub struct ClientArgs {
     rate: f64,
 }
 
-fn command_line() -> String {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    format!("y3 {}", args.join(" "))
-}
-
 fn programs(asio: Option<PathBuf>) -> Result<Programs> {
     Ok(Programs::find(
-        std::env::current_exe().context("locating the y3 binary")?,
+        std::env::current_exe().context("locating the y3-lab binary")?,
         asio,
     ))
 }
 
-/// `docs` relative to the directory of `readme`, with forward slashes.
-fn relative_to(docs: &Path, readme: &Path) -> String {
-    let base = readme.parent().unwrap_or(Path::new(""));
-    let rel = docs.strip_prefix(base).unwrap_or(docs);
-    rel.to_string_lossy().replace('\\', "/")
-}
-
-/// Writes the JSON, the report and charts, the README section; prints the tables and
-/// targets.
-fn publish(output: &OutputArgs, results: &NetResults, out: &mut dyn Write) -> Result<()> {
-    let suite = results.meta.suite.as_str();
-    let name = format!("net-{suite}");
-    if let Some(path) = &output.json {
-        results.write_json(path)?;
-        writeln!(out, "wrote {}", path.display())?;
-    }
-    let (markdown, charts, targets) = net::report::render(results);
-    let charts: Vec<(&str, y3_bench::charts::BarChart)> = charts
-        .iter()
-        .map(|(f, c)| (f.as_str(), c.clone()))
-        .collect();
-    let mut dirs = vec![output.out.clone()];
-    dirs.extend(output.docs.clone());
-    for dir in &dirs {
-        for file in y3_bench::report::write_report(dir, &name, &markdown, &charts)? {
-            writeln!(out, "wrote {}", file.display())?;
+/// Runs a suite (`measure`, with a progress bar) unless `--from` names recorded parts of
+/// it, then publishes the results.
+fn measure_or_read(
+    output: &OutputArgs,
+    out: &mut dyn Write,
+    measure: impl FnOnce(&indicatif::ProgressBar) -> Result<NetResults>,
+) -> Result<()> {
+    let results = match &output.from[..] {
+        [] => {
+            let bar = y3_lab::progress_bar(0);
+            let results = measure(&bar)?;
+            bar.finish_and_clear();
+            results
         }
-    }
-    if let Some(readme) = &output.readme {
-        let docs = output
-            .docs
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("docs/bench"));
-        let body = net::report::summary(results, &relative_to(&docs, readme));
-        y3_bench::report::update_readme(readme, &name, &body)?;
-        writeln!(out, "updated {} ({name} section)", readme.display())?;
-    }
-    writeln!(out)?;
-    for line in markdown
-        .lines()
-        .filter(|l| l.starts_with('|') || l.starts_with("## "))
-    {
-        writeln!(out, "{line}")?;
-    }
-    writeln!(out)?;
-    crate::codec_bench::print_verdicts(out, &targets, &results.notes)
+        parts => NetResults::read_parts(parts)?,
+    };
+    publish(output, &results, out)
 }
 
 fn pingpong(args: &PingpongArgs, out: &mut dyn Write) -> Result<()> {
-    let results = match &args.output.from[..] {
-        [] => {
-            let quick = args.output.quick;
-            let sessions = if !args.sessions.is_empty() {
-                args.sessions.clone()
-            } else if quick {
-                vec![100]
-            } else {
-                vec![100, 1000]
-            };
-            let opts = net::pingpong::Options {
-                sessions,
-                threads: args.threads.clone(),
-                total: args.total,
-                runs: args.runs.unwrap_or(if quick { 1 } else { 3 }).max(1),
-                only: args.output.only.clone(),
-                limit: Duration::from_secs(args.limit_s.max(1)),
-                quick,
-                command: command_line(),
-                programs: programs(args.asio.clone())?,
-            };
-            let bar = y3_bench::progress_bar(0);
-            let results = net::pingpong::run(&opts, &bar)?;
-            bar.finish_and_clear();
-            results
-        }
-        parts => NetResults::read_parts(parts)?,
-    };
-    publish(&args.output, &results, out)
+    measure_or_read(&args.output, out, |bar| {
+        let quick = args.output.quick;
+        let sessions = if !args.sessions.is_empty() {
+            args.sessions.clone()
+        } else if quick {
+            vec![100]
+        } else {
+            vec![100, 1000]
+        };
+        let opts = net::pingpong::Options {
+            sessions,
+            threads: args.threads.clone(),
+            total: args.total,
+            runs: args.runs.unwrap_or(if quick { 1 } else { 3 }).max(1),
+            only: args.output.only.clone(),
+            limit: Duration::from_secs(args.limit_s.max(1)),
+            quick,
+            command: command_line(),
+            programs: programs(args.asio.clone())?,
+        };
+        net::pingpong::run(&opts, bar)
+    })
 }
 
 fn echo(args: &EchoArgs, out: &mut dyn Write) -> Result<()> {
-    let results = match &args.output.from[..] {
-        [] => {
-            let quick = args.output.quick;
-            let pick = |v: &Vec<usize>, q: Vec<usize>, d: Vec<usize>| {
-                if !v.is_empty() {
-                    v.clone()
-                } else if quick {
-                    q
-                } else {
-                    d
-                }
-            };
-            let opts = net::echo::Options {
-                conns: pick(&args.conns, vec![80], vec![80, 250]),
-                sizes: pick(&args.sizes, vec![100], vec![100, 1024]),
-                peak: args.peak.then(|| args.peak_conns.clone()),
-                seconds: args.seconds.unwrap_or(if quick { 1.0 } else { 5.0 }),
-                warmup: args.warmup.unwrap_or(if quick { 0.3 } else { 1.0 }),
-                runs: args.runs.unwrap_or(if quick { 1 } else { 3 }).max(1),
-                server_threads: args.server_threads.max(1),
-                server_cpus: args.server_cpus.clone(),
-                client_cpus: args.client_cpus.clone(),
-                only: args.output.only.clone(),
-                quick,
-                command: command_line(),
-                programs: programs(None)?,
-            };
-            let bar = y3_bench::progress_bar(0);
-            let results = net::echo::run(&opts, &bar)?;
-            bar.finish_and_clear();
-            results
-        }
-        parts => NetResults::read_parts(parts)?,
-    };
-    publish(&args.output, &results, out)
+    measure_or_read(&args.output, out, |bar| {
+        let quick = args.output.quick;
+        let pick = |v: &Vec<usize>, q: Vec<usize>, d: Vec<usize>| {
+            if !v.is_empty() {
+                v.clone()
+            } else if quick {
+                q
+            } else {
+                d
+            }
+        };
+        let opts = net::echo::Options {
+            conns: pick(&args.conns, vec![80], vec![80, 250]),
+            sizes: pick(&args.sizes, vec![100], vec![100, 1024]),
+            peak: args.peak.then(|| args.peak_conns.clone()),
+            seconds: args.seconds.unwrap_or(if quick { 1.0 } else { 5.0 }),
+            warmup: args.warmup.unwrap_or(if quick { 0.3 } else { 1.0 }),
+            runs: args.runs.unwrap_or(if quick { 1 } else { 3 }).max(1),
+            server_threads: args.server_threads.max(1),
+            server_cpus: args.server_cpus.clone(),
+            client_cpus: args.client_cpus.clone(),
+            only: args.output.only.clone(),
+            quick,
+            command: command_line(),
+            programs: programs(None)?,
+        };
+        net::echo::run(&opts, bar)
+    })
 }
 
 fn e2e(args: &E2eArgs, out: &mut dyn Write) -> Result<()> {
-    let results = match &args.output.from[..] {
-        [] => {
-            let quick = args.output.quick;
-            let opts = net::e2e::Options {
-                sizes: args.sizes.clone(),
-                subs: args.subs.clone(),
-                messages: args
-                    .messages
-                    .unwrap_or(if quick { 20_000 } else { 200_000 }),
-                paced: args.paced.unwrap_or(if quick { 2_000 } else { 20_000 }),
-                rate: args.rate.max(1),
-                runs: args.runs.unwrap_or(if quick { 1 } else { 3 }).max(1),
-                only: args.output.only.clone(),
-                quick,
-                command: command_line(),
-                programs: programs(None)?,
-            };
-            let bar = y3_bench::progress_bar(0);
-            let results = net::e2e::run(&opts, &bar)?;
-            bar.finish_and_clear();
-            results
-        }
-        parts => NetResults::read_parts(parts)?,
-    };
-    publish(&args.output, &results, out)
+    measure_or_read(&args.output, out, |bar| {
+        let quick = args.output.quick;
+        let opts = net::e2e::Options {
+            sizes: args.sizes.clone(),
+            subs: args.subs.clone(),
+            messages: args
+                .messages
+                .unwrap_or(if quick { 20_000 } else { 200_000 }),
+            paced: args.paced.unwrap_or(if quick { 2_000 } else { 20_000 }),
+            rate: args.rate.max(1),
+            runs: args.runs.unwrap_or(if quick { 1 } else { 3 }).max(1),
+            only: args.output.only.clone(),
+            quick,
+            command: command_line(),
+            programs: programs(None)?,
+        };
+        net::e2e::run(&opts, bar)
+    })
 }
 
 fn yomo(args: &YomoArgs, out: &mut dyn Write) -> Result<()> {
-    let results = match &args.output.from[..] {
-        [] => {
-            let quick = args.output.quick;
-            let workloads = args
-                .workloads
-                .iter()
-                .map(|w| {
-                    net::yomo::Workload::from_name(w)
-                        .with_context(|| format!("unknown workload {w:?} (sink, relay)"))
-                })
-                .collect::<Result<Vec<_>>>()?;
-            let opts = net::yomo::Options {
-                sizes: args.sizes.clone(),
-                workloads,
-                messages: args.messages.unwrap_or(if quick { 5_000 } else { 100_000 }),
-                paced: args.paced.unwrap_or(if quick { 2_000 } else { 20_000 }),
-                rate: args.rate.max(1),
-                runs: args.runs.unwrap_or(if quick { 1 } else { 3 }).max(1),
-                only: args.output.only.clone(),
-                quick,
-                command: command_line(),
-                programs: programs(None)?,
-                yomo_dir: args.yomo_dir.clone(),
-                block_timeout_ms: args.block_timeout_ms,
-            };
-            let bar = y3_bench::progress_bar(0);
-            let results = net::yomo::run(&opts, &bar)?;
-            bar.finish_and_clear();
-            results
-        }
-        parts => NetResults::read_parts(parts)?,
-    };
-    publish(&args.output, &results, out)
+    measure_or_read(&args.output, out, |bar| {
+        let quick = args.output.quick;
+        let workloads = args
+            .workloads
+            .iter()
+            .map(|w| {
+                net::yomo::Workload::from_name(w)
+                    .with_context(|| format!("unknown workload {w:?} (sink, relay)"))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let opts = net::yomo::Options {
+            sizes: args.sizes.clone(),
+            workloads,
+            messages: args.messages.unwrap_or(if quick { 5_000 } else { 100_000 }),
+            paced: args.paced.unwrap_or(if quick { 2_000 } else { 20_000 }),
+            rate: args.rate.max(1),
+            runs: args.runs.unwrap_or(if quick { 1 } else { 3 }).max(1),
+            only: args.output.only.clone(),
+            quick,
+            command: command_line(),
+            programs: programs(None)?,
+            yomo_dir: args.yomo_dir.clone(),
+            block_timeout_ms: args.block_timeout_ms,
+        };
+        net::yomo::run(&opts, bar)
+    })
 }
 
 fn server(args: &ServerArgs) -> Result<()> {
@@ -531,7 +441,7 @@ fn client(args: &ClientArgs, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-/// Runs `y3 bench net ...`.
+/// Runs `y3-lab net ...`.
 ///
 /// # Errors
 /// Setup and IO errors (a failing row becomes a note in the report).
@@ -541,20 +451,8 @@ pub fn run(args: &NetArgs, out: &mut dyn Write) -> Result<()> {
         NetCommand::Echo(a) => echo(a, out),
         NetCommand::E2e(a) => e2e(a, out),
         NetCommand::Yomo(a) => yomo(a, out),
+        NetCommand::Pipeline(a) => crate::cli::pipeline::run(a, out),
         NetCommand::Server(a) => server(a),
         NetCommand::Client(a) => client(a, out),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn docs_path_relative_to_the_readme() {
-        assert_eq!(
-            relative_to(Path::new("docs/bench"), Path::new("README.md")),
-            "docs/bench"
-        );
     }
 }

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use crate::charts::BarChart;
 use crate::net::record::{NetRecord, NetResults};
-use crate::report::{ratio, Target};
+use crate::report::{fill, ratio, targets_table, Bound, Target};
 
 /// The version of `package` in the workspace's `Cargo.lock` (read at run time from the
 /// current directory), or `?`.
@@ -26,7 +26,9 @@ pub fn lock_version(package: &str) -> String {
         .unwrap_or_else(|| "?".into())
 }
 
-fn header(out: &mut String, r: &NetResults) {
+/// The report's opening list: machine, command, pinning, peers.
+fn header(r: &NetResults) -> String {
+    let mut out = String::new();
     let m = &r.meta;
     let _ = writeln!(out, "- Machine: {}", m.machine);
     let _ = writeln!(
@@ -41,38 +43,49 @@ fn header(out: &mut String, r: &NetResults) {
         let _ = writeln!(out, "- Peers: {}", v.join("; "));
     }
     out.push('\n');
+    out
 }
 
-fn targets_table(out: &mut String, targets: &[Target]) {
-    out.push_str("| target | measured | required | result |\n| --- | --: | --: | --- |\n");
-    for t in targets {
-        let result = match t.met {
-            Some(true) => "met".to_string(),
-            Some(false) => format!("**missed** — {}", t.shortfall),
-            None => "n/a (not in this run)".to_string(),
-        };
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} |",
-            t.name, t.measured, t.required, result
-        );
+/// The targets table.
+fn targets(targets: &[Target]) -> String {
+    let mut out = String::new();
+    targets_table(&mut out, targets, ABSENT);
+    out
+}
+
+/// The charts, as Markdown images under their file names.
+fn charts_markdown(charts: &[(String, BarChart)]) -> String {
+    let mut out = String::new();
+    for (file, chart) in charts {
+        let _ = writeln!(out, "![{}]({file})\n", chart.title);
     }
+    out
 }
 
-fn notes(out: &mut String, r: &NetResults) {
+/// What the network reports' target tables say of a target whose row did not run.
+const ABSENT: &str = "n/a (not in this run)";
+
+/// The run's notes as a section (empty without notes).
+fn notes(r: &NetResults) -> String {
+    let mut out = String::new();
     if r.notes.is_empty() {
-        return;
+        return out;
     }
     out.push_str("\n## Notes\n\n");
     for n in &r.notes {
         let _ = writeln!(out, "- {}", n.replace('\n', " "));
     }
+    out
 }
 
 /// A target on a ratio `y3 / peer` (or `peer / y3`) that must stay within `bound`.
 /// `worst` is the worst ratio over the cells and where it was.
 fn ratio_target(name: String, worst: Option<(f64, String)>, bound: f64, at_most: bool) -> Target {
-    let required = format!("{} {}", if at_most { "≤" } else { "≥" }, ratio(bound));
+    let bound = Bound {
+        value: bound,
+        at_least: !at_most,
+    };
+    let required = bound.required();
     match worst {
         None => Target {
             name,
@@ -82,13 +95,11 @@ fn ratio_target(name: String, worst: Option<(f64, String)>, bound: f64, at_most:
             shortfall: String::new(),
         },
         Some((v, at)) => {
-            let met = if at_most { v <= bound } else { v >= bound };
+            let met = bound.met(v);
             let shortfall = if met {
                 String::new()
-            } else if at_most {
-                format!("by {:.1}% at {at}", (v / bound - 1.0) * 100.0)
             } else {
-                format!("by {:.1}% at {at}", (1.0 - v / bound) * 100.0)
+                format!("by {:.1}% at {at}", bound.missed_pct(v))
             };
             Target {
                 name,
@@ -162,25 +173,7 @@ pub fn pingpong_targets(r: &NetResults) -> Vec<Target> {
 
 /// The ping-pong report.
 pub fn pingpong_markdown(r: &NetResults) -> String {
-    let mut out = String::from("# Header/body ping-pong (the evpp vs Boost.Asio report)\n\n");
-    header(&mut out, r);
-    out.push_str(
-        "Message: 8-byte header `{u32 body_size, u32 packet_count}` (network order) + body. \
-         Each session starts with body 100, packet_count 1; each side answers with \
-         packet_count + 1, the body growing by one byte every second message, until \
-         packet_count reaches the total (8192). Time: from the first message (all sessions \
-         connected) to the end of the last session, median of the runs; lower is better.\n\n\
-         - `y3-transport`: y3's transport read path — a tokio-util `Decoder`/`Encoder` for \
-         this header (in `crates/y3-bench/src/net/pingpong.rs`, written like \
-         `y3_transport::FrameCodec`) under `FramedRead`/`FramedWrite` on the split \
-         `TcpStream`, the write half in `y3_transport::PlainWrite` as in every y3 \
-         connection: one read takes what the socket has and every complete message is \
-         decoded from the buffer; one one-worker tokio runtime per thread (its LIFO slot answers the session just woken first).\n\
-         - `tokio`: `read_exact` header then `read_exact` body, one `write_all`, tokio's \
-         multi-thread runtime.\n\
-         - `asio`: `bench/cpp/pingpong_asio.cpp`, standalone asio (Debian `libasio-dev`), \
-         `async_read` header then body, one `io_context` per thread.\n\n",
-    );
+    let mut out = String::new();
     let impls = r.impls();
     let peers: Vec<&String> = impls.iter().filter(|i| *i != "y3-transport").collect();
     let _ = write!(out, "| sessions | threads |");
@@ -218,14 +211,16 @@ pub fn pingpong_markdown(r: &NetResults) -> String {
             out.push('\n');
         }
     }
-    out.push_str("\nRatios below 1× mean y3 took less time.\n\n## Targets\n\n");
-    targets_table(&mut out, &pingpong_targets(r));
-    out.push('\n');
-    for (file, chart) in pingpong_charts(r) {
-        let _ = writeln!(out, "![{}]({file})\n", chart.title);
-    }
-    notes(&mut out, r);
-    out
+    fill(
+        include_str!("templates/pingpong.md"),
+        &[
+            ("header", &header(r)),
+            ("table", &out),
+            ("targets", &targets(&pingpong_targets(r))),
+            ("charts", &charts_markdown(&pingpong_charts(r))),
+            ("notes", &notes(r)),
+        ],
+    )
 }
 
 /// One chart per session count: total time per thread count, one bar per implementation.
@@ -319,22 +314,7 @@ pub fn echo_targets(r: &NetResults) -> Vec<Target> {
 
 /// The echo report.
 pub fn echo_markdown(r: &NetResults) -> String {
-    let mut out = String::from("# Echo server (the monoio vs tokio vs glommio report)\n\n");
-    header(&mut out, r);
-    out.push_str(
-        "C connections each send a fixed-size message and wait for its echo, repeatedly, \
-         for a fixed time (after a warm-up). QPS: round trips per second over all \
-         connections; latency: per round trip, from the write to the last byte read \
-         (hdrhistogram); server CPU: user + system time of the server process over the \
-         timed window, % of one core. Every metric is the median over the runs; each \
-         round runs every server once. One load client for every server \
-         (`y3 bench net client echo`, tokio current-thread). The message is one y3 data \
-         frame of exactly that size, so the y3 servers decode and re-encode a real frame \
-         (on tokio: `y3_transport::Connection`, the `FrameCodec` under \
-         `FramedRead`/`FramedWrite` as every y3 TCP connection is framed; on monoio: the \
-         same codec over monoio's owned-buffer reads and writes), while the plain servers \
-         copy bytes back.\n\n",
-    );
+    let mut out = String::new();
     let impls = r.impls();
     let mut cases = r.cases();
     cases.sort_by_key(|c| c.starts_with("peak"));
@@ -383,15 +363,19 @@ pub fn echo_markdown(r: &NetResults) -> String {
             echo_peaks(&mut out, r, case, &impls);
         }
     }
-    out.push_str("## Targets\n\n");
-    targets_table(&mut out, &echo_targets(r));
-    out.push('\n');
-    echo_spread(&mut out, r);
-    for (file, chart) in echo_charts(r) {
-        let _ = writeln!(out, "![{}]({file})\n", chart.title);
-    }
-    notes(&mut out, r);
-    out
+    let mut spread = String::new();
+    echo_spread(&mut spread, r);
+    fill(
+        include_str!("templates/echo.md"),
+        &[
+            ("header", &header(r)),
+            ("cases", &out),
+            ("targets", &targets(&echo_targets(r))),
+            ("spread", &spread),
+            ("charts", &charts_markdown(&echo_charts(r))),
+            ("notes", &notes(r)),
+        ],
+    )
 }
 
 /// The targets' cells again with the lowest and highest QPS of the runs beside each
@@ -545,17 +529,7 @@ pub fn e2e_targets(r: &NetResults) -> Vec<Target> {
 
 /// The e2e report.
 pub fn e2e_markdown(r: &NetResults) -> String {
-    let mut out = String::from("# Publish → route → subscribe: y3's router vs NATS and Zenoh\n\n");
-    header(&mut out, r);
-    out.push_str(
-        "One publisher, one or five subscribers, loopback. msg/s: messages published per \
-         second over a flat-out run, counted when every subscriber has received every \
-         message (each subscriber receives all of them). Latency: one-way, publish call → \
-         subscriber receive, of a paced run (timestamps in the payload, hdrhistogram). \
-         Brokers (y3 router, `nats-server`, the Zenoh router) run as separate processes \
-         started and stopped by the lab; the clients share one process. Every metric is \
-         the median over the runs; each round runs every broker once.\n\n",
-    );
+    let mut out = String::new();
     let impls = r.impls();
     let _ = write!(out, "| case |");
     for i in &impls {
@@ -581,17 +555,16 @@ pub fn e2e_markdown(r: &NetResults) -> String {
         }
         out.push('\n');
     }
-    out.push_str(
-        "\nPublished figures to beat: Zenoh 10 µs P2P / 21 µs brokered latency and >4 M msg/s \
-         for small messages; NATS ~5–7 M msg/s at 16 B.\n\n## Targets\n\n",
-    );
-    targets_table(&mut out, &e2e_targets(r));
-    out.push('\n');
-    for (file, chart) in e2e_charts(r) {
-        let _ = writeln!(out, "![{}]({file})\n", chart.title);
-    }
-    notes(&mut out, r);
-    out
+    fill(
+        include_str!("templates/e2e.md"),
+        &[
+            ("header", &header(r)),
+            ("table", &out),
+            ("targets", &targets(&e2e_targets(r))),
+            ("charts", &charts_markdown(&e2e_charts(r))),
+            ("notes", &notes(r)),
+        ],
+    )
 }
 
 /// msg/s and p50 per case, one bar per implementation.
@@ -744,34 +717,10 @@ fn cpu_us(v: Option<f64>) -> String {
 
 /// The yomo report.
 pub fn yomo_markdown(r: &NetResults) -> String {
-    let mut out = String::from("# YoMo's zipper and clients against y3 (YoMo v1.22 protocol)\n\n");
-    header(&mut out, r);
-    out.push_str(
-        "Workloads: `sink` is source → router → sink (tag 0x33); `relay` is source → router → \
-         relay stream function (re-emits each payload under 0x34) → router → sink. Rows: \
-         `yomo-zipper` is YoMo's zipper (`yomo-peer zipper`, built from YoMo's module, log \
-         level error) with YoMo's own Go clients (`yomo-peer source|sfn|sink`: \
-         `yomo.NewSource`, `yomo.NewStreamFunction`); `y3-yomo-clients` is the release \
-         `y3 serve` with the same YoMo clients (QUIC); `y3-quic` and `y3-tcp` are `y3 serve` \
-         with y3's own clients (the SDK's `Source`, `StreamFunction`, `Sink`, one process \
-         each). Every router and client is a process of its own; each phase starts a fresh \
-         router. `y3 serve` runs with its defaults (`[queue] block_timeout_ms` is in the \
-         Peers line): a sink slower than its source holds the source back, as YoMo's zipper \
-         does; only one that stops reading for that long is evicted.\n\n\
-         - msg/s: the source writes a fixed count as fast as its client goes; messages the \
-         sink received over the time from its first arrival to its last.\n\
-         - Router CPU per routed frame: user + system time of the router process \
-         (`/proc/PID/stat`, clock ticks) from just before the source starts to the sink's \
-         report, over the frames routed (one per message; two through the relay).\n\
-         - Latency: a separate run paced at the given rate; one-way, the source's send time \
-         stamped in the payload to the sink's arrival (nearest rank). y3's source paces \
-         with tokio's millisecond timer, so its messages leave in bursts of up to \
-         rate/1000.\n\n\
-         Every metric is the median over the runs; each round runs every row once.\n\n",
-    );
+    let mut out = String::new();
     let impls = r.impls();
     let cases = r.cases();
-    out.push_str("## Throughput and router CPU\n\n| case |");
+    out.push_str("| case |");
     for i in &impls {
         let _ = write!(out, " `{i}` msg/s | CPU µs/frame |");
     }
@@ -794,7 +743,8 @@ pub fn yomo_markdown(r: &NetResults) -> String {
         }
         out.push('\n');
     }
-    out.push_str("\n## One-way latency, paced\n\n| case |");
+    let throughput = std::mem::take(&mut out);
+    out.push_str("| case |");
     for i in &impls {
         let _ = write!(out, " `{i}` p50 / p99 / p999 |");
     }
@@ -818,7 +768,8 @@ pub fn yomo_markdown(r: &NetResults) -> String {
         }
         out.push('\n');
     }
-    out.push_str("\n## Ratios\n\n| case |");
+    let latency = std::mem::take(&mut out);
+    out.push_str("| case |");
     for t in &YOMO_TARGETS {
         let bound = if t.at_most { "≤" } else { "≥" };
         let _ = write!(out, " {} ({bound} {}) |", t.column, ratio(t.bound));
@@ -837,15 +788,21 @@ pub fn yomo_markdown(r: &NetResults) -> String {
         }
         out.push('\n');
     }
-    out.push_str("\n## Targets\n\n");
-    targets_table(&mut out, &yomo_targets(r));
-    out.push('\n');
-    yomo_spread(&mut out, r);
-    for (file, chart) in yomo_charts(r) {
-        let _ = writeln!(out, "![{}]({file})\n", chart.title);
-    }
-    notes(&mut out, r);
-    out
+    let mut spread = String::new();
+    yomo_spread(&mut spread, r);
+    fill(
+        include_str!("templates/yomo.md"),
+        &[
+            ("header", &header(r)),
+            ("throughput", &throughput),
+            ("latency", &latency),
+            ("ratios", &out),
+            ("targets", &targets(&yomo_targets(r))),
+            ("spread", &spread),
+            ("charts", &charts_markdown(&yomo_charts(r))),
+            ("notes", &notes(r)),
+        ],
+    )
 }
 
 /// msg/s medians with the lowest and highest run beside them.
@@ -924,6 +881,32 @@ pub fn render(r: &NetResults) -> (String, Vec<(String, BarChart)>, Vec<Target>) 
             pingpong_charts(r),
             pingpong_targets(r),
         ),
+    }
+}
+
+impl crate::report::Publish for NetResults {
+    fn name(&self) -> String {
+        format!("net-{}", self.meta.suite)
+    }
+
+    fn write_json(&self, path: &std::path::Path) -> anyhow::Result<()> {
+        NetResults::write_json(self, path)
+    }
+
+    fn render(&self) -> (String, Vec<(String, BarChart)>, Vec<Target>) {
+        render(self)
+    }
+
+    fn summary(&self, docs_rel: &str) -> String {
+        summary(self, docs_rel)
+    }
+
+    fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    fn print_tables(&self) -> bool {
+        true
     }
 }
 

@@ -26,7 +26,8 @@ use tokio_util::bytes::{Bytes, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 use y3_transport::{Connection, Data, Frame, FrameCodec, TransportKind};
 
-use crate::net::record::{median, NetMeta, NetRecord, NetResults};
+use crate::measure::median;
+use crate::net::record::{NetMeta, NetRecord, NetResults};
 
 /// Read buffer of every server (as `y3_transport::stream::READ_BUFFER`).
 pub const READ_BUFFER: usize = 64 * 1024;
@@ -492,9 +493,6 @@ pub fn run_once(opts: &Options, imp: &str, conns: usize, size: usize) -> Result<
     )?;
     let limit = Duration::from_secs_f64(opts.seconds + opts.warmup + 60.0);
     let args: Vec<String> = vec![
-        "bench".into(),
-        "net".into(),
-        "client".into(),
         "echo".into(),
         "--addr".into(),
         addr.to_string(),
@@ -509,12 +507,9 @@ pub fn run_once(opts: &Options, imp: &str, conns: usize, size: usize) -> Result<
         "--limit-s".into(),
         limit.as_secs().to_string(),
     ];
-    let mut client = crate::net::proc::Child::spawn(
-        "echo client",
-        &opts.programs.y3,
-        &args,
-        Some(&opts.client_cpus),
-    )?;
+    let mut client =
+        opts.programs
+            .spawn_lab("echo client", "client", &args, Some(&opts.client_cpus))?;
     client.expect("measuring", limit)?;
     let (cpu0, t0) = (server.cpu_seconds(), Instant::now());
     let line = client
@@ -580,7 +575,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
         .collect();
     if !crate::net::MONOIO_ENABLED && impls.iter().any(|i| i.contains("monoio")) {
         impls.retain(|i| !i.contains("monoio"));
-        notes.push("monoio servers skipped: built without the y3-bench/net-monoio feature".into());
+        notes.push("monoio servers skipped: built without the y3-lab feature net-monoio".into());
     }
     let mut versions = vec![(
         "tokio".to_string(),

@@ -19,7 +19,6 @@ use y3::{Config, Fed, Observer};
 
 use super::{Impl, Prepared};
 use crate::data::{Dataset, Scalar};
-use crate::measure::looped;
 
 pub(super) fn impls() -> Vec<Impl> {
     vec![
@@ -74,85 +73,63 @@ fn observer(key: u32) -> Observer {
 fn observe(ds: &Dataset) -> Result<Prepared> {
     let input: Arc<[u8]> = ds.y3.clone().into();
     let (key, expected) = (ds.key, ds.expected);
-    let bytes = input.len();
-    Ok(Prepared {
-        bytes,
-        factory: Box::new(move || {
-            let mut obs = observer(key);
-            looped(input.clone(), expected, move |buf: &[u8]| {
-                obs.reset();
-                // Read in place: moving the `Fed` out copies it wider than it was written.
-                match &obs.feed(buf) {
-                    Ok(Fed {
-                        observed: Some(v), ..
-                    }) => expected.read_y3(v),
-                    _ => Scalar::Missing,
-                }
-            })
-        }),
-    })
+    Ok(Prepared::looping(input, expected, move || {
+        let mut obs = observer(key);
+        move |buf: &[u8]| {
+            obs.reset();
+            // Read in place: moving the `Fed` out copies it wider than it was written.
+            match &obs.feed(buf) {
+                Ok(Fed {
+                    observed: Some(v), ..
+                }) => expected.read_y3(v),
+                _ => Scalar::Missing,
+            }
+        }
+    }))
 }
 
 fn stream7(ds: &Dataset) -> Result<Prepared> {
     let input: Arc<[u8]> = ds.y3.clone().into();
     let (key, expected) = (ds.key, ds.expected);
-    let bytes = input.len();
-    Ok(Prepared {
-        bytes,
-        factory: Box::new(move || {
-            let mut obs = observer(key);
-            looped(input.clone(), expected, move |buf: &[u8]| {
-                obs.reset();
-                for chunk in buf.chunks(7) {
-                    match obs.feed(chunk) {
-                        Ok(fed) => {
-                            if let Some(v) = fed.observed {
-                                return expected.read_y3(&v);
-                            }
+    Ok(Prepared::looping(input, expected, move || {
+        let mut obs = observer(key);
+        move |buf: &[u8]| {
+            obs.reset();
+            for chunk in buf.chunks(7) {
+                match obs.feed(chunk) {
+                    Ok(fed) => {
+                        if let Some(v) = fed.observed {
+                            return expected.read_y3(&v);
                         }
-                        Err(_) => return Scalar::Missing,
                     }
+                    Err(_) => return Scalar::Missing,
                 }
-                Scalar::Missing
-            })
-        }),
-    })
+            }
+            Scalar::Missing
+        }
+    }))
 }
 
 fn get(ds: &Dataset) -> Result<Prepared> {
     let input: Arc<[u8]> = ds.y3.clone().into();
     let (key, expected) = (ds.key, ds.expected);
-    let bytes = input.len();
-    Ok(Prepared {
-        bytes,
-        factory: Box::new(move || {
-            looped(input.clone(), expected, move |buf: &[u8]| {
-                match y3::get(buf, &[0, key]) {
-                    Ok(Some(p)) => expected.read_y3(&p),
-                    _ => Scalar::Missing,
-                }
-            })
-        }),
-    })
+    Ok(Prepared::looping(input, expected, move || {
+        move |buf: &[u8]| match y3::get(buf, &[0, key]) {
+            Ok(Some(p)) => expected.read_y3(&p),
+            _ => Scalar::Missing,
+        }
+    }))
 }
 
 fn decode(ds: &Dataset) -> Result<Prepared> {
     let input: Arc<[u8]> = ds.y3.clone().into();
     let (key, expected) = (ds.key, ds.expected);
-    let bytes = input.len();
-    Ok(Prepared {
-        bytes,
-        factory: Box::new(move || {
-            looped(
-                input.clone(),
-                expected,
-                move |buf: &[u8]| match y3::decode(buf).and_then(|root| root.child(key)) {
-                    Ok(Some(p)) => expected.read_y3(&p),
-                    _ => Scalar::Missing,
-                },
-            )
-        }),
-    })
+    Ok(Prepared::looping(input, expected, move || {
+        move |buf: &[u8]| match y3::decode(buf).and_then(|root| root.child(key)) {
+            Ok(Some(p)) => expected.read_y3(&p),
+            _ => Scalar::Missing,
+        }
+    }))
 }
 
 /// The unchecked walk: the root header, then `tag len value` children with one-byte lengths,
@@ -176,13 +153,7 @@ fn floor_find(buf: &[u8], key: u32) -> Option<y3::Packet<'_>> {
 fn floor(ds: &Dataset) -> Result<Prepared> {
     let input: Arc<[u8]> = ds.y3.clone().into();
     let (key, expected) = (ds.key, ds.expected);
-    let bytes = input.len();
-    Ok(Prepared {
-        bytes,
-        factory: Box::new(move || {
-            looped(input.clone(), expected, move |buf: &[u8]| {
-                floor_find(buf, key).map_or(Scalar::Missing, |p| expected.read_y3(&p))
-            })
-        }),
-    })
+    Ok(Prepared::looping(input, expected, move || {
+        move |buf: &[u8]| floor_find(buf, key).map_or(Scalar::Missing, |p| expected.read_y3(&p))
+    }))
 }

@@ -12,7 +12,7 @@
 //!    every delivery, in one hdrhistogram.
 //!
 //! Payload: `[send time ns u64 LE][phase u32 LE]` then filler. Brokers run as child
-//! processes (`y3 bench net server router-y3`, `nats-server`, `y3 bench net server
+//! processes (`y3-lab net server router-y3`, `nats-server`, `y3-lab net server
 //! zenoh-router`); publisher and subscribers share the lab's process (one tokio runtime).
 //! Rows: `y3-router-tcp`, `y3-router-quic`, `nats`, `zenoh-router` (clients through a
 //! Zenoh router), `zenoh-p2p` (subscribers connect straight to the publisher's peer).
@@ -201,7 +201,7 @@ async fn subscriber(
             biased;
             p = phases.recv() => match p {
                 Some(p) => {
-                    let hist = Histogram::new_with_bounds(1, 120_000_000_000, 3).expect("bounds");
+                    let hist = crate::net::latency_histogram();
                     current = Some((p, 0, hist));
                 }
                 None => return,
@@ -300,19 +300,14 @@ impl Clients {
         let publisher = &mut self.publisher;
         let send = async {
             for i in 0..n {
-                if let Some(rate) = rate {
-                    let due = start + Duration::from_secs_f64(i as f64 / rate as f64);
-                    if due > Instant::now() {
-                        tokio::time::sleep_until(due.into()).await;
-                    }
-                }
+                crate::net::pace(start, i, rate.map_or(0.0, |r| r as f64)).await;
                 publisher.send(payload(size, id, epoch)).await?;
             }
             publisher.flush().await?;
             anyhow::Ok(())
         };
         let recv = async {
-            let mut hist = Histogram::<u64>::new_with_bounds(1, 120_000_000_000, 3)?;
+            let mut hist = crate::net::latency_histogram();
             let mut last = start;
             for d in done {
                 let (at, h) = d.await.map_err(|_| anyhow!("a subscriber ended"))?;
@@ -356,12 +351,14 @@ fn start_broker(opts: &Options, imp: &str) -> Result<Broker> {
     let threads = crate::measure::cores();
     match imp {
         "y3-router-tcp" | "y3-router-quic" => {
-            let args: Vec<String> = ["bench", "net", "server", "router-y3", "--threads"]
-                .iter()
-                .map(|s| s.to_string())
-                .chain([threads.to_string()])
-                .collect();
-            let mut child = Child::spawn("y3 router", &opts.programs.y3, &args, None)?;
+            let args = vec![
+                "router-y3".to_string(),
+                "--threads".into(),
+                threads.to_string(),
+            ];
+            let mut child = opts
+                .programs
+                .spawn_lab("y3 router", "server", &args, None)?;
             let quic = child.expect("quic ", Duration::from_secs(30))?.parse()?;
             let addr = child
                 .expect("listening ", Duration::from_secs(30))?
@@ -397,14 +394,13 @@ fn start_broker(opts: &Options, imp: &str) -> Result<Broker> {
         "zenoh-router" => {
             let port = free_port()?;
             let args: Vec<String> = vec![
-                "bench".into(),
-                "net".into(),
-                "server".into(),
                 "zenoh-router".into(),
                 "--addr".into(),
                 format!("127.0.0.1:{port}"),
             ];
-            let mut child = Child::spawn("zenoh router", &opts.programs.y3, &args, None)?;
+            let mut child = opts
+                .programs
+                .spawn_lab("zenoh router", "server", &args, None)?;
             let addr = child
                 .expect("listening ", Duration::from_secs(30))?
                 .parse()?;
@@ -617,7 +613,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
         .collect();
     if !crate::net::NATS_ENABLED && impls.contains(&"nats") {
         impls.retain(|i| *i != "nats");
-        notes.push("nats skipped: built without the y3-bench/net-nats feature".into());
+        notes.push("nats skipped: built without the y3-lab feature net-nats".into());
     }
     if crate::net::NATS_ENABLED && impls.contains(&"nats") && opts.programs.nats_server.is_none() {
         impls.retain(|i| *i != "nats");
@@ -625,7 +621,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
     }
     if !crate::net::ZENOH_ENABLED && impls.iter().any(|i| i.starts_with("zenoh")) {
         impls.retain(|i| !i.starts_with("zenoh"));
-        notes.push("zenoh skipped: built without the y3-bench/net-zenoh feature".into());
+        notes.push("zenoh skipped: built without the y3-lab feature net-zenoh".into());
     }
     let mut versions = Vec::new();
     if impls.contains(&"nats") {
@@ -669,7 +665,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
                 continue;
             }
             let med = |f: &dyn Fn(&CaseResult) -> f64| {
-                crate::net::record::median(&got[i].iter().map(f).collect::<Vec<_>>())
+                crate::measure::median(&got[i].iter().map(f).collect::<Vec<_>>())
             };
             let us = |q: f64| Some(med(&|r| r.paced.value_at_quantile(q) as f64 / 1e3).0);
             let (rate, range) = med(&|r| r.loaded_msgs as f64 / r.seconds);

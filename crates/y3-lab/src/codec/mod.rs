@@ -18,8 +18,9 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
 
+use crate::data::Scalar;
 use crate::data::{self, Dataset, Order};
-use crate::measure::{self, Factory, Mode, Settings};
+use crate::measure::{self, looped, Factory, Mode, Settings};
 use crate::record::{Meta, Record, Results};
 
 /// An implementation's input, ready to time.
@@ -28,6 +29,23 @@ pub struct Prepared {
     pub factory: Factory,
     /// Bytes of its input.
     pub bytes: usize,
+}
+
+impl Prepared {
+    /// A row that runs `op` on `input` in a loop and must get `expected`: the one runner of
+    /// every implementation. `make_op` is called once per thread, so per-thread state
+    /// (an observer, scratch buffers) lives in the op it returns.
+    pub fn looping<I, M, F>(input: I, expected: Scalar, make_op: M) -> Prepared
+    where
+        I: AsRef<[u8]> + Clone + Send + Sync + 'static,
+        M: Fn() -> F + Send + Sync + 'static,
+        F: FnMut(&[u8]) -> Scalar + Send + 'static,
+    {
+        Prepared {
+            bytes: input.as_ref().len(),
+            factory: Box::new(move || looped(input.clone(), expected, make_op())),
+        }
+    }
 }
 
 /// One implementation of "take the value of key K".
@@ -56,7 +74,7 @@ pub fn impls() -> Vec<Impl> {
     out
 }
 
-/// What `y3 bench codec` runs.
+/// What `y3-lab codec` runs.
 #[derive(Debug, Clone)]
 pub struct CodecOptions {
     /// Timing settings.
@@ -145,7 +163,7 @@ pub fn run(opts: &CodecOptions, bar: &ProgressBar) -> Result<Results> {
     if !crate::PEERS_ENABLED {
         results.notes.push(
             "peers disabled: built without the `peers` feature; run \
-             `cargo run --release -p y3-cli --features y3-bench/peers -- bench codec` \
+             `cargo run --release -p y3-lab --features peers -- codec` \
              (or scripts/bench-codec) for the full comparison"
                 .into(),
         );

@@ -15,7 +15,7 @@
 //!   source|sfn|sink`: `yomo.NewSource`, `yomo.NewStreamFunction`);
 //! - `y3-yomo-clients`: `y3 serve` (the release build, QUIC) with the same YoMo clients;
 //! - `y3-quic`, `y3-tcp`: `y3 serve` with y3's own clients (the SDK's `Source`,
-//!   `StreamFunction` and `Sink`, run as `y3 bench net client y3-source|y3-relay|y3-sink`)
+//!   `StreamFunction` and `Sink`, run as `y3-lab net client y3-source|y3-relay|y3-sink`)
 //!   over QUIC and over TCP.
 //!
 //! Every router and client is a child process on 127.0.0.1. `y3 serve` gets a configuration
@@ -49,8 +49,9 @@ use tokio_util::bytes::Bytes;
 use y3_transport::sdk::{ClientOptions, Sink, Source, StreamFunction, Transport};
 use y3_transport::tls::Trust;
 
+use crate::measure::median;
 use crate::net::proc::{self, Child};
-use crate::net::record::{median, NetMeta, NetRecord, NetResults};
+use crate::net::record::{NetMeta, NetRecord, NetResults};
 use crate::net::Programs;
 
 /// The tag sources write (and sinks observe in the `sink` workload).
@@ -122,7 +123,7 @@ enum Router {
 enum Clients {
     /// `yomo-peer source|sfn|sink` (QUIC).
     Yomo,
-    /// `y3 bench net client y3-source|y3-relay|y3-sink` over this adapter.
+    /// `y3-lab net client y3-source|y3-relay|y3-sink` over this adapter.
     Y3(Transport),
 }
 
@@ -191,7 +192,7 @@ pub struct Options {
 // ---------------------------------------------------------------------------------------
 // The line protocol of yomo-peer (and of y3's clients here)
 
-/// A source's summary (`yomo-peer source`, `y3 bench net client y3-source`).
+/// A source's summary (`yomo-peer source`, `y3-lab net client y3-source`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SourceReport {
     /// Writes that returned no error.
@@ -207,7 +208,7 @@ pub struct SourceReport {
     pub error: Option<String>,
 }
 
-/// A sink's summary (`yomo-peer sink`, `y3 bench net client y3-sink`); the keys the lab
+/// A sink's summary (`yomo-peer sink`, `y3-lab net client y3-sink`); the keys the lab
 /// reads (yomo-peer prints more).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SinkReport {
@@ -423,7 +424,7 @@ impl Tally {
 }
 
 // ---------------------------------------------------------------------------------------
-// y3's clients (`y3 bench net client y3-source|y3-relay|y3-sink`)
+// y3's clients (`y3-lab net client y3-source|y3-relay|y3-sink`)
 
 /// A y3 client role.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -568,12 +569,7 @@ async fn source(run: &ClientRun) -> SourceReport {
     };
     let start = Instant::now();
     for i in 0..run.count {
-        if run.rate > 0.0 {
-            let due = start + Duration::from_secs_f64(i as f64 / run.rate);
-            if due > Instant::now() {
-                tokio::time::sleep_until(due.into()).await;
-            }
-        }
+        crate::net::pace(start, i, run.rate).await;
         let payload = Bytes::from(stamp(i, unix_ns(), run.size));
         if let Err(e) = src.send(run.tag, payload).await {
             // A broken connection would be re-dialed for every later send: stop here.
@@ -667,8 +663,10 @@ async fn relay<W: Write + ?Sized>(run: &ClientRun, out: &mut W) -> Result<()> {
 struct Peers {
     /// `yomo-peer`, built from `interop/yomo`.
     yomo_peer: PathBuf,
-    /// A release `y3` (this binary when it is one).
+    /// A release `y3` (the product binary: `y3 serve`).
     y3: PathBuf,
+    /// A release `y3-lab` (this binary when it is one): y3's clients.
+    lab: PathBuf,
     /// `env`, to set the children's log levels.
     env: PathBuf,
     /// Where `y3 serve` writes its dev certificate.
@@ -726,8 +724,9 @@ fn git_revision() -> Option<String> {
 }
 
 impl Peers {
-    /// Builds `yomo-peer` (`go build`) and, unless this binary is a release build, the
-    /// release `y3` (`cargo build --release -p y3-cli`).
+    /// Builds `yomo-peer` (`go build`) and the release binaries it lacks: from a debug
+    /// build of the lab, the release `y3` and `y3-lab` (`cargo build --release -p y3-cli
+    /// -p y3-lab`); from a release build, `y3` when it is not next to this binary.
     fn build(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Peers> {
         let target = target_dir()?;
         std::fs::create_dir_all(&target)?;
@@ -741,15 +740,24 @@ impl Peers {
                 .arg("./cmd/yomo-peer"),
             &format!("go build ./cmd/yomo-peer in {}", opts.yomo_dir.display()),
         )?;
-        let y3 = if cfg!(debug_assertions) {
-            bar.set_message("yomo: cargo build --release -p y3-cli");
+        let (y3, lab) = if cfg!(debug_assertions) {
+            let build = ["build", "--release", "-p", "y3-cli", "-p", "y3-lab"];
+            bar.set_message("yomo: cargo build --release -p y3-cli -p y3-lab");
             run_build(
-                Command::new("cargo").args(["build", "--release", "-p", "y3-cli"]),
-                "cargo build --release -p y3-cli",
+                Command::new("cargo").args(build),
+                "cargo build --release -p y3-cli -p y3-lab",
             )?;
-            target.join("release").join("y3")
+            let release = target.join("release");
+            (release.join("y3"), release.join("y3-lab"))
         } else {
-            opts.programs.y3.clone()
+            if !opts.programs.y3.is_file() {
+                bar.set_message("yomo: cargo build --release -p y3-cli");
+                run_build(
+                    Command::new("cargo").args(["build", "--release", "-p", "y3-cli"]),
+                    "cargo build --release -p y3-cli",
+                )?;
+            }
+            (opts.programs.y3.clone(), opts.programs.lab.clone())
         };
         let env = proc::which("env").context("`env` is not on the PATH")?;
         let tmp = std::env::temp_dir();
@@ -760,6 +768,7 @@ impl Peers {
         Ok(Peers {
             yomo_peer,
             y3,
+            lab,
             env,
             cert,
             config,
@@ -906,7 +915,6 @@ fn spawn_client(
                 _ => router.tcp.context("y3 serve: no TCP listener")?,
             };
             let args: Vec<String> = vec![
-                "bench".into(),
                 "net".into(),
                 "client".into(),
                 role.client_kind().into(),
@@ -927,7 +935,7 @@ fn spawn_client(
                 "--limit-s".into(),
                 phase.limit.as_secs().max(1).to_string(),
             ];
-            peers.spawn(&name, &["RUST_LOG=warn"], &peers.y3, &args)
+            peers.spawn(&name, &["RUST_LOG=warn"], &peers.lab, &args)
         }
     }
 }
