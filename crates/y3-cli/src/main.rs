@@ -15,6 +15,7 @@ mod error;
 mod get;
 mod input;
 mod inspect;
+mod memory;
 mod observe;
 mod send;
 mod serve;
