@@ -544,7 +544,8 @@ impl Observer {
         self.feed_general(input)
     }
 
-    /// [`Observer::feed`] by the general state machine.
+    /// [`Observer::feed`] by the general state machine: one step per state until a value
+    /// completes, the input runs out, or an error.
     fn feed_general<'a>(&'a mut self, input: &'a [u8]) -> Result<Fed<'a>, DecodeError> {
         if self.clear_assembled {
             self.assembled.clear();
@@ -552,158 +553,203 @@ impl Observer {
         }
         let mut off = 0usize;
         loop {
-            match self.state {
-                State::Head => {
-                    let start;
-                    let h = if self.hlen == 0 {
-                        off = self.skip_run(input, off);
-                        if self.state != State::Head {
-                            return self.need_more(input.len());
-                        }
-                        let rest = &input[off..];
-                        if rest.is_empty() {
-                            return self.need_more(off);
-                        }
-                        start = self.pos + off as u64;
-                        match Header::parse(rest, &self.config) {
-                            Ok(Some(h)) => {
-                                off += h.head_len;
-                                h
-                            }
-                            Ok(None) => {
-                                self.check_partial_header(start, rest.len())?;
-                                self.hbuf[..rest.len()].copy_from_slice(rest);
-                                self.hlen = rest.len();
-                                return self.need_more(input.len());
-                            }
-                            Err(e) => return Err(self.canonical_error(start, rest, e)),
-                        }
-                    } else {
-                        start = self.pos + off as u64 - self.hlen as u64;
-                        let n = (MAX_HEADER_LEN - self.hlen).min(input.len() - off);
-                        self.hbuf[self.hlen..self.hlen + n].copy_from_slice(&input[off..off + n]);
-                        let buf = &self.hbuf[..self.hlen + n];
-                        match Header::parse(buf, &self.config) {
-                            Ok(Some(h)) => {
-                                off += h.head_len - self.hlen;
-                                self.hlen = 0;
-                                h
-                            }
-                            Ok(None) => {
-                                self.check_partial_header(start, buf.len())?;
-                                self.hlen += n;
-                                off += n;
-                                return self.need_more(off);
-                            }
-                            Err(e) => {
-                                let buf = self.hbuf;
-                                return Err(self.canonical_error(start, &buf[..self.hlen + n], e));
-                            }
-                        }
-                    };
-                    // `off` now points at the value; `start` is the header's stream offset.
-                    let body_end = self.check_bounds(start, &h)?;
-                    match self.decide(&h) {
-                        Action::Skip => {
-                            let avail = (input.len() - off) as u64;
-                            if h.len <= avail {
-                                // `h.len <= avail`, which is a usize.
-                                off += h.len as usize;
-                                self.after_value(self.pos + off as u64);
-                            } else {
-                                off = input.len();
-                                self.state = State::Skip { end: body_end };
-                            }
-                        }
-                        Action::Enter(active) => {
-                            self.enter(body_end, active)?;
-                            self.after_value(self.pos + off as u64);
-                        }
-                        Action::Take(sub) => {
-                            let avail = input.len() - off;
-                            // `h.len` is at most `i32::MAX`, so it fits in usize.
-                            let len = h.len as usize;
-                            if len <= avail {
-                                let value = &input[off..off + len];
-                                let depth = self.parents.len() as u32 + 1;
-                                off += len;
-                                self.after_value(self.pos + off as u64);
-                                self.pos += off as u64;
-                                let packet = Packet::from_parts(
-                                    h.tag,
-                                    value,
-                                    h.head_len,
-                                    depth,
-                                    self.config,
-                                );
-                                return Ok(Fed {
-                                    consumed: off,
-                                    observed: Some(Observed {
-                                        sub,
-                                        packet,
-                                        assembled: false,
-                                    }),
-                                });
-                            }
-                            // Straddles chunks: keep what arrived, never reserving from the
-                            // wire length (it is already bounded by `max_packet_len`, but the
-                            // bytes may never come).
-                            self.assembled.clear();
-                            self.assembled.extend_from_slice(&input[off..]);
-                            off = input.len();
-                            self.state = State::Take {
-                                end: body_end,
-                                sub,
-                                tag: h.tag,
-                            };
-                        }
-                    }
-                }
-                State::Skip { end } => {
-                    let here = self.pos + off as u64;
-                    let avail = (input.len() - off) as u64;
-                    let left = end - here;
-                    if left <= avail {
-                        // `left <= avail`, which is a usize.
-                        off += left as usize;
-                        self.state = State::Head;
-                        self.after_value(end);
-                    } else {
-                        return self.need_more(input.len());
-                    }
-                }
-                State::Take { end, sub, tag } => {
-                    let here = self.pos + off as u64;
-                    let avail = input.len() - off;
-                    let left = end - here;
-                    if left <= avail as u64 {
-                        // `left <= avail`, which is a usize.
-                        let left = left as usize;
-                        self.assembled.extend_from_slice(&input[off..off + left]);
-                        off += left;
-                        let depth = self.parents.len() as u32 + 1;
-                        self.state = State::Head;
-                        self.after_value(end);
-                        self.pos += off as u64;
-                        self.clear_assembled = true;
-                        let head_len =
-                            Header::encoded_len(tag, self.assembled.len(), self.config.dialect);
-                        let packet =
-                            Packet::from_parts(tag, &self.assembled, head_len, depth, self.config);
-                        return Ok(Fed {
-                            consumed: off,
-                            observed: Some(Observed {
-                                sub,
-                                packet,
-                                assembled: true,
-                            }),
-                        });
-                    }
-                    self.assembled.extend_from_slice(&input[off..]);
-                    return self.need_more(input.len());
-                }
+            let step = match self.state {
+                State::Head => self.step_head(input, off),
+                State::Skip { end } => self.step_skip(input, off, end),
+                State::Take { end, sub, tag } => return self.step_take(input, off, end, sub, tag),
+            };
+            match step {
+                Step::Next(at) => off = at,
+                Step::Done(fed) => return fed,
             }
         }
+    }
+
+    /// `State::Head`: read the next header, then skip, enter or take its value.
+    #[inline(always)]
+    fn step_head<'a>(&mut self, input: &'a [u8], mut off: usize) -> Step<'a> {
+        let (h, start) = match self.read_header(input, &mut off) {
+            Ok(header) => header,
+            Err(Stop::More(consumed)) => return Step::Done(self.need_more(consumed)),
+            Err(Stop::Fail(e)) => return Step::Done(Err(e)),
+        };
+        // `off` now points at the value; `start` is the header's stream offset.
+        let body_end = match self.check_bounds(start, &h) {
+            Ok(end) => end,
+            Err(e) => return Step::Done(Err(e)),
+        };
+        match self.decide(&h) {
+            Action::Skip => {
+                let avail = (input.len() - off) as u64;
+                if h.len <= avail {
+                    // `h.len <= avail`, which is a usize.
+                    off += h.len as usize;
+                    self.after_value(self.pos + off as u64);
+                } else {
+                    off = input.len();
+                    self.state = State::Skip { end: body_end };
+                }
+                Step::Next(off)
+            }
+            Action::Enter(active) => {
+                if let Err(e) = self.enter(body_end, active) {
+                    return Step::Done(Err(e));
+                }
+                self.after_value(self.pos + off as u64);
+                Step::Next(off)
+            }
+            Action::Take(sub) => {
+                let avail = input.len() - off;
+                // `h.len` is at most `i32::MAX`, so it fits in usize.
+                let len = h.len as usize;
+                if len <= avail {
+                    let value = &input[off..off + len];
+                    let depth = self.parents.len() as u32 + 1;
+                    off += len;
+                    self.after_value(self.pos + off as u64);
+                    self.pos += off as u64;
+                    let packet = Packet::from_parts(h.tag, value, h.head_len, depth, self.config);
+                    return Step::Done(Ok(Fed {
+                        consumed: off,
+                        observed: Some(Observed {
+                            sub,
+                            packet,
+                            assembled: false,
+                        }),
+                    }));
+                }
+                // Straddles chunks: keep what arrived, never reserving from the wire length
+                // (it is already bounded by `max_packet_len`, but the bytes may never come).
+                self.assembled.clear();
+                self.assembled.extend_from_slice(&input[off..]);
+                self.state = State::Take {
+                    end: body_end,
+                    sub,
+                    tag: h.tag,
+                };
+                Step::Next(input.len())
+            }
+        }
+    }
+
+    /// The next header and its stream offset, from `input` at `off` (moved past it) or
+    /// completing one begun in an earlier chunk; `Err` ends the feed.
+    #[inline(always)]
+    fn read_header(&mut self, input: &[u8], off: &mut usize) -> Result<(Header, u64), Stop> {
+        if self.hlen > 0 {
+            return self.complete_header(input, off);
+        }
+        *off = self.skip_run(input, *off);
+        if self.state != State::Head {
+            return Err(Stop::More(input.len()));
+        }
+        let rest = &input[*off..];
+        if rest.is_empty() {
+            return Err(Stop::More(*off));
+        }
+        let start = self.pos + *off as u64;
+        match Header::parse(rest, &self.config) {
+            Ok(Some(h)) => {
+                *off += h.head_len;
+                Ok((h, start))
+            }
+            Ok(None) => {
+                if let Err(e) = self.check_partial_header(start, rest.len()) {
+                    return Err(Stop::Fail(e));
+                }
+                self.hbuf[..rest.len()].copy_from_slice(rest);
+                self.hlen = rest.len();
+                Err(Stop::More(input.len()))
+            }
+            Err(e) => Err(Stop::Fail(self.canonical_error(start, rest, e))),
+        }
+    }
+
+    /// A header split across chunks: its first `hlen` bytes are in `hbuf`.
+    #[inline]
+    fn complete_header(&mut self, input: &[u8], off: &mut usize) -> Result<(Header, u64), Stop> {
+        let start = self.pos + *off as u64 - self.hlen as u64;
+        let n = (MAX_HEADER_LEN - self.hlen).min(input.len() - *off);
+        self.hbuf[self.hlen..self.hlen + n].copy_from_slice(&input[*off..*off + n]);
+        let buf = &self.hbuf[..self.hlen + n];
+        match Header::parse(buf, &self.config) {
+            Ok(Some(h)) => {
+                *off += h.head_len - self.hlen;
+                self.hlen = 0;
+                Ok((h, start))
+            }
+            Ok(None) => {
+                if let Err(e) = self.check_partial_header(start, buf.len()) {
+                    return Err(Stop::Fail(e));
+                }
+                self.hlen += n;
+                *off += n;
+                Err(Stop::More(*off))
+            }
+            Err(e) => {
+                let buf = self.hbuf;
+                Err(Stop::Fail(self.canonical_error(
+                    start,
+                    &buf[..self.hlen + n],
+                    e,
+                )))
+            }
+        }
+    }
+
+    /// `State::Skip`: pass over the rest of a value that straddles chunks.
+    #[inline(always)]
+    fn step_skip<'a>(&mut self, input: &'a [u8], off: usize, end: u64) -> Step<'a> {
+        let here = self.pos + off as u64;
+        let avail = (input.len() - off) as u64;
+        let left = end - here;
+        if left <= avail {
+            self.state = State::Head;
+            self.after_value(end);
+            // `left <= avail`, which is a usize.
+            Step::Next(off + left as usize)
+        } else {
+            Step::Done(self.need_more(input.len()))
+        }
+    }
+
+    /// `State::Take`: gather the rest of an observed value that straddles chunks; the
+    /// value is whole once its last byte arrives.
+    #[inline(always)]
+    fn step_take<'a>(
+        &'a mut self,
+        input: &'a [u8],
+        mut off: usize,
+        end: u64,
+        sub: usize,
+        tag: Tag,
+    ) -> Result<Fed<'a>, DecodeError> {
+        let here = self.pos + off as u64;
+        let avail = input.len() - off;
+        let left = end - here;
+        if left > avail as u64 {
+            self.assembled.extend_from_slice(&input[off..]);
+            return self.need_more(input.len());
+        }
+        // `left <= avail`, which is a usize.
+        let left = left as usize;
+        self.assembled.extend_from_slice(&input[off..off + left]);
+        off += left;
+        let depth = self.parents.len() as u32 + 1;
+        self.state = State::Head;
+        self.after_value(end);
+        self.pos += off as u64;
+        self.clear_assembled = true;
+        let head_len = Header::encoded_len(tag, self.assembled.len(), self.config.dialect);
+        let packet = Packet::from_parts(tag, &self.assembled, head_len, depth, self.config);
+        Ok(Fed {
+            consumed: off,
+            observed: Some(Observed {
+                sub,
+                packet,
+                assembled: true,
+            }),
+        })
     }
 
     /// [`crate::fast::walk`] from a top-level boundary, committing its answer to the state the
@@ -975,6 +1021,19 @@ enum Action {
     Skip,
     Enter(u64),
     Take(usize),
+}
+
+/// Why no header could be read: more input is needed (`input[..consumed]` was used), or
+/// the input is malformed.
+enum Stop {
+    More(usize),
+    Fail(DecodeError),
+}
+
+/// What one step of the state machine did: moved on to `input[at..]`, or ended the feed.
+enum Step<'a> {
+    Next(usize),
+    Done(Result<Fed<'a>, DecodeError>),
 }
 
 #[cfg(test)]
