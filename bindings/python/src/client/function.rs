@@ -1,0 +1,137 @@
+//! The native half of `y3.StreamFunction`: `sdk::StreamFunction::run_until` with a
+//! handler that hands each frame to Python and waits for its answer.
+//!
+//! The SDK runs the handler once per frame, in arrival order, and reads the next frame
+//! only after the handler returned; the handler here waits on a channel of one call, so at
+//! most one frame is in Python's hands and one on its way, and a slow Python handler slows
+//! the reads (the router then applies its queue policy). `next(reply)` answers the previous
+//! frame and awaits the next one: one crossing per frame.
+
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use pyo3::prelude::*;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use y3_transport::sdk::StreamFunction;
+use y3_transport::{Data, TransportError};
+
+use super::frame::MaybeFrame;
+use super::{payload_of, Options};
+use crate::errors::transport_py_err;
+
+type Reply = Option<(u32, Bytes)>;
+
+/// The SDK's task, until `result` takes it.
+type Running = Arc<tokio::sync::Mutex<Option<JoinHandle<Result<(), TransportError>>>>>;
+
+/// A frame waiting for Python, and where its answer goes.
+struct Call {
+    data: Data,
+    reply: oneshot::Sender<Reply>,
+}
+
+/// The native half of `y3.StreamFunction`.
+#[pyclass(frozen, module = "y3._y3")]
+pub struct NativeFunction {
+    calls: Arc<tokio::sync::Mutex<mpsc::Receiver<Call>>>,
+    /// The answer channel of the frame Python holds.
+    pending: Arc<Mutex<Option<oneshot::Sender<Reply>>>>,
+    stop: Mutex<Option<oneshot::Sender<()>>>,
+    task: Running,
+}
+
+/// Starts the SDK's stream function observing `observed` on the runtime; it connects
+/// (with backoff) in the background and reconnects when the connection is lost.
+#[pyfunction]
+pub fn function_start(options: &Options, observed: Vec<u32>) -> NativeFunction {
+    let (tx, rx) = mpsc::channel::<Call>(1);
+    let (stop, stopped) = oneshot::channel::<()>();
+    let function = StreamFunction::new(options.inner.clone(), &observed);
+    let handler = move |data: Data| {
+        let tx = tx.clone();
+        async move {
+            let (reply, answer) = oneshot::channel();
+            if tx.send(Call { data, reply }).await.is_err() {
+                return None;
+            }
+            answer.await.ok().flatten()
+        }
+    };
+    let task =
+        pyo3_async_runtimes::tokio::get_runtime().spawn(function.run_until(handler, async {
+            let _ = stopped.await;
+        }));
+    NativeFunction {
+        calls: Arc::new(tokio::sync::Mutex::new(rx)),
+        pending: Arc::default(),
+        stop: Mutex::new(Some(stop)),
+        task: Arc::new(tokio::sync::Mutex::new(Some(task))),
+    }
+}
+
+#[pymethods]
+impl NativeFunction {
+    /// Answers the frame last returned (`reply`: `(tag, payload)` to emit, or `None`), then
+    /// awaits the next frame: an awaitable of `Frame`, or of `None` once the function has
+    /// stopped (await `result` for why).
+    #[pyo3(signature = (reply = None))]
+    fn next<'py>(
+        &self,
+        py: Python<'py>,
+        reply: Option<(u32, Bound<'py, PyAny>)>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let reply = match reply {
+            Some((tag, payload)) => Some((tag, payload_of(&payload)?)),
+            None => None,
+        };
+        if let Some(pending) = lock(&self.pending).take() {
+            let _ = pending.send(reply);
+        }
+        let (calls, pending) = (self.calls.clone(), self.pending.clone());
+        super::spawn_py(py, async move {
+            let call = calls.lock().await.recv().await;
+            Ok(MaybeFrame(call.map(|c| {
+                // Answered by the following `next`; should this awaitable be cancelled
+                // after this point, the answer channel is dropped there instead and the
+                // SDK's handler answers `None`.
+                *lock(&pending) = Some(c.reply);
+                c.data
+            })))
+        })
+    }
+
+    /// Asks the function to stop: the frame in Python's hands is answered `None`, outputs
+    /// already handed over are flushed, and the connection is closed.
+    fn stop(&self) {
+        drop(lock(&self.pending).take());
+        if let Some(stop) = lock(&self.stop).take() {
+            let _ = stop.send(());
+        }
+        let calls = self.calls.clone();
+        pyo3_async_runtimes::tokio::get_runtime().spawn(async move {
+            // Refuse frames from now on, so a handler waiting to hand one over returns.
+            calls.lock().await.close();
+        });
+    }
+
+    /// Awaits the end of the function: `None`, or raises the `TransportError` that ended
+    /// it (a refusal such as `unauthorized`, or `gave_up`).
+    fn result<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let task = self.task.clone();
+        super::spawn_py(py, async move {
+            let Some(handle) = task.lock().await.take() else {
+                return Ok(());
+            };
+            match handle.await {
+                Ok(result) => result.map_err(transport_py_err),
+                Err(_) => Err(transport_py_err(TransportError::Closed)),
+            }
+        })
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Poisoned only by a panic while holding it; the slot is still meaningful.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
