@@ -376,3 +376,23 @@ def test_a_slow_handler_slows_its_input(y3_router: Y3Router) -> None:
     assert state["order"] == list(range(n))
     assert sfn.errors == 0
     assert state["handled_when_sent"] < n // 2, state
+
+
+@needs_y3
+def test_closing_a_sink_ends_an_iteration_in_another_task(y3_router: Y3Router) -> None:
+    async def main() -> None:
+        sink = await y3.Sink(y3_router.addr, [0x80], **y3_router.options()).connect()
+        got: list[y3.Frame] = []
+
+        async def iterate() -> None:
+            async for frame in sink:
+                got.append(frame)
+
+        task = asyncio.ensure_future(iterate())
+        await asyncio.sleep(0.2)  # waiting for a frame that never comes
+        await asyncio.wait_for(sink.close(), 5)
+        await asyncio.wait_for(task, 5)
+        assert got == []
+        await y3_router.wait_connections(0)
+
+    run(main())

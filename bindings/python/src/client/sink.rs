@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use futures_util::FutureExt;
 use pyo3::prelude::*;
-use tokio::sync::Mutex;
+use tokio::sync::{watch, Mutex};
 use y3_transport::sdk::Sink;
 use y3_transport::{Data, TransportError};
 
@@ -32,6 +32,8 @@ struct State {
 #[pyclass(frozen, module = "y3._y3")]
 pub struct NativeSink {
     state: Arc<Mutex<State>>,
+    /// Set by `close`: a `recv_batch` waiting for a frame (holding the state) lets go.
+    closing: watch::Sender<bool>,
     id: String,
 }
 
@@ -49,6 +51,7 @@ pub fn sink_connect<'py>(
             .await
             .map_err(transport_py_err)?;
         Ok(NativeSink {
+            closing: watch::Sender::new(false),
             id: sink.id().to_owned(),
             state: Arc::new(Mutex::new(State {
                 sink: Some(sink),
@@ -80,15 +83,26 @@ fn fill(state: &mut State, out: &mut Vec<Data>, max: usize) {
 }
 
 /// `Ok(None)`: the sink ended; `Ok(Some(frames))`, never empty when awaited.
-async fn recv_batch(state: &Mutex<State>, max: usize) -> Result<Option<Vec<Data>>, TransportError> {
-    let mut st = state.lock().await;
+async fn recv_batch(
+    state: &Mutex<State>,
+    mut closing: watch::Receiver<bool>,
+    max: usize,
+) -> Result<Option<Vec<Data>>, TransportError> {
+    let mut st = tokio::select! {
+        st = state.lock() => st,
+        _ = closing.wait_for(|c| *c) => return Ok(None),
+    };
     if let Some(e) = st.failed.take() {
         return Err(e);
     }
     let Some(sink) = st.sink.as_mut() else {
         return Ok(None);
     };
-    let first = match sink.recv().await {
+    let received = tokio::select! {
+        r = sink.recv() => r,
+        _ = closing.wait_for(|c| *c) => return Ok(None),
+    };
+    let first = match received {
         Some(Ok(data)) => data,
         Some(Err(e)) => {
             st.sink = None;
@@ -134,18 +148,19 @@ impl NativeSink {
     /// Awaits at least one frame, then adds what else is ready (at most `max` in all):
     /// an awaitable of `list[Frame]`, or of `None` once the sink has ended.
     fn recv_batch<'py>(&self, py: Python<'py>, max: usize) -> PyResult<Bound<'py, PyAny>> {
-        let state = self.state.clone();
+        let (state, closing) = (self.state.clone(), self.closing.subscribe());
         let max = max.max(1);
         super::spawn_py(py, async move {
-            recv_batch(&state, max)
+            recv_batch(&state, closing, max)
                 .await
                 .map(|batch| batch.map(Frames))
                 .map_err(transport_py_err)
         })
     }
 
-    /// Stops receiving and closes the connection.
+    /// Stops receiving (a pending `recv_batch` returns `None`) and closes the connection.
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.closing.send_replace(true);
         let state = self.state.clone();
         super::spawn_py(py, async move {
             let sink = state.lock().await.sink.take();
