@@ -183,7 +183,7 @@ def run_rust(y3_bin: str, tmp: Path, messages: int, paced: int, rate: int) -> di
             "--messages", str(messages), "--paced", str(paced), "--rate", str(rate), "--runs", "1",
             "--json", str(out), "--out", str(tmp / "lab")]  # fmt: skip
     subprocess.run(args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
-    rec = next(r for r in json.loads(out.read_text())["records"] if r["implementation"] == "y3-router-tcp")
+    rec = next(r for r in json.loads(out.read_text())["records"] if r.get("impl", r.get("implementation")) == "y3-router-tcp")
     return {"msg_per_s": rec["msg_per_s"], "p50_us": rec.get("p50_us", float("nan")), "p99_us": rec.get("p99_us", float("nan"))}
 
 
