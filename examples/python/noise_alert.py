@@ -33,6 +33,7 @@ import signal
 import struct
 import sys
 import time
+from typing import Any
 
 import y3
 
@@ -60,7 +61,7 @@ class Sensor:
 
 
 def _f32(x: float) -> float:
-    return struct.unpack("<f", struct.pack("<f", x))[0]
+    return float(struct.unpack("<f", struct.pack("<f", x))[0])
 
 
 def readings(n: int, sensor: str = "noise-sensor-1") -> list[dict[str, object]]:
@@ -100,7 +101,7 @@ async def serve(args: argparse.Namespace) -> int:
             print(f"ALERT  tid {frame.tid}  {noise:.1f} dB > {threshold:.1f} dB", flush=True)
         return ALERTS, alert
 
-    options: dict[str, object] = {"transport": args.transport, "name": "noise-alert"}
+    options: dict[str, Any] = {"transport": args.transport, "name": "noise-alert"}
     if args.pin:
         options["pin"] = args.pin
     if args.ca:

@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import y3
 
@@ -115,9 +116,10 @@ def start_sink(addr: str, transport: str, count: int, paced: int) -> subprocess.
     return proc
 
 
-def sink_result(proc: subprocess.Popen[str]) -> dict[str, object]:
+def sink_result(proc: subprocess.Popen[str]) -> dict[str, Any]:
     assert proc.stdout is not None
-    return json.loads(proc.stdout.readline())
+    result: dict[str, Any] = json.loads(proc.stdout.readline())
+    return result
 
 
 async def python_source(addr: str, messages: int, paced: int, rate: int) -> float:

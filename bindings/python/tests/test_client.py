@@ -261,7 +261,7 @@ def test_wrong_token_is_a_typed_refusal(kind: str, tmp_path: Path) -> None:
 def test_reconnect_after_a_router_restart(y3_router: Y3Router) -> None:
     router = y3_router
     # The restarted router has a new dev certificate: a pin would (rightly) refuse it.
-    opts = {"transport": "quic", "insecure": True, "backoff": y3.Backoff(initial=0.05, max=0.5, attempts=100)}
+    opts: dict[str, Any] = {"transport": "quic", "insecure": True, "backoff": y3.Backoff(initial=0.05, max=0.5, attempts=100)}
 
     async def main() -> None:
         async with y3.Sink(router.addr, [0x50], **opts) as sink, y3.Source(router.addr, **opts) as source:

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from routers import Y3_BIN, Y3Router, needs_y3
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "python" / "noise_alert.py"
 
 
-def load_example():  # type: ignore[no-untyped-def]
+def load_example() -> Any:
     spec = importlib.util.spec_from_file_location("noise_alert", EXAMPLE)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -53,7 +54,7 @@ def test_noise_alert_against_y3_serve(router: Y3Router, transport: str) -> None:
     )
 
     async def main() -> list[tuple[float, float]]:
-        opts = {"transport": transport, "pin": router.pin} if transport == "quic" else {}
+        opts: dict[str, Any] = {"transport": transport, "pin": router.pin} if transport == "quic" else {}
         async with y3.Sink(addr, [0x20], **opts) as sink:
             await router.wait_connections(2, "stream_function")
             sensor = subprocess.Popen([sys.executable, str(EXAMPLE), "--readings", str(n)], stdout=subprocess.PIPE)

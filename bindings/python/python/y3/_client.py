@@ -38,7 +38,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from os import PathLike
 from types import TracebackType
-from typing import NamedTuple, Optional, Union
+from typing import Any, NamedTuple, Optional, Union
 
 from . import _y3
 from ._errors import TransportError
@@ -148,8 +148,8 @@ class Source:
 
     __doc__ = (__doc__ or "") + _OPTIONS_DOC
 
-    def __init__(self, addr: str, **options: object) -> None:
-        self._options = _options(addr, **options)  # type: ignore[arg-type]
+    def __init__(self, addr: str, **options: Any) -> None:
+        self._options = _options(addr, **options)
         self._native: _y3.NativeSource | None = None
 
     async def connect(self) -> Source:
@@ -239,8 +239,8 @@ class Sink:
 
     __doc__ = (__doc__ or "") + _OPTIONS_DOC
 
-    def __init__(self, addr: str, observe: Iterable[int], *, batch: int = 512, **options: object) -> None:
-        self._options = _options(addr, **options)  # type: ignore[arg-type]
+    def __init__(self, addr: str, observe: Iterable[int], *, batch: int = 512, **options: Any) -> None:
+        self._options = _options(addr, **options)
         self._observe = list(observe)
         self._batch = max(1, batch)
         self._native: _y3.NativeSink | None = None
@@ -345,9 +345,9 @@ class StreamFunction:
         handler: Handler,
         *,
         on_error: Callable[[Frame, BaseException], None] | None = None,
-        **options: object,
+        **options: Any,
     ) -> None:
-        self._options = _options(addr, **options)  # type: ignore[arg-type]
+        self._options = _options(addr, **options)
         self._observe = list(observe)
         self._handler = handler
         self._on_error = on_error

@@ -101,10 +101,6 @@ impl Frame {
             .map(str::to_owned)
     }
 
-    fn __len__(&self, py: Python<'_>) -> usize {
-        self.payload.bind(py).as_bytes().len()
-    }
-
     fn __repr__(&self, py: Python<'_>) -> String {
         format!(
             "Frame(tag=0x{:02x}, payload=<{} bytes>, hops={})",
