@@ -396,3 +396,29 @@ def test_closing_a_sink_ends_an_iteration_in_another_task(y3_router: Y3Router) -
         await y3_router.wait_connections(0)
 
     run(main())
+
+
+def test_targets_metadata_and_buffers(router: Y3Router | YomoZipper) -> None:
+    """A targeted frame reaches only the sink wanting its target, an untargeted one every
+    sink (YoMo's rule); `metadata` travels; bytearray and memoryview payloads work."""
+
+    async def main() -> None:
+        opts = router.options()
+        async with y3.Sink(router.addr, [0x90], wanted_target="a", **opts) as a, y3.Sink(
+            router.addr, [0x90], **opts
+        ) as plain, y3.Source(router.addr, **opts) as source:
+            got_a, got_plain = Collector(a), Collector(plain)
+            await until_routed(lambda: source.send(0x90, b"probe"), lambda: got_plain.probes > 0)
+            await source.send(0x90, message(1), target="a", metadata={"k": "v"})
+            await source.send(0x90, bytearray(message(2)), target="nobody")
+            await source.send(0x90, memoryview(message(3)))
+            await got_a.wait_for(2)
+            await got_plain.wait_for(1)
+            await asyncio.sleep(0.3)
+            await got_a.stop()
+            await got_plain.stop()
+            assert got_a.seqs == [1, 3] and got_a.frames[0].metadata["k"] == "v"
+            assert got_a.frames[0].metadata["yomo-target"] == "a"
+            assert got_plain.seqs == [3] and got_plain.frames[0].payload == message(3)
+
+    run(main())
