@@ -34,6 +34,7 @@ import asyncio
 import atexit
 import inspect
 import logging
+import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from os import PathLike
@@ -218,8 +219,9 @@ class Sink:
     """A client that receives the data frames of the tags it observes: an async iterator
     of :class:`Frame`.
 
-    Frames cross from Rust in batches of up to ``batch``: whatever is ready is taken
-    without an await, and only an empty queue costs one. The iteration ends when the sink
+    Frames cross from Rust in batches of up to ``batch``: whatever is ready is taken at
+    once, and an empty queue is waited for by the event loop itself (it watches a socket
+    pair the Rust side writes one byte to), so no tokio thread enters the interpreter. The iteration ends when the sink
     is closed; a refusal or a reconnection that gave up raises :class:`TransportError`.
     A lost connection is re-established with ``backoff``; frames routed meanwhile are not
     delivered to it.
@@ -245,12 +247,23 @@ class Sink:
         self._batch = max(1, batch)
         self._native: _y3.NativeSink | None = None
         self._ready: deque[Frame] = deque()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._waiter: asyncio.Future[None] | None = None
 
     async def connect(self) -> Sink:
         """Connects (with backoff) and handshakes; once it returns, the router routes the
         observed tags to this sink. Raises :class:`TransportError`."""
         if self._native is None:
-            self._native = await _y3.sink_connect(self._options, self._observe)
+            native = await _y3.sink_connect(self._options, self._observe, 2 * self._batch)
+            self._native = native
+            loop = asyncio.get_running_loop()
+            try:
+                # Woken by the loop itself when frames arrive (a byte on a socket pair);
+                # a weak reference, so that an unclosed sink can still be collected.
+                loop.add_reader(native.fileno(), _wake_sink, weakref.ref(self))
+                self._loop = loop
+            except NotImplementedError:
+                self._loop = None  # a loop without add_reader: await native.wait_ready()
         return self
 
     async def __aenter__(self) -> Sink:
@@ -262,9 +275,32 @@ class Sink:
         await asyncio.shield(self.close())
 
     async def close(self) -> None:
-        """Stops receiving and closes the connection."""
-        if self._native is not None:
-            await self._native.close()
+        """Stops receiving and closes the connection; an iteration waiting in another task
+        ends."""
+        native = self._native
+        if native is None:
+            return
+        self._unwatch()
+        self._wake()
+        await native.close()
+
+    def _unwatch(self) -> None:
+        if self._loop is not None and self._native is not None:
+            if not self._loop.is_closed():
+                self._loop.remove_reader(self._native.fileno())
+            self._loop = None
+
+    def _wake(self) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def __del__(self) -> None:
+        # Collected without close(): stop watching; the native half closes the connection.
+        try:
+            self._unwatch()
+        except Exception:
+            pass
 
     def __aiter__(self) -> Sink:
         return self
@@ -287,14 +323,20 @@ class Sink:
         native = self._native
         if native is None:
             raise TransportError("closed", "not connected: use `async with` or `await connect()`")
-        batch = native.try_recv_batch(self._batch)
-        if batch:
-            # Ready without waiting: still let the other tasks of the loop run.
-            await asyncio.sleep(0)
-            return batch
-        if batch is None:
-            return None
-        return await native.recv_batch(self._batch)
+        waited = False
+        while True:
+            batch = native.take(self._batch)
+            if batch is None or batch:
+                if batch and not waited:
+                    # Ready without waiting: still let the other tasks of the loop run.
+                    await asyncio.sleep(0)
+                return batch
+            waited = True
+            if self._loop is not None:
+                waiter = self._waiter = self._loop.create_future()
+                await waiter
+            else:
+                await native.wait_ready()
 
     @property
     def id(self) -> str:
@@ -302,6 +344,13 @@ class Sink:
         if self._native is None:
             raise TransportError("closed", "not connected")
         return self._native.id
+
+
+def _wake_sink(ref: weakref.ReferenceType[Sink]) -> None:
+    sink = ref()
+    if sink is not None and sink._native is not None:
+        sink._native.drain_wakeups()
+        sink._wake()
 
 
 class StreamFunction:
