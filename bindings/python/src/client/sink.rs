@@ -16,9 +16,6 @@
 //! ```
 
 use std::collections::VecDeque;
-use std::io::Write;
-use std::os::fd::AsRawFd;
-use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use pyo3::prelude::*;
@@ -48,7 +45,7 @@ struct Shared {
     /// Notified by the mover: there are frames (for `wait_ready`).
     ready: Notify,
     /// The mover's end of the wake-up pair (non-blocking).
-    wake: UnixStream,
+    wake: WakeEnd,
 }
 
 impl Shared {
@@ -59,8 +56,7 @@ impl Shared {
 
     /// Tells Python there is something to take.
     fn wake(&self) {
-        // A full socket buffer means a wake-up is already pending: nothing is lost.
-        let _ = (&self.wake).write(&[1]);
+        self.wake.wake();
         self.ready.notify_one();
     }
 }
@@ -70,7 +66,7 @@ impl Shared {
 pub struct NativeSink {
     shared: Arc<Shared>,
     /// Python's end of the wake-up pair; its descriptor is `fileno()`.
-    watched: UnixStream,
+    watched: WatchedEnd,
     closing: watch::Sender<bool>,
     mover: Mutex<Option<JoinHandle<()>>>,
     id: String,
@@ -91,12 +87,7 @@ pub fn sink_connect<'py>(
         let sink = Sink::connect(options, &observed)
             .await
             .map_err(transport_py_err)?;
-        let (wake, watched) =
-            UnixStream::pair().map_err(|e| transport_py_err(TransportError::Io(e)))?;
-        for end in [&wake, &watched] {
-            end.set_nonblocking(true)
-                .map_err(|e| transport_py_err(TransportError::Io(e)))?;
-        }
+        let (wake, watched) = wake_pair().map_err(|e| transport_py_err(TransportError::Io(e)))?;
         let shared = Arc::new(Shared {
             queue: Mutex::default(),
             cap: cap.max(1),
@@ -172,18 +163,13 @@ async fn mover(mut sink: Sink, shared: Arc<Shared>, mut closing: watch::Receiver
 impl NativeSink {
     /// The descriptor to watch for readability (`loop.add_reader`): readable when there
     /// may be frames to take. `drain_wakeups` empties it.
-    fn fileno(&self) -> i32 {
-        self.watched.as_raw_fd()
+    fn fileno(&self) -> PyResult<i32> {
+        self.watched.fileno()
     }
 
     /// Reads the pending wake-up bytes (call it from the reader callback).
     fn drain_wakeups(&self) {
-        let mut buf = [0u8; 256];
-        while let Ok(n) = std::io::Read::read(&mut (&self.watched), &mut buf) {
-            if n < buf.len() {
-                break;
-            }
-        }
+        self.watched.drain();
     }
 
     /// The frames ready now, at most `max` (possibly none), without waiting; `None` once
@@ -248,5 +234,82 @@ impl Drop for NativeSink {
     fn drop(&mut self) {
         // Dropped without `close`: the mover closes the connection and ends.
         self.closing.send_replace(true);
+    }
+}
+
+#[cfg(unix)]
+use unix_wake::{wake_pair, WakeEnd, WatchedEnd};
+
+/// The wake-up pair: a Unix socket pair, both ends non-blocking.
+#[cfg(unix)]
+mod unix_wake {
+    use std::io::{Read, Write};
+    use std::os::fd::AsRawFd;
+    use std::os::unix::net::UnixStream;
+
+    use pyo3::PyResult;
+
+    pub struct WakeEnd(UnixStream);
+    pub struct WatchedEnd(UnixStream);
+
+    pub fn wake_pair() -> std::io::Result<(WakeEnd, WatchedEnd)> {
+        let (a, b) = UnixStream::pair()?;
+        a.set_nonblocking(true)?;
+        b.set_nonblocking(true)?;
+        Ok((WakeEnd(a), WatchedEnd(b)))
+    }
+
+    impl WakeEnd {
+        pub fn wake(&self) {
+            // A full socket buffer means a wake-up is already pending: nothing is lost.
+            let _ = (&self.0).write(&[1]);
+        }
+    }
+
+    impl WatchedEnd {
+        pub fn fileno(&self) -> PyResult<i32> {
+            Ok(self.0.as_raw_fd())
+        }
+
+        pub fn drain(&self) {
+            let mut buf = [0u8; 256];
+            while let Ok(n) = (&self.0).read(&mut buf) {
+                if n < buf.len() {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(not(unix))]
+use other_wake::{wake_pair, WakeEnd, WatchedEnd};
+
+/// Elsewhere no descriptor: `fileno` raises `NotImplementedError` and Python awaits
+/// `wait_ready` instead.
+#[cfg(not(unix))]
+mod other_wake {
+    use pyo3::exceptions::PyNotImplementedError;
+    use pyo3::PyResult;
+
+    pub struct WakeEnd;
+    pub struct WatchedEnd;
+
+    pub fn wake_pair() -> std::io::Result<(WakeEnd, WatchedEnd)> {
+        Ok((WakeEnd, WatchedEnd))
+    }
+
+    impl WakeEnd {
+        pub fn wake(&self) {}
+    }
+
+    impl WatchedEnd {
+        pub fn fileno(&self) -> PyResult<i32> {
+            Err(PyNotImplementedError::new_err(
+                "no descriptor to watch on this platform",
+            ))
+        }
+
+        pub fn drain(&self) {}
     }
 }
