@@ -23,8 +23,8 @@ every frame it observes and may answer with a frame of its own:
 
 Backpressure reaches Python both ways: :meth:`Source.send` waits when ``send_queue``
 frames are queued, and a sink or stream function that stops taking frames stops the
-connection's reads, after a bounded number of frames (the SDK's 1024 for a sink, one for a
-stream function); the router then applies its queue policy (``block`` holds the source
+connection's reads, after a bounded number of frames (the SDK's 1024 plus twice the batch
+for a sink, one for a stream function); the router then applies its queue policy (``block`` holds the source
 back, ``drop-oldest`` counts drops).
 """
 

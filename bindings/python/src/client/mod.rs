@@ -1,14 +1,15 @@
 //! The client SDK for asyncio: `Options`, `Frame` and the native halves of `y3.Source`,
 //! `y3.StreamFunction` and `y3.Sink`, each a thin shell over `y3_transport::sdk`.
 //!
-//! Every awaitable is a tokio future turned into an asyncio future by pyo3-async-runtimes
-//! (one process-wide multi-thread runtime). Data crosses between the two worlds through
-//! bounded channels only, so a Python consumer that stops awaiting stops the Rust side too:
+//! Awaitables are tokio futures turned into asyncio futures by pyo3-async-runtimes (one
+//! process-wide multi-thread runtime); the sink's wake-ups go through a socket pair the
+//! asyncio loop watches instead. Data crosses between the two worlds through bounded queues
+//! only, so a Python consumer that stops taking frames stops the Rust side too:
 //!
 //! ```text
 //!  Source:   send() ─try_send/send─▶ [queue: send_queue] ─▶ bridge task ─▶ sdk::Source
-//!  Sink:     sdk::Sink [1024] ─▶ recv_batch(max) / try_recv_batch(max) ─▶ list[Frame]
-//!  Function: sdk::StreamFunction::run_until ─▶ [1 call] ─▶ next(reply) ─▶ handler(frame)
+//!  Sink:     sdk::Sink [1024] ─▶ mover ─▶ [queue: 2 × batch] ─▶ take(batch) ─▶ list[Frame]
+//!  Function: sdk::StreamFunction::run_until ─▶ [1 call] ─▶ try_next / next(reply) ─▶ handler
 //! ```
 //!
 //! The pure-Python half (`python/y3/_client.py`) holds the asyncio-facing classes; this
