@@ -402,6 +402,7 @@ class StreamFunction:
         self._on_error = on_error
         self._native: _y3.NativeFunction | None = None
         self._task: asyncio.Task[None] | None = None
+        self._waiter: asyncio.Future[None] | None = None
         #: Frames handled (the handler returned or raised).
         self.handled = 0
         #: Frames answered with an output.
@@ -414,22 +415,47 @@ class StreamFunction:
         if self._native is not None:
             raise RuntimeError("this StreamFunction is already running")
         native = self._native = _y3.function_start(self._options, self._observe)
+        loop = asyncio.get_running_loop()
+        try:
+            # Woken by the loop itself when a frame is handed over (a byte on a socket pair).
+            loop.add_reader(native.fileno(), self._on_readable)
+            watched = True
+        except NotImplementedError:
+            watched = False  # a loop without add_reader: await native.next()
         reply: Reply = None
         try:
             while True:
                 # While frames stream in, the next one is usually handed over within
-                # microseconds of the answer: take it without an asyncio round trip.
+                # microseconds of the answer: take it without waiting on the loop.
                 frame = native.try_next(reply, _SPIN_US)
-                if frame is False:
-                    frame = await native.next(None)
+                reply = None
+                while frame is False:
+                    if watched:
+                        self._waiter = loop.create_future()
+                        await self._waiter
+                        frame = native.try_next(None, 0)
+                    else:
+                        frame = await native.next(None)
                 if frame is None:
                     break
                 reply = await self._call(frame)
         finally:
             # Also on cancellation: the Rust side flushes the outputs handed over, closes
             # the connection and ends; nothing is left open.
+            if watched and not loop.is_closed():
+                loop.remove_reader(native.fileno())
             native.stop()
         await native.result()
+
+    def _on_readable(self) -> None:
+        if self._native is not None:
+            self._native.drain_wakeups()
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     async def _call(self, frame: Frame) -> Reply:
         self.handled += 1
@@ -456,6 +482,7 @@ class StreamFunction:
         """Asks the function to stop; :meth:`run` then returns."""
         if self._native is not None:
             self._native.stop()
+        self._wake()
 
     async def __aenter__(self) -> StreamFunction:
         self._task = asyncio.ensure_future(self.run())

@@ -17,6 +17,7 @@ use y3_transport::sdk::StreamFunction;
 use y3_transport::{Data, TransportError};
 
 use super::frame::MaybeFrame;
+use super::wake::{wake_pair, WakeEnd, WatchedEnd};
 use super::{payload_of, Options};
 use crate::errors::transport_py_err;
 
@@ -39,35 +40,48 @@ pub struct NativeFunction {
     pending: Arc<Mutex<Option<oneshot::Sender<Reply>>>>,
     stop: Mutex<Option<oneshot::Sender<()>>>,
     task: Running,
+    /// Readable when a frame was handed over or the function ended (`fileno`).
+    watched: WatchedEnd,
 }
 
 /// Starts the SDK's stream function observing `observed` on the runtime; it connects
 /// (with backoff) in the background and reconnects when the connection is lost.
 #[pyfunction]
-pub fn function_start(options: &Options, observed: Vec<u32>) -> NativeFunction {
+pub fn function_start(options: &Options, observed: Vec<u32>) -> PyResult<NativeFunction> {
+    let (wake, watched) =
+        wake_pair().map_err(|e| crate::errors::transport_py_err(TransportError::Io(e)))?;
+    let wake = Arc::new(wake);
     let (tx, rx) = mpsc::channel::<Call>(1);
     let (stop, stopped) = oneshot::channel::<()>();
     let function = StreamFunction::new(options.inner.clone(), &observed);
+    let woken: Arc<WakeEnd> = wake.clone();
     let handler = move |data: Data| {
-        let tx = tx.clone();
+        let (tx, wake) = (tx.clone(), woken.clone());
         async move {
             let (reply, answer) = oneshot::channel();
             if tx.send(Call { data, reply }).await.is_err() {
                 return None;
             }
+            wake.wake();
             answer.await.ok().flatten()
         }
     };
-    let task =
-        pyo3_async_runtimes::tokio::get_runtime().spawn(function.run_until(handler, async {
-            let _ = stopped.await;
-        }));
-    NativeFunction {
+    let run = function.run_until(handler, async {
+        let _ = stopped.await;
+    });
+    let task = pyo3_async_runtimes::tokio::get_runtime().spawn(async move {
+        let result = run.await;
+        // The handler (and its sender) is gone: Python's next take sees the end.
+        wake.wake();
+        result
+    });
+    Ok(NativeFunction {
         calls: Arc::new(tokio::sync::Mutex::new(rx)),
         pending: Arc::default(),
         stop: Mutex::new(Some(stop)),
         task: Arc::new(tokio::sync::Mutex::new(Some(task))),
-    }
+        watched,
+    })
 }
 
 #[pymethods]
@@ -99,6 +113,17 @@ impl NativeFunction {
                 c.data
             })))
         })
+    }
+
+    /// The descriptor to watch for readability (`loop.add_reader`): readable when a frame
+    /// may be waiting for `try_next`, or the function ended.
+    fn fileno(&self) -> PyResult<i32> {
+        self.watched.fileno()
+    }
+
+    /// Reads the pending wake-up bytes (call it from the reader callback).
+    fn drain_wakeups(&self) {
+        self.watched.drain();
     }
 
     /// `next` without an awaitable when the next frame comes soon: answers the frame last

@@ -20,6 +20,7 @@ mod function;
 mod options;
 mod sink;
 mod source;
+mod wake;
 
 pub use frame::Frame;
 pub use function::NativeFunction;
