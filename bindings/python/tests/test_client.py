@@ -422,3 +422,29 @@ def test_targets_metadata_and_buffers(router: Y3Router | YomoZipper) -> None:
             assert got_plain.seqs == [3] and got_plain.frames[0].payload == message(3)
 
     run(main())
+
+
+@needs_y3
+def test_a_process_exits_cleanly_with_clients_left_open(y3_router: Y3Router) -> None:
+    """Clients never closed, a stream function still running, frames in flight: the
+    interpreter exits with status 0, no tokio thread entering it while it finalizes."""
+    import subprocess
+    import sys
+
+    script = f"""
+import asyncio, y3
+async def main():
+    sink = await y3.Sink({y3_router.tcp!r}, [0xa0]).connect()
+    sfn = y3.StreamFunction({y3_router.tcp!r}, [0xa0], lambda f: (0xa1, f.payload))
+    task = asyncio.ensure_future(sfn.run())
+    source = await y3.Source({y3_router.tcp!r}).connect()
+    for i in range(2000):
+        await source.send(0xa0, b"x" * 64)
+    await anext(sink)
+asyncio.run(main())
+print("done")
+"""
+    for _ in range(3):
+        p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0 and p.stdout.strip() == "done", p.stderr[-2000:]
+        assert "Fatal" not in p.stderr, p.stderr[-2000:]
