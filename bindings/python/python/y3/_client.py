@@ -366,7 +366,9 @@ class StreamFunction:
 
     :meth:`run` connects (with backoff), reconnects when the connection is lost, and runs
     until :meth:`stop` or cancellation; it raises :class:`TransportError` for a refusal
-    (``unauthorized``) or when reconnecting gave up. ``async with`` runs it in a task.
+    (``unauthorized``) or when reconnecting gave up. ``async with`` runs it in a task
+    (entering does not wait for the connection); what that task raised is raised by
+    :meth:`wait`, or on leaving the block.
 
     >>> async def noise_alert(frame):
     ...     noise = y3.get(frame.payload, [0x10, 0x11], as_="float32")   # no copy of the payload
