@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # Builds the Python binding (bindings/python) and runs its tests: every shared vector in
-# testdata/vectors/ both ways, the malformed-input table, observer split points, the API.
+# testdata/vectors/ both ways, the malformed-input table, observer split points, the API,
+# and the asyncio clients against `y3 serve` and YoMo v1.22's own zipper and clients.
 #
 #   scripts/python-test.sh [pytest args...]
+#
+# The client tests run the `y3` binary (Y3_BIN, else `cargo build -p y3-cli` here, a no-op
+# when scripts/test.sh built it already) and `yomo-peer` (YOMO_PEER, else `go build` of
+# interop/yomo/cmd/yomo-peer when `go` is on PATH; without it the YoMo rows are skipped).
+# Y3_PY_PROFILE=dev builds the extension without optimizations, for quicker iteration;
+# the default (and what CI runs) is release.
 #
 # Needs only Python >= 3.11 (Y3_PYTHON, else python3.11, else python3) and a Rust
 # toolchain. The virtual environment bindings/python/.venv is created on first use and
@@ -60,11 +67,27 @@ then
         "maturin==$MATURIN_VERSION" "pytest==$PYTEST_VERSION"
 fi
 
-log "building the extension (maturin develop --release)"
+profile="${Y3_PY_PROFILE:-release}"
+log "building the extension (maturin develop, profile $profile)"
 (
     cd "$pkg"
-    VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" "$venv/bin/maturin" develop --release --quiet
+    VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" "$venv/bin/maturin" develop --profile "$profile" --quiet
 ) >&2
+
+if [ -z "${Y3_BIN:-}" ]; then
+    log "building the y3 binary (cargo build -p y3-cli)"
+    (cd "$root" && cargo build -p y3-cli --locked --quiet) >&2
+    Y3_BIN="$(cd "$root/${CARGO_TARGET_DIR:-target}" && pwd)/debug/y3"
+fi
+export Y3_BIN
+
+if [ -z "${YOMO_PEER:-}" ] && command -v go >/dev/null 2>&1 && [ -f "$root/interop/yomo/go.mod" ]; then
+    log "building yomo-peer (go build ./cmd/yomo-peer)"
+    mkdir -p "$pkg/target"
+    (cd "$root/interop/yomo" && go build -o "$pkg/target/yomo-peer" ./cmd/yomo-peer) >&2
+    YOMO_PEER="$pkg/target/yomo-peer"
+fi
+export YOMO_PEER="${YOMO_PEER:-}"
 
 log "running pytest"
 cd "$pkg"

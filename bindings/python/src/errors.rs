@@ -185,3 +185,31 @@ impl<T> OrRaise<T> for Result<T, y3::PathError> {
         self.map_err(|e| path_error(py, e))
     }
 }
+
+static TRANSPORT_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// `y3.TransportError` for a client error: `kind` is the transport's stable
+/// [`kind`](y3_transport::TransportError::kind) (a refusal's code kind, such as
+/// `unauthorized`, or `io`, `closed`, `gave_up`, ...), with `retryable` and, for a refusal,
+/// the numeric `code`; for `gave_up`, `attempts`.
+pub fn transport_error(py: Python<'_>, err: y3_transport::TransportError) -> PyErr {
+    use y3_transport::TransportError as E;
+    let build = || -> PyResult<PyErr> {
+        let cls = TRANSPORT_ERROR.import(py, "y3._errors", "TransportError")?;
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("retryable", err.is_retryable())?;
+        match &err {
+            E::Goaway { code, .. } => kwargs.set_item("code", code.code())?,
+            E::GaveUp { attempts } => kwargs.set_item("attempts", *attempts)?,
+            _ => {}
+        }
+        let instance = cls.call((err.kind(), err.to_string()), Some(&kwargs))?;
+        Ok(PyErr::from_value(instance))
+    };
+    build().unwrap_or_else(|e| e)
+}
+
+/// [`transport_error`] from a thread that does not hold the interpreter (a tokio task).
+pub fn transport_py_err(err: y3_transport::TransportError) -> PyErr {
+    Python::attach(|py| transport_error(py, err))
+}

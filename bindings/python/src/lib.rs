@@ -2,7 +2,8 @@
 //!
 //! Everything that touches bytes runs here, on the Rust core in `crates/y3`: encoding typed
 //! dicts, decoding by a compiled schema, `get`, `inspect`, `marshal` / `unmarshal` and the
-//! streaming `Observer`. The pure-Python half (`python/y3/`) turns the schema forms users
+//! streaming `Observer`; and the asyncio client SDK (`client`), a thin shell over
+//! `y3_transport::sdk`. The pure-Python half (`python/y3/`) turns the schema forms users
 //! write into the canonical tuples [`schema::CompiledSchema`] reads, parses key paths, and
 //! defines the exception classes raised from here.
 
@@ -10,6 +11,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyByteArrayMethods, PyBytes, PyMemoryView};
 
+mod client;
 mod encode;
 mod errors;
 mod inspect;
@@ -83,6 +85,7 @@ fn _y3(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(observer::parse_path, m)?)?;
     m.add_class::<schema::CompiledSchema>()?;
     m.add_class::<observer::Observer>()?;
+    client::register(m)?;
     m.add("MAX_PATH_DEPTH", y3::MAX_PATH_DEPTH)?;
     m.add("MAX_SUBSCRIPTIONS", y3::MAX_SUBSCRIPTIONS)?;
     m.add("DEFAULT_MAX_PACKET_LEN", Limits::DEFAULT.max_packet_len)?;

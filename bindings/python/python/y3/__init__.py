@@ -16,6 +16,10 @@ Dialects: ``"golang"`` (default; y3-codec-golang v1.7.3), ``"nvarint"`` (yomorun
 v1.0.5) and ``"draft02"`` (opt-in varint tags). Errors are :class:`DecodeError`,
 :class:`EncodeError` and :class:`PathError` (all ``ValueError``) with the Rust core's
 stable ``kind`` strings. See ``README.md`` for the item and schema forms.
+
+Clients for asyncio, on the Rust SDK: :class:`Source`, :class:`StreamFunction` and
+:class:`Sink` (QUIC, TCP, TLS; tokens; reconnection with :class:`Backoff`), whose errors
+are :class:`TransportError` with the transport's stable ``kind`` strings.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, Union, cast
 
 from . import _y3
-from ._errors import DecodeError, EncodeError, PathError, Y3Error
+from ._client import Backoff, Frame, Handler, Sink, Source, StreamFunction
+from ._errors import DecodeError, EncodeError, PathError, TransportError, Y3Error
 from ._schema import SCALAR_TYPES, Schema, SchemaLike, compiled
 
 __all__ = [
@@ -45,6 +50,13 @@ __all__ = [
     "DecodeError",
     "EncodeError",
     "PathError",
+    "TransportError",
+    "Source",
+    "StreamFunction",
+    "Sink",
+    "Frame",
+    "Backoff",
+    "Handler",
     "DIALECTS",
     "SCALAR_TYPES",
     "MAX_PATH_DEPTH",

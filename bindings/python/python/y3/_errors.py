@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Y3Error", "DecodeError", "EncodeError", "PathError"]
+__all__ = ["Y3Error", "DecodeError", "EncodeError", "PathError", "TransportError"]
 
 
-class Y3Error(ValueError):
-    """Base class of the codec's errors; a ``ValueError``."""
+class _Kinded(Exception):
+    """``kind``, ``message`` and ``details`` (also attributes), shared by every error."""
 
     kind: str
     message: str
@@ -44,8 +44,29 @@ class Y3Error(ValueError):
         return (_rebuild, (type(self), self.kind, self.message, self.details))
 
 
-def _rebuild(cls: type[Y3Error], kind: str, message: str, details: dict[str, Any]) -> Y3Error:
+def _rebuild(cls: type[_Kinded], kind: str, message: str, details: dict[str, Any]) -> _Kinded:
     return cls(kind, message, **details)
+
+
+class Y3Error(_Kinded, ValueError):
+    """Base class of the codec's errors; a ``ValueError``."""
+
+
+class TransportError(_Kinded):
+    """A client could not connect, was refused, or lost its connection for good.
+
+    ``kind`` is the Rust transport's stable name: a refusal's code (``unauthorized``,
+    ``forbidden``, ``reserved_tag``, ``protocol_error``, ``bad_handshake``,
+    ``shutting_down``, ``rejected``, ...; its number in ``details["code"]``), or ``io``,
+    ``tls``, ``certificate``, ``quic_connect``, ``quic_connection``, ``closed``,
+    ``timeout``, ``gave_up`` (``attempts``), ``redirected``, ``unexpected_frame``,
+    ``config``, or a frame error's kind. ``retryable`` says whether trying again later may
+    succeed (a lost connection) rather than repeat a refusal.
+    """
+
+    @property
+    def retryable(self) -> bool:
+        return bool(self.details.get("retryable", False))
 
 
 class DecodeError(Y3Error):
@@ -77,6 +98,6 @@ class PathError(Y3Error):
 
 
 # Shown (and pickled) as y3.DecodeError etc., where users import them from.
-for _cls in (Y3Error, DecodeError, EncodeError, PathError):
+for _cls in (Y3Error, DecodeError, EncodeError, PathError, TransportError):
     _cls.__module__ = "y3"
 del _cls

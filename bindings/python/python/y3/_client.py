@@ -1,0 +1,513 @@
+"""Sources, stream functions and sinks for asyncio, on the Rust client SDK.
+
+Every connection, handshake, reconnection, batch of writes and TLS session is the Rust
+SDK's (``y3_transport::sdk``); this module only gives it an asyncio shape. The clients
+speak YoMo v1.22's protocol, so they work against ``y3 serve`` and a YoMo zipper alike.
+
+A source sends; a sink is an async iterator of frames; a stream function runs a handler on
+every frame it observes and may answer with a frame of its own:
+
+>>> import asyncio, y3
+>>> async def pipeline(addr):
+...     async with y3.Sink(addr, [0x21], name="printer") as sink, \\
+...                y3.StreamFunction(addr, [0x20], double, name="doubler") as sfn:
+...         await wait_subscribed(2)      # the router now routes 0x20 and 0x21
+...         async with y3.Source(addr, name="sensor") as source:
+...             await source.send(0x20, b"\\x01\\x02")
+...         frame = await anext(sink)
+...         return frame.tag, frame.payload, frame.metadata["yomo-source-id"] == source.id
+>>> async def double(frame):
+...     return 0x21, bytes(2 * b for b in frame.payload)
+>>> asyncio.run(pipeline(ADDR))
+(33, b'\\x02\\x04', True)
+
+Backpressure reaches Python both ways: :meth:`Source.send` waits when ``send_queue``
+frames are queued, and a sink or stream function that stops taking frames stops the
+connection's reads, after a bounded number of frames (the SDK's 1024 plus twice the batch
+for a sink, one for a stream function); the router then applies its queue policy (``block`` holds the source
+back, ``drop-oldest`` counts drops).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import inspect
+import logging
+import weakref
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from os import PathLike
+from types import TracebackType
+from typing import Any, NamedTuple, Optional, Union
+
+from . import _y3
+from ._errors import TransportError
+from ._y3 import Frame
+
+__all__ = ["Backoff", "Frame", "Handler", "Sink", "Source", "StreamFunction", "TransportError"]
+
+log = logging.getLogger("y3")
+
+# How long a stream function waits, without an await, for the frame after its answer.
+_SPIN_US = 50
+
+# Before the interpreter finalizes, let the runtime's threads finish handing results over.
+atexit.register(_y3.quiesce, 2.0)
+
+Buffer = Union[bytes, bytearray, memoryview]
+Reply = Optional[tuple[int, Buffer]]
+Handler = Callable[[Frame], Union[Awaitable[Reply], Reply]]
+
+
+class Backoff(NamedTuple):
+    """Exponential backoff between connection attempts (``sdk::Backoff``).
+
+    ``initial`` seconds after the first failure, doubling up to ``max``, with up to a
+    quarter of jitter; after ``attempts`` failed attempts the client gives up with
+    ``TransportError("gave_up")``.
+
+    >>> y3.Backoff(initial=0.05, attempts=3)
+    Backoff(initial=0.05, max=5.0, attempts=3)
+    """
+
+    initial: float = 0.1
+    max: float = 5.0
+    attempts: int = 10
+
+
+def _options(
+    addr: str,
+    *,
+    transport: str = "tcp",
+    name: str = "",
+    token: str | None = None,
+    credential: str | None = None,
+    pin: str | None = None,
+    ca: str | PathLike[str] | None = None,
+    insecure: bool = False,
+    server_name: str | None = None,
+    wanted_target: str = "",
+    max_frame_len: int | None = None,
+    handshake_timeout: float = 5.0,
+    backoff: Backoff = Backoff(),
+    send_queue: int = 1024,
+) -> _y3.Options:
+    return _y3.Options(
+        addr,
+        transport=transport,
+        name=name,
+        token=token,
+        credential=credential,
+        pin=pin,
+        ca=None if ca is None else str(ca),
+        insecure=insecure,
+        server_name=server_name,
+        wanted_target=wanted_target,
+        max_frame_len=max_frame_len,
+        handshake_timeout=handshake_timeout,
+        backoff_initial=backoff.initial,
+        backoff_max=backoff.max,
+        backoff_attempts=backoff.attempts,
+        send_queue=send_queue,
+    )
+
+
+_OPTIONS_DOC = """
+    Options (keyword-only, as ``sdk::ClientOptions``): ``transport`` ``"tcp"`` (default),
+    ``"tls"`` (TLS 1.3 over TCP) or ``"quic"``; for TLS and QUIC one of ``pin`` (the
+    router certificate's SHA-256 fingerprint, as ``y3 serve`` prints it), ``ca`` (a PEM
+    file: a pinned certificate or CA roots) or ``insecure=True`` (development only);
+    ``server_name`` (``"localhost"``); ``name``; ``token`` (sent as ``token:TOKEN``) or
+    ``credential`` (``type:payload``); ``wanted_target`` (the ``yomo-target`` a function or
+    sink accepts); ``max_frame_len``; ``handshake_timeout`` (seconds); ``backoff``
+    (:class:`Backoff`); ``send_queue`` (frames queued before ``send`` waits).
+"""
+
+
+class Source:
+    """A client that sends data frames.
+
+    ``await source.send(tag, data)`` returns once the frame is queued for the writer
+    (which batches writes); :meth:`flush` once everything queued is written to the
+    connection; :meth:`close` once everything is written and the router closed without
+    refusing a frame. None of them says the router routed a frame. Every frame carries
+    ``yomo-source-id`` (:attr:`id`) and a fresh ``yomo-tid``, as YoMo's sources do. A lost
+    connection is re-established with ``backoff`` on a later send; a frame the router
+    refused, or a reconnection that gave up, raises :class:`TransportError` from the next
+    ``send``, ``flush`` or ``close``. Delivery is at most once.
+
+    >>> async def main(addr):
+    ...     async with y3.Source(addr, name="sensor-1") as source:
+    ...         await source.send(0x10, y3.encode({"tag": 0x10, "node": [{"tag": 0x11, "float32": 61.5}]}))
+    ...         await source.send(0x10, b"raw bytes too", metadata={"room": "b"})
+    ...         await source.flush()
+    ...         return len(source.id)
+    >>> asyncio.run(main(ADDR))
+    21
+    """
+
+    __doc__ = (__doc__ or "") + _OPTIONS_DOC
+
+    def __init__(self, addr: str, **options: Any) -> None:
+        self._options = _options(addr, **options)
+        self._native: _y3.NativeSource | None = None
+
+    async def connect(self) -> Source:
+        """Connects (with backoff) and handshakes; ``async with`` calls it.
+
+        Raises :class:`TransportError`: ``unauthorized`` for a wrong token, ``gave_up``
+        when the router cannot be reached.
+        """
+        if self._native is None:
+            self._native = await _y3.source_connect(self._options)
+        return self
+
+    async def __aenter__(self) -> Source:
+        return await self.connect()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc_type is None:
+            await self.close()
+        else:
+            # Leaving on an error or a cancellation: close without waiting; the Rust side
+            # still writes what is queued and closes the connection.
+            self._native_or_raise().shutdown()
+
+    def _native_or_raise(self) -> _y3.NativeSource:
+        if self._native is None:
+            raise TransportError("closed", "not connected: use `async with` or `await connect()`")
+        return self._native
+
+    async def send(
+        self,
+        tag: int,
+        data: Buffer,
+        *,
+        target: str | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> None:
+        """Queues ``data`` (a ``bytes`` is shared with the Rust side, not copied) under
+        ``tag``; waits only while the queue is full.
+
+        ``target``: only stream functions whose ``wanted_target`` it is receive the frame
+        (``yomo-target``). ``metadata``: extra string pairs, after the source's own.
+        """
+        native = self._native_or_raise()
+        pairs = None if metadata is None else list(metadata.items())
+        if not native.try_send(tag, data, target, pairs):
+            await native.send(tag, data, target, pairs)
+
+    async def flush(self) -> None:
+        """Waits until every frame queued so far is written to the connection."""
+        await self._native_or_raise().flush()
+
+    async def close(self) -> None:
+        """Writes what is queued, closes, and waits (bounded) for the router's close."""
+        if self._native is not None:
+            await self._native.close()
+
+    @property
+    def id(self) -> str:
+        """This client's id: the ``yomo-source-id`` of its frames."""
+        return self._native_or_raise().id
+
+
+class Sink:
+    """A client that receives the data frames of the tags it observes: an async iterator
+    of :class:`Frame`.
+
+    Frames cross from Rust in batches of up to ``batch``: whatever is ready is taken at
+    once, and an empty queue is waited for by the event loop itself (it watches a socket
+    pair the Rust side writes one byte to), so no tokio thread enters the interpreter. The iteration ends when the sink
+    is closed; a refusal or a reconnection that gave up raises :class:`TransportError`.
+    A lost connection is re-established with ``backoff``; frames routed meanwhile are not
+    delivered to it.
+
+    >>> async def main(addr):
+    ...     async with y3.Sink(addr, [0x30], name="sink") as sink, y3.Source(addr) as source:
+    ...         for i in range(3):
+    ...             await source.send(0x30, bytes([i]))
+    ...         got = []
+    ...         async for frame in sink:
+    ...             got.append(frame.payload)
+    ...             if len(got) == 3:
+    ...                 return got
+    >>> asyncio.run(main(ADDR))
+    [b'\\x00', b'\\x01', b'\\x02']
+    """
+
+    __doc__ = (__doc__ or "") + _OPTIONS_DOC
+
+    def __init__(self, addr: str, observe: Iterable[int], *, batch: int = 512, **options: Any) -> None:
+        self._options = _options(addr, **options)
+        self._observe = list(observe)
+        self._batch = max(1, batch)
+        self._native: _y3.NativeSink | None = None
+        self._ready: deque[Frame] = deque()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._waiter: asyncio.Future[None] | None = None
+
+    async def connect(self) -> Sink:
+        """Connects (with backoff) and handshakes; once it returns, the router routes the
+        observed tags to this sink. Raises :class:`TransportError`."""
+        if self._native is None:
+            native = await _y3.sink_connect(self._options, self._observe, 2 * self._batch)
+            self._native = native
+            loop = asyncio.get_running_loop()
+            try:
+                # Woken by the loop itself when frames arrive (a byte on a socket pair);
+                # a weak reference, so that an unclosed sink can still be collected.
+                loop.add_reader(native.fileno(), _wake_sink, weakref.ref(self))
+                self._loop = loop
+            except NotImplementedError:
+                self._loop = None  # a loop without add_reader: await native.wait_ready()
+        return self
+
+    async def __aenter__(self) -> Sink:
+        return await self.connect()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await asyncio.shield(self.close())
+
+    async def close(self) -> None:
+        """Stops receiving and closes the connection; an iteration waiting in another task
+        ends."""
+        native = self._native
+        if native is None:
+            return
+        self._unwatch()
+        self._wake()
+        await native.close()
+
+    def _unwatch(self) -> None:
+        if self._loop is not None and self._native is not None:
+            if not self._loop.is_closed():
+                self._loop.remove_reader(self._native.fileno())
+            self._loop = None
+
+    def _wake(self) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def __del__(self) -> None:
+        # Collected without close(): stop watching; the native half closes the connection.
+        try:
+            self._unwatch()
+        except Exception:
+            pass
+
+    def __aiter__(self) -> Sink:
+        return self
+
+    async def __anext__(self) -> Frame:
+        if not self._ready:
+            batch = await self.recv_batch()
+            if batch is None:
+                raise StopAsyncIteration
+            self._ready.extend(batch)
+        return self._ready.popleft()
+
+    async def recv_batch(self) -> list[Frame] | None:
+        """The frames ready now (at least one, at most ``batch``; waits for the first), or
+        ``None`` once the sink has ended. For consumers that handle frames in bulk."""
+        if self._ready:
+            out = list(self._ready)
+            self._ready.clear()
+            return out
+        native = self._native
+        if native is None:
+            raise TransportError("closed", "not connected: use `async with` or `await connect()`")
+        waited = False
+        while True:
+            batch = native.take(self._batch)
+            if batch is None or batch:
+                if batch and not waited:
+                    # Ready without waiting: still let the other tasks of the loop run.
+                    await asyncio.sleep(0)
+                return batch
+            waited = True
+            if self._loop is not None:
+                waiter = self._waiter = self._loop.create_future()
+                await waiter
+            else:
+                await native.wait_ready()
+
+    @property
+    def id(self) -> str:
+        """This client's id (without the reconnect suffix)."""
+        if self._native is None:
+            raise TransportError("closed", "not connected")
+        return self._native.id
+
+
+def _wake_sink(ref: weakref.ReferenceType[Sink]) -> None:
+    sink = ref()
+    if sink is not None and sink._native is not None:
+        sink._native.drain_wakeups()
+        sink._wake()
+
+
+class StreamFunction:
+    """A client that observes tags and answers frames: ``handler(frame)`` (``async`` or
+    not) runs once per frame, in arrival order, and may return ``(tag, data)`` to emit or
+    ``None``. The output keeps the input's metadata (``yomo-tid``, ``yomo-source-id``,
+    custom keys; not ``yomo-target``) and one more hop, as in YoMo.
+
+    One frame is in the handler's hands at a time and the next is read only after it
+    returns, so a slow handler slows its input: nothing piles up between Rust and Python.
+    A handler that raises is logged (logger ``"y3"``), counted in :attr:`errors`, passed to
+    ``on_error`` if given, and answered with ``None``; the function goes on.
+
+    :meth:`run` connects (with backoff), reconnects when the connection is lost, and runs
+    until :meth:`stop` or cancellation; it raises :class:`TransportError` for a refusal
+    (``unauthorized``) or when reconnecting gave up. ``async with`` runs it in a task
+    (entering does not wait for the connection); what that task raised is raised by
+    :meth:`wait`, or on leaving the block.
+
+    >>> async def noise_alert(frame):
+    ...     noise = y3.get(frame.payload, [0x10, 0x11], as_="float32")   # no copy of the payload
+    ...     if noise is not None and noise > 60.0:
+    ...         return 0x20, frame.payload
+    >>> async def main(addr):
+    ...     async with y3.Sink(addr, [0x20]) as alerts, \\
+    ...                y3.StreamFunction(addr, [0x10], noise_alert, name="noise-alert") as sfn:
+    ...         await wait_subscribed(2)
+    ...         async with y3.Source(addr) as source:
+    ...             for noise in (40.0, 72.5):
+    ...                 await source.send(0x10, y3.encode({"tag": 0x10, "node": [{"tag": 0x11, "float32": noise}]}))
+    ...         alert = await anext(alerts)
+    ...         return y3.get(alert.payload, "0x10/0x11", as_="float32"), sfn.handled
+    >>> asyncio.run(main(ADDR))
+    (72.5, 2)
+    """
+
+    __doc__ = (__doc__ or "") + _OPTIONS_DOC
+
+    def __init__(
+        self,
+        addr: str,
+        observe: Iterable[int],
+        handler: Handler,
+        *,
+        on_error: Callable[[Frame, BaseException], None] | None = None,
+        **options: Any,
+    ) -> None:
+        self._options = _options(addr, **options)
+        self._observe = list(observe)
+        self._handler = handler
+        self._on_error = on_error
+        self._native: _y3.NativeFunction | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        #: Frames handled (the handler returned or raised).
+        self.handled = 0
+        #: Frames answered with an output.
+        self.emitted = 0
+        #: Handler calls that raised.
+        self.errors = 0
+
+    async def run(self) -> None:
+        """Runs the function until :meth:`stop` or cancellation."""
+        if self._native is not None:
+            raise RuntimeError("this StreamFunction is already running")
+        native = self._native = _y3.function_start(self._options, self._observe)
+        loop = asyncio.get_running_loop()
+        try:
+            # Woken by the loop itself when a frame is handed over (a byte on a socket pair).
+            loop.add_reader(native.fileno(), self._on_readable)
+            watched = True
+        except NotImplementedError:
+            watched = False  # a loop without add_reader: await native.next()
+        reply: Reply = None
+        try:
+            while True:
+                # While frames stream in, the next one is usually handed over within
+                # microseconds of the answer: take it without waiting on the loop.
+                frame = native.try_next(reply, _SPIN_US)
+                reply = None
+                while frame is False:
+                    if watched:
+                        self._waiter = loop.create_future()
+                        await self._waiter
+                        frame = native.try_next(None, 0)
+                    else:
+                        frame = await native.next(None)
+                if frame is None:
+                    break
+                reply = await self._call(frame)
+        finally:
+            # Also on cancellation: the Rust side flushes the outputs handed over, closes
+            # the connection and ends; nothing is left open.
+            if watched and not loop.is_closed():
+                loop.remove_reader(native.fileno())
+            native.stop()
+        await native.result()
+
+    def _on_readable(self) -> None:
+        if self._native is not None:
+            self._native.drain_wakeups()
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def _call(self, frame: Frame) -> Reply:
+        self.handled += 1
+        try:
+            out = self._handler(frame)
+            if inspect.isawaitable(out):
+                out = await out
+            if out is None:
+                return None
+            tag, data = out
+            if not isinstance(tag, int) or not isinstance(data, (bytes, bytearray, memoryview)):
+                raise TypeError(f"a handler returns (tag: int, data: bytes) or None, not {out!r}")
+        except Exception as e:
+            self.errors += 1
+            if self._on_error is not None:
+                self._on_error(frame, e)
+            else:
+                log.exception("stream function handler raised on %r; the frame gets no answer", frame)
+            return None
+        self.emitted += 1
+        return tag, data
+
+    def stop(self) -> None:
+        """Asks the function to stop; :meth:`run` then returns."""
+        if self._native is not None:
+            self._native.stop()
+        self._wake()
+
+    async def __aenter__(self) -> StreamFunction:
+        self._task = asyncio.ensure_future(self.run())
+        await asyncio.sleep(0)
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        task = self._task
+        if task is None:
+            return
+        if not task.done():
+            # stop() lets the Rust side flush and close; cancelling ends a handler that is
+            # still awaiting something.
+            self.stop()
+            task.cancel()
+        await asyncio.wait([task])
+        if exc_type is None and not task.cancelled() and task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]
+
+    async def wait(self) -> None:
+        """Waits for the task ``async with`` started; raises what :meth:`run` raised."""
+        if self._task is not None:
+            await self._task
+

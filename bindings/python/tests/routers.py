@@ -1,0 +1,183 @@
+"""Routers and peers for the client tests: `y3 serve` (Y3_BIN) and YoMo v1.22's own zipper
+and stream function (`yomo-peer`, YOMO_PEER), each a child process on free loopback ports,
+stopped by the fixture that started it.
+
+`scripts/python-test.sh` builds both and exports their paths; run alone, pytest skips the
+tests whose program is missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import time
+import urllib.request
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+Y3_BIN = os.environ.get("Y3_BIN", "")
+YOMO_PEER = os.environ.get("YOMO_PEER", "")
+
+needs_y3 = pytest.mark.skipif(not Y3_BIN, reason="Y3_BIN is not set (scripts/python-test.sh builds y3)")
+needs_yomo = pytest.mark.skipif(not YOMO_PEER, reason="YOMO_PEER is not set (scripts/python-test.sh builds it with go)")
+
+
+def _stop(proc: subprocess.Popen[Any], grace: float = 5.0) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+class Y3Router:
+    """`y3 serve` on free ports (kept across :meth:`restart`), its metrics on another."""
+
+    kind = "y3"
+
+    def __init__(self, tmp: Path, *, token: str | None = None, policy: str | None = None, tcp_tls: bool = False) -> None:
+        self.tmp, self.token, self.policy, self.tcp_tls = tmp, token, policy, tcp_tls
+        self.tcp = self.quic = "127.0.0.1:0"
+        self.metrics_url = ""
+        self.pin = ""
+        self.proc: subprocess.Popen[str] | None = None
+        self.start()
+
+    def start(self) -> None:
+        args = [
+            Y3_BIN, "serve", "--tcp", self.tcp, "--quic", self.quic, "--metrics", "127.0.0.1:0",
+            "--dev-cert-out", str(self.tmp / "dev-cert.pem"),
+        ]  # fmt: skip
+        if self.tcp_tls:
+            args.append("--tcp-tls")
+        if self.policy:
+            args += ["--policy", self.policy]
+        env = dict(os.environ, RUST_LOG="warn")
+        env.pop("Y3_TOKEN", None)
+        if self.token:
+            env["Y3_TOKEN"] = self.token  # not on the command line
+        log = open(self.tmp / "y3-serve.log", "a")
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True, env=env)
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"y3 serve exited: {(self.tmp / 'y3-serve.log').read_text()[-2000:]}")
+            if line.startswith("y3 router listening:"):
+                # y3 router listening: tcp A quic B metrics http://C/metrics
+                words = line.split()
+                self.tcp, self.quic, self.metrics_url = words[4], words[6], words[8]
+            elif line.startswith("tls:"):
+                self.pin = line.split("sha256 ", 1)[1].split()[0].rstrip(",")
+                return
+        raise RuntimeError("y3 serve did not start in time")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            _stop(self.proc)
+            self.proc = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    @property
+    def addr(self) -> str:
+        return self.quic
+
+    def options(self) -> dict[str, Any]:
+        """Client options of the default transport of these tests (QUIC, pinned)."""
+        opts: dict[str, Any] = {"transport": "quic", "pin": self.pin}
+        if self.token:
+            opts["token"] = self.token
+        return opts
+
+    def metrics(self) -> dict[str, float]:
+        with urllib.request.urlopen(self.metrics_url, timeout=5) as r:
+            text = r.read().decode()
+        out: dict[str, float] = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                name, _, value = line.rpartition(" ")
+                out[name] = float(value)
+        return out
+
+    def connections(self, client_type: str | None = None) -> int:
+        total = 0.0
+        for name, value in self.metrics().items():
+            if name.startswith("y3_router_connections{") and (client_type is None or f'"{client_type}"' in name):
+                total += value
+        return int(total)
+
+    async def wait_connections(self, n: int, client_type: str | None = None, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while (got := self.connections(client_type)) != n:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{got} {client_type or ''} connections, expected {n}")
+            await asyncio.sleep(0.02)
+
+
+class YomoZipper:
+    """YoMo v1.22.0's own zipper (`yomo-peer zipper`), QUIC only, self-signed."""
+
+    kind = "yomo"
+
+    def __init__(self, tmp: Path, *, token: str | None = None) -> None:
+        self.token = token
+        args = [YOMO_PEER, "zipper", "--addr", "127.0.0.1:0"]
+        if token:
+            args += ["--token", token]
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=open(tmp / "yomo.log", "a"), text=True)
+        assert self.proc.stdout is not None
+        first = json.loads(self.proc.stdout.readline() or "{}")
+        if "listening" not in first:
+            raise RuntimeError(f"yomo-peer zipper: {first}")
+        self.addr: str = first["listening"]
+
+    def options(self) -> dict[str, Any]:
+        opts: dict[str, Any] = {"transport": "quic", "insecure": True}
+        if self.token:
+            opts["token"] = self.token
+        return opts
+
+    def stop(self) -> None:
+        _stop(self.proc)
+
+
+class YomoRelay:
+    """A YoMo stream function (`yomo-peer sfn`) relaying `observe` to `emit`, until stopped."""
+
+    def __init__(self, router: Y3Router | YomoZipper, tmp: Path, observe: int, emit: int) -> None:
+        args = [YOMO_PEER, "sfn", "--addr", router.addr, "--observe", hex(observe), "--emit", hex(emit), "--name", "go-relay"]
+        if router.token:
+            args += ["--token", router.token]
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=open(tmp / "yomo-sfn.log", "a"), text=True)
+        assert self.proc.stdout is not None
+        first = json.loads(self.proc.stdout.readline() or "{}")
+        if "connected" not in first:
+            raise RuntimeError(f"yomo-peer sfn: {first}")
+
+    def stop(self) -> dict[str, Any]:
+        _stop(self.proc)
+        assert self.proc.stdout is not None
+        lines = [json.loads(line) for line in self.proc.stdout.read().splitlines() if line.strip()]
+        return lines[-1] if lines else {}
+
+
+async def until_routed(send: Callable[[], Awaitable[None]], received: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Sends probes until one arrives: the path source → ... → sink is up."""
+    deadline = time.monotonic() + timeout
+    while not received():
+        if time.monotonic() > deadline:
+            raise AssertionError("nothing arrived")
+        await send()
+        await asyncio.sleep(0.05)
