@@ -51,6 +51,8 @@ fi
 if [ -f bindings/go/go.mod ]; then
     step "go: vet and test"
     (cd bindings/go && go vet ./... && go test ./...)
+    # The router client is a module of its own: the codec module depends on nothing.
+    (cd bindings/go/client && go vet ./... && go test ./...)
 fi
 
 if [ -f interop/yomo/go.mod ]; then

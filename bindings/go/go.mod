@@ -1,11 +1,3 @@
 module github.com/y3-dev/y3/bindings/go
 
 go 1.24
-
-require github.com/quic-go/quic-go v0.59.0
-
-require (
-	golang.org/x/crypto v0.41.0 // indirect
-	golang.org/x/net v0.43.0 // indirect
-	golang.org/x/sys v0.35.0 // indirect
-)
