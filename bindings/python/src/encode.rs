@@ -18,27 +18,11 @@
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use y3::{Dialect, Item, Value};
+use y3::items::{self, ItemSource, Problem, ValueKey, VALUE_KEYS};
+use y3::{Dialect, EncodeError, Item, Value};
 
 use crate::errors::encode_error;
 use crate::{dialect_of, with_bytes};
-
-/// The value keys an item may carry (exactly one of them).
-const VALUE_KEYS: [&str; 13] = [
-    "int32",
-    "int64",
-    "uint32",
-    "uint64",
-    "float32",
-    "float64",
-    "float32_bits",
-    "float64_bits",
-    "bool",
-    "string",
-    "bytes",
-    "node",
-    "array",
-];
 
 /// Encodes one item (a dict) or a stream of items (a list or tuple of dicts).
 #[pyfunction]
@@ -81,10 +65,10 @@ pub fn items_of(obj: &Bound<'_, PyAny>, dialect: Dialect) -> PyResult<Vec<Item>>
     if obj.cast::<PyList>().is_ok() || obj.cast::<PyTuple>().is_ok() {
         obj.try_iter()?
             .enumerate()
-            .map(|(i, p)| item(&p?, &format!("$[{i}]"), dialect, false))
+            .map(|(i, p)| items::item(&Py(p?), &format!("$[{i}]"), dialect, false))
             .collect()
     } else {
-        Ok(vec![item(obj, "$", dialect, false)?])
+        Ok(vec![items::item(&Py(obj.clone()), "$", dialect, false)?])
     }
 }
 
@@ -108,110 +92,105 @@ fn value_error(at: &str, reason: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(format!("{at}: {reason}"))
 }
 
-/// One item dict; `in_array` lets the tag default to 0 (array elements).
-fn item(obj: &Bound<'_, PyAny>, at: &str, dialect: Dialect, in_array: bool) -> PyResult<Item> {
-    let py = obj.py();
-    let Ok(dict) = obj.cast::<PyDict>() else {
-        return Err(type_error(
-            at,
-            format!("expected an item dict, found {}", describe(obj)),
-        ));
-    };
-    let mut id = None;
-    let mut found: Option<(&'static str, Bound<'_, PyAny>)> = None;
-    for (key, raw) in dict.iter() {
-        let Ok(key) = key.cast::<PyString>() else {
-            return Err(type_error(at, format!("non-str key {}", describe(&key))));
+/// A Python object read as a typed item (the walk is `y3::items`; the spellings and the
+/// exception types are Python's).
+struct Py<'py>(Bound<'py, PyAny>);
+
+impl<'py> ItemSource for Py<'py> {
+    type Error = PyErr;
+
+    fn entries(&self, at: &str) -> PyResult<Vec<(String, Self)>> {
+        let Ok(dict) = self.0.cast::<PyDict>() else {
+            return Err(type_error(
+                at,
+                format!("expected an item dict, found {}", describe(&self.0)),
+            ));
         };
-        let key = key.to_str()?;
-        if key == "tag" {
-            id = Some(parse_tag(&raw, &format!("{at}.tag"))?);
-            continue;
+        let mut entries = Vec::with_capacity(dict.len());
+        for (key, raw) in dict.iter() {
+            let Ok(key) = key.cast::<PyString>() else {
+                return Err(type_error(at, format!("non-str key {}", describe(&key))));
+            };
+            entries.push((key.to_str()?.to_owned(), Py(raw)));
         }
-        let Some(name) = VALUE_KEYS.iter().find(|k| **k == key) else {
-            return Err(value_error(
+        Ok(entries)
+    }
+
+    fn elements(&self, at: &str) -> PyResult<Vec<Self>> {
+        let raw = &self.0;
+        if raw.cast::<PyList>().is_err() && raw.cast::<PyTuple>().is_err() {
+            return Err(type_error(
+                at,
+                format!("expected a list of items, found {}", describe(raw)),
+            ));
+        }
+        raw.try_iter()?.map(|child| Ok(Py(child?))).collect()
+    }
+
+    fn tag(&self, at: &str) -> PyResult<u32> {
+        parse_tag(&self.0, at)
+    }
+
+    fn scalar(&self, key: ValueKey, at: &str) -> PyResult<Value> {
+        let raw = &self.0;
+        Ok(match key {
+            ValueKey::Float32 => Value::F32(float32(raw, at)?),
+            ValueKey::Float64 => Value::F64(float64(raw, at)?),
+            ValueKey::Float32Bits => Value::F32(f32::from_bits(bits(raw, at, 4)? as u32)),
+            ValueKey::Float64Bits => Value::F64(f64::from_bits(bits(raw, at, 8)?)),
+            ValueKey::Bool => match raw.cast::<PyBool>() {
+                Ok(b) => Value::Bool(b.is_true()),
+                Err(_) => {
+                    return Err(type_error(
+                        at,
+                        format!("expected True or False, found {}", describe(raw)),
+                    ))
+                }
+            },
+            ValueKey::String => match raw.cast::<PyString>() {
+                Ok(s) => Value::Str(s.to_str()?.to_owned()),
+                Err(_) => {
+                    return Err(type_error(
+                        at,
+                        format!("expected a str, found {}", describe(raw)),
+                    ))
+                }
+            },
+            ValueKey::Bytes => Value::Bytes(bytes_value(raw, at)?),
+            int_key => {
+                let (min, max) = int_key.int_range().unwrap_or((0, 0));
+                let v = int(raw, at, int_key.name(), min, max)?;
+                int_key.int_value(v).ok_or_else(|| {
+                    value_error(at, format!("{v} out of range for {}", int_key.name()))
+                })?
+            }
+        })
+    }
+
+    fn problem(at: &str, problem: Problem<'_>) -> PyErr {
+        match problem {
+            Problem::UnknownKey(key) => value_error(
                 at,
                 format!(
                     "unknown key {key:?} (expected \"tag\" and one of {})",
                     VALUE_KEYS.join(" ")
                 ),
-            ));
-        };
-        if let Some((first, _)) = &found {
-            return Err(value_error(
+            ),
+            Problem::TwoValueKeys(first, second) => value_error(
                 at,
-                format!("two value keys {first:?} and {name:?}: an item has exactly one"),
-            ));
+                format!("two value keys {first:?} and {second:?}: an item has exactly one"),
+            ),
+            Problem::MissingTag => value_error(at, "missing \"tag\""),
+            Problem::NoValueKey => value_error(
+                at,
+                format!("no value key: expected one of {}", VALUE_KEYS.join(" ")),
+            ),
         }
-        found = Some((name, raw));
     }
-    let id = match id {
-        Some(id) => id,
-        None if in_array => 0,
-        None => return Err(value_error(at, "missing \"tag\"")),
-    };
-    let Some((key, raw)) = found else {
-        return Err(value_error(
-            at,
-            format!("no value key: expected one of {}", VALUE_KEYS.join(" ")),
-        ));
-    };
-    let here = format!("{at}.{key}");
-    let value = match key {
-        "int32" => Value::I32(int(&raw, &here, key, i32::MIN as i128, i32::MAX as i128)? as i32),
-        "int64" => Value::I64(int(&raw, &here, key, i64::MIN as i128, i64::MAX as i128)? as i64),
-        "uint32" => Value::U32(int(&raw, &here, key, 0, u32::MAX as i128)? as u32),
-        "uint64" => Value::U64(int(&raw, &here, key, 0, u64::MAX as i128)? as u64),
-        "float32" => Value::F32(float32(&raw, &here)?),
-        "float64" => Value::F64(float64(&raw, &here)?),
-        "float32_bits" => Value::F32(f32::from_bits(bits(&raw, &here, 4)? as u32)),
-        "float64_bits" => Value::F64(f64::from_bits(bits(&raw, &here, 8)?)),
-        "bool" => match raw.cast::<PyBool>() {
-            Ok(b) => Value::Bool(b.is_true()),
-            Err(_) => {
-                return Err(type_error(
-                    &here,
-                    format!("expected True or False, found {}", describe(&raw)),
-                ))
-            }
-        },
-        "string" => match raw.cast::<PyString>() {
-            Ok(s) => Value::Str(s.to_str()?.to_owned()),
-            Err(_) => {
-                return Err(type_error(
-                    &here,
-                    format!("expected a str, found {}", describe(&raw)),
-                ))
-            }
-        },
-        "bytes" => Value::Bytes(bytes_value(&raw, &here)?),
-        "node" => Value::Node(children(&raw, &here, dialect, false)?),
-        "array" => Value::Array(children(&raw, &here, dialect, true)?),
-        _ => unreachable!("value key {key}"),
-    };
-    let item = Item::new(id, value);
-    item.tag()
-        .check(dialect)
-        .map_err(|e| encode_error(py, e, Some(&format!("{at}.tag"))))?;
-    Ok(item)
-}
 
-fn children(
-    raw: &Bound<'_, PyAny>,
-    at: &str,
-    dialect: Dialect,
-    in_array: bool,
-) -> PyResult<Vec<Item>> {
-    if raw.cast::<PyList>().is_err() && raw.cast::<PyTuple>().is_err() {
-        return Err(type_error(
-            at,
-            format!("expected a list of items, found {}", describe(raw)),
-        ));
+    fn bad_tag(at: &str, error: EncodeError, _dialect: Dialect) -> PyErr {
+        Python::attach(|py| encode_error(py, error, Some(at)))
     }
-    raw.try_iter()?
-        .enumerate()
-        .map(|(i, child)| item(&child?, &format!("{at}[{i}]"), dialect, in_array))
-        .collect()
 }
 
 /// A tag id: an int in `0..=u32::MAX`, or a str `"0x10"` / `"16"`.

@@ -16,52 +16,145 @@
 //! `18446744073709551615` and `-9223372036854775808` survive. Errors name the JSON
 //! location: `$[1].node[0].int32: 2147483648 out of range for int32`.
 
-use serde_json::{Map, Value as Json};
-use y3::{Dialect, Item, Value};
+use serde_json::Value as Json;
+use y3::items::{self, ItemSource, Problem, ValueKey, VALUE_KEYS};
+use y3::{Dialect, EncodeError, Item, Value};
 
 use crate::error::CliError;
 
-/// The value keys a packet object may carry (exactly one of them).
-pub const VALUE_KEYS: [&str; 13] = [
-    "int32",
-    "int64",
-    "uint32",
-    "uint64",
-    "float32",
-    "float64",
-    "float32_bits",
-    "float64_bits",
-    "bool",
-    "string",
-    "bytes",
-    "node",
-    "array",
-];
-
-/// Parses typed JSON text into the top-level packets it describes, checking every tag
-/// against `dialect`.
+/// Parses typed JSON into the items it describes.
 ///
 /// # Errors
-/// `invalid_json` for malformed JSON, `invalid_packet` for a shape or range error, and the
-/// codec's `invalid_tag` for a tag the dialect cannot carry.
+/// `invalid_json` for text that is not JSON, `invalid_packet` for JSON that is not typed
+/// JSON (the message names the location), and the codec's kind for a tag the dialect
+/// cannot carry.
 pub fn parse(text: &[u8], dialect: Dialect) -> Result<Vec<Item>, CliError> {
     let json: Json = serde_json::from_slice(text)
         .map_err(|e| CliError::bad_input("invalid_json", format!("not JSON: {e}")))?;
     items(&json, dialect)
 }
 
-/// The top-level packets of a parsed typed JSON document.
+/// The items of parsed typed JSON: one packet object, or an array of them.
 ///
 /// # Errors
-/// As [`parse`].
+/// As [`parse`], without `invalid_json`.
 pub fn items(json: &Json, dialect: Dialect) -> Result<Vec<Item>, CliError> {
     match json {
         Json::Array(list) => list
             .iter()
             .enumerate()
-            .map(|(i, p)| item(p, &format!("$[{i}]"), dialect, false))
+            .map(|(i, p)| items::item(&Typed(p), &format!("$[{i}]"), dialect, false))
             .collect(),
-        _ => Ok(vec![item(json, "$", dialect, false)?]),
+        _ => Ok(vec![items::item(&Typed(json), "$", dialect, false)?]),
+    }
+}
+
+/// A JSON value read as a typed item (the walk is `y3::items`; the spellings are JSON's).
+struct Typed<'j>(&'j Json);
+
+impl ItemSource for Typed<'_> {
+    type Error = CliError;
+
+    fn entries(&self, at: &str) -> Result<Vec<(String, Self)>, CliError> {
+        let Json::Object(obj) = self.0 else {
+            return Err(bad(
+                at,
+                format!("expected a packet object, found {}", describe(self.0)),
+            ));
+        };
+        Ok(obj.iter().map(|(k, v)| (k.clone(), Typed(v))).collect())
+    }
+
+    fn elements(&self, at: &str) -> Result<Vec<Self>, CliError> {
+        let Json::Array(list) = self.0 else {
+            return Err(bad(
+                at,
+                format!(
+                    "expected a JSON array of packets, found {}",
+                    describe(self.0)
+                ),
+            ));
+        };
+        Ok(list.iter().map(Typed).collect())
+    }
+
+    fn tag(&self, at: &str) -> Result<u32, CliError> {
+        let parsed = match self.0 {
+            Json::Number(n) => n.as_u64().and_then(|v| u32::try_from(v).ok()),
+            Json::String(s) => items::parse_tag_text(s),
+            _ => None,
+        };
+        parsed.ok_or_else(|| {
+            bad(
+                at,
+                format!(
+                    "expected a tag id (integer 0..=4294967295 or \"0x..\"), found {}",
+                    describe(self.0)
+                ),
+            )
+        })
+    }
+
+    fn scalar(&self, key: ValueKey, at: &str) -> Result<Value, CliError> {
+        let raw = self.0;
+        Ok(match key {
+            ValueKey::Float32 => {
+                let wide = float64(raw, at)?;
+                Value::F32(
+                    items::narrow_f32(wide)
+                        .ok_or_else(|| bad(at, format!("{wide} out of range for float32")))?,
+                )
+            }
+            ValueKey::Float64 => Value::F64(float64(raw, at)?),
+            ValueKey::Float32Bits => Value::F32(f32::from_bits(u32::from_be_bytes(bits(raw, at)?))),
+            ValueKey::Float64Bits => Value::F64(f64::from_bits(u64::from_be_bytes(bits(raw, at)?))),
+            ValueKey::Bool => Value::Bool(raw.as_bool().ok_or_else(|| {
+                bad(
+                    at,
+                    format!("expected true or false, found {}", describe(raw)),
+                )
+            })?),
+            ValueKey::String => Value::Str(
+                raw.as_str()
+                    .ok_or_else(|| {
+                        bad(
+                            at,
+                            format!("expected a JSON string, found {}", describe(raw)),
+                        )
+                    })?
+                    .to_owned(),
+            ),
+            ValueKey::Bytes => Value::Bytes(hex_string(raw, at)?),
+            int => integer(raw, at, int)?,
+        })
+    }
+
+    fn problem(at: &str, problem: Problem<'_>) -> CliError {
+        match problem {
+            Problem::UnknownKey(key) => bad(
+                at,
+                format!(
+                    "unknown key {key:?} (expected \"tag\" and one of {})",
+                    VALUE_KEYS.join(" ")
+                ),
+            ),
+            Problem::TwoValueKeys(first, second) => bad(
+                at,
+                format!("two value keys {first:?} and {second:?}: a packet has exactly one"),
+            ),
+            Problem::MissingTag => bad(at, "missing \"tag\""),
+            Problem::NoValueKey => bad(
+                at,
+                format!("no value key: expected one of {}", VALUE_KEYS.join(" ")),
+            ),
+        }
+    }
+
+    fn bad_tag(at: &str, error: EncodeError, dialect: Dialect) -> CliError {
+        CliError::bad_input(
+            error.kind(),
+            format!("{at}: {error} (dialect {})", dialect.name()),
+        )
     }
 }
 
@@ -78,167 +171,39 @@ fn describe(json: &Json) -> String {
     }
 }
 
-/// One packet object; `in_array` lets the tag default to 0 (array elements).
-fn item(json: &Json, at: &str, dialect: Dialect, in_array: bool) -> Result<Item, CliError> {
-    let Json::Object(obj) = json else {
-        return Err(bad(
+/// An integer key's value: a JSON integer, read exactly (never through `f64`).
+fn integer(raw: &Json, at: &str, key: ValueKey) -> Result<Value, CliError> {
+    let exact = raw
+        .as_i64()
+        .map(i128::from)
+        .or_else(|| raw.as_u64().map(i128::from));
+    match exact {
+        Some(v) => key
+            .int_value(v)
+            .ok_or_else(|| bad(at, format!("{v} out of range for {}", key.name()))),
+        None => Err(bad(
             at,
-            format!("expected a packet object, found {}", describe(json)),
-        ));
-    };
-    for key in obj.keys() {
-        if key != "tag" && !VALUE_KEYS.contains(&key.as_str()) {
-            return Err(bad(
-                at,
-                format!(
-                    "unknown key {key:?} (expected \"tag\" and one of {})",
-                    VALUE_KEYS.join(" ")
-                ),
-            ));
-        }
-    }
-    let id = match obj.get("tag") {
-        Some(tag) => parse_tag(tag, &format!("{at}.tag"))?,
-        None if in_array => 0,
-        None => return Err(bad(at, "missing \"tag\"")),
-    };
-    let (key, raw) = value_key(obj, at)?;
-    let here = format!("{at}.{key}");
-    let value = match key {
-        "int32" => Value::I32(int(raw, &here, key, |j| j.as_i64().and_then(to::<i32, _>))?),
-        "int64" => Value::I64(int(raw, &here, key, Json::as_i64)?),
-        "uint32" => Value::U32(int(raw, &here, key, |j| j.as_u64().and_then(to::<u32, _>))?),
-        "uint64" => Value::U64(int(raw, &here, key, Json::as_u64)?),
-        "float32" => Value::F32(float32(raw, &here)?),
-        "float64" => Value::F64(float64(raw, &here)?),
-        "float32_bits" => Value::F32(f32::from_bits(u32::from_be_bytes(bits(raw, &here)?))),
-        "float64_bits" => Value::F64(f64::from_bits(u64::from_be_bytes(bits(raw, &here)?))),
-        "bool" => Value::Bool(raw.as_bool().ok_or_else(|| {
-            bad(
-                &here,
-                format!("expected true or false, found {}", describe(raw)),
-            )
-        })?),
-        "string" => Value::Str(
-            raw.as_str()
-                .ok_or_else(|| {
-                    bad(
-                        &here,
-                        format!("expected a JSON string, found {}", describe(raw)),
-                    )
-                })?
-                .to_owned(),
-        ),
-        "bytes" => Value::Bytes(hex_string(raw, &here)?),
-        "node" => Value::Node(children(raw, &here, dialect, false)?),
-        "array" => Value::Array(children(raw, &here, dialect, true)?),
-        // `value_key` only returns names from VALUE_KEYS.
-        _ => unreachable!("value key {key}"),
-    };
-    let item = Item::new(id, value);
-    item.tag().check(dialect).map_err(|e| {
-        CliError::bad_input(
-            e.kind(),
-            format!("{at}.tag: {e} (dialect {})", dialect.name()),
-        )
-    })?;
-    Ok(item)
-}
-
-/// The single value key of a packet object.
-fn value_key<'j>(
-    obj: &'j Map<String, Json>,
-    at: &str,
-) -> Result<(&'static str, &'j Json), CliError> {
-    let mut found: Option<(&'static str, &Json)> = None;
-    for name in VALUE_KEYS {
-        if let Some(raw) = obj.get(name) {
-            if let Some((first, _)) = found {
-                return Err(bad(
-                    at,
-                    format!("two value keys {first:?} and {name:?}: a packet has exactly one"),
-                ));
-            }
-            found = Some((name, raw));
-        }
-    }
-    found.ok_or_else(|| {
-        bad(
-            at,
-            format!("no value key: expected one of {}", VALUE_KEYS.join(" ")),
-        )
-    })
-}
-
-fn to<T: TryFrom<U>, U>(v: U) -> Option<T> {
-    T::try_from(v).ok()
-}
-
-fn int<T>(raw: &Json, at: &str, ty: &str, get: impl Fn(&Json) -> Option<T>) -> Result<T, CliError> {
-    if let Some(v) = get(raw) {
-        return Ok(v);
-    }
-    match raw {
-        Json::Number(n) if n.is_i64() || n.is_u64() => {
-            Err(bad(at, format!("{n} out of range for {ty}")))
-        }
-        _ => Err(bad(
-            at,
-            format!("expected a JSON integer for {ty}, found {}", describe(raw)),
+            format!(
+                "expected a JSON integer for {}, found {}",
+                key.name(),
+                describe(raw)
+            ),
         )),
     }
 }
 
-fn parse_tag(raw: &Json, at: &str) -> Result<u32, CliError> {
-    let parsed = match raw {
-        Json::Number(n) => n.as_u64().and_then(to::<u32, _>),
-        Json::String(s) => match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-            Some(hex) => u32::from_str_radix(hex, 16).ok(),
-            None => s.parse::<u32>().ok(),
-        },
-        _ => None,
-    };
-    parsed.ok_or_else(|| {
-        bad(
-            at,
-            format!(
-                "expected a tag id (integer 0..=4294967295 or \"0x..\"), found {}",
-                describe(raw)
-            ),
-        )
-    })
-}
-
-/// A named non-finite float, as `y3 get` prints them (Go's spellings accepted too).
-fn special(raw: &Json) -> Option<f64> {
-    match raw.as_str()?.to_ascii_lowercase().as_str() {
-        "inf" | "+inf" | "infinity" | "+infinity" => Some(f64::INFINITY),
-        "-inf" | "-infinity" => Some(f64::NEG_INFINITY),
-        "nan" => Some(f64::NAN),
-        _ => None,
-    }
-}
-
 fn float64(raw: &Json, at: &str) -> Result<f64, CliError> {
-    raw.as_f64().or_else(|| special(raw)).ok_or_else(|| {
-        bad(
-            at,
-            format!(
-                "expected a JSON number or \"inf\"/\"-inf\"/\"nan\", found {}",
-                describe(raw)
-            ),
-        )
-    })
-}
-
-fn float32(raw: &Json, at: &str) -> Result<f32, CliError> {
-    let wide = float64(raw, at)?;
-    // Rounds to nearest; only overflow to infinity is refused.
-    let narrow = wide as f32;
-    if wide.is_finite() && !narrow.is_finite() {
-        return Err(bad(at, format!("{wide} out of range for float32")));
-    }
-    Ok(narrow)
+    raw.as_f64()
+        .or_else(|| raw.as_str().and_then(items::special_float))
+        .ok_or_else(|| {
+            bad(
+                at,
+                format!(
+                    "expected a JSON number or \"inf\"/\"-inf\"/\"nan\", found {}",
+                    describe(raw)
+                ),
+            )
+        })
 }
 
 fn bits<const N: usize>(raw: &Json, at: &str) -> Result<[u8; N], CliError> {
@@ -263,19 +228,6 @@ fn hex_string(raw: &Json, at: &str) -> Result<Vec<u8>, CliError> {
         ));
     };
     hex::decode(text).map_err(|e| bad(at, format!("invalid hex {}: {e}", describe(raw))))
-}
-
-fn children(raw: &Json, at: &str, dialect: Dialect, in_array: bool) -> Result<Vec<Item>, CliError> {
-    let Json::Array(list) = raw else {
-        return Err(bad(
-            at,
-            format!("expected a JSON array of packets, found {}", describe(raw)),
-        ));
-    };
-    list.iter()
-        .enumerate()
-        .map(|(i, child)| item(child, &format!("{at}[{i}]"), dialect, in_array))
-        .collect()
 }
 
 #[cfg(test)]

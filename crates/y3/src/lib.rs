@@ -48,6 +48,7 @@ mod fast;
 #[cfg(feature = "__harness")]
 #[doc(hidden)]
 pub mod harness;
+pub mod items;
 mod observer;
 mod packet;
 mod skip;
