@@ -893,7 +893,7 @@ impl Publish for Results {
     }
 
     fn write_json(&self, path: &Path) -> Result<()> {
-        Results::write_json(self, path)
+        crate::record::ResultsFile::write_json(self, path)
     }
 
     fn render(&self) -> (String, Vec<(String, BarChart)>, Vec<Target>) {

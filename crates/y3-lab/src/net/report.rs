@@ -890,7 +890,7 @@ impl crate::report::Publish for NetResults {
     }
 
     fn write_json(&self, path: &std::path::Path) -> anyhow::Result<()> {
-        NetResults::write_json(self, path)
+        crate::record::ResultsFile::write_json(self, path)
     }
 
     fn render(&self) -> (String, Vec<(String, BarChart)>, Vec<Target>) {
