@@ -16,39 +16,41 @@ pub(super) const REPORT: SuiteReport = SuiteReport {
 };
 
 /// E2e targets: y3's router msg/s ≥ NATS's, and its p50 ≤ Zenoh brokered's.
-pub fn e2e_targets(r: &NetResults) -> Vec<Target> {
-    let cells = |peer: &str, f: fn(&NetRecord, &NetRecord) -> Option<f64>| {
-        let mut cells = Vec::new();
-        for y in r
-            .records
-            .iter()
-            .filter(|x| x.implementation == "y3-router-tcp")
-        {
-            if let Some(p) = r.find(&y.case, peer, 0) {
-                if let Some(v) = f(y, p) {
-                    cells.push((v, y.case.clone()));
-                }
+const TARGETS: [RatioTarget; 2] = [
+    RatioTarget {
+        name: "router msg/s y3-router-tcp / nats, every case",
+        column: "",
+        y3: "y3-router-tcp",
+        base: "nats",
+        ratio: |y, p| Some(y.msg_per_s / p.msg_per_s),
+        bound: at_least(1.0),
+    },
+    RatioTarget {
+        name: "router p50 y3-router-tcp / zenoh-router, every case",
+        column: "",
+        y3: "y3-router-tcp",
+        base: "zenoh-router",
+        ratio: |y, p| Some(y.p50_us? / p.p50_us?),
+        bound: at_most(1.0),
+    },
+];
+
+/// `t`'s ratio in every case (payload × subscribers) y3's row measured.
+fn e2e_cells(r: &NetResults, t: &RatioTarget) -> Vec<(f64, String)> {
+    let mut cells = Vec::new();
+    for y in r.records.iter().filter(|x| x.implementation == t.y3) {
+        if let Some(p) = r.find(&y.case, t.base, 0) {
+            if let Some(v) = (t.ratio)(y, p) {
+                cells.push((v, y.case.clone()));
             }
         }
-        cells
-    };
-    vec![
-        ratio_target(
-            "router msg/s y3-router-tcp / nats, every case".into(),
-            worst(cells("nats", |y, p| Some(y.msg_per_s / p.msg_per_s)), false),
-            1.0,
-            false,
-        ),
-        ratio_target(
-            "router p50 y3-router-tcp / zenoh-router, every case".into(),
-            worst(
-                cells("zenoh-router", |y, p| Some(y.p50_us? / p.p50_us?)),
-                true,
-            ),
-            1.0,
-            true,
-        ),
-    ]
+    }
+    cells
+}
+
+/// The e2e targets, checked.
+pub fn e2e_targets(r: &NetResults) -> Vec<Target> {
+    TARGETS.iter().map(|t| t.check(e2e_cells(r, t))).collect()
 }
 
 /// The e2e report.

@@ -34,39 +34,37 @@ fn echo_cell(x: &NetRecord) -> String {
     format!("{}, {} conns", x.case, x.sessions)
 }
 
-fn echo_cells(
-    r: &NetResults,
-    peer: &str,
-    f: impl Fn(&NetRecord, &NetRecord) -> Option<f64>,
-) -> Vec<(f64, String)> {
-    echo_pairs(r, peer)
+/// The echo targets: y3 on tokio at least plain tokio's QPS, at most its p99, every cell.
+const TARGETS: [RatioTarget; 2] = [
+    RatioTarget {
+        name: "echo QPS y3-tokio / tokio, every cell",
+        column: "",
+        y3: "y3-tokio",
+        base: "tokio",
+        ratio: |y, p| Some(y.msg_per_s / p.msg_per_s),
+        bound: at_least(1.0),
+    },
+    RatioTarget {
+        name: "echo p99 y3-tokio / tokio, every cell",
+        column: "",
+        y3: "y3-tokio",
+        base: "tokio",
+        ratio: |y, p| Some(y.p99_us? / p.p99_us?),
+        bound: at_most(1.0),
+    },
+];
+
+/// `t`'s ratio in every (size, connections) cell outside the peak sweep.
+fn echo_cells(r: &NetResults, t: &RatioTarget) -> Vec<(f64, String)> {
+    echo_pairs(r, t.base)
         .into_iter()
-        .filter_map(|(y, p)| Some((f(y, p)?, echo_cell(y))))
+        .filter_map(|(y, p)| Some(((t.ratio)(y, p)?, echo_cell(y))))
         .collect()
 }
 
-/// Echo targets: y3 on tokio ≥ plain tokio's QPS with p99 no worse, in every cell.
+/// The echo targets, checked.
 pub fn echo_targets(r: &NetResults) -> Vec<Target> {
-    vec![
-        ratio_target(
-            "echo QPS y3-tokio / tokio, every cell".into(),
-            worst(
-                echo_cells(r, "tokio", |y, p| Some(y.msg_per_s / p.msg_per_s)),
-                false,
-            ),
-            1.0,
-            false,
-        ),
-        ratio_target(
-            "echo p99 y3-tokio / tokio, every cell".into(),
-            worst(
-                echo_cells(r, "tokio", |y, p| Some(y.p99_us? / p.p99_us?)),
-                true,
-            ),
-            1.0,
-            true,
-        ),
-    ]
+    TARGETS.iter().map(|t| t.check(echo_cells(r, t))).collect()
 }
 
 /// The echo report.

@@ -12,7 +12,7 @@
 use std::fmt::Write as _;
 
 use crate::charts::BarChart;
-use crate::net::record::NetResults;
+use crate::net::record::{NetRecord, NetResults};
 use crate::report::{ratio, targets_table, Bound, Target};
 
 mod e2e;
@@ -123,6 +123,52 @@ fn ratio_target(name: String, worst: Option<(f64, String)>, bound: f64, at_most:
                 shortfall,
             }
         }
+    }
+}
+
+/// A network target declared as data: `ratio(y3 row, base row)` in every cell the suite
+/// pairs, the worst of them within `bound`.
+struct RatioTarget {
+    /// What is required, in words.
+    name: &'static str,
+    /// The ratio's column in a report table (yomo), else empty.
+    column: &'static str,
+    /// The y3 row.
+    y3: &'static str,
+    /// The row it is compared with.
+    base: &'static str,
+    /// The ratio in one cell, when both rows measured it.
+    ratio: fn(&NetRecord, &NetRecord) -> Option<f64>,
+    /// Where the worst cell must stay.
+    bound: Bound,
+}
+
+impl RatioTarget {
+    /// The target checked over `cells` (value, where).
+    fn check(&self, cells: Vec<(f64, String)>) -> Target {
+        let at_most = !self.bound.at_least;
+        ratio_target(
+            self.name.into(),
+            worst(cells, at_most),
+            self.bound.value,
+            at_most,
+        )
+    }
+}
+
+/// `≤ value`.
+const fn at_most(value: f64) -> Bound {
+    Bound {
+        value,
+        at_least: false,
+    }
+}
+
+/// `≥ value`.
+const fn at_least(value: f64) -> Bound {
+    Bound {
+        value,
+        at_least: true,
     }
 }
 
@@ -249,7 +295,6 @@ pub fn summary(r: &NetResults, docs_rel: &str) -> String {
 mod tests {
     use super::*;
     use crate::net::record::NetMeta;
-    use crate::net::record::NetRecord;
 
     fn pp(imp: &str, sessions: usize, threads: usize, seconds: f64) -> NetRecord {
         NetRecord {

@@ -15,31 +15,46 @@ pub(super) const REPORT: SuiteReport = SuiteReport {
     targets: pingpong_targets,
 };
 
+/// The ping-pong targets: y3's time no longer than each peer's, in every cell.
+const TARGETS: [RatioTarget; 2] = [
+    RatioTarget {
+        name: "ping-pong time y3-transport / asio, every cell",
+        column: "",
+        y3: "y3-transport",
+        base: "asio",
+        ratio: |y, p| Some(y.seconds / p.seconds),
+        bound: at_most(1.0),
+    },
+    RatioTarget {
+        name: "ping-pong time y3-transport / tokio, every cell",
+        column: "",
+        y3: "y3-transport",
+        base: "tokio",
+        ratio: |y, p| Some(y.seconds / p.seconds),
+        bound: at_most(1.0),
+    },
+];
+
 /// `y3 time / peer time` per (session count, threads) cell.
-fn pingpong_cells(r: &NetResults, peer: &str) -> Vec<(f64, String)> {
+fn pingpong_cells(r: &NetResults, t: &RatioTarget) -> Vec<(f64, String)> {
     let mut cells = Vec::new();
     for case in r.cases() {
-        for t in r.threads() {
-            if let (Some(y), Some(p)) = (r.find(&case, "y3-transport", t), r.find(&case, peer, t)) {
-                cells.push((y.seconds / p.seconds, format!("{case}, {t} thr")));
+        for th in r.threads() {
+            if let (Some(y), Some(p)) = (r.find(&case, t.y3, th), r.find(&case, t.base, th)) {
+                if let Some(v) = (t.ratio)(y, p) {
+                    cells.push((v, format!("{case}, {th} thr")));
+                }
             }
         }
     }
     cells
 }
 
-/// Ping-pong targets: y3's total time ≤ asio's and ≤ plain tokio's in every cell.
+/// The ping-pong targets, checked.
 pub fn pingpong_targets(r: &NetResults) -> Vec<Target> {
-    ["asio", "tokio"]
+    TARGETS
         .iter()
-        .map(|peer| {
-            ratio_target(
-                format!("ping-pong time y3-transport / {peer}, every cell"),
-                worst(pingpong_cells(r, peer), true),
-                1.0,
-                true,
-            )
-        })
+        .map(|t| t.check(pingpong_cells(r, t)))
         .collect()
 }
 

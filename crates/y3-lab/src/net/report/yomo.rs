@@ -21,78 +21,57 @@ const YOMO: &str = "yomo-zipper";
 const Y3_YOMO_CLIENTS: &str = "y3-yomo-clients";
 
 /// `f(y3 row, baseline row)` in every case where both were measured, with the case.
-fn yomo_cells(
-    r: &NetResults,
-    y3: &str,
-    base: &str,
-    f: fn(&NetRecord, &NetRecord) -> Option<f64>,
-) -> Vec<(f64, String)> {
+fn yomo_cells(r: &NetResults, t: &RatioTarget) -> Vec<(f64, String)> {
     r.cases()
         .into_iter()
         .filter_map(|case| {
-            let v = f(r.find(&case, y3, 0)?, r.find(&case, base, 0)?)?;
+            let v = (t.ratio)(r.find(&case, t.y3, 0)?, r.find(&case, t.base, 0)?)?;
             Some((v, case))
         })
         .collect()
 }
 
-/// One yomo target (issue 12): `ratio(y3 row, baseline row)` in every case within `bound`.
-struct YomoTarget {
-    name: &'static str,
-    /// The ratio's column in the report.
-    column: &'static str,
-    y3: &'static str,
-    base: &'static str,
-    ratio: fn(&NetRecord, &NetRecord) -> Option<f64>,
-    bound: f64,
-    at_most: bool,
-}
-
-const YOMO_TARGETS: [YomoTarget; 5] = [
-    YomoTarget {
+/// The yomo targets (issue 12): `ratio(y3 row, baseline row)` in every case within `bound`.
+const YOMO_TARGETS: [RatioTarget; 5] = [
+    RatioTarget {
         name: "router CPU per routed frame, y3 serve / YoMo's zipper (YoMo's clients), every case",
         column: "router CPU/frame, y3-yomo-clients ÷ yomo-zipper",
         y3: Y3_YOMO_CLIENTS,
         base: YOMO,
         ratio: |y, p| Some(y.cpu_us_per_frame? / p.cpu_us_per_frame?),
-        bound: 0.1,
-        at_most: true,
+        bound: at_most(0.1),
     },
-    YomoTarget {
+    RatioTarget {
         name: "p99 at the paced rate, y3 serve / YoMo's zipper (YoMo's clients), every case",
         column: "paced p99, y3-yomo-clients ÷ yomo-zipper",
         y3: Y3_YOMO_CLIENTS,
         base: YOMO,
         ratio: |y, p| Some(y.p99_us? / p.p99_us?),
-        bound: 0.2,
-        at_most: true,
+        bound: at_most(0.2),
     },
-    YomoTarget {
+    RatioTarget {
         name: "msg/s with YoMo's clients, y3 serve / YoMo's zipper, every case",
         column: "msg/s, y3-yomo-clients ÷ yomo-zipper",
         y3: Y3_YOMO_CLIENTS,
         base: YOMO,
         ratio: |y, p| Some(y.msg_per_s / p.msg_per_s),
-        bound: 2.0,
-        at_most: false,
+        bound: at_least(2.0),
     },
-    YomoTarget {
+    RatioTarget {
         name: "msg/s, y3's clients over QUIC / YoMo's zipper with YoMo's clients, every case",
         column: "msg/s, y3-quic ÷ yomo-zipper",
         y3: "y3-quic",
         base: YOMO,
         ratio: |y, p| Some(y.msg_per_s / p.msg_per_s),
-        bound: 20.0,
-        at_most: false,
+        bound: at_least(20.0),
     },
-    YomoTarget {
+    RatioTarget {
         name: "msg/s, y3's clients over QUIC / over TCP, every case",
         column: "msg/s, y3-quic ÷ y3-tcp",
         y3: "y3-quic",
         base: "y3-tcp",
         ratio: |y, p| Some(y.msg_per_s / p.msg_per_s),
-        bound: 2.0 / 3.0,
-        at_most: false,
+        bound: at_least(2.0 / 3.0),
     },
 ];
 
@@ -105,10 +84,9 @@ pub fn yomo_targets(r: &NetResults) -> Vec<Target> {
     YOMO_TARGETS
         .iter()
         .map(|t| {
-            let cells = yomo_cells(r, t.y3, t.base, t.ratio);
+            let cells = yomo_cells(r, t);
             let measured = cells.len();
-            let mut target =
-                ratio_target(t.name.into(), worst(cells, t.at_most), t.bound, t.at_most);
+            let mut target = t.check(cells);
             if measured > 0 && measured < cases {
                 target.measured = format!("{}; {measured} of {cases} cases", target.measured);
             }
@@ -182,8 +160,7 @@ pub fn yomo_markdown(r: &NetResults) -> String {
     let latency = std::mem::take(&mut out);
     out.push_str("| case |");
     for t in &YOMO_TARGETS {
-        let bound = if t.at_most { "≤" } else { "≥" };
-        let _ = write!(out, " {} ({bound} {}) |", t.column, ratio(t.bound));
+        let _ = write!(out, " {} ({}) |", t.column, t.bound.required());
     }
     out.push('\n');
     let _ = writeln!(out, "| --- |{}", " --: |".repeat(YOMO_TARGETS.len()));
