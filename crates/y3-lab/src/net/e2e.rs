@@ -689,20 +689,17 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
     }
     rt.shutdown_timeout(Duration::from_secs(2));
     Ok(NetResults {
-        meta: NetMeta {
-            suite: "e2e".into(),
-            command: opts.command.clone(),
-            machine: crate::system::machine(),
-            lab_version: env!("CARGO_PKG_VERSION").into(),
-            quick: opts.quick,
-            pinning: format!(
+        meta: NetMeta::now(
+            "e2e",
+            &opts.command,
+            opts.quick,
+            format!(
                 "none: brokers (y3 router and nats-server with {} threads, Zenoh router) and the \
                  client process share every core",
                 crate::measure::cores()
             ),
             versions,
-            started_unix: crate::system::unix_now(),
-        },
+        ),
         records,
         notes,
     })

@@ -96,6 +96,28 @@ pub struct NetMeta {
     pub started_unix: u64,
 }
 
+impl NetMeta {
+    /// The metadata of a run of `suite` on this machine, stamped now.
+    pub fn now(
+        suite: &str,
+        command: &str,
+        quick: bool,
+        pinning: String,
+        versions: Vec<(String, String)>,
+    ) -> NetMeta {
+        NetMeta {
+            suite: suite.into(),
+            command: command.into(),
+            machine: crate::system::machine(),
+            lab_version: env!("CARGO_PKG_VERSION").into(),
+            quick,
+            pinning,
+            versions,
+            started_unix: crate::system::unix_now(),
+        }
+    }
+}
+
 /// A whole results file.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NetResults {

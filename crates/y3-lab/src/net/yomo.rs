@@ -1133,21 +1133,18 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
     let _ = std::fs::remove_file(&peers.cert);
     let _ = std::fs::remove_file(&peers.config);
     Ok(NetResults {
-        meta: NetMeta {
-            suite: "yomo".into(),
-            command: opts.command.clone(),
-            machine: crate::system::machine(),
-            lab_version: env!("CARGO_PKG_VERSION").into(),
-            quick: opts.quick,
-            pinning: format!(
+        meta: NetMeta::now(
+            "yomo",
+            &opts.command,
+            opts.quick,
+            format!(
                 "none: the router (y3 serve, a tokio runtime with a worker per core; YoMo's \
                  zipper, GOMAXPROCS = cores) and the client processes (source, relay, sink) \
                  share all {} cores",
                 crate::measure::cores()
             ),
             versions,
-            started_unix: crate::system::unix_now(),
-        },
+        ),
         records,
         notes,
     })
