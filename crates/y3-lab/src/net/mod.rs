@@ -90,6 +90,19 @@ pub fn rounds<T>(
     got
 }
 
+/// The load of the suites that run flat out, then paced (e2e, yomo).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Load {
+    /// Messages of the flat-out run.
+    pub messages: u64,
+    /// Messages of the paced run.
+    pub paced: u64,
+    /// Rate of the paced run, msg/s (at least 1).
+    pub rate: u64,
+    /// Runs per case; every metric is the median over them.
+    pub runs: usize,
+}
+
 /// What every suite's runner needs to start its processes.
 #[derive(Debug, Clone)]
 pub struct Programs {
