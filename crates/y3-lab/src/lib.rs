@@ -29,7 +29,8 @@
 //! charts.rs                BarChart → SVG (plotters)
 //! codec/, data.rs, go.rs   codec suite: y3 rows, peer rows (Prepared::looping), Go side
 //! serde_suite.rs           serde suite
-//! net/SUITE.rs             network suites: pingpong, echo, e2e, yomo (measurement, child roles)
+//! net/SUITE.rs             network suites: pingpong, echo, e2e, yomo (measurement, child roles),
+//!                          pipeline (in-process, with its options)
 //! net/report/SUITE.rs      their reports (markdown, charts, targets), prose in net/report/templates/
 //! net/mod.rs, net/proc.rs  Programs (this binary, y3, peers), child processes, pace(), rounds()
 //! ```

@@ -43,7 +43,7 @@ enum NetCommand {
     /// YoMo's zipper vs `y3 serve` with YoMo's own clients, then y3's clients.
     Yomo(YomoArgs),
     /// Source → router → function → sink msg/s and latency over TCP and QUIC, one process.
-    Pipeline(crate::cli::pipeline::PipelineArgs),
+    Pipeline(net::pipeline::PipelineArgs),
     /// A lab server (started by the lab itself).
     #[command(hide = true)]
     Server(ServerArgs),
@@ -453,7 +453,7 @@ pub fn run(args: &NetArgs, out: &mut dyn Write) -> Result<()> {
         NetCommand::Echo(a) => echo(a, out),
         NetCommand::E2e(a) => e2e(a, out),
         NetCommand::Yomo(a) => yomo(a, out),
-        NetCommand::Pipeline(a) => crate::cli::pipeline::run(a, out),
+        NetCommand::Pipeline(a) => net::pipeline::run(a, out),
         NetCommand::Server(a) => server(a),
         NetCommand::Client(a) => client(a, out),
     }
