@@ -19,6 +19,38 @@
 //!
 //! Peers are behind the `peers` feature so that `cargo test --workspace` stays lean; without
 //! it the lab runs the y3 rows (and the Go side) and says that peers are disabled.
+//!
+//! # Layout
+//!
+//! ```text
+//! src/main.rs, src/cli/    the y3-lab command: shared OutputArgs + publish(), one module per suite's options
+//! measure.rs               the harness: runners, medians (measure::median), serial/parallel
+//! record.rs, report.rs     codec/serde records; ResultsFile, Publish, targets table, Bound, fill()
+//! charts.rs                BarChart → SVG (plotters)
+//! codec/, data.rs, go.rs   codec suite: y3 rows, peer rows (Prepared::looping), Go side
+//! serde_suite.rs           serde suite
+//! net/SUITE.rs             network suites: pingpong, echo, e2e, yomo (measurement, child roles),
+//!                          pipeline (in-process, with its options)
+//! net/report/SUITE.rs      their reports (markdown, charts, targets), prose in net/report/templates/
+//! net/mod.rs, net/proc.rs  Programs (this binary, y3, peers), child processes, pace(), rounds()
+//! ```
+//!
+//! # Adding a network suite
+//!
+//! 1. `net/NAME.rs`: `Options`, `run(&Options, &ProgressBar) -> Result<NetResults>` (use
+//!    [`net::rounds`] for interleaved runs, [`measure::median`], [`net::pace`] for paced
+//!    sends, [`net::Programs::spawn_lab`] for child processes), plus `serve`/`client`
+//!    roles if it starts its own servers or clients (dispatched in [`net::serve`] and
+//!    `cli/net.rs`'s `client`); register it with `pub mod NAME;` in `net/mod.rs`.
+//! 2. `net/report/NAME.rs` with its `REPORT: SuiteReport` and `templates/NAME.md` (the
+//!    prose, with `{{placeholders}}`); register it with `mod NAME;` and one entry in
+//!    [`net::report::SUITES`].
+//! 3. In `cli/net.rs`: an `Args` struct (flattening `OutputArgs`), one `NetCommand`
+//!    variant, and a function calling `measure_or_read(.., |bar| net::NAME::run(&opts, bar))`.
+//!
+//! A new peer of an existing suite is a row: a name in the suite's row list and its
+//! prepare/op (codec: an `Impl` entry whose `prepare` returns `Prepared::looping`;
+//! network: a branch of the suite's server/client start).
 #![warn(missing_docs)]
 
 pub mod alloc_count;

@@ -14,6 +14,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::measure::Measurement;
@@ -90,6 +91,34 @@ impl Record {
     }
 }
 
+/// A results file, every suite's: the whole results object as pretty JSON, written by
+/// `--json` and read back by `--from`.
+pub trait ResultsFile: Serialize + DeserializeOwned {
+    /// Writes the results as pretty JSON (creating the directory).
+    ///
+    /// # Errors
+    /// IO errors.
+    fn write_json(&self, path: &Path) -> Result<()> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        let text = serde_json::to_string_pretty(self)?;
+        std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// Reads a results file.
+    ///
+    /// # Errors
+    /// IO and parse errors.
+    fn read_json(path: &Path) -> Result<Self> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        Ok(serde_json::from_str(&text)?)
+    }
+}
+
+impl ResultsFile for Results {}
+
 /// Where and how the run happened.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Meta {
@@ -150,28 +179,6 @@ impl Results {
                 && r.implementation == implementation
                 && r.mode == mode
         })
-    }
-
-    /// Writes the results as pretty JSON.
-    ///
-    /// # Errors
-    /// IO errors.
-    pub fn write_json(&self, path: &Path) -> Result<()> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
-        }
-        let text = serde_json::to_string_pretty(self)?;
-        std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
-    }
-
-    /// Reads a results file.
-    ///
-    /// # Errors
-    /// IO and parse errors.
-    pub fn read_json(path: &Path) -> Result<Results> {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        Ok(serde_json::from_str(&text)?)
     }
 }
 

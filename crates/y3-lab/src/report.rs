@@ -301,44 +301,35 @@ pub fn targets_table(out: &mut String, targets: &[Target], absent: &str) {
     }
 }
 
+/// The opening list of the codec and serde reports (`templates/header.md`): machine,
+/// command, method, how to read the figures, the run's notes.
 fn header(out: &mut String, r: &Results) {
     let m = &r.meta;
-    let _ = writeln!(out, "- Machine: {}", m.machine);
-    let _ = writeln!(
-        out,
-        "- Command: `{}`{}",
-        m.command,
-        if m.go_version.is_empty() {
-            String::new()
-        } else {
-            format!(" · Go: {}", m.go_version)
-        }
-    );
-    let _ = writeln!(
-        out,
-        "- Method: median of {} samples of ~{} ms each (after warm-up); wall clock per op, and \
-         process CPU time (`CLOCK_PROCESS_CPUTIME_ID`) per op; parallel = {} threads \
-         (goroutines for Go), each running the loop{}{}",
-        m.samples,
-        m.sample_ms,
-        m.threads,
-        if m.quick { "; **--quick** run" } else { "" },
-        if m.suite == "codec" {
-            format!("; published-order seed {}", m.seed)
-        } else {
-            String::new()
-        },
-    );
-    let _ = writeln!(
-        out,
-        "- Reading: the machine may be shared and noisy; quote medians and ratios. Serial \
-         samples are taken in turns across the implementations of a data set, so ratios within \
-         a data set are steadier than absolute figures. Parallel `ns/op` is per thread (equal to \
-         serial under perfect scaling); the report's parallel figures are wall time ÷ all ops."
-    );
-    for n in &r.notes {
-        let _ = writeln!(out, "- Note: {n}");
-    }
+    let go = if m.go_version.is_empty() {
+        String::new()
+    } else {
+        format!(" · Go: {}", m.go_version)
+    };
+    let seed = if m.suite == "codec" {
+        format!("; published-order seed {}", m.seed)
+    } else {
+        String::new()
+    };
+    let notes: String = r.notes.iter().map(|n| format!("- Note: {n}\n")).collect();
+    out.push_str(&fill(
+        include_str!("templates/header.md"),
+        &[
+            ("machine", &m.machine),
+            ("command", &m.command),
+            ("go", &go),
+            ("samples", &m.samples.to_string()),
+            ("sample_ms", &m.sample_ms.to_string()),
+            ("threads", &m.threads.to_string()),
+            ("quick", if m.quick { "; **--quick** run" } else { "" }),
+            ("seed", &seed),
+            ("notes", &notes),
+        ],
+    ));
     out.push('\n');
 }
 
@@ -841,24 +832,33 @@ pub fn serde_summary(r: &Results, docs_rel: &str) -> String {
     out
 }
 
-/// Fills a report template: every `{{name}}` in `template` becomes its value. The prose of
-/// the reports lives in Markdown templates (`include_str!`), the figures come from code.
-/// A template file ends with a newline that is not part of the text.
+/// Fills a report template: every `{{name}}` in `template` becomes its value, in one pass
+/// (a value is never searched for placeholders). The prose of the reports lives in Markdown
+/// templates (`include_str!`), the figures come from code. A template file ends with a
+/// newline that is not part of the text.
 ///
 /// # Panics
 /// When a placeholder of the template has no value, or a value no placeholder (a template
 /// out of step with its code: caught by every test that renders a report).
 pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
-    let mut out = template.strip_suffix('\n').unwrap_or(template).to_string();
-    for (name, value) in values {
-        let key = format!("{{{{{name}}}}}");
-        assert!(out.contains(&key), "template has no {key}");
-        out = out.replacen(&key, value, 1);
+    let mut rest = template.strip_suffix('\n').unwrap_or(template);
+    let mut out = String::with_capacity(rest.len());
+    let mut used = vec![false; values.len()];
+    while let Some(at) = rest.find("{{") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 2..];
+        let end = after.find("}}").expect("a template placeholder is closed");
+        let name = &after[..end];
+        let Some(i) = values.iter().position(|(n, _)| *n == name) else {
+            panic!("template placeholder {{{{{name}}}}} has no value");
+        };
+        used[i] = true;
+        out.push_str(values[i].1);
+        rest = &after[end + 2..];
     }
-    if let Some(at) = out.find("{{") {
-        let rest = &out[at..];
-        let end = rest.find("}}").map_or(rest.len(), |e| e + 2);
-        panic!("template placeholder {} has no value", &rest[..end]);
+    out.push_str(rest);
+    if let Some(i) = used.iter().position(|u| !u) {
+        panic!("template has no {{{{{}}}}}", values[i].0);
     }
     out
 }
@@ -893,7 +893,7 @@ impl Publish for Results {
     }
 
     fn write_json(&self, path: &Path) -> Result<()> {
-        Results::write_json(self, path)
+        crate::record::ResultsFile::write_json(self, path)
     }
 
     fn render(&self) -> (String, Vec<(String, BarChart)>, Vec<Target>) {
@@ -1067,6 +1067,12 @@ mod tests {
             summary.contains("| `sonic-rs-get` | 400 | 400 | 400 | 400 | 20× |"),
             "{summary}"
         );
+    }
+
+    #[test]
+    fn fill_replaces_placeholders_once() {
+        let text = fill("# {{a}}\n{{b}} and {a}\n", &[("a", "x {{b}}"), ("b", "y")]);
+        assert_eq!(text, "# x {{b}}\ny and {a}");
     }
 
     #[test]

@@ -130,26 +130,54 @@ fn y3_decode(buf: &[u8]) -> Result<Envelope, y3::DecodeError> {
 fn y3_prepare() -> Result<(usize, Factory, Factory)> {
     let env = envelope();
     let bytes = env.to_packet(ENVELOPE_KEY, Dialect::Golang)?;
-    ensure!(y3_decode(&bytes)? == env, "y3 round trip");
     ensure!(y3::decode(&bytes).is_ok(), "y3 packet validates");
+    let mut encoded = Vec::new();
+    y3_encode(&env, &mut encoded)?;
+    ensure!(encoded == bytes, "encode_packet writes to_packet's bytes");
+    round_trip(
+        envelope,
+        |e| e.seq,
+        256,
+        |e, buf| Ok(y3_encode(e, buf)?),
+        |b| Ok(y3_decode(b)?),
+    )
+}
+
+/// The encode and decode rows of one implementation of a message type, the prepare/loop/
+/// check every serde row shares: checks that `decode` reads back what `encode_into` wrote,
+/// then makes the runners: encode `make()` into a reused buffer of `capacity` (must give
+/// the encoded size), decode the encoded bytes (must give the message's `seq`).
+fn round_trip<T: PartialEq + Send + 'static>(
+    make: fn() -> T,
+    seq: fn(&T) -> u64,
+    capacity: usize,
+    encode_into: fn(&T, &mut Vec<u8>) -> Result<()>,
+    decode: fn(&[u8]) -> Result<T>,
+) -> Result<(usize, Factory, Factory)> {
+    let msg = make();
+    let mut bytes = Vec::new();
+    encode_into(&msg, &mut bytes)?;
+    ensure!(decode(&bytes)? == msg, "round trip");
     let len = bytes.len();
-    let witness = Scalar::U64(env.seq);
     let encode: Factory = Box::new(move || {
-        let env = envelope();
-        let mut buf = Vec::with_capacity(256);
+        let msg = make();
+        let mut buf = Vec::with_capacity(capacity);
         no_input(Scalar::U64(len as u64), move || {
             buf.clear();
-            match y3_encode(&env, &mut buf) {
+            match encode_into(&msg, &mut buf) {
                 Ok(()) => Scalar::U64(buf.len() as u64),
                 Err(_) => Scalar::Missing,
             }
         })
     });
     let input: Arc<[u8]> = bytes.into();
+    let witness = Scalar::U64(seq(&msg));
     let decode: Factory = Box::new(move || {
-        looped(input.clone(), witness, |buf: &[u8]| match y3_decode(buf) {
-            Ok(e) => Scalar::U64(e.seq),
-            Err(_) => Scalar::Missing,
+        looped(input.clone(), witness, move |buf: &[u8]| {
+            match decode(buf) {
+                Ok(m) => Scalar::U64(seq(&m)),
+                Err(_) => Scalar::Missing,
+            }
         })
     });
     Ok((len, encode, decode))
@@ -353,36 +381,13 @@ mod peers {
     }
 
     fn prost_prepare() -> Result<(usize, Factory, Factory)> {
-        let msg = prost_envelope();
-        let bytes = msg.encode_to_vec();
-        ensure!(
-            ProstEnvelope::decode(bytes.as_slice())? == msg,
-            "prost round trip"
-        );
-        let len = bytes.len();
-        let encode: Factory = Box::new(move || {
-            let msg = prost_envelope();
-            let mut buf = Vec::with_capacity(256);
-            no_input(Scalar::U64(len as u64), move || {
-                buf.clear();
-                match msg.encode(&mut buf) {
-                    Ok(()) => Scalar::U64(buf.len() as u64),
-                    Err(_) => Scalar::Missing,
-                }
-            })
-        });
-        let input: Arc<[u8]> = bytes.into();
-        let decode: Factory = Box::new(move || {
-            looped(
-                input.clone(),
-                Scalar::U64(msg.seq),
-                |buf: &[u8]| match ProstEnvelope::decode(buf) {
-                    Ok(m) => Scalar::U64(m.seq),
-                    Err(_) => Scalar::Missing,
-                },
-            )
-        });
-        Ok((len, encode, decode))
+        round_trip(
+            prost_envelope,
+            |m| m.seq,
+            256,
+            |m, buf| Ok(m.encode(buf)?),
+            |b| Ok(ProstEnvelope::decode(b)?),
+        )
     }
 
     /// A serde format: `encode` appends to a cleared buffer, `decode` reads the message.
@@ -390,34 +395,7 @@ mod peers {
         encode_into: fn(&SerdeEnvelope, &mut Vec<u8>) -> Result<()>,
         decode: fn(&[u8]) -> Result<SerdeEnvelope>,
     ) -> Result<(usize, Factory, Factory)> {
-        let msg = serde_envelope();
-        let mut bytes = Vec::new();
-        encode_into(&msg, &mut bytes)?;
-        ensure!(decode(&bytes)? == msg, "serde round trip");
-        let len = bytes.len();
-        let encode_f: Factory = Box::new(move || {
-            let msg = serde_envelope();
-            let mut buf = Vec::with_capacity(512);
-            no_input(Scalar::U64(len as u64), move || {
-                buf.clear();
-                match encode_into(&msg, &mut buf) {
-                    Ok(()) => Scalar::U64(buf.len() as u64),
-                    Err(_) => Scalar::Missing,
-                }
-            })
-        });
-        let input: Arc<[u8]> = bytes.into();
-        let decode_f: Factory = Box::new(move || {
-            looped(
-                input.clone(),
-                Scalar::U64(msg.seq),
-                move |buf: &[u8]| match decode(buf) {
-                    Ok(m) => Scalar::U64(m.seq),
-                    Err(_) => Scalar::Missing,
-                },
-            )
-        });
-        Ok((len, encode_f, decode_f))
+        round_trip(serde_envelope, |m| m.seq, 512, encode_into, decode)
     }
 
     fn postcard_prepare() -> Result<(usize, Factory, Factory)> {

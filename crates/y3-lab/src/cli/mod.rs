@@ -4,7 +4,6 @@
 
 pub mod codec;
 pub mod net;
-pub mod pipeline;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

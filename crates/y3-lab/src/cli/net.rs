@@ -43,7 +43,7 @@ enum NetCommand {
     /// YoMo's zipper vs `y3 serve` with YoMo's own clients, then y3's clients.
     Yomo(YomoArgs),
     /// Source → router → function → sink msg/s and latency over TCP and QUIC, one process.
-    Pipeline(crate::cli::pipeline::PipelineArgs),
+    Pipeline(net::pipeline::PipelineArgs),
     /// A lab server (started by the lab itself).
     #[command(hide = true)]
     Server(ServerArgs),
@@ -135,7 +135,15 @@ pub struct E2eArgs {
     /// Subscriber counts.
     #[arg(long, value_delimiter = ',', default_values_t = [1usize, 5])]
     subs: Vec<usize>,
-    /// Messages of the flat-out run (default 200000; 20000 with --quick).
+    #[command(flatten)]
+    load: LoadArgs,
+}
+
+/// The load options of the suites that run flat out, then paced (`e2e`, `yomo`).
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    /// Messages of the flat-out run (default e2e 200000, yomo 100000; 20000, 5000 with
+    /// --quick).
     #[arg(long)]
     messages: Option<u64>,
     /// Messages of the paced latency run (default 20000; 2000 with --quick).
@@ -144,10 +152,23 @@ pub struct E2eArgs {
     /// Rate of the paced run in msg/s.
     #[arg(long, default_value_t = 10_000)]
     rate: u64,
-    /// Runs per case, each broker in turn every round; medians reported (default 3; 1
-    /// with --quick).
+    /// Runs per case, each row in turn every round; medians reported (default 3; 1 with
+    /// --quick).
     #[arg(long)]
     runs: Option<usize>,
+}
+
+impl LoadArgs {
+    /// The load, with the suite's flat-out message count `(full, quick)`.
+    fn load(&self, quick: bool, messages: (u64, u64)) -> net::Load {
+        let pick = |full, short| if quick { short } else { full };
+        net::Load {
+            messages: self.messages.unwrap_or(pick(messages.0, messages.1)),
+            paced: self.paced.unwrap_or(pick(20_000, 2_000)),
+            rate: self.rate.max(1),
+            runs: self.runs.unwrap_or(if quick { 1 } else { 3 }).max(1),
+        }
+    }
 }
 
 /// `y3-lab net yomo`.
@@ -169,19 +190,8 @@ pub struct YomoArgs {
     /// Workloads: `sink` (source → sink), `relay` (source → relay → sink).
     #[arg(long, value_delimiter = ',', default_values_t = ["sink".to_string(), "relay".to_string()])]
     workloads: Vec<String>,
-    /// Messages of the flat-out run (default 100000; 5000 with --quick).
-    #[arg(long)]
-    messages: Option<u64>,
-    /// Messages of the paced latency run (default 20000; 2000 with --quick).
-    #[arg(long)]
-    paced: Option<u64>,
-    /// Rate of the paced run in msg/s.
-    #[arg(long, default_value_t = 10_000)]
-    rate: u64,
-    /// Runs per case, each row in turn every round; medians reported (default 3; 1 with
-    /// --quick).
-    #[arg(long)]
-    runs: Option<usize>,
+    #[command(flatten)]
+    load: LoadArgs,
     /// The Go module with cmd/yomo-peer.
     #[arg(long, value_name = "DIR", default_value = "interop/yomo")]
     yomo_dir: PathBuf,
@@ -341,12 +351,7 @@ fn e2e(args: &E2eArgs, out: &mut dyn Write) -> Result<()> {
         let opts = net::e2e::Options {
             sizes: args.sizes.clone(),
             subs: args.subs.clone(),
-            messages: args
-                .messages
-                .unwrap_or(if quick { 20_000 } else { 200_000 }),
-            paced: args.paced.unwrap_or(if quick { 2_000 } else { 20_000 }),
-            rate: args.rate.max(1),
-            runs: args.runs.unwrap_or(if quick { 1 } else { 3 }).max(1),
+            load: args.load.load(quick, (200_000, 20_000)),
             only: args.output.only.clone(),
             quick,
             command: command_line(),
@@ -370,10 +375,7 @@ fn yomo(args: &YomoArgs, out: &mut dyn Write) -> Result<()> {
         let opts = net::yomo::Options {
             sizes: args.sizes.clone(),
             workloads,
-            messages: args.messages.unwrap_or(if quick { 5_000 } else { 100_000 }),
-            paced: args.paced.unwrap_or(if quick { 2_000 } else { 20_000 }),
-            rate: args.rate.max(1),
-            runs: args.runs.unwrap_or(if quick { 1 } else { 3 }).max(1),
+            load: args.load.load(quick, (100_000, 5_000)),
             only: args.output.only.clone(),
             quick,
             command: command_line(),
@@ -451,8 +453,37 @@ pub fn run(args: &NetArgs, out: &mut dyn Write) -> Result<()> {
         NetCommand::Echo(a) => echo(a, out),
         NetCommand::E2e(a) => e2e(a, out),
         NetCommand::Yomo(a) => yomo(a, out),
-        NetCommand::Pipeline(a) => crate::cli::pipeline::run(a, out),
+        NetCommand::Pipeline(a) => net::pipeline::run(a, out),
         NetCommand::Server(a) => server(a),
         NetCommand::Client(a) => client(a, out),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn load_defaults_per_suite() {
+        let args = LoadArgs {
+            messages: None,
+            paced: None,
+            rate: 0,
+            runs: None,
+        };
+        let full = net::Load {
+            messages: 200_000,
+            paced: 20_000,
+            rate: 1,
+            runs: 3,
+        };
+        assert_eq!(args.load(false, (200_000, 20_000)), full);
+        let quick = net::Load {
+            messages: 5_000,
+            paced: 2_000,
+            rate: 1,
+            runs: 1,
+        };
+        assert_eq!(args.load(true, (100_000, 5_000)), quick);
     }
 }

@@ -56,14 +56,8 @@ pub struct Options {
     pub sizes: Vec<usize>,
     /// Subscriber counts.
     pub subs: Vec<usize>,
-    /// Messages of the flat-out run.
-    pub messages: u64,
-    /// Messages of the paced run.
-    pub paced: u64,
-    /// Rate of the paced run.
-    pub rate: u64,
-    /// Runs per case; every metric is the median over them.
-    pub runs: usize,
+    /// Messages, pacing and runs.
+    pub load: crate::net::Load,
     /// Only implementations whose name contains one of these.
     pub only: Vec<String>,
     /// `--quick`.
@@ -575,20 +569,20 @@ async fn run_case(
     let mut clients = connect_clients(imp, broker, subs, epoch).await?;
     let result = async {
         clients.wait_ready(size).await?;
-        let warm = (opts.messages / 50).max(100);
+        let warm = (opts.load.messages / 50).max(100);
         clients
             .phase(warm, size, None, Duration::from_secs(60))
             .await?;
         let (elapsed, _) = clients
-            .phase(opts.messages, size, None, Duration::from_secs(120))
+            .phase(opts.load.messages, size, None, Duration::from_secs(120))
             .await?;
-        let limit = Duration::from_secs_f64(opts.paced as f64 / opts.rate as f64 + 30.0);
+        let limit = Duration::from_secs_f64(opts.load.paced as f64 / opts.load.rate as f64 + 30.0);
         let (_, paced) = clients
-            .phase(opts.paced, size, Some(opts.rate), limit)
+            .phase(opts.load.paced, size, Some(opts.load.rate), limit)
             .await?;
         anyhow::Ok(CaseResult {
             seconds: elapsed.as_secs_f64(),
-            loaded_msgs: opts.messages,
+            loaded_msgs: opts.load.messages,
             paced,
         })
     }
@@ -649,7 +643,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
             cases.push((size, subs));
         }
     }
-    let runs = opts.runs.max(1);
+    let runs = opts.load.runs.max(1);
     bar.set_length((cases.len() * impls.len() * runs) as u64);
     let mut records = Vec::new();
     for &(size, subs) in &cases {
@@ -676,7 +670,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
                 payload: size,
                 subscribers: subs,
                 seconds: med(&|r| r.seconds).0,
-                messages: opts.messages,
+                messages: opts.load.messages,
                 msg_per_s: rate,
                 p50_us: us(0.5),
                 p99_us: us(0.99),
@@ -689,20 +683,17 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
     }
     rt.shutdown_timeout(Duration::from_secs(2));
     Ok(NetResults {
-        meta: NetMeta {
-            suite: "e2e".into(),
-            command: opts.command.clone(),
-            machine: crate::system::machine(),
-            lab_version: env!("CARGO_PKG_VERSION").into(),
-            quick: opts.quick,
-            pinning: format!(
+        meta: NetMeta::now(
+            "e2e",
+            &opts.command,
+            opts.quick,
+            format!(
                 "none: brokers (y3 router and nats-server with {} threads, Zenoh router) and the \
                  client process share every core",
                 crate::measure::cores()
             ),
             versions,
-            started_unix: crate::system::unix_now(),
-        },
+        ),
         records,
         notes,
     })

@@ -613,19 +613,16 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
         }
     }
     Ok(NetResults {
-        meta: NetMeta {
-            suite: "echo".into(),
-            command: opts.command.clone(),
-            machine: crate::system::machine(),
-            lab_version: env!("CARGO_PKG_VERSION").into(),
-            quick: opts.quick,
-            pinning: format!(
+        meta: NetMeta::now(
+            "echo",
+            &opts.command,
+            opts.quick,
+            format!(
                 "server on core(s) {} ({} thread(s)), load client on core(s) {} (taskset)",
                 opts.server_cpus, opts.server_threads, opts.client_cpus
             ),
             versions,
-            started_unix: crate::system::unix_now(),
-        },
+        ),
         records,
         notes,
     })

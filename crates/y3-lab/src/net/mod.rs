@@ -15,6 +15,8 @@
 //!   zipper and `y3 serve` driven by YoMo's own Go clients (`interop/yomo`'s `yomo-peer`),
 //!   then `y3 serve` driven by y3's clients over QUIC and TCP (msg/s, router CPU per
 //!   routed frame, paced one-way latency).
+//! - [`pipeline`]: source → router → stream function → sink in this one process over TCP and
+//!   QUIC (formerly `y3 bench e2e`): msg/s and paced one-way latency, a table and JSON.
 //!
 //! Every server and client is a child process ([`proc::Child`], killed on drop) started by
 //! the lab on 127.0.0.1: the lab's own binary with the hidden `y3-lab net server|client`
@@ -25,6 +27,7 @@
 pub mod e2e;
 pub mod echo;
 pub mod pingpong;
+pub mod pipeline;
 pub mod proc;
 pub mod record;
 pub mod report;
@@ -88,6 +91,19 @@ pub fn rounds<T>(
         }
     }
     got
+}
+
+/// The load of the suites that run flat out, then paced (e2e, yomo).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Load {
+    /// Messages of the flat-out run.
+    pub messages: u64,
+    /// Messages of the paced run.
+    pub paced: u64,
+    /// Rate of the paced run, msg/s (at least 1).
+    pub rate: u64,
+    /// Runs per case; every metric is the median over them.
+    pub runs: usize,
 }
 
 /// What every suite's runner needs to start its processes.

@@ -738,18 +738,15 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<crate::net::r
         }
     }
     Ok(NetResults {
-        meta: NetMeta {
-            suite: "pingpong".into(),
-            command: opts.command.clone(),
-            machine: crate::system::machine(),
-            lab_version: env!("CARGO_PKG_VERSION").into(),
-            quick: opts.quick,
-            pinning: "none: client and server processes share every core, as in the report \
+        meta: NetMeta::now(
+            "pingpong",
+            &opts.command,
+            opts.quick,
+            "none: client and server processes share every core, as in the report \
                       (both on one machine)"
                 .into(),
             versions,
-            started_unix: crate::system::unix_now(),
-        },
+        ),
         records,
         notes,
     })

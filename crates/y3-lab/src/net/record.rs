@@ -14,6 +14,8 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
+
+use crate::record::ResultsFile;
 use serde::{Deserialize, Serialize};
 
 /// One measured row.
@@ -70,6 +72,8 @@ pub struct NetRecord {
     pub range: (f64, f64),
 }
 
+impl ResultsFile for NetResults {}
+
 /// Where and how the run happened.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NetMeta {
@@ -90,6 +94,28 @@ pub struct NetMeta {
     pub versions: Vec<(String, String)>,
     /// Seconds since the Unix epoch at the start.
     pub started_unix: u64,
+}
+
+impl NetMeta {
+    /// The metadata of a run of `suite` on this machine, stamped now.
+    pub fn now(
+        suite: &str,
+        command: &str,
+        quick: bool,
+        pinning: String,
+        versions: Vec<(String, String)>,
+    ) -> NetMeta {
+        NetMeta {
+            suite: suite.into(),
+            command: command.into(),
+            machine: crate::system::machine(),
+            lab_version: env!("CARGO_PKG_VERSION").into(),
+            quick,
+            pinning,
+            versions,
+            started_unix: crate::system::unix_now(),
+        }
+    }
 }
 
 /// A whole results file.
@@ -142,28 +168,6 @@ impl NetResults {
         out.sort_unstable();
         out.dedup();
         out
-    }
-
-    /// Writes the results as pretty JSON.
-    ///
-    /// # Errors
-    /// IO errors.
-    pub fn write_json(&self, path: &Path) -> Result<()> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
-        }
-        let text = serde_json::to_string_pretty(self)?;
-        std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
-    }
-
-    /// Reads a results file.
-    ///
-    /// # Errors
-    /// IO and parse errors.
-    pub fn read_json(path: &Path) -> Result<NetResults> {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        Ok(serde_json::from_str(&text)?)
     }
 
     /// Reads one suite's results written in parts (say, the long 10 000-session ping-pong

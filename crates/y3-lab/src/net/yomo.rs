@@ -167,14 +167,8 @@ pub struct Options {
     pub sizes: Vec<usize>,
     /// Workloads.
     pub workloads: Vec<Workload>,
-    /// Messages of the flat-out run.
-    pub messages: u64,
-    /// Messages of the paced run.
-    pub paced: u64,
-    /// Rate of the paced run, msg/s.
-    pub rate: u64,
-    /// Runs per case; every metric is the median over them.
-    pub runs: usize,
+    /// Messages, pacing and runs.
+    pub load: crate::net::Load,
     /// Only rows whose name contains one of these.
     pub only: Vec<String>,
     /// `--quick`.
@@ -1059,7 +1053,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
             cases.push((w, size));
         }
     }
-    let runs = opts.runs.max(1);
+    let runs = opts.load.runs.max(1);
     bar.set_length((cases.len() * rows.len() * runs) as u64);
     let mut notes = Vec::new();
     let mut records = Vec::new();
@@ -1069,14 +1063,16 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
         let flat = Phase {
             workload,
             size,
-            count: opts.messages,
+            count: opts.load.messages,
             rate: 0.0,
-            limit: Duration::from_secs(20 + opts.messages / 2000),
+            limit: Duration::from_secs(20 + opts.load.messages / 2000),
         };
         let paced = Phase {
-            count: opts.paced,
-            rate: opts.rate as f64,
-            limit: Duration::from_secs_f64(20.0 + opts.paced as f64 / opts.rate.max(1) as f64),
+            count: opts.load.paced,
+            rate: opts.load.rate as f64,
+            limit: Duration::from_secs_f64(
+                20.0 + opts.load.paced as f64 / opts.load.rate.max(1) as f64,
+            ),
             ..flat
         };
         let got = crate::net::rounds("yomo", &case, &names, runs, bar, &mut notes, |name| {
@@ -1095,20 +1091,20 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
             }
             let med =
                 |f: &dyn Fn(&Sample) -> f64| median(&samples.iter().map(f).collect::<Vec<_>>());
-            let frames = (opts.messages * workload.frames_per_message()) as f64;
+            let frames = (opts.load.messages * workload.frames_per_message()) as f64;
             let cpu: Vec<f64> = samples
                 .iter()
                 .filter_map(|s| s.flat.router_cpu)
                 .map(|c| c * 1e6 / frames)
                 .collect();
             let (rate, range) = med(&|s| s.flat.sink.msg_per_s);
-            if rate < opts.rate as f64 {
+            if rate < opts.load.rate as f64 {
                 notes.push(format!(
                     "{}, {case}: {} msg/s flat out is below the paced rate ({} msg/s), so its \
                      paced latency is mostly queueing",
                     row.name,
                     rate.round(),
-                    opts.rate
+                    opts.load.rate
                 ));
             }
             records.push(NetRecord {
@@ -1118,7 +1114,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
                 payload: size,
                 subscribers: 1,
                 seconds: med(&|s| s.flat.sink.seconds).0,
-                messages: opts.messages,
+                messages: opts.load.messages,
                 msg_per_s: rate,
                 p50_us: Some(med(&|s| s.paced.p50_us).0),
                 p99_us: Some(med(&|s| s.paced.p99_us).0),
@@ -1133,21 +1129,18 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
     let _ = std::fs::remove_file(&peers.cert);
     let _ = std::fs::remove_file(&peers.config);
     Ok(NetResults {
-        meta: NetMeta {
-            suite: "yomo".into(),
-            command: opts.command.clone(),
-            machine: crate::system::machine(),
-            lab_version: env!("CARGO_PKG_VERSION").into(),
-            quick: opts.quick,
-            pinning: format!(
+        meta: NetMeta::now(
+            "yomo",
+            &opts.command,
+            opts.quick,
+            format!(
                 "none: the router (y3 serve, a tokio runtime with a worker per core; YoMo's \
                  zipper, GOMAXPROCS = cores) and the client processes (source, relay, sink) \
                  share all {} cores",
                 crate::measure::cores()
             ),
             versions,
-            started_unix: crate::system::unix_now(),
-        },
+        ),
         records,
         notes,
     })

@@ -148,14 +148,14 @@ async fn phase(
     let start = Instant::now();
     let send = async {
         for i in 0..n {
-            y3_lab::net::pace(start, i, rate.map_or(0.0, |r| r as f64)).await;
+            crate::net::pace(start, i, rate.map_or(0.0, |r| r as f64)).await;
             source.send(0x10, payload(size, epoch)).await?;
         }
         source.flush().await?;
         anyhow::Ok(())
     };
     let recv = async {
-        let mut hist = y3_lab::net::latency_histogram();
+        let mut hist = crate::net::latency_histogram();
         for _ in 0..n {
             let data = tokio::time::timeout(Duration::from_secs(30), sink.recv())
                 .await

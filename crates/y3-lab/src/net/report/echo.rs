@@ -1,0 +1,247 @@
+//! The echo report: QPS, latency percentiles and server CPU per connections and size.
+
+use std::fmt::Write as _;
+
+use super::*;
+use crate::charts::BarChart;
+use crate::net::record::{NetRecord, NetResults};
+use crate::report::{fill, ratio, Target};
+
+/// The echo report, registered in [`super::SUITES`].
+pub(super) const REPORT: SuiteReport = SuiteReport {
+    suite: "echo",
+    markdown: echo_markdown,
+    charts: echo_charts,
+    targets: echo_targets,
+};
+
+/// The target cells (every non-sweep point): y3 on tokio beside `peer` at the same point.
+fn echo_pairs<'a>(r: &'a NetResults, peer: &str) -> Vec<(&'a NetRecord, &'a NetRecord)> {
+    r.records
+        .iter()
+        .filter(|y| y.implementation == "y3-tokio" && !y.case.starts_with("peak"))
+        .filter_map(|y| {
+            let p = r.records.iter().find(|p| {
+                p.implementation == peer && p.case == y.case && p.sessions == y.sessions
+            })?;
+            Some((y, p))
+        })
+        .collect()
+}
+
+/// How a report names an echo point.
+fn echo_cell(x: &NetRecord) -> String {
+    format!("{}, {} conns", x.case, x.sessions)
+}
+
+/// The echo targets: y3 on tokio at least plain tokio's QPS, at most its p99, every cell.
+const TARGETS: [RatioTarget; 2] = [
+    RatioTarget {
+        name: "echo QPS y3-tokio / tokio, every cell",
+        column: "",
+        y3: "y3-tokio",
+        base: "tokio",
+        ratio: |y, p| Some(y.msg_per_s / p.msg_per_s),
+        bound: at_least(1.0),
+    },
+    RatioTarget {
+        name: "echo p99 y3-tokio / tokio, every cell",
+        column: "",
+        y3: "y3-tokio",
+        base: "tokio",
+        ratio: |y, p| Some(y.p99_us? / p.p99_us?),
+        bound: at_most(1.0),
+    },
+];
+
+/// `t`'s ratio in every (size, connections) cell outside the peak sweep.
+fn echo_cells(r: &NetResults, t: &RatioTarget) -> Vec<(f64, String)> {
+    echo_pairs(r, t.base)
+        .into_iter()
+        .filter_map(|(y, p)| Some(((t.ratio)(y, p)?, echo_cell(y))))
+        .collect()
+}
+
+/// The echo targets, checked.
+pub fn echo_targets(r: &NetResults) -> Vec<Target> {
+    TARGETS.iter().map(|t| t.check(echo_cells(r, t))).collect()
+}
+
+/// The echo report.
+pub fn echo_markdown(r: &NetResults) -> String {
+    let mut out = String::new();
+    let impls = r.impls();
+    let mut cases = r.cases();
+    cases.sort_by_key(|c| c.starts_with("peak"));
+    for case in &cases {
+        let _ = writeln!(out, "## {case}\n");
+        let _ = write!(out, "| conns |");
+        for i in &impls {
+            let _ = write!(out, " `{i}` QPS | p50 / p99 / p999 | CPU |");
+        }
+        out.push('\n');
+        let _ = writeln!(out, "| --: |{}", " --: | --: | --: |".repeat(impls.len()));
+        let mut conns: Vec<usize> = r
+            .records
+            .iter()
+            .filter(|x| &x.case == case)
+            .map(|x| x.sessions)
+            .collect();
+        conns.sort_unstable();
+        conns.dedup();
+        for c in conns {
+            let _ = write!(out, "| {c} |");
+            for i in &impls {
+                match r
+                    .records
+                    .iter()
+                    .find(|x| &x.case == case && &x.implementation == i && x.sessions == c)
+                {
+                    Some(x) => {
+                        let _ = write!(
+                            out,
+                            " {} | {} / {} / {} | {} |",
+                            rate(x.msg_per_s),
+                            us(x.p50_us),
+                            us(x.p99_us),
+                            us(x.p999_us),
+                            x.server_cpu_pct.map_or("–".into(), |c| format!("{c:.0}%"))
+                        );
+                    }
+                    None => out.push_str(" – | – | – |"),
+                }
+            }
+            out.push('\n');
+        }
+        out.push('\n');
+        if case.starts_with("peak") {
+            echo_peaks(&mut out, r, case, &impls);
+        }
+    }
+    let mut spread = String::new();
+    echo_spread(&mut spread, r);
+    fill(
+        include_str!("templates/echo.md"),
+        &[
+            ("header", &header(r)),
+            ("cases", &out),
+            ("targets", &targets(&echo_targets(r))),
+            ("spread", &spread),
+            ("charts", &charts_markdown(&echo_charts(r))),
+            ("notes", &notes(r)),
+        ],
+    )
+}
+
+/// The targets' cells again with the lowest and highest QPS of the runs beside each
+/// median: on a shared VM the runs spread wider than the servers differ, and a reader
+/// should see that next to the verdict.
+fn echo_spread(out: &mut String, r: &NetResults) {
+    let pairs = echo_pairs(r, "tokio");
+    if pairs.is_empty() || pairs.iter().all(|(y, p)| y.runs < 2 && p.runs < 2) {
+        return;
+    }
+    out.push_str(
+        "## Run-to-run spread\n\n\
+         | cell | runs | `y3-tokio` QPS median (lowest–highest) | `tokio` QPS median \
+         (lowest–highest) | y3 / tokio |\n| --- | --: | --: | --: | --: |\n",
+    );
+    for (y, p) in pairs {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} ({}–{}) | {} ({}–{}) | {} |",
+            echo_cell(y),
+            y.runs.min(p.runs),
+            rate(y.msg_per_s),
+            rate(y.range.0),
+            rate(y.range.1),
+            rate(p.msg_per_s),
+            rate(p.range.0),
+            rate(p.range.1),
+            ratio(y.msg_per_s / p.msg_per_s)
+        );
+    }
+    out.push('\n');
+}
+
+/// One line per server: its highest QPS over the sweep `case`, and at how many
+/// connections.
+fn echo_peaks(out: &mut String, r: &NetResults, case: &str, impls: &[String]) {
+    out.push_str("Peak QPS of each server over the sweep:");
+    for i in impls {
+        let best = r
+            .records
+            .iter()
+            .filter(|x| x.case == case && &x.implementation == i)
+            .max_by(|a, b| a.msg_per_s.total_cmp(&b.msg_per_s));
+        if let Some(x) = best {
+            let _ = write!(out, " `{i}` {} at {} conns;", rate(x.msg_per_s), x.sessions);
+        }
+    }
+    if out.ends_with(';') {
+        out.pop();
+    }
+    out.push_str(".\n\n");
+}
+
+/// Per case: QPS vs connections and p99 vs connections.
+pub fn echo_charts(r: &NetResults) -> Vec<(String, BarChart)> {
+    let mut charts = Vec::new();
+    for case in r.cases() {
+        let mut conns: Vec<usize> = r
+            .records
+            .iter()
+            .filter(|x| x.case == case)
+            .map(|x| x.sessions)
+            .collect();
+        conns.sort_unstable();
+        conns.dedup();
+        let slug: String = case
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect::<String>()
+            .replace("--", "-")
+            .to_lowercase();
+        for (metric, label, f) in [
+            (
+                "qps",
+                "QPS",
+                (|x: &NetRecord| Some(x.msg_per_s)) as fn(&NetRecord) -> Option<f64>,
+            ),
+            ("p99", "p99 latency (µs)", |x: &NetRecord| x.p99_us),
+        ] {
+            let series = r
+                .impls()
+                .into_iter()
+                .map(|i| {
+                    let v = conns
+                        .iter()
+                        .map(|&c| {
+                            r.records
+                                .iter()
+                                .find(|x| {
+                                    x.case == case && x.implementation == i && x.sessions == c
+                                })
+                                .and_then(f)
+                        })
+                        .collect();
+                    (i, v)
+                })
+                .collect();
+            charts.push((
+                format!("echo-{metric}-{slug}.svg"),
+                BarChart {
+                    title: format!("echo, {case}: {label} vs connections"),
+                    y_label: label.into(),
+                    groups: conns.iter().map(|c| format!("{c} conns")).collect(),
+                    series,
+                    log: metric == "p99",
+                },
+            ));
+        }
+    }
+    charts
+}
+
+// ---------------------------------------------------------------------------------------
+// Router end to end

@@ -1,0 +1,146 @@
+//! The ping-pong report: total time per sessions × threads, y3 / peer ratios.
+
+use std::fmt::Write as _;
+
+use super::*;
+use crate::charts::BarChart;
+use crate::net::record::{NetRecord, NetResults};
+use crate::report::{fill, ratio, Target};
+
+/// The pingpong report, registered in [`super::SUITES`].
+pub(super) const REPORT: SuiteReport = SuiteReport {
+    suite: "pingpong",
+    markdown: pingpong_markdown,
+    charts: pingpong_charts,
+    targets: pingpong_targets,
+};
+
+/// The ping-pong targets: y3's time no longer than each peer's, in every cell.
+const TARGETS: [RatioTarget; 2] = [
+    RatioTarget {
+        name: "ping-pong time y3-transport / asio, every cell",
+        column: "",
+        y3: "y3-transport",
+        base: "asio",
+        ratio: |y, p| Some(y.seconds / p.seconds),
+        bound: at_most(1.0),
+    },
+    RatioTarget {
+        name: "ping-pong time y3-transport / tokio, every cell",
+        column: "",
+        y3: "y3-transport",
+        base: "tokio",
+        ratio: |y, p| Some(y.seconds / p.seconds),
+        bound: at_most(1.0),
+    },
+];
+
+/// `y3 time / peer time` per (session count, threads) cell.
+fn pingpong_cells(r: &NetResults, t: &RatioTarget) -> Vec<(f64, String)> {
+    let mut cells = Vec::new();
+    for case in r.cases() {
+        for th in r.threads() {
+            if let (Some(y), Some(p)) = (r.find(&case, t.y3, th), r.find(&case, t.base, th)) {
+                if let Some(v) = (t.ratio)(y, p) {
+                    cells.push((v, format!("{case}, {th} thr")));
+                }
+            }
+        }
+    }
+    cells
+}
+
+/// The ping-pong targets, checked.
+pub fn pingpong_targets(r: &NetResults) -> Vec<Target> {
+    TARGETS
+        .iter()
+        .map(|t| t.check(pingpong_cells(r, t)))
+        .collect()
+}
+
+/// The ping-pong report.
+pub fn pingpong_markdown(r: &NetResults) -> String {
+    let mut out = String::new();
+    let impls = r.impls();
+    let peers: Vec<&String> = impls.iter().filter(|i| *i != "y3-transport").collect();
+    let _ = write!(out, "| sessions | threads |");
+    for i in &impls {
+        let _ = write!(out, " `{i}` s |");
+    }
+    for p in &peers {
+        let _ = write!(out, " y3 / {p} |");
+    }
+    out.push('\n');
+    let _ = writeln!(
+        out,
+        "| --: | --: |{}",
+        " --: |".repeat(impls.len() + peers.len())
+    );
+    for case in r.cases() {
+        for t in r.threads() {
+            let row: Vec<Option<&NetRecord>> = impls.iter().map(|i| r.find(&case, i, t)).collect();
+            if row.iter().all(Option::is_none) {
+                continue;
+            }
+            let sessions = case.split(' ').next().unwrap_or("");
+            let _ = write!(out, "| {sessions} | {t} |");
+            for rec in &row {
+                let _ = write!(out, " {} |", rec.map_or("–".into(), |x| secs(x.seconds)));
+            }
+            let y = r.find(&case, "y3-transport", t);
+            for p in &peers {
+                let cell = match (y, r.find(&case, p, t)) {
+                    (Some(y), Some(p)) => ratio(y.seconds / p.seconds),
+                    _ => "–".into(),
+                };
+                let _ = write!(out, " {cell} |");
+            }
+            out.push('\n');
+        }
+    }
+    fill(
+        include_str!("templates/pingpong.md"),
+        &[
+            ("header", &header(r)),
+            ("table", &out),
+            ("targets", &targets(&pingpong_targets(r))),
+            ("charts", &charts_markdown(&pingpong_charts(r))),
+            ("notes", &notes(r)),
+        ],
+    )
+}
+
+/// One chart per session count: total time per thread count, one bar per implementation.
+pub fn pingpong_charts(r: &NetResults) -> Vec<(String, BarChart)> {
+    let threads = r.threads();
+    r.cases()
+        .into_iter()
+        .map(|case| {
+            let series = r
+                .impls()
+                .into_iter()
+                .map(|i| {
+                    let v = threads
+                        .iter()
+                        .map(|&t| r.find(&case, &i, t).map(|x| x.seconds))
+                        .collect();
+                    (i, v)
+                })
+                .collect();
+            let slug = case.split(' ').next().unwrap_or("x").to_string();
+            (
+                format!("pingpong-{slug}.svg"),
+                BarChart {
+                    title: format!("ping-pong, {case}: total time (lower is better)"),
+                    y_label: "seconds".into(),
+                    groups: threads.iter().map(|t| format!("{t} threads")).collect(),
+                    series,
+                    log: false,
+                },
+            )
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// Echo
