@@ -42,9 +42,11 @@ fn bench(c: &mut Criterion) {
             ("two", format!("{first} and {second}")),
         ];
         let path = [0, k];
-        group.bench_with_input(BenchmarkId::new("get", format!("C{n}-K{k}")), &buf, |b, buf| {
-            b.iter(|| y3::get(black_box(buf), &path))
-        });
+        group.bench_with_input(
+            BenchmarkId::new("get", format!("C{n}-K{k}")),
+            &buf,
+            |b, buf| b.iter(|| y3::get(black_box(buf), &path)),
+        );
         for (name, text) in filters {
             let mut filter = Filter::parse(&text).unwrap();
             assert!(filter.evaluate(&buf).matches(), "{text}");
