@@ -422,6 +422,26 @@ pub fn skip_run(data: &[u8]) {
         }
         assert_eq!(crate::skip::run(node, s, want), scalar);
     }
+    // The key-set run: a few keys from the input's first byte (none, one, several).
+    let keys = match key % 3 {
+        0 => 0,
+        1 => 1u64 << (key & 0x3f),
+        _ => (1u64 << (key & 0x3f)) | (1 << ((key >> 2) & 0x3f)) | (1 << 17),
+    };
+    for s in 0..node.len().min(80) {
+        let scalar = crate::skip::run_scalar_keys(node, s, keys);
+        if let Some(vector) = crate::skip::run_vector_keys(node, s, keys) {
+            assert_eq!(vector, scalar, "skip run from {s} for keys {keys:#x}");
+        }
+        assert_eq!(crate::skip::run_keys(node, s, keys), scalar);
+        // One key as a set is the one-key run.
+        if key % 3 == 1 {
+            assert_eq!(
+                scalar,
+                crate::skip::run_scalar(node, s, (key & 0x3f) as u32)
+            );
+        }
+    }
 }
 
 /// A leaf value as `arbitrary` builds it.

@@ -427,8 +427,62 @@ fn fragment() -> impl Strategy<Value = &'static str> {
     ])
 }
 
+/// Payloads near the common shape: NoiseData, the stress vector, their concatenations,
+/// with bytes overwritten at random.
+fn payload() -> impl Strategy<Value = Vec<u8>> {
+    let stress = common::golang()
+        .into_iter()
+        .find(|v| v.name == "stress_C63_ascending")
+        .unwrap()
+        .bytes();
+    let bases = vec![
+        NOISE.to_vec(),
+        stress.clone(),
+        [NOISE.to_vec(), NOISE.to_vec()].concat(),
+        [hex!("9003 110105").to_vec(), NOISE.to_vec()].concat(),
+        [stress, NOISE.to_vec()].concat(),
+        hex!("110105 120107 1303616263").to_vec(),
+    ];
+    (
+        prop::sample::select(bases),
+        prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..3),
+        any::<prop::sample::Index>(),
+    )
+        .prop_map(|(mut bytes, edits, cut)| {
+            for (at, b) in edits {
+                let i = at.index(bytes.len());
+                bytes[i] = b;
+            }
+            if cut.index(8) == 0 {
+                let n = cut.index(bytes.len() + 1);
+                bytes.truncate(n);
+            }
+            bytes
+        })
+}
+
+const FAST_SHAPES: [&str; 7] = [
+    "0x10/0x11:f32 > 39 and 0x10/0x13 == \"127.0.0.1\"",
+    "0x10/0x12 > 0 or not 0x10/0x14 exists",
+    "0x10/0x11 exists",
+    "0x00/0x20 == -1 and 0x00/0x22:f32 < 1",
+    "0x00/0x01 == \"a\" or 0x00/0x3f exists",
+    "0x11 == 5 and 0x13 == \"abc\"",
+    "0x12 exists or 0x10 exists",
+];
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    /// The sibling scan answers what the observer alone answers, on every payload.
+    #[test]
+    fn fast_path_agrees_with_the_observer(bytes in payload()) {
+        for text in FAST_SHAPES {
+            let mut fast = Filter::parse(text).unwrap();
+            let mut reference = Filter::parse(text).unwrap().without_fast_path();
+            prop_assert_eq!(fast.evaluate(&bytes), reference.evaluate(&bytes), "{} on {:02x?}", text, bytes);
+        }
+    }
 
     /// The parser never panics, on glued fragments or on any string, and whatever it
     /// accepts evaluates without panicking on any payload.

@@ -5,8 +5,9 @@ use alloc::vec::Vec;
 use core::cmp::Ordering;
 
 use super::{Expr, Lit, Op, Type, Verdict, MAX_FILTER_PATHS};
+use crate::fast::{self, Fast, Scanned};
 use crate::tag::Header;
-use crate::{Config, Observer, Packet, Tag};
+use crate::{Config, Observer, Packet, Tag, MAX_PATH_DEPTH};
 
 /// Where each of the filter's paths is found after the walk.
 #[derive(Debug, Clone)]
@@ -19,6 +20,32 @@ pub(crate) struct Plan {
     /// Observer subscriptions.
     subs: usize,
     config: Config,
+    /// The common shape, walked without the observer: every path is one key (below 64)
+    /// under the same prefix, as in `0x10/0x11 > 1 and 0x10/0x13 == "x"`.
+    siblings: Option<Siblings>,
+}
+
+/// Paths that differ only in their last key: the prefix walked by [`fast::walk`], then the
+/// prefix node's children scanned once for every last key.
+#[derive(Debug, Clone)]
+struct Siblings {
+    prefix: Vec<u32>,
+    /// The last key of each path, in slot order.
+    keys: Vec<u8>,
+}
+
+impl Siblings {
+    fn of(paths: &[Vec<u32>], config: &Config) -> Option<Siblings> {
+        let first = paths.first()?;
+        let prefix = &first[..first.len() - 1];
+        let same = paths
+            .iter()
+            .all(|p| p.len() == first.len() && p.starts_with(prefix) && p[p.len() - 1] < 64);
+        (same && config.dialect.has_node_flag()).then(|| Siblings {
+            prefix: prefix.to_vec(),
+            keys: paths.iter().map(|p| p[p.len() - 1] as u8).collect(),
+        })
+    }
 }
 
 /// A taken value: tag, value offset, value length, depth.
@@ -58,15 +85,22 @@ impl Plan {
             Observer::new(config, &subscribed).unwrap_or_else(|_| Observer::validator(config))
         };
         let subs = subscribed.len();
+        let siblings = Siblings::of(&paths, &config);
         (
             Plan {
                 paths,
                 lookups,
                 subs,
                 config,
+                siblings,
             },
             observer,
         )
+    }
+
+    #[cfg(feature = "__harness")]
+    pub fn without_siblings(&mut self) {
+        self.siblings = None;
     }
 
     pub fn paths(&self) -> impl Iterator<Item = &[u32]> {
@@ -74,35 +108,92 @@ impl Plan {
     }
 
     pub fn evaluate(&self, expr: &Expr, observer: &mut Observer, payload: &[u8]) -> Verdict {
+        let verdict = |m: bool| if m { Verdict::Match } else { Verdict::NoMatch };
+        if self.subs == 0 {
+            return verdict(eval(expr, &|_| None));
+        }
+        if let Some(sib) = &self.siblings {
+            let mut found = [Scanned::default(); MAX_FILTER_PATHS];
+            if let Some((got, depth)) = self.scan_siblings(sib, payload, &mut found) {
+                let value = |slot: usize| {
+                    (got >> slot & 1 != 0).then(|| {
+                        let f = found[slot];
+                        let (start, len) = (f.start as usize, f.len as usize);
+                        Packet::from_parts(
+                            Tag::from_byte(f.tag),
+                            &payload[start..start + len],
+                            f.head_len as usize,
+                            depth,
+                            self.config,
+                        )
+                    })
+                };
+                return verdict(eval(expr, &value));
+            }
+        }
         let mut values: [Option<Packet<'_>>; MAX_FILTER_PATHS] = [None; MAX_FILTER_PATHS];
-        if self.subs > 0 {
-            let mut taken: [Option<Taken>; MAX_FILTER_PATHS] = [None; MAX_FILTER_PATHS];
-            if !self.walk(observer, payload, &mut taken) {
-                return Verdict::Malformed;
-            }
-            for (slot, &(sub, covered)) in self.lookups.iter().enumerate() {
-                let Some((tag, start, len, depth)) = taken[sub] else {
-                    continue;
-                };
-                let head_len = Header::encoded_len(tag, len, self.config.dialect);
-                let packet = Packet::from_parts(
-                    tag,
-                    &payload[start..start + len],
-                    head_len,
-                    depth,
-                    self.config,
-                );
-                values[slot] = match packet.find(&self.paths[slot][covered..]) {
-                    Ok(found) => found,
-                    Err(_) => return Verdict::Malformed,
-                };
-            }
+        let mut taken: [Option<Taken>; MAX_FILTER_PATHS] = [None; MAX_FILTER_PATHS];
+        if !self.walk(observer, payload, &mut taken) {
+            return Verdict::Malformed;
         }
-        if eval(expr, &values) {
-            Verdict::Match
+        for (slot, &(sub, covered)) in self.lookups.iter().enumerate() {
+            let Some((tag, start, len, depth)) = taken[sub] else {
+                continue;
+            };
+            let head_len = Header::encoded_len(tag, len, self.config.dialect);
+            let packet = Packet::from_parts(
+                tag,
+                &payload[start..start + len],
+                head_len,
+                depth,
+                self.config,
+            );
+            values[slot] = match packet.find(&self.paths[slot][covered..]) {
+                Ok(found) => found,
+                Err(_) => return Verdict::Malformed,
+            };
+        }
+        verdict(eval(expr, &|slot| values[slot]))
+    }
+
+    /// The values of sibling paths by the fast walk and one scan of their parent: the bit
+    /// set of the paths found and their depth. `None` when the payload is not the common
+    /// case (the observer decides then, from the start: nothing here has decided anything).
+    fn scan_siblings(
+        &self,
+        sib: &Siblings,
+        payload: &[u8],
+        found: &mut [Scanned; MAX_FILTER_PATHS],
+    ) -> Option<(u64, u32)> {
+        let limit = self.config.limits.max_packet_len;
+        let (start, end, depth) = if sib.prefix.is_empty() {
+            (0, payload.len(), 1)
         } else {
-            Verdict::NoMatch
+            let mut ends = [0; MAX_PATH_DEPTH];
+            match fast::walk(&sib.prefix, &self.config, payload, &mut ends) {
+                // The parent node; a primitive there is left to the observer, which looks
+                // on at its later siblings.
+                Fast::Found {
+                    tag,
+                    start,
+                    len,
+                    depth,
+                    ..
+                } if tag.is_node() && depth < self.config.limits.max_depth as usize => {
+                    (start, start + len, depth + 1)
+                }
+                // Complete packets without the parent: every path is missing.
+                Fast::Done { .. } => return Some((0, 0)),
+                _ => return None,
+            }
+        };
+        let keys = &sib.keys;
+        let got = fast::scan(payload, start, end, keys, limit, &mut found[..keys.len()])?;
+        // Missing under the first parent: a later one may hold it, as the observer sees.
+        if !sib.prefix.is_empty() && got.count_ones() as usize != keys.len() {
+            return None;
         }
+        Some((got, depth as u32))
     }
 
     /// One walk of `payload`: the first value of each subscription. False on a header
@@ -142,15 +233,16 @@ impl Plan {
     }
 }
 
-/// Two-valued: a test on a missing or unreadable value is false.
-fn eval(expr: &Expr, values: &[Option<Packet<'_>>]) -> bool {
+/// Two-valued: a test on a missing or unreadable value is false. `value(slot)` is the
+/// path's value.
+fn eval<'a, F: Fn(usize) -> Option<Packet<'a>>>(expr: &Expr, value: &F) -> bool {
     match expr {
         Expr::Bool(b) => *b,
-        Expr::And(all) => all.iter().all(|e| eval(e, values)),
-        Expr::Or(all) => all.iter().any(|e| eval(e, values)),
-        Expr::Not(e) => !eval(e, values),
-        Expr::Exists(path) => values[*path].is_some(),
-        Expr::Cmp { path, ty, op, lit } => match &values[*path] {
+        Expr::And(all) => all.iter().all(|e| eval(e, value)),
+        Expr::Or(all) => all.iter().any(|e| eval(e, value)),
+        Expr::Not(e) => !eval(e, value),
+        Expr::Exists(path) => value(*path).is_some(),
+        Expr::Cmp { path, ty, op, lit } => match &value(*path) {
             None => false,
             Some(packet) => compare(packet, *ty, *op, lit),
         },
@@ -247,6 +339,20 @@ fn cmp_int_float(i: i128, f: f64) -> Option<Ordering> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sibling_paths_take_the_scan() {
+        let plan = |paths: &[&[u32]]| {
+            Plan::compile(paths.iter().map(|p| p.to_vec()).collect(), Config::DEFAULT).0
+        };
+        assert!(plan(&[&[0x10, 0x11], &[0x10, 0x13]]).siblings.is_some());
+        assert!(plan(&[&[0x11], &[0x13]]).siblings.is_some());
+        assert!(plan(&[&[0x10, 0x11], &[0x12, 0x13]]).siblings.is_none());
+        assert!(plan(&[&[0x10], &[0x10, 0x13]]).siblings.is_none());
+        assert!(plan(&[&[0x10, 0x40]]).siblings.is_none());
+        let nvarint = Plan::compile(vec![vec![0x11]], Config::new(crate::Dialect::NVarInt)).0;
+        assert!(nvarint.siblings.is_some(), "nvarint marks nodes too");
+    }
 
     #[test]
     fn int_float_order_is_exact() {

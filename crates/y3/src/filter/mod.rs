@@ -203,6 +203,16 @@ impl Filter {
         })
     }
 
+    /// The same filter evaluated by the observer alone (no sibling scan): the reference
+    /// the tests compare the fast path against.
+    #[cfg(feature = "__harness")]
+    #[doc(hidden)]
+    pub fn without_fast_path(mut self) -> Filter {
+        self.plan.without_siblings();
+        self.observer = self.observer.without_fast_path();
+        self
+    }
+
     /// The filter's text, as given.
     pub fn as_str(&self) -> &str {
         &self.text
