@@ -160,6 +160,40 @@ async fn bad_filters_are_refused_at_the_handshake() {
     }
 }
 
+/// The Rust SDK: a `Sink` whose options carry a filter gets only the matching frames; one
+/// whose filter does not compile gets `bad_filter` from `connect`.
+#[tokio::test]
+async fn sdk_sink_with_a_filter() {
+    use y3_transport::sdk::{Sink, Source, Transport};
+    let router = router(|_| {}).await;
+    let opts = options(&router, Transport::Tcp, "loud").filter(TAG, "0x11 >= 90");
+    let mut sink = Sink::connect(opts, &[TAG]).await.unwrap();
+    let mut source = Source::connect(options(&router, Transport::Tcp, "src"))
+        .await
+        .unwrap();
+    for i in 0..100 {
+        source
+            .send_data(numbered(TAG, i, Bytes::from(reading(i as i64))))
+            .await
+            .unwrap();
+    }
+    source.flush().await.unwrap();
+    for i in 90..100 {
+        let data = within("a loud reading", sink.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(seq(&data), i);
+    }
+    let stats = router.metrics().filter_stats(TAG, "0x11 >= 90").unwrap();
+    assert_eq!((stats.matched, stats.withheld), (10, 90));
+    let bad = options(&router, Transport::Tcp, "bad").filter(TAG, "0x11 >= ");
+    let err = Sink::connect(bad, &[TAG]).await.err().unwrap();
+    assert!(err.to_string().contains("filter_syntax"), "{err}");
+    source.close().await.unwrap();
+    sink.close().await;
+}
+
 #[test]
 fn config_refuses_a_bad_attached_filter() {
     let mut config = y3_router::RouterConfig::ephemeral();
