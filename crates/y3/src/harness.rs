@@ -662,3 +662,26 @@ pub fn encode_roundtrip(data: &[u8]) {
         len
     );
 }
+
+/// Content filters (`src/filter/`): the first byte says how many of the following bytes are
+/// the filter text (lossy UTF-8), the rest is the payload. Parsing never panics; a filter
+/// that compiles evaluates the payload to the same verdict with its fast path and with the
+/// observer alone, and again after a reuse.
+///
+/// # Panics
+/// When the two evaluations differ.
+pub fn filter(data: &[u8]) {
+    let Some((&n, rest)) = data.split_first() else {
+        return;
+    };
+    let n = (n as usize).min(rest.len());
+    let (text, payload) = rest.split_at(n);
+    let text = alloc::string::String::from_utf8_lossy(text);
+    let Ok(mut fast) = crate::Filter::parse(&text) else {
+        return;
+    };
+    let mut reference = fast.clone().without_fast_path();
+    let verdict = fast.evaluate(payload);
+    assert_eq!(verdict, reference.evaluate(payload), "filter {text:?}");
+    assert_eq!(verdict, fast.evaluate(payload), "filter {text:?} reused");
+}
