@@ -189,7 +189,8 @@ async fn loops_are_bounded_in_width() {
     assert!(delivered >= MESSAGES * 3, "{delivered}");
     assert!(delivered <= MESSAGES * (3 + BUDGET), "{delivered}");
     assert!(stats.drops(y3_router::metrics::Drop::Loop) > 0);
-    router.shutdown().await;
+    let last = router.shutdown().await;
+    assert_eq!(last.unaccounted(), 0, "{last:?}");
 }
 
 /// A subscriber that stops reading holds up its tag's publisher, and so that publisher's
@@ -235,7 +236,8 @@ async fn a_stuck_subscriber_delays_other_tags_at_most_the_block_timeout() {
     eprintln!("stuck subscriber: the other tag's longest gap {worst:?}");
     assert!(worst < Duration::from_millis(250 + 200), "gap {worst:?}");
     assert_eq!(counter(&router, "evictions", "client", "stuck-sink"), 1);
-    router.shutdown().await;
+    let last = router.shutdown().await;
+    assert_eq!(last.unaccounted(), 0, "{last:?}");
 }
 
 fn router_block_timeout() -> Duration {
@@ -353,5 +355,6 @@ async fn all_queues_together_stay_within_the_memory_budget() {
     assert!(most <= BUDGET, "{most} bytes queued");
     assert!(dropped > 0);
     drop(stuck);
-    router.shutdown().await;
+    let last = router.shutdown().await;
+    assert_eq!(last.unaccounted(), 0, "{last:?}");
 }
