@@ -161,7 +161,11 @@ pub(crate) async fn route(
     let mut left = local + downstream.len();
     // One delivery owed per recipient, one when there is none (a `no_subscriber` drop);
     // none for a frame that only filters withheld (their counters account for it).
-    metrics.deliveries(if left == 0 && filtered { 0 } else { left.max(1) } as u64);
+    metrics.deliveries(if left == 0 && filtered {
+        0
+    } else {
+        left.max(1)
+    } as u64);
     if left == 0 {
         if !filtered {
             metrics.dropped(Drop::NoSubscriber, 1);

@@ -100,7 +100,10 @@ async fn subscribers_receive_only_what_their_filter_matches() {
     );
     // Withheld frames are not `no_subscriber` drops, and every delivery owed is settled.
     assert_eq!(counter(&router, "dropped", "reason", "no_subscriber"), 0);
-    eventually("every delivery settled", || router.stats().unaccounted() == 0).await;
+    eventually("every delivery settled", || {
+        router.stats().unaccounted() == 0
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -118,7 +121,10 @@ async fn a_frame_every_filter_withholds_is_not_a_drop() {
     let stats = router.metrics().filter_stats(TAG, "0x11 > 1000").unwrap();
     assert_eq!((stats.matched, stats.withheld), (1, 3));
     assert_eq!(counter(&router, "dropped", "reason", "no_subscriber"), 0);
-    eventually("every delivery settled", || router.stats().unaccounted() == 0).await;
+    eventually("every delivery settled", || {
+        router.stats().unaccounted() == 0
+    })
+    .await;
 }
 
 #[tokio::test]
