@@ -2,6 +2,7 @@ package client
 
 import (
 	"encoding/binary"
+	"unicode/utf8"
 
 	y3 "github.com/y3-dev/y3/bindings/go"
 )
@@ -164,6 +165,11 @@ func decodeHandshake(p y3.Packet) (Frame, error) {
 			h.WantedTarget, err = str(f)
 		case fExtensionLevel:
 			h.ExtensionLevel, err = f.Uint32()
+		case fFilters:
+			var b []byte
+			if b, err = f.BytesValue(); err == nil {
+				h.Filters, err = decodeFilters(b)
+			}
 		}
 		return err
 	})
@@ -183,6 +189,24 @@ func decodeHandshake(p y3.Packet) (Frame, error) {
 		}
 	}
 	return h, nil
+}
+
+// decodeFilters reads the handshake's filters field: tag u32 LE | length u32 LE | text.
+func decodeFilters(b []byte) ([]Filter, error) {
+	bad := &Error{Kind: KindInvalidField, Frame: "handshake", FieldName: "filters"}
+	var out []Filter
+	for len(b) > 0 {
+		if len(b) < 8 {
+			return nil, bad
+		}
+		tag, n := binary.LittleEndian.Uint32(b), binary.LittleEndian.Uint32(b[4:])
+		if uint64(n) > uint64(len(b)-8) || !utf8.Valid(b[8:8+n]) {
+			return nil, bad
+		}
+		out = append(out, Filter{Tag: tag, Text: string(b[8 : 8+n])})
+		b = b[8+n:]
+	}
+	return out, nil
 }
 
 // decodeDataInto decodes a data frame's fields into d, checking the metadata but leaving

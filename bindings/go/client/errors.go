@@ -78,6 +78,7 @@ const (
 	KindHandshakeTimeout   Kind = "handshake_timeout"
 	KindReservedTag        Kind = "reserved_tag"
 	KindForbidden          Kind = "forbidden"
+	KindBadFilter          Kind = "bad_filter"
 	// KindRejected: a rejected (or goaway) frame without a y3 code, as YoMo's own zipper
 	// sends it (a wrong token, a version mismatch, ...: Reason says which), or a QUIC close
 	// with YoMo's application code 0x13 (or 0 and no reason) whose reason names no kind.
@@ -206,6 +207,7 @@ var (
 	ErrHandshakeTimeout   = &Error{Kind: KindHandshakeTimeout}
 	ErrReservedTag        = &Error{Kind: KindReservedTag}
 	ErrForbidden          = &Error{Kind: KindForbidden}
+	ErrBadFilter          = &Error{Kind: KindBadFilter}
 	ErrRejected           = &Error{Kind: KindRejected}
 )
 
@@ -232,7 +234,7 @@ func isRefusalKind(k Kind) bool {
 	switch k {
 	case KindNormal, KindShuttingDown, KindUnauthorized, KindProtocolError, KindVersionMismatch,
 		KindBadHandshake, KindSlowConsumer, KindTooManyConnections, KindHandshakeTimeout,
-		KindReservedTag, KindForbidden, KindRejected, KindOther:
+		KindReservedTag, KindForbidden, KindBadFilter, KindRejected, KindOther:
 		return true
 	}
 	return false

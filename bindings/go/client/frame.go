@@ -131,11 +131,12 @@ const (
 	CodeHandshakeTimeout   Code = 8  // no handshake arrived in time
 	CodeReservedTag        Code = 9  // a data frame under a reserved tag (0xf000..0xffff)
 	CodeForbidden          Code = 10 // a tag the client's token may not publish or observe
+	CodeBadFilter          Code = 11 // a content filter that does not compile or is over a limit
 )
 
 var codeKinds = [...]Kind{KindNormal, KindShuttingDown, KindUnauthorized, KindProtocolError,
 	KindVersionMismatch, KindBadHandshake, KindSlowConsumer, KindTooManyConnections,
-	KindHandshakeTimeout, KindReservedTag, KindForbidden}
+	KindHandshakeTimeout, KindReservedTag, KindForbidden, KindBadFilter}
 
 // Kind is the code's stable snake_case name ("other" for codes this package does not know).
 func (c Code) Kind() Kind {
@@ -179,6 +180,14 @@ type Handshake struct {
 	FunctionDefinition []byte     // 09: an LLM function-calling schema (JSON); nil: none
 	WantedTarget       string     // 08: the yomo-target this function accepts
 	ExtensionLevel     uint32     // 30 (y3): ExtensionLevel for y3 clients, 0 for YoMo's
+	Filters            []Filter   // 31 (y3): content filters, at most one per observed tag
+}
+
+// Filter is a content filter on one observed tag (spec/filters.md): the router delivers a
+// data frame on Tag only if its payload matches Text, e.g. "0x10/0x11:f32 > 60".
+type Filter struct {
+	Tag  uint32
+	Text string
 }
 
 // HandshakeAck is the router's answer to a valid handshake. It has no fields.
@@ -269,6 +278,7 @@ const (
 	fFunctionDef    = 0x09
 	fWantedTarget   = 0x08
 	fExtensionLevel = 0x30
+	fFilters        = 0x31
 	fMessage        = 0x01
 	fCode           = 0x30
 	fEndpoint       = 0x01
@@ -331,7 +341,25 @@ func putStr(dst []byte, id uint32, s string) []byte {
 func (h Handshake) bodyLen() int {
 	return primLen(len(h.Name)) + primLen(len(h.ID)) + primLen(1) + primLen(4*len(h.Observed)) +
 		primLen(len(h.AuthName)) + primLen(len(h.AuthPayload)) + primLen(len(h.Version)) +
-		primLen(len(h.FunctionDefinition)) + primLen(len(h.WantedTarget)) + optU32Len(h.ExtensionLevel)
+		primLen(len(h.FunctionDefinition)) + primLen(len(h.WantedTarget)) + optU32Len(h.ExtensionLevel) +
+		filtersLen(h.Filters)
+}
+
+// filtersLen is the size of the filters field: tag u32 LE | length u32 LE | text, per
+// filter; nothing when there are none.
+func filtersLen(filters []Filter) int {
+	if len(filters) == 0 {
+		return 0
+	}
+	return primLen(filtersValueLen(filters))
+}
+
+func filtersValueLen(filters []Filter) int {
+	n := 0
+	for _, f := range filters {
+		n += 8 + len(f.Text)
+	}
+	return n
 }
 
 func (h Handshake) appendBody(dst []byte) []byte {
@@ -347,7 +375,17 @@ func (h Handshake) appendBody(dst []byte) []byte {
 	dst = putStr(dst, fVersion, h.Version)
 	dst = putBytes(dst, fFunctionDef, h.FunctionDefinition)
 	dst = putStr(dst, fWantedTarget, h.WantedTarget)
-	return putOptU32(dst, fExtensionLevel, h.ExtensionLevel)
+	dst = putOptU32(dst, fExtensionLevel, h.ExtensionLevel)
+	if len(h.Filters) == 0 {
+		return dst
+	}
+	dst, _ = y3.AppendHeader(dst, dialect, y3.PrimitiveTag(fFilters), filtersValueLen(h.Filters))
+	for _, f := range h.Filters {
+		dst = binary.LittleEndian.AppendUint32(dst, f.Tag)
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(len(f.Text)))
+		dst = append(dst, f.Text...)
+	}
+	return dst
 }
 
 func (HandshakeAck) bodyLen() int                 { return 0 }

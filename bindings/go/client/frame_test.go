@@ -122,6 +122,10 @@ func TestFrameLayouts(t *testing.T) {
 			ClientType: client.ClientStreamFunction, Observed: []uint32{0x33, 0xe001},
 			Version: "v", FunctionDefinition: []byte("{}"), WantedTarget: "t"},
 			"b121 010166 030169 02015d 0608 33000000 01e00000 0400 0500 070176 09027b7d 080174"},
+		{"handshake: y3 filters (field 31: tag LE, length LE, text)", client.Handshake{Name: "f", ID: "i",
+			ClientType: client.ClientStreamFunction, Observed: []uint32{0x33}, Version: "v",
+			ExtensionLevel: client.ExtensionLevel, Filters: []client.Filter{{Tag: 0x33, Text: "0x01 > 5"}}},
+			"b12f 010166 030169 02015d 0604 33000000 0400 0500 070176 0900 0800 300101 3110 33000000 08000000 30783031203e2035"},
 		{"rejected with a y3 code (spec example)", client.Rejected{Message: "invalid token",
 			Code: client.CodeUnauthorized}, "b912 010d 696e76616c696420746f6b656e 300102"},
 		{"rejected, YoMo's (no code)", client.Rejected{Message: "no"}, "b904 01026e6f"},
@@ -285,8 +289,9 @@ func TestEncodeTooLong(t *testing.T) {
 
 func TestCodesAndTypes(t *testing.T) {
 	want := []string{"normal", "shutting_down", "unauthorized", "protocol_error", "version_mismatch",
-		"bad_handshake", "slow_consumer", "too_many_connections", "handshake_timeout", "reserved_tag", "forbidden", "other"}
-	retry := []bool{true, true, false, false, false, false, true, true, true, false, false, false}
+		"bad_handshake", "slow_consumer", "too_many_connections", "handshake_timeout", "reserved_tag", "forbidden",
+		"bad_filter", "other"}
+	retry := []bool{true, true, false, false, false, false, true, true, true, false, false, false, false}
 	for code, name := range want {
 		k := client.Code(code).Kind()
 		if string(k) != name {

@@ -79,6 +79,11 @@ func (who *identity) handshake(o *Options) Handshake {
 	}
 	if who.typ == ClientStreamFunction {
 		h.WantedTarget = o.WantedTarget
+		if o.Filter != "" {
+			for _, tag := range who.observed {
+				h.Filters = append(h.Filters, Filter{Tag: tag, Text: o.Filter})
+			}
+		}
 	}
 	return h
 }

@@ -95,6 +95,11 @@ type Options struct {
 	// WantedTarget is the yomo-target a stream function (or sink) accepts: frames written
 	// with that target reach only the functions that want it (YoMo's SetWantedTarget).
 	WantedTarget string
+	// Filter, when set, is a content filter (spec/filters.md) the router evaluates on every
+	// data frame of each observed tag of a stream function (or sink), delivering only the
+	// frames whose payload matches, e.g. "0x10/0x11:f32 > 60". A router refuses one that
+	// does not compile with KindBadFilter.
+	Filter string
 	// TLS, when set, makes the default dialer speak TLS 1.3 over TCP (y3 serve
 	// --tcp-tls). See TLSConfigFromPEM, PinnedTLSConfig and InsecureTLSConfig. ALPN and
 	// the minimum version are filled in.

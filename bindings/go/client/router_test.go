@@ -237,6 +237,65 @@ func TestRouterWrongToken(t *testing.T) {
 	}
 }
 
+// Content filters (spec/filters.md): a sink with Options.Filter gets exactly the loud
+// readings, in order, while a plain sink gets them all; a filter that does not compile is
+// refused with bad_filter, not retried.
+func TestRouterFilter(t *testing.T) {
+	r := startRouter(t, routerOpts{token: token})
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	loudOpts := opts("loud-recorder")
+	loudOpts.Filter = fmt.Sprintf("0x10/0x11:f32 > %d", threshold)
+	loudSink, err := client.ConnectSink(ctx, r.tcp, loudOpts, []uint32{readings})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer loudSink.Close()
+	allSink, err := client.ConnectSink(ctx, r.tcp, opts("all"), []uint32{readings})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer allSink.Close()
+	src, err := client.ConnectSource(ctx, r.tcp, opts("noise-sensor"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sensor(0x59332021)
+	var loud []string
+	const n = 300
+	for i := range n {
+		reading := NoiseData{Noise: s.read(), Time: int64(i), From: "go-sensor"}
+		tid, err := src.SendMarshal(readings, reading)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reading.Noise > threshold {
+			loud = append(loud, tid)
+		}
+	}
+	if err := src.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recvN(t, ctx, allSink, n, 100*time.Millisecond)
+	got := recvN(t, ctx, loudSink, len(loud), 200*time.Millisecond)
+	for i, d := range got {
+		if d.Metadata[client.MetaTID] != loud[i] {
+			t.Fatalf("loud reading %d: %s, want %s", i, d.Metadata[client.MetaTID], loud[i])
+		}
+	}
+	if len(loud) == 0 || len(loud) == n {
+		t.Fatalf("%d of %d loud: the filter was not tested", len(loud), n)
+	}
+	bad := opts("bad-filter")
+	bad.Filter = "0x10/0x11 > 60.5"
+	_, err = client.ConnectSink(ctx, r.tcp, bad, []uint32{readings})
+	var e *client.Error
+	if !errors.As(err, &e) || !errors.Is(err, client.ErrBadFilter) || e.Code != client.CodeBadFilter ||
+		e.Retryable() || !strings.HasPrefix(e.Reason, "filter_untyped_float") {
+		t.Fatalf("%#v", err)
+	}
+}
+
 // Router shutdown: the source gets shutting_down from Send, the sink and the function see
 // the goaway and, the router being gone, give up reconnecting (gave_up).
 func TestRouterShutdown(t *testing.T) {

@@ -2,9 +2,14 @@
 //!
 //! ```text
 //!  noise-sensor-1 ──0x10 NoiseData──▶ router ──▶ noise-alert (observes 0x10/0x11 only)
-//!                                        ▲              │ noise > threshold
-//!  alert-printer ◀──0x20 Alert───────────┴──────────────┘
+//!                                        ▲ │            │ noise > threshold
+//!  alert-printer ◀──0x20 Alert───────────┘ │            │ (emits 0x20)
+//!  loud-recorder ◀──0x10, only noise > threshold: a router-side filter
 //! ```
+//!
+//! The recorder declares the content filter `0x10/0x11:f32 > threshold` in its handshake
+//! (`spec/filters.md`); the router evaluates it per reading and never sends it the quiet
+//! ones. The summary reports how many frames the filter kept off the wire.
 //!
 //! The reading is YoMo's example `NoiseData{Noise f32 0x11, Time i64 0x12, From string
 //! 0x13}` under key 0x10, written with `#[derive(y3::Message)]`. The stream function pulls
@@ -12,6 +17,7 @@
 
 use std::collections::HashMap;
 use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -173,12 +179,14 @@ async fn demo(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         TransportArg::Quic => "QUIC",
     };
     let threshold = args.threshold;
+    let loud_filter = format!("0x10/0x11:f32 > {threshold}");
     writeln!(
         out,
         "y3 demo: embedded router on {transport_name} {addr}\n  \
          source    noise-sensor-1  sends NoiseData{{Noise f32 0x11, Time i64 0x12, From string 0x13}} under tag 0x{READINGS:02x}\n  \
          function  noise-alert     observes only 0x10/0x11 (the noise field), emits tag 0x{ALERTS:02x} above {threshold:.1} dB\n  \
-         sink      alert-printer   observes tag 0x{ALERTS:02x} and prints end-to-end latency\n"
+         sink      alert-printer   observes tag 0x{ALERTS:02x} and prints end-to-end latency\n  \
+         sink      loud-recorder   observes tag 0x{READINGS:02x} with the router-side filter `{loud_filter}`\n"
     )?;
     out.flush()?;
 
@@ -241,9 +249,22 @@ async fn demo(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             }
         })
     };
-    // Wait until the function is subscribed before the first reading.
+    // The recorder: only loud readings reach it, filtered by the router.
+    let recorded = Arc::new(AtomicU64::new(0));
+    let recorder_task = {
+        let opts = options("loud-recorder").filter(READINGS, loud_filter.clone());
+        let mut recorder = Sink::connect(opts, &[READINGS]).await?;
+        let recorded = recorded.clone();
+        tokio::spawn(async move {
+            // Every reading it gets is loud: the router checked (the pipeline test counts).
+            while let Some(Ok(_)) = recorder.recv().await {
+                recorded.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    // Wait until the function and sinks are subscribed before the first reading.
     let started = Instant::now();
-    while router.stats().connections < 2 && started.elapsed() < Duration::from_secs(5) {
+    while router.stats().connections < 3 && started.elapsed() < Duration::from_secs(5) {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 
@@ -313,7 +334,8 @@ async fn demo(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let elapsed = started.elapsed();
     // Give the last alerts time to arrive (bounded), then stop everything.
     let deadline = Instant::now() + Duration::from_secs(3);
-    while router.stats().frames_out < sent_total + loud && Instant::now() < deadline {
+    // The function gets every reading, the printer every alert, the recorder every loud one.
+    while router.stats().frames_out < sent_total + 2 * loud && Instant::now() < deadline {
         while let Ok(line) = printed.try_recv() {
             writeln!(out, "{line}")?;
         }
@@ -321,8 +343,13 @@ async fn demo(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     }
     let _ = stop_function.send(());
     let _ = tokio::time::timeout(Duration::from_secs(3), function).await;
+    let filtered = router
+        .metrics()
+        .filter_stats(READINGS, &loud_filter)
+        .unwrap_or_default();
     let stats = router.shutdown().await;
     sink_task.abort();
+    recorder_task.abort();
     let mut latencies = latencies.lock().map(|l| l.clone()).unwrap_or_default();
     while let Ok(line) = printed.try_recv() {
         writeln!(out, "{line}")?;
@@ -344,6 +371,13 @@ async fn demo(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             ms(*latencies.last().unwrap_or(&Duration::ZERO)),
         )?;
     }
+    writeln!(
+        out,
+        "         loud-recorder: {} loud readings received; its router-side filter kept {} of {} readings off the wire",
+        recorded.load(Ordering::Relaxed),
+        filtered.withheld,
+        filtered.matched + filtered.withheld,
+    )?;
     writeln!(
         out,
         "         router: {} frames in, {} frames out, {} dropped",

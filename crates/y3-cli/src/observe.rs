@@ -19,10 +19,16 @@ use crate::send::{parse_tag, ClientArgs};
 per data frame: {\"tag\":16,\"hops\":0,\"payload_hex\":\"...\",\"metadata\":{\"yomo-tid\":\"...\"}}.
 
 With --path, the payload is read as a Y3 packet with the streaming observer and the value
-at that key path is added as \"value\" (typed with --as; null when absent).",
+at that key path is added as \"value\" (typed with --as; null when absent).
+
+With --where, the router delivers only frames whose payload matches the content filter
+(spec/filters.md), on every observed tag: comparisons on key paths (== != < <= > >=),
+exists, and/or/not, parentheses. A path's bytes are read as its :type (i32 i64 u32 u64
+f32 f64 str bool), by default as the literal says (integer: i64, \"text\": str).",
     after_help = "Examples:
   y3 observe --tag 0x10
   y3 observe --tag 0x10 --path 0x10/0x11 --as float32 --count 5
+  y3 observe --tag 0x10 --where '0x10/0x11:f32 > 60 and 0x10/0x13 != \"lab\"'
   Y3_TOKEN=secret y3 observe --tag 0x11 --transport quic
   y3 observe --tag 0x11 --transport quic --pin SHA256HEX --token-file token.txt"
 )]
@@ -45,6 +51,9 @@ pub struct ObserveArgs {
     /// Payload dialect for --path.
     #[arg(long, value_enum, default_value_t)]
     pub dialect: DialectArg,
+    /// Content filter evaluated by the router, e.g. '0x10/0x11:f32 > 60'.
+    #[arg(long = "where", value_name = "FILTER")]
+    pub filter: Option<String>,
     /// Exit after this many frames.
     #[arg(long)]
     pub count: Option<u64>,
@@ -96,7 +105,15 @@ pub fn run(args: &ObserveArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             None => None,
         };
     let config = Config::new(args.dialect.into());
-    let options = args.client.options("y3-observe")?;
+    let mut options = args.client.options("y3-observe")?;
+    if let Some(text) = &args.filter {
+        // Checked here for a quick, typed error; the router checks it again (its limits).
+        y3::Filter::parse(text)
+            .map_err(|e| CliError::bad_input(e.kind(), format!("{e} (in filter {text:?})")))?;
+        for &tag in &args.tags {
+            options = options.filter(tag, text.clone());
+        }
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

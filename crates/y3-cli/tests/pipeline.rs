@@ -60,10 +60,18 @@ fn demo_runs_by_itself_and_summarizes() {
         .count();
     assert!(loud > 0);
     assert_eq!(loud, alerts, "{text}");
+    // The recorder got exactly the loud readings; its filter withheld the rest.
+    assert!(
+        text.contains(&format!(
+            "loud-recorder: {loud} loud readings received; its router-side filter kept {} of 60 readings off the wire",
+            60 - loud
+        )),
+        "{text}"
+    );
     assert!(text.contains(&format!(
         "router: {} frames in, {} frames out",
         60 + loud,
-        60 + loud
+        60 + 2 * loud
     )));
 }
 

@@ -183,6 +183,81 @@ fn send_and_observe_through_serve_over_tcp_and_quic() {
 }
 
 #[test]
+fn observe_where_gets_only_matching_frames_and_the_router_counts_the_rest() {
+    let server = Server::start(&[]);
+    let filter = "0x10/0x11:f32 > 60";
+    let observe = y3()
+        .args([
+            "observe",
+            "--addr",
+            &server.tcp.to_string(),
+            "--tag",
+            "0x10",
+        ])
+        .args(["--where", filter, "--path", "0x10/0x11", "--as", "float32"])
+        .args(["--count", "4"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    server.wait_metric("y3_router_connections{client_type=\"stream_function\"} 1");
+    // Noise 10, 20, ..., 100, and one payload that is not Y3.
+    let mut lines: String = (1..=10)
+        .map(|i| {
+            format!(
+                "{{\"tag\":16,\"node\":[{{\"tag\":17,\"float32\":{}}}]}}\n",
+                i * 10
+            )
+        })
+        .collect();
+    lines.push_str("{\"payload_hex\":\"907f\"}\n");
+    let sent = send(&server, &["--tag", "0x10"], &lines);
+    assert!(
+        sent.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    let out = wait(observe, "y3 observe --where");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let values: Vec<f64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["value"]
+                .as_f64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(values, [70.0, 80.0, 90.0, 100.0]);
+    let label = format!("{{tag=\"0x10\",filter=\"{filter}\"}}");
+    server.wait_metric(&format!("y3_router_filter_matched_total{label} 4"));
+    server.wait_metric(&format!("y3_router_filter_withheld_total{label} 7"));
+    server.wait_metric(&format!("y3_router_filter_malformed_total{label} 1"));
+
+    // A filter that does not parse is refused before connecting, with its kind.
+    let bad = wait(
+        y3().args([
+            "observe",
+            "--addr",
+            &server.tcp.to_string(),
+            "--tag",
+            "0x10",
+        ])
+        .args(["--where", "0x10/0x11 > 60.5"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap(),
+        "y3 observe --where (bad)",
+    );
+    assert_eq!(bad.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(stderr.contains("filter_untyped_float"), "{stderr}");
+}
+
+#[test]
 fn wrong_token_is_a_clear_error_and_garbage_does_not_stop_the_router() {
     let server = Server::start(&["--token", "s3cret"]);
     let out = send(&server, &["--token", "guess"], "{\"payload_hex\":\"00\"}\n");
@@ -233,6 +308,9 @@ fn print_config_is_valid_toml_with_every_default() {
         "policy = \"drop_oldest\"",
         "max_frame_len",
         "drain_timeout_ms",
+        "[filters]",
+        "max_terms = 32",
+        "attach = []",
     ] {
         assert!(text.contains(key), "{key} missing:\n{text}");
     }

@@ -60,6 +60,17 @@
 //! addr = "10.0.0.2:9000"      # host:port
 //! credential = "token:SECRET" # optional, `type:payload` as YoMo writes it
 //! transport = "quic"          # "quic" (default) or "tcp"
+//!
+//! [filters]                   # content filters (spec/filters.md)
+//! max_len = 1024              # longest filter text, bytes
+//! max_depth = 16              # deepest nesting of ( and not
+//! max_paths = 16              # most distinct key paths (at most 16)
+//! max_terms = 32              # most comparisons and exists tests
+//!
+//! [[filters.attach]]          # zero or more: a filter for a function by name, for
+//! function = "noise-alert"    # unmodified YoMo functions (a y3 function's own filter on
+//! tag = 0x10                  # the same tag applies too: both must match)
+//! filter = "0x10/0x11:f32 > 60"
 //! ```
 //!
 //! The mesh is YoMo's `mesh` configuration (`spec/frames.md`, "Routing"): the router dials
@@ -106,6 +117,8 @@ pub struct RouterConfig {
     pub shutdown: ShutdownConfig,
     /// Downstream zippers every local frame is forwarded to.
     pub mesh: MeshConfig,
+    /// Content filters: their limits, and filters attached to functions by name.
+    pub filters: FiltersConfig,
 }
 
 /// `[listen]`: where to listen. An empty string turns a listener off.
@@ -415,6 +428,60 @@ impl Default for MeshConfig {
     }
 }
 
+/// `[filters]`: limits on content filters, and filters attached by function name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FiltersConfig {
+    /// Longest filter text in bytes.
+    pub max_len: usize,
+    /// Deepest nesting of parentheses and `not`.
+    pub max_depth: usize,
+    /// Most distinct key paths in one filter (at most [`y3::filter::MAX_FILTER_PATHS`]).
+    pub max_paths: usize,
+    /// Most comparisons and `exists` tests in one filter.
+    pub max_terms: usize,
+    /// Filters for functions by name (`[[filters.attach]]`); none by default.
+    pub attach: Vec<AttachConfig>,
+}
+
+impl Default for FiltersConfig {
+    fn default() -> Self {
+        let d = y3::FilterLimits::DEFAULT;
+        FiltersConfig {
+            max_len: d.max_len,
+            max_depth: d.max_depth,
+            max_paths: d.max_paths,
+            max_terms: d.max_terms,
+            attach: Vec::new(),
+        }
+    }
+}
+
+impl FiltersConfig {
+    /// The limits every filter is compiled under.
+    pub fn limits(&self) -> y3::FilterLimits {
+        y3::FilterLimits {
+            max_len: self.max_len,
+            max_depth: self.max_depth,
+            max_paths: self.max_paths,
+            max_terms: self.max_terms,
+        }
+    }
+}
+
+/// `[[filters.attach]]`: a content filter for the stream functions named `function`, on
+/// tag `tag` (applied when such a function observes the tag).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AttachConfig {
+    /// The function's handshake name.
+    pub function: String,
+    /// The observed tag the filter applies to.
+    pub tag: u32,
+    /// The filter (`spec/filters.md`).
+    pub filter: String,
+}
+
 /// `[[mesh.downstream]]`: one downstream zipper (a `y3 serve` or a YoMo zipper).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -617,6 +684,7 @@ impl RouterConfig {
             metrics: addr("listen.metrics", &self.listen.metrics)?,
         };
         self.validate_mesh()?;
+        self.validate_filters()?;
         if listen.tcp.is_none() && listen.quic.is_none() {
             return bad(
                 "listen",
@@ -634,6 +702,31 @@ impl RouterConfig {
             );
         }
         Ok(listen)
+    }
+
+    fn validate_filters(&self) -> Result<(), RouterError> {
+        let limits = self.filters.limits();
+        if limits.max_paths == 0 || limits.max_paths > y3::filter::MAX_FILTER_PATHS {
+            return Err(RouterError::Config {
+                field: "filters.max_paths",
+                problem: "must be within 1..=16",
+            });
+        }
+        for attach in &self.filters.attach {
+            if attach.function.trim().is_empty() {
+                return Err(RouterError::Config {
+                    field: "filters.attach.function",
+                    problem: "must not be empty",
+                });
+            }
+            if let Err(e) = y3::Filter::parse_with(&attach.filter, &limits, y3::Config::DEFAULT) {
+                return Err(RouterError::Config {
+                    field: "filters.attach.filter",
+                    problem: e.kind(),
+                });
+            }
+        }
+        Ok(())
     }
 
     fn validate_mesh(&self) -> Result<(), RouterError> {

@@ -11,6 +11,7 @@ use futures_util::{FutureExt, SinkExt, StreamExt};
 use y3_transport::frame::{ClientType, Frame, Goaway, GoawayCode};
 use y3_transport::{Connection, FrameError, FrameReader, FrameWriter, Guard, TransportKind};
 
+use crate::filters::RouteFilter;
 use crate::histogram::LocalLatency;
 use crate::metrics::{Direction, Drop, Metrics, TagCounters};
 use crate::outbox::{frame_bytes, Outbox, Queued, COPY_BELOW};
@@ -177,9 +178,22 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
     let outbox = Arc::new(Outbox::new(&shared.config.queue, shared.metrics.clone()));
     outbox.push_control(Frame::HandshakeAck);
     if client_type.receives() {
-        shared
-            .routes
-            .subscribe(id, &hello.observed, &hello.wanted_target, outbox.clone());
+        let filters: Vec<_> = hello
+            .filters
+            .iter()
+            .map(|(tag, filter)| {
+                let (fid, counters) = shared.metrics.filter(*tag, filter.as_str());
+                let route_filter = RouteFilter::new(fid, filter.clone(), counters);
+                (*tag, Arc::new(route_filter))
+            })
+            .collect();
+        shared.routes.subscribe(
+            id,
+            &hello.observed,
+            &hello.wanted_target,
+            outbox.clone(),
+            &filters,
+        );
     }
     let writer_task = AbortOnDrop(tokio::spawn(write_loop(
         writer,

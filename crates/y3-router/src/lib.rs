@@ -63,6 +63,7 @@ mod budget;
 pub mod config;
 mod connection;
 mod error;
+pub mod filters;
 mod histogram;
 mod journeys;
 mod mesh;

@@ -20,7 +20,15 @@
 //! y3_router_mesh_connects_total{downstream}   counter  links established (reconnections)
 //! y3_router_mesh_frames_total{downstream}     counter  data frames written to a downstream
 //! y3_router_mesh_dropped_total{downstream}    counter  data frames for it dropped (`mesh`)
+//! y3_router_filter_matched_total{tag,filter}  counter  frames a content filter delivered
+//! y3_router_filter_withheld_total{tag,filter} counter  frames it kept off the wire
+//! y3_router_filter_malformed_total{tag,filter} counter ...of which not Y3 (subset of withheld)
 //! ```
+//!
+//! Filters count once per frame per distinct filter (tag and text), however many
+//! subscribers share it; a frame every filter withholds is not a `no_subscriber` drop. Filter
+//! texts are client-chosen: [`MAX_FILTER_LABELS`] distinct ones are labelled (at most 128
+//! bytes each), further ones count under `filter="other"`.
 //!
 //! Drop reasons: `queue_full` (drop-oldest policy), `no_subscriber`, `loop` (hop limit),
 //! `loop` also counts deliveries past a message's budget (`journeys.rs`),
@@ -30,7 +38,7 @@
 //! router-wide budget of queued bytes, see `budget.rs`).
 //!
 //! Every drop is counted: for each routed frame the router owes one delivery per recipient
-//! (one when it has none), and each ends written (`frames_out`, or `mesh_frames` for a
+//! (one when it has none, none when content filters withheld it from every subscriber), and each ends written (`frames_out`, or `mesh_frames` for a
 //! downstream), dropped under a reason, or still queued. [`Stats::unaccounted`] is that
 //! balance; the soak (`crates/y3-soak`) checks it is zero after every router lifetime.
 //!
@@ -59,6 +67,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::budget::Budget;
+use crate::filters::FilterCounters;
 use crate::histogram::{LatencyHistogram, LocalLatency};
 
 /// Most distinct tag label values; see the module docs.
@@ -66,6 +75,9 @@ pub const MAX_TAG_LABELS: usize = 1024;
 
 /// Most distinct client names labelled in `y3_router_evictions_total`.
 pub const MAX_CLIENT_LABELS: usize = 256;
+
+/// Most distinct filters labelled in the `y3_router_filter_*` families.
+pub const MAX_FILTER_LABELS: usize = 256;
 
 /// Why a frame was not delivered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -115,6 +127,34 @@ impl Drop {
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct TagLabel {
     tag: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FilterLabel {
+    tag: String,
+    filter: String,
+}
+
+/// The `y3_router_filter_*` families and the distinct filters seen.
+#[derive(Debug, Default)]
+struct FilterFamilies {
+    matched: Family<FilterLabel, Counter>,
+    withheld: Family<FilterLabel, Counter>,
+    malformed: Family<FilterLabel, Counter>,
+    /// (tag, text) → id, for the first [`MAX_FILTER_LABELS`] distinct filters.
+    ids: Mutex<HashMap<(u32, String), u64>>,
+    next_id: AtomicU64,
+}
+
+/// One filter's totals, for tests and summaries.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FilterStats {
+    /// Frames delivered.
+    pub matched: u64,
+    /// Frames withheld (not matching, or not Y3).
+    pub withheld: u64,
+    /// Of the withheld, those whose payload was not Y3.
+    pub malformed: u64,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -227,6 +267,7 @@ pub struct Metrics {
     pub(crate) budget: Budget,
     latency: LatencyHistogram,
     mesh: MeshFamilies,
+    filters: FilterFamilies,
     labelled: Mutex<HashSet<u32>>,
     total_in: AtomicU64,
     total_out: AtomicU64,
@@ -263,6 +304,7 @@ impl Metrics {
             // 10 µs to ~2.6 s.
             latency: LatencyHistogram::default(),
             mesh: MeshFamilies::default(),
+            filters: FilterFamilies::default(),
             labelled: Mutex::new(HashSet::new()),
             total_in: AtomicU64::new(0),
             total_out: AtomicU64::new(0),
@@ -360,7 +402,76 @@ impl Metrics {
             "Data frames for a downstream zipper that were dropped",
             m.mesh.dropped.clone(),
         );
+        registry.register(
+            "filter_matched",
+            "Frames a content filter delivered, by tag and filter",
+            m.filters.matched.clone(),
+        );
+        registry.register(
+            "filter_withheld",
+            "Frames a content filter kept off the wire, by tag and filter",
+            m.filters.withheld.clone(),
+        );
+        registry.register(
+            "filter_malformed",
+            "Withheld frames whose payload was not Y3, by tag and filter",
+            m.filters.malformed.clone(),
+        );
         Metrics { registry, ..m }
+    }
+
+    fn filter_label(tag: u32, text: &str) -> FilterLabel {
+        let mut filter = text.to_owned();
+        if filter.len() > 128 {
+            let mut end = 128;
+            while !filter.is_char_boundary(end) {
+                end -= 1;
+            }
+            filter.truncate(end);
+        }
+        FilterLabel {
+            tag: format!("0x{tag:02x}"),
+            filter,
+        }
+    }
+
+    /// The id and counters of filter `text` on `tag`: the same for the same filter, so
+    /// that one evaluation per frame serves every subscriber declaring it.
+    pub(crate) fn filter(&self, tag: u32, text: &str) -> (u64, FilterCounters) {
+        let fresh = || self.filters.next_id.fetch_add(1, Ordering::Relaxed);
+        let (id, label) = {
+            let mut ids = self.filters.ids.lock().unwrap_or_else(|e| e.into_inner());
+            let key = (tag, text.to_owned());
+            match ids.get(&key) {
+                Some(&id) => (id, Metrics::filter_label(tag, text)),
+                None if ids.len() < MAX_FILTER_LABELS => {
+                    let id = fresh();
+                    ids.insert(key, id);
+                    (id, Metrics::filter_label(tag, text))
+                }
+                None => (fresh(), Metrics::filter_label(tag, "other")),
+            }
+        };
+        let f = &self.filters;
+        let counters = FilterCounters {
+            matched: f.matched.get_or_create_owned(&label),
+            withheld: f.withheld.get_or_create_owned(&label),
+            malformed: f.malformed.get_or_create_owned(&label),
+        };
+        (id, counters)
+    }
+
+    /// The totals of filter `text` on `tag` (`None`: never declared).
+    pub fn filter_stats(&self, tag: u32, text: &str) -> Option<FilterStats> {
+        let label = Metrics::filter_label(tag, text);
+        let f = &self.filters;
+        let matched = f.matched.get(&label)?.get();
+        let count = |c: &Family<FilterLabel, Counter>| c.get(&label).map_or(0, |c| c.get());
+        Some(FilterStats {
+            matched,
+            withheld: count(&f.withheld),
+            malformed: count(&f.malformed),
+        })
     }
 
     /// The metric handles of the downstream zipper `name`.

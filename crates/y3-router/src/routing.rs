@@ -17,6 +17,7 @@ use y3_transport::frame::Frame;
 
 use y3_transport::metadata;
 
+use crate::filters::{Evaluators, RouteFilter};
 use crate::journeys::Journeys;
 use crate::metrics::{Drop, Metrics};
 use crate::outbox::{Outbox, Pushed};
@@ -57,15 +58,17 @@ impl Routes {
         self.generation.fetch_add(1, Ordering::Release);
     }
 
-    /// Subscribes `session` to `tags`, wanting `wanted_target` (empty: none).
+    /// Subscribes `session` to `tags`, wanting `wanted_target` (empty: none), with a
+    /// content filter on some tags.
     pub fn subscribe(
         &self,
         session: SessionId,
         tags: &[u32],
         wanted_target: &str,
         outbox: Arc<Outbox>,
+        filters: &[(u32, Arc<RouteFilter>)],
     ) {
-        self.update(|t| t.subscribe(session, tags, wanted_target, outbox));
+        self.update(|t| t.subscribe_filtered(session, tags, wanted_target, outbox, filters));
     }
 
     /// Removes every route of `session`.
@@ -84,6 +87,7 @@ impl Routes {
                 .read()
                 .unwrap_or_else(|e| e.into_inner())
                 .clone(),
+            filters: Evaluators::default(),
         }
     }
 }
@@ -93,6 +97,8 @@ impl Routes {
 pub(crate) struct RouteCache {
     generation: u64,
     table: Arc<Table>,
+    /// This connection's filter evaluators (kept across table changes).
+    filters: Evaluators,
 }
 
 impl RouteCache {
@@ -100,7 +106,8 @@ impl RouteCache {
     pub fn table(&mut self, routes: &Routes) -> &Table {
         let now = routes.generation.load(Ordering::Acquire);
         if now != self.generation {
-            *self = routes.cache();
+            let fresh = routes.cache();
+            (self.generation, self.table) = (fresh.generation, fresh.table);
         }
         &self.table
     }
@@ -121,6 +128,9 @@ pub(crate) enum Origin {
 /// to every downstream zipper of the mesh. Each recipient gets a reference-counted clone
 /// of the frame; the last gets the frame itself. A function's output goes to as many
 /// recipients as its message's delivery budget has left; the rest are dropped as `loop`.
+/// A subscriber with a content filter on the tag receives the frame only if the filter
+/// matches its payload; each distinct filter is evaluated once per frame, and a frame every
+/// subscriber's filter withholds is counted by the filters, not as `no_subscriber`.
 pub(crate) async fn route(
     routes: &Routes,
     cache: &mut RouteCache,
@@ -137,10 +147,29 @@ pub(crate) async fn route(
         Origin::Mesh => &[],
         _ => &routes.mesh,
     };
-    let mut left = subscribers.iter().filter(|r| accepts(r, target)).count() + downstream.len();
-    metrics.deliveries(left.max(1) as u64);
+    let filters = &mut cache.filters;
+    filters.begin();
+    let mut filtered = false;
+    let local = subscribers
+        .iter()
+        .filter(|r| accepts(r, target))
+        .filter(|r| {
+            filtered |= r.filter.is_some();
+            filters.passes(r.filter.as_ref(), &data.payload)
+        })
+        .count();
+    let mut left = local + downstream.len();
+    // One delivery owed per recipient, one when there is none (a `no_subscriber` drop);
+    // none for a frame that only filters withheld (their counters account for it).
+    metrics.deliveries(if left == 0 && filtered {
+        0
+    } else {
+        left.max(1)
+    } as u64);
     if left == 0 {
-        metrics.dropped(Drop::NoSubscriber, 1);
+        if !filtered {
+            metrics.dropped(Drop::NoSubscriber, 1);
+        }
         return;
     }
     if let (Origin::Function, Some(journeys)) = (origin, &routes.journeys) {
@@ -157,9 +186,10 @@ pub(crate) async fn route(
         }
     }
     let mut data = Some(data);
+    let filters = &cache.filters;
     let chosen = subscribers
         .iter()
-        .filter(|r| accepts(r, target))
+        .filter(|r| accepts(r, target) && filters.passed(r.filter.as_ref()))
         .map(|r| &r.target);
     for outbox in chosen.chain(downstream).take(left) {
         left -= 1;

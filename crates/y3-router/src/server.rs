@@ -188,6 +188,8 @@ impl Router {
             max_observed_tags: config.limits.max_observed_tags,
             max_name_len: config.limits.max_name_len,
             max_hops: config.limits.max_hops,
+            filter_limits: config.filters.limits(),
+            attached: config.filters.attach.clone(),
         });
         let shared = Arc::new(Shared {
             config: config.clone(),

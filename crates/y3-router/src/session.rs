@@ -25,10 +25,12 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
 
+use y3::{Filter, FilterLimits};
 use y3_transport::frame::{ClientType, Data, Frame, Goaway, GoawayCode, Handshake, VERSION};
 use y3_transport::metadata;
 use y3_transport::FrameError;
 
+use crate::config::AttachConfig;
 use crate::table::SessionId;
 
 /// YoMo's reducer tag: its frames lose `yomo-target` in the router.
@@ -116,6 +118,10 @@ pub struct Admission {
     pub max_name_len: usize,
     /// Hop limit for data frames.
     pub max_hops: u32,
+    /// Limits on content filters.
+    pub filter_limits: FilterLimits,
+    /// Filters the config attaches to functions by name.
+    pub attached: Vec<AttachConfig>,
 }
 
 impl fmt::Debug for Admission {
@@ -126,6 +132,8 @@ impl fmt::Debug for Admission {
             .field("max_observed_tags", &self.max_observed_tags)
             .field("max_name_len", &self.max_name_len)
             .field("max_hops", &self.max_hops)
+            .field("filter_limits", &self.filter_limits)
+            .field("attached", &self.attached)
             .finish()
     }
 }
@@ -185,6 +193,48 @@ impl Admission {
         Ok(permissions)
     }
 
+    /// The compiled content filters of an admitted stream function: its handshake's
+    /// (field `31`) and the config's for its name, both applying where both exist.
+    ///
+    /// # Errors
+    /// `bad_filter`, naming the tag and the filter error's kind: a filter that does not
+    /// compile or is over a limit, a filter on a tag the handshake does not observe, two
+    /// filters on one tag.
+    pub fn filters(&self, hello: &Handshake) -> Result<Vec<(u32, Filter)>, Goaway> {
+        let bad = |reason: String| Goaway::new(GoawayCode::BadFilter, reason);
+        let mut texts: Vec<(u32, String)> = Vec::new();
+        for (tag, text) in &hello.filters {
+            if !hello.observed.contains(tag) {
+                return Err(bad(format!(
+                    "filter for tag {tag:#x}, which is not observed"
+                )));
+            }
+            if texts.iter().any(|(t, _)| t == tag) {
+                return Err(bad(format!("two filters for tag {tag:#x}")));
+            }
+            texts.push((*tag, text.clone()));
+        }
+        if hello.client_type.receives() {
+            for a in self.attached.iter().filter(|a| a.function == hello.name) {
+                if !hello.observed.contains(&a.tag) {
+                    continue;
+                }
+                match texts.iter_mut().find(|(t, _)| *t == a.tag) {
+                    Some((_, text)) => *text = format!("({}) and ({text})", a.filter),
+                    None => texts.push((a.tag, a.filter.clone())),
+                }
+            }
+        }
+        texts
+            .into_iter()
+            .map(|(tag, text)| {
+                Filter::parse_with(&text, &self.filter_limits, y3::Config::DEFAULT)
+                    .map(|f| (tag, f))
+                    .map_err(|e| bad(format!("{}: filter for tag {tag:#x}: {e}", e.kind())))
+            })
+            .collect()
+    }
+
     /// The permissions of the handshake's token.
     fn authenticate(&self, hello: &Handshake) -> Result<Arc<Permissions>, Goaway> {
         if !self.requires_token() {
@@ -236,6 +286,8 @@ pub struct Peer {
     pub wanted_target: String,
     /// y3 extension level: whether the client reads goaway frames and y3 codes.
     pub extension: u32,
+    /// Compiled content filters by observed tag (handshake and config).
+    pub filters: Vec<(u32, Filter)>,
 }
 
 /// Why a data frame was not routed.
@@ -353,8 +405,12 @@ impl Session {
             (State::Closed, _) => Event::Nothing,
             (State::AwaitHandshake { deadline }, _) if now >= *deadline => self.handle_timeout(now),
             (State::AwaitHandshake { .. }, Frame::Handshake(hello)) => {
-                match self.admission.check(&hello) {
-                    Ok(permissions) => {
+                let admitted = self
+                    .admission
+                    .check(&hello)
+                    .and_then(|p| Ok((p, self.admission.filters(&hello)?)));
+                match admitted {
+                    Ok((permissions, filters)) => {
                         let wanted_target =
                             (!hello.wanted_target.is_empty()).then(|| hello.wanted_target.clone());
                         self.state = State::Open {
@@ -368,6 +424,7 @@ impl Session {
                             observed: hello.observed,
                             wanted_target: hello.wanted_target,
                             extension: hello.extension,
+                            filters,
                         })
                     }
                     Err(goaway) => {
@@ -473,6 +530,12 @@ mod tests {
             max_observed_tags: 4,
             max_name_len: 16,
             max_hops: 2,
+            filter_limits: FilterLimits::DEFAULT,
+            attached: vec![AttachConfig {
+                function: "n".into(),
+                tag: 0x10,
+                filter: "0x01 == 1".into(),
+            }],
         })
     }
 

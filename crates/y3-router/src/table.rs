@@ -11,6 +11,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::filters::RouteFilter;
+
 /// A connection's id, unique for the router's lifetime.
 pub type SessionId = u64;
 
@@ -23,6 +25,8 @@ pub struct Route<S> {
     pub session: SessionId,
     /// Where its frames go.
     pub target: S,
+    /// Its content filter on this tag, if any (`spec/filters.md`).
+    pub filter: Option<Arc<RouteFilter>>,
 }
 
 /// Tag → routes.
@@ -50,6 +54,18 @@ impl<S: Clone> RoutingTable<S> {
     /// Adds `session` as a subscriber of each tag in `tags` (duplicates ignored). A session
     /// that is already subscribed is replaced.
     pub fn subscribe(&mut self, session: SessionId, tags: &[u32], wanted_target: &str, target: S) {
+        self.subscribe_filtered(session, tags, wanted_target, target, &[]);
+    }
+
+    /// [`RoutingTable::subscribe`] with a content filter on some of the tags.
+    pub fn subscribe_filtered(
+        &mut self,
+        session: SessionId,
+        tags: &[u32],
+        wanted_target: &str,
+        target: S,
+        filters: &[(u32, Arc<RouteFilter>)],
+    ) {
         self.unsubscribe(session);
         let wanted_target: Option<Arc<str>> =
             (!wanted_target.is_empty()).then(|| wanted_target.into());
@@ -66,6 +82,10 @@ impl<S: Clone> RoutingTable<S> {
                 wanted_target: wanted_target.clone(),
                 session,
                 target: target.clone(),
+                filter: filters
+                    .iter()
+                    .find(|(t, _)| *t == tag)
+                    .map(|(_, f)| f.clone()),
             });
             self.routes.insert(tag, list.into());
         }

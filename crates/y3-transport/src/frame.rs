@@ -15,7 +15,7 @@
 //! type  byte  frame          fields, in the order written      (y3: only when not empty)
 //! 0x31  b1    handshake      01 name | 03 id | 02 client type (1 B) | 06 observed (LE u32s)
 //!                            | 04 auth name | 05 auth payload | 07 version | 09 function
-//!                            definition | 08 wanted target             (y3: 30 extension)
+//!                            definition | 08 wanted target   (y3: 30 extension | 31 filters)
 //! 0x29  a9    handshake ack  none
 //! 0x39  b9    rejected       01 message                                (y3: 30 code)
 //! 0x2e  ae    goaway         01 message                                (y3: 30 code)
@@ -168,6 +168,9 @@ pub enum GoawayCode {
     ReservedTag,
     /// The client's token does not allow it to publish or observe a tag.
     Forbidden,
+    /// A content filter in the handshake (or the router's config for it) does not compile
+    /// or is over a limit (`spec/filters.md`); the message names the filter error's kind.
+    BadFilter,
     /// A rejected or goaway frame without a y3 code (as YoMo's zipper sends them).
     Unspecified,
     /// A code this crate does not know.
@@ -189,6 +192,7 @@ impl GoawayCode {
             GoawayCode::HandshakeTimeout => 8,
             GoawayCode::ReservedTag => 9,
             GoawayCode::Forbidden => 10,
+            GoawayCode::BadFilter => 11,
             GoawayCode::Unspecified => return None,
             GoawayCode::Other(code) => code,
         })
@@ -208,6 +212,7 @@ impl GoawayCode {
             8 => GoawayCode::HandshakeTimeout,
             9 => GoawayCode::ReservedTag,
             10 => GoawayCode::Forbidden,
+            11 => GoawayCode::BadFilter,
             other => GoawayCode::Other(other),
         }
     }
@@ -226,6 +231,7 @@ impl GoawayCode {
             GoawayCode::HandshakeTimeout => "handshake_timeout",
             GoawayCode::ReservedTag => "reserved_tag",
             GoawayCode::Forbidden => "forbidden",
+            GoawayCode::BadFilter => "bad_filter",
             GoawayCode::Unspecified => "rejected",
             GoawayCode::Other(_) => "other",
         }
@@ -234,7 +240,7 @@ impl GoawayCode {
     /// The code whose [`kind`](GoawayCode::kind) is `kind` (how a QUIC close reason
     /// `<kind>: <detail>` is read back).
     pub fn from_kind(kind: &str) -> Option<GoawayCode> {
-        (0..11)
+        (0..12)
             .map(GoawayCode::from_code)
             .find(|c| c.kind() == kind)
     }
@@ -276,6 +282,9 @@ pub struct Handshake {
     pub wanted_target: String,
     /// y3 extension level ([`EXTENSION_LEVEL`]); 0 for YoMo's own clients.
     pub extension: u32,
+    /// y3: content filters, one per observed tag at most, as `(tag, filter text)`
+    /// (`spec/filters.md`). Field `31`, left out when empty.
+    pub filters: Vec<(u32, String)>,
 }
 
 impl Handshake {
@@ -292,6 +301,7 @@ impl Handshake {
             function_definition: Bytes::new(),
             wanted_target: String::new(),
             extension: EXTENSION_LEVEL,
+            filters: Vec::new(),
         }
     }
 
@@ -302,6 +312,13 @@ impl Handshake {
             Some((name, payload)) => (name.to_owned(), payload.to_owned()),
             None => (String::new(), credential.to_owned()),
         };
+        self
+    }
+
+    /// Adds a content filter for observed tag `tag` (`spec/filters.md`); the router refuses
+    /// the handshake if it does not compile.
+    pub fn filter(mut self, tag: u32, filter: impl Into<String>) -> Self {
+        self.filters.push((tag, filter.into()));
         self
     }
 }
@@ -481,6 +498,8 @@ const F_PAYLOAD: u32 = 0x02;
 const F_METADATA: u32 = 0x03;
 /// y3's field in every frame that has one: extension level, code, hops.
 const F_EXT: u32 = 0x30;
+/// y3's handshake field of content filters.
+const F_FILTERS: u32 = 0x31;
 
 /// One field as the encoder sees it. Each frame lists its fields once, in wire order
 /// ([`Frame::fields`]); its length and its encoding both walk that list, so they cannot
@@ -497,6 +516,8 @@ enum Field<'a> {
     Int(u32, u32),
     /// A y3 integer field, left out when zero.
     OptInt(u32, u32),
+    /// y3's filters: `tag u32 LE | length u32 LE | text` per entry, left out when empty.
+    Filters(u32, &'a [(u32, String)]),
 }
 
 impl Field<'_> {
@@ -509,6 +530,8 @@ impl Field<'_> {
             Field::Int(_, v) => value::int_len(D, u32_bits(v)),
             Field::OptInt(_, 0) => return 0,
             Field::OptInt(_, v) => value::int_len(D, u32_bits(v)),
+            Field::Filters(_, []) => return 0,
+            Field::Filters(_, filters) => filters_len(filters),
         };
         Header::encoded_len(Tag::primitive(self.key()), value, D) + value
     }
@@ -519,7 +542,8 @@ impl Field<'_> {
             | Field::Byte(k, _)
             | Field::TagsLe(k, _)
             | Field::Int(k, _)
-            | Field::OptInt(k, _) => k,
+            | Field::OptInt(k, _)
+            | Field::Filters(k, _) => k,
         }
     }
 }
@@ -530,6 +554,34 @@ fn data_fields<'a>(d: &'a Data, mut f: impl FnMut(Field<'a>)) {
     f(Field::Bytes(F_METADATA, d.metadata.as_bytes()));
     f(Field::Bytes(F_PAYLOAD, &d.payload));
     f(Field::OptInt(F_EXT, d.hops));
+}
+
+/// Bytes of the filters field's value.
+fn filters_len(filters: &[(u32, String)]) -> usize {
+    filters.iter().map(|(_, text)| 8 + text.len()).sum()
+}
+
+/// Reads the filters field: `tag u32 LE | length u32 LE | UTF-8 text`, repeated.
+fn read_filters(mut bytes: &[u8]) -> Result<Vec<(u32, String)>, FrameError> {
+    let invalid = || FrameError::InvalidField {
+        frame: "handshake",
+        field: "filters",
+    };
+    let mut out = Vec::new();
+    while !bytes.is_empty() {
+        let (Some(tag), Some(len)) = (bytes.first_chunk::<4>(), bytes.get(4..8)) else {
+            return Err(invalid());
+        };
+        let tag = u32::from_le_bytes(*tag);
+        let len = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
+        let text = bytes
+            .get(8..8usize.saturating_add(len))
+            .ok_or_else(invalid)?;
+        let text = core::str::from_utf8(text).map_err(|_| invalid())?;
+        out.push((tag, text.to_owned()));
+        bytes = &bytes[8 + len..];
+    }
+    Ok(out)
 }
 
 /// Unsigned values travel as the signed 32-bit integer with the same bits (NVarUInt32).
@@ -613,6 +665,17 @@ impl Staged {
                     dst.put_u32_le(tag);
                 }
             }
+            Field::Filters(_, []) => {}
+            Field::Filters(_, filters) => {
+                self.header(dst, Tag::primitive(key), filters_len(filters));
+                self.flush(dst);
+                for (tag, text) in filters {
+                    dst.put_u32_le(*tag);
+                    // Filter texts are bounded far below 4 GiB by the frame limit.
+                    dst.put_u32_le(text.len() as u32);
+                    dst.put_slice(text.as_bytes());
+                }
+            }
         }
     }
 }
@@ -650,6 +713,7 @@ impl Frame {
                 f(Field::Bytes(F_FUNCTION, &h.function_definition));
                 f(Field::Bytes(F_WANTED_TARGET, h.wanted_target.as_bytes()));
                 f(Field::OptInt(F_EXT, h.extension));
+                f(Field::Filters(F_FILTERS, &h.filters));
             }
             Frame::HandshakeAck => {}
             Frame::Rejected(g) | Frame::Goaway(g) => {
@@ -837,6 +901,7 @@ impl Frame {
                         F_FUNCTION => h.function_definition = frame.slice_ref(field.bytes()?),
                         F_WANTED_TARGET => h.wanted_target = string()?,
                         F_EXT => h.extension = value::read_u32(D, field.bytes()?)?,
+                        F_FILTERS => h.filters = read_filters(field.bytes()?)?,
                         _ => {}
                     }
                 }
@@ -1039,6 +1104,20 @@ mod tests {
         assert_eq!((&h.auth_name[..], &h.auth_payload[..]), ("token", "secret"));
         let bytes = roundtrip(h.clone().into());
         assert!(bytes.ends_with(&hex!("300101")));
+        // y3's filters (field 31): tag LE, length LE, text, per filter; after field 30.
+        let filtered = h.clone().filter(0x33, "0x01 > 5").filter(0xe001, "");
+        let bytes = roundtrip(filtered.into());
+        assert!(bytes.ends_with(&hex!(
+            "300101 3118 33000000 08000000 30783031203e2035 01e00000 00000000"
+        )));
+        // A filters field that is not tag | length | text is an invalid handshake.
+        for bad in [
+            &hex!("b109 02015d 3104 33000000")[..],
+            &hex!("b10e 02015d 3109 33000000 05000000 31"),
+        ] {
+            let err = Frame::decode(Bytes::copy_from_slice(bad), &config(1 << 20)).unwrap_err();
+            assert_eq!(err.to_string(), "invalid filters in handshake frame");
+        }
         let bare = h.credential("s:e:c");
         assert_eq!((&bare.auth_name[..], &bare.auth_payload[..]), ("s", "e:c"));
         let bare = bare.credential("plain");

@@ -145,3 +145,98 @@ pub(crate) fn walk(
         off = next;
     }
 }
+
+/// A value [`scan`] found: tag byte, header length, value offset in the input, value length
+/// (12 bytes: the scan's table is zeroed per call).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Scanned {
+    pub tag: u8,
+    pub head_len: u8,
+    pub start: u32,
+    pub len: u32,
+}
+
+/// Scans the children in `input[off..end]` (one node's value, or the top level of a
+/// complete buffer) once, for the first child of each key in `keys` (all below 64):
+/// `found[i]` gets key `keys[i]`'s first child. Returns the bit set of the keys found
+/// (bit `i` for `keys[i]`), stopping as soon as every key is found, or `None` (give up,
+/// nothing decided) at any header [`walk`] would leave to the observer: a longer length,
+/// the array flag without the node flag, a length over the limit, a value past its node.
+/// It never enters a node.
+#[inline]
+pub(crate) fn scan(
+    input: &[u8],
+    mut off: usize,
+    end: usize,
+    keys: &[u8],
+    limit: u64,
+    found: &mut [Scanned],
+) -> Option<u64> {
+    if input.len() > u32::MAX as usize {
+        return None;
+    }
+    debug_assert!(keys.len() <= 64 && keys.iter().all(|&k| k < 64));
+    let mut want = 0u64;
+    for &k in keys {
+        want |= 1 << k;
+    }
+    let all = if keys.len() == 64 {
+        u64::MAX
+    } else {
+        (1u64 << keys.len()) - 1
+    };
+    let mut got = 0u64;
+    let region = input.get(..end)?;
+    // The skip run accepts one-byte lengths without comparing them with the limit.
+    let run = limit >= 63;
+    while off < end {
+        if run {
+            // Every child that is simply skipped, at once (see `skip.rs`).
+            off = skip::run_keys(region, off, want);
+            if off == end {
+                break;
+            }
+        }
+        let &[tag, b1] = region.get(off..off + 2)? else {
+            return None;
+        };
+        let (len, head_len) = if b1 < 0x40 {
+            (b1 as usize, 2)
+        } else {
+            match region.get(off + 2) {
+                Some(&b2) if b1 & 0xc0 == 0x80 && b2 < 0x80 => {
+                    ((((b1 & 0x3f) as usize) << 7) | b2 as usize, 3)
+                }
+                _ => return None,
+            }
+        };
+        if tag & 0xc0 == 0x40 || len as u64 > limit {
+            return None;
+        }
+        let start = off + head_len;
+        let next = start + len;
+        if next > end {
+            return None;
+        }
+        let key = tag & 0x3f;
+        if want >> key & 1 != 0 {
+            // A wanted key: the first time only (`want` forgets it).
+            want &= !(1 << key);
+            if let Some(i) = keys.iter().position(|&k| k == key) {
+                // Offsets fit: the input is under 4 GiB (checked above).
+                found[i] = Scanned {
+                    tag,
+                    head_len: head_len as u8,
+                    start: start as u32,
+                    len: len as u32,
+                };
+                got |= 1 << i;
+                if got == all {
+                    return Some(got);
+                }
+            }
+        }
+        off = next;
+    }
+    Some(got)
+}

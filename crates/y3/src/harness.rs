@@ -422,6 +422,26 @@ pub fn skip_run(data: &[u8]) {
         }
         assert_eq!(crate::skip::run(node, s, want), scalar);
     }
+    // The key-set run: a few keys from the input's first byte (none, one, several).
+    let keys = match key % 3 {
+        0 => 0,
+        1 => 1u64 << (key & 0x3f),
+        _ => (1u64 << (key & 0x3f)) | (1 << ((key >> 2) & 0x3f)) | (1 << 17),
+    };
+    for s in 0..node.len().min(80) {
+        let scalar = crate::skip::run_scalar_keys(node, s, keys);
+        if let Some(vector) = crate::skip::run_vector_keys(node, s, keys) {
+            assert_eq!(vector, scalar, "skip run from {s} for keys {keys:#x}");
+        }
+        assert_eq!(crate::skip::run_keys(node, s, keys), scalar);
+        // One key as a set is the one-key run.
+        if key % 3 == 1 {
+            assert_eq!(
+                scalar,
+                crate::skip::run_scalar(node, s, (key & 0x3f) as u32)
+            );
+        }
+    }
 }
 
 /// A leaf value as `arbitrary` builds it.
@@ -641,4 +661,27 @@ pub fn encode_roundtrip(data: &[u8]) {
         Header::encoded_len(item.tag(), item.value_len(dialect), dialect) + item.value_len(dialect),
         len
     );
+}
+
+/// Content filters (`src/filter/`): the first byte says how many of the following bytes are
+/// the filter text (lossy UTF-8), the rest is the payload. Parsing never panics; a filter
+/// that compiles evaluates the payload to the same verdict with its fast path and with the
+/// observer alone, and again after a reuse.
+///
+/// # Panics
+/// When the two evaluations differ.
+pub fn filter(data: &[u8]) {
+    let Some((&n, rest)) = data.split_first() else {
+        return;
+    };
+    let n = (n as usize).min(rest.len());
+    let (text, payload) = rest.split_at(n);
+    let text = alloc::string::String::from_utf8_lossy(text);
+    let Ok(mut fast) = crate::Filter::parse(&text) else {
+        return;
+    };
+    let mut reference = fast.clone().without_fast_path();
+    let verdict = fast.evaluate(payload);
+    assert_eq!(verdict, reference.evaluate(payload), "filter {text:?}");
+    assert_eq!(verdict, fast.evaluate(payload), "filter {text:?} reused");
 }

@@ -9,6 +9,8 @@
 //!   One-shot decoding is the same machine fed everything at once.
 //! - [`Item`]: an owned packet tree whose [`encoded_len`](Item::encoded_len) is exact, written
 //!   into any [`bytes::BufMut`].
+//! - [`Filter`]: a content filter over key paths (`0x10/0x11:f32 > 60`), parsed once and
+//!   evaluated with one observer walk per payload (`spec/filters.md`).
 //! - [`DecodeError`] / [`EncodeError`]: typed errors with stable snake_case
 //!   [`kind`](DecodeError::kind)s shared with the Go and Python implementations.
 //!
@@ -45,6 +47,7 @@ mod dialect;
 pub mod encode;
 mod error;
 mod fast;
+pub mod filter;
 #[cfg(feature = "__harness")]
 #[doc(hidden)]
 pub mod harness;
@@ -60,6 +63,7 @@ pub mod varint;
 pub use dialect::{Config, Dialect, Limits};
 pub use encode::{Item, Value};
 pub use error::{DecodeError, EncodeError};
+pub use filter::{Filter, FilterError, FilterLimits, Verdict};
 pub use observer::{
     parse_path, Fed, Observed, Observer, PathError, MAX_PATH_DEPTH, MAX_SUBSCRIPTIONS,
 };

@@ -51,6 +51,52 @@ pub(crate) fn run_scalar(node: &[u8], mut s: usize, want: u32) -> usize {
     s
 }
 
+/// [`run`] for a set of keys (a content filter's sibling paths): stops at a key whose bit
+/// is set in `keys` (bit `k` for key `k`) instead of at one key.
+#[inline]
+pub(crate) fn run_keys(node: &[u8], s: usize, keys: u64) -> usize {
+    #[cfg(all(feature = "std", target_arch = "x86_64"))]
+    {
+        if node.len() >= s + 65 && std::is_x86_feature_detected!("avx512vbmi") {
+            // SAFETY: as in `run`.
+            #[allow(unsafe_code)]
+            return unsafe { avx512::run_keys(node, s, keys) };
+        }
+    }
+    run_scalar_keys(node, s, keys)
+}
+
+/// [`run_keys`], one header at a time.
+#[inline]
+pub(crate) fn run_scalar_keys(node: &[u8], mut s: usize, keys: u64) -> usize {
+    while let Some(&[t, l]) = node.get(s..s + 2) {
+        if keys >> (t & 0x3f) & 1 != 0 || l >= 0x40 || t & 0xc0 == 0x40 {
+            return s;
+        }
+        let next = s + 2 + l as usize;
+        if next > node.len() {
+            return s;
+        }
+        s = next;
+    }
+    s
+}
+
+/// [`run_keys`]'s vector path, for the harness (`None` where the CPU lacks the features).
+#[cfg(feature = "__harness")]
+pub(crate) fn run_vector_keys(node: &[u8], s: usize, keys: u64) -> Option<usize> {
+    #[cfg(all(feature = "std", target_arch = "x86_64"))]
+    {
+        if std::is_x86_feature_detected!("avx512vbmi") {
+            // SAFETY: as in `run`.
+            #[allow(unsafe_code)]
+            return Some(unsafe { avx512::run_keys(node, s, keys) });
+        }
+    }
+    let _ = (node, s, keys);
+    None
+}
+
 /// The vector path, exposed to the harness so that it can be compared with
 /// [`run_scalar`] directly (`None` where the CPU lacks the features).
 #[cfg(feature = "__harness")]
@@ -79,7 +125,27 @@ mod avx512 {
     /// `s` and `s + 1` and are made only while `s + 65 <= node.len()`; every other access is
     /// a checked slice index.
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
-    pub(super) unsafe fn run(node: &[u8], mut s: usize, want: u32) -> usize {
+    pub(super) unsafe fn run(node: &[u8], s: usize, want: u32) -> usize {
+        // SAFETY: the same features; see `run_impl`.
+        unsafe { run_impl::<false>(node, s, want, 0) }
+    }
+
+    /// [`run`] stopping at any key of the bit set `keys`.
+    ///
+    /// # Safety
+    /// As [`run`].
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    pub(super) unsafe fn run_keys(node: &[u8], s: usize, keys: u64) -> usize {
+        // SAFETY: the same features; see `run_impl`.
+        unsafe { run_impl::<true>(node, s, 0, keys) }
+    }
+
+    /// The walk, stopping at key `want` (`KEYS` false) or at any key of `keys` (true).
+    ///
+    /// # Safety
+    /// As [`run`].
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    unsafe fn run_impl<const KEYS: bool>(node: &[u8], mut s: usize, want: u32, keys: u64) -> usize {
         let idx = _mm512_set_epi8(
             63, 62, 61, 60, 59, 58, 57, 56, 55, 54, 53, 52, 51, 50, 49, 48, 47, 46, 45, 44, 43, 42,
             41, 40, 39, 38, 37, 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20,
@@ -93,6 +159,9 @@ mod avx512 {
         let x40 = _mm512_set1_epi8(0x40);
         let x40u = _mm512_set1_epi8(64);
         let none = _mm512_set1_epi8(-1);
+        // Byte k is 0xff where key k is wanted: a permute by the tag bytes (whose low six
+        // bits index it) tells every lane whether its key is one of them.
+        let table = _mm512_movm_epi8(keys);
         while s + 65 <= node.len() {
             // SAFETY: `s + 65 <= node.len()`: bytes `s..s + 64` and `s + 1..s + 65` are in
             // the slice.
@@ -102,7 +171,13 @@ mod avx512 {
             // Lane i: the header that would start at s + i. Its successor (lengths under
             // 0x40 only; a longer one is a stop), and whether it needs a decision.
             let succ = _mm512_add_epi8(_mm512_add_epi8(idx, two), lens);
-            let stop = _mm512_cmpeq_epi8_mask(_mm512_and_si512(tags, m3f), w)
+            let key = if KEYS {
+                let hit = _mm512_permutexvar_epi8(tags, table);
+                _mm512_test_epi8_mask(hit, hit)
+            } else {
+                _mm512_cmpeq_epi8_mask(_mm512_and_si512(tags, m3f), w)
+            };
+            let stop = key
                 | _mm512_cmpge_epu8_mask(lens, x40)
                 | _mm512_cmpeq_epi8_mask(_mm512_and_si512(tags, mc0), x40);
             // j: the successor inside the window, or the header itself (the chain's last in
@@ -129,6 +204,10 @@ mod avx512 {
             }
             s = next;
         }
-        super::run_scalar(node, s, want)
+        if KEYS {
+            super::run_scalar_keys(node, s, keys)
+        } else {
+            super::run_scalar(node, s, want)
+        }
     }
 }

@@ -211,6 +211,29 @@ fn pseudo_random_bytes() {
     }
 }
 
+/// The filter harness: every corpus entry as the payload of filters of each shape (sibling
+/// paths, nested paths, top-level keys), and the corpus bytes themselves as filter text.
+#[test]
+fn filters_over_the_corpus() {
+    const FILTERS: [&str; 6] = [
+        "0x10/0x11:f32 > 1 and 0x10/0x13 == \"127.0.0.1\"",
+        "0x11 == 1 or 0x12 exists",
+        "0x00/0x20 == -1 and 0x00/0x22:f32 < 1",
+        "0x02/0x03/0x04 == \"C\" or not 0x05 exists",
+        "0x10 exists and 0x10/0x11 != 0",
+        "0x11:str < \"b\" or 0x11:bool == true or 0x11:u64 >= 0",
+    ];
+    for (_, _, bytes) in corpus() {
+        for text in FILTERS {
+            let mut data = vec![text.len() as u8];
+            data.extend(text.as_bytes());
+            data.extend(&bytes);
+            harness::filter(&data);
+        }
+        harness::filter(&bytes);
+    }
+}
+
 #[test]
 fn regressions() {
     for text in REGRESSIONS {

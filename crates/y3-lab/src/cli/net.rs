@@ -6,6 +6,7 @@
 //! y3-lab net e2e      [--quick] [--sizes 64,1024] [--subs 1,5] ...
 //! y3-lab net yomo     [--quick] [--sizes 64,1024] [--workloads sink,relay] ...
 //! y3-lab net pipeline [--quick] [--transport tcp,quic] [--sizes 64,1024] ...
+//! y3-lab net filter   [--quick] [--functions 10] [--messages 200000]
 //! ```
 //!
 //! The lab starts every server and client as a child process of this binary (the hidden
@@ -44,6 +45,8 @@ enum NetCommand {
     Yomo(YomoArgs),
     /// Source → router → function → sink msg/s and latency over TCP and QUIC, one process.
     Pipeline(net::pipeline::PipelineArgs),
+    /// Content filters: router-side filter vs deliver everything and filter in the function.
+    Filter(FilterArgs),
     /// A lab server (started by the lab itself).
     #[command(hide = true)]
     Server(ServerArgs),
@@ -263,6 +266,35 @@ pub struct ClientArgs {
     rate: f64,
 }
 
+/// `y3-lab net filter`: a minimal registration (Markdown table on stdout, no records yet).
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  y3-lab net filter --quick
+  y3-lab net filter --functions 10 --messages 200000")]
+pub struct FilterArgs {
+    /// 20 000 messages instead of 200 000.
+    #[arg(long)]
+    quick: bool,
+    /// Functions, each wanting 1/N of the frames.
+    #[arg(long, default_value_t = 10)]
+    functions: usize,
+    /// Messages the source sends (overrides --quick).
+    #[arg(long)]
+    messages: Option<u64>,
+}
+
+fn filter(args: &FilterArgs, out: &mut dyn Write) -> Result<()> {
+    let opts = net::filter::Options {
+        functions: args.functions.max(1),
+        messages: args
+            .messages
+            .unwrap_or(if args.quick { 20_000 } else { 200_000 }),
+        programs: programs(None)?,
+    };
+    let rows = net::filter::run(&opts)?;
+    net::filter::write_table(&rows, &opts, out)
+}
+
 fn programs(asio: Option<PathBuf>) -> Result<Programs> {
     Ok(Programs::find(
         std::env::current_exe().context("locating the y3-lab binary")?,
@@ -454,6 +486,7 @@ pub fn run(args: &NetArgs, out: &mut dyn Write) -> Result<()> {
         NetCommand::E2e(a) => e2e(a, out),
         NetCommand::Yomo(a) => yomo(a, out),
         NetCommand::Pipeline(a) => net::pipeline::run(a, out),
+        NetCommand::Filter(a) => filter(a, out),
         NetCommand::Server(a) => server(a),
         NetCommand::Client(a) => client(a, out),
     }

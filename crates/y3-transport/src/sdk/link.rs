@@ -68,6 +68,7 @@ impl Hello {
         hello.observed.clone_from(&self.observed);
         if self.client_type.receives() {
             hello.wanted_target.clone_from(&options.wanted_target);
+            hello.filters.clone_from(&options.filters);
         }
         hello
     }

@@ -130,6 +130,10 @@ pub struct ClientOptions {
     pub backoff: Backoff,
     /// Frames buffered between the application and the writer task.
     pub send_queue: usize,
+    /// Content filters of a stream function or sink, as `(observed tag, filter)`
+    /// (`spec/filters.md`): the router delivers a frame on the tag only if its payload
+    /// matches. A router refuses a filter that does not compile (`bad_filter`).
+    pub filters: Vec<(u32, String)>,
 }
 
 impl ClientOptions {
@@ -147,6 +151,7 @@ impl ClientOptions {
             handshake_timeout: Duration::from_secs(5),
             backoff: Backoff::default(),
             send_queue: 1024,
+            filters: Vec::new(),
         }
     }
 
@@ -195,6 +200,13 @@ impl ClientOptions {
     /// Sets the wanted target of a stream function or sink.
     pub fn wanted_target(mut self, target: impl Into<String>) -> Self {
         self.wanted_target = target.into();
+        self
+    }
+
+    /// Adds a content filter on observed tag `tag`, evaluated by the router
+    /// (`spec/filters.md`), e.g. `options.filter(0x10, "0x10/0x11:f32 > 60")`.
+    pub fn filter(mut self, tag: u32, filter: impl Into<String>) -> Self {
+        self.filters.push((tag, filter.into()));
         self
     }
 

@@ -48,7 +48,7 @@ func startY3(t testing.TB, opts Options, addr string) *y3Router {
 	t.Helper()
 	bin := Y3Bin(t)
 	r := &y3Router{t: t, bin: bin, opts: opts}
-	if len(opts.Mesh) > 0 {
+	if len(opts.Mesh) > 0 || len(opts.Filters) > 0 {
 		r.config = writeY3Config(t, opts)
 	}
 	if addr == "" {
@@ -61,9 +61,9 @@ func startY3(t testing.TB, opts Options, addr string) *y3Router {
 // y3MeshName is the [mesh] name of a y3 router whose [Options.Name] is empty.
 const y3MeshName = "y3-router"
 
-// y3Config is the TOML config of a y3 router with a mesh: its name, and every downstream
-// zipper dialed over QUIC as a YoMo UpstreamZipper (0x5E) client. Everything else comes
-// from the command line.
+// y3Config is the TOML config of a y3 router with a mesh or filters: its name, every
+// downstream zipper dialed over QUIC as a YoMo UpstreamZipper (0x5E) client, and the
+// filters attached to functions. Everything else comes from the command line.
 func y3Config(opts Options) string {
 	name := opts.Name
 	if name == "" {
@@ -74,6 +74,10 @@ func y3Config(opts Options) string {
 	for _, p := range opts.Mesh {
 		fmt.Fprintf(&cfg, "\n[[mesh.downstream]]\nname = %s\naddr = %s\ncredential = %s\ntransport = \"quic\"\n",
 			tomlString(p.Name), tomlString(p.Addr), tomlString(p.Credential))
+	}
+	for _, f := range opts.Filters {
+		fmt.Fprintf(&cfg, "\n[[filters.attach]]\nfunction = %s\ntag = %d\nfilter = %s\n",
+			tomlString(f.Function), f.Tag, tomlString(f.Text))
 	}
 	return cfg.String()
 }
