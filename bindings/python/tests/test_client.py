@@ -448,3 +448,41 @@ print("done")
         p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
         assert p.returncode == 0 and p.stdout.strip() == "done", p.stderr[-2000:]
         assert "Fatal" not in p.stderr, p.stderr[-2000:]
+
+
+# --- Router-side content filters ------------------------------------------------------
+
+
+def test_a_filtered_sink_gets_exactly_the_matches(y3_router: Y3Router) -> None:
+    """`where=` declares a content filter the router evaluates (spec/filters.md): of 40
+    readings, the sink receives exactly the 13 loud ones, in order; a filter the router
+    refuses is the typed error `bad_filter`."""
+
+    def reading(noise: float) -> bytes:
+        return y3.encode({"tag": 0x10, "node": [{"tag": 0x11, "float32": noise}]})
+
+    levels = [float(30 + (i * 7) % 50) for i in range(40)]
+    loud = [n for n in levels if n > 60]
+
+    async def main() -> None:
+        where = "0x10/0x11:f32 > 60"
+        async with y3.Sink(y3_router.addr, [0x10], where=where, **y3_router.options()) as sink:
+            async with y3.Source(y3_router.addr, **y3_router.options()) as source:
+                for noise in levels:
+                    await source.send(0x10, reading(noise))
+            got = []
+            async for frame in sink:
+                got.append(y3.get(frame.payload, [0x10, 0x11], as_="float32"))
+                if len(got) == len(loud):
+                    break
+            assert got == loud
+            # Nothing else was let through: a probe that matches arrives next.
+            async with y3.Source(y3_router.addr, **y3_router.options()) as source:
+                await source.send(0x10, reading(99.0))
+            frame = await asyncio.wait_for(anext(sink), 5)
+            assert y3.get(frame.payload, [0x10, 0x11], as_="float32") == 99.0
+        with pytest.raises(y3.TransportError) as refused:
+            await y3.Sink(y3_router.addr, [0x10], where="0x10/0x11 >", **y3_router.options()).connect()
+        assert refused.value.kind == "bad_filter"
+
+    run(main())

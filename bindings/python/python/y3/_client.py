@@ -92,6 +92,7 @@ def _options(
     handshake_timeout: float = 5.0,
     backoff: Backoff = Backoff(),
     send_queue: int = 1024,
+    filters: list[tuple[int, str]] | None = None,
 ) -> _y3.Options:
     return _y3.Options(
         addr,
@@ -110,7 +111,18 @@ def _options(
         backoff_max=backoff.max,
         backoff_attempts=backoff.attempts,
         send_queue=send_queue,
+        filters=filters or [],
     )
+
+
+def _filters(observe: list[int], where: str | Mapping[int, str] | None) -> list[tuple[int, str]]:
+    """Router-side content filters (``spec/filters.md``): one text for every observed tag,
+    or a text per tag."""
+    if where is None:
+        return []
+    if isinstance(where, str):
+        return [(tag, where) for tag in observe]
+    return [(int(tag), text) for tag, text in where.items()]
 
 
 _OPTIONS_DOC = """
@@ -121,7 +133,11 @@ _OPTIONS_DOC = """
     ``server_name`` (``"localhost"``); ``name``; ``token`` (sent as ``token:TOKEN``) or
     ``credential`` (``type:payload``); ``wanted_target`` (the ``yomo-target`` a function or
     sink accepts); ``max_frame_len``; ``handshake_timeout`` (seconds); ``backoff``
-    (:class:`Backoff`); ``send_queue`` (frames queued before ``send`` waits).
+    (:class:`Backoff`); ``send_queue`` (frames queued before ``send`` waits). A sink or
+    stream function also takes ``where``: a content filter the router evaluates
+    (``spec/filters.md``, e.g. ``"0x10/0x11:f32 > 60"``) on every observed tag, or a dict
+    of one per tag; frames that do not match never leave the router. A filter the router
+    refuses fails the connection with :class:`TransportError` kind ``bad_filter``.
 """
 
 
@@ -241,9 +257,17 @@ class Sink:
 
     __doc__ = (__doc__ or "") + _OPTIONS_DOC
 
-    def __init__(self, addr: str, observe: Iterable[int], *, batch: int = 512, **options: Any) -> None:
-        self._options = _options(addr, **options)
+    def __init__(
+        self,
+        addr: str,
+        observe: Iterable[int],
+        *,
+        batch: int = 512,
+        where: str | Mapping[int, str] | None = None,
+        **options: Any,
+    ) -> None:
         self._observe = list(observe)
+        self._options = _options(addr, filters=_filters(self._observe, where), **options)
         self._batch = max(1, batch)
         self._native: _y3.NativeSink | None = None
         self._ready: deque[Frame] = deque()
@@ -396,10 +420,11 @@ class StreamFunction:
         handler: Handler,
         *,
         on_error: Callable[[Frame, BaseException], None] | None = None,
+        where: str | Mapping[int, str] | None = None,
         **options: Any,
     ) -> None:
-        self._options = _options(addr, **options)
         self._observe = list(observe)
+        self._options = _options(addr, filters=_filters(self._observe, where), **options)
         self._handler = handler
         self._on_error = on_error
         self._native: _y3.NativeFunction | None = None

@@ -121,6 +121,7 @@ class Options:
         backoff_max: float = 5.0,
         backoff_attempts: int = 10,
         send_queue: int = 1024,
+        filters: list[tuple[int, str]] = ...,
     ) -> None: ...
     @property
     def addr(self) -> str: ...

@@ -43,7 +43,7 @@ impl Options {
         addr, *, transport = "tcp", name = "", token = None, credential = None, pin = None,
         ca = None, insecure = false, server_name = None, wanted_target = "",
         max_frame_len = None, handshake_timeout = 5.0, backoff_initial = 0.1,
-        backoff_max = 5.0, backoff_attempts = 10, send_queue = 1024
+        backoff_max = 5.0, backoff_attempts = 10, send_queue = 1024, filters = Vec::new()
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -64,6 +64,7 @@ impl Options {
         backoff_max: f64,
         backoff_attempts: u32,
         send_queue: usize,
+        filters: Vec<(u32, String)>,
     ) -> PyResult<Options> {
         let transport = match transport {
             "tcp" => Transport::Tcp,
@@ -105,6 +106,9 @@ impl Options {
                 max: duration(backoff_max, "backoff max")?,
                 attempts: backoff_attempts.max(1),
             });
+        for (tag, filter) in filters {
+            inner = inner.filter(tag, filter);
+        }
         if let Some(token) = token {
             inner = inner.token(token);
         }
