@@ -28,7 +28,7 @@ def put(target, data):
         f.write(data)
 
 def header(dialect, path, validating=False, seed=0):
-    # Layout of y3::harness::observe_split: dialect | (path len - 1) << 2 | validating << 4,
+    # Layout of y3_harness::observe_split: dialect | (path len - 1) << 2 | validating << 4,
     # three key bytes, a chunk seed.
     keys = list(path) + [0] * (3 - len(path))
     return bytes([dialect | (len(path) - 1) << 2 | int(validating) << 4, *keys, seed])

@@ -1,4 +1,4 @@
-//! Content filters: filter text and payload from the input (see `y3::harness::filter`).
+//! Content filters: filter text and payload from the input (see `y3_harness::filter`).
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| y3::harness::filter(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| y3_harness::filter(data));

@@ -2,4 +2,4 @@
 //! with `get` and with `Packet::find`. The first five bytes choose dialect, path and chunking.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| y3::harness::observe_split(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| y3_harness::observe_split(data));

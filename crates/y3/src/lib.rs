@@ -48,9 +48,6 @@ pub mod encode;
 mod error;
 mod fast;
 pub mod filter;
-#[cfg(feature = "__harness")]
-#[doc(hidden)]
-pub mod harness;
 pub mod items;
 mod observer;
 mod packet;
@@ -59,6 +56,16 @@ pub mod tag;
 pub mod typed;
 pub mod value;
 pub mod varint;
+
+/// The skip runs' scalar and vector forms, for the fuzz harness (`crates/y3-harness`) to
+/// hold one against the other. Test-only; not a public API.
+#[cfg(feature = "__harness")]
+#[doc(hidden)]
+pub mod __skip {
+    pub use crate::skip::{
+        run, run_keys, run_scalar, run_scalar_keys, run_vector, run_vector_keys,
+    };
+}
 
 pub use dialect::{Config, Dialect, Limits};
 pub use encode::{Item, Value};

@@ -11,7 +11,7 @@
 //! than a 64-byte window can hold). Measured on the report's C63-K32 (an AMD EPYC, 114
 //! bytes of children before the key): 51 ns scalar, 15 ns here. Everywhere else, and for the
 //! last 64 bytes of a node, [`run_scalar`] is used; it is also the reference the vector path
-//! is tested against (`tests/skip.rs`, the fuzz harness) on every input.
+//! is tested against (`crates/y3-harness/tests/skip.rs`, the fuzz harness) on every input.
 //!
 //! This module is the only `unsafe` code in the crate: the intrinsics (`unsafe` because they
 //! need the CPU feature, checked at run time before the call) and two unaligned 64-byte
@@ -22,7 +22,7 @@
 /// the node flag, a length of two or more bytes, a value running past `node`'s end; or
 /// `node.len()` when it skips to the end. `want` above 63 matches no one-byte tag.
 #[inline]
-pub(crate) fn run(node: &[u8], s: usize, want: u32) -> usize {
+pub fn run(node: &[u8], s: usize, want: u32) -> usize {
     #[cfg(all(feature = "std", target_arch = "x86_64"))]
     {
         if node.len() >= s + 65 && std::is_x86_feature_detected!("avx512vbmi") {
@@ -37,7 +37,7 @@ pub(crate) fn run(node: &[u8], s: usize, want: u32) -> usize {
 
 /// [`run`], one header at a time.
 #[inline]
-pub(crate) fn run_scalar(node: &[u8], mut s: usize, want: u32) -> usize {
+pub fn run_scalar(node: &[u8], mut s: usize, want: u32) -> usize {
     while let Some(&[t, l]) = node.get(s..s + 2) {
         if (t & 0x3f) as u32 == want || l >= 0x40 || t & 0xc0 == 0x40 {
             return s;
@@ -54,7 +54,7 @@ pub(crate) fn run_scalar(node: &[u8], mut s: usize, want: u32) -> usize {
 /// [`run`] for a set of keys (a content filter's sibling paths): stops at a key whose bit
 /// is set in `keys` (bit `k` for key `k`) instead of at one key.
 #[inline]
-pub(crate) fn run_keys(node: &[u8], s: usize, keys: u64) -> usize {
+pub fn run_keys(node: &[u8], s: usize, keys: u64) -> usize {
     #[cfg(all(feature = "std", target_arch = "x86_64"))]
     {
         if node.len() >= s + 65 && std::is_x86_feature_detected!("avx512vbmi") {
@@ -68,7 +68,7 @@ pub(crate) fn run_keys(node: &[u8], s: usize, keys: u64) -> usize {
 
 /// [`run_keys`], one header at a time.
 #[inline]
-pub(crate) fn run_scalar_keys(node: &[u8], mut s: usize, keys: u64) -> usize {
+pub fn run_scalar_keys(node: &[u8], mut s: usize, keys: u64) -> usize {
     while let Some(&[t, l]) = node.get(s..s + 2) {
         if keys >> (t & 0x3f) & 1 != 0 || l >= 0x40 || t & 0xc0 == 0x40 {
             return s;
@@ -84,7 +84,7 @@ pub(crate) fn run_scalar_keys(node: &[u8], mut s: usize, keys: u64) -> usize {
 
 /// [`run_keys`]'s vector path, for the harness (`None` where the CPU lacks the features).
 #[cfg(feature = "__harness")]
-pub(crate) fn run_vector_keys(node: &[u8], s: usize, keys: u64) -> Option<usize> {
+pub fn run_vector_keys(node: &[u8], s: usize, keys: u64) -> Option<usize> {
     #[cfg(all(feature = "std", target_arch = "x86_64"))]
     {
         if std::is_x86_feature_detected!("avx512vbmi") {
@@ -100,7 +100,7 @@ pub(crate) fn run_vector_keys(node: &[u8], s: usize, keys: u64) -> Option<usize>
 /// The vector path, exposed to the harness so that it can be compared with
 /// [`run_scalar`] directly (`None` where the CPU lacks the features).
 #[cfg(feature = "__harness")]
-pub(crate) fn run_vector(node: &[u8], s: usize, want: u32) -> Option<usize> {
+pub fn run_vector(node: &[u8], s: usize, want: u32) -> Option<usize> {
     #[cfg(all(feature = "std", target_arch = "x86_64"))]
     {
         if std::is_x86_feature_detected!("avx512vbmi") {

@@ -1,22 +1,22 @@
 //! Fuzz and corpus harness: checks that hold for every input, shared by the cargo-fuzz
 //! targets in `fuzz/fuzz_targets/` and the stable `tests/fuzz_corpus.rs`.
 //!
-//! Not part of the public API (only built with the test-only `__harness` feature). Every
-//! function takes arbitrary bytes and panics only when an invariant of the codec breaks:
+//! A `publish = false` crate beside the codec (it reaches the codec's skip runs through the
+//! hidden, test-only `__harness` feature). Every function takes arbitrary bytes and panics only when an invariant of the codec breaks:
 //!
 //! - [`decode`]: the one-shot entry points, the packet view and every typed accessor, for all
 //!   three dialects with tight [`Limits`], never panic and agree with each other.
 //! - [`observe_split`]: the streaming [`Observer`] gives the same values and the same error
 //!   whether its input arrives in one piece, one byte at a time or in uneven chunks, and agrees
-//!   with [`y3::get_with`](crate::get_with) and [`Packet::find`].
+//!   with [`y3::get_with`] and [`Packet::find`].
 //! - [`encode_roundtrip`]: an [`Item`] tree built with `arbitrary` encodes to exactly
 //!   [`Item::encoded_len`] bytes, decodes back to itself and every one of its paths can be
 //!   observed.
 
 use arbitrary::{Arbitrary, Unstructured};
 
-use crate::tag::{Header, DRAFT02_MAX_ID};
-use crate::{
+use y3::tag::{Header, DRAFT02_MAX_ID};
+use y3::{
     decode_with, get_with, validate_with, Config, DecodeError, Dialect, EncodeError, Item, Limits,
     Observer, Packet, Tag, Value, MAX_PATH_DEPTH,
 };
@@ -55,8 +55,8 @@ pub fn observe_header(
 /// Runs every decoding entry point and accessor over `data` in all three dialects.
 ///
 /// # Panics
-/// When two readers disagree: [`crate::decode_with`] against [`Packet::parse_with`] plus a
-/// walk of the tree, [`crate::validate_with`] against the same walk over a stream, or two
+/// When two readers disagree: [`y3::decode_with`] against [`Packet::parse_with`] plus a
+/// walk of the tree, [`y3::validate_with`] against the same walk over a stream, or two
 /// typed accessors against each other.
 pub fn decode(data: &[u8]) {
     for dialect in DIALECTS {
@@ -229,7 +229,7 @@ struct Run {
     end: Option<(u64, u64)>,
 }
 
-fn seen(v: &crate::Observed<'_>) -> Seen {
+fn seen(v: &y3::Observed<'_>) -> Seen {
     (v.sub, v.tag(), v.value().to_vec(), v.depth())
 }
 
@@ -313,7 +313,7 @@ fn uneven_chunks(data: &[u8], seed: u8) -> Vec<&[u8]> {
 ///
 /// # Panics
 /// When the chunked runs see other values or another error than the one-shot run, or the
-/// one-shot run disagrees with [`crate::get_with`] or [`Packet::find`].
+/// one-shot run disagrees with [`y3::get_with`] or [`Packet::find`].
 pub fn observe_split(data: &[u8]) {
     let Some((head, stream)) = data.split_first_chunk::<OBSERVE_HEADER_LEN>() else {
         return;
@@ -416,11 +416,11 @@ pub fn skip_run(data: &[u8]) {
         (key & 0x3f) as u32
     };
     for s in 0..node.len().min(80) {
-        let scalar = crate::skip::run_scalar(node, s, want);
-        if let Some(vector) = crate::skip::run_vector(node, s, want) {
+        let scalar = y3::__skip::run_scalar(node, s, want);
+        if let Some(vector) = y3::__skip::run_vector(node, s, want) {
             assert_eq!(vector, scalar, "skip run from {s} for key {want}");
         }
-        assert_eq!(crate::skip::run(node, s, want), scalar);
+        assert_eq!(y3::__skip::run(node, s, want), scalar);
     }
     // The key-set run: a few keys from the input's first byte (none, one, several).
     let keys = match key % 3 {
@@ -429,17 +429,14 @@ pub fn skip_run(data: &[u8]) {
         _ => (1u64 << (key & 0x3f)) | (1 << ((key >> 2) & 0x3f)) | (1 << 17),
     };
     for s in 0..node.len().min(80) {
-        let scalar = crate::skip::run_scalar_keys(node, s, keys);
-        if let Some(vector) = crate::skip::run_vector_keys(node, s, keys) {
+        let scalar = y3::__skip::run_scalar_keys(node, s, keys);
+        if let Some(vector) = y3::__skip::run_vector_keys(node, s, keys) {
             assert_eq!(vector, scalar, "skip run from {s} for keys {keys:#x}");
         }
-        assert_eq!(crate::skip::run_keys(node, s, keys), scalar);
+        assert_eq!(y3::__skip::run_keys(node, s, keys), scalar);
         // One key as a set is the one-key run.
         if key % 3 == 1 {
-            assert_eq!(
-                scalar,
-                crate::skip::run_scalar(node, s, (key & 0x3f) as u32)
-            );
+            assert_eq!(scalar, y3::__skip::run_scalar(node, s, (key & 0x3f) as u32));
         }
     }
 }
@@ -676,8 +673,8 @@ pub fn filter(data: &[u8]) {
     };
     let n = (n as usize).min(rest.len());
     let (text, payload) = rest.split_at(n);
-    let text = alloc::string::String::from_utf8_lossy(text);
-    let Ok(mut fast) = crate::Filter::parse(&text) else {
+    let text = String::from_utf8_lossy(text);
+    let Ok(mut fast) = y3::Filter::parse(&text) else {
         return;
     };
     let mut reference = fast.clone().without_fast_path();

@@ -7,8 +7,8 @@
 //! the same position and packet count with the fast path on and off, whole and chunked.
 
 use proptest::prelude::*;
-use y3::harness::{observe_header, observe_split};
 use y3::{Dialect, Item, Value};
+use y3_harness::{observe_header, observe_split};
 
 /// A small tree over keys 0..=3 so that paths and siblings collide.
 fn tree(depth: u32) -> impl Strategy<Value = Item> {

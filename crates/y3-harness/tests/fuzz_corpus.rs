@@ -1,10 +1,10 @@
-//! The fuzz harness (`y3::harness`) run as a stable test over the seed corpus: every vector,
+//! The fuzz harness (`y3_harness`) run as a stable test over the seed corpus: every vector,
 //! every malformed input, prefixes and bit flips of the vectors, and deterministic
 //! pseudo-random bytes. The cargo-fuzz targets in `fuzz/` call the same three functions, so a
 //! crash found there is reproduced here by adding its bytes to `REGRESSIONS`.
 
-use y3::harness::{self, observe_header, DIALECTS, TIGHT};
 use y3::{Config, Dialect, Packet};
+use y3_harness::{self as harness, observe_header, DIALECTS, TIGHT};
 
 /// Inputs that once broke a harness check (hex), kept as regression seeds.
 const REGRESSIONS: &[&str] = &[];

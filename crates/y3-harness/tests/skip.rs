@@ -4,7 +4,7 @@
 //! On a CPU without AVX-512 VBMI both sides are the scalar walk.
 
 use proptest::prelude::*;
-use y3::harness::skip_run;
+use y3_harness::skip_run;
 
 fn chain() -> impl Strategy<Value = Vec<u8>> {
     (
