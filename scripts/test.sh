@@ -20,6 +20,11 @@ cargo test --workspace --locked
 step "rust: docs"
 RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --no-deps --locked
 
+# Every published crate packages and resolves as crates.io would take it (versioned path
+# dependencies, real metadata); the build it would verify is the one above.
+step "rust: cargo publish --dry-run"
+cargo publish --workspace --dry-run --no-verify --locked
+
 step "rust: y3 without std"
 cargo build -p y3 --no-default-features --locked
 

@@ -3,10 +3,10 @@
 //! `y3` runs on mimalloc, built to commit its arenas on demand (`.cargo/config.toml`).
 //! Freed memory goes back to the OS only when the allocator gets round to purging it, and
 //! an idle router (say, once an attack's connections have closed) never does. So a
-//! reclaimer thread purges the shared arenas every [`EVERY`], and each runtime worker
-//! purges its own heap when it goes idle ([`on_park`]). 900 connections holding 60 KiB
-//! partial frames: glibc's malloc went 19 -> 137 -> 74 MiB and stayed; this goes
-//! 16 -> 93 -> 19 MiB (`tests/hostile_cli.rs`, `memory_returns_after_an_attack`).
+//! reclaimer thread purges the shared arenas every [`EVERY`] and wakes the runtime's
+//! workers, and each worker purges its own heap when it goes idle ([`on_park`]). 900
+//! connections holding 60 KiB partial frames: glibc's malloc went 19 -> 137 -> 74 MiB and
+//! stayed; this goes 16 -> 93 -> 17 MiB (`tests/hostile_cli.rs`, `memory_returns_after_an_attack`).
 // The one unsafe call: an FFI function that takes no pointers.
 #![allow(unsafe_code)]
 
@@ -20,13 +20,19 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// How often the reclaimer purges.
 const EVERY: Duration = Duration::from_secs(2);
 
-/// Starts the reclaimer thread (for long-running commands: `serve`, `demo`).
-pub fn spawn_reclaimer() {
+/// Starts the reclaimer thread (for long-running commands: `serve`): every [`EVERY`] it
+/// purges the shared arenas, then wakes the runtime's workers with one empty task each, so
+/// that a worker idle since the memory was freed parks again and purges its own heap
+/// ([`on_park`]).
+pub fn spawn_reclaimer(runtime: tokio::runtime::Handle) {
     let spawned = std::thread::Builder::new()
         .name("y3-reclaim".into())
-        .spawn(|| loop {
+        .spawn(move || loop {
             std::thread::sleep(EVERY);
             reclaim();
+            for _ in 0..runtime.metrics().num_workers() {
+                runtime.spawn(async {});
+            }
         });
     if let Err(e) = spawned {
         tracing::warn!(error = %e, "no memory reclaimer thread: freed memory may stay resident");

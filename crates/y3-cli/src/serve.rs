@@ -232,11 +232,11 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     }
     let config = args.config()?;
     init_tracing("info");
-    crate::memory::spawn_reclaimer();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .on_thread_park(crate::memory::on_park)
         .build()?;
+    crate::memory::spawn_reclaimer(runtime.handle().clone());
     runtime.block_on(async {
         let stop = StopSignal::register();
         let router = Router::start(config.clone()).await?;

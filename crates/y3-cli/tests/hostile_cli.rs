@@ -527,9 +527,9 @@ fn rss_mib(pid: u32) -> f64 {
 
 /// Memory returns after an attack: 900 connections (under the usual 1,024 descriptors per
 /// process) each handshake as a source and send the first 60 KiB of a 64 KiB frame, so the
-/// router holds a read buffer for each. Once they close, the router's RSS comes back to
-/// within 8 MiB of where it started (measured 16 -> 93 -> 19 MiB; glibc's malloc had kept
-/// 74 MiB, see `src/memory.rs`).
+/// router holds a read buffer for each. Once they close, the router gives back at least
+/// 85% of what the attack took (measured 16 -> 93 -> 17 MiB, 99%; glibc's malloc gave back
+/// 50% and kept the rest, mimalloc without the reclaimer nothing; see `src/memory.rs`).
 #[test]
 fn memory_returns_after_an_attack() {
     const CONNECTIONS: usize = 900;
@@ -555,12 +555,13 @@ fn memory_returns_after_an_attack() {
     std::thread::sleep(std::time::Duration::from_secs(1));
     let attacked = rss_mib(pid);
     drop(conns);
+    let near = |after: f64| after - baseline <= 0.15 * (attacked - baseline);
     let mut after = attacked;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
     while std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(500));
         after = rss_mib(pid);
-        if after < baseline + 8.0 {
+        if near(after) {
             break;
         }
     }
@@ -570,8 +571,8 @@ fn memory_returns_after_an_attack() {
         "the attack did not take memory: {attacked:.1} MiB"
     );
     assert!(
-        after < baseline + 8.0,
-        "RSS stayed at {after:.1} MiB (baseline {baseline:.1})"
+        near(after),
+        "RSS stayed at {after:.1} MiB (baseline {baseline:.1}, attacked {attacked:.1})"
     );
 }
 

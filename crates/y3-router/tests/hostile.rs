@@ -242,8 +242,10 @@ async fn a_stuck_subscriber_delays_other_tags_at_most_the_block_timeout() {
 
 /// A subscriber that stops reading delays nobody on other tags: with a stuck subscriber of
 /// one publisher's tag, a healthy subscriber fed by another publisher sees no gap over
-/// 100 ms (the stuck tag's own publisher is held up to the block timeout, then the stuck
-/// subscriber is evicted).
+/// 100 ms (13 ms measured; the stuck tag's own publisher is held up to the block timeout,
+/// then the stuck subscriber is evicted). On a starved CI machine running every test at
+/// once the bound is 200 ms: still below the 250 ms block timeout that any hold-up by the
+/// stuck subscriber would show.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stuck_subscriber_delays_nobody_on_other_publishers_tags() {
     let router = router(|c| c.queue.capacity = 64).await;
@@ -294,7 +296,7 @@ async fn a_stuck_subscriber_delays_nobody_on_other_publishers_tags() {
     let _steady = sender.await.unwrap();
     let _flooding = flood.await.unwrap();
     eprintln!("stuck subscriber, other publisher: the healthy tag's longest gap {worst:?}");
-    assert!(worst < Duration::from_millis(100), "gap {worst:?}");
+    assert!(worst < Duration::from_millis(200), "gap {worst:?}");
     let last = router.shutdown().await;
     assert_eq!(last.unaccounted(), 0, "{last:?}");
 }
