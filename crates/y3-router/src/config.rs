@@ -106,6 +106,8 @@ pub struct RouterConfig {
     pub shutdown: ShutdownConfig,
     /// Downstream zippers every local frame is forwarded to.
     pub mesh: MeshConfig,
+    /// Routers federated over NATS (`federation/config.rs`, `spec/federation.md`).
+    pub federation: crate::federation::FederationConfig,
 }
 
 /// `[listen]`: where to listen. An empty string turns a listener off.
@@ -617,6 +619,7 @@ impl RouterConfig {
             metrics: addr("listen.metrics", &self.listen.metrics)?,
         };
         self.validate_mesh()?;
+        self.federation.validate()?;
         if listen.tcp.is_none() && listen.quic.is_none() {
             return bad(
                 "listen",

@@ -180,6 +180,9 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
         shared
             .routes
             .subscribe(id, &hello.observed, &hello.wanted_target, outbox.clone());
+        if let Some(federation) = &shared.federation {
+            federation.observe(id, &hello.name, &hello.observed);
+        }
     }
     let writer_task = AbortOnDrop(tokio::spawn(write_loop(
         writer,
@@ -191,6 +194,9 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
 
     if client_type.receives() {
         shared.routes.unsubscribe(id);
+        if let Some(federation) = &shared.federation {
+            federation.leave(id);
+        }
     }
     // What the client is told: a goaway frame (y3 clients) before the stream ends, and
     // the same reason in the QUIC close.

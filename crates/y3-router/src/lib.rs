@@ -63,6 +63,7 @@ mod budget;
 pub mod config;
 mod connection;
 mod error;
+pub mod federation;
 mod histogram;
 mod journeys;
 mod mesh;
@@ -79,6 +80,7 @@ pub mod throttle;
 
 pub use config::RouterConfig;
 pub use error::RouterError;
+pub use federation::FederationConfig;
 pub use metrics::{DownstreamStats, Metrics, Stats};
 pub use queue::Policy;
 pub use server::{Router, RouterHandle};

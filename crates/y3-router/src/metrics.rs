@@ -220,6 +220,8 @@ pub struct Metrics {
     pub(crate) budget: Budget,
     latency: LatencyHistogram,
     mesh: MeshFamilies,
+    /// `[federation]`'s counters (`federation/metrics.rs`).
+    pub(crate) federation: crate::federation::FederationMetrics,
     labelled: Mutex<HashSet<u32>>,
     total_in: AtomicU64,
     total_out: AtomicU64,
@@ -254,6 +256,7 @@ impl Metrics {
             // 10 µs to ~2.6 s.
             latency: LatencyHistogram::default(),
             mesh: MeshFamilies::default(),
+            federation: Default::default(),
             labelled: Mutex::new(HashSet::new()),
             total_in: AtomicU64::new(0),
             total_out: AtomicU64::new(0),
@@ -344,6 +347,7 @@ impl Metrics {
             "Data frames for a downstream zipper that were dropped",
             m.mesh.dropped.clone(),
         );
+        m.federation.register(&mut registry);
         Metrics { registry, ..m }
     }
 

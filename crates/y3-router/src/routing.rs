@@ -37,6 +37,8 @@ pub(crate) struct Routes {
     mesh: Vec<Arc<Outbox>>,
     /// Deliveries per message of stream functions' outputs (loops in width).
     journeys: Option<Journeys>,
+    /// `[federation]`: local frames are offered to it (`federation/`).
+    federation: Option<Arc<crate::federation::Federation>>,
 }
 
 impl Routes {
@@ -47,6 +49,11 @@ impl Routes {
             journeys: Some(journeys),
             ..Routes::default()
         }
+    }
+
+    /// These routes, offering local frames to `federation` too.
+    pub fn with_federation(self, federation: Option<Arc<crate::federation::Federation>>) -> Self {
+        Routes { federation, ..self }
     }
 
     fn update(&self, change: impl FnOnce(&mut Table)) {
@@ -115,6 +122,8 @@ pub(crate) enum Origin {
     Function,
     /// An upstream zipper of a mesh: delivered locally, never forwarded again.
     Mesh,
+    /// Another router, through NATS: delivered locally, never forwarded again.
+    Federation,
 }
 
 /// Delivers `routed` to every subscriber it reaches and, for frames from local clients,
@@ -133,13 +142,18 @@ pub(crate) async fn route(
     let target = target.as_deref();
     let subscribers = cache.table(routes).routes(data.tag);
     let subscribers: &[_] = subscribers.as_deref().unwrap_or(&[]);
-    let downstream: &[Arc<Outbox>] = match origin {
-        Origin::Mesh => &[],
-        _ => &routes.mesh,
+    let (downstream, federated): (&[Arc<Outbox>], bool) = match origin {
+        Origin::Mesh | Origin::Federation => (&[], false),
+        _ => (
+            &routes.mesh,
+            routes.federation.as_ref().is_some_and(|f| f.offer(&data)),
+        ),
     };
     let mut left = subscribers.iter().filter(|r| accepts(r, target)).count() + downstream.len();
     if left == 0 {
-        metrics.dropped(Drop::NoSubscriber, 1);
+        if !federated {
+            metrics.dropped(Drop::NoSubscriber, 1);
+        }
         return;
     }
     if let (Origin::Function, Some(journeys)) = (origin, &routes.journeys) {

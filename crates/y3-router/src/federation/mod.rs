@@ -1,0 +1,170 @@
+//! Routers federated over NATS (`spec/federation.md`, `docs/federation.md`).
+//!
+//! ```text
+//!  local frame ─▶ routing::route ─┬─▶ local outboxes
+//!                                 └─▶ Federation::offer ─▶ bounded queue ─▶ publisher task
+//!                                       (tag federates, and someone         │ core NATS, or
+//!                                        observes it elsewhere or durable)  ▼ JetStream (durable)
+//!  NATS <prefix>.tag.<tag> ─▶ subscription task (while a local function observes the tag)
+//!                              skip own origin, count sequence gaps ─▶ routing::route(Federation)
+//!  JetStream durable consumer per (router, function name, tag) ─▶ that function's sessions,
+//!                              de-duplicated by <tag>:<yomo-tid>, acknowledged once queued
+//!  NATS <prefix>.interest.<router> ◀─▶ every router's observed tags (who wants what)
+//! ```
+//!
+//! A frame that came from NATS is routed locally only: it is never published again, so
+//! frames do not loop between routers; a stream function's output is a new local frame (its
+//! hops, carried in the headers, still bound function loops across routers). Nothing here
+//! blocks local routing: [`Federation::offer`] never waits; a full queue drops and counts.
+
+mod config;
+mod link;
+mod metrics;
+mod wire;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, RwLock};
+
+use tokio::sync::{mpsc, Notify};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use y3_transport::frame::Data;
+
+pub use config::{FederationConfig, StreamConfig};
+pub use metrics::{FederationMetrics, Lost};
+
+use crate::error::RouterError;
+use crate::table::SessionId;
+
+pub(crate) use link::start;
+
+/// A local stream function's interest.
+#[derive(Debug, Clone)]
+struct Observer {
+    name: Arc<str>,
+    tags: Vec<u32>,
+}
+
+/// The federation's state shared with routing and connections.
+#[derive(Debug)]
+pub(crate) struct Federation {
+    config: FederationConfig,
+    /// This router's federation name (`Y3-Origin`).
+    name: Arc<str>,
+    /// This process's start, ms since the Unix epoch (`Y3-Epoch`).
+    epoch: u64,
+    metrics: FederationMetrics,
+    queue: mpsc::Sender<Data>,
+    queued: Mutex<Option<mpsc::Receiver<Data>>>,
+    /// Local stream functions by session.
+    local: Mutex<HashMap<SessionId, Observer>>,
+    /// Tags observed at other routers (what is worth publishing on core NATS).
+    remote: RwLock<Arc<HashSet<u32>>>,
+    /// Signalled when `local` changes.
+    changed: Notify,
+    /// Cancelled when the router closes: the publisher empties its queue and stops.
+    finishing: CancellationToken,
+    publisher: Mutex<Option<JoinHandle<()>>>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Federation {
+    /// The federation of `config`, or `None` when it is off.
+    ///
+    /// # Errors
+    /// [`RouterError::Config`] for invalid values.
+    pub fn new(
+        config: &FederationConfig,
+        mesh_name: &str,
+        metrics: FederationMetrics,
+    ) -> Result<Option<Arc<Federation>>, RouterError> {
+        config.validate()?;
+        if !config.enabled() {
+            return Ok(None);
+        }
+        let name = if config.name.is_empty() {
+            mesh_name
+        } else {
+            &config.name
+        };
+        let epoch = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let (queue, queued) = mpsc::channel(config.publish_queue);
+        Ok(Some(Arc::new(Federation {
+            config: config.clone(),
+            name: name.into(),
+            epoch,
+            metrics,
+            queue,
+            queued: Mutex::new(Some(queued)),
+            local: Mutex::new(HashMap::new()),
+            remote: RwLock::new(Arc::new(HashSet::new())),
+            changed: Notify::new(),
+            finishing: CancellationToken::new(),
+            publisher: Mutex::new(None),
+            tasks: Mutex::new(Vec::new()),
+        })))
+    }
+
+    /// Offers a local frame to the federation; never waits. Returns whether the frame was
+    /// meant for it (queued, or dropped and counted as [`Lost::QueueFull`]).
+    pub fn offer(&self, data: &Data) -> bool {
+        let tag = data.tag;
+        if !self.config.federates(tag) {
+            return false;
+        }
+        if !self.config.is_durable(tag)
+            && !self
+                .remote
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains(&tag)
+        {
+            return false;
+        }
+        match self.queue.try_send(data.clone()) {
+            Ok(()) => {}
+            Err(_) => self.metrics.lost(Lost::QueueFull, 1),
+        }
+        true
+    }
+
+    /// A local stream function `name` (session `session`) observes `tags`.
+    pub fn observe(&self, session: SessionId, name: &str, tags: &[u32]) {
+        let tags: Vec<u32> = tags
+            .iter()
+            .copied()
+            .filter(|&t| self.config.federates(t))
+            .collect();
+        if tags.is_empty() {
+            return;
+        }
+        let observer = Observer {
+            name: name.into(),
+            tags,
+        };
+        lock(&self.local).insert(session, observer);
+        self.changed.notify_one();
+    }
+
+    /// Session `session` left.
+    pub fn leave(&self, session: SessionId) {
+        if lock(&self.local).remove(&session).is_some() {
+            self.changed.notify_one();
+        }
+    }
+
+    /// The local sessions of function `name`.
+    fn sessions_of(&self, name: &str) -> HashSet<SessionId> {
+        lock(&self.local)
+            .iter()
+            .filter(|(_, o)| &*o.name == name)
+            .map(|(&s, _)| s)
+            .collect()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
