@@ -33,6 +33,9 @@ const ANNOUNCE_EVERY: Duration = Duration::from_secs(5);
 /// Attempts at storing a durable frame before it is counted as lost.
 const STORE_ATTEMPTS: u32 = 20;
 
+/// How long one pull request of a durable consumer waits for messages.
+const PULL_EXPIRES: Duration = Duration::from_secs(2);
+
 /// How long closing waits for the publisher to empty its queue.
 const CLOSE_WAIT: Duration = Duration::from_secs(3);
 
@@ -124,7 +127,10 @@ pub(crate) async fn start(fed: &Arc<Federation>, shared: Arc<Shared>) -> Result<
             field: "federation.urls",
             problem: "cannot start the NATS client",
         })?;
-    let js = jetstream::new(client.clone());
+    // A store that is not acknowledged within this is published again (`store`).
+    let js = jetstream::ContextBuilder::new()
+        .timeout(Duration::from_secs(2))
+        .build(client.clone());
     let queued = lock(&fed.queued).take().ok_or(RouterError::Config {
         field: "federation",
         problem: "started twice",
@@ -213,7 +219,12 @@ async fn publish(
                 let ack = js
                     .publish_with_headers(subject.clone(), headers.clone(), data.payload.clone())
                     .await;
-                stored.push((subject, headers, data.payload, ack.ok()));
+                stored.push(Pending {
+                    subject,
+                    headers,
+                    payload: data.payload,
+                    ack: ack.ok(),
+                });
             } else {
                 match client
                     .publish_with_headers(subject, headers, data.payload)
@@ -226,32 +237,68 @@ async fn publish(
                 }
             }
         }
-        for (subject, headers, payload, ack) in stored {
-            let mut ok = match ack {
-                Some(ack) => ack.await.is_ok(),
-                None => false,
-            };
-            let mut attempt = 0;
-            while !ok && attempt < STORE_ATTEMPTS {
-                // The stream's leader moved or a node is down: store it again (the
-                // Nats-Msg-Id header makes a second copy a duplicate the stream drops).
-                attempt += 1;
-                tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt.min(10)))).await;
-                if let Ok(ack) = js
-                    .publish_with_headers(subject.clone(), headers.clone(), payload.clone())
+        store(&fed, &js, stored).await;
+    }
+}
+
+/// A durable frame on its way into the stream.
+struct Pending {
+    subject: String,
+    headers: HeaderMap,
+    payload: Bytes,
+    ack: Option<jetstream::context::PublishAckFuture>,
+}
+
+/// Waits until JetStream stored every frame of `pending`, publishing the ones that failed
+/// again, all at once, with a growing pause (the stream's leader moved, or a node is down):
+/// the `Nats-Msg-Id` header makes a second copy of a stored frame a duplicate the stream
+/// drops. Frames still not stored after [`STORE_ATTEMPTS`] are counted as lost.
+async fn store(fed: &Federation, js: &jetstream::Context, mut pending: Vec<Pending>) {
+    for attempt in 0..=STORE_ATTEMPTS {
+        if attempt > 0 {
+            tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt.min(10)))).await;
+            for p in &mut pending {
+                p.ack = js
+                    .publish_with_headers(p.subject.clone(), p.headers.clone(), p.payload.clone())
                     .await
-                {
-                    ok = ack.await.is_ok();
-                }
-            }
-            if ok {
-                fed.metrics.published.inc();
-            } else {
-                tracing::warn!(%subject, "federation: JetStream did not store a frame");
-                fed.metrics.lost(Lost::PublishFailed, 1);
+                    .ok();
             }
         }
+        // All at once: each acknowledgement's timeout starts when it is awaited.
+        let acks = pending.iter_mut().map(|p| {
+            let ack = p.ack.take();
+            async move {
+                match ack {
+                    Some(ack) => ack.await.is_ok(),
+                    None => false,
+                }
+            }
+        });
+        let stored = futures_util::future::join_all(acks).await;
+        let mut failed = Vec::new();
+        for (p, stored) in pending.into_iter().zip(stored) {
+            if stored {
+                fed.metrics.published.inc();
+            } else {
+                failed.push(p);
+            }
+        }
+        if failed.is_empty() {
+            return;
+        }
+        if attempt == 0 {
+            tracing::warn!(
+                frames = failed.len(),
+                "federation: JetStream did not store frames; publishing them again"
+            );
+        }
+        pending = failed;
     }
+    tracing::warn!(
+        frames = pending.len(),
+        "federation: JetStream never stored frames"
+    );
+    fed.metrics.lost(Lost::PublishFailed, pending.len() as u64);
 }
 
 /// Creates the durable tags' stream if it does not exist. Returns whether it is there.
@@ -332,6 +379,7 @@ async fn interest(
             if let std::collections::hash_map::Entry::Vacant(slot) = plain.entry(tag) {
                 match client.subscribe(wire::subject(&prefix, tag)).await {
                     Ok(sub) => {
+                        fed.metrics.subscriptions.inc();
                         slot.insert(Task(tokio::spawn(receive(
                             fed.clone(),
                             shared.clone(),
@@ -356,9 +404,6 @@ async fn interest(
                 }
             }
         }
-        fed.metrics
-            .subscriptions
-            .set((plain.len() + durable.len()) as i64);
         let changed = announced.as_ref() != Some(&want_plain);
         if changed || sync {
             // Subscribed before announcing: whoever starts publishing on our word finds
@@ -433,6 +478,16 @@ impl Drop for Task {
     }
 }
 
+/// Counts a subscription or consumer active until dropped (its gauge was raised when it
+/// became active).
+struct Active(prometheus_client::metrics::gauge::Gauge);
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
 /// Per-publisher sequence tracking: counts gaps as losses.
 #[derive(Default)]
 struct Gaps {
@@ -484,6 +539,7 @@ fn routed(data: Data) -> Routed {
 
 /// One plain subscription: every frame of another router goes to the local observers.
 async fn receive(fed: Arc<Federation>, shared: Arc<Shared>, mut sub: async_nats::Subscriber) {
+    let _active = Active(fed.metrics.subscriptions.clone());
     let mut cache = shared.routes.cache();
     let mut gaps = Gaps::default();
     while let Some(msg) = sub.next().await {
@@ -597,10 +653,20 @@ async fn consume(
                     continue;
                 }
             };
-        let Ok(mut messages) = consumer.messages().await else {
+        // Short pulls with frequent heartbeats: a consumer whose leader moved (a node died)
+        // is noticed in about a second instead of the client's default half a minute.
+        let pulled = consumer
+            .stream()
+            .expires(PULL_EXPIRES)
+            .heartbeat(PULL_EXPIRES / 4)
+            .messages()
+            .await;
+        let Ok(mut messages) = pulled else {
             continue;
         };
         tracing::info!(%durable, "federation: durable consumer active");
+        fed.metrics.subscriptions.inc();
+        let _active = Active(fed.metrics.subscriptions.clone());
         failures = 0;
         while let Some(msg) = messages.next().await {
             let msg = match msg {
