@@ -16,7 +16,7 @@ use bytes::Bytes;
 use common::{y3, WAIT};
 use y3_transport::frame::Data;
 use y3_transport::metadata::Metadata;
-use y3_transport::sdk::{ClientOptions, Sink, Source, StreamFunction};
+use y3_transport::sdk::{ClientOptions, DurableSource, Sink, Source, StreamFunction};
 
 /// A received frame: its source, its index, the frame.
 type Got = (String, u64, Data);
@@ -519,5 +519,65 @@ fn durable_relay_router_restarted_mid_stream_misses_nothing() {
     });
     eprintln!("restart test: {:?}", started.elapsed());
     drop((a, b, c, nodes));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn source_router_killed_mid_stream_durable_source_resends_and_sink_gets_each_once() {
+    let dir = temp_dir("sourcekill");
+    let nodes = cluster(&dir);
+    let urls = |i: usize| -> Vec<String> { (0..3).map(|k| nodes[(i + k) % 3].url()).collect() };
+    let a_port = free_port();
+    let mut a = Router::start(&dir, "a", &urls(0), &[0x50], a_port);
+    let c = Router::start(&dir, "c", &urls(2), &[0x50], 0);
+    let rt = runtime();
+    let started = Instant::now();
+    rt.block_on(async {
+        let sink = Sink::connect(c.options("sink"), &[0x50]).await.unwrap();
+        wait_for("the durable consumer on C", || {
+            c.metric("y3_router_federation_subscriptions") >= 1
+        });
+        // As fast as JetStream stores them: frames are in flight when A is killed.
+        let n = 10_000u64;
+        let on_c = receiving(sink, n as usize, Duration::from_secs(8));
+        let options = a.options("durable-source");
+        let sending = tokio::spawn(async move {
+            let mut source = DurableSource::connect(options).await.unwrap();
+            for i in 0..n {
+                source.send_data(frame(0x50, "s", i)).await.unwrap();
+            }
+            let stored = source.wait_stored(Duration::from_secs(10)).await.unwrap();
+            let resent = source.resent();
+            source.close(Duration::from_secs(1)).await.unwrap();
+            (stored, resent)
+        });
+        // SIGKILL: whatever A had read and not stored is lost there; the source still
+        // holds it and sends it again to A's successor.
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        drop(std::mem::replace(&mut a.proc, Killed(None)));
+        let killed_at = sending.is_finished();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        a = Router::spawn(a.config.clone(), a_port);
+        let (all_stored, resent) = sending.await.unwrap();
+        assert!(!killed_at, "the source had finished before A was killed");
+        assert!(all_stored, "the source's frames were not all stored");
+        let (_, got) = on_c.await.unwrap();
+        let mut seen: HashMap<u64, u32> = HashMap::new();
+        for (_, i, _) in &got {
+            *seen.entry(*i).or_default() += 1;
+        }
+        let missing = (0..n).filter(|i| !seen.contains_key(i)).count();
+        let twice = seen.values().filter(|&&k| k > 1).count();
+        eprintln!(
+            "source router killed: the source sent {resent} again; {} received, {} distinct, \
+             missing {missing}, twice {twice}; C skipped {} duplicates",
+            got.len(),
+            seen.len(),
+            c.metric("y3_router_federation_duplicates_total"),
+        );
+        assert_eq!((missing, twice), (0, 0));
+    });
+    eprintln!("source kill test: {:?}", started.elapsed());
+    drop((a, c, nodes));
     let _ = std::fs::remove_dir_all(&dir);
 }

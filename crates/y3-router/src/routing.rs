@@ -17,6 +17,7 @@ use y3_transport::frame::Frame;
 
 use y3_transport::metadata;
 
+use crate::acks::Ticket;
 use crate::journeys::Journeys;
 use crate::metrics::{Drop, Metrics};
 use crate::outbox::{Outbox, Pushed};
@@ -137,6 +138,7 @@ pub(crate) async fn route(
     routed: Routed,
     origin: Origin,
     at: Instant,
+    ticket: Option<Ticket>,
 ) {
     let Routed { data, target } = routed;
     let target = target.as_deref();
@@ -144,10 +146,16 @@ pub(crate) async fn route(
     let subscribers: &[_] = subscribers.as_deref().unwrap_or(&[]);
     let (downstream, federated): (&[Arc<Outbox>], bool) = match origin {
         Origin::Mesh | Origin::Federation => (&[], false),
-        _ => (
-            &routes.mesh,
-            routes.federation.as_ref().is_some_and(|f| f.offer(&data)),
-        ),
+        _ => match &routes.federation {
+            // The federation's publisher acknowledges durable frames once stored.
+            Some(federation) => (&routes.mesh, federation.offer(&data, ticket).await),
+            None => {
+                if let Some(ticket) = ticket {
+                    ticket.done();
+                }
+                (&routes.mesh, false)
+            }
+        },
     };
     let mut left = subscribers.iter().filter(|r| accepts(r, target)).count() + downstream.len();
     if left == 0 {

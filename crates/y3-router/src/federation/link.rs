@@ -16,7 +16,8 @@ use y3_transport::metadata;
 use super::config::read_secret;
 use super::metrics::Lost;
 use super::wire::{self, Stamp};
-use super::{lock, Federation};
+use super::{lock, Federation, Queued};
+use crate::acks::Ticket;
 use crate::error::RouterError;
 use crate::routing::{self, Origin};
 use crate::session::Routed;
@@ -178,7 +179,7 @@ async fn publish(
     fed: Arc<Federation>,
     client: Client,
     js: jetstream::Context,
-    mut queued: tokio::sync::mpsc::Receiver<Data>,
+    mut queued: tokio::sync::mpsc::Receiver<Queued>,
 ) {
     let prefix = fed.config.subject_prefix.clone();
     let mut seqs: HashMap<u32, u64> = HashMap::new();
@@ -202,7 +203,7 @@ async fn publish(
             return;
         }
         let mut stored = Vec::new();
-        for data in batch.drain(..) {
+        for Queued { data, ticket } in batch.drain(..) {
             let seq = seqs.entry(data.tag).or_insert(0);
             *seq += 1;
             let stamp = Stamp {
@@ -224,6 +225,7 @@ async fn publish(
                     headers,
                     payload: data.payload,
                     ack: ack.ok(),
+                    ticket,
                 });
             } else {
                 match client
@@ -247,6 +249,8 @@ struct Pending {
     headers: HeaderMap,
     payload: Bytes,
     ack: Option<jetstream::context::PublishAckFuture>,
+    /// The sending client's acknowledgement, if it wants one.
+    ticket: Option<Ticket>,
 }
 
 /// Waits until JetStream stored every frame of `pending`, publishing the ones that failed
@@ -276,9 +280,12 @@ async fn store(fed: &Federation, js: &jetstream::Context, mut pending: Vec<Pendi
         });
         let stored = futures_util::future::join_all(acks).await;
         let mut failed = Vec::new();
-        for (p, stored) in pending.into_iter().zip(stored) {
+        for (mut p, stored) in pending.into_iter().zip(stored) {
             if stored {
                 fed.metrics.published.inc();
+                if let Some(ticket) = p.ticket.take() {
+                    ticket.done();
+                }
             } else {
                 failed.push(p);
             }
@@ -559,6 +566,7 @@ async fn receive(fed: Arc<Federation>, shared: Arc<Shared>, mut sub: async_nats:
             routed(data),
             Origin::Federation,
             Instant::now(),
+            None,
         )
         .await;
     }

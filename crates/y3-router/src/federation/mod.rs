@@ -33,10 +33,18 @@ use y3_transport::frame::Data;
 pub use config::{FederationConfig, StreamConfig};
 pub use metrics::{FederationMetrics, Lost};
 
+use crate::acks::Ticket;
 use crate::error::RouterError;
 use crate::table::SessionId;
 
 pub(crate) use link::start;
+
+/// A frame for the publisher, and its acknowledgement when a client waits for it.
+#[derive(Debug)]
+struct Queued {
+    data: Data,
+    ticket: Option<Ticket>,
+}
 
 /// A local stream function's interest.
 #[derive(Debug, Clone)]
@@ -54,8 +62,8 @@ pub(crate) struct Federation {
     /// This process's start, ms since the Unix epoch (`Y3-Epoch`).
     epoch: u64,
     metrics: FederationMetrics,
-    queue: mpsc::Sender<Data>,
-    queued: Mutex<Option<mpsc::Receiver<Data>>>,
+    queue: mpsc::Sender<Queued>,
+    queued: Mutex<Option<mpsc::Receiver<Queued>>>,
     /// Local stream functions by session.
     local: Mutex<HashMap<SessionId, Observer>>,
     /// Tags observed at other routers (what is worth publishing on core NATS).
@@ -107,25 +115,44 @@ impl Federation {
         })))
     }
 
-    /// Offers a local frame to the federation; never waits. Returns whether the frame was
-    /// meant for it (queued, or dropped and counted as [`Lost::QueueFull`]).
-    pub fn offer(&self, data: &Data) -> bool {
+    /// Offers a local frame to the federation. Returns whether the frame was meant for it
+    /// (queued, or dropped and counted as [`Lost::QueueFull`]). `ticket` is done when the
+    /// frame is stored: at once, unless the tag is durable, then by the publisher.
+    ///
+    /// Never waits, except for a durable frame of a client that wants acknowledgements: that
+    /// client is held back while the queue is full (its frames must be stored, and it keeps
+    /// them until then); everyone else's frames go on being routed.
+    pub async fn offer(&self, data: &Data, ticket: Option<Ticket>) -> bool {
         let tag = data.tag;
-        if !self.config.federates(tag) {
+        let durable = self.config.is_durable(tag);
+        let wanted = self.config.federates(tag)
+            && (durable
+                || self
+                    .remote
+                    .read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .contains(&tag));
+        let ticket = match ticket {
+            Some(ticket) if !(wanted && durable) => {
+                ticket.done();
+                None
+            }
+            ticket => ticket,
+        };
+        if !wanted {
             return false;
         }
-        if !self.config.is_durable(tag)
-            && !self
-                .remote
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .contains(&tag)
-        {
-            return false;
-        }
-        match self.queue.try_send(data.clone()) {
-            Ok(()) => {}
-            Err(_) => self.metrics.lost(Lost::QueueFull, 1),
+        let item = Queued {
+            data: data.clone(),
+            ticket,
+        };
+        let queued = if item.ticket.is_some() {
+            self.queue.send(item).await.is_ok()
+        } else {
+            self.queue.try_send(item).is_ok()
+        };
+        if !queued {
+            self.metrics.lost(Lost::QueueFull, 1);
         }
         true
     }
