@@ -15,7 +15,9 @@
 //! A frame that came from NATS is routed locally only: it is never published again, so
 //! frames do not loop between routers; a stream function's output is a new local frame (its
 //! hops, carried in the headers, still bound function loops across routers). Nothing here
-//! blocks local routing: [`Federation::offer`] never waits; a full queue drops and counts.
+//! blocks local routing: offering a frame never waits (a full queue drops and counts), except
+//! a durable frame of a client that wants stored acknowledgements, which holds back that
+//! client alone.
 
 mod config;
 mod link;
