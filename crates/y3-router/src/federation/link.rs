@@ -132,13 +132,19 @@ pub(crate) async fn start(fed: &Arc<Federation>, shared: Arc<Shared>) -> Result<
     let js = jetstream::ContextBuilder::new()
         .timeout(Duration::from_secs(2))
         .build(client.clone());
-    let queued = lock(&fed.queued).take().ok_or(RouterError::Config {
-        field: "federation",
-        problem: "started twice",
-    })?;
-    let publisher = tokio::spawn(publish(fed.clone(), client.clone(), js.clone(), queued));
+    let queued: Vec<_> = lock(&fed.queued).drain(..).collect();
+    if queued.is_empty() {
+        return Err(RouterError::Config {
+            field: "federation",
+            problem: "started twice",
+        });
+    }
+    let publishers = queued
+        .into_iter()
+        .map(|rx| tokio::spawn(publish(fed.clone(), client.clone(), js.clone(), rx)))
+        .collect();
     let interest = tokio::spawn(interest(fed.clone(), shared, client, js));
-    *lock(&fed.publisher) = Some(publisher);
+    *lock(&fed.publishers) = publishers;
     lock(&fed.tasks).push(interest);
     tracing::info!(router = %fed.name, urls = ?config.urls, "federation starting");
     Ok(())
@@ -149,9 +155,10 @@ impl Federation {
     /// stops every task. Called once the router's connections are closed.
     pub async fn close(&self) {
         self.finishing.cancel();
-        let publisher = lock(&self.publisher).take();
-        if let Some(mut publisher) = publisher {
-            if tokio::time::timeout(CLOSE_WAIT, &mut publisher)
+        let publishers: Vec<_> = lock(&self.publishers).drain(..).collect();
+        let deadline = tokio::time::Instant::now() + CLOSE_WAIT;
+        for mut publisher in publishers {
+            if tokio::time::timeout_at(deadline, &mut publisher)
                 .await
                 .is_err()
             {
@@ -164,7 +171,7 @@ impl Federation {
     /// Stops every task at once (a router dropped without a shutdown).
     pub fn abort(&self) {
         self.finishing.cancel();
-        if let Some(publisher) = lock(&self.publisher).take() {
+        for publisher in lock(&self.publishers).drain(..) {
             publisher.abort();
         }
         for task in lock(&self.tasks).drain(..) {

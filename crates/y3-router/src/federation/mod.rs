@@ -2,7 +2,7 @@
 //!
 //! ```text
 //!  local frame ─▶ routing::route ─┬─▶ local outboxes
-//!                                 └─▶ Federation::offer ─▶ bounded queue ─▶ publisher task
+//!                                 └─▶ Federation::offer ─▶ bounded queues ─▶ publisher tasks
 //!                                       (tag federates, and someone         │ core NATS, or
 //!                                        observes it elsewhere or durable)  ▼ JetStream (durable)
 //!  NATS <prefix>.tag.<tag> ─▶ subscription task (while a local function observes the tag)
@@ -64,8 +64,10 @@ pub(crate) struct Federation {
     /// This process's start, ms since the Unix epoch (`Y3-Epoch`).
     epoch: u64,
     metrics: FederationMetrics,
-    queue: mpsc::Sender<Queued>,
-    queued: Mutex<Option<mpsc::Receiver<Queued>>>,
+    /// To the publishers: plain tags (core NATS) and durable ones (JetStream), apart, so
+    /// that JetStream catching up after a failure does not hold plain frames back.
+    queues: [mpsc::Sender<Queued>; 2],
+    queued: Mutex<Vec<mpsc::Receiver<Queued>>>,
     /// Local stream functions by session.
     local: Mutex<HashMap<SessionId, Observer>>,
     /// Tags observed at other routers (what is worth publishing on core NATS).
@@ -74,7 +76,7 @@ pub(crate) struct Federation {
     changed: Notify,
     /// Cancelled when the router closes: the publisher empties its queue and stops.
     finishing: CancellationToken,
-    publisher: Mutex<Option<JoinHandle<()>>>,
+    publishers: Mutex<Vec<JoinHandle<()>>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -100,19 +102,20 @@ impl Federation {
         let epoch = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
-        let (queue, queued) = mpsc::channel(config.publish_queue);
+        let (plain, plain_rx) = mpsc::channel(config.publish_queue);
+        let (durable, durable_rx) = mpsc::channel(config.publish_queue);
         Ok(Some(Arc::new(Federation {
             config: config.clone(),
             name: name.into(),
             epoch,
             metrics,
-            queue,
-            queued: Mutex::new(Some(queued)),
+            queues: [plain, durable],
+            queued: Mutex::new(vec![plain_rx, durable_rx]),
             local: Mutex::new(HashMap::new()),
             remote: RwLock::new(Arc::new(HashSet::new())),
             changed: Notify::new(),
             finishing: CancellationToken::new(),
-            publisher: Mutex::new(None),
+            publishers: Mutex::new(Vec::new()),
             tasks: Mutex::new(Vec::new()),
         })))
     }
@@ -148,10 +151,11 @@ impl Federation {
             data: data.clone(),
             ticket,
         };
+        let queue = &self.queues[usize::from(durable)];
         let queued = if item.ticket.is_some() {
-            self.queue.send(item).await.is_ok()
+            queue.send(item).await.is_ok()
         } else {
-            self.queue.try_send(item).is_ok()
+            queue.try_send(item).is_ok()
         };
         if !queued {
             self.metrics.lost(Lost::QueueFull, 1);
