@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The network lab with every peer: builds `y3` with the heavy Rust peers (feature
-# y3-bench/net-peers: monoio, async-nats, zenoh), installs Debian's libasio-dev and
-# nats-server when missing (root only), builds bench/cpp (the asio ping-pong), then runs
+# The network lab with every peer: builds `y3-lab` with the heavy Rust peers (feature
+# net-peers: monoio, async-nats, zenoh) and the product `y3` (for `y3 serve` rows), installs
+# Debian's libasio-dev and nats-server when missing (root only), builds bench/cpp (the asio
+# ping-pong), then runs
 #
-#   y3 bench net pingpong   header/body ping-pong: y3-transport vs tokio vs asio
-#   y3 bench net echo       echo server: y3 on tokio/monoio vs tokio vs monoio
-#   y3 bench net e2e        publish → route → subscribe: y3 router vs NATS vs Zenoh
-#   y3 bench net yomo       YoMo's zipper vs y3 serve with YoMo's own Go clients, then y3's
-#                           clients (needs `go`: the lab builds interop/yomo's yomo-peer)
+#   y3-lab net pingpong   header/body ping-pong: y3-transport vs tokio vs asio
+#   y3-lab net echo       echo server: y3 on tokio/monoio vs tokio vs monoio
+#   y3-lab net e2e        publish → route → subscribe: y3 router vs NATS vs Zenoh
+#   y3-lab net yomo       YoMo's zipper vs y3 serve with YoMo's own Go clients, then y3's
+#                         clients (needs `go`: the lab builds interop/yomo's yomo-peer)
 #
 # Usage:
 #   scripts/bench-net.sh                      all four suites, full size (~50 min on 2 cores)
@@ -16,7 +17,7 @@
 #   scripts/bench-net.sh --quick              CI-sized (~3 min)
 #   scripts/bench-net.sh --docs               also refresh docs/bench and README.md's sections
 #   scripts/bench-net.sh --suites pingpong,echo   only these suites
-# Other arguments go to every measuring `y3 bench net` command. Results:
+# Other arguments go to every measuring `y3-lab net` command. Results:
 # bench-results/net-*.{json,md,svg} (the 10 000-session part: net-pingpong-10k.json, joined
 # into the ping-pong report).
 # Every server runs on 127.0.0.1 and is stopped by the lab; nothing here runs in the tests.
@@ -53,22 +54,22 @@ fi
 export PATH="$PATH:/usr/sbin"
 
 bench/cpp/build.sh || echo "bench-net: asio build failed: its rows are skipped" >&2
-cargo build --release --locked -p y3-cli --features y3-bench/net-peers
-y3=target/release/y3
+cargo build --release --locked -p y3-cli -p y3-lab --features y3-lab/net-peers
+lab="${CARGO_TARGET_DIR:-target}/release/y3-lab"
 
 for suite in "${suites[@]}"; do
     if [ "$suite" = yomo ] && ! command -v go >/dev/null; then
         echo "bench-net: go is not installed: the yomo suite is skipped" >&2
         continue
     fi
-    "$y3" bench net "$suite" --json "bench-results/net-$suite.json" "${args[@]}"
+    "$lab" net "$suite" --json "bench-results/net-$suite.json" "${args[@]}"
     parts="bench-results/net-$suite.json"
     if [ "$suite" = pingpong ] && [ "$big" = 1 ]; then
         # 10 000 sessions x 8192 messages is minutes per run: one run per cell.
-        "$y3" bench net pingpong --sessions 10000 --runs 1 --limit-s 900 \
+        "$lab" net pingpong --sessions 10000 --runs 1 --limit-s 900 \
             --json bench-results/net-pingpong-10k.json "${args[@]}"
         parts="$parts,bench-results/net-pingpong-10k.json"
     fi
     # The report (and, with --docs, docs/bench and README.md) from every part of the suite.
-    "$y3" bench net "$suite" --from "$parts" "${docs[@]}"
+    "$lab" net "$suite" --from "$parts" "${docs[@]}"
 done

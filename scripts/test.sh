@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The project's one test command: Rust (fmt, clippy, tests, docs, no_std build, fuzz build
-# check), Go and Python. `.ci/run` calls exactly this. Any failing step fails the run.
+# The project's one test command: Rust (fmt, clippy, tests, docs, no_std build, the lab with
+# every peer, the MSRV, fuzz build check), Go and Python. `.ci/run` calls exactly this. Any failing step fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,8 +9,8 @@ step() { printf '\n==> %s\n' "$*"; }
 step "rust: format"
 cargo fmt --all --check
 
-# Default features: the benchmark lab's heavy peers (y3-bench features `peers`, `net-peers`)
-# stay out of the test command; the lab builds them when it runs (scripts/bench-*).
+# Default features here; the lab's peers (y3-lab features `peers`, `net-peers`) are
+# checked in a step of their own below.
 step "rust: clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
@@ -38,6 +38,26 @@ RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --no-deps --locked
 step "rust: y3 without std"
 cargo build -p y3 --no-default-features --locked
 
+# The lab as scripts/bench-* build it: every peer feature compiled (zenoh, async-nats,
+# monoio, sonic-rs, simd-json, rkyv, prost, ...), so that code cannot rot unseen.
+step "rust: the lab with every peer feature"
+cargo check -p y3-lab --all-targets --features peers,net-peers --locked
+
+# The declared MSRV (workspace `rust-version`): the whole workspace, tests included, checked
+# with that very toolchain, installed by rustup when missing. Clippy's `incompatible_msrv`
+# (in the clippy step above) reads the same `rust-version`; this step also covers language
+# features and dependencies' own rust-version. Without rustup it is skipped, and says so.
+msrv="$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)"
+step "rust: MSRV $msrv"
+if command -v rustup >/dev/null &&
+    { rustup run "$msrv" rustc --version >/dev/null 2>&1 ||
+        rustup toolchain install "$msrv" --profile minimal >/dev/null; }; then
+    CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/msrv" \
+        cargo "+$msrv" check --workspace --all-targets --locked
+else
+    echo "skipped: rustup cannot provide Rust $msrv here"
+fi
+
 if [ -f fuzz/Cargo.toml ]; then
     step "rust: fuzz targets build check"
     cargo check --manifest-path fuzz/Cargo.toml
@@ -57,6 +77,31 @@ if [ -f interop/yomo/go.mod ]; then
     y3_bin="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/y3"
     (cd interop/yomo && go vet ./... && Y3_BIN="$y3_bin" go test ./...)
 fi
+
+# examples/: every program runs (the YoMo app against `y3 serve` on a free port).
+step "examples: run each"
+cargo build -p y3-cli -p y3-examples --locked
+target_dir="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)"
+"$target_dir/debug/observe-key"
+"$target_dir/debug/pipeline"
+"$target_dir/debug/embedded-router" 1
+(cd examples/yomo-app && go vet ./... && go build -o "$target_dir/yomo-app" .)
+port="$(python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+serve_log="$target_dir/yomo-app-serve.log"
+"$target_dir/debug/y3" serve --tcp "" --quic "127.0.0.1:$port" --metrics "" \
+    > "$serve_log" 2>&1 &
+serve_pid=$!
+for _ in $(seq 100); do grep -q "listening" "$serve_log" && break; sleep 0.1; done
+YOMO_ZIPPER="127.0.0.1:$port" "$target_dir/yomo-app" || { kill "$serve_pid"; exit 1; }
+kill "$serve_pid"; wait "$serve_pid" || true
+
+# Mixed load and chaos for 60 s (killed functions, a stalling consumer, garbage, partial
+# frames, connection storms, a router restart): every frame accounted, healthy flows in
+# order. The lab's 30-minute soak is scripts/soak.sh.
+step "soak: 60 s of load and chaos against y3 serve"
+cargo build -p y3-soak --locked
+"$target_dir/debug/y3-soak" --y3 "$target_dir/debug/y3" --duration 60s --restart-every 30s \
+    --kill-every 7s --storm-every 20s --rate 2000 --out "$target_dir/soak"
 
 if [ -f bench/go/go.mod ]; then
     step "go: benchmark module builds"

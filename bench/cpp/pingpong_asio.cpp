@@ -1,4 +1,4 @@
-// The asio peer of the network lab's header/body ping-pong (crates/y3-bench/src/net/pingpong.rs).
+// The asio peer of the network lab's header/body ping-pong (crates/y3-lab/src/net/pingpong.rs).
 //
 // A message is an 8-byte header {u32 body_size, u32 packet_count} in network order, then
 // body_size bytes. Each side reads the header with one async_read, then the body with a

@@ -46,7 +46,7 @@ func TestEveryImplementationExtractsTheValue(t *testing.T) {
 }
 
 func TestReferenceBytesMatchTheLab(t *testing.T) {
-	// The lab's C03-K02 packet (crates/y3-bench/src/data.rs, small_case_bytes).
+	// The lab's C03-K02 packet (crates/y3-lab/src/data.rs, small_case_bytes).
 	ds := testSet(t, 3, 2)
 	want := []byte{0x80, 0x0b, 0x01, 0x01, 0x61, 0x02, 0x02, 0xff, 0x3f, 0x03, 0x02, 0x81, 0x00}
 	if !bytes.Equal(ds.y3, want) {

@@ -1,4 +1,4 @@
-// Command bench is the Go side of the y3 codec benchmark lab (`y3 bench codec`).
+// Command bench is the Go side of the y3 codec benchmark lab (`y3-lab codec`).
 //
 // It reads the data sets the lab wrote (-data), checks every implementation's value on
 // every data set, times them with the lab's method (median of batches; wall clock and
@@ -69,7 +69,7 @@ func (ds *dataset) init() error {
 }
 
 func main() {
-	data := flag.String("data", "", "data file written by `y3 bench codec`")
+	data := flag.String("data", "", "data file written by `y3-lab codec`")
 	benchtime := flag.Duration("benchtime", 40*time.Millisecond, "length of one sample")
 	warmup := flag.Duration("warmup", 100*time.Millisecond, "warm-up before the samples")
 	samples := flag.Int("samples", 11, "samples per measurement (the median is reported)")

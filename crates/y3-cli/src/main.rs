@@ -9,15 +9,13 @@
 //! (`invalid_hex`, `invalid_json`, `invalid_packet`, `not_found`, `io`).
 
 mod args;
-mod codec_bench;
 mod demo;
 mod encode;
 mod error;
 mod get;
 mod input;
 mod inspect;
-mod net_bench;
-mod net_lab;
+mod memory;
 mod observe;
 mod send;
 mod serve;
@@ -26,7 +24,7 @@ mod typed_json;
 use std::io::{self, BufWriter};
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 
 /// The command line.
 #[derive(Debug, Parser)]
@@ -61,27 +59,6 @@ enum Command {
     Demo(demo::DemoArgs),
     Send(send::SendArgs),
     Observe(observe::ObserveArgs),
-    /// The benchmark lab: `y3 bench codec`, `y3 bench serde`.
-    Bench(BenchArgs),
-}
-
-/// `y3 bench SUITE`: each suite is one variant of [`BenchCommand`].
-#[derive(Debug, Args)]
-struct BenchArgs {
-    #[command(subcommand)]
-    command: BenchCommand,
-}
-
-#[derive(Debug, Subcommand)]
-enum BenchCommand {
-    /// Take the value of one observed key: y3 vs JSON/protobuf/... peers and the report's Go.
-    Codec(codec_bench::CodecArgs),
-    /// Encode/decode msg/s of a ~130-byte message and an MQTT PUBLISH frame.
-    Serde(codec_bench::SerdeArgs),
-    /// Source → router → function → sink msg/s and latency over TCP and QUIC.
-    E2e(net_bench::E2eArgs),
-    /// The network lab: `y3 bench net pingpong|echo|e2e` against asio, tokio, monoio, NATS, Zenoh.
-    Net(net_lab::NetArgs),
 }
 
 fn main() -> ExitCode {
@@ -96,12 +73,6 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(args, &mut out),
         Command::Send(args) => send::run(args, &mut out),
         Command::Observe(args) => observe::run(args, &mut out),
-        Command::Bench(bench) => match &bench.command {
-            BenchCommand::Codec(args) => codec_bench::run_codec(args, &mut out),
-            BenchCommand::Serde(args) => codec_bench::run_serde(args, &mut out),
-            BenchCommand::E2e(args) => net_bench::run(args, &mut out),
-            BenchCommand::Net(args) => net_lab::run(args, &mut out),
-        },
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -4,6 +4,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use y3_router::{Policy, Router, RouterConfig};
 use y3_transport::tls::{default_dev_cert_path, fingerprint_hex};
@@ -96,6 +97,10 @@ pub struct ServeArgs {
     /// Print the effective configuration as TOML and exit.
     #[arg(long)]
     pub print_config: bool,
+    /// After the drain, write the final metrics (Prometheus text) to FILE: the totals of
+    /// the last interval, which a scraper misses.
+    #[arg(long, value_name = "FILE")]
+    pub final_metrics: Option<PathBuf>,
 }
 
 impl ServeArgs {
@@ -227,8 +232,10 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     }
     let config = args.config()?;
     init_tracing("info");
+    crate::memory::spawn_reclaimer();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .on_thread_park(crate::memory::on_park)
         .build()?;
     runtime.block_on(async {
         let stop = StopSignal::register();
@@ -272,14 +279,20 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         stop.wait().await;
         // From here the drain happens whatever stdout does; its first error is returned.
         let draining = writeln!(out, "draining...").and_then(|()| out.flush());
+        let metrics = router.metrics_handle();
         let stats = router.shutdown().await;
+        if let Some(path) = &args.final_metrics {
+            std::fs::write(path, metrics.encode())
+                .with_context(|| format!("writing the final metrics to {}", path.display()))?;
+        }
         draining?;
         writeln!(
             out,
-            "stopped: {} frames in, {} out, {} dropped",
+            "stopped: {} frames in, {} out, {} dropped, {} unaccounted",
             stats.frames_in,
             stats.frames_out,
-            stats.total_drops()
+            stats.total_drops(),
+            stats.unaccounted()
         )?;
         out.flush()?;
         anyhow::Ok(())

@@ -19,7 +19,7 @@
 //! token = ""                  # the main token (every tag); empty: no token required
 //! token_file = ""             # ... or read it from this file (keeps it off the command line)
 //! allow_insecure = false      # listen beyond loopback without any token
-//! max_failures = 20           # failed handshakes from one address within failure_window_ms
+//! max_failures = 20           # wrong credentials from one address within failure_window_ms
 //! failure_window_ms = 60000   # ... after which its handshakes are refused (`throttled`)
 //! throttle_ms = 60000         # ... for this long; max_failures = 0 turns throttling off
 //!

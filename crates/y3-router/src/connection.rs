@@ -503,6 +503,21 @@ async fn read_loop(
     }
 }
 
+/// The data frames of the batch being written: (tag, payload length, read at). They are
+/// counted as written once flushed; any still here when the writer stops (an error, or
+/// the connection's task cancelled mid-write) are counted as dropped (`disconnected`).
+struct InFlight {
+    frames: Vec<(u32, usize, Instant)>,
+    metrics: Arc<Metrics>,
+}
+
+impl std::ops::Drop for InFlight {
+    fn drop(&mut self) {
+        self.metrics
+            .dropped(Drop::Disconnected, self.frames.len() as u64);
+    }
+}
+
 /// Drains the outbox into the socket: feed a batch, flush once.
 async fn write_loop(
     mut writer: FrameWriter,
@@ -510,22 +525,34 @@ async fn write_loop(
     metrics: Arc<Metrics>,
 ) -> Result<(), FrameError> {
     let mut batch: Vec<Queued> = Vec::with_capacity(MAX_BATCH);
-    let mut read_at = Vec::with_capacity(MAX_BATCH);
+    let mut written = InFlight {
+        frames: Vec::with_capacity(MAX_BATCH),
+        metrics: metrics.clone(),
+    };
     let mut latencies = LocalLatency::default();
     let mut tags = TagCache::new(metrics.clone(), Direction::Out);
     let result = async {
         while outbox.pop_batch(&mut batch, MAX_BATCH).await {
-            for queued in batch.drain(..) {
-                if let Frame::Data(d) = &queued.frame {
-                    tags.count(d.tag, d.payload.len());
-                    read_at.push(queued.at);
+            written
+                .frames
+                .extend(batch.iter().filter_map(|q| match &q.frame {
+                    Frame::Data(d) => Some((d.tag, d.payload.len(), q.at)),
+                    _ => None,
+                }));
+            let sent = async {
+                for queued in batch.drain(..) {
+                    writer.feed(queued.frame).await?;
                 }
-                writer.feed(queued.frame).await?;
+                writer.flush().await
             }
-            writer.flush().await?;
-            metrics.frames_out(read_at.len() as u64);
+            .await;
+            // On an error the batch left the queue but not (surely) the socket: `written`
+            // counts it as dropped when it goes, as it does when this task is cancelled.
+            sent?;
+            metrics.frames_out(written.frames.len() as u64);
             let now = Instant::now();
-            for at in read_at.drain(..) {
+            for (tag, len, at) in written.frames.drain(..) {
+                tags.count(tag, len);
                 latencies.observe(now.saturating_duration_since(at));
             }
             metrics.latencies(&mut latencies);

@@ -187,6 +187,7 @@ impl Link {
         match &result {
             Ok(()) => {
                 self.counters.frames.inc_by(n);
+                self.outbox.count_forwarded(n);
             }
             Err(_) => self.outbox.count_drops(Drop::Mesh, n),
         }

@@ -11,6 +11,7 @@
 //! y3_router_frames_out_total{tag}             counter  data frames written to subscribers
 //! y3_router_bytes_out_total{tag}              counter  payload bytes written
 //! y3_router_dropped_total{reason}             counter  frames not delivered (see below)
+//! y3_router_deliveries_total                  counter  deliveries owed by routing (below)
 //! y3_router_evictions_total{client}           counter  slow consumers disconnected, by name
 //! y3_router_queue_depth                       gauge    frames queued over all subscribers
 //! y3_router_queued_bytes                      gauge    bytes queued, against limits.max_queued_bytes
@@ -27,6 +28,11 @@
 //! subscriber disconnected for not reading under the block policy), `mesh` (for a downstream
 //! zipper that was down or too slow, see `mesh.rs`), `memory_budget` (did not fit the
 //! router-wide budget of queued bytes, see `budget.rs`).
+//!
+//! Every drop is counted: for each routed frame the router owes one delivery per recipient
+//! (one when it has none), and each ends written (`frames_out`, or `mesh_frames` for a
+//! downstream), dropped under a reason, or still queued. [`Stats::unaccounted`] is that
+//! balance; the soak (`crates/y3-soak`) checks it is zero after every router lifetime.
 //!
 //! Tags are labelled `0x10`-style. Clients choose tags, so the label set is capped at
 //! [`MAX_TAG_LABELS`] distinct tags; frames on further tags are counted under `other`. The
@@ -213,6 +219,7 @@ pub struct Metrics {
     frames_out: Family<TagLabel, Counter>,
     bytes_out: Family<TagLabel, Counter>,
     dropped: Family<ReasonLabel, Counter>,
+    deliveries: Counter,
     evictions: Family<ClientLabel, Counter>,
     evicted_names: Mutex<HashSet<String>>,
     queue_depth: Gauge,
@@ -225,6 +232,7 @@ pub struct Metrics {
     labelled: Mutex<HashSet<u32>>,
     total_in: AtomicU64,
     total_out: AtomicU64,
+    total_forwarded: AtomicU64,
     depth: AtomicI64,
 }
 
@@ -249,6 +257,7 @@ impl Metrics {
             frames_out: Family::default(),
             bytes_out: Family::default(),
             dropped: Family::default(),
+            deliveries: Counter::default(),
             evictions: Family::default(),
             evicted_names: Mutex::new(HashSet::new()),
             queue_depth: Gauge::default(),
@@ -260,6 +269,7 @@ impl Metrics {
             labelled: Mutex::new(HashSet::new()),
             total_in: AtomicU64::new(0),
             total_out: AtomicU64::new(0),
+            total_forwarded: AtomicU64::new(0),
             depth: AtomicI64::new(0),
         };
         registry.register(
@@ -306,6 +316,12 @@ impl Metrics {
             "dropped",
             "Frames not delivered, by reason",
             m.dropped.clone(),
+        );
+        registry.register(
+            "deliveries",
+            "Deliveries owed: one per recipient of each routed frame, one per frame with none; \
+             each ends written (frames_out), dropped (dropped) or still queued",
+            m.deliveries.clone(),
         );
         registry.register(
             "evictions",
@@ -435,6 +451,16 @@ impl Metrics {
         self.total_out.fetch_add(n, Ordering::Relaxed);
     }
 
+    /// Counts `n` data frames written to downstream zippers of the mesh.
+    pub(crate) fn forwarded(&self, n: u64) {
+        self.total_forwarded.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Counts `n` deliveries owed by the routing of one frame (see [`Stats::deliveries`]).
+    pub(crate) fn deliveries(&self, n: u64) {
+        self.deliveries.inc_by(n);
+    }
+
     /// Counts `n` frames dropped for `reason`.
     pub fn dropped(&self, reason: Drop, n: u64) {
         if n > 0 {
@@ -526,6 +552,8 @@ impl Metrics {
             connections: connections.max(0) as u64,
             frames_in: self.total_in.load(Ordering::Relaxed),
             frames_out: self.total_out.load(Ordering::Relaxed),
+            forwarded: self.total_forwarded.load(Ordering::Relaxed),
+            deliveries: self.deliveries.get(),
             queued: self.depth.load(Ordering::Relaxed).max(0) as u64,
             queued_bytes: self.budget.used() as u64,
             dropped,
@@ -585,6 +613,13 @@ pub struct Stats {
     pub frames_in: u64,
     /// Data frames written to subscribers.
     pub frames_out: u64,
+    /// Data frames written to downstream zippers of the mesh.
+    pub forwarded: u64,
+    /// Deliveries owed by routing: for every routed data frame, one per recipient (one when
+    /// it had none). Each ends written ([`frames_out`](Stats::frames_out)), dropped and
+    /// counted ([`dropped`](Stats::dropped)), forwarded to the mesh, or still queued, so
+    /// [`unaccounted`](Stats::unaccounted) is zero once the router is idle.
+    pub deliveries: u64,
     /// Frames queued now.
     pub queued: u64,
     /// Bytes queued now, over all subscribers (see `limits.max_queued_bytes`).
@@ -606,6 +641,13 @@ impl Stats {
     /// All drops.
     pub fn total_drops(&self) -> u64 {
         self.dropped.values().sum()
+    }
+
+    /// Deliveries owed that are neither written, dropped and counted, nor queued: zero for
+    /// a router that loses nothing silently (read when no frame is being routed).
+    pub fn unaccounted(&self) -> i64 {
+        let settled = self.frames_out + self.forwarded + self.total_drops() + self.queued;
+        self.deliveries as i64 - settled as i64
     }
 }
 

@@ -136,6 +136,11 @@ impl Outbox {
         }
     }
 
+    /// Counts `n` data frames of this downstream outbox as written to its zipper.
+    pub fn count_forwarded(&self, n: u64) {
+        self.metrics.forwarded(n);
+    }
+
     /// Counts `n` frames of this outbox as dropped for `reason` (for a downstream's,
     /// always [`Drop::Mesh`]).
     pub fn count_drops(&self, reason: Drop, n: u64) {

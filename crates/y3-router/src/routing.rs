@@ -158,6 +158,7 @@ pub(crate) async fn route(
         },
     };
     let mut left = subscribers.iter().filter(|r| accepts(r, target)).count() + downstream.len();
+    metrics.deliveries(left.max(1) as u64);
     if left == 0 {
         if !federated {
             metrics.dropped(Drop::NoSubscriber, 1);

@@ -401,6 +401,12 @@ impl RouterHandle {
         &self.shared.metrics
     }
 
+    /// The metrics registry, shared: it outlives the router (for a final report after
+    /// [`shutdown`](RouterHandle::shutdown)).
+    pub fn metrics_handle(&self) -> Arc<Metrics> {
+        self.shared.metrics.clone()
+    }
+
     /// Serves an already framed connection (any transport) as if it had been accepted.
     pub fn serve(&self, conn: Connection) {
         self.shared.spawn_connection(async move { Ok(conn) });
@@ -480,8 +486,15 @@ impl RouterHandle {
             frames_in = stats.frames_in,
             frames_out = stats.frames_out,
             dropped = stats.total_drops(),
+            unaccounted = stats.unaccounted(),
             "router stopped"
         );
+        if stats.unaccounted() != 0 {
+            tracing::warn!(
+                unaccounted = stats.unaccounted(),
+                "deliveries neither written nor counted as dropped"
+            );
+        }
         stats
     }
 }

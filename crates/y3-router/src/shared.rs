@@ -127,12 +127,14 @@ impl Shared {
         throttle.check(peer.ip(), Instant::now()).err()
     }
 
-    /// Counts a refused handshake of `peer` towards its throttling. Only refusals that are
-    /// the client's doing count (a wrong token, a forbidden tag, a bad handshake), not the
-    /// router's (full, shutting down) nor a handshake timeout.
+    /// Counts a refused handshake of `peer` towards its throttling. Only a wrong
+    /// credential counts: throttling is there so that a token cannot be guessed at
+    /// connection speed. Garbage, a bad handshake or a forbidden tag is refused and
+    /// counted as such, but does not lock out the address: on an edge host every local
+    /// client shares 127.0.0.1, and one broken client must not shut the others out.
     pub fn handshake_failed(&self, peer: Option<SocketAddr>, code: GoawayCode) {
         let Some(peer) = peer else { return };
-        if code.is_retryable() {
+        if code != GoawayCode::Unauthorized {
             return;
         }
         let mut throttle = self.throttle.lock().unwrap_or_else(|e| e.into_inner());

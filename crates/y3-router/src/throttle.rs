@@ -1,6 +1,6 @@
-//! Throttling of failed handshakes, per address: after `max_failures` refused handshakes
-//! from one address within `window`, that address's connections are refused for `backoff`
-//! without a handshake (`rejected{reason="throttled"}`), so that a token cannot be guessed
+//! Throttling of failed handshakes, per address: after `max_failures` handshakes refused
+//! for a wrong credential from one address within `window`, that address's connections are
+//! refused for `backoff` without a handshake (`rejected{reason="throttled"}`), so that a token cannot be guessed
 //! at connection speed. An address is an IPv4 address or an IPv6 /64 (one host commonly
 //! holds a whole /64).
 //!

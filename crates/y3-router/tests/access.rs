@@ -214,6 +214,32 @@ async fn twenty_failed_handshakes_then_the_21st_is_throttled() {
     router.shutdown().await;
 }
 
+/// Bad handshakes are refused but do not throttle the address: a broken client on an edge
+/// host must not lock every other local client out.
+#[tokio::test]
+async fn bad_handshakes_do_not_throttle_the_address() {
+    let router = router(|c| {
+        c.auth.token = "s3cret".into();
+        c.auth.max_failures = 3;
+    })
+    .await;
+    for i in 0..10 {
+        let conn = tcp_from(&router, [127, 0, 0, 3]).await;
+        let mut bad = credential(hello(ClientType::Source, &[]), "s3cret");
+        bad.version = "1999-01-01".into();
+        let (_, answer) = handshake(conn, bad).await;
+        assert!(
+            matches!(answer, Frame::Rejected(_)),
+            "attempt {i}: {answer:?}"
+        );
+    }
+    let conn = tcp_from(&router, [127, 0, 0, 3]).await;
+    let (_, answer) = handshake(conn, credential(hello(ClientType::Source, &[]), "s3cret")).await;
+    assert_eq!(answer, Frame::HandshakeAck);
+    assert_eq!(rejected(&router, "throttled"), 0);
+    router.shutdown().await;
+}
+
 #[tokio::test]
 async fn throttling_can_be_turned_off() {
     let router = router(|c| {

@@ -189,7 +189,8 @@ async fn loops_are_bounded_in_width() {
     assert!(delivered >= MESSAGES * 3, "{delivered}");
     assert!(delivered <= MESSAGES * (3 + BUDGET), "{delivered}");
     assert!(stats.drops(y3_router::metrics::Drop::Loop) > 0);
-    router.shutdown().await;
+    let last = router.shutdown().await;
+    assert_eq!(last.unaccounted(), 0, "{last:?}");
 }
 
 /// A subscriber that stops reading holds up its tag's publisher, and so that publisher's
@@ -235,7 +236,67 @@ async fn a_stuck_subscriber_delays_other_tags_at_most_the_block_timeout() {
     eprintln!("stuck subscriber: the other tag's longest gap {worst:?}");
     assert!(worst < Duration::from_millis(250 + 200), "gap {worst:?}");
     assert_eq!(counter(&router, "evictions", "client", "stuck-sink"), 1);
-    router.shutdown().await;
+    let last = router.shutdown().await;
+    assert_eq!(last.unaccounted(), 0, "{last:?}");
+}
+
+/// A subscriber that stops reading delays nobody on other tags: with a stuck subscriber of
+/// one publisher's tag, a healthy subscriber fed by another publisher sees no gap over
+/// 100 ms (the stuck tag's own publisher is held up to the block timeout, then the stuck
+/// subscriber is evicted).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stuck_subscriber_delays_nobody_on_other_publishers_tags() {
+    let router = router(|c| c.queue.capacity = 64).await;
+    let _stuck = admit(
+        router.connect_in_memory(),
+        hello(ClientType::StreamFunction, &[0x52]),
+    )
+    .await;
+    let mut healthy = join(&router, ClientType::StreamFunction, &[0x53]).await;
+    let mut flooding = join(&router, ClientType::Source, &[]).await;
+    let mut steady = join(&router, ClientType::Source, &[]).await;
+    let flood = tokio::spawn(async move {
+        let payload = bytes::Bytes::from(vec![0u8; 1024]);
+        for i in 0..2000u64 {
+            let sent = flooding
+                .writer
+                .send(Frame::Data(numbered(0x52, i, payload.clone())))
+                .await;
+            if sent.is_err() {
+                break;
+            }
+        }
+        flooding
+    });
+    let sender = tokio::spawn(async move {
+        let payload = bytes::Bytes::from(vec![0u8; 64]);
+        for i in 0..400u64 {
+            steady
+                .writer
+                .send(Frame::Data(numbered(0x53, i, payload.clone())))
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        steady
+    });
+    let (mut last, mut worst, mut got) = (Instant::now(), Duration::ZERO, 0u64);
+    while got < 400 {
+        let d = next_data(&mut healthy).await;
+        assert_eq!(seq(&d), got, "in order, none lost");
+        let now = Instant::now();
+        if got > 0 {
+            worst = worst.max(now - last);
+        }
+        last = now;
+        got += 1;
+    }
+    let _steady = sender.await.unwrap();
+    let _flooding = flood.await.unwrap();
+    eprintln!("stuck subscriber, other publisher: the healthy tag's longest gap {worst:?}");
+    assert!(worst < Duration::from_millis(100), "gap {worst:?}");
+    let last = router.shutdown().await;
+    assert_eq!(last.unaccounted(), 0, "{last:?}");
 }
 
 fn router_block_timeout() -> Duration {
@@ -353,5 +414,6 @@ async fn all_queues_together_stay_within_the_memory_budget() {
     assert!(most <= BUDGET, "{most} bytes queued");
     assert!(dropped > 0);
     drop(stuck);
-    router.shutdown().await;
+    let last = router.shutdown().await;
+    assert_eq!(last.unaccounted(), 0, "{last:?}");
 }

@@ -1,0 +1,49 @@
+//! The y3 benchmark lab: the published Y3-vs-JSON codec report, an Erlang serialization
+//! report and the network reports, reproduced against fair peers in one run, with JSON
+//! results, Markdown reports and SVG charts.
+//!
+//! This is the library half of the binary crate `y3-lab` (`publish = false`), driven by
+//! `y3-lab codec`, `y3-lab serde` and `y3-lab net ...`; it is not a timing library for
+//! other crates, and nothing in the product binary `y3` depends on it.
+//!
+//! - [`data`]: the report's data sets (`C03-K02` .. `C63-K32`), built once per run in every
+//!   format and checked equal before anything is timed.
+//! - [`measure`]: the harness: batches timed with [`std::time::Instant`] and the process CPU
+//!   clock, medians over samples, serial and one-thread-per-core parallel runs.
+//! - [`codec`]: "take the value of one observed key": y3 rows, the peers (feature `peers`)
+//!   and the Go side (`bench/go`, run as a subprocess).
+//! - [`serde_suite`]: encode/decode msg/s of a ~130-byte message and an MQTT PUBLISH frame.
+//! - [`net`]: the network suite (ping-pong, echo, router end to end, YoMo), its child
+//!   processes and its own records and reports.
+//! - [`record`], [`report`], [`charts`]: `--json` records, Markdown, plotters SVG charts.
+//!
+//! Peers are behind the `peers` feature so that `cargo test --workspace` stays lean; without
+//! it the lab runs the y3 rows (and the Go side) and says that peers are disabled.
+#![warn(missing_docs)]
+
+pub mod alloc_count;
+pub mod charts;
+pub mod codec;
+pub mod data;
+pub mod go;
+pub mod measure;
+pub mod net;
+pub mod record;
+pub mod report;
+pub mod serde_suite;
+pub mod system;
+
+/// Whether the peers were compiled in (cargo feature `peers`).
+pub const PEERS_ENABLED: bool = cfg!(feature = "peers");
+
+/// A progress bar on stderr for `len` steps (hidden when stderr is not a terminal).
+pub fn progress_bar(len: u64) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(len);
+    let style = indicatif::ProgressStyle::with_template(
+        "{elapsed_precise} [{bar:32}] {pos}/{len} (eta {eta}) {wide_msg}",
+    )
+    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+    .progress_chars("=> ");
+    bar.set_style(style);
+    bar
+}

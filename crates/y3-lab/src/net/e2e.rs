@@ -1,0 +1,803 @@
+//! Publish → route → subscribe on loopback: y3's router against NATS and Zenoh.
+//!
+//! For each implementation and case (payload size × subscriber count), on a fresh broker:
+//!
+//! 1. every subscriber subscribes; probe messages go out every 10 ms until each subscriber
+//!    has seen one (subscriptions have propagated);
+//! 2. a warm-up of 2% of the messages;
+//! 3. **flat out**: the publisher sends `messages` as fast as it can; msg/s is that count
+//!    over the time from the first publish to the moment the last subscriber has received
+//!    all of them (every subscriber receives every message);
+//! 4. **paced** at `rate` msg/s: one-way latency, publish call → subscriber receive, of
+//!    every delivery, in one hdrhistogram.
+//!
+//! Payload: `[send time ns u64 LE][phase u32 LE]` then filler. Brokers run as child
+//! processes (`y3-lab net server router-y3`, `nats-server`, `y3-lab net server
+//! zenoh-router`); publisher and subscribers share the lab's process (one tokio runtime).
+//! Rows: `y3-router-tcp`, `y3-router-quic`, `nats`, `zenoh-router` (clients through a
+//! Zenoh router), `zenoh-p2p` (subscribers connect straight to the publisher's peer).
+//! NATS and Zenoh need the `net-nats` / `net-zenoh` features.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use hdrhistogram::Histogram;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::bytes::Bytes;
+use y3_transport::sdk::{ClientOptions, Sink, Source, Transport};
+use y3_transport::tls::Trust;
+
+use crate::net::proc::Child;
+use crate::net::record::{NetMeta, NetRecord, NetResults};
+
+/// The Y3 data tag, NATS subject and Zenoh key the benchmark publishes on.
+const TAG: u32 = 0x10;
+#[cfg(feature = "net-nats")]
+const SUBJECT: &str = "bench.data";
+#[cfg(feature = "net-zenoh")]
+const KEY: &str = "bench/data";
+
+/// The implementations, in display order.
+pub const IMPLS: [&str; 5] = [
+    "y3-router-tcp",
+    "y3-router-quic",
+    "nats",
+    "zenoh-router",
+    "zenoh-p2p",
+];
+
+/// Options of the e2e suite.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Payload sizes (at least 16 bytes).
+    pub sizes: Vec<usize>,
+    /// Subscriber counts.
+    pub subs: Vec<usize>,
+    /// Messages of the flat-out run.
+    pub messages: u64,
+    /// Messages of the paced run.
+    pub paced: u64,
+    /// Rate of the paced run.
+    pub rate: u64,
+    /// Runs per case; every metric is the median over them.
+    pub runs: usize,
+    /// Only implementations whose name contains one of these.
+    pub only: Vec<String>,
+    /// `--quick`.
+    pub quick: bool,
+    /// The command line.
+    pub command: String,
+    /// The binaries.
+    pub programs: crate::net::Programs,
+}
+
+fn payload(size: usize, phase: u32, epoch: Instant) -> Bytes {
+    let mut v = vec![b'm'; size.max(16)];
+    let ns = epoch.elapsed().as_nanos() as u64;
+    v[..8].copy_from_slice(&ns.to_le_bytes());
+    v[8..12].copy_from_slice(&phase.to_le_bytes());
+    Bytes::from(v)
+}
+
+fn parse(head: &[u8]) -> Option<(u64, u32)> {
+    let ns = u64::from_le_bytes(head.get(..8)?.try_into().ok()?);
+    let phase = u32::from_le_bytes(head.get(8..12)?.try_into().ok()?);
+    Some((ns, phase))
+}
+
+/// A publisher of any implementation.
+enum Pub {
+    Y3(Box<Source>),
+    #[cfg(feature = "net-nats")]
+    Nats(async_nats::Client),
+    #[cfg(feature = "net-zenoh")]
+    Zenoh(zenoh::pubsub::Publisher<'static>, zenoh::Session),
+}
+
+impl Pub {
+    async fn send(&mut self, payload: Bytes) -> Result<()> {
+        match self {
+            Pub::Y3(s) => {
+                s.send(TAG, payload).await?;
+            }
+            #[cfg(feature = "net-nats")]
+            Pub::Nats(c) => c.publish(SUBJECT, payload).await?,
+            #[cfg(feature = "net-zenoh")]
+            Pub::Zenoh(p, _) => p.put(payload.to_vec()).await.map_err(|e| anyhow!(e))?,
+        }
+        Ok(())
+    }
+
+    async fn flush(&mut self) -> Result<()> {
+        match self {
+            Pub::Y3(s) => s.flush().await?,
+            #[cfg(feature = "net-nats")]
+            Pub::Nats(c) => c.flush().await?,
+            #[cfg(feature = "net-zenoh")]
+            Pub::Zenoh(..) => {}
+        }
+        Ok(())
+    }
+
+    async fn close(self) {
+        match self {
+            Pub::Y3(s) => {
+                let _ = s.close().await;
+            }
+            #[cfg(feature = "net-nats")]
+            Pub::Nats(c) => drop(c),
+            #[cfg(feature = "net-zenoh")]
+            Pub::Zenoh(p, s) => {
+                let _ = p.undeclare().await;
+                let _ = s.close().await;
+            }
+        }
+    }
+}
+
+/// A subscriber of any implementation.
+enum Sub {
+    Y3(Box<Sink>),
+    #[cfg(feature = "net-nats")]
+    Nats {
+        sub: async_nats::Subscriber,
+        /// Keeps the subscriber's own connection open.
+        _client: async_nats::Client,
+    },
+    #[cfg(feature = "net-zenoh")]
+    Zenoh {
+        sub: zenoh::pubsub::Subscriber<zenoh::handlers::FifoChannelHandler<zenoh::sample::Sample>>,
+        /// Keeps the subscriber's own session open.
+        _session: zenoh::Session,
+    },
+}
+
+impl Sub {
+    /// The next message's `(send ns, phase)`; `None` when the subscription ended.
+    async fn recv(&mut self) -> Option<(u64, u32)> {
+        match self {
+            Sub::Y3(s) => {
+                let d = s.recv().await?.ok()?;
+                parse(&d.payload)
+            }
+            #[cfg(feature = "net-nats")]
+            Sub::Nats { sub: s, .. } => {
+                use futures_util::StreamExt;
+                let m = s.next().await?;
+                parse(&m.payload)
+            }
+            #[cfg(feature = "net-zenoh")]
+            Sub::Zenoh { sub: s, .. } => {
+                let sample = s.recv_async().await.ok()?;
+                let bytes = sample.payload().to_bytes();
+                parse(&bytes)
+            }
+        }
+    }
+}
+
+/// What a subscriber task is asked to count.
+struct Phase {
+    id: u32,
+    n: u64,
+    done: oneshot::Sender<(Instant, Histogram<u64>)>,
+}
+
+/// Runs one subscriber: marks itself ready on the first probe (phase 0), then counts the
+/// messages of each phase it is given.
+async fn subscriber(
+    mut sub: Sub,
+    mut phases: mpsc::UnboundedReceiver<Phase>,
+    ready: Arc<AtomicUsize>,
+    epoch: Instant,
+) {
+    let mut probed = false;
+    let mut current: Option<(Phase, u64, Histogram<u64>)> = None;
+    loop {
+        tokio::select! {
+            biased;
+            p = phases.recv() => match p {
+                Some(p) => {
+                    let hist = crate::net::latency_histogram();
+                    current = Some((p, 0, hist));
+                }
+                None => return,
+            },
+            m = sub.recv() => {
+                let Some((sent, phase)) = m else { return };
+                if phase == 0 && !probed {
+                    probed = true;
+                    ready.fetch_add(1, Ordering::SeqCst);
+                }
+                let now = epoch.elapsed().as_nanos() as u64;
+                if let Some((p, count, hist)) = current.as_mut() {
+                    if p.id == phase {
+                        hist.saturating_record(now.saturating_sub(sent).max(1));
+                        *count += 1;
+                        if *count == p.n {
+                            if let Some((p, _, hist)) = current.take() {
+                                let _ = p.done.send((Instant::now(), hist));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Connected clients of one case.
+struct Clients {
+    publisher: Pub,
+    phases: Vec<mpsc::UnboundedSender<Phase>>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    ready: Arc<AtomicUsize>,
+    epoch: Instant,
+    next_phase: u32,
+}
+
+impl Clients {
+    fn new(publisher: Pub, subs: Vec<Sub>, epoch: Instant) -> Clients {
+        let ready = Arc::new(AtomicUsize::new(0));
+        let mut phases = Vec::new();
+        let mut tasks = Vec::new();
+        for s in subs {
+            let (tx, rx) = mpsc::unbounded_channel();
+            phases.push(tx);
+            tasks.push(tokio::spawn(subscriber(s, rx, Arc::clone(&ready), epoch)));
+        }
+        Clients {
+            publisher,
+            phases,
+            tasks,
+            ready,
+            epoch,
+            next_phase: 1,
+        }
+    }
+
+    /// Probes until every subscriber has seen a message.
+    async fn wait_ready(&mut self, size: usize) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while self.ready.load(Ordering::SeqCst) < self.phases.len() {
+            if Instant::now() > deadline {
+                bail!(
+                    "only {} of {} subscribers saw a probe within 15 s",
+                    self.ready.load(Ordering::SeqCst),
+                    self.phases.len()
+                );
+            }
+            self.publisher.send(payload(size, 0, self.epoch)).await?;
+            self.publisher.flush().await?;
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        Ok(())
+    }
+
+    /// Publishes `n` messages (paced at `rate` if given); returns the time until the last
+    /// subscriber had all of them, and the merged latency histogram.
+    async fn phase(
+        &mut self,
+        n: u64,
+        size: usize,
+        rate: Option<u64>,
+        limit: Duration,
+    ) -> Result<(Duration, Histogram<u64>)> {
+        let id = self.next_phase;
+        self.next_phase += 1;
+        let mut done = Vec::new();
+        for tx in &self.phases {
+            let (dtx, drx) = oneshot::channel();
+            tx.send(Phase { id, n, done: dtx })
+                .map_err(|_| anyhow!("a subscriber ended"))?;
+            done.push(drx);
+        }
+        let start = Instant::now();
+        let epoch = self.epoch;
+        let publisher = &mut self.publisher;
+        let send = async {
+            for i in 0..n {
+                crate::net::pace(start, i, rate.map_or(0.0, |r| r as f64)).await;
+                publisher.send(payload(size, id, epoch)).await?;
+            }
+            publisher.flush().await?;
+            anyhow::Ok(())
+        };
+        let recv = async {
+            let mut hist = crate::net::latency_histogram();
+            let mut last = start;
+            for d in done {
+                let (at, h) = d.await.map_err(|_| anyhow!("a subscriber ended"))?;
+                last = last.max(at);
+                hist.add(h)?;
+            }
+            anyhow::Ok((last - start, hist))
+        };
+        let (sent, received) = tokio::time::timeout(limit, async { tokio::join!(send, recv) })
+            .await
+            .map_err(|_| {
+                anyhow!("not every subscriber received {n} messages within {limit:.0?}")
+            })?;
+        sent?;
+        received
+    }
+
+    async fn close(self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+        self.publisher.close().await;
+    }
+}
+
+/// A free 127.0.0.1 port (bound then released: peers that need a port number up front).
+fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+/// A broker child process and where its clients connect.
+struct Broker {
+    _child: Option<Child>,
+    addr: SocketAddr,
+    quic: Option<SocketAddr>,
+}
+
+fn start_broker(opts: &Options, imp: &str) -> Result<Broker> {
+    let threads = crate::measure::cores();
+    match imp {
+        "y3-router-tcp" | "y3-router-quic" => {
+            let args = vec![
+                "router-y3".to_string(),
+                "--threads".into(),
+                threads.to_string(),
+            ];
+            let mut child = opts
+                .programs
+                .spawn_lab("y3 router", "server", &args, None)?;
+            let quic = child.expect("quic ", Duration::from_secs(30))?.parse()?;
+            let addr = child
+                .expect("listening ", Duration::from_secs(30))?
+                .parse()?;
+            Ok(Broker {
+                _child: Some(child),
+                addr,
+                quic: Some(quic),
+            })
+        }
+        "nats" => {
+            let server = opts
+                .programs
+                .nats_server
+                .as_ref()
+                .context("nats-server not installed (apt-get install nats-server)")?;
+            let port = free_port()?;
+            let args: Vec<String> = vec![
+                "-a".into(),
+                "127.0.0.1".into(),
+                "-p".into(),
+                port.to_string(),
+            ];
+            let child = Child::spawn("nats-server", server, &args, None)?;
+            let addr: SocketAddr = format!("127.0.0.1:{port}").parse()?;
+            wait_port(addr, Duration::from_secs(15))?;
+            Ok(Broker {
+                _child: Some(child),
+                addr,
+                quic: None,
+            })
+        }
+        "zenoh-router" => {
+            let port = free_port()?;
+            let args: Vec<String> = vec![
+                "zenoh-router".into(),
+                "--addr".into(),
+                format!("127.0.0.1:{port}"),
+            ];
+            let mut child = opts
+                .programs
+                .spawn_lab("zenoh router", "server", &args, None)?;
+            let addr = child
+                .expect("listening ", Duration::from_secs(30))?
+                .parse()?;
+            Ok(Broker {
+                _child: Some(child),
+                addr,
+                quic: None,
+            })
+        }
+        "zenoh-p2p" => Ok(Broker {
+            _child: None,
+            addr: format!("127.0.0.1:{}", free_port()?).parse()?,
+            quic: None,
+        }),
+        other => bail!("unknown implementation {other:?}"),
+    }
+}
+
+fn wait_port(addr: SocketAddr, timeout: Duration) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("nothing listens on {addr} after {timeout:.0?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[cfg(feature = "net-zenoh")]
+fn zenoh_config(
+    mode: &str,
+    listen: Option<SocketAddr>,
+    connect: Option<SocketAddr>,
+) -> Result<zenoh::Config> {
+    let mut c = zenoh::Config::default();
+    let set = |c: &mut zenoh::Config, k: &str, v: String| {
+        c.insert_json5(k, &v)
+            .map_err(|e| anyhow!("zenoh config {k}: {e}"))
+    };
+    set(&mut c, "mode", format!("\"{mode}\""))?;
+    set(&mut c, "scouting/multicast/enabled", "false".into())?;
+    set(
+        &mut c,
+        "listen/endpoints",
+        match listen {
+            Some(a) => format!("[\"tcp/{a}\"]"),
+            None => "[]".into(),
+        },
+    )?;
+    if let Some(a) = connect {
+        set(&mut c, "connect/endpoints", format!("[\"tcp/{a}\"]"))?;
+    }
+    Ok(c)
+}
+
+#[cfg(feature = "net-zenoh")]
+async fn zenoh_open(
+    mode: &str,
+    listen: Option<SocketAddr>,
+    connect: Option<SocketAddr>,
+) -> Result<zenoh::Session> {
+    zenoh::open(zenoh_config(mode, listen, connect)?)
+        .await
+        .map_err(|e| anyhow!("zenoh open: {e}"))
+}
+
+async fn connect_clients(
+    imp: &str,
+    broker: &Broker,
+    subs: usize,
+    epoch: Instant,
+) -> Result<Clients> {
+    match imp {
+        "y3-router-tcp" | "y3-router-quic" => {
+            let (addr, kind) = if imp == "y3-router-quic" {
+                (broker.quic.context("no QUIC listener")?, Transport::Quic)
+            } else {
+                (broker.addr, Transport::Tcp)
+            };
+            let options = |name: &str| {
+                let mut o = ClientOptions::new(addr)
+                    .transport(kind)
+                    .trust(Trust::Insecure)
+                    .name(name);
+                o.send_queue = 4096;
+                o
+            };
+            let mut sinks = Vec::new();
+            for i in 0..subs {
+                sinks.push(Sub::Y3(Box::new(
+                    Sink::connect(options(&format!("bench-sub-{i}")), &[TAG]).await?,
+                )));
+            }
+            let source = Source::connect(options("bench-pub")).await?;
+            Ok(Clients::new(Pub::Y3(Box::new(source)), sinks, epoch))
+        }
+        #[cfg(feature = "net-nats")]
+        "nats" => {
+            let url = format!("nats://{}", broker.addr);
+            let connect = || async {
+                async_nats::ConnectOptions::new()
+                    .subscription_capacity(1 << 20)
+                    .connect(url.as_str())
+                    .await
+                    .map_err(|e| anyhow!("nats connect: {e}"))
+            };
+            let mut list = Vec::new();
+            for _ in 0..subs {
+                let c = connect().await?;
+                let s = c.subscribe(SUBJECT).await?;
+                c.flush().await?;
+                list.push(Sub::Nats { sub: s, _client: c });
+            }
+            let publisher = connect().await?;
+            Ok(Clients::new(Pub::Nats(publisher), list, epoch))
+        }
+        #[cfg(feature = "net-zenoh")]
+        "zenoh-router" | "zenoh-p2p" => {
+            let p2p = imp == "zenoh-p2p";
+            // P2P: the publisher's peer listens, each subscriber's peer connects to it.
+            let pub_session = if p2p {
+                zenoh_open("peer", Some(broker.addr), None).await?
+            } else {
+                zenoh_open("client", None, Some(broker.addr)).await?
+            };
+            let mut list = Vec::new();
+            for _ in 0..subs {
+                let s = if p2p {
+                    zenoh_open("peer", None, Some(broker.addr)).await?
+                } else {
+                    zenoh_open("client", None, Some(broker.addr)).await?
+                };
+                let sub = s
+                    .declare_subscriber(KEY)
+                    .await
+                    .map_err(|e| anyhow!("zenoh subscribe: {e}"))?;
+                list.push(Sub::Zenoh { sub, _session: s });
+            }
+            let publisher = pub_session
+                .declare_publisher(KEY)
+                .congestion_control(zenoh::qos::CongestionControl::Block)
+                .await
+                .map_err(|e| anyhow!("zenoh publisher: {e}"))?;
+            Ok(Clients::new(
+                Pub::Zenoh(publisher, pub_session),
+                list,
+                epoch,
+            ))
+        }
+        other => bail!("{other} is not compiled in (feature net-nats / net-zenoh)"),
+    }
+}
+
+/// One case's result.
+struct CaseResult {
+    seconds: f64,
+    loaded_msgs: u64,
+    paced: Histogram<u64>,
+}
+
+async fn run_case(
+    opts: &Options,
+    imp: &str,
+    broker: &Broker,
+    size: usize,
+    subs: usize,
+) -> Result<CaseResult> {
+    let epoch = Instant::now();
+    let mut clients = connect_clients(imp, broker, subs, epoch).await?;
+    let result = async {
+        clients.wait_ready(size).await?;
+        let warm = (opts.messages / 50).max(100);
+        clients
+            .phase(warm, size, None, Duration::from_secs(60))
+            .await?;
+        let (elapsed, _) = clients
+            .phase(opts.messages, size, None, Duration::from_secs(120))
+            .await?;
+        let limit = Duration::from_secs_f64(opts.paced as f64 / opts.rate as f64 + 30.0);
+        let (_, paced) = clients
+            .phase(opts.paced, size, Some(opts.rate), limit)
+            .await?;
+        anyhow::Ok(CaseResult {
+            seconds: elapsed.as_secs_f64(),
+            loaded_msgs: opts.messages,
+            paced,
+        })
+    }
+    .await;
+    clients.close().await;
+    result
+}
+
+/// Runs the suite.
+///
+/// # Errors
+/// Setup errors only; failing rows become notes.
+pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
+    if opts.sizes.iter().any(|&s| s < 16) {
+        bail!("payload sizes must be at least 16 bytes (send time and phase)");
+    }
+    let mut notes = Vec::new();
+    let mut impls: Vec<&str> = IMPLS
+        .iter()
+        .copied()
+        .filter(|i| opts.only.is_empty() || opts.only.iter().any(|o| i.contains(o.as_str())))
+        .collect();
+    if !crate::net::NATS_ENABLED && impls.contains(&"nats") {
+        impls.retain(|i| *i != "nats");
+        notes.push("nats skipped: built without the y3-lab feature net-nats".into());
+    }
+    if crate::net::NATS_ENABLED && impls.contains(&"nats") && opts.programs.nats_server.is_none() {
+        impls.retain(|i| *i != "nats");
+        notes.push("nats skipped: nats-server not installed (apt-get install nats-server)".into());
+    }
+    if !crate::net::ZENOH_ENABLED && impls.iter().any(|i| i.starts_with("zenoh")) {
+        impls.retain(|i| !i.starts_with("zenoh"));
+        notes.push("zenoh skipped: built without the y3-lab feature net-zenoh".into());
+    }
+    let mut versions = Vec::new();
+    if impls.contains(&"nats") {
+        if let Some(s) = &opts.programs.nats_server {
+            versions.push((
+                "nats-server".to_string(),
+                crate::net::proc::version_of(s, &["--version"]).unwrap_or_default(),
+            ));
+        }
+        versions.push((
+            "async-nats".into(),
+            crate::net::report::lock_version("async-nats"),
+        ));
+    }
+    if impls.iter().any(|i| i.starts_with("zenoh")) {
+        versions.push(("zenoh".into(), crate::net::report::lock_version("zenoh")));
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(crate::measure::cores())
+        .enable_all()
+        .build()?;
+    let mut cases = Vec::new();
+    for &size in &opts.sizes {
+        for &subs in &opts.subs {
+            cases.push((size, subs));
+        }
+    }
+    let runs = opts.runs.max(1);
+    bar.set_length((cases.len() * impls.len() * runs) as u64);
+    let mut records = Vec::new();
+    for &(size, subs) in &cases {
+        let case = format!("{size} B × {subs} sub");
+        let got = crate::net::rounds("e2e", &case, &impls, runs, bar, &mut notes, |imp| {
+            let broker = start_broker(opts, imp)?;
+            let r = rt.block_on(run_case(opts, imp, &broker, size, subs));
+            drop(broker);
+            r
+        });
+        for (i, imp) in impls.iter().enumerate() {
+            if got[i].is_empty() {
+                continue;
+            }
+            let med = |f: &dyn Fn(&CaseResult) -> f64| {
+                crate::measure::median(&got[i].iter().map(f).collect::<Vec<_>>())
+            };
+            let us = |q: f64| Some(med(&|r| r.paced.value_at_quantile(q) as f64 / 1e3).0);
+            let (rate, range) = med(&|r| r.loaded_msgs as f64 / r.seconds);
+            records.push(NetRecord {
+                suite: "e2e".into(),
+                implementation: imp.to_string(),
+                case: case.clone(),
+                payload: size,
+                subscribers: subs,
+                seconds: med(&|r| r.seconds).0,
+                messages: opts.messages,
+                msg_per_s: rate,
+                p50_us: us(0.5),
+                p99_us: us(0.99),
+                p999_us: us(0.999),
+                runs: got[i].len(),
+                range,
+                ..NetRecord::default()
+            });
+        }
+    }
+    rt.shutdown_timeout(Duration::from_secs(2));
+    Ok(NetResults {
+        meta: NetMeta {
+            suite: "e2e".into(),
+            command: opts.command.clone(),
+            machine: crate::system::machine(),
+            lab_version: env!("CARGO_PKG_VERSION").into(),
+            quick: opts.quick,
+            pinning: format!(
+                "none: brokers (y3 router and nats-server with {} threads, Zenoh router) and the \
+                 client process share every core",
+                crate::measure::cores()
+            ),
+            versions,
+            started_unix: crate::system::unix_now(),
+        },
+        records,
+        notes,
+    })
+}
+
+/// Runs a broker of this suite (`router-y3`, `zenoh-router`) until the process ends.
+///
+/// # Errors
+/// Unknown kinds, start failures.
+pub fn serve(kind: &str, addr: SocketAddr, threads: usize) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads.max(1))
+        .enable_all()
+        .build()?;
+    match kind {
+        "router-y3" => rt.block_on(async {
+            let router = y3_router::Router::start(y3_router::RouterConfig::ephemeral()).await?;
+            let quic = router.quic_addr().context("no QUIC listener")?;
+            let tcp = router.tcp_addr().context("no TCP listener")?;
+            {
+                use std::io::Write;
+                let mut out = std::io::stdout().lock();
+                writeln!(out, "quic {quic}")?;
+                out.flush()?;
+            }
+            crate::net::announce(tcp);
+            std::future::pending::<()>().await;
+            drop(router);
+            Ok(())
+        }),
+        #[cfg(feature = "net-zenoh")]
+        "zenoh-router" => rt.block_on(async {
+            let session = zenoh_open("router", Some(addr), None).await?;
+            crate::net::announce(addr);
+            std::future::pending::<()>().await;
+            drop(session);
+            Ok(())
+        }),
+        other => {
+            let _ = addr;
+            bail!("unknown lab server {other:?} (or not compiled in: feature net-zenoh)")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payload_carries_time_and_phase() {
+        let epoch = Instant::now();
+        let p = payload(64, 7, epoch);
+        assert_eq!(p.len(), 64);
+        let (ns, phase) = parse(&p).unwrap();
+        assert_eq!(phase, 7);
+        assert!(ns < 10_000_000_000);
+        assert_eq!(payload(3, 1, epoch).len(), 16);
+        assert!(parse(&[0u8; 5]).is_none());
+    }
+
+    #[test]
+    fn y3_router_in_process_fans_out_to_every_subscriber() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let router = y3_router::Router::start(y3_router::RouterConfig::ephemeral())
+                .await
+                .unwrap();
+            let broker = Broker {
+                _child: None,
+                addr: router.tcp_addr().unwrap(),
+                quic: router.quic_addr(),
+            };
+            let epoch = Instant::now();
+            let mut c = connect_clients("y3-router-tcp", &broker, 3, epoch)
+                .await
+                .unwrap();
+            c.wait_ready(64).await.unwrap();
+            let (d, h) = c
+                .phase(500, 64, None, Duration::from_secs(30))
+                .await
+                .unwrap();
+            assert!(d > Duration::ZERO);
+            assert_eq!(h.len(), 1500, "every subscriber got every message");
+            let (_, h) = c
+                .phase(50, 64, Some(5000), Duration::from_secs(30))
+                .await
+                .unwrap();
+            assert_eq!(h.len(), 150);
+            c.close().await;
+            router.shutdown().await;
+        });
+    }
+}

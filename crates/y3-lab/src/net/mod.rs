@@ -1,0 +1,244 @@
+//! The network lab: `y3-lab net pingpong|echo|e2e|yomo|pipeline`.
+//!
+//! Three published workloads, reproduced with real peers in the same run, and YoMo's own
+//! software against y3's router:
+//!
+//! - [`pingpong`]: the evpp-vs-Boost.Asio header/body ping-pong (total wall time per
+//!   session count and thread count): y3's transport read path, plain tokio, and a
+//!   standalone-asio C++ program (`bench/cpp`).
+//! - [`echo`]: the monoio-vs-tokio echo server (QPS, p50/p99/p999, server CPU% per
+//!   connection count and message size): y3's transport on tokio and on monoio, plain tokio,
+//!   plain monoio.
+//! - [`e2e`]: publish → route → subscribe on loopback: y3's router (TCP, QUIC) against
+//!   NATS (`nats-server` + `async-nats`) and Zenoh (routed and peer-to-peer).
+//! - [`yomo`]: source → sink and source → relay → sink on YoMo v1.22's wire protocol: YoMo's
+//!   zipper and `y3 serve` driven by YoMo's own Go clients (`interop/yomo`'s `yomo-peer`),
+//!   then `y3 serve` driven by y3's clients over QUIC and TCP (msg/s, router CPU per
+//!   routed frame, paced one-way latency).
+//!
+//! Every server and client is a child process ([`proc::Child`], killed on drop) started by
+//! the lab on 127.0.0.1: the lab's own binary with the hidden `y3-lab net server|client`
+//! commands, `bench/cpp/build/pingpong_asio`, `nats-server`, `y3 serve`, `yomo-peer`. Every
+//! load run is bounded in time. The heavy peers (monoio, async-nats, zenoh) are compiled in with the `net-peers`
+//! feature; without it their rows are skipped with a note.
+
+pub mod e2e;
+pub mod echo;
+pub mod pingpong;
+pub mod proc;
+pub mod record;
+pub mod report;
+pub mod yomo;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+/// Whether monoio is compiled in (feature `net-monoio`).
+pub const MONOIO_ENABLED: bool = cfg!(feature = "net-monoio");
+/// Whether async-nats is compiled in (feature `net-nats`).
+pub const NATS_ENABLED: bool = cfg!(feature = "net-nats");
+/// Whether zenoh is compiled in (feature `net-zenoh`).
+pub const ZENOH_ENABLED: bool = cfg!(feature = "net-zenoh");
+
+/// A tokio listener on `addr` with a deep accept backlog (10 000 sessions connect at once).
+///
+/// # Errors
+/// Bind failures.
+pub fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(8192)
+}
+
+/// Runs `runs` rounds of one measuring point; each round runs every implementation once,
+/// in order, so that a noisy spell hits them alike. An implementation whose run fails is
+/// not run again at this point, and its error becomes a note (`"{imp}, {label}: …"`).
+/// Returns each implementation's results, in the order of `impls`.
+pub fn rounds<T>(
+    suite: &str,
+    label: &str,
+    impls: &[&str],
+    runs: usize,
+    bar: &indicatif::ProgressBar,
+    notes: &mut Vec<String>,
+    mut run: impl FnMut(&str) -> Result<T>,
+) -> Vec<Vec<T>> {
+    let mut got: Vec<Vec<T>> = impls.iter().map(|_| Vec::new()).collect();
+    let mut failed = vec![false; impls.len()];
+    for round in 0..runs {
+        for (i, imp) in impls.iter().enumerate() {
+            bar.set_message(format!("{suite} {imp}: {label}, run {}/{runs}", round + 1));
+            if !failed[i] {
+                match run(imp) {
+                    Ok(r) => got[i].push(r),
+                    Err(e) => {
+                        failed[i] = true;
+                        notes.push(format!("{imp}, {label}: {e:#}"));
+                    }
+                }
+            }
+            bar.inc(1);
+        }
+    }
+    got
+}
+
+/// What every suite's runner needs to start its processes.
+#[derive(Debug, Clone)]
+pub struct Programs {
+    /// The lab binary itself (`y3-lab`): its hidden `net server|client` commands.
+    pub lab: PathBuf,
+    /// The product binary `y3` (`y3 serve`), next to the lab binary when built with it.
+    pub y3: PathBuf,
+    /// `bench/cpp/build/pingpong_asio`, when built.
+    pub asio: Option<PathBuf>,
+    /// `nats-server`, when installed.
+    pub nats_server: Option<PathBuf>,
+}
+
+impl Programs {
+    /// The lab binary `lab`, the `y3` next to it, plus whatever peers are found
+    /// (`bench/cpp/build`, `PATH`, `/usr/sbin`).
+    pub fn find(lab: PathBuf, asio: Option<PathBuf>) -> Programs {
+        let asio = asio
+            .or_else(|| Some(PathBuf::from("bench/cpp/build/pingpong_asio")))
+            .filter(|p| p.is_file());
+        let nats_server = proc::which("nats-server").or_else(|| {
+            let p = PathBuf::from("/usr/sbin/nats-server");
+            p.is_file().then_some(p)
+        });
+        let y3 = lab.with_file_name(format!("y3{}", std::env::consts::EXE_SUFFIX));
+        Programs {
+            lab,
+            y3,
+            asio,
+            nats_server,
+        }
+    }
+
+    /// Starts a lab child, `y3-lab net ROLE ARGS...` (`ROLE` is `server` or `client`).
+    ///
+    /// # Errors
+    /// When the process cannot be started.
+    pub fn spawn_lab(
+        &self,
+        name: &str,
+        role: &str,
+        args: &[String],
+        cpus: Option<&str>,
+    ) -> Result<proc::Child> {
+        let mut all = vec!["net".to_string(), role.to_string()];
+        all.extend(args.iter().cloned());
+        proc::Child::spawn(name, &self.lab, &all, cpus)
+    }
+}
+
+/// Starts a lab server child (`y3-lab net server KIND --threads T ...`) and waits
+/// for its `listening ADDR` line.
+///
+/// # Errors
+/// The child failing to start or to listen within 30 s.
+pub fn start_server(
+    programs: &Programs,
+    kind: &str,
+    threads: usize,
+    extra: &[String],
+    cpus: Option<&str>,
+) -> Result<(proc::Child, SocketAddr)> {
+    let mut args = vec![kind.to_string(), "--threads".into(), threads.to_string()];
+    args.extend(extra.iter().cloned());
+    let mut child = programs.spawn_lab(kind, "server", &args, cpus)?;
+    let addr = child
+        .expect("listening ", std::time::Duration::from_secs(30))?
+        .parse()?;
+    Ok((child, addr))
+}
+
+/// Waits until message `i` of a run paced at `rate` msg/s that started at `start` is due:
+/// the one pacing of every paced send in the lab (the e2e publisher, the in-process
+/// pipeline's source, y3's YoMo source). A rate of 0 or less is flat out (no wait).
+pub async fn pace(start: std::time::Instant, i: u64, rate: f64) {
+    if rate > 0.0 {
+        let due = start + std::time::Duration::from_secs_f64(i as f64 / rate);
+        if due > std::time::Instant::now() {
+            tokio::time::sleep_until(due.into()).await;
+        }
+    }
+}
+
+/// An empty one-way latency histogram in nanoseconds, 1 ns to 120 s, 3 significant
+/// digits: every paced send records into one of these.
+pub fn latency_histogram() -> hdrhistogram::Histogram<u64> {
+    // Bounds that hdrhistogram accepts (low ≥ 1, high ≥ 2 × low, sigfig ≤ 5): cannot fail.
+    hdrhistogram::Histogram::new_with_bounds(1, 120_000_000_000, 3).expect("valid bounds")
+}
+
+/// Runs until the parent closes our stdin (or dies), then exits the process: servers
+/// started by the lab never outlive it.
+pub fn exit_when_stdin_closes() {
+    std::thread::spawn(|| {
+        let mut sink = [0u8; 64];
+        loop {
+            match std::io::Read::read(&mut std::io::stdin(), &mut sink) {
+                Ok(0) | Err(_) => std::process::exit(0),
+                Ok(_) => {}
+            }
+        }
+    });
+}
+
+/// Prints `listening ADDR` on stdout (flushed): the line the lab waits for.
+pub fn announce(addr: SocketAddr) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "listening {addr}");
+    let _ = out.flush();
+}
+
+/// Runs lab server `kind` (`pingpong-IMPL`, `echo-IMPL`, ...) on `addr` until the process
+/// ends, printing `listening ADDR` once it accepts.
+///
+/// # Errors
+/// Unknown kinds, bind failures.
+pub fn serve(kind: &str, addr: SocketAddr, threads: usize) -> Result<()> {
+    if let Some(imp) = kind.strip_prefix("pingpong-") {
+        let imp = pingpong::Impl::from_name(imp)
+            .ok_or_else(|| anyhow::anyhow!("unknown ping-pong server {imp:?}"))?;
+        return pingpong::serve(imp, addr, threads, announce);
+    }
+    if let Some(imp) = kind.strip_prefix("echo-") {
+        return echo::serve(imp, addr, threads, announce);
+    }
+    e2e::serve(kind, addr, threads)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounds_interleave_and_stop_running_what_failed() {
+        let bar = indicatif::ProgressBar::hidden();
+        let mut notes = Vec::new();
+        let mut order = Vec::new();
+        let got = rounds("s", "case", &["a", "b", "c"], 3, &bar, &mut notes, |imp| {
+            order.push(imp.to_string());
+            match (imp, order.len()) {
+                ("b", 5) => anyhow::bail!("broke"),
+                _ => Ok(order.len()),
+            }
+        });
+        // Round 1: a b c; round 2: a b(fails) c; round 3: a c.
+        assert_eq!(order, ["a", "b", "c", "a", "b", "c", "a", "c"]);
+        assert_eq!(got, [vec![1, 4, 7], vec![2], vec![3, 6, 8]]);
+        assert_eq!(notes, ["b, case: broke"]);
+        assert_eq!(bar.position(), 9, "every slot counts on the bar");
+    }
+}

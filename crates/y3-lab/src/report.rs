@@ -1,0 +1,1106 @@
+//! The Markdown reports, the targets and the charts, all computed from [`Results`] alone,
+//! so that a `--json` file can be re-rendered (`y3-lab codec --from FILE`).
+//!
+//! Files written into the results directory (and, with `--docs DIR`, copied there for the
+//! README): `codec.md`, `codec-serial.svg`, `codec-parallel.svg`, `codec-speedup.svg`,
+//! `codec-position.svg`; `serde.md`, `serde.svg`. With `--readme FILE` the summary replaces
+//! the text between `<!-- y3-bench:codec:start -->` and `<!-- y3-bench:codec:end -->` (or
+//! the `serde` pair) in that file.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use crate::charts::{self, BarChart};
+use crate::data::{CASES, SWEEP};
+use crate::record::{Record, Results};
+
+/// Display order of the rows; others follow alphabetically.
+pub const ORDER: [&str; 23] = [
+    "y3-derive",
+    "prost",
+    "y3-observe",
+    "y3-stream7",
+    "y3-get",
+    "y3-decode",
+    "protobuf-scan",
+    "prost-decode",
+    "rkyv-checked",
+    "postcard",
+    "sonic-rs-get",
+    "simd-json-tape",
+    "serde_json-typed",
+    "serde_json-value",
+    "rmp-serde",
+    "go-y3-scan",
+    "go-y3-report",
+    "go-y3-decode",
+    "go-gjson",
+    "go-jsonparser",
+    "go-json-map",
+    "serde_json",
+    "mqtt-rumqttc",
+];
+
+/// A stable palette index per implementation, so that one implementation has one color in
+/// every chart.
+pub fn color_of(name: &str) -> usize {
+    ORDER
+        .iter()
+        .position(|n| *n == name)
+        .unwrap_or(ORDER.len() + name.len())
+}
+
+/// The implementations the summary and the charts show.
+pub const HEADLINE: [&str; 10] = [
+    "y3-observe",
+    "y3-stream7",
+    "protobuf-scan",
+    "sonic-rs-get",
+    "simd-json-tape",
+    "go-y3-scan",
+    "go-gjson",
+    "go-jsonparser",
+    "go-y3-report",
+    "go-json-map",
+];
+
+/// The report's published figures (Go 1.14, 2.6 GHz i7): Y3 serial and parallel ns/op per
+/// case (C03-K02, C16-K08, C32-K16, C63-K32), and JSON at C63-K32.
+pub const REPORT_Y3_SERIAL: [f64; 4] = [610.0, 1667.0, 1361.0, 2077.0];
+/// See [`REPORT_Y3_SERIAL`].
+pub const REPORT_Y3_PARALLEL: [f64; 4] = [175.0, 515.0, 505.0, 706.0];
+/// The report's JSON/Y3 ratios per case (its figure 3.2), same order.
+pub const REPORT_RATIOS: [f64; 4] = [3.3, 6.2, 15.8, 20.7];
+/// The report's JSON ns/op at C63-K32.
+pub const REPORT_JSON_C63: f64 = 43010.0;
+
+/// `C63-K32`-style names of the report's cases.
+pub fn case_names() -> Vec<String> {
+    CASES
+        .iter()
+        .map(|(n, k)| format!("C{n:02}-K{k:02}"))
+        .collect()
+}
+
+/// Implementation names present in `records`, in display order.
+pub fn impl_names(records: &[&Record]) -> Vec<String> {
+    let present: BTreeSet<&str> = records.iter().map(|r| r.implementation.as_str()).collect();
+    let mut out: Vec<String> = ORDER
+        .iter()
+        .filter(|n| present.contains(*n))
+        .map(|n| n.to_string())
+        .collect();
+    for n in present {
+        if !ORDER.contains(&n) {
+            out.push(n.to_string());
+        }
+    }
+    out
+}
+
+/// `21.3`, `1390`, `43 010`.
+pub fn ns(v: f64) -> String {
+    if v < 100.0 {
+        format!("{v:.1}")
+    } else {
+        let s = format!("{:.0}", v);
+        let mut out = String::new();
+        for (i, c) in s.chars().enumerate() {
+            if i > 0 && (s.len() - i) % 3 == 0 {
+                out.push('\u{202f}');
+            }
+            out.push(c);
+        }
+        out
+    }
+}
+
+/// `12.3×`, `0.84×`.
+pub fn ratio(v: f64) -> String {
+    if v >= 10.0 {
+        format!("{v:.0}×")
+    } else if v >= 1.0 {
+        format!("{v:.1}×")
+    } else {
+        format!("{v:.2}×")
+    }
+}
+
+fn get<'a>(r: &'a Results, case: &str, order: &str, imp: &str, mode: &str) -> Option<&'a Record> {
+    r.find(case, order, imp, mode)
+}
+
+fn cell(r: Option<&Record>) -> String {
+    r.map_or("–".into(), |r| ns(r.ns_per_op))
+}
+
+/// What the codec reports' target tables say of a target whose peer did not run.
+const ABSENT: &str = "n/a (peer not in this run)";
+
+/// One checked target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    /// What is required, in words.
+    pub name: String,
+    /// The measured figure, in words (`12.3×`).
+    pub measured: String,
+    /// The requirement (`≥ 10×`).
+    pub required: String,
+    /// Met, missed, or not measurable in this run (a peer missing).
+    pub met: Option<bool>,
+    /// By how much it was missed, in words.
+    pub shortfall: String,
+}
+
+/// A requirement on a ratio: at least, or at most, `value`. Every target of every suite is
+/// one of these over a measured ratio.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bound {
+    /// The bound (`1.0` for "at least as fast").
+    pub value: f64,
+    /// `≥` (else `≤`).
+    pub at_least: bool,
+}
+
+impl Bound {
+    /// The requirement in words: `≥ 1.0×`.
+    pub fn required(self) -> String {
+        let sign = if self.at_least { "≥" } else { "≤" };
+        format!("{sign} {}", ratio(self.value))
+    }
+
+    /// Whether `v` meets it.
+    pub fn met(self, v: f64) -> bool {
+        if self.at_least {
+            v >= self.value
+        } else {
+            v <= self.value
+        }
+    }
+
+    /// How far `v` is on the wrong side, in percent of the bound.
+    pub fn missed_pct(self, v: f64) -> f64 {
+        if self.at_least {
+            (1.0 - v / self.value) * 100.0
+        } else {
+            (v / self.value - 1.0) * 100.0
+        }
+    }
+}
+
+fn target(name: &str, value: Option<f64>, bound: f64, at_least: bool) -> Target {
+    let bound = Bound {
+        value: bound,
+        at_least,
+    };
+    let required = bound.required();
+    match value {
+        None => Target {
+            name: name.into(),
+            measured: "not measured".into(),
+            required,
+            met: None,
+            shortfall: String::new(),
+        },
+        Some(v) => {
+            let met = bound.met(v);
+            let shortfall = if met {
+                String::new()
+            } else if at_least {
+                format!(
+                    "missed by {:.0}% ({} short)",
+                    bound.missed_pct(v),
+                    ratio(bound.value / v)
+                )
+            } else {
+                format!("missed by {:.0}%", bound.missed_pct(v))
+            };
+            Target {
+                name: name.into(),
+                measured: ratio(v),
+                required,
+                met: Some(met),
+                shortfall,
+            }
+        }
+    }
+}
+
+/// peer ns / y3 ns in one cell.
+fn speedup(r: &Results, case: &str, order: &str, peer: &str, y3: &str, mode: &str) -> Option<f64> {
+    let p = get(r, case, order, peer, mode)?;
+    let y = get(r, case, order, y3, mode)?;
+    Some(p.ns_per_op / y.ns_per_op)
+}
+
+/// The codec targets of the issue, checked from the results.
+pub fn codec_targets(r: &Results) -> Vec<Target> {
+    let c63 = "C63-K32";
+    let asc = "ascending";
+    let mut out = vec![
+        target(
+            "C63-K32: y3-observe vs sonic-rs-get (speed-up)",
+            speedup(r, c63, asc, "sonic-rs-get", "y3-observe", "serial"),
+            10.0,
+            true,
+        ),
+        target(
+            "C63-K32: y3-observe vs the report's Go Y3 (go-y3-report, key at 32)",
+            speedup(r, c63, asc, "go-y3-report", "y3-observe", "serial"),
+            30.0,
+            true,
+        ),
+        target(
+            "C63-K32: y3-observe no slower than the protobuf skip-scan",
+            speedup(r, c63, asc, "protobuf-scan", "y3-observe", "serial"),
+            1.0,
+            true,
+        ),
+    ];
+    let every: Option<Vec<f64>> = case_names()
+        .iter()
+        .map(|c| speedup(r, c, asc, "sonic-rs-get", "y3-observe", "serial"))
+        .collect();
+    out.push(target(
+        "every case: y3-observe vs sonic-rs-get (lowest speed-up)",
+        every.and_then(|v| v.into_iter().reduce(f64::min)),
+        10.0,
+        true,
+    ));
+    let stream: Option<Vec<f64>> = case_names()
+        .iter()
+        .map(|c| speedup(r, c, asc, "y3-stream7", "y3-observe", "serial"))
+        .collect();
+    out.push(target(
+        "every case: y3-stream7 / y3-observe (highest)",
+        stream.and_then(|v| v.into_iter().reduce(f64::max)),
+        1.5,
+        false,
+    ));
+    out
+}
+
+/// The targets as a Markdown table, every suite's; `absent` is the result of a target
+/// that could not be measured (`n/a (peer not in this run)`).
+pub fn targets_table(out: &mut String, targets: &[Target], absent: &str) {
+    out.push_str("| target | measured | required | result |\n| --- | --: | --: | --- |\n");
+    for t in targets {
+        let result = match t.met {
+            Some(true) => "met".to_string(),
+            Some(false) => format!("**missed** — {}", t.shortfall),
+            None => absent.to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            t.name, t.measured, t.required, result
+        );
+    }
+}
+
+fn header(out: &mut String, r: &Results) {
+    let m = &r.meta;
+    let _ = writeln!(out, "- Machine: {}", m.machine);
+    let _ = writeln!(
+        out,
+        "- Command: `{}`{}",
+        m.command,
+        if m.go_version.is_empty() {
+            String::new()
+        } else {
+            format!(" · Go: {}", m.go_version)
+        }
+    );
+    let _ = writeln!(
+        out,
+        "- Method: median of {} samples of ~{} ms each (after warm-up); wall clock per op, and \
+         process CPU time (`CLOCK_PROCESS_CPUTIME_ID`) per op; parallel = {} threads \
+         (goroutines for Go), each running the loop{}{}",
+        m.samples,
+        m.sample_ms,
+        m.threads,
+        if m.quick { "; **--quick** run" } else { "" },
+        if m.suite == "codec" {
+            format!("; published-order seed {}", m.seed)
+        } else {
+            String::new()
+        },
+    );
+    let _ = writeln!(
+        out,
+        "- Reading: the machine may be shared and noisy; quote medians and ratios. Serial \
+         samples are taken in turns across the implementations of a data set, so ratios within \
+         a data set are steadier than absolute figures. Parallel `ns/op` is per thread (equal to \
+         serial under perfect scaling); the report's parallel figures are wall time ÷ all ops."
+    );
+    for n in &r.notes {
+        let _ = writeln!(out, "- Note: {n}");
+    }
+    out.push('\n');
+}
+
+/// The full codec report.
+pub fn codec_markdown(r: &Results) -> String {
+    let cases = case_names();
+    let mut out = String::from("# Codec lab: take the value of one observed key\n\n");
+    header(&mut out, r);
+    let serial: Vec<&Record> = r
+        .records
+        .iter()
+        .filter(|x| x.mode == "serial" && x.order == "ascending")
+        .collect();
+    let names = impl_names(&serial);
+
+    out.push_str("## Serial, ascending order (key K at position K): median ns/op\n\n");
+    out.push_str("| implementation | format | ");
+    out.push_str(&cases.join(" | "));
+    out.push_str(" | C63-K32 CPU ns/op | C63-K32 allocs/op | C63-K32 bytes |\n| --- | --- |");
+    out.push_str(&" --: |".repeat(cases.len() + 3));
+    out.push('\n');
+    for n in &names {
+        let fmt = serial
+            .iter()
+            .find(|x| &x.implementation == n)
+            .map_or("", |x| x.format.as_str());
+        let _ = write!(out, "| `{n}` | {fmt} |");
+        for c in &cases {
+            let _ = write!(out, " {} |", cell(get(r, c, "ascending", n, "serial")));
+        }
+        let last = get(r, "C63-K32", "ascending", n, "serial");
+        let _ = writeln!(
+            out,
+            " {} | {} | {} |",
+            last.map_or("–".into(), |x| ns(x.cpu_ns_per_op)),
+            last.and_then(|x| x.allocs_per_op)
+                .map_or("–".into(), |a| format!("{a:.1}")),
+            last.map_or("–".into(), |x| x.bytes.to_string()),
+        );
+    }
+    let _ = write!(out, "| *report: Go Y3 (Go 1.14, 2.6 GHz i7)* | y3 |");
+    for v in REPORT_Y3_SERIAL {
+        let _ = write!(out, " *{}* |", ns(v));
+    }
+    out.push_str(" | | |\n");
+    let _ = write!(out, "| *report: Go JSON (Go 1.14, 2.6 GHz i7)* | json |");
+    for (v, k) in REPORT_Y3_SERIAL.iter().zip(REPORT_RATIOS) {
+        let _ = write!(out, " *≈{}* |", ns(v * k));
+    }
+    out.push_str(" | | |\n\n");
+    let _ = writeln!(
+        out,
+        "The report's JSON row is its Y3 row times its published JSON/Y3 ratios \
+         ({}), except C63-K32, which it gives as {} ns.\n",
+        REPORT_RATIOS
+            .iter()
+            .map(|v| format!("{v}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        ns(REPORT_JSON_C63)
+    );
+
+    out.push_str(
+        "## Speed-up of `y3-observe` (serial, ascending): peer ns/op ÷ y3-observe ns/op\n\n",
+    );
+    out.push_str("| peer | ");
+    out.push_str(&cases.join(" | "));
+    out.push_str(" |\n| --- |");
+    out.push_str(&" --: |".repeat(cases.len()));
+    out.push('\n');
+    for n in names.iter().filter(|n| n.as_str() != "y3-observe") {
+        let _ = write!(out, "| `{n}` |");
+        for c in &cases {
+            let v = speedup(r, c, "ascending", n, "y3-observe", "serial");
+            let _ = write!(out, " {} |", v.map_or("–".into(), ratio));
+        }
+        out.push('\n');
+    }
+    out.push('\n');
+
+    let parallel: Vec<&Record> = r
+        .records
+        .iter()
+        .filter(|x| x.mode == "parallel" && x.order == "ascending")
+        .collect();
+    if !parallel.is_empty() {
+        let threads = parallel[0].threads;
+        let _ = writeln!(
+            out,
+            "## Parallel ({threads} threads), ascending: median ns/op per thread, and aggregate \
+             throughput at C63-K32\n"
+        );
+        out.push_str("| implementation | ");
+        out.push_str(&cases.join(" | "));
+        out.push_str(" | C63-K32 Mops/s | C63-K32 CPU ns/op |\n| --- |");
+        out.push_str(&" --: |".repeat(cases.len() + 2));
+        out.push('\n');
+        for n in impl_names(&parallel) {
+            let _ = write!(out, "| `{n}` |");
+            for c in &cases {
+                let _ = write!(out, " {} |", cell(get(r, c, "ascending", &n, "parallel")));
+            }
+            let last = get(r, "C63-K32", "ascending", &n, "parallel");
+            let _ = writeln!(
+                out,
+                " {} | {} |",
+                last.map_or("–".into(), |x| format!("{:.2}", x.ops_per_s / 1e6)),
+                last.map_or("–".into(), |x| ns(x.cpu_ns_per_op)),
+            );
+        }
+        let _ = write!(out, "| *report: Go Y3, GOMAXPROCS=12 (wall ÷ all ops)* |");
+        for v in REPORT_Y3_PARALLEL {
+            let _ = write!(out, " *{}* |", ns(v));
+        }
+        out.push_str(" | |\n\n");
+    }
+
+    let published: Vec<&Record> = r
+        .records
+        .iter()
+        .filter(|x| x.mode == "serial" && x.order == "published")
+        .collect();
+    if !published.is_empty() {
+        let _ = writeln!(
+            out,
+            "## Serial, published order (the report's random map order, seed {}): median ns/op\n",
+            r.meta.seed
+        );
+        out.push_str("| implementation |");
+        for c in &cases {
+            let pos = published
+                .iter()
+                .find(|x| &x.case == c)
+                .map_or(0, |x| x.key_pos);
+            let _ = write!(out, " {c} (key at {pos}) |");
+        }
+        out.push_str("\n| --- |");
+        out.push_str(&" --: |".repeat(cases.len()));
+        out.push('\n');
+        for n in impl_names(&published) {
+            let _ = write!(out, "| `{n}` |");
+            for c in &cases {
+                let _ = write!(out, " {} |", cell(get(r, c, "published", &n, "serial")));
+            }
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+
+    let sweep = sweep_cases();
+    let sweep_records: Vec<&Record> = r
+        .records
+        .iter()
+        .filter(|x| {
+            x.mode == "serial" && x.order == "ascending" && sweep.iter().any(|(c, _)| c == &x.case)
+        })
+        .collect();
+    if !sweep_records.is_empty() {
+        out.push_str(
+            "## Key position sweep, C63 ascending, serial: median ns/op\n\n| implementation |",
+        );
+        for (c, pos) in &sweep {
+            let _ = write!(out, " {pos} ({c}) |");
+        }
+        out.push_str("\n| --- |");
+        out.push_str(&" --: |".repeat(sweep.len()));
+        out.push('\n');
+        for n in impl_names(&sweep_records) {
+            let _ = write!(out, "| `{n}` |");
+            for (c, _) in &sweep {
+                let _ = write!(out, " {} |", cell(get(r, c, "ascending", &n, "serial")));
+            }
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+
+    out.push_str("## Targets\n\n");
+    targets_table(&mut out, &codec_targets(r), ABSENT);
+    out.push_str("\n## Charts\n\n");
+    for (file, alt) in CODEC_CHARTS {
+        let _ = writeln!(out, "![{alt}]({file})\n");
+    }
+    out
+}
+
+/// The sweep's cases and position names.
+fn sweep_cases() -> Vec<(String, &'static str)> {
+    SWEEP
+        .iter()
+        .map(|(n, k, p)| (format!("C{n:02}-K{k:02}"), *p))
+        .collect()
+}
+
+/// Chart files of the codec report and their alt text.
+pub const CODEC_CHARTS: [(&str, &str); 4] = [
+    ("codec-serial.svg", "ns/op per case, serial"),
+    ("codec-speedup.svg", "speed-up of y3-observe over each peer"),
+    ("codec-parallel.svg", "ns/op per case, parallel"),
+    ("codec-position.svg", "ns/op by key position, C63"),
+];
+
+fn headline_series(
+    r: &Results,
+    groups: &[(String, String)],
+    mode: &str,
+) -> Vec<(String, Vec<Option<f64>>)> {
+    HEADLINE
+        .iter()
+        .map(|n| {
+            let v: Vec<Option<f64>> = groups
+                .iter()
+                .map(|(c, o)| get(r, c, o, n, mode).map(|x| x.ns_per_op))
+                .collect();
+            (n.to_string(), v)
+        })
+        .filter(|(_, v)| v.iter().any(Option::is_some))
+        .collect()
+}
+
+/// The codec charts.
+pub fn codec_charts(r: &Results) -> Vec<(&'static str, BarChart)> {
+    let cases = case_names();
+    let asc: Vec<(String, String)> = cases
+        .iter()
+        .map(|c| (c.clone(), "ascending".into()))
+        .collect();
+    let threads = r
+        .records
+        .iter()
+        .find(|x| x.mode == "parallel")
+        .map_or(0, |x| x.threads);
+    let mut out = vec![(
+        "codec-serial.svg",
+        BarChart {
+            title: "Take one observed key: ns/op, serial (lower is better)".into(),
+            y_label: "ns/op (log)".into(),
+            groups: cases.clone(),
+            series: headline_series(r, &asc, "serial"),
+            log: true,
+        },
+    )];
+    let peers: Vec<(String, Vec<Option<f64>>)> = HEADLINE
+        .iter()
+        .filter(|n| **n != "y3-observe")
+        .map(|n| {
+            let v = cases
+                .iter()
+                .map(|c| speedup(r, c, "ascending", n, "y3-observe", "serial"))
+                .collect();
+            (n.to_string(), v)
+        })
+        .filter(|(_, v): &(String, Vec<Option<f64>>)| v.iter().any(Option::is_some))
+        .collect();
+    out.push((
+        "codec-speedup.svg",
+        BarChart {
+            title: "Speed-up of y3-observe: peer ns/op ÷ y3 ns/op, serial".into(),
+            y_label: "× (log)".into(),
+            groups: cases.clone(),
+            series: peers,
+            log: true,
+        },
+    ));
+    out.push((
+        "codec-parallel.svg",
+        BarChart {
+            title: format!("Take one observed key: ns/op per thread, {threads} threads"),
+            y_label: "ns/op (log)".into(),
+            groups: cases,
+            series: headline_series(r, &asc, "parallel"),
+            log: true,
+        },
+    ));
+    let sweep = sweep_cases();
+    let groups: Vec<(String, String)> = sweep
+        .iter()
+        .map(|(c, _)| (c.clone(), "ascending".into()))
+        .collect();
+    out.push((
+        "codec-position.svg",
+        BarChart {
+            title: "C63: ns/op by position of the observed key, serial".into(),
+            y_label: "ns/op (log)".into(),
+            groups: sweep.iter().map(|(c, p)| format!("{p} ({c})")).collect(),
+            series: headline_series(r, &groups, "serial"),
+            log: true,
+        },
+    ));
+    out
+}
+
+/// The short README section: machine, command, the serial table of the headline rows, the
+/// targets and the charts (paths relative to the README, under `docs_rel`).
+pub fn codec_summary(r: &Results, docs_rel: &str) -> String {
+    let cases = case_names();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Measured on {} with `{}` ({}median of {} samples; Go {}).\n",
+        r.meta.machine,
+        r.meta.command,
+        if r.meta.quick { "`--quick`, " } else { "" },
+        r.meta.samples,
+        if r.meta.go_version.is_empty() {
+            "not run"
+        } else {
+            r.meta.go_version.as_str()
+        }
+    );
+    out.push_str("| ns/op, serial | ");
+    out.push_str(&cases.join(" | "));
+    out.push_str(" | y3 speed-up at C63-K32 |\n| --- |");
+    out.push_str(&" --: |".repeat(cases.len() + 1));
+    out.push('\n');
+    for n in HEADLINE {
+        if get(r, "C63-K32", "ascending", n, "serial").is_none() {
+            continue;
+        }
+        let _ = write!(out, "| `{n}` |");
+        for c in &cases {
+            let _ = write!(out, " {} |", cell(get(r, c, "ascending", n, "serial")));
+        }
+        let s = speedup(r, "C63-K32", "ascending", n, "y3-observe", "serial");
+        let _ = writeln!(
+            out,
+            " {} |",
+            if n == "y3-observe" {
+                "1×".to_string()
+            } else {
+                s.map_or("–".into(), ratio)
+            }
+        );
+    }
+    let _ = write!(out, "| *report's Go Y3 (Go 1.14, i7)* |");
+    for v in REPORT_Y3_SERIAL {
+        let _ = write!(out, " *{}* |", ns(v));
+    }
+    out.push_str(" |\n\n");
+    targets_table(&mut out, &codec_targets(r), ABSENT);
+    let _ = writeln!(out, "\nFull tables (parallel, published order, key sweep, CPU time, allocations, all peers): [{docs_rel}/codec.md]({docs_rel}/codec.md).\n");
+    for (file, alt) in CODEC_CHARTS.iter().take(2) {
+        let _ = writeln!(out, "![{alt}]({docs_rel}/{file})\n");
+    }
+    out
+}
+
+/// The Erlang report's figures (msg/s): protobuf encode, decode.
+pub const ERLANG_PROTOBUF: (f64, f64) = (103_000.0, 61_000.0);
+
+/// The serde targets: y3 encode+decode at least prost's.
+pub fn serde_targets(r: &Results) -> Vec<Target> {
+    let round = |imp: &str| -> Option<f64> {
+        let e = r
+            .records
+            .iter()
+            .find(|x| x.implementation == imp && x.op == "encode" && x.mode == "serial")?;
+        let d = r
+            .records
+            .iter()
+            .find(|x| x.implementation == imp && x.op == "decode" && x.mode == "serial")?;
+        Some(1e9 / (e.ns_per_op + d.ns_per_op))
+    };
+    let v = match (round("y3-derive"), round("prost")) {
+        (Some(y), Some(p)) => Some(y / p),
+        _ => None,
+    };
+    vec![target(
+        "envelope: y3-derive encode+decode msg/s ÷ prost's",
+        v,
+        1.0,
+        true,
+    )]
+}
+
+fn kmsg(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{:.2} M", v / 1e6)
+    } else {
+        format!("{:.0} k", v / 1e3)
+    }
+}
+
+/// The serde report.
+pub fn serde_markdown(r: &Results) -> String {
+    let mut out = String::from("# Serialization lab: encode and decode msg/s\n\n");
+    header(&mut out, r);
+    let serial: Vec<&Record> = r.records.iter().filter(|x| x.mode == "serial").collect();
+    let names = impl_names(&serial);
+    out.push_str(
+        "## Serial: messages per second (median), the Erlang report's unit\n\n\
+         | implementation | case | bytes | encode msg/s | decode msg/s | encode+decode msg/s | encode ns | decode ns | decode allocs |\n\
+         | --- | --- | --: | --: | --: | --: | --: | --: | --: |\n",
+    );
+    for n in &names {
+        let e = serial
+            .iter()
+            .find(|x| &x.implementation == n && x.op == "encode");
+        let d = serial
+            .iter()
+            .find(|x| &x.implementation == n && x.op == "decode");
+        let (Some(e), Some(d)) = (e, d) else { continue };
+        let _ = writeln!(
+            out,
+            "| `{n}` | {} | {} | {} | {} | {} | {} | {} | {} |",
+            e.case,
+            e.bytes,
+            kmsg(e.ops_per_s),
+            kmsg(d.ops_per_s),
+            kmsg(1e9 / (e.ns_per_op + d.ns_per_op)),
+            ns(e.ns_per_op),
+            ns(d.ns_per_op),
+            d.allocs_per_op.map_or("–".into(), |a| format!("{a:.1}")),
+        );
+    }
+    let _ = writeln!(
+        out,
+        "| *Erlang report: protobuf (its machine)* | ~130 B message | | *{}* | *{}* | | | | |\n",
+        kmsg(ERLANG_PROTOBUF.0),
+        kmsg(ERLANG_PROTOBUF.1)
+    );
+    let parallel: Vec<&Record> = r.records.iter().filter(|x| x.mode == "parallel").collect();
+    if !parallel.is_empty() {
+        let _ = writeln!(
+            out,
+            "## Parallel ({} threads): aggregate msg/s\n\n| implementation | encode msg/s | decode msg/s |\n| --- | --: | --: |",
+            parallel[0].threads
+        );
+        for n in impl_names(&parallel) {
+            let e = parallel
+                .iter()
+                .find(|x| x.implementation == n && x.op == "encode");
+            let d = parallel
+                .iter()
+                .find(|x| x.implementation == n && x.op == "decode");
+            let _ = writeln!(
+                out,
+                "| `{n}` | {} | {} |",
+                e.map_or("–".into(), |x| kmsg(x.ops_per_s)),
+                d.map_or("–".into(), |x| kmsg(x.ops_per_s))
+            );
+        }
+        out.push('\n');
+    }
+    out.push_str("## Targets\n\n");
+    targets_table(&mut out, &serde_targets(r), ABSENT);
+    out.push_str("\n## Chart\n\n![encode and decode msg/s](serde.svg)\n");
+    out
+}
+
+/// The serde chart.
+pub fn serde_charts(r: &Results) -> Vec<(&'static str, BarChart)> {
+    let serial: Vec<&Record> = r.records.iter().filter(|x| x.mode == "serial").collect();
+    let series = impl_names(&serial)
+        .into_iter()
+        .map(|n| {
+            let v = ["encode", "decode"]
+                .iter()
+                .map(|op| {
+                    serial
+                        .iter()
+                        .find(|x| x.implementation == n && x.op == *op)
+                        .map(|x| x.ops_per_s / 1e6)
+                })
+                .collect();
+            (n, v)
+        })
+        .collect();
+    vec![(
+        "serde.svg",
+        BarChart {
+            title: "Envelope (~120 B) and MQTT PUBLISH: million msg/s, serial (higher is better)"
+                .into(),
+            y_label: "M msg/s".into(),
+            groups: vec!["encode".into(), "decode".into()],
+            series,
+            log: false,
+        },
+    )]
+}
+
+/// The short README section for the serde suite.
+pub fn serde_summary(r: &Results, docs_rel: &str) -> String {
+    let mut out = format!(
+        "Measured on {} with `{}`.\n\n",
+        r.meta.machine, r.meta.command
+    );
+    let md = serde_markdown(r);
+    if let Some(start) = md.find("| implementation | case") {
+        let table: String = md[start..]
+            .lines()
+            .take_while(|l| l.starts_with('|'))
+            .collect::<Vec<_>>()
+            .join("\n");
+        out.push_str(&table);
+        out.push_str("\n\n");
+    }
+    targets_table(&mut out, &serde_targets(r), ABSENT);
+    let _ = writeln!(out, "\n![encode and decode msg/s]({docs_rel}/serde.svg)\n");
+    out
+}
+
+/// Fills a report template: every `{{name}}` in `template` becomes its value. The prose of
+/// the reports lives in Markdown templates (`include_str!`), the figures come from code.
+/// A template file ends with a newline that is not part of the text.
+///
+/// # Panics
+/// When a placeholder of the template has no value, or a value no placeholder (a template
+/// out of step with its code: caught by every test that renders a report).
+pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
+    let mut out = template.strip_suffix('\n').unwrap_or(template).to_string();
+    for (name, value) in values {
+        let key = format!("{{{{{name}}}}}");
+        assert!(out.contains(&key), "template has no {key}");
+        out = out.replacen(&key, value, 1);
+    }
+    if let Some(at) = out.find("{{") {
+        let rest = &out[at..];
+        let end = rest.find("}}").map_or(rest.len(), |e| e + 2);
+        panic!("template placeholder {} has no value", &rest[..end]);
+    }
+    out
+}
+
+/// A suite's recorded results as the lab publishes them: the JSON file, the Markdown report
+/// with its charts, the README section, the targets and notes. Codec/serde [`Results`] and
+/// network [`NetResults`](crate::net::record::NetResults) both implement it, so one
+/// publishing step serves every suite.
+pub trait Publish {
+    /// The report's name: files `NAME.md`, README markers `y3-bench:NAME:start/end`.
+    fn name(&self) -> String;
+    /// Writes the results as pretty JSON.
+    ///
+    /// # Errors
+    /// IO errors.
+    fn write_json(&self, path: &Path) -> Result<()>;
+    /// The full report, its charts (file name, chart) and its targets.
+    fn render(&self) -> (String, Vec<(String, BarChart)>, Vec<Target>);
+    /// The README section, linking the report and charts under `docs_rel`.
+    fn summary(&self, docs_rel: &str) -> String;
+    /// The run's notes (skipped rows, missing peers).
+    fn notes(&self) -> &[String];
+    /// Whether the command prints the report's tables when it is done (network suites).
+    fn print_tables(&self) -> bool {
+        false
+    }
+}
+
+impl Publish for Results {
+    fn name(&self) -> String {
+        self.meta.suite.clone()
+    }
+
+    fn write_json(&self, path: &Path) -> Result<()> {
+        Results::write_json(self, path)
+    }
+
+    fn render(&self) -> (String, Vec<(String, BarChart)>, Vec<Target>) {
+        let (markdown, charts, targets) = match self.meta.suite.as_str() {
+            "codec" => (
+                codec_markdown(self),
+                codec_charts(self),
+                codec_targets(self),
+            ),
+            _ => (
+                serde_markdown(self),
+                serde_charts(self),
+                serde_targets(self),
+            ),
+        };
+        let charts = charts.into_iter().map(|(f, c)| (f.to_string(), c));
+        (markdown, charts.collect(), targets)
+    }
+
+    fn summary(&self, docs_rel: &str) -> String {
+        match self.meta.suite.as_str() {
+            "codec" => codec_summary(self, docs_rel),
+            _ => serde_summary(self, docs_rel),
+        }
+    }
+
+    fn notes(&self) -> &[String] {
+        &self.notes
+    }
+}
+
+/// Writes a report (`name`.md plus charts) into `dir`; returns the files written.
+///
+/// # Errors
+/// IO errors.
+pub fn write_report(
+    dir: &Path,
+    name: &str,
+    markdown: &str,
+    charts: &[(&str, BarChart)],
+) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut files = Vec::new();
+    let md = dir.join(format!("{name}.md"));
+    std::fs::write(&md, markdown)?;
+    files.push(md);
+    for (file, chart) in charts {
+        if chart.is_empty() {
+            continue;
+        }
+        let path = dir.join(file);
+        charts::draw(chart, &path)?;
+        files.push(path);
+    }
+    Ok(files)
+}
+
+/// Replaces the text between `<!-- y3-bench:{section}:start -->` and
+/// `<!-- y3-bench:{section}:end -->` in `path` with `body`.
+///
+/// # Errors
+/// When the file or a marker is missing.
+pub fn update_readme(path: &Path, section: &str, body: &str) -> Result<()> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let out = replace_section(&text, section, body)
+        .with_context(|| format!("{}: no y3-bench:{section} markers", path.display()))?;
+    std::fs::write(path, out)?;
+    Ok(())
+}
+
+/// The text with the marked section replaced (see [`update_readme`]).
+///
+/// # Errors
+/// When a marker is missing or out of order.
+pub fn replace_section(text: &str, section: &str, body: &str) -> Result<String> {
+    let start = format!("<!-- y3-bench:{section}:start -->");
+    let end = format!("<!-- y3-bench:{section}:end -->");
+    let (Some(a), Some(b)) = (text.find(&start), text.find(&end)) else {
+        bail!("markers missing");
+    };
+    if b < a {
+        bail!("markers out of order");
+    }
+    Ok(format!(
+        "{}{start}\n{}\n{}",
+        &text[..a],
+        body.trim_end(),
+        &text[b..]
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::{Measurement, Mode};
+
+    fn rec(imp: &str, case: &str, order: &str, mode: Mode, ns_per_op: f64) -> Record {
+        let m = Measurement {
+            mode,
+            threads: if mode == Mode::Serial { 1 } else { 2 },
+            ns_per_op,
+            ns_range: (ns_per_op, ns_per_op),
+            cpu_ns_per_op: ns_per_op,
+            ops_per_s: 1e9 / ns_per_op,
+            samples: 5,
+            batch: 100,
+            allocs_per_op: Some(0.0),
+        };
+        Record {
+            suite: "codec".into(),
+            case: case.into(),
+            order: order.into(),
+            implementation: imp.into(),
+            format: "y3".into(),
+            op: "observe".into(),
+            key_pos: 32,
+            ..Record::from_measurement(&m)
+        }
+    }
+
+    fn results() -> Results {
+        let mut records = Vec::new();
+        for c in case_names() {
+            records.push(rec("y3-observe", &c, "ascending", Mode::Serial, 20.0));
+            records.push(rec("y3-stream7", &c, "ascending", Mode::Serial, 26.0));
+            records.push(rec("sonic-rs-get", &c, "ascending", Mode::Serial, 400.0));
+            records.push(rec("protobuf-scan", &c, "ascending", Mode::Serial, 40.0));
+            records.push(rec("go-y3-report", &c, "ascending", Mode::Serial, 500.0));
+            records.push(rec("y3-observe", &c, "ascending", Mode::Parallel, 21.0));
+            records.push(rec("y3-observe", &c, "published", Mode::Serial, 15.0));
+        }
+        Results {
+            records,
+            ..Results::default()
+        }
+    }
+
+    #[test]
+    fn targets_are_checked_with_shortfalls() {
+        let t = codec_targets(&results());
+        assert_eq!(t.len(), 5);
+        assert_eq!((t[0].met, t[0].measured.as_str()), (Some(true), "20×"));
+        // 500 / 20 = 25× against 30×: missed by 17%.
+        assert_eq!(t[1].met, Some(false));
+        assert!(t[1].shortfall.contains("17%"), "{}", t[1].shortfall);
+        assert_eq!(t[2].met, Some(true));
+        assert_eq!(t[4].met, Some(true));
+        let empty = codec_targets(&Results::default());
+        assert!(empty.iter().all(|t| t.met.is_none()));
+    }
+
+    #[test]
+    fn markdown_has_the_tables_and_report_rows() {
+        let md = codec_markdown(&results());
+        assert!(
+            md.contains("| `y3-observe` | y3 | 20.0 | 20.0 | 20.0 | 20.0 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| `sonic-rs-get` | 20× | 20× | 20× | 20× |"),
+            "{md}"
+        );
+        assert!(md.contains("*2\u{202f}077*"));
+        assert!(md.contains("## Parallel (2 threads)"));
+        assert!(md.contains("C63-K32 (key at 32)"));
+        assert!(md.contains("![ns/op per case, serial](codec-serial.svg)"));
+        let summary = codec_summary(&results(), "docs/bench");
+        assert!(summary.contains("(docs/bench/codec.md)"));
+        assert!(
+            summary.contains("| `sonic-rs-get` | 400 | 400 | 400 | 400 | 20× |"),
+            "{summary}"
+        );
+    }
+
+    #[test]
+    fn readme_section_is_replaced_between_markers() {
+        let text = "a\n<!-- y3-bench:codec:start -->\nold\n<!-- y3-bench:codec:end -->\nb\n";
+        let out = replace_section(text, "codec", "new table\n").unwrap();
+        assert_eq!(
+            out,
+            "a\n<!-- y3-bench:codec:start -->\nnew table\n<!-- y3-bench:codec:end -->\nb\n"
+        );
+        assert!(replace_section("no markers", "codec", "x").is_err());
+    }
+
+    #[test]
+    fn writes_markdown_and_charts() {
+        let r = results();
+        let dir = std::env::temp_dir().join(format!("y3-bench-report-{}", std::process::id()));
+        let files = write_report(&dir, "codec", &codec_markdown(&r), &codec_charts(&r)).unwrap();
+        let names: Vec<_> = files
+            .iter()
+            .map(|f| f.file_name().unwrap().to_string_lossy().to_string())
+            .collect();
+        assert!(names.contains(&"codec.md".to_string()));
+        assert!(names.contains(&"codec-serial.svg".to_string()));
+        assert!(names.contains(&"codec-speedup.svg".to_string()));
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn number_formats() {
+        assert_eq!(ns(21.34), "21.3");
+        assert_eq!(ns(43010.0), "43\u{202f}010");
+        assert_eq!(ratio(20.4), "20×");
+        assert_eq!(ratio(1.26), "1.3×");
+        assert_eq!(ratio(0.844), "0.84×");
+    }
+}

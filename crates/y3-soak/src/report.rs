@@ -1,0 +1,232 @@
+//! The soak's ledger: every frame a soak client sent is read by the router or known to be
+//! in doubt; every delivery the router owed is written, dropped and counted, or queued; a
+//! healthy sink receives exactly what the router wrote for it.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::chaos::ChaosCounts;
+use crate::flows::{Received, Sent};
+use crate::prom::Totals;
+
+/// One healthy flow's ledger.
+#[derive(Debug, Serialize)]
+pub struct FlowLedger {
+    /// Flow name.
+    pub name: String,
+    /// Its tag.
+    pub tag: u32,
+    /// What the source wrote.
+    pub sent: Sent,
+    /// What the routers read on the tag, over all lifetimes.
+    pub router_in: u64,
+    /// What the routers wrote on the tag.
+    pub router_out: u64,
+    /// What the sink received.
+    pub received: u64,
+    /// Sequence numbers the sink never saw.
+    pub missing: u64,
+    /// Duplicates or reordering.
+    pub disordered: u64,
+    /// Latency p50 / p99 / p99.9 / max, µs.
+    pub latency_us: [u64; 4],
+}
+
+impl FlowLedger {
+    /// Builds the ledger of a flow on `tag`.
+    pub fn new(name: &str, tag: u32, sent: Sent, seen: &Received, lifetimes: &[Totals]) -> Self {
+        let q = |p: f64| seen.latency.value_at_quantile(p);
+        FlowLedger {
+            name: name.to_owned(),
+            tag,
+            sent,
+            router_in: lifetimes.iter().map(|t| t.tag_in(tag)).sum(),
+            router_out: lifetimes.iter().map(|t| t.tag_out(tag)).sum(),
+            received: seen.frames,
+            missing: seen.missing,
+            disordered: seen.disordered,
+            latency_us: [q(0.5), q(0.99), q(0.999), seen.latency.max()],
+        }
+    }
+
+    /// Frames lost without a count: sent (surely) but never read by the router, or
+    /// written by the router and never received.
+    pub fn unaccounted(&self) -> u64 {
+        self.sent.confirmed.saturating_sub(self.router_in)
+            + self
+                .router_in
+                .saturating_sub(self.sent.confirmed + self.sent.ambiguous)
+            + self.router_out.abs_diff(self.received)
+    }
+}
+
+/// The whole run.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    /// Seconds run.
+    pub seconds: f64,
+    /// Router lifetimes (restarts + 1).
+    pub lifetimes: Vec<Totals>,
+    /// Healthy flows.
+    pub healthy: Vec<FlowLedger>,
+    /// The chaos flows' sinks: (name, frames received).
+    pub chaos_sinks: Vec<(String, u64)>,
+    /// What the chaos did.
+    pub chaos: ChaosCounts,
+    /// RSS: at the first sample, the highest, the last (MiB), and the last lifetime's
+    /// highest.
+    pub rss_mib: [f64; 4],
+}
+
+impl Report {
+    /// Deliveries the routers owed and neither wrote, counted nor queued, plus every
+    /// healthy flow's unaccounted frames. Zero for a pass.
+    pub fn unaccounted(&self) -> u64 {
+        let routers: i64 = self.lifetimes.iter().map(|t| t.unaccounted().abs()).sum();
+        routers as u64
+            + self
+                .healthy
+                .iter()
+                .map(FlowLedger::unaccounted)
+                .sum::<u64>()
+    }
+
+    /// Why the run fails, if it does.
+    pub fn failures(&self) -> Vec<String> {
+        let mut f = Vec::new();
+        for (i, t) in self.lifetimes.iter().enumerate() {
+            if t.unaccounted() != 0 {
+                f.push(format!(
+                    "router lifetime {i}: {} deliveries unaccounted",
+                    t.unaccounted()
+                ));
+            }
+        }
+        for h in &self.healthy {
+            if h.unaccounted() != 0 {
+                f.push(format!(
+                    "{}: {} frames unaccounted",
+                    h.name,
+                    h.unaccounted()
+                ));
+            }
+            if h.disordered != 0 {
+                f.push(format!(
+                    "{}: {} duplicated or reordered",
+                    h.name, h.disordered
+                ));
+            }
+            if h.received == 0 {
+                f.push(format!("{}: nothing received", h.name));
+            }
+        }
+        let c = &self.chaos;
+        let get = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+        let mut held = c
+            .partial_held_ms
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        held.sort_unstable();
+        // The soak's router cuts partial frames after 2 s of silence.
+        if held.get(held.len() / 2).is_some_and(|&ms| ms > 3000) {
+            f.push(format!(
+                "partial frames held {} ms (median), past the 2 s stall timeout",
+                held[held.len() / 2]
+            ));
+        }
+        if held.is_empty() {
+            f.push("no partial frame was cut".to_owned());
+        }
+        if get(&c.garbage_left_open) != 0 {
+            f.push(format!(
+                "{} garbage connections left open",
+                get(&c.garbage_left_open)
+            ));
+        }
+        f
+    }
+
+    /// The Markdown summary.
+    pub fn markdown(&self) -> String {
+        let mut s = String::new();
+        let get = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+        let sum = |f: fn(&Totals) -> u64| self.lifetimes.iter().map(f).sum::<u64>();
+        let _ = writeln!(
+            s,
+            "Soak of `y3 serve`: {:.0} s, {} router lifetimes ({} restarts, SIGTERM).\n",
+            self.seconds,
+            self.lifetimes.len(),
+            self.lifetimes.len().saturating_sub(1)
+        );
+        let _ = writeln!(s, "| flow | sent (in doubt) | router read | router wrote | received | missing | disordered | p50 µs | p99 µs | p99.9 µs | max µs | unaccounted |");
+        let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|");
+        for h in &self.healthy {
+            let [p50, p99, p999, max] = h.latency_us;
+            let _ = writeln!(
+                s,
+                "| {} (0x{:x}) | {} ({}) | {} | {} | {} | {} | {} | {p50} | {p99} | {p999} | {max} | {} |",
+                h.name, h.tag, h.sent.confirmed, h.sent.ambiguous, h.router_in, h.router_out,
+                h.received, h.missing, h.disordered, h.unaccounted()
+            );
+        }
+        let dropped = self
+            .lifetimes
+            .iter()
+            .fold(std::collections::BTreeMap::new(), |mut m, t| {
+                for (k, v) in &t.dropped {
+                    *m.entry(k.clone()).or_insert(0u64) += v;
+                }
+                m
+            });
+        let drops: Vec<String> = dropped
+            .iter()
+            .filter(|(_, v)| **v > 0)
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        let _ = writeln!(
+            s,
+            "\nRouters: {} deliveries owed, {} written, {} dropped and counted ({}), {} unaccounted.",
+            sum(|t| t.deliveries),
+            sum(|t| t.frames_out.values().sum()),
+            sum(|t| t.dropped.values().sum()),
+            drops.join(", "),
+            self.lifetimes.iter().map(|t| t.unaccounted()).sum::<i64>()
+        );
+        let evictions = sum(|t| t.evictions.values().sum());
+        let errors = sum(|t| t.protocol_errors.values().sum());
+        let held_off = sum(|t| t.rejected.get("held_off").copied().unwrap_or(0));
+        let c = &self.chaos;
+        let mut held = c
+            .partial_held_ms
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        held.sort_unstable();
+        let held_p50 = held.get(held.len() / 2).copied().unwrap_or(0);
+        let held_max = held.last().copied().unwrap_or(0);
+        let _ = writeln!(
+            s,
+            "Chaos: {} relay-function kills ({} frames relayed); {} slow-consumer evictions, {} reconnects held off; \
+             {} garbage connections closed ({} left open); {} partial frames cut (held {} ms median, {} ms at most); \
+             {} protocol errors counted; {} storm clients ({} failed).",
+            get(&c.functions_killed), get(&c.relayed), evictions, held_off,
+            get(&c.garbage_closed), get(&c.garbage_left_open), get(&c.partial_cut),
+            held_p50,
+            held_max, errors, get(&c.storm_clients), get(&c.storm_failures)
+        );
+        for (name, n) in &self.chaos_sinks {
+            let _ = writeln!(s, "Chaos sink {name}: {n} frames.");
+        }
+        let [first, peak, last, last_peak] = self.rss_mib;
+        let _ = writeln!(
+            s,
+            "\nRouter RSS: {first:.1} MiB at the first sample, {peak:.1} MiB at the highest, \
+             {last:.1} MiB at the last ({last_peak:.1} MiB the last lifetime's highest).\n\n\
+             **Unaccounted frames: {}.**",
+            self.unaccounted()
+        );
+        s
+    }
+}

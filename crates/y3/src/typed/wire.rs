@@ -1,0 +1,184 @@
+//! Headers and fields: the building blocks every [`FieldValue`](super::FieldValue) impl and
+//! the marshal API share.
+
+use bytes::BufMut;
+
+use super::{FieldValue, FIRST_USER_KEY};
+use crate::tag::{Header, MAX_HEADER_LEN};
+use crate::{DecodeError, Dialect, EncodeError, Packet, Tag};
+
+/// A header already written into a small array.
+pub(super) struct Head {
+    bytes: [u8; MAX_HEADER_LEN + 1],
+    len: usize,
+}
+
+impl core::ops::Deref for Head {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+/// Writes the header for `tag` and a `len`-byte value.
+#[inline]
+pub(super) fn header(tag: Tag, len: usize, dialect: Dialect) -> Result<Head, EncodeError> {
+    let mut bytes = [0u8; MAX_HEADER_LEN + 1];
+    let len = Header::write(tag, len, dialect, &mut bytes)?;
+    Ok(Head { bytes, len })
+}
+
+/// Checks that `buf` can take `required` more bytes.
+#[inline]
+pub(super) fn reserve(buf: &impl BufMut, required: usize) -> Result<(), EncodeError> {
+    if buf.remaining_mut() < required {
+        return Err(EncodeError::BufferTooSmall {
+            required: required as u64,
+            remaining: buf.remaining_mut() as u64,
+        });
+    }
+    Ok(())
+}
+
+/// Writes the header and value of `v` with tag `tag`.
+#[inline(always)]
+pub(super) fn put_packet<T: FieldValue>(
+    tag: Tag,
+    v: &T,
+    dialect: Dialect,
+    buf: &mut impl BufMut,
+) -> Result<(), EncodeError> {
+    put_header(tag, v.value_len(dialect), dialect, buf)?;
+    v.encode_value(dialect, buf)
+}
+
+/// Writes the header for `tag` and a `len`-byte value.
+///
+/// The usual header — a one-byte tag, a value under 8 KiB — is written as one fixed-size
+/// slice (a store, where a variable-length copy is a `memcpy` call); the rest goes through
+/// [`Header::write`], which also reports the errors.
+#[inline(always)]
+pub(super) fn put_header(
+    tag: Tag,
+    len: usize,
+    dialect: Dialect,
+    buf: &mut impl BufMut,
+) -> Result<(), EncodeError> {
+    if let (true, Some(t)) = (dialect.has_node_flag(), tag.byte()) {
+        // PVarInt: one group `00xx_xxxx` for 0..=63, two groups `10xx_xxxx 0yyy_yyyy` for
+        // 64..=8191 (the sign bit, bit 6 of the first group, clear).
+        if len < 0x40 {
+            buf.put_slice(&[t, len as u8]);
+            return Ok(());
+        }
+        if len < 0x2000 {
+            buf.put_slice(&[t, 0x80 | (len >> 7) as u8, (len & 0x7f) as u8]);
+            return Ok(());
+        }
+    }
+    buf.put_slice(&header(tag, len, dialect)?);
+    Ok(())
+}
+
+/// Bytes a struct field `key` holding `v` takes, header included; 0 when it is omitted.
+///
+/// ```
+/// use y3::{typed::field_len, Dialect};
+/// assert_eq!(field_len(0x11, &128i32, Dialect::Golang), 4); // 11 02 81 00
+/// assert_eq!(field_len(0x12, &String::new(), Dialect::Golang), 0);
+/// ```
+#[inline]
+pub fn field_len<T: FieldValue>(key: u32, v: &T, dialect: Dialect) -> usize {
+    if v.is_omitted() {
+        return 0;
+    }
+    let len = v.value_len(dialect);
+    Header::encoded_len(T::SHAPE.tag(key), len, dialect) + len
+}
+
+/// Writes a struct field `key` holding `v` (nothing when it is omitted): the building
+/// block of [`Message::encode_fields`](super::Message::encode_fields).
+///
+/// Like prost's `encode_raw`, this does not check `buf`'s room first; the entry points
+/// ([`marshal`](super::marshal), [`Message::encode_packet`](super::Message::encode_packet)) do. A `buf` that cannot grow panics in
+/// [`BufMut::put_slice`].
+///
+/// # Errors
+/// [`EncodeError::InvalidTag`](crate::EncodeError::InvalidTag) when `key` exceeds [`Dialect::max_tag`],
+/// [`EncodeError::TooLong`](crate::EncodeError::TooLong) for a value above `i32::MAX` bytes.
+///
+/// # Examples
+///
+/// ```
+/// use y3::{typed::encode_field, Dialect};
+/// let mut out = Vec::new();
+/// encode_field(0x11, &vec![1i32, -1], Dialect::Golang, &mut out)?;
+/// encode_field(0x12, &String::new(), Dialect::Golang, &mut out)?; // omitted
+/// assert_eq!(out, [0xd1, 0x06, 0x00, 0x01, 0x01, 0x00, 0x01, 0x7f]);
+/// # Ok::<(), y3::EncodeError>(())
+/// ```
+#[inline]
+pub fn encode_field<T: FieldValue>(
+    key: u32,
+    v: &T,
+    dialect: Dialect,
+    buf: &mut impl BufMut,
+) -> Result<(), EncodeError> {
+    if v.is_omitted() {
+        return Ok(());
+    }
+    put_packet(T::SHAPE.tag(key), v, dialect, buf)
+}
+
+/// Reads a field, an element or any bare packet as `T`: the building block of
+/// [`Message::merge_field`](super::Message::merge_field).
+///
+/// # Errors
+/// As [`FieldValue::decode_value`].
+///
+/// # Examples
+///
+/// ```
+/// let packet = y3::decode(&[0xd1, 0x06, 0x00, 0x01, 0x01, 0x00, 0x01, 0x7f])?;
+/// assert_eq!(y3::typed::decode_field::<Vec<i32>>(&packet)?, [1, -1]);
+/// assert_eq!(y3::typed::decode_field::<i32>(&packet).unwrap_err().kind(), "wrong_type");
+/// # Ok::<(), y3::DecodeError>(())
+/// ```
+#[inline]
+pub fn decode_field<T: FieldValue>(packet: &Packet<'_>) -> Result<T, DecodeError> {
+    T::decode_value(packet)
+}
+
+/// Refuses the keys the reference `Marshal` panics on: `0x01..=0x0f` ("prohibit the use of
+/// this key"), `0x00` ("observe cannot be 0"; it is also the array element key) and, in the
+/// one-byte dialects, `0x40..`.
+pub(super) fn check_key(key: u32, dialect: Dialect) -> Result<(), EncodeError> {
+    if key < FIRST_USER_KEY {
+        return Err(EncodeError::ReservedTag { tag: key });
+    }
+    Tag::primitive(key).check(dialect)
+}
+
+/// Bytes of the packet under the root (0 when omitted), checked against the length limit.
+pub(super) fn inner_len<T: FieldValue>(
+    key: u32,
+    v: &T,
+    dialect: Dialect,
+) -> Result<usize, EncodeError> {
+    if v.is_omitted() {
+        return Ok(0);
+    }
+    let len = v.value_len(dialect);
+    check_len(len)?;
+    Ok(Header::encoded_len(T::TOP_SHAPE.tag(key), len, dialect) + len)
+}
+
+pub(super) fn check_len(len: usize) -> Result<(), EncodeError> {
+    if len > i32::MAX as usize {
+        return Err(EncodeError::TooLong {
+            len: len as u64,
+            limit: i32::MAX as u64,
+        });
+    }
+    Ok(())
+}
