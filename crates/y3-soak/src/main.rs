@@ -256,7 +256,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
             ));
         }
         let secs = epoch.elapsed().as_secs();
-        if secs % progress == 0 {
+        if secs.is_multiple_of(progress) {
             eprintln!(
                 "soak: {secs} s, router RSS {:.1} MiB, lifetime {}",
                 samples.last().map_or(0.0, |s| s.1),
