@@ -24,6 +24,7 @@
 
 pub mod e2e;
 pub mod echo;
+pub mod federation;
 pub mod pingpong;
 pub mod proc;
 pub mod record;
