@@ -379,8 +379,8 @@ fn pipeline_across_three_routers_interest_and_two_publishers() {
         // 3. Two routers publish the same tag: sinks on A and C get each frame once; nothing
         //    comes back to its publisher or loops.
         let (on_c, on_a) = (
-            receiving(sink, 1000, Duration::from_secs(3)),
-            receiving(local, 1000, Duration::from_secs(3)),
+            receiving(sink, 1000, Duration::from_secs(5)),
+            receiving(local, 1000, Duration::from_secs(5)),
         );
         tokio::join!(
             send(a.options("pa"), 0x12, "pa", 500),
@@ -422,7 +422,9 @@ fn nats_node_killed_mid_stream_durable_exact_plain_counted() {
                 && c.metric("y3_router_federation_subscriptions") >= 2
         });
         let n = 3000;
-        let durable = receiving(durable, n as usize, Duration::from_secs(8));
+        // JetStream elects new leaders for the stream and the consumer (seconds, longer on a
+        // loaded machine); the publisher stores again what was not acknowledged meanwhile.
+        let durable = receiving(durable, n as usize, Duration::from_secs(20));
         let plain = receiving(plain, n as usize, Duration::from_secs(3));
         let sending = tokio::spawn({
             let (da, pa) = (a.options("d"), a.options("p"));
@@ -488,7 +490,7 @@ fn durable_relay_router_restarted_mid_stream_misses_nothing() {
                 && c.metric("y3_router_federation_subscriptions") >= 1
         });
         let n = 2000;
-        let on_c = receiving(sink, n as usize, Duration::from_secs(8));
+        let on_c = receiving(sink, n as usize, Duration::from_secs(15));
         // About 0.8 s of sending; B stops after 0.2 s and is back 0.3 s after it stopped.
         let pause = Duration::from_millis(20);
         let sending = tokio::spawn(send_paced(a.options("s"), 0x40, "s", n, pause));
@@ -539,7 +541,7 @@ fn source_router_killed_mid_stream_durable_source_resends_and_sink_gets_each_onc
         });
         // As fast as JetStream stores them: frames are in flight when A is killed.
         let n = 10_000u64;
-        let on_c = receiving(sink, n as usize, Duration::from_secs(8));
+        let on_c = receiving(sink, n as usize, Duration::from_secs(15));
         let options = a.options("durable-source");
         let sending = tokio::spawn(async move {
             let mut source = DurableSource::connect(options).await.unwrap();

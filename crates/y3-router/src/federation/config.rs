@@ -196,6 +196,12 @@ impl FederationConfig {
                 "dot-separated tokens of letters, digits, '-' and '_'",
             );
         }
+        if !self.name.bytes().all(is_subject_byte) {
+            return bad(
+                "federation.name",
+                "letters, digits, '-' and '_' only (it is a subject token)",
+            );
+        }
         if self.publish_queue == 0 {
             return bad("federation.publish_queue", "must be at least 1");
         }

@@ -99,6 +99,23 @@ impl Federation {
         } else {
             &config.name
         };
+        if name.is_empty()
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return Err(RouterError::Config {
+                field: "federation.name",
+                problem: "empty, and mesh.name is not a subject token (letters, digits, '-', '_')",
+            });
+        }
+        if config.name.is_empty() {
+            // Routers that share a name skip each other's frames as their own.
+            tracing::warn!(
+                name,
+                "federation.name is not set: using mesh.name; every router needs its own name"
+            );
+        }
         let epoch = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
