@@ -214,6 +214,16 @@ impl Router {
             .sum::<f64>() as u64
     }
 
+    /// Deliveries owed and neither written, dropped and counted, nor queued (the router's
+    /// `Stats::unaccounted`, from its metrics; no mesh here).
+    fn unaccounted(&self) -> i64 {
+        let owed = self.metric("y3_router_deliveries_total") as i64;
+        let settled = self.metric("y3_router_frames_out_total")
+            + self.metric("y3_router_dropped_total")
+            + self.metric("y3_router_queue_depth");
+        owed - settled as i64
+    }
+
     fn lost(&self, reason: &str) -> u64 {
         let text = http_get(self.metrics, "/metrics").unwrap_or_default();
         let key = format!("y3_router_federation_lost_total{{reason=\"{reason}\"}} ");
@@ -397,6 +407,10 @@ fn pipeline_across_three_routers_interest_and_two_publishers() {
             .await
             .is_empty());
         assert_eq!(a.metric("y3_router_federation_received_total"), 500);
+        // Every delivery each router owed is accounted for, frames from NATS included.
+        for r in [&a, &b, &c] {
+            assert_eq!(r.unaccounted(), 0);
+        }
         relay.abort();
     });
     eprintln!("pipeline test: {:?}", started.elapsed());
@@ -463,6 +477,7 @@ fn nats_node_killed_mid_stream_durable_exact_plain_counted() {
             c.metric("y3_router_federation_duplicates_total"),
         );
         assert_eq!(received + lost, n, "plain frames: every loss counted");
+        assert_eq!(c.unaccounted(), 0, "C's deliveries, durable ones included");
     });
     eprintln!("node kill test: {:?}", started.elapsed());
     drop((a, c, nodes));

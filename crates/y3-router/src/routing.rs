@@ -158,13 +158,15 @@ pub(crate) async fn route(
         },
     };
     let mut left = subscribers.iter().filter(|r| accepts(r, target)).count() + downstream.len();
-    metrics.deliveries(left.max(1) as u64);
     if left == 0 {
+        // A frame that went to the federation is not owed to anyone here.
         if !federated {
+            metrics.deliveries(1);
             metrics.dropped(Drop::NoSubscriber, 1);
         }
         return;
     }
+    metrics.deliveries(left as u64);
     if let (Origin::Function, Some(journeys)) = (origin, &routes.journeys) {
         if let Ok(Some(tid)) = data.metadata.get(metadata::TID) {
             let wanted = u32::try_from(left).unwrap_or(u32::MAX);

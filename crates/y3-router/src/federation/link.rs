@@ -19,6 +19,8 @@ use super::wire::{self, Stamp};
 use super::{lock, Federation, Queued};
 use crate::acks::Ticket;
 use crate::error::RouterError;
+use crate::metrics::Drop;
+use crate::outbox::Pushed;
 use crate::routing::{self, Origin};
 use crate::session::Routed;
 use crate::shared::Shared;
@@ -486,7 +488,7 @@ fn publish_remote(fed: &Federation, remote: &HashMap<String, (HashSet<u32>, Inst
 /// A task aborted when dropped (a subscription or consumer nobody wants any more).
 struct Task(JoinHandle<()>);
 
-impl Drop for Task {
+impl std::ops::Drop for Task {
     fn drop(&mut self) {
         self.0.abort();
     }
@@ -496,7 +498,7 @@ impl Drop for Task {
 /// became active).
 struct Active(prometheus_client::metrics::gauge::Gauge);
 
-impl Drop for Active {
+impl std::ops::Drop for Active {
     fn drop(&mut self) {
         self.0.dec();
     }
@@ -741,8 +743,13 @@ async fn deliver(fed: &Federation, shared: &Shared, name: &str, data: Data) -> b
         return false;
     }
     let at = Instant::now();
+    shared.metrics.deliveries(outboxes.len() as u64);
     for outbox in outboxes {
-        outbox.push(Frame::Data(data.clone()), at).await;
+        match outbox.push(Frame::Data(data.clone()), at).await {
+            Pushed::Queued | Pushed::DroppedOldest => {}
+            Pushed::Closed => shared.metrics.dropped(Drop::Disconnected, 1),
+            Pushed::Evicted => shared.metrics.dropped(Drop::SlowConsumer, 1),
+        }
     }
     true
 }
