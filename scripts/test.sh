@@ -14,6 +14,21 @@ cargo fmt --all --check
 step "rust: clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+# The federation tests (crates/y3-cli/tests/federation.rs) start a real nats-server cluster:
+# install it once from the Go module proxy (Debian's package as the fallback), and tell the
+# tests where it is. Without it they fail rather than skip.
+step "tools: nats-server"
+tools="$(mkdir -p "${CARGO_TARGET_DIR:-target}" && cd "${CARGO_TARGET_DIR:-target}" && pwd)/tools/bin"
+if [ -z "${NATS_SERVER_BIN:-}" ]; then
+    if [ ! -x "$tools/nats-server" ]; then
+        mkdir -p "$tools"
+        GOBIN="$tools" go install github.com/nats-io/nats-server/v2@v2.15.2 ||
+            { sudo -n apt-get install -y nats-server && ln -sf "$(command -v nats-server)" "$tools/"; }
+    fi
+    export NATS_SERVER_BIN="$tools/nats-server"
+fi
+"$NATS_SERVER_BIN" --version
+
 step "rust: tests"
 cargo test --workspace --locked
 

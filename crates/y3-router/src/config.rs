@@ -119,6 +119,8 @@ pub struct RouterConfig {
     pub mesh: MeshConfig,
     /// Content filters: their limits, and filters attached to functions by name.
     pub filters: FiltersConfig,
+    /// Routers federated over NATS (`federation/config.rs`, `spec/federation.md`).
+    pub federation: crate::federation::FederationConfig,
 }
 
 /// `[listen]`: where to listen. An empty string turns a listener off.
@@ -685,6 +687,7 @@ impl RouterConfig {
         };
         self.validate_mesh()?;
         self.validate_filters()?;
+        self.federation.validate()?;
         if listen.tcp.is_none() && listen.quic.is_none() {
             return bad(
                 "listen",

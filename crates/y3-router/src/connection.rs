@@ -11,6 +11,7 @@ use futures_util::{FutureExt, SinkExt, StreamExt};
 use y3_transport::frame::{ClientType, Frame, Goaway, GoawayCode};
 use y3_transport::{Connection, FrameError, FrameReader, FrameWriter, Guard, TransportKind};
 
+use crate::acks::Acks;
 use crate::filters::RouteFilter;
 use crate::histogram::LocalLatency;
 use crate::metrics::{Direction, Drop, Metrics, TagCounters};
@@ -103,6 +104,7 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
 
     // Handshake. `level`: the extension level of a decoded handshake (0: a YoMo client).
     let mut level = None;
+    let mut wants_acks = false;
     let deadline = session.poll_timeout().unwrap_or_else(Instant::now);
     let event = tokio::select! {
         frame = reader.next() => match frame {
@@ -114,6 +116,7 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
             Some(Ok(frame)) => {
                 if let Frame::Handshake(hello) = &frame {
                     level = Some(hello.extension);
+                    wants_acks = hello.wants_acks && hello.extension >= 1;
                 }
                 session.handle_frame(Instant::now(), frame)
             }
@@ -194,6 +197,9 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
             outbox.clone(),
             &filters,
         );
+        if let Some(federation) = &shared.federation {
+            federation.observe(id, &hello.name, &hello.observed);
+        }
     }
     let writer_task = AbortOnDrop(tokio::spawn(write_loop(
         writer,
@@ -201,10 +207,30 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
         shared.metrics.clone(),
     )));
 
-    let end = read_loop(&shared, &mut session, &mut reader, &outbox, id, &hello).await;
+    // Stored acknowledgements, for a y3 client that asked (never a YoMo client: an unknown
+    // frame type makes it reconnect).
+    let acks = wants_acks.then(|| Arc::new(Acks::default()));
+    let acks_stop = tokio_util::sync::CancellationToken::new();
+    if let Some(acks) = &acks {
+        tokio::spawn(acks.clone().run(outbox.clone(), acks_stop.clone()));
+    }
+    let _acks_stop = acks_stop.drop_guard();
+    let end = read_loop(
+        &shared,
+        &mut session,
+        &mut reader,
+        &outbox,
+        id,
+        &hello,
+        acks.as_ref(),
+    )
+    .await;
 
     if client_type.receives() {
         shared.routes.unsubscribe(id);
+        if let Some(federation) = &shared.federation {
+            federation.leave(id);
+        }
     }
     // What the client is told: a goaway frame (y3 clients) before the stream ends, and
     // the same reason in the QUIC close.
@@ -336,6 +362,7 @@ async fn read_loop(
     outbox: &Outbox,
     id: SessionId,
     hello: &Peer,
+    acks: Option<&Arc<Acks>>,
 ) -> End {
     let sender_only = !hello.client_type.receives();
     let y3_source = hello.extension >= 1 && sender_only;
@@ -464,11 +491,18 @@ async fn read_loop(
                     routed,
                     origin,
                     now,
+                    acks.map(Acks::take),
                 )
                 .await;
                 shared.routing.fetch_sub(1, Ordering::Relaxed);
             }
-            Event::Drop(_, DropReason::Loop) => shared.metrics.dropped(Drop::Loop, 1),
+            Event::Drop(_, DropReason::Loop) => {
+                shared.metrics.dropped(Drop::Loop, 1);
+                // Handled (dropped and counted): sending it again would not help.
+                if let Some(acks) = acks {
+                    acks.take().done();
+                }
+            }
             Event::Close(goaway) => {
                 let kind = if goaway.reason.starts_with("bad_metadata") {
                     "bad_metadata"

@@ -20,6 +20,11 @@
 //! not lock (`routing.rs`), graceful shutdown that drains in-flight frames, and Prometheus
 //! [`metrics`].
 //!
+//! With `[federation]`, routers share frames over NATS ([`federation`], `spec/federation.md`):
+//! local frames of tags observed elsewhere are published, frames from NATS are routed locally
+//! and never published again, durable tags go through JetStream. Clients that ask for them
+//! get stored acknowledgements (`acks.rs`, `spec/frames.md`).
+//!
 //! A data frame's path, top to bottom: `connection.rs` reads it (one header parse in the
 //! codec) ─▶ [`session`] checks it ─▶ `routing.rs` picks the outboxes ─▶ `outbox.rs`
 //! queues it ─▶ `connection.rs`'s writer writes it, as the bytes it arrived as when nothing
@@ -59,10 +64,12 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod acks;
 mod budget;
 pub mod config;
 mod connection;
 mod error;
+pub mod federation;
 pub mod filters;
 mod histogram;
 mod journeys;
@@ -80,6 +87,7 @@ pub mod throttle;
 
 pub use config::RouterConfig;
 pub use error::RouterError;
+pub use federation::FederationConfig;
 pub use metrics::{DownstreamStats, Metrics, Stats};
 pub use queue::Policy;
 pub use server::{Router, RouterHandle};

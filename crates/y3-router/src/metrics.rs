@@ -268,6 +268,8 @@ pub struct Metrics {
     latency: LatencyHistogram,
     mesh: MeshFamilies,
     filters: FilterFamilies,
+    /// `[federation]`'s counters (`federation/metrics.rs`).
+    pub(crate) federation: crate::federation::FederationMetrics,
     labelled: Mutex<HashSet<u32>>,
     total_in: AtomicU64,
     total_out: AtomicU64,
@@ -305,6 +307,7 @@ impl Metrics {
             latency: LatencyHistogram::default(),
             mesh: MeshFamilies::default(),
             filters: FilterFamilies::default(),
+            federation: Default::default(),
             labelled: Mutex::new(HashSet::new()),
             total_in: AtomicU64::new(0),
             total_out: AtomicU64::new(0),
@@ -417,6 +420,7 @@ impl Metrics {
             "Withheld frames whose payload was not Y3, by tag and filter",
             m.filters.malformed.clone(),
         );
+        m.federation.register(&mut registry);
         Metrics { registry, ..m }
     }
 

@@ -17,6 +17,7 @@ use y3_transport::frame::Frame;
 
 use y3_transport::metadata;
 
+use crate::acks::Ticket;
 use crate::filters::{Evaluators, RouteFilter};
 use crate::journeys::Journeys;
 use crate::metrics::{Drop, Metrics};
@@ -38,6 +39,8 @@ pub(crate) struct Routes {
     mesh: Vec<Arc<Outbox>>,
     /// Deliveries per message of stream functions' outputs (loops in width).
     journeys: Option<Journeys>,
+    /// `[federation]`: local frames are offered to it (`federation/`).
+    federation: Option<Arc<crate::federation::Federation>>,
 }
 
 impl Routes {
@@ -48,6 +51,11 @@ impl Routes {
             journeys: Some(journeys),
             ..Routes::default()
         }
+    }
+
+    /// These routes, offering local frames to `federation` too.
+    pub fn with_federation(self, federation: Option<Arc<crate::federation::Federation>>) -> Self {
+        Routes { federation, ..self }
     }
 
     fn update(&self, change: impl FnOnce(&mut Table)) {
@@ -122,6 +130,8 @@ pub(crate) enum Origin {
     Function,
     /// An upstream zipper of a mesh: delivered locally, never forwarded again.
     Mesh,
+    /// Another router, through NATS: delivered locally, never forwarded again.
+    Federation,
 }
 
 /// Delivers `routed` to every subscriber it reaches and, for frames from local clients,
@@ -138,14 +148,24 @@ pub(crate) async fn route(
     routed: Routed,
     origin: Origin,
     at: Instant,
+    ticket: Option<Ticket>,
 ) {
     let Routed { data, target } = routed;
     let target = target.as_deref();
     let subscribers = cache.table(routes).routes(data.tag);
     let subscribers: &[_] = subscribers.as_deref().unwrap_or(&[]);
-    let downstream: &[Arc<Outbox>] = match origin {
-        Origin::Mesh => &[],
-        _ => &routes.mesh,
+    let (downstream, federated): (&[Arc<Outbox>], bool) = match origin {
+        Origin::Mesh | Origin::Federation => (&[], false),
+        _ => match &routes.federation {
+            // The federation's publisher acknowledges durable frames once stored.
+            Some(federation) => (&routes.mesh, federation.offer(&data, ticket).await),
+            None => {
+                if let Some(ticket) = ticket {
+                    ticket.done();
+                }
+                (&routes.mesh, false)
+            }
+        },
     };
     let filters = &mut cache.filters;
     filters.begin();
@@ -159,19 +179,16 @@ pub(crate) async fn route(
         })
         .count();
     let mut left = local + downstream.len();
-    // One delivery owed per recipient, one when there is none (a `no_subscriber` drop);
-    // none for a frame that only filters withheld (their counters account for it).
-    metrics.deliveries(if left == 0 && filtered {
-        0
-    } else {
-        left.max(1)
-    } as u64);
     if left == 0 {
-        if !filtered {
+        // No delivery is owed for a frame that only filters withheld (their counters
+        // account for it), nor for one that went to the federation.
+        if !filtered && !federated {
+            metrics.deliveries(1);
             metrics.dropped(Drop::NoSubscriber, 1);
         }
         return;
     }
+    metrics.deliveries(left as u64);
     if let (Origin::Function, Some(journeys)) = (origin, &routes.journeys) {
         if let Ok(Some(tid)) = data.metadata.get(metadata::TID) {
             let wanted = u32::try_from(left).unwrap_or(u32::MAX);

@@ -34,6 +34,7 @@ use y3_transport::{Connection, FrameCodec, TransportError, TransportKind};
 use crate::config::{Listen, RouterConfig};
 use crate::connection;
 use crate::error::RouterError;
+use crate::federation::{self, Federation};
 use crate::journeys::Journeys;
 use crate::mesh;
 use crate::metrics::{self, Metrics, Stats};
@@ -182,6 +183,11 @@ impl Router {
         let metrics = Arc::new(Metrics::new());
         metrics.budget.set_limit(config.limits.max_queued_bytes);
         let mesh = mesh::Link::from_config(&config, &metrics)?;
+        let federation = Federation::new(
+            &config.federation,
+            &config.mesh.name,
+            metrics.federation.clone(),
+        )?;
         let admission = Arc::new(Admission {
             token,
             grants,
@@ -198,7 +204,8 @@ impl Router {
             routes: Routes::new(
                 mesh.iter().map(mesh::Link::outbox).collect(),
                 Journeys::new(config.limits.max_deliveries_per_message, JOURNEY_WINDOW),
-            ),
+            )
+            .with_federation(federation.clone()),
             next_session: AtomicU64::new(first_session_id()),
             open: AtomicUsize::new(0),
             sources: AtomicUsize::new(0),
@@ -217,6 +224,7 @@ impl Router {
                 Duration::from_millis(config.auth.throttle_ms),
             )),
             penalties: Mutex::new(Penalties::default()),
+            federation: federation.clone(),
         });
         let mut background = Vec::new();
         let mut handle = RouterHandle {
@@ -319,6 +327,9 @@ impl Router {
                     what: "the dev certificate",
                     source,
                 })?;
+        }
+        if let Some(federation) = &federation {
+            federation::start(federation, shared.clone()).await?;
         }
         // Last, once nothing above can fail: a link task must not outlive a failed start.
         let downstreams = mesh.len();
@@ -459,6 +470,10 @@ impl RouterHandle {
         {
             tracing::warn!("drain timed out; closing the remaining connections");
         }
+        if let Some(federation) = &shared.federation {
+            // What functions wrote last is published before the process goes.
+            federation.close().await;
+        }
         shared.kill.cancel();
         let _ = tokio::time::timeout(Duration::from_secs(1), shared.tracker.wait()).await;
         if let Some(quic) = self.quic_server.take() {
@@ -490,6 +505,9 @@ impl std::ops::Drop for RouterHandle {
     fn drop(&mut self) {
         self.shared.stop_accepting.cancel();
         self.shared.kill.cancel();
+        if let Some(federation) = &self.shared.federation {
+            federation.abort();
+        }
         for task in &self.background {
             task.abort();
         }

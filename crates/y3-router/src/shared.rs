@@ -48,6 +48,8 @@ pub(crate) struct Shared {
     pub throttle: Mutex<Throttle>,
     /// Slow consumers held off after their eviction (`penalty.rs`).
     pub penalties: Mutex<Penalties>,
+    /// `[federation]`, when on.
+    pub federation: Option<Arc<crate::federation::Federation>>,
 }
 
 /// Decrements a counter when dropped.

@@ -68,12 +68,16 @@ pub mod kind {
     pub const CONNECT_TO: u32 = 0x3e;
     /// Data: one message on a tag.
     pub const DATA: u32 = 0x3f;
+    /// Stored (y3 only, `spec/frames.md`): the router has stored this many of the client's
+    /// data frames. Sent only to clients whose handshake asked for it: YoMo's clients
+    /// reconnect on a frame type they do not know.
+    pub const STORED: u32 = 0x33;
 
     /// Whether `key` is a frame type this crate knows.
     pub const fn is_known(key: u32) -> bool {
         matches!(
             key,
-            HANDSHAKE | HANDSHAKE_ACK | REJECTED | GOAWAY | CONNECT_TO | DATA
+            HANDSHAKE | HANDSHAKE_ACK | REJECTED | GOAWAY | CONNECT_TO | DATA | STORED
         )
     }
 
@@ -86,6 +90,7 @@ pub mod kind {
             GOAWAY => "goaway",
             CONNECT_TO => "connect_to",
             DATA => "data",
+            STORED => "stored",
             _ => "unknown",
         }
     }
@@ -285,6 +290,10 @@ pub struct Handshake {
     /// y3: content filters, one per observed tag at most, as `(tag, filter text)`
     /// (`spec/filters.md`). Field `31`, left out when empty.
     pub filters: Vec<(u32, String)>,
+    /// y3: the client wants [`Frame::Stored`] acknowledgements of its data frames
+    /// (handshake field `32`); it keeps what it wrote until then, and resends it after a
+    /// reconnect.
+    pub wants_acks: bool,
 }
 
 impl Handshake {
@@ -302,6 +311,7 @@ impl Handshake {
             wanted_target: String::new(),
             extension: EXTENSION_LEVEL,
             filters: Vec::new(),
+            wants_acks: false,
         }
     }
 
@@ -480,6 +490,10 @@ pub enum Frame {
     ConnectTo(String),
     /// See [`Data`].
     Data(Data),
+    /// y3: the router has stored the first this-many data frames the client wrote on this
+    /// connection (modulo 2^32); only to clients whose handshake set
+    /// [`Handshake::wants_acks`].
+    Stored(u32),
 }
 
 // Field keys.
@@ -496,10 +510,12 @@ const F_MESSAGE: u32 = 0x01;
 const F_TAG: u32 = 0x01;
 const F_PAYLOAD: u32 = 0x02;
 const F_METADATA: u32 = 0x03;
-/// y3's field in every frame that has one: extension level, code, hops.
+/// y3's field in every frame that has one: extension level, code, hops, stored count.
 const F_EXT: u32 = 0x30;
 /// y3's handshake field of content filters.
 const F_FILTERS: u32 = 0x31;
+/// y3's handshake field: the client wants stored acknowledgements.
+const F_ACKS: u32 = 0x32;
 
 /// One field as the encoder sees it. Each frame lists its fields once, in wire order
 /// ([`Frame::fields`]); its length and its encoding both walk that list, so they cannot
@@ -690,6 +706,7 @@ impl Frame {
             Frame::Goaway(_) => kind::GOAWAY,
             Frame::ConnectTo(_) => kind::CONNECT_TO,
             Frame::Data(_) => kind::DATA,
+            Frame::Stored(_) => kind::STORED,
         }
     }
 
@@ -714,6 +731,7 @@ impl Frame {
                 f(Field::Bytes(F_WANTED_TARGET, h.wanted_target.as_bytes()));
                 f(Field::OptInt(F_EXT, h.extension));
                 f(Field::Filters(F_FILTERS, &h.filters));
+                f(Field::OptInt(F_ACKS, u32::from(h.wants_acks)));
             }
             Frame::HandshakeAck => {}
             Frame::Rejected(g) | Frame::Goaway(g) => {
@@ -724,6 +742,7 @@ impl Frame {
             }
             Frame::ConnectTo(endpoint) => f(Field::Bytes(F_MESSAGE, endpoint.as_bytes())),
             Frame::Data(d) => data_fields(d, f),
+            Frame::Stored(n) => f(Field::Int(F_EXT, *n)),
         }
     }
 
@@ -902,6 +921,7 @@ impl Frame {
                         F_WANTED_TARGET => h.wanted_target = string()?,
                         F_EXT => h.extension = value::read_u32(D, field.bytes()?)?,
                         F_FILTERS => h.filters = read_filters(field.bytes()?)?,
+                        F_ACKS => h.wants_acks = value::read_u32(D, field.bytes()?)? != 0,
                         _ => {}
                     }
                 }
@@ -911,6 +931,16 @@ impl Frame {
                     _ => return Err(invalid("client_type")),
                 };
                 Ok(Frame::Handshake(Box::new(h)))
+            }
+            kind::STORED => {
+                let mut stored = 0;
+                for field in packet.children()? {
+                    let field = field?;
+                    if field.id() == F_EXT {
+                        stored = value::read_u32(D, field.bytes()?)?;
+                    }
+                }
+                Ok(Frame::Stored(stored))
             }
             kind::HANDSHAKE_ACK => {
                 for field in packet.children()? {
@@ -1082,6 +1112,21 @@ mod tests {
         roundtrip(Frame::Goaway(Goaway::new(GoawayCode::Other(99), "why")));
         let bytes = roundtrip(Frame::ConnectTo("127.0.0.1:9001".into()));
         assert_eq!(&bytes[..], hex!("be10 010e 3132372e302e302e313a39303031"));
+    }
+
+    #[test]
+    fn stored_acknowledgements() {
+        // y3 only: type 0x33, the count in field 30 (NVarUInt32).
+        assert_eq!(&roundtrip(Frame::Stored(0))[..], hex!("b3 03 30 01 00"));
+        assert_eq!(&roundtrip(Frame::Stored(300))[..], hex!("b3 04 30 02 012c"));
+        roundtrip(Frame::Stored(u32::MAX));
+        // Handshake field 32: present only when the client wants acknowledgements.
+        let mut h = Handshake::new(ClientType::Source, "s", "id-0");
+        let plain = roundtrip(h.clone().into());
+        h.wants_acks = true;
+        let acked = roundtrip(h.into());
+        assert_eq!(&acked[acked.len() - 3..], hex!("32 01 01"));
+        assert_eq!(acked.len(), plain.len() + 3);
     }
 
     #[test]

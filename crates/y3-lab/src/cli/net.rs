@@ -47,6 +47,8 @@ enum NetCommand {
     Pipeline(net::pipeline::PipelineArgs),
     /// Content filters: router-side filter vs deliver everything and filter in the function.
     Filter(FilterArgs),
+    /// Source and sink on two `y3 serve` federated through nats-server, vs one router.
+    Federation(FederationArgs),
     /// A lab server (started by the lab itself).
     #[command(hide = true)]
     Server(ServerArgs),
@@ -419,6 +421,36 @@ fn yomo(args: &YomoArgs, out: &mut dyn Write) -> Result<()> {
     })
 }
 
+/// `y3-lab net federation`.
+#[derive(Debug, Args)]
+pub struct FederationArgs {
+    /// Payload sizes in bytes.
+    #[arg(long, value_delimiter = ',', default_value = "64,1024")]
+    sizes: Vec<usize>,
+    /// Messages of the flat-out phase.
+    #[arg(long, default_value_t = 50_000)]
+    messages: u64,
+    /// Messages of the paced phase.
+    #[arg(long, default_value_t = 5_000)]
+    paced: u64,
+    /// Rate of the paced phase, msg/s.
+    #[arg(long, default_value_t = 5_000)]
+    rate: u64,
+}
+
+fn federation(args: &FederationArgs, out: &mut dyn Write) -> Result<()> {
+    let opts = net::federation::Options {
+        sizes: args.sizes.clone(),
+        messages: args.messages,
+        paced: args.paced,
+        rate: args.rate.max(1),
+        y3: programs(None)?.y3,
+    };
+    let rows = net::federation::run(&opts)?;
+    write!(out, "{}", net::federation::table(&opts, &rows))?;
+    Ok(())
+}
+
 fn server(args: &ServerArgs) -> Result<()> {
     net::exit_when_stdin_closes();
     net::serve(&args.kind, args.addr, args.threads)
@@ -487,6 +519,7 @@ pub fn run(args: &NetArgs, out: &mut dyn Write) -> Result<()> {
         NetCommand::Yomo(a) => yomo(a, out),
         NetCommand::Pipeline(a) => net::pipeline::run(a, out),
         NetCommand::Filter(a) => filter(a, out),
+        NetCommand::Federation(a) => federation(a, out),
         NetCommand::Server(a) => server(a),
         NetCommand::Client(a) => client(a, out),
     }

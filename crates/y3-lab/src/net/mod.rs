@@ -26,6 +26,7 @@
 
 pub mod e2e;
 pub mod echo;
+pub mod federation;
 pub mod filter;
 pub mod pingpong;
 pub mod pipeline;

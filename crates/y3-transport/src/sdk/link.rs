@@ -47,6 +47,8 @@ pub(crate) struct Hello {
     /// The id without its suffix (what sources put in `yomo-source-id`).
     pub id: String,
     connections: u32,
+    /// Ask the router for stored acknowledgements (`DurableSource`).
+    pub wants_acks: bool,
 }
 
 impl Hello {
@@ -56,6 +58,7 @@ impl Hello {
             observed: observed.to_vec(),
             id: super::new_id(),
             connections: 0,
+            wants_acks: false,
         }
     }
 
@@ -66,6 +69,7 @@ impl Hello {
         let mut hello = Handshake::new(self.client_type, options.name.clone(), id)
             .credential(&options.credential);
         hello.observed.clone_from(&self.observed);
+        hello.wants_acks = self.wants_acks;
         if self.client_type.receives() {
             hello.wanted_target.clone_from(&options.wanted_target);
             hello.filters.clone_from(&options.filters);

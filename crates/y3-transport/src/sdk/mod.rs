@@ -36,6 +36,7 @@
 //! # Ok(()) }
 //! ```
 
+mod durable;
 mod function;
 mod id;
 mod link;
@@ -46,6 +47,7 @@ mod upstream;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+pub use durable::DurableSource;
 pub use function::StreamFunction;
 pub use id::new_id;
 pub use sink::Sink;

@@ -1,0 +1,600 @@
+//! Routers federated over NATS (`spec/federation.md`): three real `nats-server` processes
+//! clustered on loopback with JetStream, three `y3 serve` processes, one per node, and y3
+//! clients in this process. nats-server comes from `NATS_SERVER_BIN`, `PATH` or
+//! `target/tools/bin` (where `scripts/test.sh` installs it); without it these tests fail.
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use common::{y3, WAIT};
+use y3_transport::frame::Data;
+use y3_transport::metadata::Metadata;
+use y3_transport::sdk::{ClientOptions, DurableSource, Sink, Source, StreamFunction};
+
+/// A received frame: its source, its index, the frame.
+type Got = (String, u64, Data);
+
+fn nats_server_bin() -> PathBuf {
+    if let Some(bin) = std::env::var_os("NATS_SERVER_BIN") {
+        return bin.into();
+    }
+    let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/tools/bin/nats-server");
+    if tools.exists() {
+        return tools;
+    }
+    for dir in std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()) {
+        if dir.join("nats-server").exists() {
+            return dir.join("nats-server");
+        }
+    }
+    panic!(
+        "nats-server not found: set NATS_SERVER_BIN or run scripts/test.sh, which installs it \
+         (GOBIN=target/tools/bin go install github.com/nats-io/nats-server/v2@v2.15.2)"
+    );
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `GET path` on a loopback HTTP port; the body.
+fn http_get(addr: SocketAddr, path: &str) -> Option<String> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    text.split_once("\r\n\r\n").map(|(_, b)| b.to_owned())
+}
+
+/// Waits for `cond` at most [`WAIT`].
+fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < WAIT, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+struct Killed(Option<Child>);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// One nats-server of the cluster.
+struct Node {
+    proc: Killed,
+    client: u16,
+    monitor: SocketAddr,
+}
+
+impl Node {
+    fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.client)
+    }
+
+    fn varz_in_msgs(&self) -> u64 {
+        let body = http_get(self.monitor, "/varz").unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+        v["in_msgs"].as_u64().unwrap_or(0)
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut c) = self.proc.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Three clustered nats-servers with JetStream, each with its own store directory.
+fn cluster(dir: &Path) -> Vec<Node> {
+    let bin = nats_server_bin();
+    let ports: Vec<(u16, u16, u16)> = (0..3)
+        .map(|_| (free_port(), free_port(), free_port()))
+        .collect();
+    let routes: Vec<String> = ports
+        .iter()
+        .map(|p| format!("nats://127.0.0.1:{}", p.2))
+        .collect();
+    let nodes: Vec<Node> = ports
+        .iter()
+        .enumerate()
+        .map(|(i, &(client, monitor, cluster))| {
+            let store = dir.join(format!("js{i}"));
+            let child = Command::new(&bin)
+                .args(["-a", "127.0.0.1", "-n", &format!("n{i}"), "-js"])
+                .args(["-p", &client.to_string(), "-m", &monitor.to_string()])
+                .arg("-sd")
+                .arg(&store)
+                .args(["--cluster_name", "y3test"])
+                .args(["--cluster", &format!("nats://127.0.0.1:{cluster}")])
+                .args(["--routes", &routes.join(",")])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start nats-server");
+            Node {
+                proc: Killed(Some(child)),
+                client,
+                monitor: SocketAddr::from(([127, 0, 0, 1], monitor)),
+            }
+        })
+        .collect();
+    for node in &nodes {
+        wait_for("the NATS cluster", || {
+            let routez = http_get(node.monitor, "/routez").unwrap_or_default();
+            let v: serde_json::Value = serde_json::from_str(&routez).unwrap_or_default();
+            v["num_routes"].as_u64().unwrap_or(0) >= 2
+                && http_get(node.monitor, "/healthz").is_some_and(|b| b.contains("\"ok\""))
+        });
+    }
+    nodes
+}
+
+/// A `y3 serve` process federated through `urls` (its own node first).
+struct Router {
+    proc: Killed,
+    tcp: SocketAddr,
+    metrics: SocketAddr,
+    config: PathBuf,
+}
+
+impl Router {
+    fn start(dir: &Path, name: &str, urls: &[String], durable: &[u32], tcp: u16) -> Router {
+        let config = dir.join(format!("{name}.toml"));
+        let urls: Vec<String> = urls.iter().map(|u| format!("{u:?}")).collect();
+        std::fs::write(
+            &config,
+            format!(
+                "[federation]\nurls = [{}]\nname = {name:?}\ndurable_tags = {durable:?}\n\
+                 [federation.stream]\nreplicas = 3\nack_wait_ms = 1000\n",
+                urls.join(", ")
+            ),
+        )
+        .unwrap();
+        Router::spawn(config, tcp)
+    }
+
+    fn spawn(config: PathBuf, tcp: u16) -> Router {
+        let mut child = y3()
+            .arg("serve")
+            .arg("--config")
+            .arg(&config)
+            .args(["--tcp", &format!("127.0.0.1:{tcp}"), "--quic", ""])
+            .args(["--metrics", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .env("RUST_LOG", "info,y3_router::federation=debug")
+            .stderr(std::fs::File::create(config.with_extension("log")).unwrap())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = lines.next().expect("startup line").unwrap();
+        let words: Vec<&str> = first.split_whitespace().collect();
+        let at = |key: &str| words[words.iter().position(|w| *w == key).unwrap() + 1];
+        let metrics = at("metrics")
+            .trim_start_matches("http://")
+            .trim_end_matches("/metrics");
+        let router = Router {
+            tcp: at("tcp").parse().unwrap(),
+            metrics: metrics.parse().unwrap(),
+            proc: Killed(Some(child)),
+            config,
+        };
+        std::thread::spawn(move || for _ in lines {});
+        router
+    }
+
+    /// A metric's value (summed over its labels; 0 when absent).
+    fn metric(&self, name: &str) -> u64 {
+        let text = http_get(self.metrics, "/metrics").unwrap_or_default();
+        text.lines()
+            .filter(|l| {
+                l.strip_prefix(name)
+                    .is_some_and(|rest| rest.starts_with(' ') || rest.starts_with('{'))
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>() as u64
+    }
+
+    /// Deliveries owed and neither written, dropped and counted, nor queued (the router's
+    /// `Stats::unaccounted`, from its metrics; no mesh here).
+    fn unaccounted(&self) -> i64 {
+        let owed = self.metric("y3_router_deliveries_total") as i64;
+        let settled = self.metric("y3_router_frames_out_total")
+            + self.metric("y3_router_dropped_total")
+            + self.metric("y3_router_queue_depth");
+        owed - settled as i64
+    }
+
+    fn lost(&self, reason: &str) -> u64 {
+        let text = http_get(self.metrics, "/metrics").unwrap_or_default();
+        let key = format!("y3_router_federation_lost_total{{reason=\"{reason}\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&key)?.parse().ok())
+            .unwrap_or(0)
+    }
+
+    fn options(&self, name: &str) -> ClientOptions {
+        ClientOptions::new(self.tcp).name(name)
+    }
+
+    /// SIGTERM: the router drains, then exits.
+    fn stop(&mut self) {
+        if let Some(child) = self.proc.0.take() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
+            let _ = common::wait(child, "router drain");
+        }
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("y3-fed-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Frame `i` of source `s`: payload "s:i", metadata with a custom key.
+fn frame(tag: u32, s: &str, i: u64) -> Data {
+    let tid = format!("{s}-{i}");
+    Data::new(tag, Bytes::from(format!("{s}:{i}"))).with_metadata(Metadata::from_pairs([
+        ("yomo-source-id", s),
+        ("yomo-tid", tid.as_str()),
+        ("k", "v"),
+    ]))
+}
+
+/// Sends `n` frames of `tag` as source `s`, 50 at a time, with a short pause between.
+async fn send(options: ClientOptions, tag: u32, s: &str, n: u64) {
+    send_paced(options, tag, s, n, Duration::from_millis(2)).await;
+}
+
+/// As [`send`], with `pause` between every 50 frames.
+async fn send_paced(options: ClientOptions, tag: u32, s: &str, n: u64, pause: Duration) {
+    let mut source = Source::connect(options).await.unwrap();
+    for i in 0..n {
+        source.send_data(frame(tag, s, i)).await.unwrap();
+        if i % 50 == 49 {
+            source.flush().await.unwrap();
+            tokio::time::sleep(pause).await;
+        }
+    }
+    source.close().await.unwrap();
+}
+
+/// Receives until `want` frames arrived or `quiet` passed without one: (source, i) in order.
+async fn receive(sink: &mut Sink, want: usize, quiet: Duration) -> Vec<Got> {
+    let mut got = Vec::new();
+    while got.len() < want {
+        match tokio::time::timeout(quiet, sink.recv()).await {
+            Ok(Some(Ok(data))) => {
+                let text = String::from_utf8(data.payload.to_vec()).unwrap();
+                let (s, i) = text.split_once(':').unwrap();
+                got.push((s.to_owned(), i.parse().unwrap(), data));
+            }
+            _ => break,
+        }
+    }
+    got
+}
+
+/// Receives on a task of its own (a sink must be read while the sources send, or the
+/// router evicts it as a slow consumer); the sink comes back with what it got.
+fn receiving(
+    mut sink: Sink,
+    want: usize,
+    quiet: Duration,
+) -> tokio::task::JoinHandle<(Sink, Vec<Got>)> {
+    tokio::spawn(async move {
+        let got = receive(&mut sink, want, quiet).await;
+        (sink, got)
+    })
+}
+
+/// Per source: every index once and in order.
+fn check_exact(got: &[Got], sources: &[(&str, u64)]) {
+    let mut per: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+    for (s, i, _) in got {
+        per.entry(s.as_str()).or_default().push(*i);
+    }
+    for &(s, n) in sources {
+        let seen = per.remove(s).unwrap_or_default();
+        assert_eq!(seen, (0..n).collect::<Vec<_>>(), "source {s}");
+    }
+    assert!(per.is_empty(), "frames of unknown sources: {per:?}");
+}
+
+#[test]
+fn pipeline_across_three_routers_interest_and_two_publishers() {
+    let dir = temp_dir("pipeline");
+    let nodes = cluster(&dir);
+    let urls = |i: usize| -> Vec<String> { (0..3).map(|k| nodes[(i + k) % 3].url()).collect() };
+    let a = Router::start(&dir, "a", &urls(0), &[], 0);
+    let b = Router::start(&dir, "b", &urls(1), &[], 0);
+    let c = Router::start(&dir, "c", &urls(2), &[], 0);
+    let rt = runtime();
+    let started = Instant::now();
+    rt.block_on(async {
+        // The relay on B: 0x10 -> 0x11. The sink on C observes 0x11 and 0x12.
+        let relay = StreamFunction::new(b.options("relay"), &[0x10]);
+        let relay = tokio::spawn(relay.run(|d| async move { Some((0x11, d.payload)) }));
+        let sink = Sink::connect(c.options("sink"), &[0x11, 0x12])
+            .await
+            .unwrap();
+        let local = Sink::connect(a.options("local"), &[0x12]).await.unwrap();
+        wait_for("interest to reach A and B", || {
+            a.metric("y3_router_federation_remote_interest") >= 2
+                && b.metric("y3_router_federation_remote_interest") >= 2
+        });
+
+        // 1. A -> relay on B -> C: exact counts, order per source, metadata intact.
+        let n = 2000;
+        let on_c = receiving(sink, 2 * n as usize, Duration::from_secs(3));
+        tokio::join!(
+            send(a.options("s1"), 0x10, "s1", n),
+            send(a.options("s2"), 0x10, "s2", n)
+        );
+        let (sink, got) = on_c.await.unwrap();
+        check_exact(&got, &[("s1", n), ("s2", n)]);
+        for (s, i, data) in &got {
+            let m = data.metadata.to_map().unwrap();
+            assert_eq!(m["k"], "v");
+            assert_eq!(m["yomo-source-id"], *s);
+            assert_eq!(m["yomo-tid"], format!("{s}-{i}"));
+            assert_eq!(data.hops, 1);
+            assert_eq!(data.tag, 0x11);
+        }
+
+        // 2. A tag nobody observes creates no NATS traffic.
+        let before: u64 = nodes.iter().map(Node::varz_in_msgs).sum();
+        send(a.options("s3"), 0x20, "s3", 1000).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let after: u64 = nodes.iter().map(Node::varz_in_msgs).sum();
+        // Only interest announcements (every 5 s per router) may have gone by.
+        assert!(
+            after - before < 20,
+            "{} messages for an unobserved tag",
+            after - before
+        );
+        assert_eq!(a.metric("y3_router_federation_published_total"), 2 * n);
+
+        // 3. Two routers publish the same tag: sinks on A and C get each frame once; nothing
+        //    comes back to its publisher or loops.
+        let (on_c, on_a) = (
+            receiving(sink, 1000, Duration::from_secs(5)),
+            receiving(local, 1000, Duration::from_secs(5)),
+        );
+        tokio::join!(
+            send(a.options("pa"), 0x12, "pa", 500),
+            send(b.options("pb"), 0x12, "pb", 500)
+        );
+        let ((mut sink, on_c), (mut local, on_a)) = (on_c.await.unwrap(), on_a.await.unwrap());
+        check_exact(&on_c, &[("pa", 500), ("pb", 500)]);
+        check_exact(&on_a, &[("pa", 500), ("pb", 500)]);
+        // Nothing more arrives: no echo, no loop.
+        assert!(receive(&mut sink, 1, Duration::from_millis(500))
+            .await
+            .is_empty());
+        assert!(receive(&mut local, 1, Duration::from_millis(500))
+            .await
+            .is_empty());
+        assert_eq!(a.metric("y3_router_federation_received_total"), 500);
+        // Every delivery each router owed is accounted for, frames from NATS included.
+        for r in [&a, &b, &c] {
+            assert_eq!(r.unaccounted(), 0);
+        }
+        relay.abort();
+    });
+    eprintln!("pipeline test: {:?}", started.elapsed());
+    drop((a, b, c, nodes));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn nats_node_killed_mid_stream_durable_exact_plain_counted() {
+    let dir = temp_dir("nodekill");
+    let mut nodes = cluster(&dir);
+    let urls = |i: usize| -> Vec<String> { (0..3).map(|k| nodes[(i + k) % 3].url()).collect() };
+    // A publishes through node 0, which dies; C receives through node 2.
+    let a = Router::start(&dir, "a", &urls(0), &[0x30], 0);
+    let c = Router::start(&dir, "c", &urls(2), &[0x30], 0);
+    let rt = runtime();
+    let started = Instant::now();
+    rt.block_on(async {
+        let durable = Sink::connect(c.options("durable-sink"), &[0x30]).await.unwrap();
+        let plain = Sink::connect(c.options("plain-sink"), &[0x31]).await.unwrap();
+        wait_for("interest and the durable consumer", || {
+            a.metric("y3_router_federation_remote_interest") >= 1
+                && c.metric("y3_router_federation_subscriptions") >= 2
+        });
+        let n = 3000;
+        // JetStream elects new leaders for the stream and the consumer (seconds, longer on a
+        // loaded machine); the publisher stores again what was not acknowledged meanwhile.
+        let durable = receiving(durable, n as usize, Duration::from_secs(20));
+        let plain = receiving(plain, n as usize, Duration::from_secs(3));
+        let sending = tokio::spawn({
+            let (da, pa) = (a.options("d"), a.options("p"));
+            async move { tokio::join!(send(da, 0x30, "d", n), send(pa, 0x31, "p", n)) }
+        });
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        nodes[0].kill();
+        sending.await.unwrap();
+        let (_, got_d) = durable.await.unwrap();
+        let (_, got_p) = plain.await.unwrap();
+        for (r, name) in [(&a, "a"), (&c, "c")] {
+            let text = http_get(r.metrics, "/metrics").unwrap_or_default();
+            for l in text.lines().filter(|l| l.starts_with("y3_router_federation")) {
+                eprintln!("{name}: {l}");
+            }
+        }
+        // Durable: every frame exactly once after de-duplication.
+        let mut ids: Vec<u64> = got_d.iter().map(|(_, i, _)| *i).collect();
+        ids.sort_unstable();
+        let missing: Vec<u64> = (0..n).filter(|i| ids.binary_search(i).is_err()).collect();
+        assert!(
+            missing.is_empty() && ids.len() as u64 == n,
+            "durable: {} received, missing {} (first {:?}); A lost {}, C duplicates {}",
+            ids.len(),
+            missing.len(),
+            &missing[..missing.len().min(10)],
+            a.lost("publish_failed"),
+            c.metric("y3_router_federation_duplicates_total"),
+        );
+        // Plain: whatever did not arrive is counted (at A's queue, or as a gap at C).
+        let lost = a.lost("queue_full") + a.lost("publish_failed") + c.lost("gap");
+        let received = got_p.len() as u64;
+        eprintln!(
+            "node kill: durable {}/{n} (duplicates skipped {}), plain {received}/{n}, counted lost {lost}",
+            got_d.len(),
+            c.metric("y3_router_federation_duplicates_total"),
+        );
+        assert_eq!(received + lost, n, "plain frames: every loss counted");
+        assert_eq!(c.unaccounted(), 0, "C's deliveries, durable ones included");
+    });
+    eprintln!("node kill test: {:?}", started.elapsed());
+    drop((a, c, nodes));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn durable_relay_router_restarted_mid_stream_misses_nothing() {
+    let dir = temp_dir("restart");
+    let nodes = cluster(&dir);
+    let urls = |i: usize| -> Vec<String> { (0..3).map(|k| nodes[(i + k) % 3].url()).collect() };
+    let durable = [0x40, 0x41];
+    let a = Router::start(&dir, "a", &urls(0), &durable, 0);
+    let b_port = free_port();
+    let mut b = Router::start(&dir, "b", &urls(1), &durable, b_port);
+    let c = Router::start(&dir, "c", &urls(2), &durable, 0);
+    let rt = runtime();
+    let started = Instant::now();
+    rt.block_on(async {
+        let relay = StreamFunction::new(b.options("relay"), &[0x40]);
+        let relay = tokio::spawn(relay.run(|d| async move { Some((0x41, d.payload)) }));
+        let sink = Sink::connect(c.options("sink"), &[0x41]).await.unwrap();
+        wait_for("durable consumers on B and C", || {
+            b.metric("y3_router_federation_subscriptions") >= 1
+                && c.metric("y3_router_federation_subscriptions") >= 1
+        });
+        let n = 2000;
+        let on_c = receiving(sink, n as usize, Duration::from_secs(15));
+        // About 0.8 s of sending; B stops after 0.2 s and is back 0.3 s after it stopped.
+        let pause = Duration::from_millis(20);
+        let sending = tokio::spawn(send_paced(a.options("s"), 0x40, "s", n, pause));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        b.stop();
+        let stopped = sending.is_finished();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        b = Router::spawn(b.config.clone(), b_port);
+        sending.await.unwrap();
+        assert!(!stopped, "the source had finished before B stopped");
+        let (_, got) = on_c.await.unwrap();
+        let mut seen: HashMap<u64, u32> = HashMap::new();
+        for (_, i, _) in &got {
+            *seen.entry(*i).or_default() += 1;
+        }
+        let missing: Vec<u64> = (0..n).filter(|i| !seen.contains_key(i)).collect();
+        eprintln!(
+            "router restart: {} received, {} distinct, missing {}; restarted B took {} from its \
+             durable consumer",
+            got.len(),
+            seen.len(),
+            missing.len(),
+            b.metric("y3_router_federation_received_total"),
+        );
+        assert!(missing.is_empty(), "missing {missing:?}");
+        assert!(seen.values().all(|&k| k == 1), "a frame delivered twice");
+        relay.abort();
+    });
+    eprintln!("restart test: {:?}", started.elapsed());
+    drop((a, b, c, nodes));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn source_router_killed_mid_stream_durable_source_resends_and_sink_gets_each_once() {
+    let dir = temp_dir("sourcekill");
+    let nodes = cluster(&dir);
+    let urls = |i: usize| -> Vec<String> { (0..3).map(|k| nodes[(i + k) % 3].url()).collect() };
+    let a_port = free_port();
+    let mut a = Router::start(&dir, "a", &urls(0), &[0x50], a_port);
+    let c = Router::start(&dir, "c", &urls(2), &[0x50], 0);
+    let rt = runtime();
+    let started = Instant::now();
+    rt.block_on(async {
+        let sink = Sink::connect(c.options("sink"), &[0x50]).await.unwrap();
+        wait_for("the durable consumer on C", || {
+            c.metric("y3_router_federation_subscriptions") >= 1
+        });
+        // As fast as JetStream stores them: frames are in flight when A is killed.
+        let n = 10_000u64;
+        let on_c = receiving(sink, n as usize, Duration::from_secs(15));
+        let options = a.options("durable-source");
+        let sending = tokio::spawn(async move {
+            let mut source = DurableSource::connect(options).await.unwrap();
+            for i in 0..n {
+                source.send_data(frame(0x50, "s", i)).await.unwrap();
+            }
+            let stored = source.wait_stored(Duration::from_secs(10)).await.unwrap();
+            let resent = source.resent();
+            source.close(Duration::from_secs(1)).await.unwrap();
+            (stored, resent)
+        });
+        // SIGKILL: whatever A had read and not stored is lost there; the source still
+        // holds it and sends it again to A's successor.
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        drop(std::mem::replace(&mut a.proc, Killed(None)));
+        let killed_at = sending.is_finished();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        a = Router::spawn(a.config.clone(), a_port);
+        let (all_stored, resent) = sending.await.unwrap();
+        assert!(!killed_at, "the source had finished before A was killed");
+        assert!(all_stored, "the source's frames were not all stored");
+        let (_, got) = on_c.await.unwrap();
+        let mut seen: HashMap<u64, u32> = HashMap::new();
+        for (_, i, _) in &got {
+            *seen.entry(*i).or_default() += 1;
+        }
+        let missing = (0..n).filter(|i| !seen.contains_key(i)).count();
+        let twice = seen.values().filter(|&&k| k > 1).count();
+        eprintln!(
+            "source router killed: the source sent {resent} again; {} received, {} distinct, \
+             missing {missing}, twice {twice}; C skipped {} duplicates",
+            got.len(),
+            seen.len(),
+            c.metric("y3_router_federation_duplicates_total"),
+        );
+        assert_eq!((missing, twice), (0, 0));
+    });
+    eprintln!("source kill test: {:?}", started.elapsed());
+    drop((a, c, nodes));
+    let _ = std::fs::remove_dir_all(&dir);
+}

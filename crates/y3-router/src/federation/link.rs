@@ -1,0 +1,791 @@
+//! The federation's tasks: the NATS connection, the publisher, the interest exchange, one
+//! subscription per locally observed tag and one durable consumer per (function, tag).
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::{self, consumer, stream, AckKind};
+use async_nats::{Client, ConnectOptions, HeaderMap};
+use bytes::Bytes;
+use futures_util::StreamExt;
+use tokio::task::JoinHandle;
+use y3_transport::frame::{Data, Frame};
+use y3_transport::metadata;
+
+use super::config::read_secret;
+use super::metrics::Lost;
+use super::wire::{self, Stamp};
+use super::{lock, Federation, Queued};
+use crate::acks::Ticket;
+use crate::error::RouterError;
+use crate::metrics::Drop;
+use crate::outbox::Pushed;
+use crate::routing::{self, Origin};
+use crate::session::Routed;
+use crate::shared::Shared;
+use crate::table::accepts;
+
+/// Frames published per round of the publisher.
+const MAX_BATCH: usize = 256;
+
+/// Interest is announced at least this often; a router not heard from for three periods is
+/// taken to observe nothing.
+const ANNOUNCE_EVERY: Duration = Duration::from_secs(5);
+
+/// Attempts at storing a durable frame before it is counted as lost.
+const STORE_ATTEMPTS: u32 = 20;
+
+/// How long one pull request of a durable consumer waits for messages.
+const PULL_EXPIRES: Duration = Duration::from_secs(2);
+
+/// How long closing waits for the publisher to empty its queue.
+const CLOSE_WAIT: Duration = Duration::from_secs(3);
+
+/// Connects to NATS (in the background: the router starts without it) and starts the
+/// federation's tasks.
+///
+/// # Errors
+/// [`RouterError::Secret`] for an unreadable credential file, [`RouterError::Config`] for
+/// an invalid URL.
+pub(crate) async fn start(fed: &Arc<Federation>, shared: Arc<Shared>) -> Result<(), RouterError> {
+    let config = &fed.config;
+    let metrics = fed.metrics.clone();
+    let name = fed.name.clone();
+    let mut options = ConnectOptions::new()
+        .name(format!("y3-router {name}"))
+        .no_echo()
+        .retry_on_initial_connect()
+        .max_reconnects(None)
+        .retain_servers_order()
+        .event_callback(move |event| {
+            let (metrics, name) = (metrics.clone(), name.clone());
+            async move {
+                match event {
+                    async_nats::Event::Connected => {
+                        metrics.connected.set(1);
+                        tracing::info!(router = %name, "federation: connected to NATS");
+                    }
+                    async_nats::Event::Disconnected => {
+                        metrics.connected.set(0);
+                        tracing::warn!(
+                            router = %name,
+                            "federation: NATS connection lost; routing locally, reconnecting"
+                        );
+                    }
+                    other => tracing::warn!(router = %name, event = %other, "federation: NATS"),
+                }
+            }
+        });
+    let token = if config.token_file.as_os_str().is_empty() {
+        config.token.clone()
+    } else {
+        read_secret(&config.token_file, "federation.token_file")?
+    };
+    if !token.is_empty() {
+        options = options.token(token);
+    }
+    if !config.user.is_empty() {
+        let password = if config.password_file.as_os_str().is_empty() {
+            config.password.clone()
+        } else {
+            read_secret(&config.password_file, "federation.password_file")?
+        };
+        options = options.user_and_password(config.user.clone(), password);
+    }
+    if !config.nkey_file.as_os_str().is_empty() {
+        options = options.nkey(read_secret(&config.nkey_file, "federation.nkey_file")?);
+    }
+    if !config.credentials_file.as_os_str().is_empty() {
+        options = options
+            .credentials_file(&config.credentials_file)
+            .await
+            .map_err(|source| RouterError::Secret {
+                field: "federation.credentials_file",
+                path: config.credentials_file.clone(),
+                source,
+            })?;
+    }
+    if !config.tls_ca.as_os_str().is_empty() {
+        options = options
+            .add_root_certificates(config.tls_ca.clone())
+            .require_tls(true);
+    } else if config.tls_required {
+        options = options.require_tls(true);
+    }
+    let mut addrs = Vec::new();
+    for url in &config.urls {
+        addrs.push(
+            url.parse::<async_nats::ServerAddr>()
+                .map_err(|_| RouterError::Config {
+                    field: "federation.urls",
+                    problem: "not a NATS URL",
+                })?,
+        );
+    }
+    let client = options
+        .connect(addrs)
+        .await
+        .map_err(|_| RouterError::Config {
+            field: "federation.urls",
+            problem: "cannot start the NATS client",
+        })?;
+    // A store that is not acknowledged within this is published again (`store`).
+    let js = jetstream::ContextBuilder::new()
+        .timeout(Duration::from_secs(2))
+        .build(client.clone());
+    let queued: Vec<_> = lock(&fed.queued).drain(..).collect();
+    if queued.is_empty() {
+        return Err(RouterError::Config {
+            field: "federation",
+            problem: "started twice",
+        });
+    }
+    let publishers = queued
+        .into_iter()
+        .map(|rx| tokio::spawn(publish(fed.clone(), client.clone(), js.clone(), rx)))
+        .collect();
+    let interest = tokio::spawn(interest(fed.clone(), shared, client, js));
+    *lock(&fed.publishers) = publishers;
+    lock(&fed.tasks).push(interest);
+    tracing::info!(router = %fed.name, urls = ?config.urls, "federation starting");
+    Ok(())
+}
+
+impl Federation {
+    /// Stops taking new frames from NATS, lets the publisher empty its queue (bounded), and
+    /// stops every task. Called once the router's connections are closed.
+    pub async fn close(&self) {
+        self.finishing.cancel();
+        let publishers: Vec<_> = lock(&self.publishers).drain(..).collect();
+        let deadline = tokio::time::Instant::now() + CLOSE_WAIT;
+        for mut publisher in publishers {
+            if tokio::time::timeout_at(deadline, &mut publisher)
+                .await
+                .is_err()
+            {
+                publisher.abort();
+            }
+        }
+        self.abort();
+    }
+
+    /// Stops every task at once (a router dropped without a shutdown).
+    pub fn abort(&self) {
+        self.finishing.cancel();
+        for publisher in lock(&self.publishers).drain(..) {
+            publisher.abort();
+        }
+        for task in lock(&self.tasks).drain(..) {
+            task.abort();
+        }
+    }
+}
+
+/// The publisher: takes frames from the queue, publishes them (durable ones through
+/// JetStream, waiting for each batch to be stored), until the router closes.
+async fn publish(
+    fed: Arc<Federation>,
+    client: Client,
+    js: jetstream::Context,
+    mut queued: tokio::sync::mpsc::Receiver<Queued>,
+) {
+    let prefix = fed.config.subject_prefix.clone();
+    let mut seqs: HashMap<u32, u64> = HashMap::new();
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    let mut stream_ready = false;
+    loop {
+        let n = tokio::select! {
+            n = queued.recv_many(&mut batch, MAX_BATCH) => n,
+            _ = fed.finishing.cancelled() => {
+                while let Ok(data) = queued.try_recv() {
+                    batch.push(data);
+                }
+                if batch.is_empty() {
+                    let _ = client.flush().await;
+                    return;
+                }
+                batch.len()
+            }
+        };
+        if n == 0 {
+            return;
+        }
+        let mut stored = Vec::new();
+        for Queued { data, ticket } in batch.drain(..) {
+            let seq = seqs.entry(data.tag).or_insert(0);
+            *seq += 1;
+            let stamp = Stamp {
+                origin: fed.name.to_string(),
+                epoch: fed.epoch,
+                seq: *seq,
+            };
+            let subject = wire::subject(&prefix, data.tag);
+            let headers = wire::headers(&data, &stamp);
+            if fed.config.is_durable(data.tag) {
+                if !stream_ready {
+                    stream_ready = ensure_stream(&fed, &js).await;
+                }
+                let ack = js
+                    .publish_with_headers(subject.clone(), headers.clone(), data.payload.clone())
+                    .await;
+                stored.push(Pending {
+                    subject,
+                    headers,
+                    payload: data.payload,
+                    ack: ack.ok(),
+                    ticket,
+                });
+            } else {
+                match client
+                    .publish_with_headers(subject, headers, data.payload)
+                    .await
+                {
+                    Ok(()) => {
+                        fed.metrics.published.inc();
+                    }
+                    Err(_) => fed.metrics.lost(Lost::PublishFailed, 1),
+                }
+            }
+        }
+        store(&fed, &js, stored).await;
+    }
+}
+
+/// A durable frame on its way into the stream.
+struct Pending {
+    subject: String,
+    headers: HeaderMap,
+    payload: Bytes,
+    ack: Option<jetstream::context::PublishAckFuture>,
+    /// The sending client's acknowledgement, if it wants one.
+    ticket: Option<Ticket>,
+}
+
+/// Waits until JetStream stored every frame of `pending`, publishing the ones that failed
+/// again, all at once, with a growing pause (the stream's leader moved, or a node is down):
+/// the `Nats-Msg-Id` header makes a second copy of a stored frame a duplicate the stream
+/// drops. Frames still not stored after [`STORE_ATTEMPTS`] are counted as lost.
+async fn store(fed: &Federation, js: &jetstream::Context, mut pending: Vec<Pending>) {
+    for attempt in 0..=STORE_ATTEMPTS {
+        if attempt > 0 {
+            tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt.min(10)))).await;
+            for p in &mut pending {
+                p.ack = js
+                    .publish_with_headers(p.subject.clone(), p.headers.clone(), p.payload.clone())
+                    .await
+                    .ok();
+            }
+        }
+        // All at once: each acknowledgement's timeout starts when it is awaited.
+        let acks = pending.iter_mut().map(|p| {
+            let ack = p.ack.take();
+            async move {
+                match ack {
+                    Some(ack) => ack.await.is_ok(),
+                    None => false,
+                }
+            }
+        });
+        let stored = futures_util::future::join_all(acks).await;
+        let mut failed = Vec::new();
+        for (mut p, stored) in pending.into_iter().zip(stored) {
+            if stored {
+                fed.metrics.published.inc();
+                if let Some(ticket) = p.ticket.take() {
+                    ticket.done();
+                }
+            } else {
+                failed.push(p);
+            }
+        }
+        if failed.is_empty() {
+            return;
+        }
+        if attempt == 0 {
+            tracing::warn!(
+                frames = failed.len(),
+                "federation: JetStream did not store frames; publishing them again"
+            );
+        }
+        pending = failed;
+    }
+    tracing::warn!(
+        frames = pending.len(),
+        "federation: JetStream never stored frames"
+    );
+    fed.metrics.lost(Lost::PublishFailed, pending.len() as u64);
+}
+
+/// Creates the durable tags' stream if it does not exist. Returns whether it is there.
+async fn ensure_stream(fed: &Federation, js: &jetstream::Context) -> bool {
+    let c = &fed.config.stream;
+    let config = stream::Config {
+        name: c.name.clone(),
+        subjects: fed
+            .config
+            .durable_tags
+            .iter()
+            .map(|&t| wire::subject(&fed.config.subject_prefix, t))
+            .collect(),
+        max_age: Duration::from_secs(c.max_age_s),
+        max_bytes: c.max_bytes,
+        num_replicas: c.replicas,
+        duplicate_window: Duration::from_secs(c.duplicate_window_s),
+        storage: stream::StorageType::File,
+        ..Default::default()
+    };
+    match js.get_or_create_stream(config).await {
+        Ok(_) => true,
+        Err(e) => {
+            tracing::warn!(stream = %c.name, error = %e, "federation: cannot create the stream");
+            false
+        }
+    }
+}
+
+/// What a router announces: the tags its functions observe.
+fn announcement(tags: &HashSet<u32>) -> Bytes {
+    let mut tags: Vec<_> = tags.iter().map(u32::to_string).collect();
+    tags.sort();
+    Bytes::from(tags.join(","))
+}
+
+/// The interest task: keeps one subscription per locally observed (plain) tag and one
+/// durable consumer per (function name, durable tag), announces this router's tags, and
+/// learns the other routers'.
+async fn interest(
+    fed: Arc<Federation>,
+    shared: Arc<Shared>,
+    client: Client,
+    js: jetstream::Context,
+) {
+    let prefix = fed.config.subject_prefix.clone();
+    let announce_subject = format!("{prefix}.interest.{}", fed.name);
+    let mut heard = match client.subscribe(format!("{prefix}.interest.*")).await {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "federation: cannot subscribe to interest");
+            return;
+        }
+    };
+    let mut remote: HashMap<String, (HashSet<u32>, Instant)> = HashMap::new();
+    let mut plain: HashMap<u32, Task> = HashMap::new();
+    let mut durable: HashMap<(Arc<str>, u32), Task> = HashMap::new();
+    let mut announced: Option<HashSet<u32>> = None;
+    let mut tick = tokio::time::interval(ANNOUNCE_EVERY);
+    let mut sync = true;
+    loop {
+        // Reconcile local interest.
+        let observers: Vec<_> = lock(&fed.local).values().cloned().collect();
+        let mut want_plain = HashSet::new();
+        let mut want_durable = HashSet::new();
+        for o in &observers {
+            for &tag in &o.tags {
+                if fed.config.is_durable(tag) {
+                    want_durable.insert((o.name.clone(), tag));
+                } else {
+                    want_plain.insert(tag);
+                }
+            }
+        }
+        plain.retain(|tag, task| want_plain.contains(tag) && !task.0.is_finished());
+        durable.retain(|key, task| want_durable.contains(key) && !task.0.is_finished());
+        for &tag in &want_plain {
+            if let std::collections::hash_map::Entry::Vacant(slot) = plain.entry(tag) {
+                match client.subscribe(wire::subject(&prefix, tag)).await {
+                    Ok(sub) => {
+                        fed.metrics.subscriptions.inc();
+                        slot.insert(Task(tokio::spawn(receive(
+                            fed.clone(),
+                            shared.clone(),
+                            sub,
+                        ))));
+                    }
+                    Err(e) => tracing::warn!(tag, error = %e, "federation: cannot subscribe"),
+                }
+            }
+        }
+        if !shared.is_draining() {
+            for key in &want_durable {
+                if !durable.contains_key(key) {
+                    let task = consume(
+                        fed.clone(),
+                        shared.clone(),
+                        js.clone(),
+                        key.0.clone(),
+                        key.1,
+                    );
+                    durable.insert(key.clone(), Task(tokio::spawn(task)));
+                }
+            }
+        }
+        let changed = announced.as_ref() != Some(&want_plain);
+        if changed || sync {
+            // Subscribed before announcing: whoever starts publishing on our word finds
+            // the subscription in place.
+            let _ = client.flush().await;
+            let mut headers = HeaderMap::new();
+            if sync {
+                headers.insert("Y3-Sync", "1");
+            }
+            if client
+                .publish_with_headers(announce_subject.clone(), headers, announcement(&want_plain))
+                .await
+                .is_ok()
+            {
+                announced = Some(want_plain);
+                sync = false;
+            }
+        }
+
+        tokio::select! {
+            _ = fed.changed.notified() => {}
+            _ = shared.drain_sources.cancelled(), if !shared.is_draining() => {}
+            _ = tick.tick() => {
+                announced = None;
+                let now = Instant::now();
+                remote.retain(|_, (_, at)| now.duration_since(*at) < 3 * ANNOUNCE_EVERY);
+                publish_remote(&fed, &remote);
+            }
+            msg = heard.next() => {
+                let Some(msg) = msg else { return };
+                let Some(router) = msg.subject.rsplit('.').next() else { continue };
+                if router == &*fed.name {
+                    continue;
+                }
+                let tags: HashSet<u32> = std::str::from_utf8(&msg.payload)
+                    .unwrap_or("")
+                    .split(',')
+                    .filter_map(|t| t.parse().ok())
+                    .collect();
+                if msg.headers.as_ref().is_some_and(|h| h.get("Y3-Sync").is_some()) {
+                    // A router (re)started: tell it what we observe.
+                    announced = None;
+                }
+                remote.insert(router.to_owned(), (tags, Instant::now()));
+                publish_remote(&fed, &remote);
+            }
+        }
+        if shared.is_draining() {
+            // Stop taking stored frames: what is not acknowledged is delivered again to the
+            // router's successor.
+            durable.clear();
+        }
+    }
+}
+
+fn publish_remote(fed: &Federation, remote: &HashMap<String, (HashSet<u32>, Instant)>) {
+    let tags: HashSet<u32> = remote
+        .values()
+        .flat_map(|(t, _)| t.iter().copied())
+        .collect();
+    let pairs: usize = remote.values().map(|(t, _)| t.len()).sum();
+    fed.metrics.remote_interest.set(pairs as i64);
+    *fed.remote.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(tags);
+}
+
+/// A task aborted when dropped (a subscription or consumer nobody wants any more).
+struct Task(JoinHandle<()>);
+
+impl std::ops::Drop for Task {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Counts a subscription or consumer active until dropped (its gauge was raised when it
+/// became active).
+struct Active(prometheus_client::metrics::gauge::Gauge);
+
+impl std::ops::Drop for Active {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+/// Per-publisher sequence tracking: counts gaps as losses.
+#[derive(Default)]
+struct Gaps {
+    last: HashMap<String, (u64, u64)>,
+}
+
+impl Gaps {
+    /// Records `stamp`; returns how many messages before it were missed.
+    fn record(&mut self, stamp: &Stamp) -> u64 {
+        let entry = self
+            .last
+            .entry(stamp.origin.clone())
+            .or_insert((stamp.epoch, stamp.seq.saturating_sub(1)));
+        if entry.0 != stamp.epoch {
+            *entry = (stamp.epoch, stamp.seq);
+            return 0;
+        }
+        let missed = stamp.seq.saturating_sub(entry.1 + 1);
+        entry.1 = entry.1.max(stamp.seq);
+        missed
+    }
+}
+
+/// Decodes a message; `None` (counted) when it is not a frame or is our own.
+fn frame_of(fed: &Federation, msg: &async_nats::Message) -> Option<(Data, Stamp)> {
+    let decoded = wire::decode(
+        &fed.config.subject_prefix,
+        &msg.subject,
+        msg.headers.as_ref(),
+        msg.payload.clone(),
+    );
+    match decoded {
+        Ok((data, stamp)) => (stamp.origin != *fed.name).then_some((data, stamp)),
+        Err(e) => {
+            tracing::debug!(subject = %msg.subject, error = ?e, "federation: not a frame");
+            fed.metrics.lost(Lost::Malformed, 1);
+            None
+        }
+    }
+}
+
+fn routed(data: Data) -> Routed {
+    let target = match data.metadata.get(metadata::TARGET) {
+        Ok(Some(t)) => Some(t.to_owned()),
+        _ => None,
+    };
+    Routed { data, target }
+}
+
+/// One plain subscription: every frame of another router goes to the local observers.
+async fn receive(fed: Arc<Federation>, shared: Arc<Shared>, mut sub: async_nats::Subscriber) {
+    let _active = Active(fed.metrics.subscriptions.clone());
+    let mut cache = shared.routes.cache();
+    let mut gaps = Gaps::default();
+    while let Some(msg) = sub.next().await {
+        let Some((data, stamp)) = frame_of(&fed, &msg) else {
+            continue;
+        };
+        fed.metrics.lost(Lost::Gap, gaps.record(&stamp));
+        if data.hops > shared.config.limits.max_hops {
+            fed.metrics.lost(Lost::Loop, 1);
+            continue;
+        }
+        fed.metrics.received.inc();
+        routing::route(
+            &shared.routes,
+            &mut cache,
+            &shared.metrics,
+            routed(data),
+            Origin::Federation,
+            Instant::now(),
+            None,
+        )
+        .await;
+    }
+}
+
+/// Message ids delivered lately, at most `capacity`.
+struct Dedup {
+    seen: HashSet<String>,
+    order: VecDeque<String>,
+    capacity: usize,
+}
+
+impl Dedup {
+    fn new(capacity: usize) -> Dedup {
+        Dedup {
+            seen: HashSet::new(),
+            order: VecDeque::new(),
+            capacity: capacity.max(1),
+        }
+    }
+
+    /// Whether `id` was delivered before; remembers it.
+    fn seen(&mut self, id: &str) -> bool {
+        if self.seen.contains(id) {
+            return true;
+        }
+        if self.order.len() == self.capacity {
+            if let Some(old) = self.order.pop_front() {
+                self.seen.remove(&old);
+            }
+        }
+        self.seen.insert(id.to_owned());
+        self.order.push_back(id.to_owned());
+        false
+    }
+}
+
+/// The durable consumer name of (this router, function `name`, `tag`): characters NATS
+/// does not allow in names become `_`.
+fn durable_name(router: &str, name: &str, tag: u32) -> String {
+    format!("{router}_{name}_{tag}")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// One durable consumer: delivers `tag`'s stored frames to the local sessions of function
+/// `name`, each at least once, de-duplicated by `<tag>:<yomo-tid>`, acknowledged once queued
+/// for every such session. Retries until it has a consumer.
+async fn consume(
+    fed: Arc<Federation>,
+    shared: Arc<Shared>,
+    js: jetstream::Context,
+    name: Arc<str>,
+    tag: u32,
+) {
+    let durable = durable_name(&fed.name, &name, tag);
+    let c = &fed.config.stream;
+    let mut dedup = Dedup::new(fed.config.dedup_window);
+    let mut failures = 0u32;
+    loop {
+        if failures > 0 {
+            tokio::time::sleep(Duration::from_millis(200 * u64::from(failures.min(10)))).await;
+        }
+        failures += 1;
+        if !ensure_stream(&fed, &js).await {
+            continue;
+        }
+        let Ok(stream) = js.get_stream(&c.name).await else {
+            continue;
+        };
+        let config = consumer::pull::Config {
+            durable_name: Some(durable.clone()),
+            filter_subject: wire::subject(&fed.config.subject_prefix, tag),
+            deliver_policy: consumer::DeliverPolicy::New,
+            ack_policy: consumer::AckPolicy::Explicit,
+            ack_wait: Duration::from_millis(c.ack_wait_ms),
+            inactive_threshold: Duration::from_secs(c.consumer_inactive_s),
+            ..Default::default()
+        };
+        let consumer: consumer::PullConsumer =
+            match stream.get_or_create_consumer(&durable, config).await {
+                Ok(consumer) => consumer,
+                Err(e) => {
+                    tracing::warn!(%durable, error = %e, "federation: no durable consumer yet");
+                    continue;
+                }
+            };
+        // Short pulls with frequent heartbeats: a consumer whose leader moved (a node died)
+        // is noticed in about a second instead of the client's default half a minute.
+        let pulled = consumer
+            .stream()
+            .expires(PULL_EXPIRES)
+            .heartbeat(PULL_EXPIRES / 4)
+            .messages()
+            .await;
+        let Ok(mut messages) = pulled else {
+            continue;
+        };
+        tracing::info!(%durable, "federation: durable consumer active");
+        fed.metrics.subscriptions.inc();
+        let _active = Active(fed.metrics.subscriptions.clone());
+        failures = 0;
+        while let Some(msg) = messages.next().await {
+            let msg = match msg {
+                Ok(msg) => msg,
+                Err(e) => {
+                    tracing::debug!(%durable, error = %e, "federation: consumer");
+                    continue;
+                }
+            };
+            let Some((data, _)) = frame_of(&fed, &msg.message) else {
+                let _ = msg.ack().await;
+                continue;
+            };
+            let id = wire::msg_id(&data);
+            if id.as_deref().is_some_and(|id| dedup.seen.contains(id)) {
+                fed.metrics.duplicates.inc();
+                let _ = msg.ack().await;
+                continue;
+            }
+            if deliver(&fed, &shared, &name, data).await {
+                if let Some(id) = id {
+                    dedup.seen(&id);
+                }
+                fed.metrics.received.inc();
+                let _ = msg.ack().await;
+            } else {
+                // Nobody of that name here right now: keep it for when one is back.
+                let _ = msg
+                    .ack_with(AckKind::Nak(Some(Duration::from_secs(1))))
+                    .await;
+            }
+        }
+    }
+}
+
+/// Queues `data` for every local session of function `name` that accepts it; whether
+/// there was one.
+async fn deliver(fed: &Federation, shared: &Shared, name: &str, data: Data) -> bool {
+    if data.hops > shared.config.limits.max_hops {
+        fed.metrics.lost(Lost::Loop, 1);
+        return true;
+    }
+    let sessions = fed.sessions_of(name);
+    let Routed { data, target } = routed(data);
+    let table = shared.routes.cache();
+    let mut cache = table;
+    let table = cache.table(&shared.routes);
+    let Some(routes) = table.routes(data.tag) else {
+        return false;
+    };
+    let outboxes: Vec<_> = routes
+        .iter()
+        .filter(|r| sessions.contains(&r.session) && accepts(r, target.as_deref()))
+        .map(|r| r.target.clone())
+        .collect();
+    if outboxes.is_empty() {
+        return false;
+    }
+    let at = Instant::now();
+    shared.metrics.deliveries(outboxes.len() as u64);
+    for outbox in outboxes {
+        match outbox.push(Frame::Data(data.clone()), at).await {
+            Pushed::Queued | Pushed::DroppedOldest => {}
+            Pushed::Closed => shared.metrics.dropped(Drop::Disconnected, 1),
+            Pushed::Evicted => shared.metrics.dropped(Drop::SlowConsumer, 1),
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gaps_are_counted_per_origin_and_epoch() {
+        let mut g = Gaps::default();
+        let s = |origin: &str, epoch, seq| Stamp {
+            origin: origin.into(),
+            epoch,
+            seq,
+        };
+        assert_eq!(g.record(&s("a", 1, 5)), 0); // first seen: the baseline
+        assert_eq!(g.record(&s("a", 1, 6)), 0);
+        assert_eq!(g.record(&s("a", 1, 9)), 2);
+        assert_eq!(g.record(&s("b", 1, 1)), 0);
+        assert_eq!(g.record(&s("a", 2, 1)), 0); // restarted publisher
+        assert_eq!(g.record(&s("a", 2, 2)), 0);
+    }
+
+    #[test]
+    fn dedup_window_is_bounded() {
+        let mut d = Dedup::new(2);
+        assert!(!d.seen("1"));
+        assert!(d.seen("1"));
+        assert!(!d.seen("2"));
+        assert!(!d.seen("3"));
+        assert!(!d.seen("1")); // forgotten
+    }
+
+    #[test]
+    fn durable_names_are_nats_names() {
+        assert_eq!(durable_name("b", "relay fn.v1", 17), "b_relay_fn_v1_17");
+    }
+}

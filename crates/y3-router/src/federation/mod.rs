@@ -1,0 +1,220 @@
+//! Routers federated over NATS (`spec/federation.md`, `docs/federation.md`).
+//!
+//! ```text
+//!  local frame ─▶ routing::route ─┬─▶ local outboxes
+//!                                 └─▶ Federation::offer ─▶ bounded queues ─▶ publisher tasks
+//!                                       (tag federates, and someone         │ core NATS, or
+//!                                        observes it elsewhere or durable)  ▼ JetStream (durable)
+//!  NATS <prefix>.tag.<tag> ─▶ subscription task (while a local function observes the tag)
+//!                              skip own origin, count sequence gaps ─▶ routing::route(Federation)
+//!  JetStream durable consumer per (router, function name, tag) ─▶ that function's sessions,
+//!                              de-duplicated by <tag>:<yomo-tid>, acknowledged once queued
+//!  NATS <prefix>.interest.<router> ◀─▶ every router's observed tags (who wants what)
+//! ```
+//!
+//! A frame that came from NATS is routed locally only: it is never published again, so
+//! frames do not loop between routers; a stream function's output is a new local frame (its
+//! hops, carried in the headers, still bound function loops across routers). Nothing here
+//! blocks local routing: offering a frame never waits (a full queue drops and counts), except
+//! a durable frame of a client that wants stored acknowledgements, which holds back that
+//! client alone.
+
+mod config;
+mod link;
+mod metrics;
+mod wire;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, RwLock};
+
+use tokio::sync::{mpsc, Notify};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use y3_transport::frame::Data;
+
+pub use config::{FederationConfig, StreamConfig};
+pub use metrics::{FederationMetrics, Lost};
+
+use crate::acks::Ticket;
+use crate::error::RouterError;
+use crate::table::SessionId;
+
+pub(crate) use link::start;
+
+/// A frame for the publisher, and its acknowledgement when a client waits for it.
+#[derive(Debug)]
+struct Queued {
+    data: Data,
+    ticket: Option<Ticket>,
+}
+
+/// A local stream function's interest.
+#[derive(Debug, Clone)]
+struct Observer {
+    name: Arc<str>,
+    tags: Vec<u32>,
+}
+
+/// The federation's state shared with routing and connections.
+#[derive(Debug)]
+pub(crate) struct Federation {
+    config: FederationConfig,
+    /// This router's federation name (`Y3-Origin`).
+    name: Arc<str>,
+    /// This process's start, ms since the Unix epoch (`Y3-Epoch`).
+    epoch: u64,
+    metrics: FederationMetrics,
+    /// To the publishers: plain tags (core NATS) and durable ones (JetStream), apart, so
+    /// that JetStream catching up after a failure does not hold plain frames back.
+    queues: [mpsc::Sender<Queued>; 2],
+    queued: Mutex<Vec<mpsc::Receiver<Queued>>>,
+    /// Local stream functions by session.
+    local: Mutex<HashMap<SessionId, Observer>>,
+    /// Tags observed at other routers (what is worth publishing on core NATS).
+    remote: RwLock<Arc<HashSet<u32>>>,
+    /// Signalled when `local` changes.
+    changed: Notify,
+    /// Cancelled when the router closes: the publisher empties its queue and stops.
+    finishing: CancellationToken,
+    publishers: Mutex<Vec<JoinHandle<()>>>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Federation {
+    /// The federation of `config`, or `None` when it is off.
+    ///
+    /// # Errors
+    /// [`RouterError::Config`] for invalid values.
+    pub fn new(
+        config: &FederationConfig,
+        mesh_name: &str,
+        metrics: FederationMetrics,
+    ) -> Result<Option<Arc<Federation>>, RouterError> {
+        config.validate()?;
+        if !config.enabled() {
+            return Ok(None);
+        }
+        let name = if config.name.is_empty() {
+            mesh_name
+        } else {
+            &config.name
+        };
+        if name.is_empty()
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return Err(RouterError::Config {
+                field: "federation.name",
+                problem: "empty, and mesh.name is not a subject token (letters, digits, '-', '_')",
+            });
+        }
+        if config.name.is_empty() {
+            // Routers that share a name skip each other's frames as their own.
+            tracing::warn!(
+                name,
+                "federation.name is not set: using mesh.name; every router needs its own name"
+            );
+        }
+        let epoch = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let (plain, plain_rx) = mpsc::channel(config.publish_queue);
+        let (durable, durable_rx) = mpsc::channel(config.publish_queue);
+        Ok(Some(Arc::new(Federation {
+            config: config.clone(),
+            name: name.into(),
+            epoch,
+            metrics,
+            queues: [plain, durable],
+            queued: Mutex::new(vec![plain_rx, durable_rx]),
+            local: Mutex::new(HashMap::new()),
+            remote: RwLock::new(Arc::new(HashSet::new())),
+            changed: Notify::new(),
+            finishing: CancellationToken::new(),
+            publishers: Mutex::new(Vec::new()),
+            tasks: Mutex::new(Vec::new()),
+        })))
+    }
+
+    /// Offers a local frame to the federation. Returns whether the frame was meant for it
+    /// (queued, or dropped and counted as [`Lost::QueueFull`]). `ticket` is done when the
+    /// frame is stored: at once, unless the tag is durable, then by the publisher.
+    ///
+    /// Never waits, except for a durable frame of a client that wants acknowledgements: that
+    /// client is held back while the queue is full (its frames must be stored, and it keeps
+    /// them until then); everyone else's frames go on being routed.
+    pub async fn offer(&self, data: &Data, ticket: Option<Ticket>) -> bool {
+        let tag = data.tag;
+        let durable = self.config.is_durable(tag);
+        let wanted = self.config.federates(tag)
+            && (durable
+                || self
+                    .remote
+                    .read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .contains(&tag));
+        let ticket = match ticket {
+            Some(ticket) if !(wanted && durable) => {
+                ticket.done();
+                None
+            }
+            ticket => ticket,
+        };
+        if !wanted {
+            return false;
+        }
+        let item = Queued {
+            data: data.clone(),
+            ticket,
+        };
+        let queue = &self.queues[usize::from(durable)];
+        let queued = if item.ticket.is_some() {
+            queue.send(item).await.is_ok()
+        } else {
+            queue.try_send(item).is_ok()
+        };
+        if !queued {
+            self.metrics.lost(Lost::QueueFull, 1);
+        }
+        true
+    }
+
+    /// A local stream function `name` (session `session`) observes `tags`.
+    pub fn observe(&self, session: SessionId, name: &str, tags: &[u32]) {
+        let tags: Vec<u32> = tags
+            .iter()
+            .copied()
+            .filter(|&t| self.config.federates(t))
+            .collect();
+        if tags.is_empty() {
+            return;
+        }
+        let observer = Observer {
+            name: name.into(),
+            tags,
+        };
+        lock(&self.local).insert(session, observer);
+        self.changed.notify_one();
+    }
+
+    /// Session `session` left.
+    pub fn leave(&self, session: SessionId) {
+        if lock(&self.local).remove(&session).is_some() {
+            self.changed.notify_one();
+        }
+    }
+
+    /// The local sessions of function `name`.
+    fn sessions_of(&self, name: &str) -> HashSet<SessionId> {
+        lock(&self.local)
+            .iter()
+            .filter(|(_, o)| &*o.name == name)
+            .map(|(&s, _)| s)
+            .collect()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

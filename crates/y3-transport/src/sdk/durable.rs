@@ -1,0 +1,298 @@
+//! [`DurableSource`]: a source that keeps what it wrote until the router has stored it.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+use super::link::{Hello, Link, LinkTx, Out};
+use super::{new_id, ClientOptions};
+use crate::frame::{ClientType, Data, Frame, GoawayCode};
+use crate::metadata::{self, Metadata};
+use crate::TransportError;
+
+/// Frames kept unacknowledged at most; [`DurableSource::send`] waits past it.
+const DEFAULT_WINDOW: usize = 16 * 1024;
+
+/// What the connection's reader shares with the source.
+#[derive(Debug, Default)]
+struct Window {
+    /// Written and not yet stored, oldest first.
+    unacked: VecDeque<Data>,
+    /// The connection these counts belong to.
+    connection: u64,
+    /// Frames of `unacked` written on this connection (the rest are still to be sent).
+    written: usize,
+    /// The router's last stored count on this connection.
+    stored: u32,
+    /// The connection ended; the next send or wait reconnects.
+    broken: bool,
+    /// The router refused the client for good.
+    refused: Option<TransportError>,
+}
+
+struct Active {
+    link: LinkTx,
+    reader: JoinHandle<()>,
+}
+
+/// A source whose frames survive a lost connection and a restarted router: it asks the
+/// router for stored acknowledgements (handshake field `32`, `spec/frames.md`), keeps
+/// every frame until the router says it is stored (routed, and for a durable tag of the
+/// federation, in JetStream), and sends again, in order, whatever was not acknowledged
+/// when a connection ended. Delivery is at least once; a frame sent twice carries the same
+/// `yomo-tid`, which the federation's durable tags de-duplicate.
+///
+/// Routers that do not know the extension (YoMo's zipper) never acknowledge: use
+/// [`Source`](super::Source) with them.
+pub struct DurableSource {
+    options: ClientOptions,
+    hello: Hello,
+    window: Arc<Mutex<Window>>,
+    moved: Arc<Notify>,
+    active: Option<Active>,
+    max_unacked: usize,
+    resent: u64,
+}
+
+impl DurableSource {
+    /// Connects (with backoff) and handshakes as a source that wants acknowledgements.
+    ///
+    /// # Errors
+    /// As [`Source::connect`](super::Source::connect).
+    pub async fn connect(options: ClientOptions) -> Result<DurableSource, TransportError> {
+        let mut hello = Hello::new(ClientType::Source, &[]);
+        hello.wants_acks = true;
+        let mut source = DurableSource {
+            options,
+            hello,
+            window: Arc::default(),
+            moved: Arc::default(),
+            active: None,
+            max_unacked: DEFAULT_WINDOW,
+            resent: 0,
+        };
+        source.ensure().await?;
+        Ok(source)
+    }
+
+    /// This client's id (the `yomo-source-id` of its frames).
+    pub fn id(&self) -> &str {
+        &self.hello.id
+    }
+
+    /// Frames sent again on a new connection so far.
+    pub fn resent(&self) -> u64 {
+        self.resent
+    }
+
+    /// Frames written and not yet acknowledged.
+    pub fn unacked(&self) -> usize {
+        lock(&self.window).unacked.len()
+    }
+
+    /// A connection whose reader is alive, every unacknowledged frame written on it.
+    async fn ensure(&mut self) -> Result<(), TransportError> {
+        let broken = lock(&self.window).broken;
+        if broken {
+            if let Some(active) = self.active.take() {
+                active.reader.abort();
+                let _ = active.link.close().await;
+            }
+        }
+        if let Some(e) = lock(&self.window).refused.take() {
+            return Err(e);
+        }
+        if self.active.is_none() {
+            let Link { mut reader, tx } =
+                Link::connect_with_backoff(&self.options, &mut self.hello).await?;
+            let connection = {
+                let mut w = lock(&self.window);
+                w.connection += 1;
+                self.resent += w.written as u64;
+                w.written = 0;
+                w.stored = 0;
+                w.broken = false;
+                w.connection
+            };
+            let (window, moved) = (self.window.clone(), self.moved.clone());
+            let reader = tokio::spawn(async move {
+                loop {
+                    let frame = reader.next().await;
+                    let mut w = lock(&window);
+                    if w.connection != connection {
+                        return;
+                    }
+                    match frame {
+                        Some(Ok(Frame::Stored(n))) => {
+                            let newly = n.wrapping_sub(w.stored) as usize;
+                            let newly = newly.min(w.written);
+                            w.unacked.drain(..newly);
+                            w.written -= newly;
+                            w.stored = n;
+                        }
+                        Some(Ok(Frame::Goaway(g) | Frame::Rejected(g))) => {
+                            if !g.code.is_retryable() && g.code != GoawayCode::Unspecified {
+                                w.refused = Some(TransportError::Goaway {
+                                    code: g.code,
+                                    message: g.reason,
+                                });
+                            }
+                            // Keep reading: what the router stored comes before its close.
+                            continue;
+                        }
+                        Some(Ok(_)) => continue,
+                        Some(Err(_)) | None => {
+                            w.broken = true;
+                            drop(w);
+                            moved.notify_waiters();
+                            return;
+                        }
+                    }
+                    drop(w);
+                    moved.notify_waiters();
+                }
+            });
+            self.active = Some(Active { link: tx, reader });
+        }
+        self.write_pending().await
+    }
+
+    /// Writes the unacknowledged frames this connection has not carried yet.
+    async fn write_pending(&mut self) -> Result<(), TransportError> {
+        let Some(active) = &self.active else {
+            return Ok(());
+        };
+        loop {
+            let next = {
+                let mut w = lock(&self.window);
+                match w.unacked.get(w.written).cloned() {
+                    Some(data) => {
+                        w.written += 1;
+                        data
+                    }
+                    None => return Ok(()),
+                }
+            };
+            if active.link.out.send(Out::Frame(next.into())).await.is_err() {
+                lock(&self.window).broken = true;
+                return Ok(());
+            }
+        }
+    }
+
+    /// Queues `payload` under `tag`, with this source's id and a fresh transaction id; it
+    /// is kept until stored. Waits while [`unacked`](DurableSource::unacked) is at its
+    /// bound (16,384 frames).
+    ///
+    /// # Errors
+    /// A refusal by the router ([`TransportError::Goaway`]), or reconnecting gave up.
+    pub async fn send(
+        &mut self,
+        tag: u32,
+        payload: impl Into<Bytes>,
+    ) -> Result<(), TransportError> {
+        let tid = new_id();
+        let metadata = Metadata::from_pairs([
+            (metadata::SOURCE_ID, self.hello.id.as_str()),
+            (metadata::TID, tid.as_str()),
+        ]);
+        self.send_data(Data::new(tag, payload).with_metadata(metadata))
+            .await
+    }
+
+    /// Queues a data frame as it is; it should carry a `yomo-tid` for de-duplication.
+    ///
+    /// # Errors
+    /// As [`DurableSource::send`].
+    pub async fn send_data(&mut self, mut data: Data) -> Result<(), TransportError> {
+        // Kept for resending: a copy that does not pin a read buffer.
+        data.detach();
+        loop {
+            let moved = self.moved.clone();
+            let notified = moved.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let (full, broken) = {
+                let w = lock(&self.window);
+                (w.unacked.len() >= self.max_unacked, w.broken)
+            };
+            if broken || self.active.is_none() {
+                self.ensure().await?;
+                continue;
+            }
+            if !full {
+                break;
+            }
+            self.flush_link().await;
+            let _ = tokio::time::timeout(Duration::from_millis(100), notified).await;
+        }
+        lock(&self.window).unacked.push_back(data);
+        self.write_pending().await
+    }
+
+    async fn flush_link(&mut self) {
+        if let Some(active) = &self.active {
+            if active.link.flush().await.is_err() {
+                lock(&self.window).broken = true;
+            }
+        }
+    }
+
+    /// Waits until the router has stored every frame sent so far, reconnecting and sending
+    /// again as needed, for at most `timeout`. Returns whether everything is stored.
+    ///
+    /// # Errors
+    /// As [`DurableSource::send`].
+    pub async fn wait_stored(&mut self, timeout: Duration) -> Result<bool, TransportError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let moved = self.moved.clone();
+            let notified = moved.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let (empty, broken) = {
+                let w = lock(&self.window);
+                (w.unacked.is_empty(), w.broken)
+            };
+            if empty {
+                return Ok(true);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Ok(false);
+            }
+            if broken || self.active.is_none() {
+                self.ensure().await?;
+                continue;
+            }
+            self.flush_link().await;
+            let _ = tokio::time::timeout_at(
+                deadline.min(tokio::time::Instant::now() + Duration::from_millis(100)),
+                notified,
+            )
+            .await;
+        }
+    }
+
+    /// Waits (at most `timeout`) until everything is stored, then closes. Returns whether
+    /// everything was stored.
+    ///
+    /// # Errors
+    /// As [`DurableSource::send`].
+    pub async fn close(mut self, timeout: Duration) -> Result<bool, TransportError> {
+        let stored = self.wait_stored(timeout).await?;
+        if let Some(active) = self.active.take() {
+            let _ = active.link.close().await;
+            active.reader.abort();
+        }
+        Ok(stored)
+    }
+}
+
+fn lock(w: &Mutex<Window>) -> std::sync::MutexGuard<'_, Window> {
+    w.lock().unwrap_or_else(|e| e.into_inner())
+}
