@@ -574,6 +574,7 @@ impl Observer {
             && self.state == State::Head
             && self.hlen == 0
             && self.parents.is_empty()
+            && first_may_fit(input)
         {
             if let Some(fed) = self.feed_fast(input) {
                 return Ok(fed);
@@ -968,6 +969,9 @@ impl Observer {
     ///
     /// # Errors
     /// As [`Observer::feed`].
+    // Inlined: chunked input calls it once per chunk, and its own frame (the fast path's
+    // is inside) cost more than the walk of a 7-byte chunk.
+    #[inline(always)]
     pub fn feed_each(
         &mut self,
         mut input: &[u8],
@@ -1162,6 +1166,23 @@ impl Observer {
             }
         }
     }
+}
+
+/// False when the first packet of `input` (a top-level boundary) certainly runs past its
+/// end: [`fast::walk`] would give up on it at once, so chunked input does not pay for
+/// setting it up. A lower bound of the packet's size is enough (the walk checks the rest):
+/// its header, plus the high group of a two-byte length.
+#[inline(always)]
+fn first_may_fit(input: &[u8]) -> bool {
+    let Some(&b1) = input.get(1) else {
+        return input.is_empty();
+    };
+    let least = if b1 < 0x40 {
+        2 + b1 as usize
+    } else {
+        3 + (((b1 & 0x3f) as usize) << 7)
+    };
+    least <= input.len()
 }
 
 enum Action {
