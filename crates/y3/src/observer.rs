@@ -664,6 +664,17 @@ impl Observer {
         if self.state != State::Head || off == input.len() {
             return None;
         }
+        if self.run && off + 1 == input.len() {
+            // A header cut after its tag byte: kept as `read_header` keeps it when the
+            // tag byte is valid (the array flag needs the node flag) and the header can
+            // still fit in the current node; anything else is the walk's to report.
+            let tag = input[off];
+            if tag & 0xc0 != 0x40 && self.cur.end - (self.pos + off as u64) > 1 {
+                self.hbuf[0] = tag;
+                self.hlen = 1;
+                return None;
+            }
+        }
         Some(off)
     }
 
