@@ -763,8 +763,9 @@ impl Observer {
                     off += h.len as usize;
                     self.after_value(self.pos + off as u64);
                 } else {
-                    off = input.len();
+                    // The value runs past the input: count the rest down in the next chunk.
                     self.state = State::Skip { end: body_end };
+                    return Step::More(input.len());
                 }
                 Step::Next(off)
             }
@@ -803,7 +804,8 @@ impl Observer {
                     sub,
                     tag: h.tag,
                 };
-                Step::Next(input.len())
+                // The rest of the value is still to come: nothing more to do here.
+                Step::More(input.len())
             }
         }
     }
