@@ -308,6 +308,8 @@ pub struct Observer {
     validate: bool,
     /// One path in a one-byte-tag dialect, not validating: [`fast::walk`] may answer.
     fast: bool,
+    /// A one-byte-tag dialect with a length limit of 63 or more: the skip run may answer.
+    run: bool,
     /// The current level; `parents` holds the enclosing ones.
     cur: Level,
     /// The level of the stream itself, computed once.
@@ -321,6 +323,40 @@ pub struct Observer {
     assembled: Vec<u8>,
     clear_assembled: bool,
     started: u64,
+    /// Where the value the general walk last completed lies (see [`Progress::found`]).
+    hit: Hit,
+}
+
+/// A value completed by the general walk, described by where it lies: `feed` (inlined
+/// into its caller) builds the [`Observed`] from it, so that the walk itself returns two
+/// words instead of a whole [`Fed`] on every call.
+#[derive(Debug, Clone, Copy)]
+struct Hit {
+    sub: usize,
+    tag: Tag,
+    /// The value is `input[start..start + len]`, or the observer's buffer when `assembled`.
+    start: usize,
+    len: usize,
+    head_len: usize,
+    depth: u32,
+    assembled: bool,
+}
+
+const NO_HIT: Hit = Hit {
+    sub: 0,
+    tag: Tag::from_byte(0),
+    start: 0,
+    len: 0,
+    head_len: 0,
+    depth: 0,
+    assembled: false,
+};
+
+/// What one run of the general walk did: consumed `consumed` bytes and, when `found`,
+/// completed the value described by `Observer::hit`.
+struct Progress {
+    consumed: usize,
+    found: bool,
 }
 
 impl Observer {
@@ -403,6 +439,7 @@ impl Observer {
             all,
             validate,
             fast: false,
+            run: config.dialect.has_node_flag() && config.limits.max_packet_len >= 63,
             cur: TOP,
             top: TOP,
             parents: Parents::new(),
@@ -413,6 +450,7 @@ impl Observer {
             assembled: Vec::new(),
             clear_assembled: false,
             started: 0,
+            hit: NO_HIT,
         };
         observer.top = observer.level(u64::MAX, all, 0);
         observer.fast = observer.can_walk_fast();
@@ -536,47 +574,186 @@ impl Observer {
             && self.state == State::Head
             && self.hlen == 0
             && self.parents.is_empty()
+            && first_may_fit(input)
         {
             if let Some(fed) = self.feed_fast(input) {
                 return Ok(fed);
             }
         }
-        self.feed_general(input)
+        let progress = self.feed_general(input)?;
+        let observed = if progress.found {
+            Some(self.observed(input))
+        } else {
+            None
+        };
+        Ok(Fed {
+            consumed: progress.consumed,
+            observed,
+        })
+    }
+
+    /// The value the general walk just completed (`self.hit`).
+    #[inline(always)]
+    fn observed<'a>(&'a self, input: &'a [u8]) -> Observed<'a> {
+        let hit = self.hit;
+        let value = if hit.assembled {
+            &self.assembled[..]
+        } else {
+            &input[hit.start..hit.start + hit.len]
+        };
+        Observed {
+            sub: hit.sub,
+            packet: Packet::from_parts(hit.tag, value, hit.head_len, hit.depth, self.config),
+            assembled: hit.assembled,
+        }
     }
 
     /// [`Observer::feed`] by the general state machine: one step per state until a value
     /// completes, the input runs out, or an error.
-    fn feed_general<'a>(&'a mut self, input: &'a [u8]) -> Result<Fed<'a>, DecodeError> {
+    ///
+    /// Chunked input mostly lands in the middle of skipped values and short skipped TLVs:
+    /// [`skim`](Observer::skim) handles those in this small function, and only a header
+    /// that needs a decision (or a split one) goes on to the whole machine in
+    /// [`walk`](Observer::walk).
+    #[inline(never)]
+    fn feed_general(&mut self, input: &[u8]) -> Result<Progress, DecodeError> {
         if self.clear_assembled {
             self.assembled.clear();
             self.clear_assembled = false;
         }
-        let mut off = 0usize;
+        match self.skim(input) {
+            None => {
+                self.pos += input.len() as u64;
+                Ok(Progress {
+                    consumed: input.len(),
+                    found: false,
+                })
+            }
+            Some(off) => self.walk(input, off),
+        }
+    }
+
+    /// The common steps of chunked input, taken before the general machine is set up: the
+    /// rest of a value skipped across chunks, then the skip run. `None` when that consumed
+    /// all of `input` (the stream position is the caller's to advance), else the offset
+    /// where [`walk`](Observer::walk) goes on, with the state committed up to it.
+    #[inline(always)]
+    fn skim(&mut self, input: &[u8]) -> Option<usize> {
+        let mut off = 0;
+        match self.state {
+            State::Head => {}
+            State::Skip { end } => {
+                let left = end - self.pos;
+                if left > input.len() as u64 {
+                    return None;
+                }
+                // `left <= input.len()`, a usize.
+                off = left as usize;
+                self.state = State::Head;
+                self.after_value(end);
+            }
+            State::Take { .. } => return Some(0),
+        }
+        if self.hlen != 0 {
+            off = self.skim_split_header(input)?;
+            if self.hlen != 0 {
+                return Some(0);
+            }
+        }
+        off = self.skip_run(input, off);
+        if self.state != State::Head || off == input.len() {
+            return None;
+        }
+        if self.run && off + 1 == input.len() {
+            // A header cut after its tag byte: kept as `read_header` keeps it when the
+            // tag byte is valid (the array flag needs the node flag) and the header can
+            // still fit in the current node; anything else is the walk's to report.
+            let tag = input[off];
+            if tag & 0xc0 != 0x40 && self.cur.end - (self.pos + off as u64) > 1 {
+                self.hbuf[0] = tag;
+                self.hlen = 1;
+                return None;
+            }
+        }
+        Some(off)
+    }
+
+    /// A header split after its tag byte (the usual split of chunked input), completed by
+    /// the first byte of `input` when the skip run would have skipped it whole: a tag it
+    /// does not stop at, a one-byte length, a value inside the current node (the checks
+    /// `complete_header`, `check_bounds` and `decide` make, and these headers pass). As
+    /// [`skim`](Observer::skim): `None` when the value runs past `input`, else where the
+    /// walk goes on; `Some(0)` leaves the header to the general machine.
+    #[inline(always)]
+    fn skim_split_header(&mut self, input: &[u8]) -> Option<usize> {
+        let (true, 1, Some(&len)) = (self.run, self.hlen, input.first()) else {
+            return Some(0);
+        };
+        let tag = self.hbuf[0];
+        if len >= 0x40 || (self.cur.stop[(tag >> 6) as usize] >> (tag & 0x3f)) & 1 != 0 {
+            return Some(0);
+        }
+        // The header began one byte before this input.
+        let end = self.pos - 1 + 2 + len as u64;
+        if end > self.cur.end {
+            return Some(0);
+        }
+        self.hlen = 0;
+        if self.parents.is_empty() {
+            self.started += 1;
+        }
+        let left = end - self.pos;
+        if left > input.len() as u64 {
+            self.state = State::Skip { end };
+            return None;
+        }
+        self.after_value(end);
+        // `left <= input.len()`, a usize.
+        Some(left as usize)
+    }
+
+    /// The general state machine from `input[off..]`: one step per state until a value
+    /// completes, the input runs out, or an error.
+    #[inline(never)]
+    fn walk(&mut self, input: &[u8], mut off: usize) -> Result<Progress, DecodeError> {
         loop {
             let step = match self.state {
                 State::Head => self.step_head(input, off),
                 State::Skip { end } => self.step_skip(input, off, end),
-                State::Take { end, sub, tag } => return self.step_take(input, off, end, sub, tag),
+                State::Take { end, sub, tag } => self.step_take(input, off, end, sub, tag),
             };
             match step {
                 Step::Next(at) => off = at,
-                Step::Done(fed) => return fed,
+                Step::More(consumed) => {
+                    self.pos += consumed as u64;
+                    return Ok(Progress {
+                        consumed,
+                        found: false,
+                    });
+                }
+                Step::Found(consumed) => {
+                    return Ok(Progress {
+                        consumed,
+                        found: true,
+                    })
+                }
+                Step::Fail(e) => return Err(e),
             }
         }
     }
 
     /// `State::Head`: read the next header, then skip, enter or take its value.
     #[inline(always)]
-    fn step_head<'a>(&mut self, input: &'a [u8], mut off: usize) -> Step<'a> {
+    fn step_head(&mut self, input: &[u8], mut off: usize) -> Step {
         let (h, start) = match self.read_header(input, &mut off) {
             Ok(header) => header,
-            Err(Stop::More(consumed)) => return Step::Done(self.need_more(consumed)),
-            Err(Stop::Fail(e)) => return Step::Done(Err(e)),
+            Err(Stop::More(consumed)) => return Step::More(consumed),
+            Err(Stop::Fail(e)) => return Step::Fail(e),
         };
         // `off` now points at the value; `start` is the header's stream offset.
         let body_end = match self.check_bounds(start, &h) {
             Ok(end) => end,
-            Err(e) => return Step::Done(Err(e)),
+            Err(e) => return Step::Fail(e),
         };
         match self.decide(&h) {
             Action::Skip => {
@@ -586,14 +763,15 @@ impl Observer {
                     off += h.len as usize;
                     self.after_value(self.pos + off as u64);
                 } else {
-                    off = input.len();
+                    // The value runs past the input: count the rest down in the next chunk.
                     self.state = State::Skip { end: body_end };
+                    return Step::More(input.len());
                 }
                 Step::Next(off)
             }
             Action::Enter(active) => {
                 if let Err(e) = self.enter(body_end, active) {
-                    return Step::Done(Err(e));
+                    return Step::Fail(e);
                 }
                 self.after_value(self.pos + off as u64);
                 Step::Next(off)
@@ -603,20 +781,19 @@ impl Observer {
                 // `h.len` is at most `i32::MAX`, so it fits in usize.
                 let len = h.len as usize;
                 if len <= avail {
-                    let value = &input[off..off + len];
-                    let depth = self.parents.len() as u32 + 1;
+                    self.hit = Hit {
+                        sub,
+                        tag: h.tag,
+                        start: off,
+                        len,
+                        head_len: h.head_len,
+                        depth: self.parents.len() as u32 + 1,
+                        assembled: false,
+                    };
                     off += len;
                     self.after_value(self.pos + off as u64);
                     self.pos += off as u64;
-                    let packet = Packet::from_parts(h.tag, value, h.head_len, depth, self.config);
-                    return Step::Done(Ok(Fed {
-                        consumed: off,
-                        observed: Some(Observed {
-                            sub,
-                            packet,
-                            assembled: false,
-                        }),
-                    }));
+                    return Step::Found(off);
                 }
                 // Straddles chunks: keep what arrived, never reserving from the wire length
                 // (it is already bounded by `max_packet_len`, but the bytes may never come).
@@ -627,7 +804,8 @@ impl Observer {
                     sub,
                     tag: h.tag,
                 };
-                Step::Next(input.len())
+                // The rest of the value is still to come: nothing more to do here.
+                Step::More(input.len())
             }
         }
     }
@@ -699,7 +877,7 @@ impl Observer {
 
     /// `State::Skip`: pass over the rest of a value that straddles chunks.
     #[inline(always)]
-    fn step_skip<'a>(&mut self, input: &'a [u8], off: usize, end: u64) -> Step<'a> {
+    fn step_skip(&mut self, input: &[u8], off: usize, end: u64) -> Step {
         let here = self.pos + off as u64;
         let avail = (input.len() - off) as u64;
         let left = end - here;
@@ -709,27 +887,20 @@ impl Observer {
             // `left <= avail`, which is a usize.
             Step::Next(off + left as usize)
         } else {
-            Step::Done(self.need_more(input.len()))
+            Step::More(input.len())
         }
     }
 
     /// `State::Take`: gather the rest of an observed value that straddles chunks; the
     /// value is whole once its last byte arrives.
     #[inline(always)]
-    fn step_take<'a>(
-        &'a mut self,
-        input: &'a [u8],
-        mut off: usize,
-        end: u64,
-        sub: usize,
-        tag: Tag,
-    ) -> Result<Fed<'a>, DecodeError> {
+    fn step_take(&mut self, input: &[u8], mut off: usize, end: u64, sub: usize, tag: Tag) -> Step {
         let here = self.pos + off as u64;
         let avail = input.len() - off;
         let left = end - here;
         if left > avail as u64 {
             self.assembled.extend_from_slice(&input[off..]);
-            return self.need_more(input.len());
+            return Step::More(input.len());
         }
         // `left <= avail`, which is a usize.
         let left = left as usize;
@@ -740,16 +911,16 @@ impl Observer {
         self.after_value(end);
         self.pos += off as u64;
         self.clear_assembled = true;
-        let head_len = Header::encoded_len(tag, self.assembled.len(), self.config.dialect);
-        let packet = Packet::from_parts(tag, &self.assembled, head_len, depth, self.config);
-        Ok(Fed {
-            consumed: off,
-            observed: Some(Observed {
-                sub,
-                packet,
-                assembled: true,
-            }),
-        })
+        self.hit = Hit {
+            sub,
+            tag,
+            start: 0,
+            len: self.assembled.len(),
+            head_len: Header::encoded_len(tag, self.assembled.len(), self.config.dialect),
+            depth,
+            assembled: true,
+        };
+        Step::Found(off)
     }
 
     /// [`crate::fast::walk`] from a top-level boundary, committing its answer to the state the
@@ -807,20 +978,13 @@ impl Observer {
         }
     }
 
-    /// Ends a `feed` that consumed `consumed` bytes without completing a value: "feed more".
-    #[inline(always)]
-    fn need_more<'a>(&mut self, consumed: usize) -> Result<Fed<'a>, DecodeError> {
-        self.pos += consumed as u64;
-        Ok(Fed {
-            consumed,
-            observed: None,
-        })
-    }
-
     /// Feeds all of `input`, calling `on_value` for every value that completes.
     ///
     /// # Errors
     /// As [`Observer::feed`].
+    // Inlined: chunked input calls it once per chunk, and its own frame (the fast path's
+    // is inside) cost more than the walk of a 7-byte chunk.
+    #[inline(always)]
     pub fn feed_each(
         &mut self,
         mut input: &[u8],
@@ -866,7 +1030,7 @@ impl Observer {
     /// fail: their lengths are non-negative, minimal and below any limit of 63 or more.
     #[inline(always)]
     fn skip_run(&mut self, input: &[u8], mut off: usize) -> usize {
-        if !self.config.dialect.has_node_flag() || self.config.limits.max_packet_len < 63 {
+        if !self.run {
             return off;
         }
         let base = self.pos;
@@ -1017,6 +1181,23 @@ impl Observer {
     }
 }
 
+/// False when the first packet of `input` (a top-level boundary) certainly runs past its
+/// end: [`fast::walk`] would give up on it at once, so chunked input does not pay for
+/// setting it up. A lower bound of the packet's size is enough (the walk checks the rest):
+/// its header, plus the high group of a two-byte length.
+#[inline(always)]
+fn first_may_fit(input: &[u8]) -> bool {
+    let Some(&b1) = input.get(1) else {
+        return input.is_empty();
+    };
+    let least = if b1 < 0x40 {
+        2 + b1 as usize
+    } else {
+        3 + (((b1 & 0x3f) as usize) << 7)
+    };
+    least <= input.len()
+}
+
 enum Action {
     Skip,
     Enter(u64),
@@ -1030,10 +1211,14 @@ enum Stop {
     Fail(DecodeError),
 }
 
-/// What one step of the state machine did: moved on to `input[at..]`, or ended the feed.
-enum Step<'a> {
+/// What one step of the state machine did: moved on to `input[at..]`, or ended the feed
+/// having consumed so many bytes: asking for more, having completed a value (`hit`), or
+/// with an error.
+enum Step {
     Next(usize),
-    Done(Result<Fed<'a>, DecodeError>),
+    More(usize),
+    Found(usize),
+    Fail(DecodeError),
 }
 
 #[cfg(test)]
