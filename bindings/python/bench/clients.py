@@ -14,11 +14,11 @@ Measured, each against a fresh `y3 serve` (a release build: pass --y3, or Y3_BIN
   57 k msg/s with no sink at all); the ``sink msg/s`` column of the ``python`` row (the
   rate at which the sink drains what arrived, first to last frame) is the sink's.
 - ``rust``: the network lab's own e2e case for the Rust SDK's Source and Sink
-  (``y3 bench net e2e --only y3-router-tcp --sizes 64 --subs 1``, the same message counts
-  and rate), whose router is a separate process too.
+  (``y3-lab net e2e --only y3-router-tcp --sizes 64 --subs 1``, the same message counts
+  and rate; pass --lab, or Y3_LAB), whose router is a separate process too.
 
-Prints one table and the ratios python / rust. This is a script, not part of the lab
-(``y3 bench net``), which is being restructured; it only reads the lab's JSON.
+Prints one table and the ratios python / rust. A script beside the lab (``y3-lab``): it
+runs the lab's e2e case and reads its JSON.
 """
 
 from __future__ import annotations
@@ -181,9 +181,9 @@ def run_go_into_python(y3_bin: str, yomo_peer: str, tmp: Path, messages: int) ->
     return messages / float(flat["seconds"]) if flat["received"] == messages and flat["seconds"] else float("nan")
 
 
-def run_rust(y3_bin: str, tmp: Path, messages: int, paced: int, rate: int) -> dict[str, float]:
+def run_rust(lab_bin: str, tmp: Path, messages: int, paced: int, rate: int) -> dict[str, float]:
     out = tmp / "rust.json"
-    args = [y3_bin, "bench", "net", "e2e", "--only", "y3-router-tcp", "--sizes", str(SIZE), "--subs", "1",
+    args = [lab_bin, "net", "e2e", "--only", "y3-router-tcp", "--sizes", str(SIZE), "--subs", "1",
             "--messages", str(messages), "--paced", str(paced), "--rate", str(rate), "--runs", "1",
             "--json", str(out), "--out", str(tmp / "lab")]  # fmt: skip
     subprocess.run(args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
@@ -194,6 +194,7 @@ def run_rust(y3_bin: str, tmp: Path, messages: int, paced: int, rate: int) -> di
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--y3", default=os.environ.get("Y3_BIN") or str(ROOT / "target" / "release" / "y3"))
+    p.add_argument("--lab", default=os.environ.get("Y3_LAB") or str(ROOT / "target" / "release" / "y3-lab"))
     p.add_argument("--yomo-peer", default=os.environ.get("YOMO_PEER", ""))
     p.add_argument("--messages", type=int, default=200_000)
     p.add_argument("--paced", type=int, default=5_000)
@@ -217,7 +218,7 @@ def main() -> int:
             if args.yomo_peer:
                 rows["go → python sink"].append({"sink_msg_per_s": run_go_into_python(args.y3, args.yomo_peer, tmp, args.messages)})
             if not args.no_rust:
-                rows["rust"].append(run_rust(args.y3, tmp, args.messages, args.paced, args.rate))
+                rows["rust"].append(run_rust(args.lab, tmp, args.messages, args.paced, args.rate))
             print(f"run {run + 1}/{args.runs} done", file=sys.stderr, flush=True)
 
     def med(name: str, key: str) -> float:
