@@ -391,11 +391,11 @@ fn write_entry(out: &mut String, entry: &Entry<'_>, depth: usize, style: &Style)
 /// Plausible readings of primitive bytes: `int=.. float32=.. float64=.. string=".."`.
 pub fn readings(value: &[u8], style: &Style) -> String {
     let mut parts = Vec::new();
-    if let Ok(v) = y3::value::read_i64(style.dialect, value) {
+    if let Ok(v) = y3::scalar::read_i64(style.dialect, value) {
         parts.push(format!("int={v}"));
     }
     if !value.is_empty() && value.len() <= 4 {
-        if let Ok(v) = y3::value::read_f32(value) {
+        if let Ok(v) = y3::scalar::read_f32(value) {
             if plausible(v.into()) {
                 parts.push(format!(
                     "float32={}",
@@ -405,7 +405,7 @@ pub fn readings(value: &[u8], style: &Style) -> String {
         }
     }
     if !value.is_empty() && value.len() <= 8 {
-        if let Ok(v) = y3::value::read_f64(value) {
+        if let Ok(v) = y3::scalar::read_f64(value) {
             if plausible(v) {
                 parts.push(format!("float64={}", float_text(v, format!("{v:?}"))));
             }

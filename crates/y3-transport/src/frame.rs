@@ -38,7 +38,7 @@ use std::fmt;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use y3::tag::Header;
-use y3::{value, Config, Dialect, Packet, Tag};
+use y3::{scalar, Config, Dialect, Packet, Tag};
 
 use crate::error::FrameError;
 use crate::metadata::Metadata;
@@ -543,9 +543,9 @@ impl Field<'_> {
             Field::Bytes(_, b) => b.len(),
             Field::Byte(..) => 1,
             Field::TagsLe(_, tags) => 4 * tags.len(),
-            Field::Int(_, v) => value::int_len(D, u32_bits(v)),
+            Field::Int(_, v) => scalar::int_len(D, u32_bits(v)),
             Field::OptInt(_, 0) => return 0,
-            Field::OptInt(_, v) => value::int_len(D, u32_bits(v)),
+            Field::OptInt(_, v) => scalar::int_len(D, u32_bits(v)),
             Field::Filters(_, []) => return 0,
             Field::Filters(_, filters) => filters_len(filters),
         };
@@ -606,7 +606,7 @@ const fn u32_bits(v: u32) -> i64 {
 }
 
 /// Room one staged header plus integer can take.
-const STEP: usize = y3::tag::MAX_HEADER_LEN + 1 + value::MAX_SCALAR_LEN;
+const STEP: usize = y3::tag::MAX_HEADER_LEN + 1 + scalar::MAX_SCALAR_LEN;
 
 /// Headers and integers gathered on the stack and appended to the frame buffer in one
 /// copy before each byte string (and at the end). Appending them one by one costs a
@@ -655,9 +655,9 @@ impl Staged {
             Field::OptInt(_, 0) => {}
             Field::Int(_, v) | Field::OptInt(_, v) => {
                 let v = u32_bits(v);
-                self.header(dst, Tag::primitive(key), value::int_len(D, v));
+                self.header(dst, Tag::primitive(key), scalar::int_len(D, v));
                 if let Some(out) = self.buf[self.len..].first_chunk_mut() {
-                    self.len += value::int_write(D, v, out);
+                    self.len += scalar::int_write(D, v, out);
                 }
             }
             Field::Bytes(_, bytes) => {
@@ -867,12 +867,12 @@ impl Frame {
                 for field in packet.children()? {
                     let field = field?;
                     match field.id() {
-                        F_TAG => tag = Some(value::read_u32(D, field.bytes()?)?),
+                        F_TAG => tag = Some(scalar::read_u32(D, field.bytes()?)?),
                         F_METADATA => {
                             metadata = Metadata::from_bytes(frame.slice_ref(field.bytes()?))
                         }
                         F_PAYLOAD => payload = frame.slice_ref(field.bytes()?),
-                        F_EXT => hops = value::read_u32(D, field.bytes()?)?,
+                        F_EXT => hops = scalar::read_u32(D, field.bytes()?)?,
                         _ => {}
                     }
                 }
@@ -919,9 +919,9 @@ impl Frame {
                         F_VERSION => h.version = string()?,
                         F_FUNCTION => h.function_definition = frame.slice_ref(field.bytes()?),
                         F_WANTED_TARGET => h.wanted_target = string()?,
-                        F_EXT => h.extension = value::read_u32(D, field.bytes()?)?,
+                        F_EXT => h.extension = scalar::read_u32(D, field.bytes()?)?,
                         F_FILTERS => h.filters = read_filters(field.bytes()?)?,
-                        F_ACKS => h.wants_acks = value::read_u32(D, field.bytes()?)? != 0,
+                        F_ACKS => h.wants_acks = scalar::read_u32(D, field.bytes()?)? != 0,
                         _ => {}
                     }
                 }
@@ -937,7 +937,7 @@ impl Frame {
                 for field in packet.children()? {
                     let field = field?;
                     if field.id() == F_EXT {
-                        stored = value::read_u32(D, field.bytes()?)?;
+                        stored = scalar::read_u32(D, field.bytes()?)?;
                     }
                 }
                 Ok(Frame::Stored(stored))
@@ -954,7 +954,7 @@ impl Frame {
                     let field = field?;
                     match field.id() {
                         F_MESSAGE => message = field.str()?.to_owned(),
-                        F_EXT => code = GoawayCode::from_code(value::read_u32(D, field.bytes()?)?),
+                        F_EXT => code = GoawayCode::from_code(scalar::read_u32(D, field.bytes()?)?),
                         _ => {}
                     }
                 }

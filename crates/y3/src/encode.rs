@@ -18,8 +18,8 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use bytes::BufMut;
 
+use crate::scalar::{self, MAX_SCALAR_LEN};
 use crate::tag::{Header, MAX_HEADER_LEN};
-use crate::value::{self, MAX_SCALAR_LEN};
 use crate::{DecodeError, Dialect, EncodeError, Packet, Tag};
 
 /// A value in an owned packet tree.
@@ -104,13 +104,13 @@ impl Item {
     /// Bytes of the value alone.
     pub fn value_len(&self, dialect: Dialect) -> usize {
         match &self.value {
-            Value::I32(v) => value::int_len(dialect, *v as i64),
-            Value::I64(v) => value::int_len(dialect, *v),
-            Value::U32(v) => value::int_len(dialect, *v as i32 as i64),
-            Value::U64(v) => value::int_len(dialect, *v as i64),
-            Value::F32(v) => value::f32_len(*v),
-            Value::F64(v) => value::f64_len(*v),
-            Value::Bool(v) => value::int_len(dialect, *v as i64),
+            Value::I32(v) => scalar::int_len(dialect, *v as i64),
+            Value::I64(v) => scalar::int_len(dialect, *v),
+            Value::U32(v) => scalar::int_len(dialect, *v as i32 as i64),
+            Value::U64(v) => scalar::int_len(dialect, *v as i64),
+            Value::F32(v) => scalar::f32_len(*v),
+            Value::F64(v) => scalar::f64_len(*v),
+            Value::Bool(v) => scalar::int_len(dialect, *v as i64),
             Value::Str(s) => s.len(),
             Value::Bytes(b) => b.len(),
             Value::Node(children) | Value::Array(children) => {
@@ -178,13 +178,13 @@ impl Item {
         put_header(buf, self.tag(), len, dialect);
         let mut scratch = [0u8; MAX_SCALAR_LEN];
         let n = match &self.value {
-            Value::I32(v) => value::int_write(dialect, *v as i64, &mut scratch),
-            Value::I64(v) => value::int_write(dialect, *v, &mut scratch),
-            Value::U32(v) => value::int_write(dialect, *v as i32 as i64, &mut scratch),
-            Value::U64(v) => value::int_write(dialect, *v as i64, &mut scratch),
-            Value::F32(v) => value::f32_write(*v, &mut scratch),
-            Value::F64(v) => value::f64_write(*v, &mut scratch),
-            Value::Bool(v) => value::int_write(dialect, *v as i64, &mut scratch),
+            Value::I32(v) => scalar::int_write(dialect, *v as i64, &mut scratch),
+            Value::I64(v) => scalar::int_write(dialect, *v, &mut scratch),
+            Value::U32(v) => scalar::int_write(dialect, *v as i32 as i64, &mut scratch),
+            Value::U64(v) => scalar::int_write(dialect, *v as i64, &mut scratch),
+            Value::F32(v) => scalar::f32_write(*v, &mut scratch),
+            Value::F64(v) => scalar::f64_write(*v, &mut scratch),
+            Value::Bool(v) => scalar::int_write(dialect, *v as i64, &mut scratch),
             Value::Str(s) => {
                 buf.put_slice(s.as_bytes());
                 return;
@@ -308,7 +308,7 @@ pub fn write_int(
     v: i64,
 ) -> Result<(), EncodeError> {
     let mut scratch = [0u8; MAX_SCALAR_LEN];
-    let n = value::int_write(dialect, v, &mut scratch);
+    let n = scalar::int_write(dialect, v, &mut scratch);
     write_bytes(buf, dialect, id, &scratch[..n])
 }
 
@@ -323,7 +323,7 @@ pub fn write_f32(
     v: f32,
 ) -> Result<(), EncodeError> {
     let mut scratch = [0u8; MAX_SCALAR_LEN];
-    let n = value::f32_write(v, &mut scratch);
+    let n = scalar::f32_write(v, &mut scratch);
     write_bytes(buf, dialect, id, &scratch[..n])
 }
 
@@ -338,7 +338,7 @@ pub fn write_f64(
     v: f64,
 ) -> Result<(), EncodeError> {
     let mut scratch = [0u8; MAX_SCALAR_LEN];
-    let n = value::f64_write(v, &mut scratch);
+    let n = scalar::f64_write(v, &mut scratch);
     write_bytes(buf, dialect, id, &scratch[..n])
 }
 

@@ -51,10 +51,10 @@ pub mod filter;
 pub mod items;
 mod observer;
 mod packet;
+pub mod scalar;
 mod skip;
 pub mod tag;
 pub mod typed;
-pub mod value;
 pub mod varint;
 
 /// The skip runs' scalar and vector forms, for the fuzz harness (`crates/y3-harness`) to

@@ -12,7 +12,7 @@
 //! used to slice.
 
 use crate::tag::Header;
-use crate::{value, Config, DecodeError, Dialect, Tag};
+use crate::{scalar, Config, DecodeError, Dialect, Tag};
 
 /// One packet borrowed from a buffer: tag, value bytes and typed accessors.
 ///
@@ -224,10 +224,10 @@ impl<'a> Packet<'a> {
     /// The value as `int32`.
     ///
     /// # Errors
-    /// [`DecodeError::WrongType`] for a node, and the integer errors of [`value::read_i32`].
+    /// [`DecodeError::WrongType`] for a node, and the integer errors of [`scalar::read_i32`].
     #[inline]
     pub fn i32(&self) -> Result<i32, DecodeError> {
-        value::read_i32(self.dialect(), self.primitive()?)
+        scalar::read_i32(self.dialect(), self.primitive()?)
     }
 
     /// The value as `int64`.
@@ -236,7 +236,7 @@ impl<'a> Packet<'a> {
     /// As [`Packet::i32`].
     #[inline]
     pub fn i64(&self) -> Result<i64, DecodeError> {
-        value::read_i64(self.dialect(), self.primitive()?)
+        scalar::read_i64(self.dialect(), self.primitive()?)
     }
 
     /// The value as `uint32` (written as the int32 with the same bits).
@@ -245,7 +245,7 @@ impl<'a> Packet<'a> {
     /// As [`Packet::i32`].
     #[inline]
     pub fn u32(&self) -> Result<u32, DecodeError> {
-        value::read_u32(self.dialect(), self.primitive()?)
+        scalar::read_u32(self.dialect(), self.primitive()?)
     }
 
     /// The value as `uint64` (written as the int64 with the same bits).
@@ -254,7 +254,7 @@ impl<'a> Packet<'a> {
     /// As [`Packet::i32`].
     #[inline]
     pub fn u64(&self) -> Result<u64, DecodeError> {
-        value::read_u64(self.dialect(), self.primitive()?)
+        scalar::read_u64(self.dialect(), self.primitive()?)
     }
 
     /// The value as VarFloat `float32`.
@@ -263,7 +263,7 @@ impl<'a> Packet<'a> {
     /// [`DecodeError::WrongType`] for a node, [`DecodeError::InvalidLength`] outside 1..=4.
     #[inline]
     pub fn f32(&self) -> Result<f32, DecodeError> {
-        value::read_f32(self.primitive()?)
+        scalar::read_f32(self.primitive()?)
     }
 
     /// The value as VarFloat `float64`.
@@ -272,7 +272,7 @@ impl<'a> Packet<'a> {
     /// [`DecodeError::WrongType`] for a node, [`DecodeError::InvalidLength`] outside 1..=8.
     #[inline]
     pub fn f64(&self) -> Result<f64, DecodeError> {
-        value::read_f64(self.primitive()?)
+        scalar::read_f64(self.primitive()?)
     }
 
     /// The value as `bool` (integer 0 or 1).
@@ -281,7 +281,7 @@ impl<'a> Packet<'a> {
     /// [`DecodeError::WrongType`] for a node, [`DecodeError::InvalidBool`] for other integers.
     #[inline]
     pub fn bool(&self) -> Result<bool, DecodeError> {
-        value::read_bool(self.dialect(), self.primitive()?)
+        scalar::read_bool(self.dialect(), self.primitive()?)
     }
 
     /// The value as a borrowed UTF-8 string.
@@ -290,7 +290,7 @@ impl<'a> Packet<'a> {
     /// [`DecodeError::WrongType`] for a node, [`DecodeError::InvalidUtf8`].
     #[inline]
     pub fn str(&self) -> Result<&'a str, DecodeError> {
-        value::read_str(self.primitive()?)
+        scalar::read_str(self.primitive()?)
     }
 
     /// The value as borrowed bytes.

@@ -8,8 +8,8 @@ use bytes::{BufMut, Bytes};
 
 use super::wire::*;
 use super::{Element, FieldValue, Shape};
+use crate::scalar::{self, MAX_SCALAR_LEN};
 use crate::tag::Header;
-use crate::value::{self, MAX_SCALAR_LEN};
 use crate::{DecodeError, Dialect, EncodeError, Packet};
 
 /// Writes a scalar's bytes.
@@ -36,7 +36,7 @@ macro_rules! int_field {
             #[inline]
             fn value_len(&self, dialect: Dialect) -> usize {
                 let $v = *self;
-                value::int_len(dialect, $to)
+                scalar::int_len(dialect, $to)
             }
 
             #[inline]
@@ -46,7 +46,7 @@ macro_rules! int_field {
                 buf: &mut impl BufMut,
             ) -> Result<(), EncodeError> {
                 let $v = *self;
-                put_scalar(buf, |out| value::int_write(dialect, $to, out))
+                put_scalar(buf, |out| scalar::int_write(dialect, $to, out))
             }
 
             #[inline]
@@ -95,8 +95,8 @@ macro_rules! float_field {
     };
 }
 
-float_field!(f32, f32, value::f32_len, value::f32_write);
-float_field!(f64, f64, value::f64_len, value::f64_write);
+float_field!(f32, f32, scalar::f32_len, scalar::f32_write);
+float_field!(f64, f64, scalar::f64_len, scalar::f64_write);
 
 /// Byte strings: the raw bytes, omitted from structs when empty.
 macro_rules! bytes_field {

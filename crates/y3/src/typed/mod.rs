@@ -33,7 +33,7 @@
 //! - Numbers and bools are always written, zero as the one byte `00`; empty strings and
 //!   byte strings are left out of structs (the reference skips zero-length primitives), but
 //!   not out of arrays. An omitted field decodes as its `Default`.
-//! - Integers and floats use the dialect's value encodings ([`crate::value`]); unsigned
+//! - Integers and floats use the dialect's value encodings ([`crate::scalar`]); unsigned
 //!   integers are written as the signed integer with the same bits, as the reference does.
 //! - A top-level `Vec` of messages is a *plain* node `80|k` in the reference, while the same
 //!   `Vec` as a struct field is an array node `c0|k`; decoding accepts either.
