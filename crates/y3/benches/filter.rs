@@ -7,25 +7,11 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use y3::{Dialect, Filter, Item, Value};
+use y3::Filter;
 
-fn value(k: u32) -> Value {
-    match (k - 1) % 7 {
-        0 => Value::Str("a".into()),
-        1 => Value::I32(-65),
-        2 => Value::U32(128),
-        3 => Value::I64(-1),
-        4 => Value::U64(u64::MAX),
-        5 => Value::F32(0.25),
-        _ => Value::F64(23.0),
-    }
-}
-
-fn packet(n: u32) -> Vec<u8> {
-    Item::node(0, (1..=n).map(|k| Item::new(k, value(k))).collect())
-        .to_vec(Dialect::Golang)
-        .unwrap()
-}
+#[path = "common/data.rs"]
+mod data;
+use data::packet;
 
 fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("filter");

@@ -16,27 +16,13 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use y3::{Config, Dialect, Item, Observer, Value};
+use y3::{Config, Observer};
+
+#[path = "common/data.rs"]
+mod data;
+use data::packet;
 
 const CASES: [(u32, u32); 4] = [(3, 2), (16, 8), (32, 16), (63, 32)];
-
-fn value(k: u32) -> Value {
-    match (k - 1) % 7 {
-        0 => Value::Str("a".into()),
-        1 => Value::I32(-65),
-        2 => Value::U32(128),
-        3 => Value::I64(-1),
-        4 => Value::U64(u64::MAX),
-        5 => Value::F32(0.25),
-        _ => Value::F64(23.0),
-    }
-}
-
-fn packet(n: u32) -> Vec<u8> {
-    Item::node(0, (1..=n).map(|k| Item::new(k, value(k))).collect())
-        .to_vec(Dialect::Golang)
-        .unwrap()
-}
 
 /// The floor: walks one-byte tags and lengths with no checks at all. Only valid for these
 /// data sets (every child length below 64, root length in one or two bytes).
