@@ -293,8 +293,8 @@ fn filter(args: &FilterArgs, out: &mut dyn Write) -> Result<()> {
             .unwrap_or(if args.quick { 20_000 } else { 200_000 }),
         programs: programs(None)?,
     };
-    let rows = net::filter::run(&opts)?;
-    net::filter::write_table(&rows, &opts, out)
+    let (rows, notes) = net::filter::run(&opts)?;
+    net::filter::write_table(&rows, &notes, &opts, out)
 }
 
 fn programs(asio: Option<PathBuf>) -> Result<Programs> {
