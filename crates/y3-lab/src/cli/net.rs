@@ -45,7 +45,8 @@ enum NetCommand {
     Yomo(YomoArgs),
     /// Source → router → function → sink msg/s and latency over TCP and QUIC, one process.
     Pipeline(net::pipeline::PipelineArgs),
-    /// Content filters: router-side filter vs deliver everything and filter in the function.
+    /// Content filters: router-side filter vs deliver everything and filter in the function
+    /// (y3, and NATS with the feature net-nats).
     Filter(FilterArgs),
     /// Source and sink on two `y3 serve` federated through nats-server, vs one router.
     Federation(FederationArgs),
