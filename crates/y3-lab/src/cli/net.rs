@@ -45,7 +45,8 @@ enum NetCommand {
     Yomo(YomoArgs),
     /// Source → router → function → sink msg/s and latency over TCP and QUIC, one process.
     Pipeline(net::pipeline::PipelineArgs),
-    /// Content filters: router-side filter vs deliver everything and filter in the function.
+    /// Content filters: router-side filter vs deliver everything and filter in the function
+    /// (y3, and NATS with the feature net-nats).
     Filter(FilterArgs),
     /// Source and sink on two `y3 serve` federated through nats-server, vs one router.
     Federation(FederationArgs),
@@ -293,8 +294,8 @@ fn filter(args: &FilterArgs, out: &mut dyn Write) -> Result<()> {
             .unwrap_or(if args.quick { 20_000 } else { 200_000 }),
         programs: programs(None)?,
     };
-    let rows = net::filter::run(&opts)?;
-    net::filter::write_table(&rows, &opts, out)
+    let (rows, notes) = net::filter::run(&opts)?;
+    net::filter::write_table(&rows, &notes, &opts, out)
 }
 
 fn programs(asio: Option<PathBuf>) -> Result<Programs> {

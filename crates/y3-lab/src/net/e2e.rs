@@ -328,7 +328,7 @@ impl Clients {
 }
 
 /// A free 127.0.0.1 port (bound then released: peers that need a port number up front).
-fn free_port() -> Result<u16> {
+pub(crate) fn free_port() -> Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port())
@@ -413,7 +413,7 @@ fn start_broker(opts: &Options, imp: &str) -> Result<Broker> {
     }
 }
 
-fn wait_port(addr: SocketAddr, timeout: Duration) -> Result<()> {
+pub(crate) fn wait_port(addr: SocketAddr, timeout: Duration) -> Result<()> {
     let deadline = Instant::now() + timeout;
     loop {
         if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
