@@ -14,8 +14,9 @@
 //!   and the Go side (`bench/go`, run as a subprocess).
 //! - [`serde_suite`]: encode/decode msg/s of a ~130-byte message and an MQTT PUBLISH frame.
 //! - [`net`]: the network suite (ping-pong, echo, router end to end, YoMo), its child
-//!   processes and its own records and reports.
-//! - [`record`], [`report`], [`charts`]: `--json` records, Markdown, plotters SVG charts.
+//!   processes and its reports.
+//! - [`record`], [`report`], [`charts`]: the one data model every suite records (`--json`,
+//!   read back by `--from`), Markdown, plotters SVG charts.
 //!
 //! Peers are behind the `peers` feature so that `cargo test --workspace` stays lean; without
 //! it the lab runs the y3 rows (and the Go side) and says that peers are disabled.
@@ -25,7 +26,8 @@
 //! ```text
 //! src/main.rs, src/cli/    the y3-lab command: shared OutputArgs + publish(), one module per suite's options
 //! measure.rs               the harness: runners, medians (measure::median), serial/parallel
-//! record.rs, report.rs     codec/serde records; ResultsFile, Publish, targets table, Bound, fill()
+//! record.rs               Record (suite, dims, impl, metrics), Results, Meta: every suite's
+//! report.rs               SuiteReport registry, codec/serde reports, targets table, Bound, fill()
 //! charts.rs                BarChart → SVG (plotters)
 //! codec/, data.rs, go.rs   codec suite: y3 rows, peer rows (Prepared::looping), Go side
 //! serde_suite.rs           serde suite
@@ -37,7 +39,7 @@
 //!
 //! # Adding a network suite
 //!
-//! 1. `net/NAME.rs`: `Options`, `run(&Options, &ProgressBar) -> Result<NetResults>` (use
+//! 1. `net/NAME.rs`: `Options`, `run(&Options, &ProgressBar) -> Result<Results>` (use
 //!    [`net::rounds`] for interleaved runs, [`measure::median`], [`net::pace`] for paced
 //!    sends, [`net::Programs::spawn_lab`] for child processes), plus `serve`/`client`
 //!    roles if it starts its own servers or clients (dispatched in [`net::serve`] and

@@ -39,6 +39,13 @@ enum Command {
     Serde(cli::codec::SerdeArgs),
     /// The network suite: `y3-lab net pingpong|echo|e2e|yomo|pipeline`.
     Net(cli::net::NetArgs),
+    /// Rewrites results files written before the lab's one record model in that model (in
+    /// place; a file already in it is rewritten unchanged).
+    Migrate {
+        /// Results files written by `--json`.
+        #[arg(required = true)]
+        files: Vec<std::path::PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -61,6 +68,13 @@ fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<()> {
         Command::Codec(args) => cli::codec::run_codec(args, out),
         Command::Serde(args) => cli::codec::run_serde(args, out),
         Command::Net(args) => cli::net::run(args, out),
+        Command::Migrate { files } => {
+            for file in files {
+                y3_lab::record::Results::read_json(file)?.write_json(file)?;
+                writeln!(out, "migrated {}", file.display())?;
+            }
+            Ok(())
+        }
     }
 }
 

@@ -15,7 +15,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::charts::{self, BarChart};
 use crate::data::{CASES, SWEEP};
-use crate::record::{Record, Results};
+use crate::record::{Dim, Metric, Record, Results};
 
 /// Display order of the rows; others follow alphabetically.
 pub const ORDER: [&str; 23] = [
@@ -130,11 +130,13 @@ pub fn ratio(v: f64) -> String {
 }
 
 fn get<'a>(r: &'a Results, case: &str, order: &str, imp: &str, mode: &str) -> Option<&'a Record> {
-    r.find(case, order, imp, mode)
+    r.find_where(case, imp, |x| {
+        x.text(Dim::Order) == order && x.text(Dim::Mode) == mode
+    })
 }
 
 fn cell(r: Option<&Record>) -> String {
-    r.map_or("–".into(), |r| ns(r.ns_per_op))
+    r.map_or("–".into(), |r| ns(r.value(Metric::NsPerOp)))
 }
 
 /// What the codec reports' target tables say of a target whose peer did not run.
@@ -233,7 +235,7 @@ fn target(name: &str, value: Option<f64>, bound: f64, at_least: bool) -> Target 
 fn speedup(r: &Results, case: &str, order: &str, peer: &str, y3: &str, mode: &str) -> Option<f64> {
     let p = get(r, case, order, peer, mode)?;
     let y = get(r, case, order, y3, mode)?;
-    Some(p.ns_per_op / y.ns_per_op)
+    Some(p.value(Metric::NsPerOp) / y.value(Metric::NsPerOp))
 }
 
 /// The codec targets of the issue, checked from the results.
@@ -305,13 +307,14 @@ pub fn targets_table(out: &mut String, targets: &[Target], absent: &str) {
 /// command, method, how to read the figures, the run's notes.
 fn header(out: &mut String, r: &Results) {
     let m = &r.meta;
-    let go = if m.go_version.is_empty() {
+    let h = m.harness.clone().unwrap_or_default();
+    let go = if m.version("go").is_empty() {
         String::new()
     } else {
-        format!(" · Go: {}", m.go_version)
+        format!(" · Go: {}", m.version("go"))
     };
     let seed = if m.suite == "codec" {
-        format!("; published-order seed {}", m.seed)
+        format!("; published-order seed {}", h.seed)
     } else {
         String::new()
     };
@@ -322,9 +325,9 @@ fn header(out: &mut String, r: &Results) {
             ("machine", &m.machine),
             ("command", &m.command),
             ("go", &go),
-            ("samples", &m.samples.to_string()),
-            ("sample_ms", &m.sample_ms.to_string()),
-            ("threads", &m.threads.to_string()),
+            ("samples", &h.samples.to_string()),
+            ("sample_ms", &h.sample_ms.to_string()),
+            ("threads", &h.threads.to_string()),
             ("quick", if m.quick { "; **--quick** run" } else { "" }),
             ("seed", &seed),
             ("notes", &notes),
@@ -341,7 +344,7 @@ pub fn codec_markdown(r: &Results) -> String {
     let serial: Vec<&Record> = r
         .records
         .iter()
-        .filter(|x| x.mode == "serial" && x.order == "ascending")
+        .filter(|x| x.text(Dim::Mode) == "serial" && x.text(Dim::Order) == "ascending")
         .collect();
     let names = impl_names(&serial);
 
@@ -355,7 +358,7 @@ pub fn codec_markdown(r: &Results) -> String {
         let fmt = serial
             .iter()
             .find(|x| &x.implementation == n)
-            .map_or("", |x| x.format.as_str());
+            .map_or("", |x| x.text(Dim::Format));
         let _ = write!(out, "| `{n}` | {fmt} |");
         for c in &cases {
             let _ = write!(out, " {} |", cell(get(r, c, "ascending", n, "serial")));
@@ -364,10 +367,10 @@ pub fn codec_markdown(r: &Results) -> String {
         let _ = writeln!(
             out,
             " {} | {} | {} |",
-            last.map_or("–".into(), |x| ns(x.cpu_ns_per_op)),
-            last.and_then(|x| x.allocs_per_op)
+            last.map_or("–".into(), |x| ns(x.value(Metric::CpuNsPerOp))),
+            last.and_then(|x| x.get(Metric::AllocsPerOp))
                 .map_or("–".into(), |a| format!("{a:.1}")),
-            last.map_or("–".into(), |x| x.bytes.to_string()),
+            last.map_or("–".into(), |x| x.count(Dim::Bytes).to_string()),
         );
     }
     let _ = write!(out, "| *report: Go Y3 (Go 1.14, 2.6 GHz i7)* | y3 |");
@@ -413,10 +416,10 @@ pub fn codec_markdown(r: &Results) -> String {
     let parallel: Vec<&Record> = r
         .records
         .iter()
-        .filter(|x| x.mode == "parallel" && x.order == "ascending")
+        .filter(|x| x.text(Dim::Mode) == "parallel" && x.text(Dim::Order) == "ascending")
         .collect();
     if !parallel.is_empty() {
-        let threads = parallel[0].threads;
+        let threads = parallel[0].count(Dim::Threads);
         let _ = writeln!(
             out,
             "## Parallel ({threads} threads), ascending: median ns/op per thread, and aggregate \
@@ -436,8 +439,11 @@ pub fn codec_markdown(r: &Results) -> String {
             let _ = writeln!(
                 out,
                 " {} | {} |",
-                last.map_or("–".into(), |x| format!("{:.2}", x.ops_per_s / 1e6)),
-                last.map_or("–".into(), |x| ns(x.cpu_ns_per_op)),
+                last.map_or("–".into(), |x| format!(
+                    "{:.2}",
+                    x.value(Metric::OpsPerS) / 1e6
+                )),
+                last.map_or("–".into(), |x| ns(x.value(Metric::CpuNsPerOp))),
             );
         }
         let _ = write!(out, "| *report: Go Y3, GOMAXPROCS=12 (wall ÷ all ops)* |");
@@ -450,20 +456,20 @@ pub fn codec_markdown(r: &Results) -> String {
     let published: Vec<&Record> = r
         .records
         .iter()
-        .filter(|x| x.mode == "serial" && x.order == "published")
+        .filter(|x| x.text(Dim::Mode) == "serial" && x.text(Dim::Order) == "published")
         .collect();
     if !published.is_empty() {
         let _ = writeln!(
             out,
             "## Serial, published order (the report's random map order, seed {}): median ns/op\n",
-            r.meta.seed
+            r.meta.harness.as_ref().map_or(0, |h| h.seed)
         );
         out.push_str("| implementation |");
         for c in &cases {
             let pos = published
                 .iter()
                 .find(|x| &x.case == c)
-                .map_or(0, |x| x.key_pos);
+                .map_or(0, |x| x.count(Dim::KeyPos));
             let _ = write!(out, " {c} (key at {pos}) |");
         }
         out.push_str("\n| --- |");
@@ -484,7 +490,9 @@ pub fn codec_markdown(r: &Results) -> String {
         .records
         .iter()
         .filter(|x| {
-            x.mode == "serial" && x.order == "ascending" && sweep.iter().any(|(c, _)| c == &x.case)
+            x.text(Dim::Mode) == "serial"
+                && x.text(Dim::Order) == "ascending"
+                && sweep.iter().any(|(c, _)| c == &x.case)
         })
         .collect();
     if !sweep_records.is_empty() {
@@ -542,7 +550,7 @@ fn headline_series(
         .map(|n| {
             let v: Vec<Option<f64>> = groups
                 .iter()
-                .map(|(c, o)| get(r, c, o, n, mode).map(|x| x.ns_per_op))
+                .map(|(c, o)| get(r, c, o, n, mode).map(|x| x.value(Metric::NsPerOp)))
                 .collect();
             (n.to_string(), v)
         })
@@ -551,7 +559,7 @@ fn headline_series(
 }
 
 /// The codec charts.
-pub fn codec_charts(r: &Results) -> Vec<(&'static str, BarChart)> {
+pub fn codec_charts(r: &Results) -> Vec<(String, BarChart)> {
     let cases = case_names();
     let asc: Vec<(String, String)> = cases
         .iter()
@@ -560,10 +568,10 @@ pub fn codec_charts(r: &Results) -> Vec<(&'static str, BarChart)> {
     let threads = r
         .records
         .iter()
-        .find(|x| x.mode == "parallel")
-        .map_or(0, |x| x.threads);
+        .find(|x| x.text(Dim::Mode) == "parallel")
+        .map_or(0, |x| x.count(Dim::Threads));
     let mut out = vec![(
-        "codec-serial.svg",
+        "codec-serial.svg".into(),
         BarChart {
             title: "Take one observed key: ns/op, serial (lower is better)".into(),
             y_label: "ns/op (log)".into(),
@@ -585,7 +593,7 @@ pub fn codec_charts(r: &Results) -> Vec<(&'static str, BarChart)> {
         .filter(|(_, v): &(String, Vec<Option<f64>>)| v.iter().any(Option::is_some))
         .collect();
     out.push((
-        "codec-speedup.svg",
+        "codec-speedup.svg".into(),
         BarChart {
             title: "Speed-up of y3-observe: peer ns/op ÷ y3 ns/op, serial".into(),
             y_label: "× (log)".into(),
@@ -595,7 +603,7 @@ pub fn codec_charts(r: &Results) -> Vec<(&'static str, BarChart)> {
         },
     ));
     out.push((
-        "codec-parallel.svg",
+        "codec-parallel.svg".into(),
         BarChart {
             title: format!("Take one observed key: ns/op per thread, {threads} threads"),
             y_label: "ns/op (log)".into(),
@@ -610,7 +618,7 @@ pub fn codec_charts(r: &Results) -> Vec<(&'static str, BarChart)> {
         .map(|(c, _)| (c.clone(), "ascending".into()))
         .collect();
     out.push((
-        "codec-position.svg",
+        "codec-position.svg".into(),
         BarChart {
             title: "C63: ns/op by position of the observed key, serial".into(),
             y_label: "ns/op (log)".into(),
@@ -633,11 +641,11 @@ pub fn codec_summary(r: &Results, docs_rel: &str) -> String {
         r.meta.machine,
         r.meta.command,
         if r.meta.quick { "`--quick`, " } else { "" },
-        r.meta.samples,
-        if r.meta.go_version.is_empty() {
+        r.meta.harness.as_ref().map_or(0, |h| h.samples),
+        if r.meta.version("go").is_empty() {
             "not run"
         } else {
-            r.meta.go_version.as_str()
+            r.meta.version("go")
         }
     );
     out.push_str("| ns/op, serial | ");
@@ -683,15 +691,13 @@ pub const ERLANG_PROTOBUF: (f64, f64) = (103_000.0, 61_000.0);
 /// The serde targets: y3 encode+decode at least prost's.
 pub fn serde_targets(r: &Results) -> Vec<Target> {
     let round = |imp: &str| -> Option<f64> {
-        let e = r
-            .records
-            .iter()
-            .find(|x| x.implementation == imp && x.op == "encode" && x.mode == "serial")?;
-        let d = r
-            .records
-            .iter()
-            .find(|x| x.implementation == imp && x.op == "decode" && x.mode == "serial")?;
-        Some(1e9 / (e.ns_per_op + d.ns_per_op))
+        let e = r.records.iter().find(|x| {
+            x.implementation == imp && x.text(Dim::Op) == "encode" && x.text(Dim::Mode) == "serial"
+        })?;
+        let d = r.records.iter().find(|x| {
+            x.implementation == imp && x.text(Dim::Op) == "decode" && x.text(Dim::Mode) == "serial"
+        })?;
+        Some(1e9 / (e.value(Metric::NsPerOp) + d.value(Metric::NsPerOp)))
     };
     let v = match (round("y3-derive"), round("prost")) {
         (Some(y), Some(p)) => Some(y / p),
@@ -717,7 +723,11 @@ fn kmsg(v: f64) -> String {
 pub fn serde_markdown(r: &Results) -> String {
     let mut out = String::from("# Serialization lab: encode and decode msg/s\n\n");
     header(&mut out, r);
-    let serial: Vec<&Record> = r.records.iter().filter(|x| x.mode == "serial").collect();
+    let serial: Vec<&Record> = r
+        .records
+        .iter()
+        .filter(|x| x.text(Dim::Mode) == "serial")
+        .collect();
     let names = impl_names(&serial);
     out.push_str(
         "## Serial: messages per second (median), the Erlang report's unit\n\n\
@@ -727,22 +737,23 @@ pub fn serde_markdown(r: &Results) -> String {
     for n in &names {
         let e = serial
             .iter()
-            .find(|x| &x.implementation == n && x.op == "encode");
+            .find(|x| &x.implementation == n && x.text(Dim::Op) == "encode");
         let d = serial
             .iter()
-            .find(|x| &x.implementation == n && x.op == "decode");
+            .find(|x| &x.implementation == n && x.text(Dim::Op) == "decode");
         let (Some(e), Some(d)) = (e, d) else { continue };
         let _ = writeln!(
             out,
             "| `{n}` | {} | {} | {} | {} | {} | {} | {} | {} |",
             e.case,
-            e.bytes,
-            kmsg(e.ops_per_s),
-            kmsg(d.ops_per_s),
-            kmsg(1e9 / (e.ns_per_op + d.ns_per_op)),
-            ns(e.ns_per_op),
-            ns(d.ns_per_op),
-            d.allocs_per_op.map_or("–".into(), |a| format!("{a:.1}")),
+            e.count(Dim::Bytes),
+            kmsg(e.value(Metric::OpsPerS)),
+            kmsg(d.value(Metric::OpsPerS)),
+            kmsg(1e9 / (e.value(Metric::NsPerOp) + d.value(Metric::NsPerOp))),
+            ns(e.value(Metric::NsPerOp)),
+            ns(d.value(Metric::NsPerOp)),
+            d.get(Metric::AllocsPerOp)
+                .map_or("–".into(), |a| format!("{a:.1}")),
         );
     }
     let _ = writeln!(
@@ -751,25 +762,29 @@ pub fn serde_markdown(r: &Results) -> String {
         kmsg(ERLANG_PROTOBUF.0),
         kmsg(ERLANG_PROTOBUF.1)
     );
-    let parallel: Vec<&Record> = r.records.iter().filter(|x| x.mode == "parallel").collect();
+    let parallel: Vec<&Record> = r
+        .records
+        .iter()
+        .filter(|x| x.text(Dim::Mode) == "parallel")
+        .collect();
     if !parallel.is_empty() {
         let _ = writeln!(
             out,
             "## Parallel ({} threads): aggregate msg/s\n\n| implementation | encode msg/s | decode msg/s |\n| --- | --: | --: |",
-            parallel[0].threads
+            parallel[0].count(Dim::Threads)
         );
         for n in impl_names(&parallel) {
             let e = parallel
                 .iter()
-                .find(|x| x.implementation == n && x.op == "encode");
+                .find(|x| x.implementation == n && x.text(Dim::Op) == "encode");
             let d = parallel
                 .iter()
-                .find(|x| x.implementation == n && x.op == "decode");
+                .find(|x| x.implementation == n && x.text(Dim::Op) == "decode");
             let _ = writeln!(
                 out,
                 "| `{n}` | {} | {} |",
-                e.map_or("–".into(), |x| kmsg(x.ops_per_s)),
-                d.map_or("–".into(), |x| kmsg(x.ops_per_s))
+                e.map_or("–".into(), |x| kmsg(x.value(Metric::OpsPerS))),
+                d.map_or("–".into(), |x| kmsg(x.value(Metric::OpsPerS)))
             );
         }
         out.push('\n');
@@ -781,8 +796,12 @@ pub fn serde_markdown(r: &Results) -> String {
 }
 
 /// The serde chart.
-pub fn serde_charts(r: &Results) -> Vec<(&'static str, BarChart)> {
-    let serial: Vec<&Record> = r.records.iter().filter(|x| x.mode == "serial").collect();
+pub fn serde_charts(r: &Results) -> Vec<(String, BarChart)> {
+    let serial: Vec<&Record> = r
+        .records
+        .iter()
+        .filter(|x| x.text(Dim::Mode) == "serial")
+        .collect();
     let series = impl_names(&serial)
         .into_iter()
         .map(|n| {
@@ -791,15 +810,15 @@ pub fn serde_charts(r: &Results) -> Vec<(&'static str, BarChart)> {
                 .map(|op| {
                     serial
                         .iter()
-                        .find(|x| x.implementation == n && x.op == *op)
-                        .map(|x| x.ops_per_s / 1e6)
+                        .find(|x| x.implementation == n && x.text(Dim::Op) == *op)
+                        .map(|x| x.value(Metric::OpsPerS) / 1e6)
                 })
                 .collect();
             (n, v)
         })
         .collect();
     vec![(
-        "serde.svg",
+        "serde.svg".into(),
         BarChart {
             title: "Envelope (~120 B) and MQTT PUBLISH: million msg/s, serial (higher is better)"
                 .into(),
@@ -863,65 +882,78 @@ pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
     out
 }
 
-/// A suite's recorded results as the lab publishes them: the JSON file, the Markdown report
-/// with its charts, the README section, the targets and notes. Codec/serde [`Results`] and
-/// network [`NetResults`](crate::net::record::NetResults) both implement it, so one
-/// publishing step serves every suite.
-pub trait Publish {
+/// One suite's report: what renders its results. Every suite of the lab has one, in
+/// [`REPORTS`] (codec, serde) or [`crate::net::report::SUITES`] (network suites), and the
+/// publishing step of every command goes through it.
+pub struct SuiteReport {
+    /// `meta.suite` of its results (`codec`, `pingpong`, ...).
+    pub suite: &'static str,
     /// The report's name: files `NAME.md`, README markers `y3-bench:NAME:start/end`.
-    fn name(&self) -> String;
-    /// Writes the results as pretty JSON.
-    ///
-    /// # Errors
-    /// IO errors.
-    fn write_json(&self, path: &Path) -> Result<()>;
-    /// The full report, its charts (file name, chart) and its targets.
-    fn render(&self) -> (String, Vec<(String, BarChart)>, Vec<Target>);
-    /// The README section, linking the report and charts under `docs_rel`.
-    fn summary(&self, docs_rel: &str) -> String;
-    /// The run's notes (skipped rows, missing peers).
-    fn notes(&self) -> &[String];
+    pub name: &'static str,
+    /// The full Markdown report.
+    pub markdown: fn(&Results) -> String,
+    /// The charts: (file name, chart).
+    pub charts: fn(&Results) -> Vec<(String, BarChart)>,
+    /// The targets, checked.
+    pub targets: fn(&Results) -> Vec<Target>,
+    /// The README section, linking the report and charts under the given directory.
+    pub summary: fn(&Results, &str) -> String,
     /// Whether the command prints the report's tables when it is done (network suites).
-    fn print_tables(&self) -> bool {
-        false
-    }
+    pub print_tables: bool,
 }
 
-impl Publish for Results {
-    fn name(&self) -> String {
-        self.meta.suite.clone()
+/// The codec and serde reports.
+pub const REPORTS: [SuiteReport; 2] = [
+    SuiteReport {
+        suite: "codec",
+        name: "codec",
+        markdown: codec_markdown,
+        charts: codec_charts,
+        targets: codec_targets,
+        summary: codec_summary,
+        print_tables: false,
+    },
+    SuiteReport {
+        suite: "serde",
+        name: "serde",
+        markdown: serde_markdown,
+        charts: serde_charts,
+        targets: serde_targets,
+        summary: serde_summary,
+        print_tables: false,
+    },
+];
+
+/// The report of `suite` (results of an unknown suite render as ping-pong's).
+pub fn suite_report(suite: &str) -> &'static SuiteReport {
+    let net = crate::net::report::SUITES;
+    REPORTS
+        .iter()
+        .chain(net)
+        .find(|s| s.suite == suite)
+        .unwrap_or(&net[0])
+}
+
+impl Results {
+    /// The report's name: files `NAME.md`, README markers `y3-bench:NAME:start/end`.
+    pub fn name(&self) -> &'static str {
+        suite_report(&self.meta.suite).name
     }
 
-    fn write_json(&self, path: &Path) -> Result<()> {
-        crate::record::ResultsFile::write_json(self, path)
+    /// The full report, its charts (file name, chart) and its targets.
+    pub fn render(&self) -> (String, Vec<(String, BarChart)>, Vec<Target>) {
+        let s = suite_report(&self.meta.suite);
+        ((s.markdown)(self), (s.charts)(self), (s.targets)(self))
     }
 
-    fn render(&self) -> (String, Vec<(String, BarChart)>, Vec<Target>) {
-        let (markdown, charts, targets) = match self.meta.suite.as_str() {
-            "codec" => (
-                codec_markdown(self),
-                codec_charts(self),
-                codec_targets(self),
-            ),
-            _ => (
-                serde_markdown(self),
-                serde_charts(self),
-                serde_targets(self),
-            ),
-        };
-        let charts = charts.into_iter().map(|(f, c)| (f.to_string(), c));
-        (markdown, charts.collect(), targets)
+    /// The README section, linking the report and charts under `docs_rel`.
+    pub fn summary(&self, docs_rel: &str) -> String {
+        (suite_report(&self.meta.suite).summary)(self, docs_rel)
     }
 
-    fn summary(&self, docs_rel: &str) -> String {
-        match self.meta.suite.as_str() {
-            "codec" => codec_summary(self, docs_rel),
-            _ => serde_summary(self, docs_rel),
-        }
-    }
-
-    fn notes(&self) -> &[String] {
-        &self.notes
+    /// Whether the command prints the report's tables when it is done (network suites).
+    pub fn print_tables(&self) -> bool {
+        suite_report(&self.meta.suite).print_tables
     }
 }
 
@@ -933,7 +965,7 @@ pub fn write_report(
     dir: &Path,
     name: &str,
     markdown: &str,
-    charts: &[(&str, BarChart)],
+    charts: &[(String, BarChart)],
 ) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut files = Vec::new();
@@ -1003,16 +1035,14 @@ mod tests {
             batch: 100,
             allocs_per_op: Some(0.0),
         };
-        Record {
-            suite: "codec".into(),
-            case: case.into(),
-            order: order.into(),
-            implementation: imp.into(),
-            format: "y3".into(),
-            op: "observe".into(),
-            key_pos: 32,
-            ..Record::from_measurement(&m)
-        }
+        let mut r = Record::from_measurement("codec", &m)
+            .dim(Dim::Order, order)
+            .dim(Dim::Format, "y3")
+            .dim(Dim::Op, "observe")
+            .dim(Dim::KeyPos, 32usize);
+        r.implementation = imp.into();
+        r.case = case.into();
+        r
     }
 
     fn results() -> Results {

@@ -25,7 +25,7 @@ use y3::{Dialect, Message as _, Packet};
 
 use crate::data::Scalar;
 use crate::measure::{self, looped, Factory, Mode, Settings};
-use crate::record::{Meta, Record, Results};
+use crate::record::{Dim, Harness, Meta, Record, Results};
 
 /// The message, y3 shape (`#[derive(y3::Message)]`).
 #[derive(Debug, Clone, Default, PartialEq, y3::Message)]
@@ -226,18 +226,14 @@ pub fn run(opts: &SerdeOptions, bar: &ProgressBar) -> Result<Results> {
     bar.set_length((impls.len() * 2 * opts.modes.len()) as u64);
     let mut results = Results {
         meta: Meta {
-            suite: "serde".into(),
-            command: opts.command.clone(),
-            machine: crate::system::machine(),
-            lab_version: env!("CARGO_PKG_VERSION").into(),
-            go_version: String::new(),
-            seed: 0,
-            quick: opts.quick,
-            samples: opts.settings.samples,
-            sample_ms: opts.settings.sample.as_millis() as u64,
-            threads: opts.settings.threads,
-            peers: crate::PEERS_ENABLED,
-            started_unix: crate::system::unix_now(),
+            harness: Some(Harness {
+                seed: 0,
+                samples: opts.settings.samples,
+                sample_ms: opts.settings.sample.as_millis() as u64,
+                threads: opts.settings.threads,
+                peers: crate::PEERS_ENABLED,
+            }),
+            ..Meta::now("serde", &opts.command, opts.quick)
         },
         ..Results::default()
     };
@@ -285,13 +281,12 @@ pub fn run(opts: &SerdeOptions, bar: &ProgressBar) -> Result<Results> {
         for ((imp, op, bytes, _), outcome) in rows.iter().zip(outcomes) {
             match outcome {
                 Ok(m) => {
-                    let mut r = Record::from_measurement(&m);
-                    r.suite = "serde".into();
+                    let mut r = Record::from_measurement("serde", &m)
+                        .dim(Dim::Format, imp.format)
+                        .dim(Dim::Op, *op)
+                        .dim(Dim::Bytes, *bytes);
                     r.case = imp.case.into();
                     r.implementation = imp.name.into();
-                    r.format = imp.format.into();
-                    r.op = (*op).into();
-                    r.bytes = *bytes;
                     results.records.push(r);
                 }
                 Err(e) => results

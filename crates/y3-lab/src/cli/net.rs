@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use y3_lab::net::record::NetResults;
 use y3_lab::net::{self, Programs};
+use y3_lab::record::Results;
 
 use super::{command_line, publish, OutputArgs};
 
@@ -310,7 +310,7 @@ fn programs(asio: Option<PathBuf>) -> Result<Programs> {
 fn measure_or_read(
     output: &OutputArgs,
     out: &mut dyn Write,
-    measure: impl FnOnce(&indicatif::ProgressBar) -> Result<NetResults>,
+    measure: impl FnOnce(&indicatif::ProgressBar) -> Result<Results>,
 ) -> Result<()> {
     let results = match &output.from[..] {
         [] => {
@@ -319,7 +319,7 @@ fn measure_or_read(
             bar.finish_and_clear();
             results
         }
-        parts => NetResults::read_parts(parts)?,
+        parts => Results::read_parts(parts)?,
     };
     publish(output, &results, out)
 }

@@ -21,7 +21,7 @@ use indicatif::ProgressBar;
 use crate::data::Scalar;
 use crate::data::{self, Dataset, Order};
 use crate::measure::{self, looped, Factory, Mode, Settings};
-use crate::record::{Meta, Record, Results};
+use crate::record::{Dim, Harness, Meta, Record, Results};
 
 /// An implementation's input, ready to time.
 pub struct Prepared {
@@ -107,9 +107,9 @@ impl CodecOptions {
 pub fn describe(record: &mut Record, ds: &Dataset) {
     record.suite = "codec".into();
     record.case = ds.case();
-    record.order = ds.order.name().into();
-    record.position = ds.position();
-    record.key_pos = ds.key_pos;
+    record.set_dim(Dim::Order, ds.order.name());
+    record.set_dim(Dim::Position, ds.position());
+    record.set_dim(Dim::KeyPos, ds.key_pos);
 }
 
 /// Runs the codec suite.
@@ -139,18 +139,14 @@ pub fn run(opts: &CodecOptions, bar: &ProgressBar) -> Result<Results> {
 
     let mut results = Results {
         meta: Meta {
-            suite: "codec".into(),
-            command: opts.command.clone(),
-            machine: crate::system::machine(),
-            lab_version: env!("CARGO_PKG_VERSION").into(),
-            go_version: String::new(),
-            seed: opts.seed,
-            quick: opts.quick,
-            samples: opts.settings.samples,
-            sample_ms: opts.settings.sample.as_millis() as u64,
-            threads: opts.settings.threads,
-            peers: crate::PEERS_ENABLED,
-            started_unix: crate::system::unix_now(),
+            harness: Some(Harness {
+                seed: opts.seed,
+                samples: opts.settings.samples,
+                sample_ms: opts.settings.sample.as_millis() as u64,
+                threads: opts.settings.threads,
+                peers: crate::PEERS_ENABLED,
+            }),
+            ..Meta::now("codec", &opts.command, opts.quick)
         },
         orders: sets
             .iter()
@@ -187,12 +183,12 @@ pub fn run(opts: &CodecOptions, bar: &ProgressBar) -> Result<Results> {
             }
         }
         let record = |imp: &Impl, p: &Prepared, m: &measure::Measurement| {
-            let mut r = Record::from_measurement(m);
+            let mut r = Record::from_measurement("codec", m)
+                .dim(Dim::Format, imp.format)
+                .dim(Dim::Op, imp.op)
+                .dim(Dim::Bytes, p.bytes);
             describe(&mut r, ds);
             r.implementation = imp.name.into();
-            r.format = imp.format.into();
-            r.op = imp.op.into();
-            r.bytes = p.bytes;
             r
         };
         for &mode in &opts.modes {
@@ -233,7 +229,7 @@ pub fn run(opts: &CodecOptions, bar: &ProgressBar) -> Result<Results> {
     if opts.go {
         let go = crate::go::run(&sets, opts, bar, &mut results.records, &mut results.notes);
         match go {
-            Ok(version) => results.meta.go_version = version,
+            Ok(version) => results.meta.versions.push(("go".into(), version)),
             Err(e) => results.notes.push(format!("Go side skipped: {e:#}")),
         }
     } else {

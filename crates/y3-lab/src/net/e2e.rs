@@ -31,7 +31,7 @@ use y3_transport::sdk::{ClientOptions, Sink, Source, Transport};
 use y3_transport::tls::Trust;
 
 use crate::net::proc::Child;
-use crate::net::record::{NetMeta, NetRecord, NetResults};
+use crate::record::{Dim, Metric, Record, Results};
 
 /// The Y3 data tag, NATS subject and Zenoh key the benchmark publishes on.
 const TAG: u32 = 0x10;
@@ -595,7 +595,7 @@ async fn run_case(
 ///
 /// # Errors
 /// Setup errors only; failing rows become notes.
-pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
+pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
     if opts.sizes.iter().any(|&s| s < 16) {
         bail!("payload sizes must be at least 16 bytes (send time and phase)");
     }
@@ -663,27 +663,23 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
             };
             let us = |q: f64| Some(med(&|r| r.paced.value_at_quantile(q) as f64 / 1e3).0);
             let (rate, range) = med(&|r| r.loaded_msgs as f64 / r.seconds);
-            records.push(NetRecord {
-                suite: "e2e".into(),
-                implementation: imp.to_string(),
-                case: case.clone(),
-                payload: size,
-                subscribers: subs,
-                seconds: med(&|r| r.seconds).0,
-                messages: opts.load.messages,
-                msg_per_s: rate,
-                p50_us: us(0.5),
-                p99_us: us(0.99),
-                p999_us: us(0.999),
-                runs: got[i].len(),
-                range,
-                ..NetRecord::default()
-            });
+            records.push(
+                Record::new("e2e", imp, &case)
+                    .dim(Dim::Payload, size)
+                    .dim(Dim::Subscribers, subs)
+                    .metric(Metric::Seconds, med(&|r| r.seconds).0)
+                    .metric(Metric::Messages, (opts.load.messages) as f64)
+                    .metric(Metric::MsgPerS, rate)
+                    .metric_opt(Metric::P50Us, us(0.5))
+                    .metric_opt(Metric::P99Us, us(0.99))
+                    .metric_opt(Metric::P999Us, us(0.999))
+                    .with_spread(got[i].len(), Metric::MsgPerS, range),
+            );
         }
     }
     rt.shutdown_timeout(Duration::from_secs(2));
-    Ok(NetResults {
-        meta: NetMeta::now(
+    Ok(Results {
+        meta: crate::net::meta(
             "e2e",
             &opts.command,
             opts.quick,
@@ -696,6 +692,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
         ),
         records,
         notes,
+        ..Results::default()
     })
 }
 

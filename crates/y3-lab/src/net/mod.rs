@@ -31,7 +31,6 @@ pub mod filter;
 pub mod pingpong;
 pub mod pipeline;
 pub mod proc;
-pub mod record;
 pub mod report;
 pub mod yomo;
 
@@ -235,6 +234,22 @@ pub fn serve(kind: &str, addr: SocketAddr, threads: usize) -> Result<()> {
         return echo::serve(imp, addr, threads, announce);
     }
     e2e::serve(kind, addr, threads)
+}
+
+/// The metadata of a network run of `suite` on this machine, stamped now: pinning in words
+/// and every peer's version.
+pub fn meta(
+    suite: &str,
+    command: &str,
+    quick: bool,
+    pinning: String,
+    versions: Vec<(String, String)>,
+) -> crate::record::Meta {
+    crate::record::Meta {
+        pinning,
+        versions,
+        ..crate::record::Meta::now(suite, command, quick)
+    }
 }
 
 #[cfg(test)]

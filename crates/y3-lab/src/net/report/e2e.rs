@@ -4,15 +4,18 @@ use std::fmt::Write as _;
 
 use super::*;
 use crate::charts::BarChart;
-use crate::net::record::{NetRecord, NetResults};
+use crate::record::{Metric, Record, Results};
 use crate::report::{fill, Target};
 
 /// The e2e report, registered in [`super::SUITES`].
 pub(super) const REPORT: SuiteReport = SuiteReport {
     suite: "e2e",
+    name: "net-e2e",
     markdown: e2e_markdown,
     charts: e2e_charts,
     targets: e2e_targets,
+    summary,
+    print_tables: true,
 };
 
 /// E2e targets: y3's router msg/s ≥ NATS's, and its p50 ≤ Zenoh brokered's.
@@ -22,7 +25,7 @@ const TARGETS: [RatioTarget; 2] = [
         column: "",
         y3: "y3-router-tcp",
         base: "nats",
-        ratio: |y, p| Some(y.msg_per_s / p.msg_per_s),
+        ratio: |y, p| Some(y.value(Metric::MsgPerS) / p.value(Metric::MsgPerS)),
         bound: at_least(1.0),
     },
     RatioTarget {
@@ -30,13 +33,13 @@ const TARGETS: [RatioTarget; 2] = [
         column: "",
         y3: "y3-router-tcp",
         base: "zenoh-router",
-        ratio: |y, p| Some(y.p50_us? / p.p50_us?),
+        ratio: |y, p| Some(y.get(Metric::P50Us)? / p.get(Metric::P50Us)?),
         bound: at_most(1.0),
     },
 ];
 
 /// `t`'s ratio in every case (payload × subscribers) y3's row measured.
-fn e2e_cells(r: &NetResults, t: &RatioTarget) -> Vec<(f64, String)> {
+fn e2e_cells(r: &Results, t: &RatioTarget) -> Vec<(f64, String)> {
     let mut cells = Vec::new();
     for y in r.records.iter().filter(|x| x.implementation == t.y3) {
         if let Some(p) = r.find(&y.case, t.base, 0) {
@@ -49,12 +52,12 @@ fn e2e_cells(r: &NetResults, t: &RatioTarget) -> Vec<(f64, String)> {
 }
 
 /// The e2e targets, checked.
-pub fn e2e_targets(r: &NetResults) -> Vec<Target> {
+pub fn e2e_targets(r: &Results) -> Vec<Target> {
     TARGETS.iter().map(|t| t.check(e2e_cells(r, t))).collect()
 }
 
 /// The e2e report.
-pub fn e2e_markdown(r: &NetResults) -> String {
+pub fn e2e_markdown(r: &Results) -> String {
     let mut out = String::new();
     let impls = r.impls();
     let _ = write!(out, "| case |");
@@ -71,9 +74,9 @@ pub fn e2e_markdown(r: &NetResults) -> String {
                     let _ = write!(
                         out,
                         " {} | {} / {} |",
-                        rate(x.msg_per_s),
-                        us(x.p50_us),
-                        us(x.p99_us)
+                        rate(x.value(Metric::MsgPerS)),
+                        us(x.get(Metric::P50Us)),
+                        us(x.get(Metric::P99Us))
                     );
                 }
                 None => out.push_str(" – | – |"),
@@ -94,9 +97,9 @@ pub fn e2e_markdown(r: &NetResults) -> String {
 }
 
 /// msg/s and p50 per case, one bar per implementation.
-pub fn e2e_charts(r: &NetResults) -> Vec<(String, BarChart)> {
+pub fn e2e_charts(r: &Results) -> Vec<(String, BarChart)> {
     let cases = r.cases();
-    let chart = |title: &str, label: &str, f: fn(&NetRecord) -> Option<f64>, log: bool| BarChart {
+    let chart = |title: &str, label: &str, f: fn(&Record) -> Option<f64>, log: bool| BarChart {
         title: title.into(),
         y_label: label.into(),
         groups: cases.clone(),
@@ -116,13 +119,18 @@ pub fn e2e_charts(r: &NetResults) -> Vec<(String, BarChart)> {
             chart(
                 "publish → subscribe msg/s",
                 "msg/s",
-                |x| Some(x.msg_per_s),
+                |x| Some(x.value(Metric::MsgPerS)),
                 true,
             ),
         ),
         (
             "e2e-p50.svg".into(),
-            chart("one-way latency p50 (paced)", "µs", |x| x.p50_us, true),
+            chart(
+                "one-way latency p50 (paced)",
+                "µs",
+                |x| x.get(Metric::P50Us),
+                true,
+            ),
         ),
     ]
 }

@@ -1,4 +1,4 @@
-//! The network lab's Markdown reports, targets and charts, computed from [`NetResults`]
+//! The network lab's Markdown reports, targets and charts, computed from [`Results`]
 //! alone (so a `--json` file re-renders with `--from`). The files go through
 //! [`crate::report::write_report`]; the charts are [`crate::charts::BarChart`]s mirroring
 //! the reports' figures: total time vs threads per session count (ping-pong), QPS and p99
@@ -12,7 +12,8 @@
 use std::fmt::Write as _;
 
 use crate::charts::BarChart;
-use crate::net::record::{NetRecord, NetResults};
+use crate::record::{Record, Results};
+pub use crate::report::SuiteReport;
 use crate::report::{ratio, targets_table, Bound, Target};
 
 mod e2e;
@@ -41,7 +42,7 @@ pub fn lock_version(package: &str) -> String {
 }
 
 /// The report's opening list: machine, command, pinning, peers.
-fn header(r: &NetResults) -> String {
+fn header(r: &Results) -> String {
     let mut out = String::new();
     let m = &r.meta;
     let _ = writeln!(out, "- Machine: {}", m.machine);
@@ -80,7 +81,7 @@ fn charts_markdown(charts: &[(String, BarChart)]) -> String {
 const ABSENT: &str = "n/a (not in this run)";
 
 /// The run's notes as a section (empty without notes).
-fn notes(r: &NetResults) -> String {
+fn notes(r: &Results) -> String {
     let mut out = String::new();
     if r.notes.is_empty() {
         return out;
@@ -138,7 +139,7 @@ struct RatioTarget {
     /// The row it is compared with.
     base: &'static str,
     /// The ratio in one cell, when both rows measured it.
-    ratio: fn(&NetRecord, &NetRecord) -> Option<f64>,
+    ratio: fn(&Record, &Record) -> Option<f64>,
     /// Where the worst cell must stay.
     bound: Bound,
 }
@@ -203,61 +204,19 @@ fn rate(v: f64) -> String {
 // ---------------------------------------------------------------------------------------
 // Ping-pong
 
-/// One network suite's report: the suite name its results carry and what renders them.
-pub struct SuiteReport {
-    /// `meta.suite` of its results (`pingpong`, ...); files and README markers `net-SUITE`.
-    pub suite: &'static str,
-    /// The full Markdown report (prose from `templates/SUITE.md`).
-    pub markdown: fn(&NetResults) -> String,
-    /// The charts: (file name, chart).
-    pub charts: fn(&NetResults) -> Vec<(String, BarChart)>,
-    /// The targets, checked.
-    pub targets: fn(&NetResults) -> Vec<Target>,
-}
-
 /// Every network suite's report. A new suite's report is a file of this module declaring
-/// its `REPORT`, plus its line here.
+/// its `REPORT` ([`SuiteReport`], with `summary: summary` and `print_tables: true`), plus
+/// its line here.
 pub const SUITES: &[SuiteReport] = &[pingpong::REPORT, echo::REPORT, e2e::REPORT, yomo::REPORT];
 
-/// The report, charts and targets of `r`'s suite (results of an unknown suite render as
-/// ping-pong's, the first).
-pub fn render(r: &NetResults) -> (String, Vec<(String, BarChart)>, Vec<Target>) {
-    let suite = SUITES
-        .iter()
-        .find(|s| s.suite == r.meta.suite)
-        .unwrap_or(&SUITES[0]);
-    ((suite.markdown)(r), (suite.charts)(r), (suite.targets)(r))
-}
-
-impl crate::report::Publish for NetResults {
-    fn name(&self) -> String {
-        format!("net-{}", self.meta.suite)
-    }
-
-    fn write_json(&self, path: &std::path::Path) -> anyhow::Result<()> {
-        crate::record::ResultsFile::write_json(self, path)
-    }
-
-    fn render(&self) -> (String, Vec<(String, BarChart)>, Vec<Target>) {
-        render(self)
-    }
-
-    fn summary(&self, docs_rel: &str) -> String {
-        summary(self, docs_rel)
-    }
-
-    fn notes(&self) -> &[String] {
-        &self.notes
-    }
-
-    fn print_tables(&self) -> bool {
-        true
-    }
+/// The report, charts and targets of `r`'s suite.
+pub fn render(r: &Results) -> (String, Vec<(String, BarChart)>, Vec<Target>) {
+    r.render()
 }
 
 /// The README section: the report's tables and targets without the prose, charts linked
 /// under `docs_rel`.
-pub fn summary(r: &NetResults, docs_rel: &str) -> String {
+pub fn summary(r: &Results, docs_rel: &str) -> String {
     let (md, charts, _) = render(r);
     let mut out = String::new();
     let _ = writeln!(
@@ -294,27 +253,22 @@ pub fn summary(r: &NetResults, docs_rel: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::record::NetMeta;
+    use crate::record::{Dim, Meta, Metric};
 
-    fn pp(imp: &str, sessions: usize, threads: usize, seconds: f64) -> NetRecord {
-        NetRecord {
-            suite: "pingpong".into(),
-            implementation: imp.into(),
-            case: format!("{sessions} sessions"),
-            sessions,
-            threads,
-            seconds,
-            runs: 1,
-            ..NetRecord::default()
-        }
+    fn pp(imp: &str, sessions: usize, threads: usize, seconds: f64) -> Record {
+        Record::new("pingpong", imp, &format!("{sessions} sessions"))
+            .dim(Dim::Sessions, sessions)
+            .dim(Dim::Threads, threads)
+            .metric(Metric::Seconds, seconds)
+            .with_runs(1)
     }
 
-    fn pingpong() -> NetResults {
-        NetResults {
-            meta: NetMeta {
+    fn pingpong() -> Results {
+        Results {
+            meta: Meta {
                 suite: "pingpong".into(),
                 command: "y3 bench net pingpong --quick".into(),
-                ..NetMeta::default()
+                ..Meta::default()
             },
             records: vec![
                 pp("y3-transport", 100, 1, 0.9),
@@ -325,6 +279,7 @@ mod tests {
                 pp("asio", 100, 2, 1.5),
             ],
             notes: vec!["a note".into()],
+            ..Results::default()
         }
     }
 
@@ -348,10 +303,6 @@ mod tests {
         assert_eq!(charts[0].0, "pingpong-100.svg");
         assert_eq!(charts[0].1.groups, ["1 threads", "2 threads"]);
         let dir = std::env::temp_dir().join(format!("y3-bench-net-report-{}", std::process::id()));
-        let charts: Vec<(&str, BarChart)> = charts
-            .iter()
-            .map(|(f, c)| (f.as_str(), c.clone()))
-            .collect();
         let files = crate::report::write_report(&dir, "net-pingpong", &md, &charts).unwrap();
         assert_eq!(files.len(), 2);
         std::fs::remove_dir_all(dir).unwrap();
@@ -363,22 +314,18 @@ mod tests {
 
     #[test]
     fn echo_and_e2e_targets() {
-        let rec =
-            |suite: &str, imp: &str, case: &str, conns: usize, qps: f64, p99: f64| NetRecord {
-                suite: suite.into(),
-                implementation: imp.into(),
-                case: case.into(),
-                sessions: conns,
-                msg_per_s: qps,
-                p50_us: Some(p99 / 2.0),
-                p99_us: Some(p99),
-                server_cpu_pct: Some(99.0),
-                ..NetRecord::default()
-            };
-        let echo = NetResults {
-            meta: NetMeta {
+        let rec = |suite: &str, imp: &str, case: &str, conns: usize, qps: f64, p99: f64| {
+            Record::new(suite, imp, case)
+                .dim(Dim::Sessions, conns)
+                .metric(Metric::MsgPerS, qps)
+                .metric_opt(Metric::P50Us, Some(p99 / 2.0))
+                .metric_opt(Metric::P99Us, Some(p99))
+                .metric_opt(Metric::ServerCpuPct, Some(99.0))
+        };
+        let echo = Results {
+            meta: Meta {
                 suite: "echo".into(),
-                ..NetMeta::default()
+                ..Meta::default()
             },
             records: vec![
                 rec("echo", "y3-tokio", "100 B", 80, 110_000.0, 900.0),
@@ -391,6 +338,7 @@ mod tests {
                 rec("echo", "tokio", "peak 100 B", 50, 130_000.0, 450.0),
             ],
             notes: vec![],
+            ..Results::default()
         };
         let t = echo_targets(&echo);
         assert_eq!(t[0].met, Some(false));
@@ -413,8 +361,10 @@ mod tests {
         assert!(!md.contains("Run-to-run"), "one run per cell has no spread");
         let mut spread = echo.clone();
         for x in &mut spread.records {
-            x.runs = 3;
-            x.range = (x.msg_per_s * 0.8, x.msg_per_s * 1.1);
+            let v = x.value(Metric::MsgPerS);
+            *x = x
+                .clone()
+                .with_spread(3, Metric::MsgPerS, (v * 0.8, v * 1.1));
         }
         let md = echo_markdown(&spread);
         assert!(
@@ -422,10 +372,10 @@ mod tests {
             "{md}"
         );
         assert!(!md.contains("| peak 100 B, 1 conns"), "{md}");
-        let e2e = NetResults {
-            meta: NetMeta {
+        let e2e = Results {
+            meta: Meta {
                 suite: "e2e".into(),
-                ..NetMeta::default()
+                ..Meta::default()
             },
             records: vec![
                 rec("e2e", "y3-router-tcp", "64 B × 1 sub", 0, 2e6, 40.0),
@@ -433,6 +383,7 @@ mod tests {
                 rec("e2e", "zenoh-router", "64 B × 1 sub", 0, 1e6, 30.0),
             ],
             notes: vec![],
+            ..Results::default()
         };
         let t = e2e_targets(&e2e);
         assert_eq!(t[0].met, Some(true));
@@ -443,24 +394,20 @@ mod tests {
 
     #[test]
     fn yomo_ratios_and_targets() {
-        let rec = |imp: &str, case: &str, rate: f64, cpu: f64, p99: f64| NetRecord {
-            suite: "yomo".into(),
-            implementation: imp.into(),
-            case: case.into(),
-            msg_per_s: rate,
-            cpu_us_per_frame: Some(cpu),
-            p50_us: Some(p99 / 4.0),
-            p99_us: Some(p99),
-            p999_us: Some(p99 * 2.0),
-            runs: 3,
-            range: (rate * 0.9, rate * 1.1),
-            ..NetRecord::default()
+        let rec = |imp: &str, case: &str, rate: f64, cpu: f64, p99: f64| {
+            Record::new("yomo", imp, case)
+                .metric(Metric::MsgPerS, rate)
+                .metric_opt(Metric::CpuUsPerFrame, Some(cpu))
+                .metric_opt(Metric::P50Us, Some(p99 / 4.0))
+                .metric_opt(Metric::P99Us, Some(p99))
+                .metric_opt(Metric::P999Us, Some(p99 * 2.0))
+                .with_spread(3, Metric::MsgPerS, (rate * 0.9, rate * 1.1))
         };
-        let r = NetResults {
-            meta: NetMeta {
+        let r = Results {
+            meta: Meta {
                 suite: "yomo".into(),
                 versions: vec![("yomo".into(), "v1.22.0".into())],
-                ..NetMeta::default()
+                ..Meta::default()
             },
             records: vec![
                 rec("yomo-zipper", "sink 64 B", 40_000.0, 14.0, 5000.0),
@@ -472,6 +419,7 @@ mod tests {
                 rec("y3-tcp", "relay 64 B", 500_000.0, 0.5, 80.0),
             ],
             notes: vec![],
+            ..Results::default()
         };
         let t = yomo_targets(&r);
         assert_eq!(t.len(), 5);

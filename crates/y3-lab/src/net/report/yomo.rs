@@ -4,15 +4,18 @@ use std::fmt::Write as _;
 
 use super::*;
 use crate::charts::BarChart;
-use crate::net::record::{NetRecord, NetResults};
+use crate::record::{Metric, Record, Results};
 use crate::report::{fill, ratio, Target};
 
 /// The yomo report, registered in [`super::SUITES`].
 pub(super) const REPORT: SuiteReport = SuiteReport {
     suite: "yomo",
+    name: "net-yomo",
     markdown: yomo_markdown,
     charts: yomo_charts,
     targets: yomo_targets,
+    summary,
+    print_tables: true,
 };
 
 /// The row with YoMo's zipper and YoMo's clients: every yomo target's baseline.
@@ -21,7 +24,7 @@ const YOMO: &str = "yomo-zipper";
 const Y3_YOMO_CLIENTS: &str = "y3-yomo-clients";
 
 /// `f(y3 row, baseline row)` in every case where both were measured, with the case.
-fn yomo_cells(r: &NetResults, t: &RatioTarget) -> Vec<(f64, String)> {
+fn yomo_cells(r: &Results, t: &RatioTarget) -> Vec<(f64, String)> {
     r.cases()
         .into_iter()
         .filter_map(|case| {
@@ -38,7 +41,7 @@ const YOMO_TARGETS: [RatioTarget; 5] = [
         column: "router CPU/frame, y3-yomo-clients ÷ yomo-zipper",
         y3: Y3_YOMO_CLIENTS,
         base: YOMO,
-        ratio: |y, p| Some(y.cpu_us_per_frame? / p.cpu_us_per_frame?),
+        ratio: |y, p| Some(y.get(Metric::CpuUsPerFrame)? / p.get(Metric::CpuUsPerFrame)?),
         bound: at_most(0.1),
     },
     RatioTarget {
@@ -46,7 +49,7 @@ const YOMO_TARGETS: [RatioTarget; 5] = [
         column: "paced p99, y3-yomo-clients ÷ yomo-zipper",
         y3: Y3_YOMO_CLIENTS,
         base: YOMO,
-        ratio: |y, p| Some(y.p99_us? / p.p99_us?),
+        ratio: |y, p| Some(y.get(Metric::P99Us)? / p.get(Metric::P99Us)?),
         bound: at_most(0.2),
     },
     RatioTarget {
@@ -54,7 +57,7 @@ const YOMO_TARGETS: [RatioTarget; 5] = [
         column: "msg/s, y3-yomo-clients ÷ yomo-zipper",
         y3: Y3_YOMO_CLIENTS,
         base: YOMO,
-        ratio: |y, p| Some(y.msg_per_s / p.msg_per_s),
+        ratio: |y, p| Some(y.value(Metric::MsgPerS) / p.value(Metric::MsgPerS)),
         bound: at_least(2.0),
     },
     RatioTarget {
@@ -62,7 +65,7 @@ const YOMO_TARGETS: [RatioTarget; 5] = [
         column: "msg/s, y3-quic ÷ yomo-zipper",
         y3: "y3-quic",
         base: YOMO,
-        ratio: |y, p| Some(y.msg_per_s / p.msg_per_s),
+        ratio: |y, p| Some(y.value(Metric::MsgPerS) / p.value(Metric::MsgPerS)),
         bound: at_least(20.0),
     },
     RatioTarget {
@@ -70,7 +73,7 @@ const YOMO_TARGETS: [RatioTarget; 5] = [
         column: "msg/s, y3-quic ÷ y3-tcp",
         y3: "y3-quic",
         base: "y3-tcp",
-        ratio: |y, p| Some(y.msg_per_s / p.msg_per_s),
+        ratio: |y, p| Some(y.value(Metric::MsgPerS) / p.value(Metric::MsgPerS)),
         bound: at_least(2.0 / 3.0),
     },
 ];
@@ -79,7 +82,7 @@ const YOMO_TARGETS: [RatioTarget; 5] = [
 /// ≤ 1/10, p99 ≤ 1/5, msg/s ≥ 2×), y3's clients ≥ 20× YoMo's msg/s, QUIC ≥ 2/3 of TCP.
 /// A case without both rows (a run failed every time) is left out of the worst and
 /// counted in the measured figure.
-pub fn yomo_targets(r: &NetResults) -> Vec<Target> {
+pub fn yomo_targets(r: &Results) -> Vec<Target> {
     let cases = r.cases().len();
     YOMO_TARGETS
         .iter()
@@ -105,7 +108,7 @@ fn cpu_us(v: Option<f64>) -> String {
 }
 
 /// The yomo report.
-pub fn yomo_markdown(r: &NetResults) -> String {
+pub fn yomo_markdown(r: &Results) -> String {
     let mut out = String::new();
     let impls = r.impls();
     let cases = r.cases();
@@ -123,8 +126,8 @@ pub fn yomo_markdown(r: &NetResults) -> String {
                     let _ = write!(
                         out,
                         " {} | {} |",
-                        rate(x.msg_per_s),
-                        cpu_us(x.cpu_us_per_frame)
+                        rate(x.value(Metric::MsgPerS)),
+                        cpu_us(x.get(Metric::CpuUsPerFrame))
                     );
                 }
                 None => out.push_str(" – | – |"),
@@ -147,9 +150,9 @@ pub fn yomo_markdown(r: &NetResults) -> String {
                     let _ = write!(
                         out,
                         " {} / {} / {} |",
-                        us(x.p50_us),
-                        us(x.p99_us),
-                        us(x.p999_us)
+                        us(x.get(Metric::P50Us)),
+                        us(x.get(Metric::P99Us)),
+                        us(x.get(Metric::P999Us))
                     );
                 }
                 None => out.push_str(" – |"),
@@ -194,7 +197,7 @@ pub fn yomo_markdown(r: &NetResults) -> String {
 }
 
 /// msg/s medians with the lowest and highest run beside them.
-fn yomo_spread(out: &mut String, r: &NetResults) {
+fn yomo_spread(out: &mut String, r: &Results) {
     if r.records.iter().all(|x| x.runs < 2) {
         return;
     }
@@ -209,18 +212,18 @@ fn yomo_spread(out: &mut String, r: &NetResults) {
             x.case,
             x.implementation,
             x.runs,
-            rate(x.msg_per_s),
-            rate(x.range.0),
-            rate(x.range.1)
+            rate(x.value(Metric::MsgPerS)),
+            rate(x.spread().0),
+            rate(x.spread().1)
         );
     }
     out.push('\n');
 }
 
 /// msg/s, router CPU per frame and p99 per case, one bar per row.
-pub fn yomo_charts(r: &NetResults) -> Vec<(String, BarChart)> {
+pub fn yomo_charts(r: &Results) -> Vec<(String, BarChart)> {
     let cases = r.cases();
-    let chart = |title: &str, label: &str, f: fn(&NetRecord) -> Option<f64>| BarChart {
+    let chart = |title: &str, label: &str, f: fn(&Record) -> Option<f64>| BarChart {
         title: title.into(),
         y_label: label.into(),
         groups: cases.clone(),
@@ -238,7 +241,7 @@ pub fn yomo_charts(r: &NetResults) -> Vec<(String, BarChart)> {
         (
             "yomo-msgs.svg".into(),
             chart("msg/s at the sink (flat out)", "msg/s", |x| {
-                Some(x.msg_per_s)
+                Some(x.value(Metric::MsgPerS))
             }),
         ),
         (
@@ -246,12 +249,14 @@ pub fn yomo_charts(r: &NetResults) -> Vec<(String, BarChart)> {
             chart(
                 "router CPU per routed frame (lower is better)",
                 "µs",
-                |x| x.cpu_us_per_frame,
+                |x| x.get(Metric::CpuUsPerFrame),
             ),
         ),
         (
             "yomo-p99.svg".into(),
-            chart("one-way latency p99 (paced)", "µs", |x| x.p99_us),
+            chart("one-way latency p99 (paced)", "µs", |x| {
+                x.get(Metric::P99Us)
+            }),
         ),
     ]
 }
