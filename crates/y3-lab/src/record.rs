@@ -142,6 +142,14 @@ pub enum Metric {
     ServerCpuPct,
     /// Router CPU (user + system) per routed frame, µs.
     CpuUsPerFrame,
+    /// Router CPU (user + system) per message sent, ns.
+    RouterNsPerMsg,
+    /// Payload bytes delivered to all functions together.
+    BytesToFunctions,
+    /// The source's CPU per message sent, ns.
+    SourceNsPerMsg,
+    /// The functions' CPU (client I/O, filter evaluation) per message sent, ns.
+    FunctionsNsPerMsg,
 }
 
 /// The lowest and highest value of one metric over a row's runs.

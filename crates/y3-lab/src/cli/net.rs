@@ -269,15 +269,14 @@ pub struct ClientArgs {
     rate: f64,
 }
 
-/// `y3-lab net filter`: a minimal registration (Markdown table on stdout, no records yet).
+/// `y3-lab net filter`.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
   y3-lab net filter --quick
   y3-lab net filter --functions 10 --messages 200000")]
 pub struct FilterArgs {
-    /// 20 000 messages instead of 200 000.
-    #[arg(long)]
-    quick: bool,
+    #[command(flatten)]
+    output: OutputArgs,
     /// Functions, each wanting 1/N of the frames.
     #[arg(long, default_value_t = 10)]
     functions: usize,
@@ -287,15 +286,20 @@ pub struct FilterArgs {
 }
 
 fn filter(args: &FilterArgs, out: &mut dyn Write) -> Result<()> {
-    let opts = net::filter::Options {
-        functions: args.functions.max(1),
-        messages: args
-            .messages
-            .unwrap_or(if args.quick { 20_000 } else { 200_000 }),
-        programs: programs(None)?,
-    };
-    let (rows, notes) = net::filter::run(&opts)?;
-    net::filter::write_table(&rows, &notes, &opts, out)
+    measure_or_read(&args.output, out, |bar| {
+        let quick = args.output.quick;
+        let opts = net::filter::Options {
+            functions: args.functions.max(1),
+            // --quick: 20 000 messages instead of 200 000.
+            messages: args
+                .messages
+                .unwrap_or(if quick { 20_000 } else { 200_000 }),
+            programs: programs(None)?,
+            quick,
+            command: command_line(),
+        };
+        net::filter::run(&opts, bar)
+    })
 }
 
 fn programs(asio: Option<PathBuf>) -> Result<Programs> {

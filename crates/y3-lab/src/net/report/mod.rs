@@ -18,11 +18,13 @@ use crate::report::{ratio, targets_table, Bound, Target};
 
 mod e2e;
 mod echo;
+mod filter;
 mod pingpong;
 mod yomo;
 
 pub use e2e::{e2e_charts, e2e_markdown, e2e_targets};
 pub use echo::{echo_charts, echo_markdown, echo_targets};
+pub use filter::{filter_charts, filter_markdown, filter_targets};
 pub use pingpong::{pingpong_charts, pingpong_markdown, pingpong_targets};
 pub use yomo::{yomo_charts, yomo_markdown, yomo_targets};
 
@@ -207,7 +209,13 @@ fn rate(v: f64) -> String {
 /// Every network suite's report. A new suite's report is a file of this module declaring
 /// its `REPORT` ([`SuiteReport`], with `summary: summary` and `print_tables: true`), plus
 /// its line here.
-pub const SUITES: &[SuiteReport] = &[pingpong::REPORT, echo::REPORT, e2e::REPORT, yomo::REPORT];
+pub const SUITES: &[SuiteReport] = &[
+    pingpong::REPORT,
+    echo::REPORT,
+    e2e::REPORT,
+    yomo::REPORT,
+    filter::REPORT,
+];
 
 /// The report, charts and targets of `r`'s suite.
 pub fn render(r: &Results) -> (String, Vec<(String, BarChart)>, Vec<Target>) {
@@ -462,6 +470,51 @@ mod tests {
         let s = summary(&r, "docs/bench");
         assert!(s.contains("(docs/bench/net-yomo.md)"), "{s}");
         assert!(s.contains("#### Targets"), "{s}");
+    }
+
+    #[test]
+    fn filter_report_ratios_and_targets() {
+        let rec = |variant: &str, rate: f64, bytes: f64, fn_ns: f64, router_ns: f64| {
+            Record::new("filter", variant, "10 functions × 1/10")
+                .dim(Dim::Subscribers, 10usize)
+                .metric(Metric::Messages, 200_000.0)
+                .metric(Metric::MsgPerS, rate)
+                .metric(Metric::BytesToFunctions, bytes)
+                .metric(Metric::FunctionsNsPerMsg, fn_ns)
+                .metric(Metric::RouterNsPerMsg, router_ns)
+                .metric(Metric::SourceNsPerMsg, 900.0)
+                .metric(Metric::P50Us, 40.0)
+                .metric(Metric::P99Us, 90.0)
+        };
+        let r = Results {
+            meta: Meta {
+                suite: "filter".into(),
+                ..Meta::default()
+            },
+            records: vec![
+                rec("router-filter", 300_000.0, 4.4e6, 500.0, 1500.0),
+                rec("function-filter", 100_000.0, 44e6, 5000.0, 1200.0),
+            ],
+            ..Results::default()
+        };
+        let t = filter_targets(&r);
+        assert_eq!(t[0].met, Some(true), "10× fewer bytes");
+        assert_eq!(t[1].met, Some(true), "3× the msg/s");
+        assert_eq!((t[2].met, t[3].met), (None, None), "no NATS row");
+        let (md, charts, _) = render(&r);
+        assert_eq!(r.name(), "net-filter");
+        assert!(md.contains("10 functions, each wanting 1/10"), "{md}");
+        assert!(
+            md.contains("| 10 functions × 1/10 | `router-filter` | 300000 | 1500 | 4400000 | 900 | 500 | 40 | 90 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "| 10 functions × 1/10 | `function-filter` | 10.0× | 3.00× | 10.0× | +300 |"
+            ),
+            "{md}"
+        );
+        assert_eq!(charts.len(), 2);
     }
 
     #[test]

@@ -1,0 +1,201 @@
+//! The content-filter report: router-side filter against delivering everything and
+//! filtering in the functions (y3, and NATS where it ran).
+
+use std::fmt::Write as _;
+
+use super::*;
+use crate::charts::BarChart;
+use crate::record::{Dim, Metric, Record, Results};
+use crate::report::{fill, Target};
+
+/// The filter report, registered in [`super::SUITES`].
+pub(super) const REPORT: SuiteReport = SuiteReport {
+    suite: "filter",
+    name: "net-filter",
+    markdown: filter_markdown,
+    charts: filter_charts,
+    targets: filter_targets,
+    summary,
+    print_tables: true,
+};
+
+/// The row that filters in the router.
+const ROUTER: &str = "router-filter";
+
+/// Bytes to the functions `other / router` (how many times fewer with the router's filter).
+fn fewer_bytes(y: &Record, p: &Record) -> Option<f64> {
+    Some(p.value(Metric::BytesToFunctions) / y.value(Metric::BytesToFunctions).max(1.0))
+}
+
+/// msg/s `router / other`.
+fn faster(y: &Record, p: &Record) -> Option<f64> {
+    Some(y.value(Metric::MsgPerS) / p.value(Metric::MsgPerS).max(1e-9))
+}
+
+/// Filter targets: against each variant that filters after delivery, ≥ 9× fewer bytes to
+/// the functions and ≥ 2× the msg/s.
+const TARGETS: [RatioTarget; 4] = [
+    RatioTarget {
+        name: "bytes to functions, function-filter / router-filter",
+        column: "",
+        y3: ROUTER,
+        base: "function-filter",
+        ratio: fewer_bytes,
+        bound: at_least(9.0),
+    },
+    RatioTarget {
+        name: "msg/s router-filter / function-filter",
+        column: "",
+        y3: ROUTER,
+        base: "function-filter",
+        ratio: faster,
+        bound: at_least(2.0),
+    },
+    RatioTarget {
+        name: "bytes to functions, nats-filter / router-filter",
+        column: "",
+        y3: ROUTER,
+        base: "nats-filter",
+        ratio: fewer_bytes,
+        bound: at_least(9.0),
+    },
+    RatioTarget {
+        name: "msg/s router-filter / nats-filter",
+        column: "",
+        y3: ROUTER,
+        base: "nats-filter",
+        ratio: faster,
+        bound: at_least(2.0),
+    },
+];
+
+/// `t`'s ratio in every case both rows ran.
+fn filter_cells(r: &Results, t: &RatioTarget) -> Vec<(f64, String)> {
+    r.records
+        .iter()
+        .filter(|x| x.implementation == t.y3)
+        .filter_map(|y| {
+            let p = r.find(&y.case, t.base, 0)?;
+            Some(((t.ratio)(y, p)?, y.case.clone()))
+        })
+        .collect()
+}
+
+/// The filter targets, checked.
+pub fn filter_targets(r: &Results) -> Vec<Target> {
+    TARGETS
+        .iter()
+        .map(|t| t.check(filter_cells(r, t)))
+        .collect()
+}
+
+/// The filter report.
+pub fn filter_markdown(r: &Results) -> String {
+    let mut table = String::from(
+        "| case | variant | msg/s | router CPU ns/msg | bytes to functions | source CPU ns/msg | functions CPU ns/msg | p50 µs | p99 µs |\n\
+         | --- | --- | --: | --: | --: | --: | --: | --: | --: |\n",
+    );
+    for x in &r.records {
+        let _ = writeln!(
+            table,
+            "| {} | `{}` | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |",
+            x.case,
+            x.implementation,
+            x.value(Metric::MsgPerS),
+            x.value(Metric::RouterNsPerMsg),
+            x.value(Metric::BytesToFunctions),
+            x.value(Metric::SourceNsPerMsg),
+            x.value(Metric::FunctionsNsPerMsg),
+            x.value(Metric::P50Us),
+            x.value(Metric::P99Us),
+        );
+    }
+    let mut against = String::from(
+        "| case | against | bytes to functions, × fewer | msg/s, × | functions CPU, × less | router CPU ns/msg, difference |\n\
+         | --- | --- | --: | --: | --: | --: |\n",
+    );
+    for router in r.records.iter().filter(|x| x.implementation == ROUTER) {
+        for other in r
+            .records
+            .iter()
+            .filter(|x| x.case == router.case && x.implementation != ROUTER)
+        {
+            // The router's extra work shows against the same router delivering everything.
+            let router_cpu = if other.implementation == "function-filter" {
+                format!(
+                    "{:+.0}",
+                    router.value(Metric::RouterNsPerMsg) - other.value(Metric::RouterNsPerMsg)
+                )
+            } else {
+                "–".into()
+            };
+            let _ = writeln!(
+                against,
+                "| {} | `{}` | {:.1}× | {:.2}× | {:.1}× | {router_cpu} |",
+                router.case,
+                other.implementation,
+                fewer_bytes(router, other).unwrap_or(f64::NAN),
+                faster(router, other).unwrap_or(f64::NAN),
+                other.value(Metric::FunctionsNsPerMsg)
+                    / router.value(Metric::FunctionsNsPerMsg).max(1e-9),
+            );
+        }
+    }
+    let first = r.records.first();
+    fill(
+        include_str!("templates/filter.md"),
+        &[
+            ("header", &header(r)),
+            (
+                "messages",
+                &first.map_or(0.0, |x| x.value(Metric::Messages)).to_string(),
+            ),
+            (
+                "functions",
+                &first.map_or(0, |x| x.count(Dim::Subscribers)).to_string(),
+            ),
+            ("filter", &crate::net::filter::filter_of(0)),
+            ("table", &table),
+            ("against", &against),
+            ("targets", &targets(&filter_targets(r))),
+            ("charts", &charts_markdown(&filter_charts(r))),
+            ("notes", &notes(r)),
+        ],
+    )
+}
+
+/// msg/s and the functions' CPU per message, one bar per variant.
+pub fn filter_charts(r: &Results) -> Vec<(String, BarChart)> {
+    let cases = r.cases();
+    let chart = |title: &str, label: &str, m: Metric| BarChart {
+        title: title.into(),
+        y_label: label.into(),
+        groups: cases.clone(),
+        series: r
+            .impls()
+            .into_iter()
+            .map(|i| {
+                let v = cases
+                    .iter()
+                    .map(|c| r.find(c, &i, 0).and_then(|x| x.get(m)))
+                    .collect();
+                (i, v)
+            })
+            .collect(),
+        log: false,
+    };
+    vec![
+        (
+            "filter-msgs.svg".into(),
+            chart("source → functions msg/s", "msg/s", Metric::MsgPerS),
+        ),
+        (
+            "filter-fn-cpu.svg".into(),
+            chart(
+                "functions' CPU per message sent",
+                "ns/msg",
+                Metric::FunctionsNsPerMsg,
+            ),
+        ),
+    ]
+}
