@@ -93,6 +93,7 @@ mod tests {
     #[test]
     fn pipeline_smoke_writes_json() {
         let file = std::env::temp_dir().join(format!("y3-e2e-{}.json", std::process::id()));
+        let out_dir = std::env::temp_dir().join(format!("y3-e2e-{}", std::process::id()));
         let cli = Cli::try_parse_from([
             "y3-lab",
             "net",
@@ -106,6 +107,8 @@ mod tests {
             "2000",
             "--json",
             file.to_str().unwrap(),
+            "--out",
+            out_dir.to_str().unwrap(),
         ])
         .unwrap();
         let mut out = Vec::new();
@@ -114,15 +117,13 @@ mod tests {
         assert!(table.contains("tcp") && table.contains("quic"), "{table}");
         let doc: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-        let runs = doc["runs"].as_array().unwrap();
+        let runs = doc["records"].as_array().unwrap();
         assert_eq!(runs.len(), 4, "tcp and quic x 64 B and 1 KiB");
         for run in runs {
-            assert!(run["msg_per_s"].as_f64().unwrap() > 0.0, "{run}");
-            assert!(
-                run["paced_latency"]["p99_us"].as_f64().unwrap() > 0.0,
-                "{run}"
-            );
+            assert!(run["metrics"]["msg_per_s"].as_f64().unwrap() > 0.0, "{run}");
+            assert!(run["metrics"]["p99_us"].as_f64().unwrap() > 0.0, "{run}");
         }
         let _ = std::fs::remove_file(file);
+        let _ = std::fs::remove_dir_all(out_dir);
     }
 }

@@ -150,6 +150,12 @@ pub enum Metric {
     SourceNsPerMsg,
     /// The functions' CPU (client I/O, filter evaluation) per message sent, ns.
     FunctionsNsPerMsg,
+    /// Highest latency of the paced run, µs.
+    MaxUs,
+    /// Median latency of the flat-out run (mostly queueing), µs.
+    LoadedP50Us,
+    /// 99th percentile latency of the flat-out run, µs.
+    LoadedP99Us,
 }
 
 /// The lowest and highest value of one metric over a row's runs.

@@ -44,7 +44,7 @@ enum NetCommand {
     /// YoMo's zipper vs `y3 serve` with YoMo's own clients, then y3's clients.
     Yomo(YomoArgs),
     /// Source → router → function → sink msg/s and latency over TCP and QUIC, one process.
-    Pipeline(net::pipeline::PipelineArgs),
+    Pipeline(PipelineArgs),
     /// Content filters: router-side filter vs deliver everything and filter in the function
     /// (y3, and NATS with the feature net-nats).
     Filter(FilterArgs),
@@ -145,7 +145,46 @@ pub struct E2eArgs {
     load: LoadArgs,
 }
 
-/// The load options of the suites that run flat out, then paced (`e2e`, `yomo`).
+/// `y3-lab net pipeline`.
+#[derive(Debug, Args)]
+#[command(
+    long_about = "Run source → router → stream function → sink in one process over loopback TCP and
+QUIC, for 64-byte and 1 KiB payloads: msg/s of a flat-out run and p50/p99 one-way latency
+(hdrhistogram) of a paced run, on the e2e suite's engine. A benchmark, not a test: numbers
+depend on the machine.",
+    after_help = "Examples:
+  y3-lab net pipeline --quick
+  y3-lab net pipeline --json pipeline.json
+  y3-lab net pipeline --transport quic --sizes 64,1024,16384 --messages 500000"
+)]
+pub struct PipelineArgs {
+    #[command(flatten)]
+    output: OutputArgs,
+    /// Transports to run.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [PipelineTransport::Tcp, PipelineTransport::Quic])]
+    transport: Vec<PipelineTransport>,
+    /// Payload sizes in bytes (at least 16, for the timestamp and phase).
+    #[arg(long, value_delimiter = ',', default_values_t = [64usize, 1024])]
+    sizes: Vec<usize>,
+    #[command(flatten)]
+    load: LoadArgs,
+    /// Runtime worker threads (default: one per core).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+/// Transports the pipeline runs over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum PipelineTransport {
+    /// Plain TCP.
+    Tcp,
+    /// QUIC (TLS 1.3).
+    Quic,
+    /// TLS 1.3 over TCP.
+    Tls,
+}
+
+/// The load options of the suites that run flat out, then paced (`e2e`, `yomo`, `pipeline`).
 #[derive(Debug, Args)]
 pub struct LoadArgs {
     /// Messages of the flat-out run (default e2e 200000, yomo 100000; 20000, 5000 with
@@ -158,8 +197,8 @@ pub struct LoadArgs {
     /// Rate of the paced run in msg/s.
     #[arg(long, default_value_t = 10_000)]
     rate: u64,
-    /// Runs per case, each row in turn every round; medians reported (default 3; 1 with
-    /// --quick).
+    /// Runs per case, each row in turn every round; medians reported (default 3, pipeline
+    /// 1; 1 with --quick).
     #[arg(long)]
     runs: Option<usize>,
 }
@@ -388,9 +427,45 @@ fn e2e(args: &E2eArgs, out: &mut dyn Write) -> Result<()> {
     measure_or_read(&args.output, out, |bar| {
         let quick = args.output.quick;
         let opts = net::e2e::Options {
+            topology: net::e2e::Topology::Broker,
             sizes: args.sizes.clone(),
             subs: args.subs.clone(),
             load: args.load.load(quick, (200_000, 20_000)),
+            only: args.output.only.clone(),
+            quick,
+            command: command_line(),
+            programs: programs(None)?,
+        };
+        net::e2e::run(&opts, bar)
+    })
+}
+
+fn pipeline(args: &PipelineArgs, out: &mut dyn Write) -> Result<()> {
+    measure_or_read(&args.output, out, |bar| {
+        let quick = args.output.quick;
+        let mut load = args.load.load(quick, (200_000, 20_000));
+        // One run per case unless asked: the pipeline's rows are y3 against itself.
+        load.runs = args.load.runs.unwrap_or(1).max(1);
+        let transports = args
+            .transport
+            .iter()
+            .map(|t| {
+                match t {
+                    PipelineTransport::Tcp => "tcp",
+                    PipelineTransport::Quic => "quic",
+                    PipelineTransport::Tls => "tls",
+                }
+                .to_string()
+            })
+            .collect();
+        let opts = net::e2e::Options {
+            topology: net::e2e::Topology::Pipeline {
+                transports,
+                threads: args.threads,
+            },
+            sizes: args.sizes.clone(),
+            subs: vec![1],
+            load,
             only: args.output.only.clone(),
             quick,
             command: command_line(),
@@ -522,7 +597,7 @@ pub fn run(args: &NetArgs, out: &mut dyn Write) -> Result<()> {
         NetCommand::Echo(a) => echo(a, out),
         NetCommand::E2e(a) => e2e(a, out),
         NetCommand::Yomo(a) => yomo(a, out),
-        NetCommand::Pipeline(a) => net::pipeline::run(a, out),
+        NetCommand::Pipeline(a) => pipeline(a, out),
         NetCommand::Filter(a) => filter(a, out),
         NetCommand::Federation(a) => federation(a, out),
         NetCommand::Server(a) => server(a),

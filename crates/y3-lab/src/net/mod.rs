@@ -10,13 +10,13 @@
 //!   connection count and message size): y3's transport on tokio and on monoio, plain tokio,
 //!   plain monoio.
 //! - [`e2e`]: publish → route → subscribe on loopback: y3's router (TCP, QUIC) against
-//!   NATS (`nats-server` + `async-nats`) and Zenoh (routed and peer-to-peer).
+//!   NATS (`nats-server` + `async-nats`) and Zenoh (routed and peer-to-peer); the same
+//!   engine runs the `pipeline` suite (source → router → stream function → sink in this
+//!   one process over TCP, QUIC or TLS, formerly `y3 bench e2e`).
 //! - [`yomo`]: source → sink and source → relay → sink on YoMo v1.22's wire protocol: YoMo's
 //!   zipper and `y3 serve` driven by YoMo's own Go clients (`interop/yomo`'s `yomo-peer`),
 //!   then `y3 serve` driven by y3's clients over QUIC and TCP (msg/s, router CPU per
 //!   routed frame, paced one-way latency).
-//! - [`pipeline`]: source → router → stream function → sink in this one process over TCP and
-//!   QUIC (formerly `y3 bench e2e`): msg/s and paced one-way latency, a table and JSON.
 //!
 //! Every server and client is a child process ([`proc::Child`], killed on drop) started by
 //! the lab on 127.0.0.1: the lab's own binary with the hidden `y3-lab net server|client`
@@ -29,7 +29,6 @@ pub mod echo;
 pub mod federation;
 pub mod filter;
 pub mod pingpong;
-pub mod pipeline;
 pub mod proc;
 pub mod report;
 pub mod yomo;
@@ -179,8 +178,8 @@ pub fn start_server(
 }
 
 /// Waits until message `i` of a run paced at `rate` msg/s that started at `start` is due:
-/// the one pacing of every paced send in the lab (the e2e publisher, the in-process
-/// pipeline's source, y3's YoMo source). A rate of 0 or less is flat out (no wait).
+/// the one pacing of every paced send in the lab (the e2e and pipeline publisher, y3's
+/// YoMo source). A rate of 0 or less is flat out (no wait).
 pub async fn pace(start: std::time::Instant, i: u64, rate: f64) {
     if rate > 0.0 {
         let due = start + std::time::Duration::from_secs_f64(i as f64 / rate);

@@ -20,12 +20,14 @@ mod e2e;
 mod echo;
 mod filter;
 mod pingpong;
+mod pipeline;
 mod yomo;
 
 pub use e2e::{e2e_charts, e2e_markdown, e2e_targets};
 pub use echo::{echo_charts, echo_markdown, echo_targets};
 pub use filter::{filter_charts, filter_markdown, filter_targets};
 pub use pingpong::{pingpong_charts, pingpong_markdown, pingpong_targets};
+pub use pipeline::{pipeline_charts, pipeline_markdown, pipeline_targets};
 pub use yomo::{yomo_charts, yomo_markdown, yomo_targets};
 
 /// The version of `package` in the workspace's `Cargo.lock` (read at run time from the
@@ -215,6 +217,7 @@ pub const SUITES: &[SuiteReport] = &[
     e2e::REPORT,
     yomo::REPORT,
     filter::REPORT,
+    pipeline::REPORT,
 ];
 
 /// The report, charts and targets of `r`'s suite.
