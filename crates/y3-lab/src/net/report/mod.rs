@@ -12,9 +12,9 @@
 use std::fmt::Write as _;
 
 use crate::charts::BarChart;
-use crate::record::{Record, Results};
+use crate::record::Results;
 pub use crate::report::SuiteReport;
-use crate::report::{ratio, targets_table, Bound, Target};
+use crate::report::{at_least, at_most, targets_table, RatioTarget, Target};
 
 mod e2e;
 mod echo;
@@ -97,94 +97,6 @@ fn notes(r: &Results) -> String {
     out
 }
 
-/// A target on a ratio `y3 / peer` (or `peer / y3`) that must stay within `bound`.
-/// `worst` is the worst ratio over the cells and where it was.
-fn ratio_target(name: String, worst: Option<(f64, String)>, bound: f64, at_most: bool) -> Target {
-    let bound = Bound {
-        value: bound,
-        at_least: !at_most,
-    };
-    let required = bound.required();
-    match worst {
-        None => Target {
-            name,
-            measured: "not measured".into(),
-            required,
-            met: None,
-            shortfall: String::new(),
-        },
-        Some((v, at)) => {
-            let met = bound.met(v);
-            let shortfall = if met {
-                String::new()
-            } else {
-                format!("by {:.1}% at {at}", bound.missed_pct(v))
-            };
-            Target {
-                name,
-                measured: format!("{} (worst, {at})", ratio(v)),
-                required,
-                met: Some(met),
-                shortfall,
-            }
-        }
-    }
-}
-
-/// A network target declared as data: `ratio(y3 row, base row)` in every cell the suite
-/// pairs, the worst of them within `bound`.
-struct RatioTarget {
-    /// What is required, in words.
-    name: &'static str,
-    /// The ratio's column in a report table (yomo), else empty.
-    column: &'static str,
-    /// The y3 row.
-    y3: &'static str,
-    /// The row it is compared with.
-    base: &'static str,
-    /// The ratio in one cell, when both rows measured it.
-    ratio: fn(&Record, &Record) -> Option<f64>,
-    /// Where the worst cell must stay.
-    bound: Bound,
-}
-
-impl RatioTarget {
-    /// The target checked over `cells` (value, where).
-    fn check(&self, cells: Vec<(f64, String)>) -> Target {
-        let at_most = !self.bound.at_least;
-        ratio_target(
-            self.name.into(),
-            worst(cells, at_most),
-            self.bound.value,
-            at_most,
-        )
-    }
-}
-
-/// `≤ value`.
-const fn at_most(value: f64) -> Bound {
-    Bound {
-        value,
-        at_least: false,
-    }
-}
-
-/// `≥ value`.
-const fn at_least(value: f64) -> Bound {
-    Bound {
-        value,
-        at_least: true,
-    }
-}
-
-/// The worst (largest if `max`, else smallest) of `cells`.
-fn worst(cells: Vec<(f64, String)>, max: bool) -> Option<(f64, String)> {
-    cells
-        .into_iter()
-        .filter(|(v, _)| v.is_finite())
-        .reduce(|a, b| if (b.0 > a.0) == max { b } else { a })
-}
-
 fn secs(v: f64) -> String {
     if v >= 10.0 {
         format!("{v:.1}")
@@ -264,7 +176,7 @@ pub fn summary(r: &Results, docs_rel: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Dim, Meta, Metric};
+    use crate::record::{Dim, Meta, Metric, Record};
 
     fn pp(imp: &str, sessions: usize, threads: usize, seconds: f64) -> Record {
         Record::new("pingpong", imp, &format!("{sessions} sessions"))
