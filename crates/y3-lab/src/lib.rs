@@ -31,8 +31,9 @@
 //! charts.rs                BarChart → SVG (plotters)
 //! codec/, data.rs, go.rs   codec suite: y3 rows, peer rows (Prepared::looping), Go side
 //! serde_suite.rs           serde suite
-//! net/SUITE.rs             network suites: pingpong, echo, e2e, yomo (measurement, child roles),
-//!                          pipeline (in-process, with its options)
+//! net/SUITE.rs             network suites: pingpong, echo, e2e (and the pipeline topology),
+//!                          yomo, filter, federation (measurement, child roles)
+//! net/suites.rs            the network suites' registry: options, measure, report
 //! net/report/SUITE.rs      their reports (markdown, charts, targets), prose in net/report/templates/
 //! net/mod.rs, net/proc.rs  Programs (this binary, y3, peers), child processes, pace(), rounds()
 //! ```
@@ -43,12 +44,13 @@
 //!    [`net::rounds`] for interleaved runs, [`measure::median`], [`net::pace`] for paced
 //!    sends, [`net::Programs::spawn_lab`] for child processes), plus `serve`/`client`
 //!    roles if it starts its own servers or clients (dispatched in [`net::serve`] and
-//!    `cli/net.rs`'s `client`); register it with `pub mod NAME;` in `net/mod.rs`.
+//!    `cli/net.rs`'s `client`); `pub mod NAME;` in `net/mod.rs`.
 //! 2. `net/report/NAME.rs` with its `REPORT: SuiteReport` and `templates/NAME.md` (the
-//!    prose, with `{{placeholders}}`); register it with `mod NAME;` and one entry in
-//!    [`net::report::SUITES`].
-//! 3. In `cli/net.rs`: an `Args` struct (flattening `OutputArgs`), one `NetCommand`
-//!    variant, and a function calling `measure_or_read(.., |bar| net::NAME::run(&opts, bar))`.
+//!    prose, with `{{placeholders}}`); `pub(crate) mod NAME;` in `net/report/mod.rs`.
+//! 3. Its line in the registry [`net::suites::SUITES`], with its options (a clap `Args`
+//!    struct implementing [`net::suites::SuiteArgs`]) next to it: the `y3-lab net NAME`
+//!    command, its shared output options (`--json`, `--from`, `--docs`, ...) and the
+//!    rendering of its recorded results all come from that line.
 //!
 //! A new peer of an existing suite is a row: a name in the suite's row list and its
 //! prepare/op (codec: an `Impl` entry whose `prepare` returns `Prepared::looping`;

@@ -3,7 +3,7 @@
 //! ```text
 //! y3-lab codec  ...                 take one key out of a packet: y3 vs peers vs the report's Go
 //! y3-lab serde  ...                 encode/decode msg/s of a ~130-byte message and MQTT PUBLISH
-//! y3-lab net pingpong|echo|e2e|yomo|pipeline ...   the network suite
+//! y3-lab net pingpong|echo|e2e|yomo|pipeline|filter|federation ...   the network suites
 //! ```
 //!
 //! The lab is both the orchestrator and the child processes it starts: servers and clients
@@ -37,10 +37,9 @@ enum Command {
     Codec(cli::codec::CodecArgs),
     /// Encode/decode msg/s of a ~130-byte message and an MQTT PUBLISH frame.
     Serde(cli::codec::SerdeArgs),
-    /// The network suite: `y3-lab net pingpong|echo|e2e|yomo|pipeline`.
+    /// The network suites: `y3-lab net pingpong|echo|e2e|yomo|pipeline|filter|federation`.
     Net(cli::net::NetArgs),
-    /// Rewrites results files written before the lab's one record model in that model (in
-    /// place; a file already in it is rewritten unchanged).
+    /// Rewrites results files of an older lab in the current model (in place).
     Migrate {
         /// Results files written by `--json`.
         #[arg(required = true)]

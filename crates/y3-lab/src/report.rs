@@ -1019,7 +1019,7 @@ pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
 }
 
 /// One suite's report: what renders its results. Every suite of the lab has one, in
-/// [`REPORTS`] (codec, serde) or [`crate::net::report::SUITES`] (network suites), and the
+/// [`REPORTS`] (codec, serde) or [`crate::net::suites::SUITES`] (network suites), and the
 /// publishing step of every command goes through it.
 pub struct SuiteReport {
     /// `meta.suite` of its results (`codec`, `pingpong`, ...).
@@ -1060,14 +1060,15 @@ pub const REPORTS: [SuiteReport; 2] = [
     },
 ];
 
-/// The report of `suite` (results of an unknown suite render as ping-pong's).
+/// The report of `suite` (results of an unknown suite render as ping-pong's, the first
+/// network suite's).
 pub fn suite_report(suite: &str) -> &'static SuiteReport {
-    let net = crate::net::report::SUITES;
+    let net = crate::net::suites::SUITES;
     REPORTS
         .iter()
-        .chain(net)
+        .chain(net.iter().map(|s| s.report))
         .find(|s| s.suite == suite)
-        .unwrap_or(&net[0])
+        .unwrap_or(net[0].report)
 }
 
 impl Results {

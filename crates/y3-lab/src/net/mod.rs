@@ -31,6 +31,7 @@ pub mod filter;
 pub mod pingpong;
 pub mod proc;
 pub mod report;
+pub mod suites;
 pub mod yomo;
 
 use std::net::SocketAddr;
@@ -137,6 +138,11 @@ impl Programs {
             asio,
             nats_server,
         }
+    }
+
+    /// The same lab binary with the asio program at `asio` (or the default place).
+    pub fn with_asio(&self, asio: Option<PathBuf>) -> Programs {
+        Programs::find(self.lab.clone(), asio)
     }
 
     /// Starts a lab child, `y3-lab net ROLE ARGS...` (`ROLE` is `server` or `client`).

@@ -7,8 +7,8 @@ use crate::charts::BarChart;
 use crate::record::{Metric, Record, Results};
 use crate::report::{fill, Target};
 
-/// The e2e report, registered in [`super::SUITES`].
-pub(super) const REPORT: SuiteReport = SuiteReport {
+/// The e2e report, registered in [`crate::net::suites::SUITES`].
+pub(crate) const REPORT: SuiteReport = SuiteReport {
     suite: "e2e",
     name: "net-e2e",
     markdown: e2e_markdown,

@@ -7,8 +7,8 @@ use crate::charts::BarChart;
 use crate::record::{Dim, Metric, Record, Results};
 use crate::report::{fill, ratio, Target};
 
-/// The echo report, registered in [`super::SUITES`].
-pub(super) const REPORT: SuiteReport = SuiteReport {
+/// The echo report, registered in [`crate::net::suites::SUITES`].
+pub(crate) const REPORT: SuiteReport = SuiteReport {
     suite: "echo",
     name: "net-echo",
     markdown: echo_markdown,

@@ -8,8 +8,8 @@ use crate::charts::BarChart;
 use crate::record::{Dim, Metric, Record, Results};
 use crate::report::{fill, Target};
 
-/// The filter report, registered in [`super::SUITES`].
-pub(super) const REPORT: SuiteReport = SuiteReport {
+/// The filter report, registered in [`crate::net::suites::SUITES`].
+pub(crate) const REPORT: SuiteReport = SuiteReport {
     suite: "filter",
     name: "net-filter",
     markdown: filter_markdown,

@@ -16,15 +16,17 @@ use crate::record::Results;
 pub use crate::report::SuiteReport;
 use crate::report::{at_least, at_most, targets_table, RatioTarget, Target};
 
-mod e2e;
-mod echo;
-mod filter;
-mod pingpong;
-mod pipeline;
-mod yomo;
+pub(crate) mod e2e;
+pub(crate) mod echo;
+pub(crate) mod federation;
+pub(crate) mod filter;
+pub(crate) mod pingpong;
+pub(crate) mod pipeline;
+pub(crate) mod yomo;
 
 pub use e2e::{e2e_charts, e2e_markdown, e2e_targets};
 pub use echo::{echo_charts, echo_markdown, echo_targets};
+pub use federation::{federation_charts, federation_markdown, federation_targets};
 pub use filter::{filter_charts, filter_markdown, filter_targets};
 pub use pingpong::{pingpong_charts, pingpong_markdown, pingpong_targets};
 pub use pipeline::{pipeline_charts, pipeline_markdown, pipeline_targets};
@@ -119,18 +121,6 @@ fn rate(v: f64) -> String {
 
 // ---------------------------------------------------------------------------------------
 // Ping-pong
-
-/// Every network suite's report. A new suite's report is a file of this module declaring
-/// its `REPORT` ([`SuiteReport`], with `summary: summary` and `print_tables: true`), plus
-/// its line here.
-pub const SUITES: &[SuiteReport] = &[
-    pingpong::REPORT,
-    echo::REPORT,
-    e2e::REPORT,
-    yomo::REPORT,
-    filter::REPORT,
-    pipeline::REPORT,
-];
 
 /// The report, charts and targets of `r`'s suite.
 pub fn render(r: &Results) -> (String, Vec<(String, BarChart)>, Vec<Target>) {
@@ -430,6 +420,66 @@ mod tests {
             "{md}"
         );
         assert_eq!(charts.len(), 2);
+    }
+
+    #[test]
+    fn federation_and_pipeline_reports_render_their_rows() {
+        let fed = |path: &str, rate: f64, p99: f64| {
+            Record::new("federation", path, "64 B")
+                .dim(Dim::Payload, 64usize)
+                .dim(Dim::Rate, 5000usize)
+                .metric(Metric::Messages, 50_000.0)
+                .metric(Metric::MsgPerS, rate)
+                .metric(Metric::Received, 50_000.0)
+                .metric(Metric::P50Us, p99 / 2.0)
+                .metric(Metric::P99Us, p99)
+        };
+        let r = Results {
+            meta: Meta {
+                suite: "federation".into(),
+                ..Meta::default()
+            },
+            records: vec![
+                fed("single", 90_000.4, 300.0),
+                fed("federated", 30_000.0, 900.0),
+            ],
+            ..Results::default()
+        };
+        let (md, charts, targets) = render(&r);
+        assert_eq!(r.name(), "net-federation");
+        assert!(
+            md.contains("| path | size | msg/s (flat out, 50000 msgs) | received | p50 µs | p99 µs (paced 5000 msg/s) |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| federated | 64 B | 30000 | 50000 | 450 | 900 |"),
+            "{md}"
+        );
+        assert_eq!((charts.len(), targets.len()), (2, 0));
+        let pipe = Results {
+            meta: Meta {
+                suite: "pipeline".into(),
+                ..Meta::default()
+            },
+            records: vec![Record::new("pipeline", "y3-pipeline-tcp", "1024 B")
+                .dim(Dim::Transport, "tcp")
+                .dim(Dim::Payload, 1024usize)
+                .dim(Dim::Threads, 2usize)
+                .metric(Metric::Messages, 20_000.0)
+                .metric(Metric::MsgPerS, 1_048_576.0)
+                .metric(Metric::LoadedP50Us, 1500.0)
+                .metric(Metric::LoadedP99Us, 2500.0)
+                .metric(Metric::P50Us, 40.0)
+                .metric(Metric::P99Us, 90.0)
+                .metric(Metric::MaxUs, 120.0)],
+            ..Results::default()
+        };
+        let (md, _, _) = render(&pipe);
+        assert!(md.contains("(2 runtime worker threads)"), "{md}");
+        assert!(
+            md.contains("| tcp | 1024 B | 20000 | 1048576 | 1024.0 | 1.50 ms / 2.50 ms | 40 µs / 90 µs / 120 µs |"),
+            "{md}"
+        );
     }
 
     #[test]

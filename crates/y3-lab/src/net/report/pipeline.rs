@@ -8,8 +8,8 @@ use crate::charts::BarChart;
 use crate::record::{Dim, Metric, Results};
 use crate::report::{fill, Target};
 
-/// The pipeline report, registered in [`super::SUITES`].
-pub(super) const REPORT: SuiteReport = SuiteReport {
+/// The pipeline report, registered in [`crate::net::suites::SUITES`].
+pub(crate) const REPORT: SuiteReport = SuiteReport {
     suite: "pipeline",
     name: "net-pipeline",
     markdown: pipeline_markdown,

@@ -7,8 +7,8 @@ use crate::charts::BarChart;
 use crate::record::{Metric, Record, Results};
 use crate::report::{fill, ratio, Target};
 
-/// The yomo report, registered in [`super::SUITES`].
-pub(super) const REPORT: SuiteReport = SuiteReport {
+/// The yomo report, registered in [`crate::net::suites::SUITES`].
+pub(crate) const REPORT: SuiteReport = SuiteReport {
     suite: "yomo",
     name: "net-yomo",
     markdown: yomo_markdown,
