@@ -258,26 +258,11 @@ pub fn run(opts: &SerdeOptions, bar: &ProgressBar) -> Result<Results> {
             }
         }
     }
-    for &mode in &opts.modes {
-        bar.set_message(format!("{} rows, {}", rows.len(), mode.name()));
-        let outcomes = match mode {
-            // Serial samples are taken in turns across the rows (see measure::serial_interleaved).
-            Mode::Serial => {
-                let factories: Vec<&Factory> = rows.iter().map(|r| &r.3).collect();
-                let out = measure::serial_interleaved(&factories, &opts.settings);
-                bar.inc(rows.len() as u64);
-                out
-            }
-            Mode::Parallel => rows
-                .iter()
-                .map(|(imp, op, _, factory)| {
-                    bar.set_message(format!("{} {op} parallel", imp.name));
-                    let m = measure::measure(factory, mode, &opts.settings);
-                    bar.inc(1);
-                    m
-                })
-                .collect(),
-        };
+    let labelled: Vec<(String, &Factory)> = rows
+        .iter()
+        .map(|(imp, op, _, factory)| (format!("{} {op}", imp.name), factory))
+        .collect();
+    for (_, outcomes) in measure::measure_rows(&labelled, &opts.modes, &opts.settings, bar) {
         for ((imp, op, bytes, _), outcome) in rows.iter().zip(outcomes) {
             match outcome {
                 Ok(m) => {

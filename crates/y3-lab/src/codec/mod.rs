@@ -191,27 +191,11 @@ pub fn run(opts: &CodecOptions, bar: &ProgressBar) -> Result<Results> {
             r.implementation = imp.name.into();
             r
         };
-        for &mode in &opts.modes {
-            bar.set_message(format!("{} {}", ds.label(), mode.name()));
-            let outcomes = match mode {
-                // Serial samples are taken in turns across the implementations.
-                Mode::Serial => {
-                    let factories: Vec<&Factory> =
-                        prepared.iter().map(|(_, p)| &p.factory).collect();
-                    let out = measure::serial_interleaved(&factories, &opts.settings);
-                    bar.inc(prepared.len() as u64);
-                    out
-                }
-                Mode::Parallel => prepared
-                    .iter()
-                    .map(|(imp, p)| {
-                        bar.set_message(format!("{} {} parallel", ds.label(), imp.name));
-                        let m = measure::measure(&p.factory, mode, &opts.settings);
-                        bar.inc(1);
-                        m
-                    })
-                    .collect(),
-            };
+        let rows: Vec<(String, &Factory)> = prepared
+            .iter()
+            .map(|(imp, p)| (format!("{} {}", ds.label(), imp.name), &p.factory))
+            .collect();
+        for (mode, outcomes) in measure::measure_rows(&rows, &opts.modes, &opts.settings, bar) {
             for ((imp, p), outcome) in prepared.iter().zip(outcomes) {
                 match outcome {
                     Ok(m) => results.records.push(record(imp, p, &m)),
