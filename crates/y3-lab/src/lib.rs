@@ -28,6 +28,7 @@
 //! measure.rs               the harness: runners, medians (measure::median), serial/parallel
 //! record.rs               Record (suite, dims, impl, metrics), Results, Meta: every suite's
 //! report.rs               SuiteReport registry, codec/serde reports, targets table, Bound, fill()
+//! table.rs                 Table: every report table, to Markdown and to chart series
 //! charts.rs                BarChart → SVG (plotters)
 //! codec/, data.rs, go.rs   codec suite: y3 rows, peer rows (Prepared::looping), Go side
 //! serde_suite.rs           serde suite
@@ -68,6 +69,7 @@ pub mod record;
 pub mod report;
 pub mod serde_suite;
 pub mod system;
+pub mod table;
 
 /// Whether the peers were compiled in (cargo feature `peers`).
 pub const PEERS_ENABLED: bool = cfg!(feature = "peers");

@@ -16,6 +16,7 @@ use anyhow::{bail, Context, Result};
 use crate::charts::{self, BarChart};
 use crate::data::{CASES, SWEEP};
 use crate::record::{Dim, Metric, Record, Results};
+use crate::table::{Align, Cell, Table};
 
 /// Display order of the rows; others follow alphabetically.
 pub const ORDER: [&str; 23] = [
@@ -135,8 +136,22 @@ fn get<'a>(r: &'a Results, case: &str, order: &str, imp: &str, mode: &str) -> Op
     })
 }
 
-fn cell(r: Option<&Record>) -> String {
-    r.map_or("–".into(), |r| ns(r.value(Metric::NsPerOp)))
+/// A record's ns/op as a figure, `–` where not measured.
+fn ns_cell(r: Option<&Record>) -> Cell {
+    Cell::maybe(r.map(|r| r.value(Metric::NsPerOp)), ns)
+}
+
+/// The report's own figure, in italics.
+fn published(v: f64, text: String) -> Cell {
+    Cell::figure(v, format!("*{text}*"))
+}
+
+/// Text columns then figure columns.
+fn columns(left: &[&str], right: &[String]) -> Vec<(String, Align)> {
+    left.iter()
+        .map(|h| (h.to_string(), Align::Left))
+        .chain(right.iter().map(|h| (h.clone(), Align::Right)))
+        .collect()
 }
 
 /// What the codec reports' target tables say of a target whose peer did not run.
@@ -408,22 +423,32 @@ pub fn codec_targets(r: &Results) -> Vec<Target> {
         .collect()
 }
 
-/// The targets as a Markdown table, every suite's; `absent` is the result of a target
-/// that could not be measured (`n/a (peer not in this run)`).
+/// The targets as a table, every suite's; `absent` is the result of a target that could
+/// not be measured (`n/a (peer not in this run)`).
 pub fn targets_table(out: &mut String, targets: &[Target], absent: &str) {
-    out.push_str("| target | measured | required | result |\n| --- | --: | --: | --- |\n");
-    for t in targets {
-        let result = match t.met {
+    let mut t = Table::new([
+        ("target", Align::Left),
+        ("measured", Align::Right),
+        ("required", Align::Right),
+        ("result", Align::Left),
+    ]);
+    for x in targets {
+        let result = match x.met {
             Some(true) => "met".to_string(),
-            Some(false) => format!("**missed** — {}", t.shortfall),
+            Some(false) => format!("**missed** — {}", x.shortfall),
             None => absent.to_string(),
         };
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} |",
-            t.name, t.measured, t.required, result
+        t.row(
+            &x.name,
+            vec![
+                x.name.as_str().into(),
+                x.measured.as_str().into(),
+                x.required.as_str().into(),
+                result.into(),
+            ],
         );
     }
+    out.push_str(&t.markdown());
 }
 
 /// The opening list of the codec and serde reports (`templates/header.md`): machine,
@@ -459,53 +484,146 @@ fn header(out: &mut String, r: &Results) {
     out.push('\n');
 }
 
-/// The full codec report.
-pub fn codec_markdown(r: &Results) -> String {
+/// The serial, ascending-order table: ns/op per case, then CPU, allocations and bytes at
+/// C63-K32, then the report's rows.
+fn codec_serial_table(r: &Results) -> Table {
     let cases = case_names();
-    let mut out = String::from("# Codec lab: take the value of one observed key\n\n");
-    header(&mut out, r);
+    let mut right = cases.clone();
+    right.extend(["C63-K32 CPU ns/op", "C63-K32 allocs/op", "C63-K32 bytes"].map(String::from));
+    let mut t = Table::new(columns(&["implementation", "format"], &right));
     let serial: Vec<&Record> = r
         .records
         .iter()
         .filter(|x| x.text(Dim::Mode) == "serial" && x.text(Dim::Order) == "ascending")
         .collect();
-    let names = impl_names(&serial);
-
-    out.push_str("## Serial, ascending order (key K at position K): median ns/op\n\n");
-    out.push_str("| implementation | format | ");
-    out.push_str(&cases.join(" | "));
-    out.push_str(" | C63-K32 CPU ns/op | C63-K32 allocs/op | C63-K32 bytes |\n| --- | --- |");
-    out.push_str(&" --: |".repeat(cases.len() + 3));
-    out.push('\n');
-    for n in &names {
+    for n in impl_names(&serial) {
         let fmt = serial
             .iter()
-            .find(|x| &x.implementation == n)
+            .find(|x| x.implementation == n)
             .map_or("", |x| x.text(Dim::Format));
-        let _ = write!(out, "| `{n}` | {fmt} |");
-        for c in &cases {
-            let _ = write!(out, " {} |", cell(get(r, c, "ascending", n, "serial")));
-        }
-        let last = get(r, "C63-K32", "ascending", n, "serial");
-        let _ = writeln!(
-            out,
-            " {} | {} | {} |",
-            last.map_or("–".into(), |x| ns(x.value(Metric::CpuNsPerOp))),
-            last.and_then(|x| x.get(Metric::AllocsPerOp))
-                .map_or("–".into(), |a| format!("{a:.1}")),
-            last.map_or("–".into(), |x| x.count(Dim::Bytes).to_string()),
+        let mut cells = vec![format!("`{n}`").into(), fmt.into()];
+        cells.extend(
+            cases
+                .iter()
+                .map(|c| ns_cell(get(r, c, "ascending", &n, "serial"))),
         );
+        let last = get(r, "C63-K32", "ascending", &n, "serial");
+        cells.push(Cell::maybe(last.map(|x| x.value(Metric::CpuNsPerOp)), ns));
+        cells.push(Cell::maybe(
+            last.and_then(|x| x.get(Metric::AllocsPerOp)),
+            |a| format!("{a:.1}"),
+        ));
+        cells.push(Cell::maybe(last.map(|x| x.count(Dim::Bytes) as f64), |b| {
+            b.to_string()
+        }));
+        t.row(&n, cells);
     }
-    let _ = write!(out, "| *report: Go Y3 (Go 1.14, 2.6 GHz i7)* | y3 |");
-    for v in REPORT_Y3_SERIAL {
-        let _ = write!(out, " *{}* |", ns(v));
+    let mut report = vec!["*report: Go Y3 (Go 1.14, 2.6 GHz i7)*".into(), "y3".into()];
+    report.extend(REPORT_Y3_SERIAL.iter().map(|&v| published(v, ns(v))));
+    report.extend(["", "", ""].map(Cell::from));
+    t.row("report-y3", report);
+    let mut json = vec![
+        "*report: Go JSON (Go 1.14, 2.6 GHz i7)*".into(),
+        "json".into(),
+    ];
+    json.extend(
+        REPORT_Y3_SERIAL
+            .iter()
+            .zip(REPORT_RATIOS)
+            .map(|(v, k)| published(v * k, format!("≈{}", ns(v * k)))),
+    );
+    json.extend(["", "", ""].map(Cell::from));
+    t.row("report-json", json);
+    t
+}
+
+/// Speed-up of `y3-observe` over every other row, per case (serial, ascending).
+fn codec_speedup_table(r: &Results, names: &[String]) -> Table {
+    let cases = case_names();
+    let mut t = Table::new(columns(&["peer"], &cases));
+    for n in names.iter().filter(|n| n.as_str() != "y3-observe") {
+        let mut cells = vec![format!("`{n}`").into()];
+        cells.extend(
+            cases
+                .iter()
+                .map(|c| Cell::maybe(speedup(r, c, "ascending", n, "y3-observe", "serial"), ratio)),
+        );
+        t.row(n, cells);
     }
-    out.push_str(" | | |\n");
-    let _ = write!(out, "| *report: Go JSON (Go 1.14, 2.6 GHz i7)* | json |");
-    for (v, k) in REPORT_Y3_SERIAL.iter().zip(REPORT_RATIOS) {
-        let _ = write!(out, " *≈{}* |", ns(v * k));
+    t
+}
+
+/// The parallel table: ns/op per thread per case, Mops/s and CPU at C63-K32.
+fn codec_parallel_table(r: &Results) -> Table {
+    let cases = case_names();
+    let mut right = cases.clone();
+    right.extend(["C63-K32 Mops/s", "C63-K32 CPU ns/op"].map(String::from));
+    let mut t = Table::new(columns(&["implementation"], &right));
+    let parallel: Vec<&Record> = r
+        .records
+        .iter()
+        .filter(|x| x.text(Dim::Mode) == "parallel" && x.text(Dim::Order) == "ascending")
+        .collect();
+    if parallel.is_empty() {
+        return t;
     }
-    out.push_str(" | | |\n\n");
+    for n in impl_names(&parallel) {
+        let mut cells = vec![format!("`{n}`").into()];
+        cells.extend(
+            cases
+                .iter()
+                .map(|c| ns_cell(get(r, c, "ascending", &n, "parallel"))),
+        );
+        let last = get(r, "C63-K32", "ascending", &n, "parallel");
+        cells.push(Cell::maybe(
+            last.map(|x| x.value(Metric::OpsPerS) / 1e6),
+            |v| format!("{v:.2}"),
+        ));
+        cells.push(Cell::maybe(last.map(|x| x.value(Metric::CpuNsPerOp)), ns));
+        t.row(&n, cells);
+    }
+    let mut report = vec!["*report: Go Y3, GOMAXPROCS=12 (wall ÷ all ops)*".into()];
+    report.extend(REPORT_Y3_PARALLEL.iter().map(|&v| published(v, ns(v))));
+    report.extend(["", ""].map(Cell::from));
+    t.row("report-y3", report);
+    t
+}
+
+/// The key-position sweep (C63 ascending, serial): ns/op per position.
+fn codec_sweep_table(r: &Results) -> Table {
+    let sweep = sweep_cases();
+    let heads: Vec<String> = sweep.iter().map(|(c, p)| format!("{p} ({c})")).collect();
+    let mut t = Table::new(columns(&["implementation"], &heads));
+    let records: Vec<&Record> = r
+        .records
+        .iter()
+        .filter(|x| {
+            x.text(Dim::Mode) == "serial"
+                && x.text(Dim::Order) == "ascending"
+                && sweep.iter().any(|(c, _)| c == &x.case)
+        })
+        .collect();
+    for n in impl_names(&records) {
+        let mut cells = vec![format!("`{n}`").into()];
+        cells.extend(
+            sweep
+                .iter()
+                .map(|(c, _)| ns_cell(get(r, c, "ascending", &n, "serial"))),
+        );
+        t.row(&n, cells);
+    }
+    t
+}
+
+/// The full codec report.
+pub fn codec_markdown(r: &Results) -> String {
+    let cases = case_names();
+    let mut out = String::from("# Codec lab: take the value of one observed key\n\n");
+    header(&mut out, r);
+    let serial = codec_serial_table(r);
+    out.push_str("## Serial, ascending order (key K at position K): median ns/op\n\n");
+    out.push_str(&serial.markdown());
+    out.push('\n');
     let _ = writeln!(
         out,
         "The report's JSON row is its Y3 row times its published JSON/Y3 ratios \
@@ -521,59 +639,29 @@ pub fn codec_markdown(r: &Results) -> String {
     out.push_str(
         "## Speed-up of `y3-observe` (serial, ascending): peer ns/op ÷ y3-observe ns/op\n\n",
     );
-    out.push_str("| peer | ");
-    out.push_str(&cases.join(" | "));
-    out.push_str(" |\n| --- |");
-    out.push_str(&" --: |".repeat(cases.len()));
-    out.push('\n');
-    for n in names.iter().filter(|n| n.as_str() != "y3-observe") {
-        let _ = write!(out, "| `{n}` |");
-        for c in &cases {
-            let v = speedup(r, c, "ascending", n, "y3-observe", "serial");
-            let _ = write!(out, " {} |", v.map_or("–".into(), ratio));
-        }
-        out.push('\n');
-    }
+    let names: Vec<String> = serial
+        .rows
+        .iter()
+        .filter(|x| !x.key.starts_with("report-"))
+        .map(|x| x.key.clone())
+        .collect();
+    out.push_str(&codec_speedup_table(r, &names).markdown());
     out.push('\n');
 
-    let parallel: Vec<&Record> = r
-        .records
-        .iter()
-        .filter(|x| x.text(Dim::Mode) == "parallel" && x.text(Dim::Order) == "ascending")
-        .collect();
+    let parallel = codec_parallel_table(r);
     if !parallel.is_empty() {
-        let threads = parallel[0].count(Dim::Threads);
+        let threads = r
+            .records
+            .iter()
+            .find(|x| x.text(Dim::Mode) == "parallel" && x.text(Dim::Order) == "ascending")
+            .map_or(0, |x| x.count(Dim::Threads));
         let _ = writeln!(
             out,
             "## Parallel ({threads} threads), ascending: median ns/op per thread, and aggregate \
              throughput at C63-K32\n"
         );
-        out.push_str("| implementation | ");
-        out.push_str(&cases.join(" | "));
-        out.push_str(" | C63-K32 Mops/s | C63-K32 CPU ns/op |\n| --- |");
-        out.push_str(&" --: |".repeat(cases.len() + 2));
+        out.push_str(&parallel.markdown());
         out.push('\n');
-        for n in impl_names(&parallel) {
-            let _ = write!(out, "| `{n}` |");
-            for c in &cases {
-                let _ = write!(out, " {} |", cell(get(r, c, "ascending", &n, "parallel")));
-            }
-            let last = get(r, "C63-K32", "ascending", &n, "parallel");
-            let _ = writeln!(
-                out,
-                " {} | {} |",
-                last.map_or("–".into(), |x| format!(
-                    "{:.2}",
-                    x.value(Metric::OpsPerS) / 1e6
-                )),
-                last.map_or("–".into(), |x| ns(x.value(Metric::CpuNsPerOp))),
-            );
-        }
-        let _ = write!(out, "| *report: Go Y3, GOMAXPROCS=12 (wall ÷ all ops)* |");
-        for v in REPORT_Y3_PARALLEL {
-            let _ = write!(out, " *{}* |", ns(v));
-        }
-        out.push_str(" | |\n\n");
     }
 
     let published: Vec<&Record> = r
@@ -587,54 +675,34 @@ pub fn codec_markdown(r: &Results) -> String {
             "## Serial, published order (the report's random map order, seed {}): median ns/op\n",
             r.meta.harness.as_ref().map_or(0, |h| h.seed)
         );
-        out.push_str("| implementation |");
-        for c in &cases {
-            let pos = published
-                .iter()
-                .find(|x| &x.case == c)
-                .map_or(0, |x| x.count(Dim::KeyPos));
-            let _ = write!(out, " {c} (key at {pos}) |");
-        }
-        out.push_str("\n| --- |");
-        out.push_str(&" --: |".repeat(cases.len()));
-        out.push('\n');
+        let heads: Vec<String> = cases
+            .iter()
+            .map(|c| {
+                let pos = published
+                    .iter()
+                    .find(|x| &x.case == c)
+                    .map_or(0, |x| x.count(Dim::KeyPos));
+                format!("{c} (key at {pos})")
+            })
+            .collect();
+        let mut t = Table::new(columns(&["implementation"], &heads));
         for n in impl_names(&published) {
-            let _ = write!(out, "| `{n}` |");
-            for c in &cases {
-                let _ = write!(out, " {} |", cell(get(r, c, "published", &n, "serial")));
-            }
-            out.push('\n');
+            let mut cells = vec![format!("`{n}`").into()];
+            cells.extend(
+                cases
+                    .iter()
+                    .map(|c| ns_cell(get(r, c, "published", &n, "serial"))),
+            );
+            t.row(&n, cells);
         }
+        out.push_str(&t.markdown());
         out.push('\n');
     }
 
-    let sweep = sweep_cases();
-    let sweep_records: Vec<&Record> = r
-        .records
-        .iter()
-        .filter(|x| {
-            x.text(Dim::Mode) == "serial"
-                && x.text(Dim::Order) == "ascending"
-                && sweep.iter().any(|(c, _)| c == &x.case)
-        })
-        .collect();
-    if !sweep_records.is_empty() {
-        out.push_str(
-            "## Key position sweep, C63 ascending, serial: median ns/op\n\n| implementation |",
-        );
-        for (c, pos) in &sweep {
-            let _ = write!(out, " {pos} ({c}) |");
-        }
-        out.push_str("\n| --- |");
-        out.push_str(&" --: |".repeat(sweep.len()));
-        out.push('\n');
-        for n in impl_names(&sweep_records) {
-            let _ = write!(out, "| `{n}` |");
-            for (c, _) in &sweep {
-                let _ = write!(out, " {} |", cell(get(r, c, "ascending", &n, "serial")));
-            }
-            out.push('\n');
-        }
+    let sweep = codec_sweep_table(r);
+    if !sweep.is_empty() {
+        out.push_str("## Key position sweep, C63 ascending, serial: median ns/op\n\n");
+        out.push_str(&sweep.markdown());
         out.push('\n');
     }
 
@@ -663,94 +731,70 @@ pub const CODEC_CHARTS: [(&str, &str); 4] = [
     ("codec-position.svg", "ns/op by key position, C63"),
 ];
 
-fn headline_series(
-    r: &Results,
-    groups: &[(String, String)],
-    mode: &str,
-) -> Vec<(String, Vec<Option<f64>>)> {
-    HEADLINE
-        .iter()
-        .map(|n| {
-            let v: Vec<Option<f64>> = groups
-                .iter()
-                .map(|(c, o)| get(r, c, o, n, mode).map(|x| x.value(Metric::NsPerOp)))
-                .collect();
-            (n.to_string(), v)
-        })
-        .filter(|(_, v)| v.iter().any(Option::is_some))
-        .collect()
-}
-
-/// The codec charts.
+/// The codec charts, each from its report table's figures: the headline rows' ns/op per
+/// case (serial, parallel), their speed-ups, and ns/op by key position.
 pub fn codec_charts(r: &Results) -> Vec<(String, BarChart)> {
     let cases = case_names();
-    let asc: Vec<(String, String)> = cases
-        .iter()
-        .map(|c| (c.clone(), "ascending".into()))
-        .collect();
+    let per_case: Vec<usize> = (1..=cases.len()).collect();
+    let serial = codec_serial_table(r);
     let threads = r
         .records
         .iter()
         .find(|x| x.text(Dim::Mode) == "parallel")
         .map_or(0, |x| x.count(Dim::Threads));
-    let mut out = vec![(
-        "codec-serial.svg".into(),
-        BarChart {
-            title: "Take one observed key: ns/op, serial (lower is better)".into(),
-            y_label: "ns/op (log)".into(),
-            groups: cases.clone(),
-            series: headline_series(r, &asc, "serial"),
-            log: true,
-        },
-    )];
-    let peers: Vec<(String, Vec<Option<f64>>)> = HEADLINE
+    let names: Vec<String> = serial.rows.iter().map(|x| x.key.clone()).collect();
+    let peers: Vec<&str> = HEADLINE
         .iter()
-        .filter(|n| **n != "y3-observe")
-        .map(|n| {
-            let v = cases
-                .iter()
-                .map(|c| speedup(r, c, "ascending", n, "y3-observe", "serial"))
-                .collect();
-            (n.to_string(), v)
-        })
-        .filter(|(_, v): &(String, Vec<Option<f64>>)| v.iter().any(Option::is_some))
+        .copied()
+        .filter(|n| *n != "y3-observe")
         .collect();
-    out.push((
-        "codec-speedup.svg".into(),
-        BarChart {
-            title: "Speed-up of y3-observe: peer ns/op ÷ y3 ns/op, serial".into(),
-            y_label: "× (log)".into(),
-            groups: cases.clone(),
-            series: peers,
-            log: true,
-        },
-    ));
-    out.push((
-        "codec-parallel.svg".into(),
-        BarChart {
-            title: format!("Take one observed key: ns/op per thread, {threads} threads"),
-            y_label: "ns/op (log)".into(),
-            groups: cases,
-            series: headline_series(r, &asc, "parallel"),
-            log: true,
-        },
-    ));
-    let sweep = sweep_cases();
-    let groups: Vec<(String, String)> = sweep
-        .iter()
-        .map(|(c, _)| (c.clone(), "ascending".into()))
-        .collect();
-    out.push((
-        "codec-position.svg".into(),
-        BarChart {
-            title: "C63: ns/op by position of the observed key, serial".into(),
-            y_label: "ns/op (log)".into(),
-            groups: sweep.iter().map(|(c, p)| format!("{p} ({c})")).collect(),
-            series: headline_series(r, &groups, "serial"),
-            log: true,
-        },
-    ));
-    out
+    let sweep = codec_sweep_table(r);
+    let sweep_cols: Vec<usize> = (1..sweep.columns.len()).collect();
+    vec![
+        (
+            "codec-serial.svg".into(),
+            BarChart {
+                title: "Take one observed key: ns/op, serial (lower is better)".into(),
+                y_label: "ns/op (log)".into(),
+                groups: cases.clone(),
+                series: serial.series(
+                    &HEADLINE,
+                    &per_case.iter().map(|c| c + 1).collect::<Vec<_>>(),
+                ),
+                log: true,
+            },
+        ),
+        (
+            "codec-speedup.svg".into(),
+            BarChart {
+                title: "Speed-up of y3-observe: peer ns/op ÷ y3 ns/op, serial".into(),
+                y_label: "× (log)".into(),
+                groups: cases.clone(),
+                series: codec_speedup_table(r, &names).series(&peers, &per_case),
+                log: true,
+            },
+        ),
+        (
+            "codec-parallel.svg".into(),
+            BarChart {
+                title: format!("Take one observed key: ns/op per thread, {threads} threads"),
+                y_label: "ns/op (log)".into(),
+                groups: cases,
+                series: codec_parallel_table(r).series(&HEADLINE, &per_case),
+                log: true,
+            },
+        ),
+        (
+            "codec-position.svg".into(),
+            BarChart {
+                title: "C63: ns/op by position of the observed key, serial".into(),
+                y_label: "ns/op (log)".into(),
+                groups: sweep.headings(&sweep_cols),
+                series: sweep.series(&HEADLINE, &sweep_cols),
+                log: true,
+            },
+        ),
+    ]
 }
 
 /// The short README section: machine, command, the serial table of the headline rows, the
@@ -771,35 +815,35 @@ pub fn codec_summary(r: &Results, docs_rel: &str) -> String {
             r.meta.version("go")
         }
     );
-    out.push_str("| ns/op, serial | ");
-    out.push_str(&cases.join(" | "));
-    out.push_str(" | y3 speed-up at C63-K32 |\n| --- |");
-    out.push_str(&" --: |".repeat(cases.len() + 1));
-    out.push('\n');
+    let mut right = cases.clone();
+    right.push("y3 speed-up at C63-K32".into());
+    let mut t = Table::new(columns(&["ns/op, serial"], &right));
     for n in HEADLINE {
         if get(r, "C63-K32", "ascending", n, "serial").is_none() {
             continue;
         }
-        let _ = write!(out, "| `{n}` |");
-        for c in &cases {
-            let _ = write!(out, " {} |", cell(get(r, c, "ascending", n, "serial")));
-        }
-        let s = speedup(r, "C63-K32", "ascending", n, "y3-observe", "serial");
-        let _ = writeln!(
-            out,
-            " {} |",
-            if n == "y3-observe" {
-                "1×".to_string()
-            } else {
-                s.map_or("–".into(), ratio)
-            }
+        let mut cells = vec![format!("`{n}`").into()];
+        cells.extend(
+            cases
+                .iter()
+                .map(|c| ns_cell(get(r, c, "ascending", n, "serial"))),
         );
+        cells.push(if n == "y3-observe" {
+            Cell::figure(1.0, "1×".into())
+        } else {
+            Cell::maybe(
+                speedup(r, "C63-K32", "ascending", n, "y3-observe", "serial"),
+                ratio,
+            )
+        });
+        t.row(n, cells);
     }
-    let _ = write!(out, "| *report's Go Y3 (Go 1.14, i7)* |");
-    for v in REPORT_Y3_SERIAL {
-        let _ = write!(out, " *{}* |", ns(v));
-    }
-    out.push_str(" |\n\n");
+    let mut report = vec!["*report's Go Y3 (Go 1.14, i7)*".into()];
+    report.extend(REPORT_Y3_SERIAL.iter().map(|&v| published(v, ns(v))));
+    report.push("".into());
+    t.row("report-y3", report);
+    out.push_str(&t.markdown());
+    out.push('\n');
     targets_table(&mut out, &codec_targets(r), ABSENT);
     let _ = writeln!(out, "\nFull tables (parallel, published order, key sweep, CPU time, allocations, all peers): [{docs_rel}/codec.md]({docs_rel}/codec.md).\n");
     for (file, alt) in CODEC_CHARTS.iter().take(2) {
@@ -855,49 +899,79 @@ fn kmsg(v: f64) -> String {
     }
 }
 
-/// The serde report.
-pub fn serde_markdown(r: &Results) -> String {
-    let mut out = String::from("# Serialization lab: encode and decode msg/s\n\n");
-    header(&mut out, r);
+/// The serde suite's serial table: msg/s and ns of encode and decode per row, then the
+/// Erlang report's figures.
+fn serde_serial_table(r: &Results) -> Table {
+    let mut t = Table::new(columns(
+        &["implementation", "case"],
+        &[
+            "bytes",
+            "encode msg/s",
+            "decode msg/s",
+            "encode+decode msg/s",
+            "encode ns",
+            "decode ns",
+            "decode allocs",
+        ]
+        .map(String::from),
+    ));
     let serial: Vec<&Record> = r
         .records
         .iter()
         .filter(|x| x.text(Dim::Mode) == "serial")
         .collect();
-    let names = impl_names(&serial);
-    out.push_str(
-        "## Serial: messages per second (median), the Erlang report's unit\n\n\
-         | implementation | case | bytes | encode msg/s | decode msg/s | encode+decode msg/s | encode ns | decode ns | decode allocs |\n\
-         | --- | --- | --: | --: | --: | --: | --: | --: | --: |\n",
-    );
-    for n in &names {
-        let e = serial
+    let op = |n: &str, op: &str| {
+        serial
             .iter()
-            .find(|x| &x.implementation == n && x.text(Dim::Op) == "encode");
-        let d = serial
-            .iter()
-            .find(|x| &x.implementation == n && x.text(Dim::Op) == "decode");
-        let (Some(e), Some(d)) = (e, d) else { continue };
-        let _ = writeln!(
-            out,
-            "| `{n}` | {} | {} | {} | {} | {} | {} | {} | {} |",
-            e.case,
-            e.count(Dim::Bytes),
-            kmsg(e.value(Metric::OpsPerS)),
-            kmsg(d.value(Metric::OpsPerS)),
-            kmsg(1e9 / (e.value(Metric::NsPerOp) + d.value(Metric::NsPerOp))),
-            ns(e.value(Metric::NsPerOp)),
-            ns(d.value(Metric::NsPerOp)),
-            d.get(Metric::AllocsPerOp)
-                .map_or("–".into(), |a| format!("{a:.1}")),
+            .find(|x| x.implementation == n && x.text(Dim::Op) == op)
+            .copied()
+    };
+    for n in impl_names(&serial) {
+        let (Some(e), Some(d)) = (op(&n, "encode"), op(&n, "decode")) else {
+            continue;
+        };
+        let (e_ns, d_ns) = (e.value(Metric::NsPerOp), d.value(Metric::NsPerOp));
+        let msgs = |v: f64| Cell::figure(v, kmsg(v));
+        t.row(
+            &n,
+            vec![
+                format!("`{n}`").into(),
+                e.case.as_str().into(),
+                e.count(Dim::Bytes).to_string().into(),
+                msgs(e.value(Metric::OpsPerS)),
+                msgs(d.value(Metric::OpsPerS)),
+                msgs(1e9 / (e_ns + d_ns)),
+                Cell::figure(e_ns, ns(e_ns)),
+                Cell::figure(d_ns, ns(d_ns)),
+                Cell::maybe(d.get(Metric::AllocsPerOp), |a| format!("{a:.1}")),
+            ],
         );
     }
-    let _ = writeln!(
-        out,
-        "| *Erlang report: protobuf (its machine)* | ~130 B message | | *{}* | *{}* | | | | |\n",
-        kmsg(ERLANG_PROTOBUF.0),
-        kmsg(ERLANG_PROTOBUF.1)
+    let (enc, dec) = ERLANG_PROTOBUF;
+    t.row(
+        "erlang",
+        vec![
+            "*Erlang report: protobuf (its machine)*".into(),
+            "~130 B message".into(),
+            "".into(),
+            published(enc, kmsg(enc)),
+            published(dec, kmsg(dec)),
+            "".into(),
+            "".into(),
+            "".into(),
+            "".into(),
+        ],
     );
+    t
+}
+
+/// The serde report.
+pub fn serde_markdown(r: &Results) -> String {
+    let mut out = String::from("# Serialization lab: encode and decode msg/s\n\n");
+    header(&mut out, r);
+    out.push_str("## Serial: messages per second (median), the Erlang report's unit\n\n");
+    out.push_str(&serde_serial_table(r).markdown());
+    out.push('\n');
     let parallel: Vec<&Record> = r
         .records
         .iter()
@@ -906,23 +980,30 @@ pub fn serde_markdown(r: &Results) -> String {
     if !parallel.is_empty() {
         let _ = writeln!(
             out,
-            "## Parallel ({} threads): aggregate msg/s\n\n| implementation | encode msg/s | decode msg/s |\n| --- | --: | --: |",
+            "## Parallel ({} threads): aggregate msg/s\n",
             parallel[0].count(Dim::Threads)
         );
+        let mut t = Table::new(columns(
+            &["implementation"],
+            &["encode msg/s", "decode msg/s"].map(String::from),
+        ));
         for n in impl_names(&parallel) {
-            let e = parallel
-                .iter()
-                .find(|x| x.implementation == n && x.text(Dim::Op) == "encode");
-            let d = parallel
-                .iter()
-                .find(|x| x.implementation == n && x.text(Dim::Op) == "decode");
-            let _ = writeln!(
-                out,
-                "| `{n}` | {} | {} |",
-                e.map_or("–".into(), |x| kmsg(x.value(Metric::OpsPerS))),
-                d.map_or("–".into(), |x| kmsg(x.value(Metric::OpsPerS)))
+            let op = |op: &str| {
+                parallel
+                    .iter()
+                    .find(|x| x.implementation == n && x.text(Dim::Op) == op)
+                    .map(|x| x.value(Metric::OpsPerS))
+            };
+            t.row(
+                &n,
+                vec![
+                    format!("`{n}`").into(),
+                    Cell::maybe(op("encode"), kmsg),
+                    Cell::maybe(op("decode"), kmsg),
+                ],
             );
         }
+        out.push_str(&t.markdown());
         out.push('\n');
     }
     out.push_str("## Targets\n\n");
@@ -931,27 +1012,14 @@ pub fn serde_markdown(r: &Results) -> String {
     out
 }
 
-/// The serde chart.
+/// The serde chart: the serial table's encode and decode msg/s, in millions.
 pub fn serde_charts(r: &Results) -> Vec<(String, BarChart)> {
-    let serial: Vec<&Record> = r
-        .records
-        .iter()
-        .filter(|x| x.text(Dim::Mode) == "serial")
-        .collect();
-    let series = impl_names(&serial)
+    let table = serde_serial_table(r);
+    let keys: Vec<&str> = table.rows.iter().map(|x| x.key.as_str()).collect();
+    let series = table
+        .series(&keys[..keys.len() - 1], &[3, 4])
         .into_iter()
-        .map(|n| {
-            let v = ["encode", "decode"]
-                .iter()
-                .map(|op| {
-                    serial
-                        .iter()
-                        .find(|x| x.implementation == n && x.text(Dim::Op) == *op)
-                        .map(|x| x.value(Metric::OpsPerS) / 1e6)
-                })
-                .collect();
-            (n, v)
-        })
+        .map(|(n, v)| (n, v.into_iter().map(|x| x.map(|m| m / 1e6)).collect()))
         .collect();
     vec![(
         "serde.svg".into(),
