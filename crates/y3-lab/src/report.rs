@@ -1040,16 +1040,8 @@ pub fn serde_summary(r: &Results, docs_rel: &str) -> String {
         "Measured on {} with `{}`.\n\n",
         r.meta.machine, r.meta.command
     );
-    let md = serde_markdown(r);
-    if let Some(start) = md.find("| implementation | case") {
-        let table: String = md[start..]
-            .lines()
-            .take_while(|l| l.starts_with('|'))
-            .collect::<Vec<_>>()
-            .join("\n");
-        out.push_str(&table);
-        out.push_str("\n\n");
-    }
+    out.push_str(&serde_serial_table(r).markdown());
+    out.push('\n');
     targets_table(&mut out, &serde_targets(r), ABSENT);
     let _ = writeln!(out, "\n![encode and decode msg/s]({docs_rel}/serde.svg)\n");
     out

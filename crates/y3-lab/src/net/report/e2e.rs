@@ -1,11 +1,10 @@
 //! The router end-to-end report: msg/s and latency per payload × subscribers.
 
-use std::fmt::Write as _;
-
 use super::*;
 use crate::charts::BarChart;
-use crate::record::{Metric, Record, Results};
+use crate::record::{Metric, Results};
 use crate::report::{fill, Target};
+use crate::table::Align;
 
 /// The e2e report, registered in [`crate::net::suites::SUITES`].
 pub(crate) const REPORT: SuiteReport = SuiteReport {
@@ -58,37 +57,29 @@ pub fn e2e_targets(r: &Results) -> Vec<Target> {
 
 /// The e2e report.
 pub fn e2e_markdown(r: &Results) -> String {
-    let mut out = String::new();
-    let impls = r.impls();
-    let _ = write!(out, "| case |");
-    for i in &impls {
-        let _ = write!(out, " `{i}` msg/s | p50 / p99 |");
-    }
-    out.push('\n');
-    let _ = writeln!(out, "| --- |{}", " --: | --: |".repeat(impls.len()));
-    for case in r.cases() {
-        let _ = write!(out, "| {case} |");
-        for i in &impls {
-            match r.find(&case, i, 0) {
-                Some(x) => {
-                    let _ = write!(
-                        out,
-                        " {} | {} / {} |",
-                        rate(x.value(Metric::MsgPerS)),
-                        us(x.get(Metric::P50Us)),
-                        us(x.get(Metric::P99Us))
-                    );
-                }
-                None => out.push_str(" – | – |"),
-            }
-        }
-        out.push('\n');
-    }
+    let table = per_impl_table(
+        r,
+        ("case", Align::Left),
+        &case_rows(r),
+        &["msg/s", "p50 / p99"],
+        |case, i| r.find(case, i, 0),
+        |x| {
+            vec![
+                fig(x.value(Metric::MsgPerS), rate),
+                format!(
+                    "{} / {}",
+                    us(x.get(Metric::P50Us)),
+                    us(x.get(Metric::P99Us))
+                )
+                .into(),
+            ]
+        },
+    );
     fill(
         include_str!("templates/e2e.md"),
         &[
             ("header", &header(r)),
-            ("table", &out),
+            ("table", &table.markdown()),
             ("targets", &targets(&e2e_targets(r))),
             ("charts", &charts_markdown(&e2e_charts(r))),
             ("notes", &notes(r)),
@@ -98,25 +89,11 @@ pub fn e2e_markdown(r: &Results) -> String {
 
 /// msg/s and p50 per case, one bar per implementation.
 pub fn e2e_charts(r: &Results) -> Vec<(String, BarChart)> {
-    let cases = r.cases();
-    let chart = |title: &str, label: &str, f: fn(&Record) -> Option<f64>, log: bool| BarChart {
-        title: title.into(),
-        y_label: label.into(),
-        groups: cases.clone(),
-        series: r
-            .impls()
-            .into_iter()
-            .map(|i| {
-                let v = cases.iter().map(|c| r.find(c, &i, 0).and_then(f)).collect();
-                (i, v)
-            })
-            .collect(),
-        log,
-    };
     vec![
         (
             "e2e-msgs.svg".into(),
-            chart(
+            metric_chart(
+                r,
                 "publish → subscribe msg/s",
                 "msg/s",
                 |x| Some(x.value(Metric::MsgPerS)),
@@ -125,7 +102,8 @@ pub fn e2e_charts(r: &Results) -> Vec<(String, BarChart)> {
         ),
         (
             "e2e-p50.svg".into(),
-            chart(
+            metric_chart(
+                r,
                 "one-way latency p50 (paced)",
                 "µs",
                 |x| x.get(Metric::P50Us),

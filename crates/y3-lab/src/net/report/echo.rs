@@ -6,6 +6,7 @@ use super::*;
 use crate::charts::BarChart;
 use crate::record::{Dim, Metric, Record, Results};
 use crate::report::{fill, ratio, Target};
+use crate::table::{Align, Cell, Table};
 
 /// The echo report, registered in [`crate::net::suites::SUITES`].
 pub(crate) const REPORT: SuiteReport = SuiteReport {
@@ -80,12 +81,6 @@ pub fn echo_markdown(r: &Results) -> String {
     cases.sort_by_key(|c| c.starts_with("peak"));
     for case in &cases {
         let _ = writeln!(out, "## {case}\n");
-        let _ = write!(out, "| conns |");
-        for i in &impls {
-            let _ = write!(out, " `{i}` QPS | p50 / p99 / p999 | CPU |");
-        }
-        out.push('\n');
-        let _ = writeln!(out, "| --: |{}", " --: | --: | --: |".repeat(impls.len()));
         let mut conns: Vec<usize> = r
             .records
             .iter()
@@ -94,43 +89,49 @@ pub fn echo_markdown(r: &Results) -> String {
             .collect();
         conns.sort_unstable();
         conns.dedup();
-        for c in conns {
-            let _ = write!(out, "| {c} |");
-            for i in &impls {
-                match r.records.iter().find(|x| {
-                    &x.case == case && &x.implementation == i && x.count(Dim::Sessions) == c
-                }) {
-                    Some(x) => {
-                        let _ = write!(
-                            out,
-                            " {} | {} / {} / {} | {} |",
-                            rate(x.value(Metric::MsgPerS)),
-                            us(x.get(Metric::P50Us)),
-                            us(x.get(Metric::P99Us)),
-                            us(x.get(Metric::P999Us)),
-                            x.get(Metric::ServerCpuPct)
-                                .map_or("–".into(), |c| format!("{c:.0}%"))
-                        );
-                    }
-                    None => out.push_str(" – | – | – |"),
-                }
-            }
-            out.push('\n');
-        }
+        let rows: Vec<(String, String)> = conns
+            .iter()
+            .map(|c| (c.to_string(), c.to_string()))
+            .collect();
+        let table = per_impl_table(
+            r,
+            ("conns", Align::Right),
+            &rows,
+            &["QPS", "p50 / p99 / p999", "CPU"],
+            |conns, i| {
+                r.records.iter().find(|x| {
+                    &x.case == case
+                        && x.implementation == i
+                        && x.count(Dim::Sessions).to_string() == conns
+                })
+            },
+            |x| {
+                vec![
+                    fig(x.value(Metric::MsgPerS), rate),
+                    format!(
+                        "{} / {} / {}",
+                        us(x.get(Metric::P50Us)),
+                        us(x.get(Metric::P99Us)),
+                        us(x.get(Metric::P999Us))
+                    )
+                    .into(),
+                    Cell::maybe(x.get(Metric::ServerCpuPct), |c| format!("{c:.0}%")),
+                ]
+            },
+        );
+        out.push_str(&table.markdown());
         out.push('\n');
         if case.starts_with("peak") {
             echo_peaks(&mut out, r, case, &impls);
         }
     }
-    let mut spread = String::new();
-    echo_spread(&mut spread, r);
     fill(
         include_str!("templates/echo.md"),
         &[
             ("header", &header(r)),
             ("cases", &out),
             ("targets", &targets(&echo_targets(r))),
-            ("spread", &spread),
+            ("spread", &echo_spread(r)),
             ("charts", &charts_markdown(&echo_charts(r))),
             ("notes", &notes(r)),
         ],
@@ -140,32 +141,40 @@ pub fn echo_markdown(r: &Results) -> String {
 /// The targets' cells again with the lowest and highest QPS of the runs beside each
 /// median: on a shared VM the runs spread wider than the servers differ, and a reader
 /// should see that next to the verdict.
-fn echo_spread(out: &mut String, r: &Results) {
+fn echo_spread(r: &Results) -> String {
     let pairs = echo_pairs(r, "tokio");
     if pairs.is_empty() || pairs.iter().all(|(y, p)| y.runs < 2 && p.runs < 2) {
-        return;
+        return String::new();
     }
-    out.push_str(
-        "## Run-to-run spread\n\n\
-         | cell | runs | `y3-tokio` QPS median (lowest–highest) | `tokio` QPS median \
-         (lowest–highest) | y3 / tokio |\n| --- | --: | --: | --: | --: |\n",
-    );
+    let mut t = Table::new([
+        ("cell", Align::Left),
+        ("runs", Align::Right),
+        ("`y3-tokio` QPS median (lowest–highest)", Align::Right),
+        ("`tokio` QPS median (lowest–highest)", Align::Right),
+        ("y3 / tokio", Align::Right),
+    ]);
+    let spread = |x: &Record| {
+        let (low, high) = x.spread();
+        format!(
+            "{} ({}–{})",
+            rate(x.value(Metric::MsgPerS)),
+            rate(low),
+            rate(high)
+        )
+    };
     for (y, p) in pairs {
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} ({}–{}) | {} ({}–{}) | {} |",
-            echo_cell(y),
-            y.runs.min(p.runs),
-            rate(y.value(Metric::MsgPerS)),
-            rate(y.spread().0),
-            rate(y.spread().1),
-            rate(p.value(Metric::MsgPerS)),
-            rate(p.spread().0),
-            rate(p.spread().1),
-            ratio(y.value(Metric::MsgPerS) / p.value(Metric::MsgPerS))
+        t.row(
+            &echo_cell(y),
+            vec![
+                echo_cell(y).into(),
+                y.runs.min(p.runs).to_string().into(),
+                spread(y).into(),
+                spread(p).into(),
+                fig(y.value(Metric::MsgPerS) / p.value(Metric::MsgPerS), ratio),
+            ],
         );
     }
-    out.push('\n');
+    format!("## Run-to-run spread\n\n{}\n", t.markdown())
 }
 
 /// One line per server: its highest QPS over the sweep `case`, and at how many

@@ -1,12 +1,11 @@
 //! The federation report: source and sink on one router, or on two routers federated
 //! through nats-server.
 
-use std::fmt::Write as _;
-
 use super::*;
 use crate::charts::BarChart;
 use crate::record::{Dim, Metric, Results};
 use crate::report::{fill, Target};
+use crate::table::{Align, Table};
 
 /// The federation report, registered in [`crate::net::suites::SUITES`].
 pub(crate) const REPORT: SuiteReport = SuiteReport {
@@ -27,29 +26,45 @@ pub fn federation_targets(_: &Results) -> Vec<Target> {
 /// The federation report.
 pub fn federation_markdown(r: &Results) -> String {
     let first = r.records.first();
-    let mut table = format!(
-        "| path | size | msg/s (flat out, {} msgs) | received | p50 µs | p99 µs (paced {} msg/s) |\n\
-         | --- | --: | --: | --: | --: | --: |\n",
-        first.map_or(0.0, |x| x.value(Metric::Messages)),
-        first.map_or(0, |x| x.count(Dim::Rate)),
-    );
+    let mut table = Table::new([
+        ("path".to_string(), Align::Left),
+        ("size".into(), Align::Right),
+        (
+            format!(
+                "msg/s (flat out, {} msgs)",
+                first.map_or(0.0, |x| x.value(Metric::Messages))
+            ),
+            Align::Right,
+        ),
+        ("received".into(), Align::Right),
+        ("p50 µs".into(), Align::Right),
+        (
+            format!(
+                "p99 µs (paced {} msg/s)",
+                first.map_or(0, |x| x.count(Dim::Rate))
+            ),
+            Align::Right,
+        ),
+    ]);
+    let whole = |v: f64| format!("{v:.0}");
     for x in &r.records {
-        let _ = writeln!(
-            table,
-            "| {} | {} B | {:.0} | {} | {:.0} | {:.0} |",
-            x.implementation,
-            x.count(Dim::Payload),
-            x.value(Metric::MsgPerS),
-            x.value(Metric::Received),
-            x.value(Metric::P50Us),
-            x.value(Metric::P99Us),
+        table.row(
+            &x.implementation,
+            vec![
+                x.implementation.as_str().into(),
+                format!("{} B", x.count(Dim::Payload)).into(),
+                fig(x.value(Metric::MsgPerS), whole),
+                fig(x.value(Metric::Received), |v| v.to_string()),
+                fig(x.value(Metric::P50Us), whole),
+                fig(x.value(Metric::P99Us), whole),
+            ],
         );
     }
     fill(
         include_str!("templates/federation.md"),
         &[
             ("header", &header(r)),
-            ("table", &table),
+            ("table", &table.markdown()),
             ("charts", &charts_markdown(&federation_charts(r))),
             ("notes", &notes(r)),
         ],
@@ -58,32 +73,26 @@ pub fn federation_markdown(r: &Results) -> String {
 
 /// msg/s and paced p99 per payload, one bar per path.
 pub fn federation_charts(r: &Results) -> Vec<(String, BarChart)> {
-    let cases = r.cases();
-    let chart = |title: &str, label: &str, m: Metric| BarChart {
-        title: title.into(),
-        y_label: label.into(),
-        groups: cases.clone(),
-        series: r
-            .impls()
-            .into_iter()
-            .map(|i| {
-                let v = cases
-                    .iter()
-                    .map(|c| r.find(c, &i, 0).and_then(|x| x.get(m)))
-                    .collect();
-                (i, v)
-            })
-            .collect(),
-        log: false,
-    };
     vec![
         (
             "federation-msgs.svg".into(),
-            chart("source → sink msg/s, flat out", "msg/s", Metric::MsgPerS),
+            metric_chart(
+                r,
+                "source → sink msg/s, flat out",
+                "msg/s",
+                |x| x.get(Metric::MsgPerS),
+                false,
+            ),
         ),
         (
             "federation-p99.svg".into(),
-            chart("one-way latency p99 (paced)", "µs", Metric::P99Us),
+            metric_chart(
+                r,
+                "one-way latency p99 (paced)",
+                "µs",
+                |x| x.get(Metric::P99Us),
+                false,
+            ),
         ),
     ]
 }

@@ -1,12 +1,11 @@
 //! The content-filter report: router-side filter against delivering everything and
 //! filtering in the functions (y3, and NATS where it ran).
 
-use std::fmt::Write as _;
-
 use super::*;
 use crate::charts::BarChart;
 use crate::record::{Dim, Metric, Record, Results};
 use crate::report::{fill, Target};
+use crate::table::{Align, Cell, Table};
 
 /// The filter report, registered in [`crate::net::suites::SUITES`].
 pub(crate) const REPORT: SuiteReport = SuiteReport {
@@ -91,28 +90,54 @@ pub fn filter_targets(r: &Results) -> Vec<Target> {
 
 /// The filter report.
 pub fn filter_markdown(r: &Results) -> String {
-    let mut table = String::from(
-        "| case | variant | msg/s | router CPU ns/msg | bytes to functions | source CPU ns/msg | functions CPU ns/msg | p50 µs | p99 µs |\n\
-         | --- | --- | --: | --: | --: | --: | --: | --: | --: |\n",
+    let mut table = Table::new(
+        [("case", Align::Left), ("variant", Align::Left)]
+            .into_iter()
+            .chain(
+                [
+                    "msg/s",
+                    "router CPU ns/msg",
+                    "bytes to functions",
+                    "source CPU ns/msg",
+                    "functions CPU ns/msg",
+                    "p50 µs",
+                    "p99 µs",
+                ]
+                .map(|h| (h, Align::Right)),
+            ),
     );
+    let whole = |v: f64| format!("{v:.0}");
     for x in &r.records {
-        let _ = writeln!(
-            table,
-            "| {} | `{}` | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |",
-            x.case,
-            x.implementation,
-            x.value(Metric::MsgPerS),
-            x.value(Metric::RouterNsPerMsg),
-            x.value(Metric::BytesToFunctions),
-            x.value(Metric::SourceNsPerMsg),
-            x.value(Metric::FunctionsNsPerMsg),
-            x.value(Metric::P50Us),
-            x.value(Metric::P99Us),
+        let mut cells = vec![
+            Cell::from(x.case.as_str()),
+            format!("`{}`", x.implementation).into(),
+        ];
+        cells.extend(
+            [
+                Metric::MsgPerS,
+                Metric::RouterNsPerMsg,
+                Metric::BytesToFunctions,
+                Metric::SourceNsPerMsg,
+                Metric::FunctionsNsPerMsg,
+                Metric::P50Us,
+                Metric::P99Us,
+            ]
+            .map(|m| fig(x.value(m), whole)),
         );
+        table.row(&x.implementation, cells);
     }
-    let mut against = String::from(
-        "| case | against | bytes to functions, × fewer | msg/s, × | functions CPU, × less | router CPU ns/msg, difference |\n\
-         | --- | --- | --: | --: | --: | --: |\n",
+    let mut against = Table::new(
+        [("case", Align::Left), ("against", Align::Left)]
+            .into_iter()
+            .chain(
+                [
+                    "bytes to functions, × fewer",
+                    "msg/s, ×",
+                    "functions CPU, × less",
+                    "router CPU ns/msg, difference",
+                ]
+                .map(|h| (h, Align::Right)),
+            ),
     );
     for router in r.records.iter().filter(|x| x.implementation == ROUTER) {
         for other in r
@@ -122,22 +147,27 @@ pub fn filter_markdown(r: &Results) -> String {
         {
             // The router's extra work shows against the same router delivering everything.
             let router_cpu = if other.implementation == "function-filter" {
-                format!(
-                    "{:+.0}",
-                    router.value(Metric::RouterNsPerMsg) - other.value(Metric::RouterNsPerMsg)
+                fig(
+                    router.value(Metric::RouterNsPerMsg) - other.value(Metric::RouterNsPerMsg),
+                    |v| format!("{v:+.0}"),
                 )
             } else {
                 "–".into()
             };
-            let _ = writeln!(
-                against,
-                "| {} | `{}` | {:.1}× | {:.2}× | {:.1}× | {router_cpu} |",
-                router.case,
-                other.implementation,
-                fewer_bytes(router, other).unwrap_or(f64::NAN),
-                faster(router, other).unwrap_or(f64::NAN),
-                other.value(Metric::FunctionsNsPerMsg)
-                    / router.value(Metric::FunctionsNsPerMsg).max(1e-9),
+            let fewer = fewer_bytes(router, other).unwrap_or(f64::NAN);
+            let faster = faster(router, other).unwrap_or(f64::NAN);
+            let less = other.value(Metric::FunctionsNsPerMsg)
+                / router.value(Metric::FunctionsNsPerMsg).max(1e-9);
+            against.row(
+                &other.implementation,
+                vec![
+                    router.case.as_str().into(),
+                    format!("`{}`", other.implementation).into(),
+                    fig(fewer, |v| format!("{v:.1}×")),
+                    fig(faster, |v| format!("{v:.2}×")),
+                    fig(less, |v| format!("{v:.1}×")),
+                    router_cpu,
+                ],
             );
         }
     }
@@ -155,8 +185,8 @@ pub fn filter_markdown(r: &Results) -> String {
                 &first.map_or(0, |x| x.count(Dim::Subscribers)).to_string(),
             ),
             ("filter", &crate::net::filter::filter_of(0)),
-            ("table", &table),
-            ("against", &against),
+            ("table", &table.markdown()),
+            ("against", &against.markdown()),
             ("targets", &targets(&filter_targets(r))),
             ("charts", &charts_markdown(&filter_charts(r))),
             ("notes", &notes(r)),
@@ -166,35 +196,25 @@ pub fn filter_markdown(r: &Results) -> String {
 
 /// msg/s and the functions' CPU per message, one bar per variant.
 pub fn filter_charts(r: &Results) -> Vec<(String, BarChart)> {
-    let cases = r.cases();
-    let chart = |title: &str, label: &str, m: Metric| BarChart {
-        title: title.into(),
-        y_label: label.into(),
-        groups: cases.clone(),
-        series: r
-            .impls()
-            .into_iter()
-            .map(|i| {
-                let v = cases
-                    .iter()
-                    .map(|c| r.find(c, &i, 0).and_then(|x| x.get(m)))
-                    .collect();
-                (i, v)
-            })
-            .collect(),
-        log: false,
-    };
     vec![
         (
             "filter-msgs.svg".into(),
-            chart("source → functions msg/s", "msg/s", Metric::MsgPerS),
+            metric_chart(
+                r,
+                "source → functions msg/s",
+                "msg/s",
+                |x| x.get(Metric::MsgPerS),
+                false,
+            ),
         ),
         (
             "filter-fn-cpu.svg".into(),
-            chart(
+            metric_chart(
+                r,
                 "functions' CPU per message sent",
                 "ns/msg",
-                Metric::FunctionsNsPerMsg,
+                |x| x.get(Metric::FunctionsNsPerMsg),
+                false,
             ),
         ),
     ]

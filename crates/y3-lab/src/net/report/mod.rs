@@ -12,9 +12,10 @@
 use std::fmt::Write as _;
 
 use crate::charts::BarChart;
-use crate::record::Results;
+use crate::record::{Record, Results};
 pub use crate::report::SuiteReport;
 use crate::report::{at_least, at_most, targets_table, RatioTarget, Target};
+use crate::table::{Align, Cell, Table};
 
 pub(crate) mod e2e;
 pub(crate) mod echo;
@@ -97,6 +98,81 @@ fn notes(r: &Results) -> String {
         let _ = writeln!(out, "- {}", n.replace('\n', " "));
     }
     out
+}
+
+/// A table with a row per case and, per implementation, the columns `heads` (the first
+/// named after the implementation: `` `nats` msg/s ``), filled by `cells` from its record in
+/// that case (`–` where it did not run). `first` heads the case column.
+fn per_impl_table<'a>(
+    r: &'a Results,
+    first: (&str, Align),
+    rows: &[(String, String)],
+    heads: &[&str],
+    find: impl Fn(&str, &str) -> Option<&'a Record>,
+    cells: impl Fn(&Record) -> Vec<Cell>,
+) -> Table {
+    let impls = r.impls();
+    let mut columns = vec![(first.0.to_string(), first.1)];
+    for i in &impls {
+        for (k, h) in heads.iter().enumerate() {
+            let head = if k == 0 {
+                format!("`{i}` {h}")
+            } else {
+                h.to_string()
+            };
+            columns.push((head, Align::Right));
+        }
+    }
+    let mut t = Table::new(columns);
+    for (key, label) in rows {
+        let mut row = vec![Cell::from(label.as_str())];
+        for i in &impls {
+            match find(key, i) {
+                Some(x) => row.extend(cells(x)),
+                None => row.extend(heads.iter().map(|_| Cell::from("–"))),
+            }
+        }
+        t.row(key, row);
+    }
+    t
+}
+
+/// The cases as table rows (key and label alike).
+fn case_rows(r: &Results) -> Vec<(String, String)> {
+    r.cases().into_iter().map(|c| (c.clone(), c)).collect()
+}
+
+/// A chart of one metric: a group per case, a bar per implementation.
+fn metric_chart(
+    r: &Results,
+    title: &str,
+    label: &str,
+    f: impl Fn(&Record) -> Option<f64>,
+    log: bool,
+) -> BarChart {
+    let cases = r.cases();
+    BarChart {
+        title: title.into(),
+        y_label: label.into(),
+        groups: cases.clone(),
+        series: r
+            .impls()
+            .into_iter()
+            .map(|i| {
+                let v = cases
+                    .iter()
+                    .map(|c| r.find(c, &i, 0).and_then(&f))
+                    .collect();
+                (i, v)
+            })
+            .collect(),
+        log,
+    }
+}
+
+/// A figure as a cell, formatted by `fmt`.
+fn fig(v: f64, fmt: impl Fn(f64) -> String) -> Cell {
+    Cell::figure(v, fmt(v))
 }
 
 fn secs(v: f64) -> String {

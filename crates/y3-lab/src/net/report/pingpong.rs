@@ -1,11 +1,10 @@
 //! The ping-pong report: total time per sessions × threads, y3 / peer ratios.
 
-use std::fmt::Write as _;
-
 use super::*;
 use crate::charts::BarChart;
 use crate::record::{Metric, Record, Results};
 use crate::report::{fill, ratio, Target};
+use crate::table::{Align, Cell, Table};
 
 /// The pingpong report, registered in [`crate::net::suites::SUITES`].
 pub(crate) const REPORT: SuiteReport = SuiteReport {
@@ -63,55 +62,44 @@ pub fn pingpong_targets(r: &Results) -> Vec<Target> {
 
 /// The ping-pong report.
 pub fn pingpong_markdown(r: &Results) -> String {
-    let mut out = String::new();
     let impls = r.impls();
     let peers: Vec<&String> = impls.iter().filter(|i| *i != "y3-transport").collect();
-    let _ = write!(out, "| sessions | threads |");
-    for i in &impls {
-        let _ = write!(out, " `{i}` s |");
-    }
-    for p in &peers {
-        let _ = write!(out, " y3 / {p} |");
-    }
-    out.push('\n');
-    let _ = writeln!(
-        out,
-        "| --: | --: |{}",
-        " --: |".repeat(impls.len() + peers.len())
+    let mut t = Table::new(
+        [
+            ("sessions".to_string(), Align::Right),
+            ("threads".into(), Align::Right),
+        ]
+        .into_iter()
+        .chain(impls.iter().map(|i| (format!("`{i}` s"), Align::Right)))
+        .chain(peers.iter().map(|p| (format!("y3 / {p}"), Align::Right))),
     );
     for case in r.cases() {
-        for t in r.threads() {
-            let row: Vec<Option<&Record>> = impls.iter().map(|i| r.find(&case, i, t)).collect();
+        for th in r.threads() {
+            let row: Vec<Option<&Record>> = impls.iter().map(|i| r.find(&case, i, th)).collect();
             if row.iter().all(Option::is_none) {
                 continue;
             }
             let sessions = case.split(' ').next().unwrap_or("");
-            let _ = write!(out, "| {sessions} | {t} |");
-            for rec in &row {
-                let _ = write!(
-                    out,
-                    " {} |",
-                    rec.map_or("–".into(), |x| secs(x.value(Metric::Seconds)))
-                );
-            }
-            let y = r.find(&case, "y3-transport", t);
-            for p in &peers {
-                let cell = match (y, r.find(&case, p, t)) {
-                    (Some(y), Some(p)) => {
-                        ratio(y.value(Metric::Seconds) / p.value(Metric::Seconds))
-                    }
-                    _ => "–".into(),
-                };
-                let _ = write!(out, " {cell} |");
-            }
-            out.push('\n');
+            let mut cells = vec![Cell::from(sessions), th.to_string().into()];
+            cells.extend(
+                row.iter()
+                    .map(|x| Cell::maybe(x.map(|x| x.value(Metric::Seconds)), secs)),
+            );
+            let y = r.find(&case, "y3-transport", th);
+            cells.extend(peers.iter().map(|p| {
+                let v = y
+                    .zip(r.find(&case, p, th))
+                    .map(|(y, p)| y.value(Metric::Seconds) / p.value(Metric::Seconds));
+                Cell::maybe(v, ratio)
+            }));
+            t.row(&format!("{case}, {th}"), cells);
         }
     }
     fill(
         include_str!("templates/pingpong.md"),
         &[
             ("header", &header(r)),
-            ("table", &out),
+            ("table", &t.markdown()),
             ("targets", &targets(&pingpong_targets(r))),
             ("charts", &charts_markdown(&pingpong_charts(r))),
             ("notes", &notes(r)),

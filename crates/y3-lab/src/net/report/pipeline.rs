@@ -1,12 +1,11 @@
 //! The pipeline report: source → router → function → sink in one process, msg/s and
 //! latency per transport × payload.
 
-use std::fmt::Write as _;
-
 use super::*;
 use crate::charts::BarChart;
 use crate::record::{Dim, Metric, Results};
 use crate::report::{fill, Target};
+use crate::table::{Align, Table};
 
 /// The pipeline report, registered in [`crate::net::suites::SUITES`].
 pub(crate) const REPORT: SuiteReport = SuiteReport {
@@ -26,25 +25,42 @@ pub fn pipeline_targets(_: &Results) -> Vec<Target> {
 
 /// The pipeline report.
 pub fn pipeline_markdown(r: &Results) -> String {
-    let mut table = String::from(
-        "| transport | payload | messages | msg/s | MiB/s | loaded p50 / p99 | paced p50 / p99 / max |\n\
-         | --- | --: | --: | --: | --: | --- | --- |\n",
-    );
+    let mut table = Table::new([
+        ("transport", Align::Left),
+        ("payload", Align::Right),
+        ("messages", Align::Right),
+        ("msg/s", Align::Right),
+        ("MiB/s", Align::Right),
+        ("loaded p50 / p99", Align::Left),
+        ("paced p50 / p99 / max", Align::Left),
+    ]);
     for x in &r.records {
         let rate = x.value(Metric::MsgPerS);
-        let _ = writeln!(
-            table,
-            "| {} | {} B | {} | {:.0} | {:.1} | {} / {} | {} / {} / {} |",
-            x.text(Dim::Transport),
-            x.count(Dim::Payload),
-            x.value(Metric::Messages),
-            rate,
-            rate * x.count(Dim::Payload) as f64 / (1 << 20) as f64,
-            us(x.get(Metric::LoadedP50Us)),
-            us(x.get(Metric::LoadedP99Us)),
-            us(x.get(Metric::P50Us)),
-            us(x.get(Metric::P99Us)),
-            us(x.get(Metric::MaxUs)),
+        let payload = x.count(Dim::Payload);
+        table.row(
+            &x.implementation,
+            vec![
+                x.text(Dim::Transport).into(),
+                format!("{payload} B").into(),
+                fig(x.value(Metric::Messages), |v| v.to_string()),
+                fig(rate, |v| format!("{v:.0}")),
+                fig(rate * payload as f64 / (1 << 20) as f64, |v| {
+                    format!("{v:.1}")
+                }),
+                format!(
+                    "{} / {}",
+                    us(x.get(Metric::LoadedP50Us)),
+                    us(x.get(Metric::LoadedP99Us))
+                )
+                .into(),
+                format!(
+                    "{} / {} / {}",
+                    us(x.get(Metric::P50Us)),
+                    us(x.get(Metric::P99Us)),
+                    us(x.get(Metric::MaxUs))
+                )
+                .into(),
+            ],
         );
     }
     fill(
@@ -58,7 +74,7 @@ pub fn pipeline_markdown(r: &Results) -> String {
                     .map_or(0, |x| x.count(Dim::Threads))
                     .to_string(),
             ),
-            ("table", &table),
+            ("table", &table.markdown()),
             ("charts", &charts_markdown(&pipeline_charts(r))),
             ("notes", &notes(r)),
         ],
@@ -67,32 +83,26 @@ pub fn pipeline_markdown(r: &Results) -> String {
 
 /// msg/s and paced p99 per payload, one bar per transport.
 pub fn pipeline_charts(r: &Results) -> Vec<(String, BarChart)> {
-    let cases = r.cases();
-    let chart = |title: &str, label: &str, m: Metric| BarChart {
-        title: title.into(),
-        y_label: label.into(),
-        groups: cases.clone(),
-        series: r
-            .impls()
-            .into_iter()
-            .map(|i| {
-                let v = cases
-                    .iter()
-                    .map(|c| r.find(c, &i, 0).and_then(|x| x.get(m)))
-                    .collect();
-                (i, v)
-            })
-            .collect(),
-        log: true,
-    };
     vec![
         (
             "pipeline-msgs.svg".into(),
-            chart("source → function → sink msg/s", "msg/s", Metric::MsgPerS),
+            metric_chart(
+                r,
+                "source → function → sink msg/s",
+                "msg/s",
+                |x| x.get(Metric::MsgPerS),
+                true,
+            ),
         ),
         (
             "pipeline-p99.svg".into(),
-            chart("one-way latency p99 (paced)", "µs", Metric::P99Us),
+            metric_chart(
+                r,
+                "one-way latency p99 (paced)",
+                "µs",
+                |x| x.get(Metric::P99Us),
+                true,
+            ),
         ),
     ]
 }

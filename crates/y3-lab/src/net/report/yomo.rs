@@ -1,11 +1,10 @@
 //! The YoMo report: msg/s, router CPU per frame and paced latency per workload.
 
-use std::fmt::Write as _;
-
 use super::*;
 use crate::charts::BarChart;
-use crate::record::{Metric, Record, Results};
+use crate::record::{Metric, Results};
 use crate::report::{fill, ratio, Target};
+use crate::table::{Align, Cell, Table};
 
 /// The yomo report, registered in [`crate::net::suites::SUITES`].
 pub(crate) const REPORT: SuiteReport = SuiteReport {
@@ -109,87 +108,63 @@ fn cpu_us(v: Option<f64>) -> String {
 
 /// The yomo report.
 pub fn yomo_markdown(r: &Results) -> String {
-    let mut out = String::new();
-    let impls = r.impls();
-    let cases = r.cases();
-    out.push_str("| case |");
-    for i in &impls {
-        let _ = write!(out, " `{i}` msg/s | CPU µs/frame |");
+    let rows = case_rows(r);
+    let find = |case: &str, i: &str| r.find(case, i, 0);
+    let throughput = per_impl_table(
+        r,
+        ("case", Align::Left),
+        &rows,
+        &["msg/s", "CPU µs/frame"],
+        find,
+        |x| {
+            vec![
+                fig(x.value(Metric::MsgPerS), rate),
+                cpu_us(x.get(Metric::CpuUsPerFrame)).into(),
+            ]
+        },
+    );
+    let latency = per_impl_table(
+        r,
+        ("case", Align::Left),
+        &rows,
+        &["p50 / p99 / p999"],
+        find,
+        |x| {
+            vec![format!(
+                "{} / {} / {}",
+                us(x.get(Metric::P50Us)),
+                us(x.get(Metric::P99Us)),
+                us(x.get(Metric::P999Us))
+            )
+            .into()]
+        },
+    );
+    let mut ratios = Table::new(std::iter::once(("case".to_string(), Align::Left)).chain(
+        YOMO_TARGETS.iter().map(|t| {
+            (
+                format!("{} ({})", t.column, t.bound.required()),
+                Align::Right,
+            )
+        }),
+    ));
+    for (case, _) in &rows {
+        let mut cells = vec![Cell::from(case.as_str())];
+        cells.extend(
+            YOMO_TARGETS
+                .iter()
+                .map(|t| Cell::maybe(t.in_cell(find(case, t.y3), find(case, t.base)), ratio)),
+        );
+        ratios.row(case, cells);
     }
-    out.push('\n');
-    let _ = writeln!(out, "| --- |{}", " --: | --: |".repeat(impls.len()));
-    for case in &cases {
-        let _ = write!(out, "| {case} |");
-        for i in &impls {
-            match r.find(case, i, 0) {
-                Some(x) => {
-                    let _ = write!(
-                        out,
-                        " {} | {} |",
-                        rate(x.value(Metric::MsgPerS)),
-                        cpu_us(x.get(Metric::CpuUsPerFrame))
-                    );
-                }
-                None => out.push_str(" – | – |"),
-            }
-        }
-        out.push('\n');
-    }
-    let throughput = std::mem::take(&mut out);
-    out.push_str("| case |");
-    for i in &impls {
-        let _ = write!(out, " `{i}` p50 / p99 / p999 |");
-    }
-    out.push('\n');
-    let _ = writeln!(out, "| --- |{}", " --: |".repeat(impls.len()));
-    for case in &cases {
-        let _ = write!(out, "| {case} |");
-        for i in &impls {
-            match r.find(case, i, 0) {
-                Some(x) => {
-                    let _ = write!(
-                        out,
-                        " {} / {} / {} |",
-                        us(x.get(Metric::P50Us)),
-                        us(x.get(Metric::P99Us)),
-                        us(x.get(Metric::P999Us))
-                    );
-                }
-                None => out.push_str(" – |"),
-            }
-        }
-        out.push('\n');
-    }
-    let latency = std::mem::take(&mut out);
-    out.push_str("| case |");
-    for t in &YOMO_TARGETS {
-        let _ = write!(out, " {} ({}) |", t.column, t.bound.required());
-    }
-    out.push('\n');
-    let _ = writeln!(out, "| --- |{}", " --: |".repeat(YOMO_TARGETS.len()));
-    for case in &cases {
-        let _ = write!(out, "| {case} |");
-        for t in &YOMO_TARGETS {
-            let cell = r
-                .find(case, t.y3, 0)
-                .zip(r.find(case, t.base, 0))
-                .and_then(|(y, p)| (t.ratio)(y, p))
-                .map_or("–".into(), ratio);
-            let _ = write!(out, " {cell} |");
-        }
-        out.push('\n');
-    }
-    let mut spread = String::new();
-    yomo_spread(&mut spread, r);
     fill(
         include_str!("templates/yomo.md"),
         &[
             ("header", &header(r)),
-            ("throughput", &throughput),
-            ("latency", &latency),
-            ("ratios", &out),
+            ("throughput", &throughput.markdown()),
+            ("latency", &latency.markdown()),
+            ("ratios", &ratios.markdown()),
             ("targets", &targets(&yomo_targets(r))),
-            ("spread", &spread),
+            ("spread", &spread_table(r)),
             ("charts", &charts_markdown(&yomo_charts(r))),
             ("notes", &notes(r)),
         ],
@@ -197,68 +172,69 @@ pub fn yomo_markdown(r: &Results) -> String {
 }
 
 /// msg/s medians with the lowest and highest run beside them.
-fn yomo_spread(out: &mut String, r: &Results) {
+fn spread_table(r: &Results) -> String {
     if r.records.iter().all(|x| x.runs < 2) {
-        return;
+        return String::new();
     }
-    out.push_str(
-        "## Run-to-run spread\n\n| case | row | runs | msg/s median (lowest–highest) |\n\
-         | --- | --- | --: | --: |\n",
-    );
+    let mut t = Table::new([
+        ("case", Align::Left),
+        ("row", Align::Left),
+        ("runs", Align::Right),
+        ("msg/s median (lowest–highest)", Align::Right),
+    ]);
     for x in &r.records {
-        let _ = writeln!(
-            out,
-            "| {} | `{}` | {} | {} ({}–{}) |",
-            x.case,
-            x.implementation,
-            x.runs,
-            rate(x.value(Metric::MsgPerS)),
-            rate(x.spread().0),
-            rate(x.spread().1)
+        let (low, high) = x.spread();
+        t.row(
+            &x.implementation,
+            vec![
+                x.case.as_str().into(),
+                format!("`{}`", x.implementation).into(),
+                x.runs.to_string().into(),
+                format!(
+                    "{} ({}–{})",
+                    rate(x.value(Metric::MsgPerS)),
+                    rate(low),
+                    rate(high)
+                )
+                .into(),
+            ],
         );
     }
-    out.push('\n');
+    format!("## Run-to-run spread\n\n{}\n", t.markdown())
 }
 
 /// msg/s, router CPU per frame and p99 per case, one bar per row.
 pub fn yomo_charts(r: &Results) -> Vec<(String, BarChart)> {
-    let cases = r.cases();
-    let chart = |title: &str, label: &str, f: fn(&Record) -> Option<f64>| BarChart {
-        title: title.into(),
-        y_label: label.into(),
-        groups: cases.clone(),
-        series: r
-            .impls()
-            .into_iter()
-            .map(|i| {
-                let v = cases.iter().map(|c| r.find(c, &i, 0).and_then(f)).collect();
-                (i, v)
-            })
-            .collect(),
-        log: true,
-    };
     vec![
         (
             "yomo-msgs.svg".into(),
-            chart("msg/s at the sink (flat out)", "msg/s", |x| {
-                Some(x.value(Metric::MsgPerS))
-            }),
+            metric_chart(
+                r,
+                "msg/s at the sink (flat out)",
+                "msg/s",
+                |x| Some(x.value(Metric::MsgPerS)),
+                true,
+            ),
         ),
         (
             "yomo-cpu.svg".into(),
-            chart(
+            metric_chart(
+                r,
                 "router CPU per routed frame (lower is better)",
                 "µs",
                 |x| x.get(Metric::CpuUsPerFrame),
+                true,
             ),
         ),
         (
             "yomo-p99.svg".into(),
-            chart("one-way latency p99 (paced)", "µs", |x| {
-                x.get(Metric::P99Us)
-            }),
+            metric_chart(
+                r,
+                "one-way latency p99 (paced)",
+                "µs",
+                |x| x.get(Metric::P99Us),
+                true,
+            ),
         ),
     ]
 }
-
-// ---------------------------------------------------------------------------------------
