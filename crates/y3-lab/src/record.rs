@@ -438,6 +438,16 @@ impl Results {
         }
     }
 
+    /// The results of a run: its metadata, records and notes.
+    pub fn of(meta: Meta, records: Vec<Record>, notes: Vec<String>) -> Results {
+        Results {
+            meta,
+            records,
+            notes,
+            ..Results::default()
+        }
+    }
+
     /// The first record of `implementation` in `case` that `also` accepts.
     pub fn find_where(
         &self,

@@ -674,11 +674,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
         return run_pipeline(opts, transports, *threads, bar);
     }
     let mut notes = Vec::new();
-    let mut impls: Vec<&str> = IMPLS
-        .iter()
-        .copied()
-        .filter(|i| opts.only.is_empty() || opts.only.iter().any(|o| i.contains(o.as_str())))
-        .collect();
+    let mut impls: Vec<&str> = crate::net::wanted(&IMPLS, &opts.only);
     if !crate::net::NATS_ENABLED && impls.contains(&"nats") {
         impls.retain(|i| *i != "nats");
         notes.push("nats skipped: built without the y3-lab feature net-nats".into());
@@ -743,8 +739,8 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
         }
     }
     rt.shutdown_timeout(Duration::from_secs(2));
-    Ok(Results {
-        meta: crate::net::meta(
+    Ok(Results::of(
+        crate::net::meta(
             "e2e",
             &opts.command,
             opts.quick,
@@ -757,8 +753,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
         ),
         records,
         notes,
-        ..Results::default()
-    })
+    ))
 }
 
 /// The record of one row in one case: the medians over its runs of msg/s (flat out), the
@@ -830,8 +825,8 @@ fn run_pipeline(
         }
     }
     rt.shutdown_timeout(Duration::from_secs(2));
-    Ok(Results {
-        meta: crate::net::meta(
+    Ok(Results::of(
+        crate::net::meta(
             "pipeline",
             &opts.command,
             opts.quick,
@@ -844,8 +839,7 @@ fn run_pipeline(
         ),
         records,
         notes,
-        ..Results::default()
-    })
+    ))
 }
 
 /// Runs a broker of this suite (`router-y3`, `zenoh-router`) until the process ends.

@@ -570,11 +570,7 @@ fn echo_record(
 /// Setup errors only; failing points become notes.
 pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
     let mut notes = Vec::new();
-    let mut impls: Vec<&str> = IMPLS
-        .iter()
-        .copied()
-        .filter(|i| opts.only.is_empty() || opts.only.iter().any(|o| i.contains(o.as_str())))
-        .collect();
+    let mut impls: Vec<&str> = crate::net::wanted(&IMPLS, &opts.only);
     if !crate::net::MONOIO_ENABLED && impls.iter().any(|i| i.contains("monoio")) {
         impls.retain(|i| !i.contains("monoio"));
         notes.push("monoio servers skipped: built without the y3-lab feature net-monoio".into());
@@ -614,8 +610,8 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
             }
         }
     }
-    Ok(Results {
-        meta: crate::net::meta(
+    Ok(Results::of(
+        crate::net::meta(
             "echo",
             &opts.command,
             opts.quick,
@@ -627,8 +623,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
         ),
         records,
         notes,
-        ..Results::default()
-    })
+    ))
 }
 
 #[cfg(test)]

@@ -266,8 +266,8 @@ pub fn run(opts: &Options) -> Result<Results> {
     b.kill();
     nats.kill();
     let _ = std::fs::remove_dir_all(&dir);
-    Ok(Results {
-        meta: crate::net::meta(
+    Ok(Results::of(
+        crate::net::meta(
             "federation",
             &opts.command,
             opts.quick,
@@ -276,7 +276,7 @@ pub fn run(opts: &Options) -> Result<Results> {
                 .into(),
             Vec::new(),
         ),
-        records: rows,
-        ..Results::default()
-    })
+        rows,
+        Vec::new(),
+    ))
 }

@@ -128,8 +128,8 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
         rows.push(rt.block_on(run_variant(opts, "nats-filter"))?);
     }
     bar.inc(1);
-    Ok(Results {
-        meta: crate::net::meta(
+    Ok(Results::of(
+        crate::net::meta(
             "filter",
             &opts.command,
             opts.quick,
@@ -140,10 +140,9 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
             ),
             Vec::new(),
         ),
-        records: rows,
+        rows,
         notes,
-        ..Results::default()
-    })
+    ))
 }
 
 /// The case of every filter row: functions and the filter of the first, in words.

@@ -241,6 +241,14 @@ pub fn serve(kind: &str, addr: SocketAddr, threads: usize) -> Result<()> {
     e2e::serve(kind, addr, threads)
 }
 
+/// The rows of `all` that `--only` keeps (all when it names none).
+pub fn wanted<'a>(all: &[&'a str], only: &[String]) -> Vec<&'a str> {
+    all.iter()
+        .copied()
+        .filter(|i| only.is_empty() || only.iter().any(|o| i.contains(o.as_str())))
+        .collect()
+}
+
 /// The metadata of a network run of `suite` on this machine, stamped now: pinning in words
 /// and every peer's version.
 pub fn meta(

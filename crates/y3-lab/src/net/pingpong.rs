@@ -658,11 +658,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<crate::record
     use crate::measure::median;
     use crate::record::{Dim, Metric, Record, Results};
     let mut notes = Vec::new();
-    let mut impls: Vec<&str> = IMPLS
-        .iter()
-        .copied()
-        .filter(|i| opts.only.is_empty() || opts.only.iter().any(|o| i.contains(o.as_str())))
-        .collect();
+    let mut impls: Vec<&str> = crate::net::wanted(&IMPLS, &opts.only);
     if opts.programs.asio.is_none() && impls.contains(&"asio") {
         impls.retain(|i| *i != "asio");
         notes.push(
@@ -733,8 +729,8 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<crate::record
             }
         }
     }
-    Ok(Results {
-        meta: crate::net::meta(
+    Ok(Results::of(
+        crate::net::meta(
             "pingpong",
             &opts.command,
             opts.quick,
@@ -745,8 +741,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<crate::record
         ),
         records,
         notes,
-        ..Results::default()
-    })
+    ))
 }
 
 #[cfg(test)]

@@ -1127,8 +1127,8 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
     }
     let _ = std::fs::remove_file(&peers.cert);
     let _ = std::fs::remove_file(&peers.config);
-    Ok(Results {
-        meta: crate::net::meta(
+    Ok(Results::of(
+        crate::net::meta(
             "yomo",
             &opts.command,
             opts.quick,
@@ -1142,8 +1142,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
         ),
         records,
         notes,
-        ..Results::default()
-    })
+    ))
 }
 
 #[cfg(test)]
