@@ -1,6 +1,11 @@
 //! Re-rendering the recorded results committed under `docs/bench/` gives the committed
 //! reports, charts and README sections byte for byte: the lab's data model and report
 //! writers may change, what they publish from the same figures may not.
+//!
+//! The ping-pong, echo and e2e pages have no recorded results in `docs/bench/`; for them,
+//! `tests/fixtures/net-SUITE.old.json` are synthetic results in the lab's first file format
+//! (flat `NetRecord`s, every cell and the peak sweep, three runs each) and
+//! `net-SUITE.md` what the lab of that format rendered from them.
 
 use std::path::{Path, PathBuf};
 
@@ -53,4 +58,28 @@ fn serde_report_rerenders_byte_identical() {
 #[test]
 fn yomo_report_rerenders_byte_identical() {
     rerender("net-yomo.json");
+}
+
+/// A results file of the lab's first format, upgraded when read, renders as that lab did.
+fn rerender_fixture(suite: &str) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let results = Results::read_json(&dir.join(format!("net-{suite}.old.json"))).unwrap();
+    let (markdown, _, _) = results.render();
+    let expected = std::fs::read_to_string(dir.join(format!("net-{suite}.md"))).unwrap();
+    assert!(markdown == expected, "net-{suite}.md differs:\n{markdown}");
+}
+
+#[test]
+fn pingpong_fixture_rerenders_as_before() {
+    rerender_fixture("pingpong");
+}
+
+#[test]
+fn echo_fixture_rerenders_as_before() {
+    rerender_fixture("echo");
+}
+
+#[test]
+fn e2e_fixture_rerenders_as_before() {
+    rerender_fixture("e2e");
 }
