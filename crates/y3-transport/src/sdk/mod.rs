@@ -43,6 +43,7 @@ mod link;
 mod sink;
 mod source;
 mod upstream;
+mod window;
 
 use std::net::SocketAddr;
 use std::time::Duration;
