@@ -598,3 +598,75 @@ fn source_router_killed_mid_stream_durable_source_resends_and_sink_gets_each_onc
     drop((a, c, nodes));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn durable_function_router_killed_mid_stream_outputs_resent_and_sink_gets_each_once() {
+    let dir = temp_dir("functionkill");
+    let nodes = cluster(&dir);
+    let urls = |i: usize| -> Vec<String> { (0..3).map(|k| nodes[(i + k) % 3].url()).collect() };
+    let durable = [0x60, 0x61];
+    let a = Router::start(&dir, "a", &urls(0), &durable, 0);
+    let b_port = free_port();
+    let mut b = Router::start(&dir, "b", &urls(1), &durable, b_port);
+    let c = Router::start(&dir, "c", &urls(2), &durable, 0);
+    let rt = runtime();
+    let started = Instant::now();
+    rt.block_on(async {
+        // The relay on B keeps its outputs until B stored them in JetStream.
+        let relay = StreamFunction::new(b.options("relay"), &[0x60]).durable();
+        let relay = tokio::spawn(relay.run(|d| async move { Some((0x61, d.payload)) }));
+        let sink = Sink::connect(c.options("sink"), &[0x61]).await.unwrap();
+        wait_for("durable consumers on B and C", || {
+            b.metric("y3_router_federation_subscriptions") >= 1
+                && c.metric("y3_router_federation_subscriptions") >= 1
+        });
+        let n = 3000u64;
+        let on_c = receiving(sink, n as usize, Duration::from_secs(20));
+        let options = a.options("durable-source");
+        // About 0.6 s of sending: B is killed after 0.25 s, while the relay's outputs and
+        // B's deliveries to it are in flight, and is back 0.3 s later.
+        let sending = tokio::spawn(async move {
+            let mut source = DurableSource::connect(options).await.unwrap();
+            for i in 0..n {
+                source.send_data(frame(0x60, "s", i)).await.unwrap();
+                if i % 50 == 49 {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            }
+            source.close(Duration::from_secs(10)).await.unwrap()
+        });
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        drop(std::mem::replace(&mut b.proc, Killed(None)));
+        let killed_at = sending.is_finished();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        b = Router::spawn(b.config.clone(), b_port);
+        assert!(
+            sending.await.unwrap(),
+            "the source's frames were not all stored"
+        );
+        assert!(!killed_at, "the source had finished before B was killed");
+        let (_, got) = on_c.await.unwrap();
+        let mut seen: HashMap<u64, u32> = HashMap::new();
+        for (_, i, data) in &got {
+            *seen.entry(*i).or_default() += 1;
+            assert_eq!(data.tag, 0x61);
+        }
+        let missing: Vec<u64> = (0..n).filter(|i| !seen.contains_key(i)).collect();
+        let twice = seen.values().filter(|&&k| k > 1).count();
+        eprintln!(
+            "function router killed: {} received, {} distinct, missing {}, twice {twice}; \
+             restarted B took {} inputs from its durable consumer; C skipped {} duplicates",
+            got.len(),
+            seen.len(),
+            missing.len(),
+            b.metric("y3_router_federation_received_total"),
+            c.metric("y3_router_federation_duplicates_total"),
+        );
+        assert!(missing.is_empty(), "missing {missing:?}");
+        assert_eq!(twice, 0, "a frame delivered twice");
+        relay.abort();
+    });
+    eprintln!("function kill test: {:?}", started.elapsed());
+    drop((a, b, c, nodes));
+    let _ = std::fs::remove_dir_all(&dir);
+}
