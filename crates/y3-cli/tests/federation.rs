@@ -6,14 +6,15 @@
 mod common;
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::{y3, WAIT};
+use common::serve::{Launch, Serve};
+use common::WAIT;
 use y3_transport::frame::Data;
 use y3_transport::metadata::Metadata;
 use y3_transport::sdk::{ClientOptions, DurableSource, Sink, Source, StreamFunction};
@@ -149,16 +150,14 @@ fn cluster(dir: &Path) -> Vec<Node> {
     nodes
 }
 
-/// A `y3 serve` process federated through `urls` (its own node first).
+/// A `y3 serve` process federated through `urls` (its own node first), QUIC off, its log
+/// in `<dir>/<name>.log`.
 struct Router {
-    proc: Killed,
-    tcp: SocketAddr,
-    metrics: SocketAddr,
-    config: PathBuf,
+    serve: Serve,
 }
 
 impl Router {
-    fn start(dir: &Path, name: &str, urls: &[String], durable: &[u32], tcp: u16) -> Router {
+    fn start(dir: &Path, name: &str, urls: &[String], durable: &[u32]) -> Router {
         let config = dir.join(format!("{name}.toml"));
         let urls: Vec<String> = urls.iter().map(|u| format!("{u:?}")).collect();
         std::fs::write(
@@ -170,48 +169,18 @@ impl Router {
             ),
         )
         .unwrap();
-        Router::spawn(config, tcp)
-    }
-
-    fn spawn(config: PathBuf, tcp: u16) -> Router {
-        let mut child = y3()
-            .arg("serve")
-            .arg("--config")
-            .arg(&config)
-            .args(["--tcp", &format!("127.0.0.1:{tcp}"), "--quic", ""])
-            .args(["--metrics", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
+        let serve = Launch::default()
+            .quic("")
+            .arg_path("--config", &config)
             .env("RUST_LOG", "info,y3_router::federation=debug")
-            .stderr(std::fs::File::create(config.with_extension("log")).unwrap())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let first = lines.next().expect("startup line").unwrap();
-        let words: Vec<&str> = first.split_whitespace().collect();
-        let at = |key: &str| words[words.iter().position(|w| *w == key).unwrap() + 1];
-        let metrics = at("metrics")
-            .trim_start_matches("http://")
-            .trim_end_matches("/metrics");
-        let router = Router {
-            tcp: at("tcp").parse().unwrap(),
-            metrics: metrics.parse().unwrap(),
-            proc: Killed(Some(child)),
-            config,
-        };
-        std::thread::spawn(move || for _ in lines {});
-        router
+            .stderr_to(config.with_extension("log"))
+            .start();
+        Router { serve }
     }
 
     /// A metric's value (summed over its labels; 0 when absent).
     fn metric(&self, name: &str) -> u64 {
-        let text = http_get(self.metrics, "/metrics").unwrap_or_default();
-        text.lines()
-            .filter(|l| {
-                l.strip_prefix(name)
-                    .is_some_and(|rest| rest.starts_with(' ') || rest.starts_with('{'))
-            })
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum::<f64>() as u64
+        self.serve.metric(name)
     }
 
     /// Deliveries owed and neither written, dropped and counted, nor queued (the router's
@@ -225,25 +194,16 @@ impl Router {
     }
 
     fn lost(&self, reason: &str) -> u64 {
-        let text = http_get(self.metrics, "/metrics").unwrap_or_default();
         let key = format!("y3_router_federation_lost_total{{reason=\"{reason}\"}} ");
-        text.lines()
+        self.serve
+            .metrics()
+            .lines()
             .find_map(|l| l.strip_prefix(&key)?.parse().ok())
             .unwrap_or(0)
     }
 
     fn options(&self, name: &str) -> ClientOptions {
-        ClientOptions::new(self.tcp).name(name)
-    }
-
-    /// SIGTERM: the router drains, then exits.
-    fn stop(&mut self) {
-        if let Some(child) = self.proc.0.take() {
-            let _ = Command::new("kill")
-                .args(["-TERM", &child.id().to_string()])
-                .status();
-            let _ = common::wait(child, "router drain");
-        }
+        ClientOptions::new(self.serve.tcp).name(name)
     }
 }
 
@@ -337,9 +297,9 @@ fn pipeline_across_three_routers_interest_and_two_publishers() {
     let dir = temp_dir("pipeline");
     let nodes = cluster(&dir);
     let urls = |i: usize| -> Vec<String> { (0..3).map(|k| nodes[(i + k) % 3].url()).collect() };
-    let a = Router::start(&dir, "a", &urls(0), &[], 0);
-    let b = Router::start(&dir, "b", &urls(1), &[], 0);
-    let c = Router::start(&dir, "c", &urls(2), &[], 0);
+    let a = Router::start(&dir, "a", &urls(0), &[]);
+    let b = Router::start(&dir, "b", &urls(1), &[]);
+    let c = Router::start(&dir, "c", &urls(2), &[]);
     let rt = runtime();
     let started = Instant::now();
     rt.block_on(async {
@@ -424,8 +384,8 @@ fn nats_node_killed_mid_stream_durable_exact_plain_counted() {
     let mut nodes = cluster(&dir);
     let urls = |i: usize| -> Vec<String> { (0..3).map(|k| nodes[(i + k) % 3].url()).collect() };
     // A publishes through node 0, which dies; C receives through node 2.
-    let a = Router::start(&dir, "a", &urls(0), &[0x30], 0);
-    let c = Router::start(&dir, "c", &urls(2), &[0x30], 0);
+    let a = Router::start(&dir, "a", &urls(0), &[0x30]);
+    let c = Router::start(&dir, "c", &urls(2), &[0x30]);
     let rt = runtime();
     let started = Instant::now();
     rt.block_on(async {
@@ -450,7 +410,7 @@ fn nats_node_killed_mid_stream_durable_exact_plain_counted() {
         let (_, got_d) = durable.await.unwrap();
         let (_, got_p) = plain.await.unwrap();
         for (r, name) in [(&a, "a"), (&c, "c")] {
-            let text = http_get(r.metrics, "/metrics").unwrap_or_default();
+            let text = r.serve.metrics();
             for l in text.lines().filter(|l| l.starts_with("y3_router_federation")) {
                 eprintln!("{name}: {l}");
             }
@@ -490,10 +450,9 @@ fn durable_relay_router_restarted_mid_stream_misses_nothing() {
     let nodes = cluster(&dir);
     let urls = |i: usize| -> Vec<String> { (0..3).map(|k| nodes[(i + k) % 3].url()).collect() };
     let durable = [0x40, 0x41];
-    let a = Router::start(&dir, "a", &urls(0), &durable, 0);
-    let b_port = free_port();
-    let mut b = Router::start(&dir, "b", &urls(1), &durable, b_port);
-    let c = Router::start(&dir, "c", &urls(2), &durable, 0);
+    let a = Router::start(&dir, "a", &urls(0), &durable);
+    let mut b = Router::start(&dir, "b", &urls(1), &durable);
+    let c = Router::start(&dir, "c", &urls(2), &durable);
     let rt = runtime();
     let started = Instant::now();
     rt.block_on(async {
@@ -510,10 +469,10 @@ fn durable_relay_router_restarted_mid_stream_misses_nothing() {
         let pause = Duration::from_millis(20);
         let sending = tokio::spawn(send_paced(a.options("s"), 0x40, "s", n, pause));
         tokio::time::sleep(Duration::from_millis(200)).await;
-        b.stop();
+        b.serve.stop();
         let stopped = sending.is_finished();
         tokio::time::sleep(Duration::from_millis(300)).await;
-        b = Router::spawn(b.config.clone(), b_port);
+        b.serve.restart();
         sending.await.unwrap();
         assert!(!stopped, "the source had finished before B stopped");
         let (_, got) = on_c.await.unwrap();
@@ -544,9 +503,8 @@ fn source_router_killed_mid_stream_durable_source_resends_and_sink_gets_each_onc
     let dir = temp_dir("sourcekill");
     let nodes = cluster(&dir);
     let urls = |i: usize| -> Vec<String> { (0..3).map(|k| nodes[(i + k) % 3].url()).collect() };
-    let a_port = free_port();
-    let mut a = Router::start(&dir, "a", &urls(0), &[0x50], a_port);
-    let c = Router::start(&dir, "c", &urls(2), &[0x50], 0);
+    let mut a = Router::start(&dir, "a", &urls(0), &[0x50]);
+    let c = Router::start(&dir, "c", &urls(2), &[0x50]);
     let rt = runtime();
     let started = Instant::now();
     rt.block_on(async {
@@ -571,10 +529,10 @@ fn source_router_killed_mid_stream_durable_source_resends_and_sink_gets_each_onc
         // SIGKILL: whatever A had read and not stored is lost there; the source still
         // holds it and sends it again to A's successor.
         tokio::time::sleep(Duration::from_millis(250)).await;
-        drop(std::mem::replace(&mut a.proc, Killed(None)));
+        a.serve.kill();
         let killed_at = sending.is_finished();
         tokio::time::sleep(Duration::from_millis(200)).await;
-        a = Router::spawn(a.config.clone(), a_port);
+        a.serve.restart();
         let (all_stored, resent) = sending.await.unwrap();
         assert!(!killed_at, "the source had finished before A was killed");
         assert!(all_stored, "the source's frames were not all stored");
@@ -605,10 +563,9 @@ fn durable_function_router_killed_mid_stream_outputs_resent_and_sink_gets_each_o
     let nodes = cluster(&dir);
     let urls = |i: usize| -> Vec<String> { (0..3).map(|k| nodes[(i + k) % 3].url()).collect() };
     let durable = [0x60, 0x61];
-    let a = Router::start(&dir, "a", &urls(0), &durable, 0);
-    let b_port = free_port();
-    let mut b = Router::start(&dir, "b", &urls(1), &durable, b_port);
-    let c = Router::start(&dir, "c", &urls(2), &durable, 0);
+    let a = Router::start(&dir, "a", &urls(0), &durable);
+    let mut b = Router::start(&dir, "b", &urls(1), &durable);
+    let c = Router::start(&dir, "c", &urls(2), &durable);
     let rt = runtime();
     let started = Instant::now();
     rt.block_on(async {
@@ -636,10 +593,10 @@ fn durable_function_router_killed_mid_stream_outputs_resent_and_sink_gets_each_o
             source.close(Duration::from_secs(10)).await.unwrap()
         });
         tokio::time::sleep(Duration::from_millis(250)).await;
-        drop(std::mem::replace(&mut b.proc, Killed(None)));
+        b.serve.kill();
         let killed_at = sending.is_finished();
         tokio::time::sleep(Duration::from_millis(300)).await;
-        b = Router::spawn(b.config.clone(), b_port);
+        b.serve.restart();
         assert!(
             sending.await.unwrap(),
             "the source's frames were not all stored"
