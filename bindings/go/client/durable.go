@@ -86,8 +86,14 @@ func (s *DurableSource) Resent() uint64 {
 // (16,384 frames).
 //
 // Errors: reserved_tag; too_long for a frame above MaxFrameLen; a refusal that is not
-// retryable; gave_up when reconnecting fails; ctx.Err(); closed after Close.
-func (s *DurableSource) Send(ctx context.Context, tag uint32, payload []byte) (tid string, err error) {
+// retryable; gave_up when reconnecting fails; closed after Close.
+func (s *DurableSource) Send(tag uint32, payload []byte) (tid string, err error) {
+	return s.SendContext(context.Background(), tag, payload)
+}
+
+// SendContext is Send with a context bounding the wait for room and reconnection (a frame
+// already kept stays kept when ctx ends while it is written).
+func (s *DurableSource) SendContext(ctx context.Context, tag uint32, payload []byte) (tid string, err error) {
 	if tag >= ReservedTagMin && tag <= ReservedTagMax {
 		return "", &Error{Kind: KindReservedTag, Code: CodeReservedTag}
 	}

@@ -148,9 +148,15 @@ func TestDurableSourceRouterKilledMidStream(t *testing.T) {
 	sent := make(chan error, 1)
 	go func() {
 		for i := range n {
-			md := map[string]string{client.MetaSourceID: src.ID(), client.MetaTID: fmt.Sprintf("g-%d", i)}
-			d := client.Data{Tag: tag, Metadata: md, Payload: []byte(strconv.Itoa(i))}
-			if err := src.SendData(ctx, d); err != nil {
+			// Half with the source's own metadata, half as given.
+			var err error
+			if i%2 == 0 {
+				_, err = src.SendContext(ctx, tag, []byte(strconv.Itoa(i)))
+			} else {
+				md := map[string]string{client.MetaSourceID: src.ID(), client.MetaTID: fmt.Sprintf("g-%d", i)}
+				err = src.SendData(ctx, client.Data{Tag: tag, Metadata: md, Payload: []byte(strconv.Itoa(i))})
+			}
+			if err != nil {
 				sent <- err
 				return
 			}

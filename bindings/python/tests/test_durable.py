@@ -150,3 +150,34 @@ def test_durable_source_resends_what_a_killed_router_had_not_stored(nats_url: st
     twice = [i for i, k in seen.items() if k > 1]
     print(f"router killed: the source wrote {resent} again; {len(seen)} distinct, missing {len(missing)}, twice {len(twice)}")
     assert (missing[:10], twice[:10]) == ([], [])
+
+
+@needs_y3
+def test_durable_function_and_source_through_one_router(tmp_path: Path) -> None:
+    """Without a federation every frame is stored once routed: a durable function's
+    outputs and a durable source's frames are all acknowledged, and all arrive."""
+    router = Y3Router(tmp_path)
+    n = 500
+
+    async def main() -> tuple[list[bytes], bool]:
+        async def relay(frame: y3.Frame) -> tuple[int, bytes]:
+            return 0x73, frame.payload
+
+        async with (
+            y3.Sink(router.addr, [0x73], name="sink", **router.options()) as sink,
+            y3.StreamFunction(router.addr, [0x72], relay, name="relay", durable=True, **router.options()),
+        ):
+            await router.wait_connections(2, "stream_function")
+            async with y3.DurableSource(router.addr, name="meter", **router.options()) as source:
+                for i in range(n):
+                    await source.send(0x72, str(i).encode())
+                stored = await source.wait_stored(10.0)
+            got = [(await asyncio.wait_for(anext(sink), 10.0)).payload for _ in range(n)]
+        return got, stored
+
+    try:
+        got, stored = asyncio.run(asyncio.wait_for(main(), 60))
+    finally:
+        router.stop()
+    assert stored
+    assert got == [str(i).encode() for i in range(n)]
