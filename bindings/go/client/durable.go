@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -113,10 +112,7 @@ func (s *DurableSource) SendData(ctx context.Context, d Data) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for {
-		if s.closed {
-			return &Error{Kind: KindClosed}
-		}
-		if err := s.ensure(ctx); err != nil {
+		if err := s.ready(ctx); err != nil {
 			return err
 		}
 		s.wmu.Lock()
@@ -147,10 +143,7 @@ func (s *DurableSource) WaitStored(ctx context.Context) error {
 
 func (s *DurableSource) waitStored(ctx context.Context) error {
 	for {
-		if s.closed {
-			return &Error{Kind: KindClosed}
-		}
-		if err := s.ensure(ctx); err != nil {
+		if err := s.ready(ctx); err != nil {
 			return err
 		}
 		s.wmu.Lock()
@@ -202,6 +195,14 @@ func (s *DurableSource) Close(ctx context.Context) error {
 	return err
 }
 
+// ready is closed after Close, else ensure's answer.
+func (s *DurableSource) ready(ctx context.Context) error {
+	if s.closed {
+		return &Error{Kind: KindClosed}
+	}
+	return s.ensure(ctx)
+}
+
 // ensure makes sure of a connection whose reader is alive, every kept frame written on it.
 func (s *DurableSource) ensure(ctx context.Context) error {
 	if s.fatal != nil {
@@ -220,11 +221,7 @@ func (s *DurableSource) ensure(ctx context.Context) error {
 	if s.active != nil {
 		return nil
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(doneContext{s.done}, cancel)
-	defer stop()
-	l, err := dialWithBackoff(ctx, s.addr, &s.opts, &s.who)
+	l, err := dialUnlessDone(ctx, s.done, s.addr, &s.opts, &s.who)
 	if err != nil {
 		if isRefusal(err) {
 			s.fatal = err
@@ -275,35 +272,9 @@ func (s *DurableSource) writePending(ctx context.Context) error {
 // rejection, and marks the link broken when it ends.
 func (s *DurableSource) read(a *durableLink) {
 	defer close(a.readerDone)
-	var d Data
-	for {
-		f, err := a.l.nextData(&d)
-		if err != nil {
-			s.opts.Logger.Debug("durable source connection ended", "error", err)
-			var e *Error
-			if errors.As(err, &e) && isRefusalKind(e.Kind) && e.Kind != KindNormal {
-				a.end.CompareAndSwap(nil, e)
-			}
-			a.broken.Store(true)
-			s.signal(a.gen, nil)
-			return
-		}
-		switch f := f.(type) {
-		case Stored:
-			count := f.Count
-			s.signal(a.gen, &count)
-		case Goaway:
-			// Keep reading: what the router stored comes before its close.
-			s.opts.Logger.Debug("durable source got goaway", "code", f.Code, "message", f.Message)
-			a.end.CompareAndSwap(nil, goawayError(f))
-			if s.opts.OnGoaway != nil {
-				s.opts.OnGoaway(f)
-			}
-		case Rejected:
-			s.opts.Logger.Warn("durable source rejected", "code", f.Code, "message", f.Message)
-			a.end.CompareAndSwap(nil, rejectedError(f))
-		}
-	}
+	watch(a.l, &s.opts, &a.end, "durable source", func(count uint32) { s.signal(a.gen, &count) })
+	a.broken.Store(true)
+	s.signal(a.gen, nil)
 }
 
 // signal applies a stored count of connection gen (if any) and wakes the waiters.

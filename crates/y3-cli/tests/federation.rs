@@ -150,16 +150,18 @@ fn cluster(dir: &Path) -> Vec<Node> {
     nodes
 }
 
-/// A `y3 serve` process federated through `urls` (its own node first), QUIC off, its log
-/// in `<dir>/<name>.log`.
+/// A `y3 serve` process federated through the cluster, its own node (`nodes[node]`) first,
+/// QUIC off, its log in `<dir>/<name>.log`.
 struct Router {
     serve: Serve,
 }
 
 impl Router {
-    fn start(dir: &Path, name: &str, urls: &[String], durable: &[u32]) -> Router {
+    fn start(dir: &Path, nodes: &[Node], node: usize, name: &str, durable: &[u32]) -> Router {
         let config = dir.join(format!("{name}.toml"));
-        let urls: Vec<String> = urls.iter().map(|u| format!("{u:?}")).collect();
+        let urls: Vec<String> = (0..nodes.len())
+            .map(|k| format!("{:?}", nodes[(node + k) % nodes.len()].url()))
+            .collect();
         std::fs::write(
             &config,
             format!(
@@ -205,6 +207,15 @@ impl Router {
     fn options(&self, name: &str) -> ClientOptions {
         ClientOptions::new(self.serve.tcp).name(name)
     }
+}
+
+/// Routers A, B and C, one per node of the cluster, federated with `durable` tags.
+fn three_routers(dir: &Path, nodes: &[Node], durable: &[u32]) -> (Router, Router, Router) {
+    (
+        Router::start(dir, nodes, 0, "a", durable),
+        Router::start(dir, nodes, 1, "b", durable),
+        Router::start(dir, nodes, 2, "c", durable),
+    )
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -279,6 +290,27 @@ fn receiving(
     })
 }
 
+/// How often each index arrived, of `0..n`.
+struct Tally {
+    seen: HashMap<u64, u32>,
+    missing: Vec<u64>,
+    twice: usize,
+}
+
+fn tally(got: &[Got], n: u64) -> Tally {
+    let mut seen: HashMap<u64, u32> = HashMap::new();
+    for (_, i, _) in got {
+        *seen.entry(*i).or_default() += 1;
+    }
+    let missing = (0..n).filter(|i| !seen.contains_key(i)).collect();
+    let twice = seen.values().filter(|&&k| k > 1).count();
+    Tally {
+        seen,
+        missing,
+        twice,
+    }
+}
+
 /// Per source: every index once and in order.
 fn check_exact(got: &[Got], sources: &[(&str, u64)]) {
     let mut per: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
@@ -296,10 +328,7 @@ fn check_exact(got: &[Got], sources: &[(&str, u64)]) {
 fn pipeline_across_three_routers_interest_and_two_publishers() {
     let dir = temp_dir("pipeline");
     let nodes = cluster(&dir);
-    let urls = |i: usize| -> Vec<String> { (0..3).map(|k| nodes[(i + k) % 3].url()).collect() };
-    let a = Router::start(&dir, "a", &urls(0), &[]);
-    let b = Router::start(&dir, "b", &urls(1), &[]);
-    let c = Router::start(&dir, "c", &urls(2), &[]);
+    let (a, b, c) = three_routers(&dir, &nodes, &[]);
     let rt = runtime();
     let started = Instant::now();
     rt.block_on(async {
@@ -382,10 +411,9 @@ fn pipeline_across_three_routers_interest_and_two_publishers() {
 fn nats_node_killed_mid_stream_durable_exact_plain_counted() {
     let dir = temp_dir("nodekill");
     let mut nodes = cluster(&dir);
-    let urls = |i: usize| -> Vec<String> { (0..3).map(|k| nodes[(i + k) % 3].url()).collect() };
     // A publishes through node 0, which dies; C receives through node 2.
-    let a = Router::start(&dir, "a", &urls(0), &[0x30]);
-    let c = Router::start(&dir, "c", &urls(2), &[0x30]);
+    let a = Router::start(&dir, &nodes, 0, "a", &[0x30]);
+    let c = Router::start(&dir, &nodes, 2, "c", &[0x30]);
     let rt = runtime();
     let started = Instant::now();
     rt.block_on(async {
@@ -448,11 +476,7 @@ fn nats_node_killed_mid_stream_durable_exact_plain_counted() {
 fn durable_relay_router_restarted_mid_stream_misses_nothing() {
     let dir = temp_dir("restart");
     let nodes = cluster(&dir);
-    let urls = |i: usize| -> Vec<String> { (0..3).map(|k| nodes[(i + k) % 3].url()).collect() };
-    let durable = [0x40, 0x41];
-    let a = Router::start(&dir, "a", &urls(0), &durable);
-    let mut b = Router::start(&dir, "b", &urls(1), &durable);
-    let c = Router::start(&dir, "c", &urls(2), &durable);
+    let (a, mut b, c) = three_routers(&dir, &nodes, &[0x40, 0x41]);
     let rt = runtime();
     let started = Instant::now();
     rt.block_on(async {
@@ -476,11 +500,7 @@ fn durable_relay_router_restarted_mid_stream_misses_nothing() {
         sending.await.unwrap();
         assert!(!stopped, "the source had finished before B stopped");
         let (_, got) = on_c.await.unwrap();
-        let mut seen: HashMap<u64, u32> = HashMap::new();
-        for (_, i, _) in &got {
-            *seen.entry(*i).or_default() += 1;
-        }
-        let missing: Vec<u64> = (0..n).filter(|i| !seen.contains_key(i)).collect();
+        let Tally { seen, missing, .. } = tally(&got, n);
         eprintln!(
             "router restart: {} received, {} distinct, missing {}; restarted B took {} from its \
              durable consumer",
@@ -502,9 +522,8 @@ fn durable_relay_router_restarted_mid_stream_misses_nothing() {
 fn source_router_killed_mid_stream_durable_source_resends_and_sink_gets_each_once() {
     let dir = temp_dir("sourcekill");
     let nodes = cluster(&dir);
-    let urls = |i: usize| -> Vec<String> { (0..3).map(|k| nodes[(i + k) % 3].url()).collect() };
-    let mut a = Router::start(&dir, "a", &urls(0), &[0x50]);
-    let c = Router::start(&dir, "c", &urls(2), &[0x50]);
+    let mut a = Router::start(&dir, &nodes, 0, "a", &[0x50]);
+    let c = Router::start(&dir, &nodes, 2, "c", &[0x50]);
     let rt = runtime();
     let started = Instant::now();
     rt.block_on(async {
@@ -537,12 +556,12 @@ fn source_router_killed_mid_stream_durable_source_resends_and_sink_gets_each_onc
         assert!(!killed_at, "the source had finished before A was killed");
         assert!(all_stored, "the source's frames were not all stored");
         let (_, got) = on_c.await.unwrap();
-        let mut seen: HashMap<u64, u32> = HashMap::new();
-        for (_, i, _) in &got {
-            *seen.entry(*i).or_default() += 1;
-        }
-        let missing = (0..n).filter(|i| !seen.contains_key(i)).count();
-        let twice = seen.values().filter(|&&k| k > 1).count();
+        let Tally {
+            seen,
+            missing,
+            twice,
+        } = tally(&got, n);
+        let missing = missing.len();
         eprintln!(
             "source router killed: the source sent {resent} again; {} received, {} distinct, \
              missing {missing}, twice {twice}; C skipped {} duplicates",
@@ -561,11 +580,7 @@ fn source_router_killed_mid_stream_durable_source_resends_and_sink_gets_each_onc
 fn durable_function_router_killed_mid_stream_outputs_resent_and_sink_gets_each_once() {
     let dir = temp_dir("functionkill");
     let nodes = cluster(&dir);
-    let urls = |i: usize| -> Vec<String> { (0..3).map(|k| nodes[(i + k) % 3].url()).collect() };
-    let durable = [0x60, 0x61];
-    let a = Router::start(&dir, "a", &urls(0), &durable);
-    let mut b = Router::start(&dir, "b", &urls(1), &durable);
-    let c = Router::start(&dir, "c", &urls(2), &durable);
+    let (a, mut b, c) = three_routers(&dir, &nodes, &[0x60, 0x61]);
     let rt = runtime();
     let started = Instant::now();
     rt.block_on(async {
@@ -603,13 +618,12 @@ fn durable_function_router_killed_mid_stream_outputs_resent_and_sink_gets_each_o
         );
         assert!(!killed_at, "the source had finished before B was killed");
         let (_, got) = on_c.await.unwrap();
-        let mut seen: HashMap<u64, u32> = HashMap::new();
-        for (_, i, data) in &got {
-            *seen.entry(*i).or_default() += 1;
-            assert_eq!(data.tag, 0x61);
-        }
-        let missing: Vec<u64> = (0..n).filter(|i| !seen.contains_key(i)).collect();
-        let twice = seen.values().filter(|&&k| k > 1).count();
+        assert!(got.iter().all(|(_, _, data)| data.tag == 0x61));
+        let Tally {
+            seen,
+            missing,
+            twice,
+        } = tally(&got, n);
         eprintln!(
             "function router killed: {} received, {} distinct, missing {}, twice {twice}; \
              restarted B took {} inputs from its durable consumer; C skipped {} duplicates",
