@@ -118,6 +118,18 @@ func decodePacket(p y3.Packet, t FrameType) (Frame, error) {
 			return Rejected{Message: msg, Code: Code(code), HasCode: has}, nil
 		}
 		return Goaway{Message: msg, Code: Code(code), HasCode: has}, nil
+	case TypeStored:
+		var st Stored
+		err := fields(p, func(f y3.Packet) (err error) {
+			if f.ID() == fCount {
+				st.Count, err = f.Uint32()
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
 	case TypeConnectTo:
 		var c ConnectTo
 		err := fields(p, func(f y3.Packet) (err error) {
@@ -165,6 +177,10 @@ func decodeHandshake(p y3.Packet) (Frame, error) {
 			h.WantedTarget, err = str(f)
 		case fExtensionLevel:
 			h.ExtensionLevel, err = f.Uint32()
+		case fWantsAcks:
+			var v uint32
+			v, err = f.Uint32()
+			h.WantsAcks = v != 0
 		case fFilters:
 			var b []byte
 			if b, err = f.BytesValue(); err == nil {

@@ -17,13 +17,16 @@ import (
 //	type  byte  frame          fields, in the order written (y3's "30" only when not zero)
 //	0x31  b1    handshake      01 name | 03 id | 02 client type (1 B) | 06 observed (4-byte LE
 //	                           u32s) | 04 auth name | 05 auth payload | 07 version | 09 function
-//	                           definition | 08 wanted target | 30 extension level u32
+//	                           definition | 08 wanted target | 30 extension level u32 | 31
+//	                           filters | 32 wants stored acknowledgements u32 (1)
 //	0x29  a9    handshake ack  none: always a9 00
 //	0x39  b9    rejected       01 message | 30 code u32 (when there is one, even zero)
 //	0x2e  ae    goaway         01 message | 30 code u32 (when there is one, even zero)
 //	0x3e  be    connect to     01 endpoint ("host:port")
 //	0x3f  bf    data           01 tag (NVarInt u32) | 03 metadata (msgpack) | 02 payload
 //	                           | 30 hops u32
+//	0x33  b3    stored (y3)    30 count u32 (always written): the first count data frames of
+//	                           this connection are stored (router → a client that set 32)
 //
 // Integers are NVarInt: the shortest big-endian two's complement of the value read as an
 // int32 (tag 0x80 is 00 80, tag 0xffffffff is ff). Every YoMo field is written, an empty one
@@ -59,18 +62,20 @@ const (
 	TypeGoaway       FrameType = 0x2e
 	TypeConnectTo    FrameType = 0x3e
 	TypeData         FrameType = 0x3f
+	TypeStored       FrameType = 0x33
 )
 
 func (t FrameType) known() bool {
 	switch t {
-	case TypeHandshake, TypeHandshakeAck, TypeRejected, TypeGoaway, TypeConnectTo, TypeData:
+	case TypeHandshake, TypeHandshakeAck, TypeRejected, TypeGoaway, TypeConnectTo, TypeData,
+		TypeStored:
 		return true
 	}
 	return false
 }
 
 // String is the frame type's snake_case name: "handshake", "handshake_ack", "rejected",
-// "goaway", "connect_to", "data" ("unknown" otherwise).
+// "goaway", "connect_to", "data", "stored" ("unknown" otherwise).
 func (t FrameType) String() string {
 	switch t {
 	case TypeHandshake:
@@ -85,6 +90,8 @@ func (t FrameType) String() string {
 		return "connect_to"
 	case TypeData:
 		return "data"
+	case TypeStored:
+		return "stored"
 	}
 	return "unknown"
 }
@@ -159,8 +166,15 @@ func codeOf(k Kind) (Code, bool) {
 	return 0, false
 }
 
-// Frame is one of Handshake, HandshakeAck, Rejected, Goaway, ConnectTo and Data (values or
-// pointers). DecodeFrame and FrameReader return values: switch on `case client.Data:`.
+// Stored is the router's acknowledgement (y3 only, spec/frames.md "Stored acknowledgements")
+// to a client whose handshake set WantsAcks: the first Count data frames the client wrote
+// on this connection are stored (counted modulo 2^32).
+type Stored struct {
+	Count uint32 // 30
+}
+
+// Frame is one of Handshake, HandshakeAck, Rejected, Goaway, ConnectTo, Data and Stored
+// (values or pointers). DecodeFrame and FrameReader return values: switch on `case client.Data:`.
 type Frame interface {
 	// Type is the frame type.
 	Type() FrameType
@@ -181,6 +195,7 @@ type Handshake struct {
 	WantedTarget       string     // 08: the yomo-target this function accepts
 	ExtensionLevel     uint32     // 30 (y3): ExtensionLevel for y3 clients, 0 for YoMo's
 	Filters            []Filter   // 31 (y3): content filters, at most one per observed tag
+	WantsAcks          bool       // 32 (y3): ask for Stored acknowledgements (DurableSource)
 }
 
 // Filter is a content filter on one observed tag (spec/filters.md): the router delivers a
@@ -266,6 +281,9 @@ func (ConnectTo) Type() FrameType { return TypeConnectTo }
 // Type implements Frame.
 func (Data) Type() FrameType { return TypeData }
 
+// Type implements Frame.
+func (Stored) Type() FrameType { return TypeStored }
+
 // Field sequence ids.
 const (
 	fName           = 0x01
@@ -279,6 +297,8 @@ const (
 	fWantedTarget   = 0x08
 	fExtensionLevel = 0x30
 	fFilters        = 0x31
+	fWantsAcks      = 0x32
+	fCount          = 0x30
 	fMessage        = 0x01
 	fCode           = 0x30
 	fEndpoint       = 0x01
@@ -342,7 +362,14 @@ func (h Handshake) bodyLen() int {
 	return primLen(len(h.Name)) + primLen(len(h.ID)) + primLen(1) + primLen(4*len(h.Observed)) +
 		primLen(len(h.AuthName)) + primLen(len(h.AuthPayload)) + primLen(len(h.Version)) +
 		primLen(len(h.FunctionDefinition)) + primLen(len(h.WantedTarget)) + optU32Len(h.ExtensionLevel) +
-		filtersLen(h.Filters)
+		filtersLen(h.Filters) + optU32Len(boolU32(h.WantsAcks))
+}
+
+func boolU32(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // filtersLen is the size of the filters field: tag u32 LE | length u32 LE | text, per
@@ -376,16 +403,15 @@ func (h Handshake) appendBody(dst []byte) []byte {
 	dst = putBytes(dst, fFunctionDef, h.FunctionDefinition)
 	dst = putStr(dst, fWantedTarget, h.WantedTarget)
 	dst = putOptU32(dst, fExtensionLevel, h.ExtensionLevel)
-	if len(h.Filters) == 0 {
-		return dst
+	if len(h.Filters) > 0 {
+		dst, _ = y3.AppendHeader(dst, dialect, y3.PrimitiveTag(fFilters), filtersValueLen(h.Filters))
+		for _, f := range h.Filters {
+			dst = binary.LittleEndian.AppendUint32(dst, f.Tag)
+			dst = binary.LittleEndian.AppendUint32(dst, uint32(len(f.Text)))
+			dst = append(dst, f.Text...)
+		}
 	}
-	dst, _ = y3.AppendHeader(dst, dialect, y3.PrimitiveTag(fFilters), filtersValueLen(h.Filters))
-	for _, f := range h.Filters {
-		dst = binary.LittleEndian.AppendUint32(dst, f.Tag)
-		dst = binary.LittleEndian.AppendUint32(dst, uint32(len(f.Text)))
-		dst = append(dst, f.Text...)
-	}
-	return dst
+	return putOptU32(dst, fWantsAcks, boolU32(h.WantsAcks))
 }
 
 func (HandshakeAck) bodyLen() int                 { return 0 }
@@ -402,6 +428,9 @@ func (g Goaway) bodyLen() int { return primLen(len(g.Message)) + codeLen(g.Code,
 func (g Goaway) appendBody(dst []byte) []byte {
 	return putCode(putStr(dst, fMessage, g.Message), g.Code, g.HasCode)
 }
+
+func (s Stored) bodyLen() int                 { return u32Len(s.Count) }
+func (s Stored) appendBody(dst []byte) []byte { return putU32(dst, fCount, s.Count) }
 
 func (c ConnectTo) bodyLen() int                 { return primLen(len(c.Endpoint)) }
 func (c ConnectTo) appendBody(dst []byte) []byte { return putStr(dst, fEndpoint, c.Endpoint) }

@@ -59,9 +59,10 @@ const maxRedirects = 4
 
 // identity is who a client says it is in every handshake.
 type identity struct {
-	id       *clientID
-	typ      ClientType
-	observed []uint32
+	id        *clientID
+	typ       ClientType
+	observed  []uint32
+	wantsAcks bool // ask for stored acknowledgements (DurableSource)
 }
 
 // handshake is the handshake of the next connection attempt.
@@ -76,6 +77,7 @@ func (who *identity) handshake(o *Options) Handshake {
 		AuthPayload:    authPayload,
 		Version:        Version,
 		ExtensionLevel: ExtensionLevel,
+		WantsAcks:      who.wantsAcks,
 	}
 	if who.typ == ClientStreamFunction {
 		h.WantedTarget = o.WantedTarget

@@ -140,9 +140,11 @@ func (s *syncBuffer) String() string {
 }
 
 type routerOpts struct {
-	token string
-	tls   bool   // TLS on the TCP listener
-	tcp   string // listen address (default 127.0.0.1:0)
+	token   string
+	tls     bool   // TLS on the TCP listener
+	tcp     string // listen address (default 127.0.0.1:0)
+	config  string // more of the router's TOML configuration
+	metrics bool   // serve the metrics endpoint (router.metrics)
 }
 
 // router is a running `y3 serve`.
@@ -151,6 +153,7 @@ type router struct {
 	cmd    *exec.Cmd
 	tcp    string
 	quic   string
+	scrape string // the metrics URL, with routerOpts.metrics
 	cert   string // the generated dev certificate (PEM)
 	stdout *syncBuffer
 	stderr *syncBuffer
@@ -159,7 +162,7 @@ type router struct {
 	ready  time.Time
 }
 
-var listening = regexp.MustCompile(`^y3 router listening: tcp (\S+)(?: \(tls\))? quic (\S+) metrics`)
+var listening = regexp.MustCompile(`^y3 router listening: tcp (\S+)(?: \(tls\))? quic (\S+) metrics (\S+)`)
 
 // startRouter starts `y3 serve` on loopback with free ports, a short drain, and a dev
 // certificate in a temporary directory; it is stopped (and killed if need be) when the
@@ -169,7 +172,8 @@ func startRouter(t *testing.T, o routerOpts) *router {
 	bin := findRouter(t)
 	dir := t.TempDir()
 	config := filepath.Join(dir, "router.toml")
-	if err := os.WriteFile(config, []byte("[shutdown]\ndrain_timeout_ms = 1500\nquiet_ms = 50\n"), 0o600); err != nil {
+	toml := "[shutdown]\ndrain_timeout_ms = 1500\nquiet_ms = 50\n" + o.config
+	if err := os.WriteFile(config, []byte(toml), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if o.tcp == "" {
@@ -177,7 +181,11 @@ func startRouter(t *testing.T, o routerOpts) *router {
 	}
 	r := &router{t: t, cert: filepath.Join(dir, "cert.pem"), stdout: &syncBuffer{}, stderr: &syncBuffer{},
 		exited: make(chan struct{})}
-	args := []string{"serve", "--config", config, "--tcp", o.tcp, "--quic", "127.0.0.1:0", "--metrics", "",
+	metrics := ""
+	if o.metrics {
+		metrics = "127.0.0.1:0"
+	}
+	args := []string{"serve", "--config", config, "--tcp", o.tcp, "--quic", "127.0.0.1:0", "--metrics", metrics,
 		"--dev-cert-out", r.cert}
 	if o.token != "" {
 		args = append(args, "--token", o.token)
@@ -222,7 +230,7 @@ func startRouter(t *testing.T, o routerOpts) *router {
 	})
 	select {
 	case a := <-addrs:
-		r.tcp, r.quic = a[0], a[1]
+		r.tcp, r.quic, r.scrape = a[0], a[1], a[2]
 		r.ready = time.Now()
 	case <-r.exited:
 		t.Fatalf("router exited: %v\n%s", r.err, r.stderr)

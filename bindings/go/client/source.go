@@ -82,17 +82,8 @@ func (s *Source) ensure(ctx context.Context) (*sourceLink, error) {
 	if s.active != nil {
 		return s.active, nil
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(doneContext{s.done}, cancel)
-	defer stop()
-	l, err := dialWithBackoff(ctx, s.addr, &s.opts, &s.who)
+	l, err := dialUnlessDone(ctx, s.done, s.addr, &s.opts, &s.who)
 	if err != nil {
-		select {
-		case <-s.done:
-			return nil, &Error{Kind: KindClosed}
-		default:
-		}
 		if isRefusal(err) {
 			s.fatal = err
 		}
@@ -110,35 +101,60 @@ func isRefusal(err error) bool {
 	return errors.As(err, &e) && isRefusalKind(e.Kind) && !e.Retryable()
 }
 
+// closeRefusal is the refusal a connection's end names (a QUIC close with its reason), if
+// it names one other than normal.
+func closeRefusal(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) && isRefusalKind(e.Kind) && e.Kind != KindNormal {
+		return e
+	}
+	return nil
+}
+
 // read watches for goaway and rejected frames and reads to the end (so that TCP does not
 // reset on close). Data frames are not routed to sources; any that come are dropped.
 func (s *Source) read(a *sourceLink) {
 	defer close(a.readerDone)
+	watch(a.l, &s.opts, &a.end, "source", nil)
+	a.l.closeWrite()
+}
+
+// watch reads a sending client's connection to its end. It remembers in end the goaway,
+// rejection or close that ended it, and hands every stored count to stored; a client
+// without stored (a plain source) stops sending at a goaway or rejection, flushing what is
+// queued and ending the write side, while a durable one keeps reading for the counts the
+// router sends before it closes. who names the client in the logs.
+func watch(l *link, o *Options, end *atomic.Pointer[Error], who string, stored func(uint32)) {
 	var d Data
 	for {
-		f, err := a.l.nextData(&d)
+		f, err := l.nextData(&d)
 		if err != nil {
-			s.opts.Logger.Debug("source connection ended", "error", err)
-			var e *Error
-			if errors.As(err, &e) && isRefusalKind(e.Kind) && e.Kind != KindNormal {
-				a.end.CompareAndSwap(nil, e) // a QUIC close naming its reason
+			o.Logger.Debug(who+" connection ended", "error", err)
+			if e := closeRefusal(err); e != nil {
+				end.CompareAndSwap(nil, e)
 			}
-			a.l.closeWrite()
 			return
 		}
 		switch f := f.(type) {
-		case Goaway:
-			s.opts.Logger.Debug("source got goaway", "code", f.Code, "message", f.Message)
-			a.end.CompareAndSwap(nil, goawayError(f))
-			if s.opts.OnGoaway != nil {
-				s.opts.OnGoaway(f)
+		case Stored:
+			if stored != nil {
+				stored(f.Count)
 			}
-			// Stop sending: flush what is queued and end the write side.
-			a.l.closeWrite()
+		case Goaway:
+			o.Logger.Debug(who+" got goaway", "code", f.Code, "message", f.Message)
+			end.CompareAndSwap(nil, goawayError(f))
+			if o.OnGoaway != nil {
+				o.OnGoaway(f)
+			}
+			if stored == nil {
+				l.closeWrite()
+			}
 		case Rejected:
-			s.opts.Logger.Warn("source rejected", "code", f.Code, "message", f.Message)
-			a.end.CompareAndSwap(nil, rejectedError(f))
-			a.l.closeWrite()
+			o.Logger.Warn(who+" rejected", "code", f.Code, "message", f.Message)
+			end.CompareAndSwap(nil, rejectedError(f))
+			if stored == nil {
+				l.closeWrite()
+			}
 		}
 	}
 }
@@ -337,6 +353,24 @@ func closeLink(l *link, readerDone <-chan struct{}, linger time.Duration) error 
 		return nil
 	}
 	return err
+}
+
+// dialUnlessDone dials with backoff, giving up (closed) when done is closed first: Close
+// does not wait for a reconnection.
+func dialUnlessDone(ctx context.Context, done <-chan struct{}, addr string, o *Options, who *identity) (*link, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(doneContext{done}, cancel)
+	defer stop()
+	l, err := dialWithBackoff(ctx, addr, o, who)
+	if err != nil {
+		select {
+		case <-done:
+			return nil, &Error{Kind: KindClosed}
+		default:
+		}
+	}
+	return l, err
 }
 
 // doneContext is a context that is done when its channel is closed.

@@ -43,8 +43,20 @@ class Y3Router:
 
     kind = "y3"
 
-    def __init__(self, tmp: Path, *, token: str | None = None, policy: str | None = None, tcp_tls: bool = False) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        *,
+        token: str | None = None,
+        policy: str | None = None,
+        tcp_tls: bool = False,
+        config: str | None = None,
+    ) -> None:
         self.tmp, self.token, self.policy, self.tcp_tls = tmp, token, policy, tcp_tls
+        self.config: Path | None = None
+        if config is not None:
+            self.config = tmp / "y3-serve.toml"
+            self.config.write_text(config)
         self.tcp = self.quic = "127.0.0.1:0"
         self.metrics_url = ""
         self.pin = ""
@@ -60,6 +72,8 @@ class Y3Router:
             args.append("--tcp-tls")
         if self.policy:
             args += ["--policy", self.policy]
+        if self.config is not None:
+            args += ["--config", str(self.config)]
         env = dict(os.environ, RUST_LOG="warn")
         env.pop("Y3_TOKEN", None)
         if self.token:
@@ -89,6 +103,13 @@ class Y3Router:
     def restart(self) -> None:
         self.stop()
         self.start()
+
+    def kill(self) -> None:
+        """SIGKILL: no drain; whatever the router held is lost with it."""
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
 
     @property
     def addr(self) -> str:

@@ -6,14 +6,15 @@
 mod common;
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::{y3, WAIT};
+use common::serve::{Launch, Serve};
+use common::WAIT;
 use y3_transport::frame::Data;
 use y3_transport::metadata::Metadata;
 use y3_transport::sdk::{ClientOptions, DurableSource, Sink, Source, StreamFunction};
@@ -149,18 +150,18 @@ fn cluster(dir: &Path) -> Vec<Node> {
     nodes
 }
 
-/// A `y3 serve` process federated through `urls` (its own node first).
+/// A `y3 serve` process federated through the cluster, its own node (`nodes[node]`) first,
+/// QUIC off, its log in `<dir>/<name>.log`.
 struct Router {
-    proc: Killed,
-    tcp: SocketAddr,
-    metrics: SocketAddr,
-    config: PathBuf,
+    serve: Serve,
 }
 
 impl Router {
-    fn start(dir: &Path, name: &str, urls: &[String], durable: &[u32], tcp: u16) -> Router {
+    fn start(dir: &Path, nodes: &[Node], node: usize, name: &str, durable: &[u32]) -> Router {
         let config = dir.join(format!("{name}.toml"));
-        let urls: Vec<String> = urls.iter().map(|u| format!("{u:?}")).collect();
+        let urls: Vec<String> = (0..nodes.len())
+            .map(|k| format!("{:?}", nodes[(node + k) % nodes.len()].url()))
+            .collect();
         std::fs::write(
             &config,
             format!(
@@ -170,48 +171,18 @@ impl Router {
             ),
         )
         .unwrap();
-        Router::spawn(config, tcp)
-    }
-
-    fn spawn(config: PathBuf, tcp: u16) -> Router {
-        let mut child = y3()
-            .arg("serve")
-            .arg("--config")
-            .arg(&config)
-            .args(["--tcp", &format!("127.0.0.1:{tcp}"), "--quic", ""])
-            .args(["--metrics", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
+        let serve = Launch::default()
+            .quic("")
+            .arg_path("--config", &config)
             .env("RUST_LOG", "info,y3_router::federation=debug")
-            .stderr(std::fs::File::create(config.with_extension("log")).unwrap())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let first = lines.next().expect("startup line").unwrap();
-        let words: Vec<&str> = first.split_whitespace().collect();
-        let at = |key: &str| words[words.iter().position(|w| *w == key).unwrap() + 1];
-        let metrics = at("metrics")
-            .trim_start_matches("http://")
-            .trim_end_matches("/metrics");
-        let router = Router {
-            tcp: at("tcp").parse().unwrap(),
-            metrics: metrics.parse().unwrap(),
-            proc: Killed(Some(child)),
-            config,
-        };
-        std::thread::spawn(move || for _ in lines {});
-        router
+            .stderr_to(config.with_extension("log"))
+            .start();
+        Router { serve }
     }
 
     /// A metric's value (summed over its labels; 0 when absent).
     fn metric(&self, name: &str) -> u64 {
-        let text = http_get(self.metrics, "/metrics").unwrap_or_default();
-        text.lines()
-            .filter(|l| {
-                l.strip_prefix(name)
-                    .is_some_and(|rest| rest.starts_with(' ') || rest.starts_with('{'))
-            })
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum::<f64>() as u64
+        self.serve.metric(name)
     }
 
     /// Deliveries owed and neither written, dropped and counted, nor queued (the router's
@@ -225,26 +196,26 @@ impl Router {
     }
 
     fn lost(&self, reason: &str) -> u64 {
-        let text = http_get(self.metrics, "/metrics").unwrap_or_default();
         let key = format!("y3_router_federation_lost_total{{reason=\"{reason}\"}} ");
-        text.lines()
+        self.serve
+            .metrics()
+            .lines()
             .find_map(|l| l.strip_prefix(&key)?.parse().ok())
             .unwrap_or(0)
     }
 
     fn options(&self, name: &str) -> ClientOptions {
-        ClientOptions::new(self.tcp).name(name)
+        ClientOptions::new(self.serve.tcp).name(name)
     }
+}
 
-    /// SIGTERM: the router drains, then exits.
-    fn stop(&mut self) {
-        if let Some(child) = self.proc.0.take() {
-            let _ = Command::new("kill")
-                .args(["-TERM", &child.id().to_string()])
-                .status();
-            let _ = common::wait(child, "router drain");
-        }
-    }
+/// Routers A, B and C, one per node of the cluster, federated with `durable` tags.
+fn three_routers(dir: &Path, nodes: &[Node], durable: &[u32]) -> (Router, Router, Router) {
+    (
+        Router::start(dir, nodes, 0, "a", durable),
+        Router::start(dir, nodes, 1, "b", durable),
+        Router::start(dir, nodes, 2, "c", durable),
+    )
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -319,6 +290,27 @@ fn receiving(
     })
 }
 
+/// How often each index arrived, of `0..n`.
+struct Tally {
+    seen: HashMap<u64, u32>,
+    missing: Vec<u64>,
+    twice: usize,
+}
+
+fn tally(got: &[Got], n: u64) -> Tally {
+    let mut seen: HashMap<u64, u32> = HashMap::new();
+    for (_, i, _) in got {
+        *seen.entry(*i).or_default() += 1;
+    }
+    let missing = (0..n).filter(|i| !seen.contains_key(i)).collect();
+    let twice = seen.values().filter(|&&k| k > 1).count();
+    Tally {
+        seen,
+        missing,
+        twice,
+    }
+}
+
 /// Per source: every index once and in order.
 fn check_exact(got: &[Got], sources: &[(&str, u64)]) {
     let mut per: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
@@ -336,10 +328,7 @@ fn check_exact(got: &[Got], sources: &[(&str, u64)]) {
 fn pipeline_across_three_routers_interest_and_two_publishers() {
     let dir = temp_dir("pipeline");
     let nodes = cluster(&dir);
-    let urls = |i: usize| -> Vec<String> { (0..3).map(|k| nodes[(i + k) % 3].url()).collect() };
-    let a = Router::start(&dir, "a", &urls(0), &[], 0);
-    let b = Router::start(&dir, "b", &urls(1), &[], 0);
-    let c = Router::start(&dir, "c", &urls(2), &[], 0);
+    let (a, b, c) = three_routers(&dir, &nodes, &[]);
     let rt = runtime();
     let started = Instant::now();
     rt.block_on(async {
@@ -422,10 +411,9 @@ fn pipeline_across_three_routers_interest_and_two_publishers() {
 fn nats_node_killed_mid_stream_durable_exact_plain_counted() {
     let dir = temp_dir("nodekill");
     let mut nodes = cluster(&dir);
-    let urls = |i: usize| -> Vec<String> { (0..3).map(|k| nodes[(i + k) % 3].url()).collect() };
     // A publishes through node 0, which dies; C receives through node 2.
-    let a = Router::start(&dir, "a", &urls(0), &[0x30], 0);
-    let c = Router::start(&dir, "c", &urls(2), &[0x30], 0);
+    let a = Router::start(&dir, &nodes, 0, "a", &[0x30]);
+    let c = Router::start(&dir, &nodes, 2, "c", &[0x30]);
     let rt = runtime();
     let started = Instant::now();
     rt.block_on(async {
@@ -450,7 +438,7 @@ fn nats_node_killed_mid_stream_durable_exact_plain_counted() {
         let (_, got_d) = durable.await.unwrap();
         let (_, got_p) = plain.await.unwrap();
         for (r, name) in [(&a, "a"), (&c, "c")] {
-            let text = http_get(r.metrics, "/metrics").unwrap_or_default();
+            let text = r.serve.metrics();
             for l in text.lines().filter(|l| l.starts_with("y3_router_federation")) {
                 eprintln!("{name}: {l}");
             }
@@ -488,12 +476,7 @@ fn nats_node_killed_mid_stream_durable_exact_plain_counted() {
 fn durable_relay_router_restarted_mid_stream_misses_nothing() {
     let dir = temp_dir("restart");
     let nodes = cluster(&dir);
-    let urls = |i: usize| -> Vec<String> { (0..3).map(|k| nodes[(i + k) % 3].url()).collect() };
-    let durable = [0x40, 0x41];
-    let a = Router::start(&dir, "a", &urls(0), &durable, 0);
-    let b_port = free_port();
-    let mut b = Router::start(&dir, "b", &urls(1), &durable, b_port);
-    let c = Router::start(&dir, "c", &urls(2), &durable, 0);
+    let (a, mut b, c) = three_routers(&dir, &nodes, &[0x40, 0x41]);
     let rt = runtime();
     let started = Instant::now();
     rt.block_on(async {
@@ -510,18 +493,14 @@ fn durable_relay_router_restarted_mid_stream_misses_nothing() {
         let pause = Duration::from_millis(20);
         let sending = tokio::spawn(send_paced(a.options("s"), 0x40, "s", n, pause));
         tokio::time::sleep(Duration::from_millis(200)).await;
-        b.stop();
+        b.serve.stop();
         let stopped = sending.is_finished();
         tokio::time::sleep(Duration::from_millis(300)).await;
-        b = Router::spawn(b.config.clone(), b_port);
+        b.serve.restart();
         sending.await.unwrap();
         assert!(!stopped, "the source had finished before B stopped");
         let (_, got) = on_c.await.unwrap();
-        let mut seen: HashMap<u64, u32> = HashMap::new();
-        for (_, i, _) in &got {
-            *seen.entry(*i).or_default() += 1;
-        }
-        let missing: Vec<u64> = (0..n).filter(|i| !seen.contains_key(i)).collect();
+        let Tally { seen, missing, .. } = tally(&got, n);
         eprintln!(
             "router restart: {} received, {} distinct, missing {}; restarted B took {} from its \
              durable consumer",
@@ -543,10 +522,8 @@ fn durable_relay_router_restarted_mid_stream_misses_nothing() {
 fn source_router_killed_mid_stream_durable_source_resends_and_sink_gets_each_once() {
     let dir = temp_dir("sourcekill");
     let nodes = cluster(&dir);
-    let urls = |i: usize| -> Vec<String> { (0..3).map(|k| nodes[(i + k) % 3].url()).collect() };
-    let a_port = free_port();
-    let mut a = Router::start(&dir, "a", &urls(0), &[0x50], a_port);
-    let c = Router::start(&dir, "c", &urls(2), &[0x50], 0);
+    let mut a = Router::start(&dir, &nodes, 0, "a", &[0x50]);
+    let c = Router::start(&dir, &nodes, 2, "c", &[0x50]);
     let rt = runtime();
     let started = Instant::now();
     rt.block_on(async {
@@ -571,20 +548,20 @@ fn source_router_killed_mid_stream_durable_source_resends_and_sink_gets_each_onc
         // SIGKILL: whatever A had read and not stored is lost there; the source still
         // holds it and sends it again to A's successor.
         tokio::time::sleep(Duration::from_millis(250)).await;
-        drop(std::mem::replace(&mut a.proc, Killed(None)));
+        a.serve.kill();
         let killed_at = sending.is_finished();
         tokio::time::sleep(Duration::from_millis(200)).await;
-        a = Router::spawn(a.config.clone(), a_port);
+        a.serve.restart();
         let (all_stored, resent) = sending.await.unwrap();
         assert!(!killed_at, "the source had finished before A was killed");
         assert!(all_stored, "the source's frames were not all stored");
         let (_, got) = on_c.await.unwrap();
-        let mut seen: HashMap<u64, u32> = HashMap::new();
-        for (_, i, _) in &got {
-            *seen.entry(*i).or_default() += 1;
-        }
-        let missing = (0..n).filter(|i| !seen.contains_key(i)).count();
-        let twice = seen.values().filter(|&&k| k > 1).count();
+        let Tally {
+            seen,
+            missing,
+            twice,
+        } = tally(&got, n);
+        let missing = missing.len();
         eprintln!(
             "source router killed: the source sent {resent} again; {} received, {} distinct, \
              missing {missing}, twice {twice}; C skipped {} duplicates",
@@ -596,5 +573,71 @@ fn source_router_killed_mid_stream_durable_source_resends_and_sink_gets_each_onc
     });
     eprintln!("source kill test: {:?}", started.elapsed());
     drop((a, c, nodes));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn durable_function_router_killed_mid_stream_outputs_resent_and_sink_gets_each_once() {
+    let dir = temp_dir("functionkill");
+    let nodes = cluster(&dir);
+    let (a, mut b, c) = three_routers(&dir, &nodes, &[0x60, 0x61]);
+    let rt = runtime();
+    let started = Instant::now();
+    rt.block_on(async {
+        // The relay on B keeps its outputs until B stored them in JetStream.
+        let relay = StreamFunction::new(b.options("relay"), &[0x60]).durable();
+        let relay = tokio::spawn(relay.run(|d| async move { Some((0x61, d.payload)) }));
+        let sink = Sink::connect(c.options("sink"), &[0x61]).await.unwrap();
+        wait_for("durable consumers on B and C", || {
+            b.metric("y3_router_federation_subscriptions") >= 1
+                && c.metric("y3_router_federation_subscriptions") >= 1
+        });
+        let n = 3000u64;
+        let on_c = receiving(sink, n as usize, Duration::from_secs(20));
+        let options = a.options("durable-source");
+        // About 0.6 s of sending: B is killed after 0.25 s, while the relay's outputs and
+        // B's deliveries to it are in flight, and is back 0.3 s later.
+        let sending = tokio::spawn(async move {
+            let mut source = DurableSource::connect(options).await.unwrap();
+            for i in 0..n {
+                source.send_data(frame(0x60, "s", i)).await.unwrap();
+                if i % 50 == 49 {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            }
+            source.close(Duration::from_secs(10)).await.unwrap()
+        });
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        b.serve.kill();
+        let killed_at = sending.is_finished();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        b.serve.restart();
+        assert!(
+            sending.await.unwrap(),
+            "the source's frames were not all stored"
+        );
+        assert!(!killed_at, "the source had finished before B was killed");
+        let (_, got) = on_c.await.unwrap();
+        assert!(got.iter().all(|(_, _, data)| data.tag == 0x61));
+        let Tally {
+            seen,
+            missing,
+            twice,
+        } = tally(&got, n);
+        eprintln!(
+            "function router killed: {} received, {} distinct, missing {}, twice {twice}; \
+             restarted B took {} inputs from its durable consumer; C skipped {} duplicates",
+            got.len(),
+            seen.len(),
+            missing.len(),
+            b.metric("y3_router_federation_received_total"),
+            c.metric("y3_router_federation_duplicates_total"),
+        );
+        assert!(missing.is_empty(), "missing {missing:?}");
+        assert_eq!(twice, 0, "a frame delivered twice");
+        relay.abort();
+    });
+    eprintln!("function kill test: {:?}", started.elapsed());
+    drop((a, b, c, nodes));
     let _ = std::fs::remove_dir_all(&dir);
 }

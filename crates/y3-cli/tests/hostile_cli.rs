@@ -6,12 +6,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Output, Stdio};
+use std::process::{Output, Stdio};
 
-use common::{wait, y3, WAIT};
+use common::serve::{Launch, Serve};
+use common::{wait, y3};
 
 /// A fresh private directory for one test (removed on drop).
 struct TempDir(PathBuf);
@@ -42,79 +43,13 @@ impl Drop for TempDir {
     }
 }
 
-/// A `y3 serve` process on ephemeral loopback ports (plus `extra`), its runtime directory
+/// A `y3 serve` on ephemeral loopback ports (plus `extra`), its runtime directory
 /// (`XDG_RUNTIME_DIR`) set to `runtime`; killed on drop.
-struct Serve {
-    child: Child,
-    tcp: SocketAddr,
-    quic: SocketAddr,
-    metrics: Option<SocketAddr>,
-    /// The `tls:` line.
-    tls: String,
-}
-
-impl Serve {
-    fn start(runtime: &Path, extra: &[&str], env: &[(&str, &str)]) -> Serve {
-        let mut child = y3()
-            .args(["serve", "--tcp", "127.0.0.1:0", "--quic", "127.0.0.1:0"])
-            .args(["--metrics", "127.0.0.1:0"])
-            .args(extra)
-            .env("XDG_RUNTIME_DIR", runtime)
-            .envs(env.iter().copied())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let first = lines.next().expect("startup line").unwrap();
-        let words: Vec<&str> = first.split_whitespace().collect();
-        let at = |key: &str| words[words.iter().position(|w| *w == key).unwrap() + 1];
-        let metrics = at("metrics")
-            .trim_start_matches("http://")
-            .trim_end_matches("/metrics")
-            .parse()
-            .ok();
-        let tls = lines.next().expect("tls line").unwrap();
-        let serve = Serve {
-            tcp: at("tcp").parse().unwrap(),
-            quic: at("quic").parse().unwrap(),
-            metrics,
-            tls,
-            child,
-        };
-        std::thread::spawn(move || for _ in lines {});
-        serve
-    }
-
-    /// The fingerprint on the `tls:` line.
-    fn pin(&self) -> String {
-        let words: Vec<&str> = self.tls.split_whitespace().collect();
-        let at = words.iter().position(|w| *w == "sha256").unwrap() + 1;
-        words[at].trim_end_matches(',').to_owned()
-    }
-
-    fn get(&self, path: &str, auth: Option<&str>) -> (u16, String) {
-        let mut tcp = TcpStream::connect(self.metrics.unwrap()).unwrap();
-        tcp.set_read_timeout(Some(WAIT)).unwrap();
-        let auth = auth.map_or(String::new(), |a| format!("Authorization: Bearer {a}\r\n"));
-        let request = format!("GET {path} HTTP/1.1\r\nHost: t\r\n{auth}Connection: close\r\n\r\n");
-        tcp.write_all(request.as_bytes()).unwrap();
-        let mut text = String::new();
-        tcp.read_to_string(&mut text).unwrap();
-        let status = text.split_whitespace().nth(1).unwrap().parse().unwrap();
-        (status, text)
-    }
-
-    fn metrics(&self) -> String {
-        self.get("/metrics", None).1
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+fn start_serve(runtime: &Path, extra: &[&str]) -> Serve {
+    Launch::default()
+        .env("XDG_RUNTIME_DIR", runtime)
+        .args(extra)
+        .start()
 }
 
 /// Runs `y3 send` with `args`, `env` and one frame on stdin.
@@ -249,11 +184,11 @@ fn listening_beyond_loopback_needs_a_token_or_the_explicit_flag() {
 fn tokens_come_from_files_and_the_environment_not_the_command_line() {
     let dir = TempDir::new("tokens");
     let token = dir.file("router.token", "file-s3cret\n");
-    let serve = Serve::start(&dir.0, &["--token-file", token.to_str().unwrap()], &[]);
+    let serve = start_serve(&dir.0, &["--token-file", token.to_str().unwrap()]);
     // The secret is nowhere in the router's command line.
     #[cfg(target_os = "linux")]
     {
-        let cmdline = std::fs::read(format!("/proc/{}/cmdline", serve.child.id())).unwrap();
+        let cmdline = std::fs::read(format!("/proc/{}/cmdline", serve.pid())).unwrap();
         assert!(!String::from_utf8_lossy(&cmdline).contains("file-s3cret"));
     }
     let addr = serve.tcp.to_string();
@@ -319,7 +254,7 @@ fn a_token_may_publish_and_observe_only_its_tags() {
          [[auth.tokens]]\nname = \"sensors\"\ntoken = \"pub-key\"\npublish = [0x10]\nobserve = []\n\
          [[auth.tokens]]\nname = \"dashboard\"\ntoken = \"sink-key\"\npublish = []\nobserve = [0x10]\n",
     );
-    let serve = Serve::start(&dir.0, &["--config", config.to_str().unwrap()], &[]);
+    let serve = start_serve(&dir.0, &["--config", config.to_str().unwrap()]);
     let addr = serve.tcp.to_string();
     let pubkey = [("Y3_TOKEN", "pub-key")];
     assert_sent(&send(&["--addr", &addr, "--tag", "0x10"], &pubkey));
@@ -372,7 +307,7 @@ fn failed_handshakes_are_throttled_per_address() {
         "router.toml",
         "[auth]\ntoken = \"s3cret\"\nmax_failures = 3\n",
     );
-    let serve = Serve::start(&dir.0, &["--config", config.to_str().unwrap()], &[]);
+    let serve = start_serve(&dir.0, &["--config", config.to_str().unwrap()]);
     let addr = serve.tcp.to_string();
     for i in 0..3 {
         let out = send(&["--addr", &addr], &[("Y3_TOKEN", &format!("guess-{i}"))]);
@@ -398,11 +333,7 @@ fn failed_handshakes_are_throttled_per_address() {
 fn metrics_need_the_bearer_token_from_its_file() {
     let dir = TempDir::new("metrics");
     let token = dir.file("metrics.token", "m3trics\n");
-    let serve = Serve::start(
-        &dir.0,
-        &["--metrics-token-file", token.to_str().unwrap()],
-        &[],
-    );
+    let serve = start_serve(&dir.0, &["--metrics-token-file", token.to_str().unwrap()]);
     let (status, text) = serve.get("/metrics", None);
     assert_eq!(status, 401);
     assert!(!text.contains("y3_router_"));
@@ -420,7 +351,7 @@ fn the_dev_certificate_is_private_pinned_and_never_replaced_by_a_failed_start() 
     let mode = |p: &Path| std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777;
     let dir = TempDir::new("cert");
     let (y3dir, cert) = (dir.0.join("y3"), dir.0.join("y3").join("dev-cert.pem"));
-    let serve = Serve::start(&dir.0, &[], &[]);
+    let serve = start_serve(&dir.0, &[]);
     // tls: self-signed dev certificate sha256 HEX, written to PATH (clients: --pin HEX)
     let pin = serve.pin();
     assert_eq!(pin.len(), 64, "{}", serve.tls);
@@ -441,7 +372,7 @@ fn the_dev_certificate_is_private_pinned_and_never_replaced_by_a_failed_start() 
 
     // A client pins the fingerprint (no file involved), or trusts the file with --ca, or
     // finds it in its own runtime directory.
-    let quic = serve.quic.to_string();
+    let quic = serve.quic.unwrap().to_string();
     let over_quic = ["--addr", quic.as_str(), "--transport", "quic"];
     assert_sent(&send(&[&over_quic[..], &["--pin", &pin]].concat(), &[]));
     assert_sent(&send(
@@ -496,14 +427,14 @@ fn the_dev_certificate_is_private_pinned_and_never_replaced_by_a_failed_start() 
     let victim = dir.file("victim", "precious");
     std::fs::remove_file(&cert).unwrap();
     std::os::unix::fs::symlink(&victim, &cert).unwrap();
-    let third = Serve::start(&dir.0, &[], &[]);
+    let third = start_serve(&dir.0, &[]);
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
     assert_eq!(mode(&cert), 0o600);
     assert!(std::fs::symlink_metadata(&cert).unwrap().is_file());
     assert_sent(&send(
         &[
             "--addr",
-            &third.quic.to_string(),
+            &third.quic.unwrap().to_string(),
             "--transport",
             "quic",
             "--pin",
@@ -534,8 +465,8 @@ fn rss_mib(pid: u32) -> f64 {
 fn memory_returns_after_an_attack() {
     const CONNECTIONS: usize = 900;
     let dir = TempDir::new("memory");
-    let serve = Serve::start(&dir.0, &[], &[]);
-    let pid = serve.child.id();
+    let serve = start_serve(&dir.0, &[]);
+    let pid = serve.pid();
     let handshake = hex_file("codec-01-handshake-source.hex");
     // A data frame of 64 KiB of payload, of which 60 KiB arrive.
     let mut frame = bytes::BytesMut::new();

@@ -4,96 +4,29 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Output, Stdio};
 
+use common::serve::{Launch, Serve};
 use common::{wait, y3, WAIT};
 
-/// A `y3 serve` process on ephemeral ports, killed on drop.
-struct Server {
-    child: Option<Child>,
-    tcp: SocketAddr,
-    quic: SocketAddr,
-    metrics: SocketAddr,
-    cert: PathBuf,
+/// Where [`start`] has the router write its dev certificate.
+fn cert_path() -> PathBuf {
+    std::env::temp_dir().join(format!("y3-test-cert-{}.pem", std::process::id()))
 }
 
-impl Server {
-    fn start(extra: &[&str]) -> Server {
-        let cert = std::env::temp_dir().join(format!("y3-test-cert-{}.pem", std::process::id()));
-        let mut child = y3()
-            .args([
-                "serve",
-                "--tcp",
-                "127.0.0.1:0",
-                "--quic",
-                "127.0.0.1:0",
-                "--metrics",
-                "127.0.0.1:0",
-                "--dev-cert-out",
-            ])
-            .arg(&cert)
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        // y3 router listening: tcp A quic B metrics http://C/metrics
-        let first = lines.next().expect("startup line").unwrap();
-        let words: Vec<&str> = first.split_whitespace().collect();
-        let at = |key: &str| words[words.iter().position(|w| *w == key).unwrap() + 1];
-        let metrics = at("metrics")
-            .trim_start_matches("http://")
-            .trim_end_matches("/metrics");
-        let server = Server {
-            tcp: at("tcp").parse().unwrap(),
-            quic: at("quic").parse().unwrap(),
-            metrics: metrics.parse().unwrap(),
-            cert,
-            child: Some(child),
-        };
-        // Keep draining stdout so the server never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        server
-    }
-
-    fn metrics(&self) -> String {
-        let mut tcp = TcpStream::connect(self.metrics).unwrap();
-        tcp.set_read_timeout(Some(WAIT)).unwrap();
-        tcp.write_all(b"GET /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
-            .unwrap();
-        let mut text = String::new();
-        tcp.read_to_string(&mut text).unwrap();
-        text
-    }
-
-    fn wait_metric(&self, needle: &str) {
-        let start = Instant::now();
-        while !self.metrics().contains(needle) {
-            assert!(start.elapsed() < WAIT, "metric {needle} never appeared");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.as_ref().unwrap().id()
-    }
+/// A `y3 serve` on ephemeral ports (plus `extra`) writing its dev certificate to
+/// [`cert_path`].
+fn start(extra: &[&str]) -> Serve {
+    Launch::default()
+        .arg_path("--dev-cert-out", cert_path())
+        .args(extra)
+        .start()
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-fn send(server: &Server, args: &[&str], lines: &str) -> Output {
+fn send(server: &Serve, args: &[&str], lines: &str) -> Output {
     let mut child = y3()
         .args(["send", "--addr", &server.tcp.to_string()])
         .args(args)
@@ -113,17 +46,17 @@ fn send(server: &Server, args: &[&str], lines: &str) -> Output {
 
 #[test]
 fn send_and_observe_through_serve_over_tcp_and_quic() {
-    let server = Server::start(&[]);
+    let server = start(&[]);
     let observe = y3()
         .args([
             "observe",
             "--addr",
-            &server.quic.to_string(),
+            &server.quic.unwrap().to_string(),
             "--transport",
             "quic",
         ])
         .arg("--ca")
-        .arg(&server.cert)
+        .arg(cert_path())
         .args([
             "--tag",
             "0x10",
@@ -184,7 +117,7 @@ fn send_and_observe_through_serve_over_tcp_and_quic() {
 
 #[test]
 fn observe_where_gets_only_matching_frames_and_the_router_counts_the_rest() {
-    let server = Server::start(&[]);
+    let server = start(&[]);
     let filter = "0x10/0x11:f32 > 60";
     let observe = y3()
         .args([
@@ -259,7 +192,7 @@ fn observe_where_gets_only_matching_frames_and_the_router_counts_the_rest() {
 
 #[test]
 fn wrong_token_is_a_clear_error_and_garbage_does_not_stop_the_router() {
-    let server = Server::start(&["--token", "s3cret"]);
+    let server = start(&["--token", "s3cret"]);
     let out = send(&server, &["--token", "guess"], "{\"payload_hex\":\"00\"}\n");
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -342,15 +275,9 @@ fn print_config_is_valid_toml_with_every_default() {
 #[cfg(unix)]
 #[test]
 fn sigterm_drains_and_reports() {
-    let mut server = Server::start(&[]);
+    let mut server = start(&[]);
     let out = send(&server, &[], "{\"payload_hex\":\"00\"}\n");
     assert!(out.status.success());
-    let status = Command::new("kill")
-        .args(["-TERM", &server.pid().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let child = server.child.take().unwrap();
-    let out = wait(child, "serve after SIGTERM");
+    let out = server.stop().expect("running");
     assert!(out.status.success());
 }

@@ -545,6 +545,8 @@ async fn write_loop(
     };
     let mut latencies = LocalLatency::default();
     let mut tags = TagCache::new(metrics.clone(), Direction::Out);
+    // Those who wait for frames of the batch to be flushed (durable consumers).
+    let mut told = Vec::new();
     let result = async {
         while outbox.pop_batch(&mut batch, MAX_BATCH).await {
             written
@@ -555,6 +557,7 @@ async fn write_loop(
                 }));
             let sent = async {
                 for queued in batch.drain(..) {
+                    told.extend(queued.written);
                     writer.feed(queued.frame).await?;
                 }
                 writer.flush().await
@@ -563,6 +566,9 @@ async fn write_loop(
             // On an error the batch left the queue but not (surely) the socket: `written`
             // counts it as dropped when it goes, as it does when this task is cancelled.
             sent?;
+            for flushed in told.drain(..) {
+                let _ = flushed.send(());
+            }
             metrics.frames_out(written.frames.len() as u64);
             let now = Instant::now();
             for (tag, len, at) in written.frames.drain(..) {

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use tokio::sync::Notify;
+use tokio::sync::{oneshot, Notify};
 use tokio_util::sync::CancellationToken;
 use y3_transport::frame::Frame;
 use y3_transport::READ_BUFFER;
@@ -29,6 +29,9 @@ use crate::queue::{Push, Queue, Weighted};
 pub(crate) struct Queued {
     pub frame: Frame,
     pub at: Instant,
+    /// Told once the frame is written to the socket (flushed); dropped unsent when the
+    /// frame is dropped instead (a durable consumer acknowledges JetStream on it).
+    pub written: Option<oneshot::Sender<()>>,
 }
 
 /// Bytes a frame is charged beyond its payload and metadata.
@@ -161,8 +164,20 @@ impl Outbox {
 
     /// Queues a data frame, waiting for room under the block policy.
     pub async fn push(&self, frame: Frame, at: Instant) -> Pushed {
+        self.push_tracked(frame, at, None).await
+    }
+
+    /// As [`push`](Outbox::push); `written` is told once the frame is flushed to the
+    /// socket, and dropped untold if the frame never is.
+    pub async fn push_tracked(
+        &self,
+        frame: Frame,
+        at: Instant,
+        written: Option<oneshot::Sender<()>>,
+    ) -> Pushed {
+        let item = Queued { frame, at, written };
         // Fast path: room in the queue, no waiter registration.
-        let mut item = match self.try_push(Queued { frame, at }, false) {
+        let mut item = match self.try_push(item, false) {
             Ok(pushed) => return pushed,
             Err(item) => item,
         };
@@ -252,6 +267,7 @@ impl Outbox {
                 && inner.queue.push_control(Queued {
                     frame,
                     at: Instant::now(),
+                    written: None,
                 })
         };
         if pushed {
@@ -288,6 +304,7 @@ impl Outbox {
                                 out.push(Queued {
                                     frame: *frame,
                                     at: Instant::now(),
+                                    written: None,
                                 });
                                 true
                             }
@@ -322,6 +339,7 @@ impl Outbox {
                 inner.queue.push_control(Queued {
                     frame: goaway,
                     at: Instant::now(),
+                    written: None,
                 });
             }
             inner.phase = Phase::Aborted;

@@ -17,9 +17,10 @@ v1.0.5) and ``"draft02"`` (opt-in varint tags). Errors are :class:`DecodeError`,
 :class:`EncodeError` and :class:`PathError` (all ``ValueError``) with the Rust core's
 stable ``kind`` strings. See ``README.md`` for the item and schema forms.
 
-Clients for asyncio, on the Rust SDK: :class:`Source`, :class:`StreamFunction` and
-:class:`Sink` (QUIC, TCP, TLS; tokens; reconnection with :class:`Backoff`), whose errors
-are :class:`TransportError` with the transport's stable ``kind`` strings.
+Clients for asyncio, on the Rust SDK: :class:`Source` (and :class:`DurableSource`, which
+keeps what the router has not stored), :class:`StreamFunction` and :class:`Sink` (QUIC,
+TCP, TLS; tokens; reconnection with :class:`Backoff`), whose errors are
+:class:`TransportError` with the transport's stable ``kind`` strings.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, Union, cast
 
 from . import _y3
-from ._client import Backoff, Frame, Handler, Sink, Source, StreamFunction
+from ._client import Backoff, DurableSource, Frame, Handler, Sink, Source, StreamFunction
 from ._errors import DecodeError, EncodeError, PathError, TransportError, Y3Error
 from ._schema import SCALAR_TYPES, Schema, SchemaLike, compiled
 
@@ -52,6 +53,7 @@ __all__ = [
     "PathError",
     "TransportError",
     "Source",
+    "DurableSource",
     "StreamFunction",
     "Sink",
     "Frame",

@@ -39,13 +39,22 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from os import PathLike
 from types import TracebackType
-from typing import Any, NamedTuple, Optional, Union
+from typing import Any, NamedTuple, Optional, Self, Union
 
 from . import _y3
 from ._errors import TransportError
 from ._y3 import Frame
 
-__all__ = ["Backoff", "Frame", "Handler", "Sink", "Source", "StreamFunction", "TransportError"]
+__all__ = [
+    "Backoff",
+    "DurableSource",
+    "Frame",
+    "Handler",
+    "Sink",
+    "Source",
+    "StreamFunction",
+    "TransportError",
+]
 
 log = logging.getLogger("y3")
 
@@ -141,45 +150,27 @@ _OPTIONS_DOC = """
 """
 
 
-class Source:
-    """A client that sends data frames.
+class _Sending:
+    """What :class:`Source` and :class:`DurableSource` share: the native half, its
+    connection, ``send`` and ``id``."""
 
-    ``await source.send(tag, data)`` returns once the frame is queued for the writer
-    (which batches writes); :meth:`flush` once everything queued is written to the
-    connection; :meth:`close` once everything is written and the router closed without
-    refusing a frame. None of them says the router routed a frame. Every frame carries
-    ``yomo-source-id`` (:attr:`id`) and a fresh ``yomo-tid``, as YoMo's sources do. A lost
-    connection is re-established with ``backoff`` on a later send; a frame the router
-    refused, or a reconnection that gave up, raises :class:`TransportError` from the next
-    ``send``, ``flush`` or ``close``. Delivery is at most once.
-
-    >>> async def main(addr):
-    ...     async with y3.Source(addr, name="sensor-1") as source:
-    ...         await source.send(0x10, y3.encode({"tag": 0x10, "node": [{"tag": 0x11, "float32": 61.5}]}))
-    ...         await source.send(0x10, b"raw bytes too", metadata={"room": "b"})
-    ...         await source.flush()
-    ...         return len(source.id)
-    >>> asyncio.run(main(ADDR))
-    21
-    """
-
-    __doc__ = (__doc__ or "") + _OPTIONS_DOC
+    _connect = staticmethod(_y3.source_connect)
 
     def __init__(self, addr: str, **options: Any) -> None:
         self._options = _options(addr, **options)
         self._native: _y3.NativeSource | None = None
 
-    async def connect(self) -> Source:
+    async def connect(self) -> Self:
         """Connects (with backoff) and handshakes; ``async with`` calls it.
 
         Raises :class:`TransportError`: ``unauthorized`` for a wrong token, ``gave_up``
         when the router cannot be reached.
         """
         if self._native is None:
-            self._native = await _y3.source_connect(self._options)
+            self._native = await self._connect(self._options)
         return self
 
-    async def __aenter__(self) -> Source:
+    async def __aenter__(self) -> Self:
         return await self.connect()
 
     async def __aexit__(
@@ -191,6 +182,10 @@ class Source:
             # Leaving on an error or a cancellation: close without waiting; the Rust side
             # still writes what is queued and closes the connection.
             self._native_or_raise().shutdown()
+
+    async def close(self) -> Any:
+        """Closes (see the subclasses)."""
+        raise NotImplementedError
 
     def _native_or_raise(self) -> _y3.NativeSource:
         if self._native is None:
@@ -216,6 +211,36 @@ class Source:
         if not native.try_send(tag, data, target, pairs):
             await native.send(tag, data, target, pairs)
 
+    @property
+    def id(self) -> str:
+        """This client's id: the ``yomo-source-id`` of its frames."""
+        return self._native_or_raise().id
+
+
+class Source(_Sending):
+    """A client that sends data frames.
+
+    ``await source.send(tag, data)`` returns once the frame is queued for the writer
+    (which batches writes); :meth:`flush` once everything queued is written to the
+    connection; :meth:`close` once everything is written and the router closed without
+    refusing a frame. None of them says the router routed a frame. Every frame carries
+    ``yomo-source-id`` (:attr:`id`) and a fresh ``yomo-tid``, as YoMo's sources do. A lost
+    connection is re-established with ``backoff`` on a later send; a frame the router
+    refused, or a reconnection that gave up, raises :class:`TransportError` from the next
+    ``send``, ``flush`` or ``close``. Delivery is at most once (see :class:`DurableSource`).
+
+    >>> async def main(addr):
+    ...     async with y3.Source(addr, name="sensor-1") as source:
+    ...         await source.send(0x10, y3.encode({"tag": 0x10, "node": [{"tag": 0x11, "float32": 61.5}]}))
+    ...         await source.send(0x10, b"raw bytes too", metadata={"room": "b"})
+    ...         await source.flush()
+    ...         return len(source.id)
+    >>> asyncio.run(main(ADDR))
+    21
+    """
+
+    __doc__ = (__doc__ or "") + _OPTIONS_DOC
+
     async def flush(self) -> None:
         """Waits until every frame queued so far is written to the connection."""
         await self._native_or_raise().flush()
@@ -225,10 +250,48 @@ class Source:
         if self._native is not None:
             await self._native.close()
 
+
+class DurableSource(_Sending):
+    """A source whose frames survive a lost connection and a restarted router (the Rust
+    SDK's ``DurableSource``): it asks the router for stored acknowledgements
+    (``spec/frames.md``), keeps every frame until the router says it is stored (routed,
+    and for a durable tag of the federation, in JetStream), and writes again, in order,
+    what was not stored when a connection ended. Delivery is at least once; a frame
+    written twice keeps its ``yomo-tid``, which durable tags de-duplicate. Only for ``y3
+    serve``: YoMo's zipper never acknowledges.
+
+    ``send`` is :class:`Source`'s; :meth:`wait_stored` waits until everything sent is
+    stored, and :meth:`close` does too before it closes.
+
+    >>> async def main(addr):
+    ...     async with y3.DurableSource(addr, name="meter") as source:
+    ...         await source.send(0x10, b"kept until stored")
+    ...         return await source.wait_stored(5.0)
+    >>> asyncio.run(main(ADDR))
+    True
+    """
+
+    __doc__ = (__doc__ or "") + _OPTIONS_DOC
+
+    _connect = staticmethod(_y3.durable_source_connect)
+
+    async def wait_stored(self, timeout: float) -> bool:
+        """Waits at most ``timeout`` seconds until the router stored every frame sent so
+        far, reconnecting and writing again as needed; whether it did. Raises
+        :class:`TransportError` for a refusal or a reconnection that gave up."""
+        return await self._native_or_raise().flush(timeout)
+
+    async def close(self, timeout: float = 10.0) -> bool:
+        """Waits at most ``timeout`` seconds until everything is stored, then closes;
+        whether everything was stored (what was not is lost with this object)."""
+        if self._native is None:
+            return True
+        return await self._native.close(timeout)
+
     @property
-    def id(self) -> str:
-        """This client's id: the ``yomo-source-id`` of its frames."""
-        return self._native_or_raise().id
+    def resent(self) -> int:
+        """Frames written again after a reconnect, as of the last :meth:`wait_stored`."""
+        return self._native_or_raise().resent
 
 
 class Sink:
@@ -385,6 +448,10 @@ class StreamFunction:
 
     One frame is in the handler's hands at a time and the next is read only after it
     returns, so a slow handler slows its input: nothing piles up between Rust and Python.
+    With ``durable=True`` the function keeps every output until the router stored it and
+    writes again, in order and with the same metadata, what a lost connection left
+    unstored (as :class:`DurableSource`; only for ``y3 serve``).
+
     A handler that raises is logged (logger ``"y3"``), counted in :attr:`errors`, passed to
     ``on_error`` if given, and answered with ``None``; the function goes on.
 
@@ -421,8 +488,10 @@ class StreamFunction:
         *,
         on_error: Callable[[Frame, BaseException], None] | None = None,
         where: str | Mapping[int, str] | None = None,
+        durable: bool = False,
         **options: Any,
     ) -> None:
+        self._durable = durable
         self._observe = list(observe)
         self._options = _options(addr, filters=_filters(self._observe, where), **options)
         self._handler = handler
@@ -441,7 +510,7 @@ class StreamFunction:
         """Runs the function until :meth:`stop` or cancellation."""
         if self._native is not None:
             raise RuntimeError("this StreamFunction is already running")
-        native = self._native = _y3.function_start(self._options, self._observe)
+        native = self._native = _y3.function_start(self._options, self._observe, self._durable)
         loop = asyncio.get_running_loop()
         try:
             # Woken by the loop itself when a frame is handed over (a byte on a socket pair).

@@ -45,15 +45,24 @@ pub struct NativeFunction {
 }
 
 /// Starts the SDK's stream function observing `observed` on the runtime; it connects
-/// (with backoff) in the background and reconnects when the connection is lost.
+/// (with backoff) in the background and reconnects when the connection is lost. A
+/// `durable` one keeps its outputs until the router stored them (`StreamFunction::durable`).
 #[pyfunction]
-pub fn function_start(options: &Options, observed: Vec<u32>) -> PyResult<NativeFunction> {
+#[pyo3(signature = (options, observed, durable = false))]
+pub fn function_start(
+    options: &Options,
+    observed: Vec<u32>,
+    durable: bool,
+) -> PyResult<NativeFunction> {
     let (wake, watched) =
         wake_pair().map_err(|e| crate::errors::transport_py_err(TransportError::Io(e)))?;
     let wake = Arc::new(wake);
     let (tx, rx) = mpsc::channel::<Call>(1);
     let (stop, stopped) = oneshot::channel::<()>();
-    let function = StreamFunction::new(options.inner.clone(), &observed);
+    let mut function = StreamFunction::new(options.inner.clone(), &observed);
+    if durable {
+        function = function.durable();
+    }
     let woken: Arc<WakeEnd> = wake.clone();
     let handler = move |data: Data| {
         let (tx, wake) = (tx.clone(), woken.clone());

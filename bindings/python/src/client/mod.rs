@@ -1,5 +1,5 @@
-//! The client SDK for asyncio: `Options`, `Frame` and the native halves of `y3.Source`,
-//! `y3.StreamFunction` and `y3.Sink`, each a thin shell over `y3_transport::sdk`.
+//! The client SDK for asyncio: `Options`, `Frame` and the native halves of `y3.Source`
+//! (and `y3.DurableSource`), `y3.StreamFunction` and `y3.Sink`, each a thin shell over `y3_transport::sdk`.
 //!
 //! Awaitables are tokio futures turned into asyncio futures by pyo3-async-runtimes (one
 //! process-wide multi-thread runtime); the sink's wake-ups go through a socket pair the
@@ -104,6 +104,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeSink>()?;
     m.add_class::<NativeFunction>()?;
     m.add_function(wrap_pyfunction!(source::source_connect, m)?)?;
+    m.add_function(wrap_pyfunction!(source::durable_source_connect, m)?)?;
     m.add_function(wrap_pyfunction!(sink::sink_connect, m)?)?;
     m.add_function(wrap_pyfunction!(function::function_start, m)?)?;
     m.add_function(wrap_pyfunction!(quiesce, m)?)?;

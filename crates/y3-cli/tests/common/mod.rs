@@ -1,6 +1,8 @@
-//! Helpers the CLI tests share: the `y3` binary as a command, and bounded waits for the
-//! processes they start.
+//! Helpers the CLI tests share: the `y3` binary as a command, bounded waits for the
+//! processes they start, and `y3 serve` ([`serve`]).
 #![allow(dead_code)]
+
+pub mod serve;
 
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};

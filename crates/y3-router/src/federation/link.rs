@@ -9,6 +9,7 @@ use async_nats::jetstream::{self, consumer, stream, AckKind};
 use async_nats::{Client, ConnectOptions, HeaderMap};
 use bytes::Bytes;
 use futures_util::StreamExt;
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use y3_transport::frame::{Data, Frame};
 use y3_transport::metadata;
@@ -35,6 +36,10 @@ const ANNOUNCE_EVERY: Duration = Duration::from_secs(5);
 
 /// Attempts at storing a durable frame before it is counted as lost.
 const STORE_ATTEMPTS: u32 = 20;
+
+/// How long JetStream waits before it delivers again a durable frame that was queued for a
+/// session and dropped before it was written (the session went, or its queue dropped it).
+const REDELIVER_UNWRITTEN: Duration = Duration::from_millis(100);
 
 /// How long one pull request of a durable consumer waits for messages.
 const PULL_EXPIRES: Duration = Duration::from_secs(2);
@@ -611,6 +616,11 @@ impl Dedup {
         self.order.push_back(id.to_owned());
         false
     }
+
+    /// `id` did not reach its sessions after all: its redelivery is not a duplicate.
+    fn forget(&mut self, id: &str) {
+        self.seen.remove(id);
+    }
 }
 
 /// The durable consumer name of (this router, function `name`, `tag`): characters NATS
@@ -629,8 +639,9 @@ fn durable_name(router: &str, name: &str, tag: u32) -> String {
 }
 
 /// One durable consumer: delivers `tag`'s stored frames to the local sessions of function
-/// `name`, each at least once, de-duplicated by `<tag>:<yomo-tid>`, acknowledged once queued
-/// for every such session. Retries until it has a consumer.
+/// `name`, each at least once, de-duplicated by `<tag>:<yomo-tid>`, acknowledged once
+/// written to every such session's socket (a frame dropped before that is refused, and
+/// delivered again). Retries until it has a consumer.
 async fn consume(
     fed: Arc<Federation>,
     shared: Arc<Shared>,
@@ -641,6 +652,8 @@ async fn consume(
     let durable = durable_name(&fed.name, &name, tag);
     let c = &fed.config.stream;
     let mut dedup = Dedup::new(fed.config.dedup_window);
+    // Ids of messages that were not written after all, from their ack tasks.
+    let (unwritten_tx, mut unwritten) = tokio::sync::mpsc::unbounded_channel::<String>();
     let mut failures = 0u32;
     loop {
         if failures > 0 {
@@ -697,18 +710,37 @@ async fn consume(
                 let _ = msg.ack().await;
                 continue;
             };
+            while let Ok(id) = unwritten.try_recv() {
+                dedup.forget(&id);
+            }
             let id = wire::msg_id(&data);
             if id.as_deref().is_some_and(|id| dedup.seen.contains(id)) {
                 fed.metrics.duplicates.inc();
                 let _ = msg.ack().await;
                 continue;
             }
-            if deliver(&fed, &shared, &name, data).await {
-                if let Some(id) = id {
-                    dedup.seen(&id);
+            if let Some(written) = deliver(&fed, &shared, &name, data).await {
+                if let Some(id) = &id {
+                    dedup.seen(id);
                 }
                 fed.metrics.received.inc();
-                let _ = msg.ack().await;
+                // Acknowledged once written: a router killed with the frame still queued
+                // leaves it to JetStream, which delivers it again to its successor.
+                let unwritten_tx = unwritten_tx.clone();
+                tokio::spawn(async move {
+                    let mut all = true;
+                    for w in written {
+                        all &= w.await.is_ok();
+                    }
+                    if all {
+                        let _ = msg.ack().await;
+                    } else {
+                        if let Some(id) = id {
+                            let _ = unwritten_tx.send(id);
+                        }
+                        let _ = msg.ack_with(AckKind::Nak(Some(REDELIVER_UNWRITTEN))).await;
+                    }
+                });
             } else {
                 // Nobody of that name here right now: keep it for when one is back.
                 let _ = msg
@@ -719,39 +751,48 @@ async fn consume(
     }
 }
 
-/// Queues `data` for every local session of function `name` that accepts it; whether
-/// there was one.
-async fn deliver(fed: &Federation, shared: &Shared, name: &str, data: Data) -> bool {
+/// Queues `data` for every local session of function `name` that accepts it: what tells
+/// when it is written to each, or `None` when there was no such session.
+async fn deliver(
+    fed: &Federation,
+    shared: &Shared,
+    name: &str,
+    data: Data,
+) -> Option<Vec<oneshot::Receiver<()>>> {
     if data.hops > shared.config.limits.max_hops {
         fed.metrics.lost(Lost::Loop, 1);
-        return true;
+        return Some(Vec::new());
     }
     let sessions = fed.sessions_of(name);
     let Routed { data, target } = routed(data);
     let table = shared.routes.cache();
     let mut cache = table;
     let table = cache.table(&shared.routes);
-    let Some(routes) = table.routes(data.tag) else {
-        return false;
-    };
+    let routes = table.routes(data.tag)?;
     let outboxes: Vec<_> = routes
         .iter()
         .filter(|r| sessions.contains(&r.session) && accepts(r, target.as_deref()))
         .map(|r| r.target.clone())
         .collect();
     if outboxes.is_empty() {
-        return false;
+        return None;
     }
     let at = Instant::now();
     shared.metrics.deliveries(outboxes.len() as u64);
+    let mut written = Vec::with_capacity(outboxes.len());
     for outbox in outboxes {
-        match outbox.push(Frame::Data(data.clone()), at).await {
+        let (tx, rx) = oneshot::channel();
+        written.push(rx);
+        match outbox
+            .push_tracked(Frame::Data(data.clone()), at, Some(tx))
+            .await
+        {
             Pushed::Queued | Pushed::DroppedOldest => {}
             Pushed::Closed => shared.metrics.dropped(Drop::Disconnected, 1),
             Pushed::Evicted => shared.metrics.dropped(Drop::SlowConsumer, 1),
         }
     }
-    true
+    Some(written)
 }
 
 #[cfg(test)]

@@ -1,6 +1,5 @@
 //! [`DurableSource`]: a source that keeps what it wrote until the router has stored it.
 
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -10,6 +9,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use super::link::{Hello, Link, LinkTx, Out};
+use super::window::Window;
 use super::{new_id, ClientOptions};
 use crate::frame::{ClientType, Data, Frame, GoawayCode};
 use crate::metadata::{self, Metadata};
@@ -20,15 +20,11 @@ const DEFAULT_WINDOW: usize = 16 * 1024;
 
 /// What the connection's reader shares with the source.
 #[derive(Debug, Default)]
-struct Window {
-    /// Written and not yet stored, oldest first.
-    unacked: VecDeque<Data>,
-    /// The connection these counts belong to.
+struct State {
+    /// What is kept until stored.
+    window: Window,
+    /// The connection the window's counts belong to.
     connection: u64,
-    /// Frames of `unacked` written on this connection (the rest are still to be sent).
-    written: usize,
-    /// The router's last stored count on this connection.
-    stored: u32,
     /// The connection ended; the next send or wait reconnects.
     broken: bool,
     /// The router refused the client for good.
@@ -52,11 +48,10 @@ struct Active {
 pub struct DurableSource {
     options: ClientOptions,
     hello: Hello,
-    window: Arc<Mutex<Window>>,
+    state: Arc<Mutex<State>>,
     moved: Arc<Notify>,
     active: Option<Active>,
     max_unacked: usize,
-    resent: u64,
 }
 
 impl DurableSource {
@@ -70,11 +65,10 @@ impl DurableSource {
         let mut source = DurableSource {
             options,
             hello,
-            window: Arc::default(),
+            state: Arc::default(),
             moved: Arc::default(),
             active: None,
             max_unacked: DEFAULT_WINDOW,
-            resent: 0,
         };
         source.ensure().await?;
         Ok(source)
@@ -87,54 +81,46 @@ impl DurableSource {
 
     /// Frames sent again on a new connection so far.
     pub fn resent(&self) -> u64 {
-        self.resent
+        lock(&self.state).window.resent()
     }
 
     /// Frames written and not yet acknowledged.
     pub fn unacked(&self) -> usize {
-        lock(&self.window).unacked.len()
+        lock(&self.state).window.len()
     }
 
     /// A connection whose reader is alive, every unacknowledged frame written on it.
     async fn ensure(&mut self) -> Result<(), TransportError> {
-        let broken = lock(&self.window).broken;
+        let broken = lock(&self.state).broken;
         if broken {
             if let Some(active) = self.active.take() {
                 active.reader.abort();
                 let _ = active.link.close().await;
             }
         }
-        if let Some(e) = lock(&self.window).refused.take() {
+        if let Some(e) = lock(&self.state).refused.take() {
             return Err(e);
         }
         if self.active.is_none() {
             let Link { mut reader, tx } =
                 Link::connect_with_backoff(&self.options, &mut self.hello).await?;
             let connection = {
-                let mut w = lock(&self.window);
-                w.connection += 1;
-                self.resent += w.written as u64;
-                w.written = 0;
-                w.stored = 0;
-                w.broken = false;
-                w.connection
+                let mut s = lock(&self.state);
+                s.connection += 1;
+                s.window.reconnected();
+                s.broken = false;
+                s.connection
             };
-            let (window, moved) = (self.window.clone(), self.moved.clone());
+            let (state, moved) = (self.state.clone(), self.moved.clone());
             let reader = tokio::spawn(async move {
                 loop {
                     let frame = reader.next().await;
-                    let mut w = lock(&window);
+                    let mut w = lock(&state);
                     if w.connection != connection {
                         return;
                     }
                     match frame {
-                        Some(Ok(Frame::Stored(n))) => {
-                            let newly = n.wrapping_sub(w.stored) as usize;
-                            let newly = newly.min(w.written);
-                            w.unacked.drain(..newly);
-                            w.written -= newly;
-                            w.stored = n;
-                        }
+                        Some(Ok(Frame::Stored(n))) => w.window.stored(n),
                         Some(Ok(Frame::Goaway(g) | Frame::Rejected(g))) => {
                             if !g.code.is_retryable() && g.code != GoawayCode::Unspecified {
                                 w.refused = Some(TransportError::Goaway {
@@ -168,18 +154,11 @@ impl DurableSource {
             return Ok(());
         };
         loop {
-            let next = {
-                let mut w = lock(&self.window);
-                match w.unacked.get(w.written).cloned() {
-                    Some(data) => {
-                        w.written += 1;
-                        data
-                    }
-                    None => return Ok(()),
-                }
+            let Some(next) = lock(&self.state).window.next_unwritten() else {
+                return Ok(());
             };
             if active.link.out.send(Out::Frame(next.into())).await.is_err() {
-                lock(&self.window).broken = true;
+                lock(&self.state).broken = true;
                 return Ok(());
             }
         }
@@ -209,17 +188,15 @@ impl DurableSource {
     ///
     /// # Errors
     /// As [`DurableSource::send`].
-    pub async fn send_data(&mut self, mut data: Data) -> Result<(), TransportError> {
-        // Kept for resending: a copy that does not pin a read buffer.
-        data.detach();
+    pub async fn send_data(&mut self, data: Data) -> Result<(), TransportError> {
         loop {
             let moved = self.moved.clone();
             let notified = moved.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
             let (full, broken) = {
-                let w = lock(&self.window);
-                (w.unacked.len() >= self.max_unacked, w.broken)
+                let s = lock(&self.state);
+                (s.window.len() >= self.max_unacked, s.broken)
             };
             if broken || self.active.is_none() {
                 self.ensure().await?;
@@ -231,14 +208,14 @@ impl DurableSource {
             self.flush_link().await;
             let _ = tokio::time::timeout(Duration::from_millis(100), notified).await;
         }
-        lock(&self.window).unacked.push_back(data);
+        lock(&self.state).window.keep(data);
         self.write_pending().await
     }
 
     async fn flush_link(&mut self) {
         if let Some(active) = &self.active {
             if active.link.flush().await.is_err() {
-                lock(&self.window).broken = true;
+                lock(&self.state).broken = true;
             }
         }
     }
@@ -256,8 +233,8 @@ impl DurableSource {
             tokio::pin!(notified);
             notified.as_mut().enable();
             let (empty, broken) = {
-                let w = lock(&self.window);
-                (w.unacked.is_empty(), w.broken)
+                let s = lock(&self.state);
+                (s.window.is_empty(), s.broken)
             };
             if empty {
                 return Ok(true);
@@ -293,6 +270,6 @@ impl DurableSource {
     }
 }
 
-fn lock(w: &Mutex<Window>) -> std::sync::MutexGuard<'_, Window> {
+fn lock(w: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
     w.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -17,6 +17,11 @@
 //! code 0x13) are returned as typed [`TransportError`](crate::TransportError)s and not
 //! retried.
 //!
+//! Delivery to the router is at most once, as in YoMo. Against a y3 router, a
+//! [`DurableSource`] and a [`durable`](StreamFunction::durable) stream function ask for
+//! stored acknowledgements instead: they keep what they wrote until the router stored it and
+//! write it again after a reconnect (at least once; `spec/frames.md`).
+//!
 //! [`Upstream`] is the raw client side of a mesh link (client type `0x5e`), for a router
 //! that forwards to a downstream zipper; it leaves batching and reconnection to its caller.
 //!
@@ -43,6 +48,7 @@ mod link;
 mod sink;
 mod source;
 mod upstream;
+mod window;
 
 use std::net::SocketAddr;
 use std::time::Duration;

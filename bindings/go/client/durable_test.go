@@ -1,0 +1,229 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/y3-dev/y3/bindings/go/client"
+)
+
+// The durable source test runs real `y3 serve` processes federated through a real
+// nats-server with JetStream: $NATS_SERVER_BIN (scripts/test.sh installs it), else
+// target/tools/bin/nats-server at the repository root, else nats-server on the PATH;
+// without one it is skipped.
+
+func findNATS(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("NATS_SERVER_BIN"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("NATS_SERVER_BIN=%s: %v", p, err)
+		}
+		return p
+	}
+	if root, ok := repoRoot(); ok {
+		p := filepath.Join(root, "target", "tools", "bin", "nats-server")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if p, err := exec.LookPath("nats-server"); err == nil {
+		return p
+	}
+	t.Skip("nats-server not found: set NATS_SERVER_BIN or run scripts/test.sh, which installs it")
+	return ""
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startNATS starts a single nats-server with JetStream on loopback; its client URL. It is
+// killed when the test ends.
+func startNATS(t *testing.T) string {
+	t.Helper()
+	bin := findNATS(t)
+	port := freePort(t)
+	cmd := exec.Command(bin, "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-js", "-sd", t.TempDir())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	waitFor(t, "nats-server", func() bool {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return "nats://" + addr
+}
+
+// metric is a metric's value summed over its labels (0 when absent).
+func (r *router) metric(name string) float64 {
+	resp, err := http.Get(r.scrape)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	sum := 0.0
+	for _, line := range strings.Split(string(body), "\n") {
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || (rest == "" || rest[0] != ' ' && rest[0] != '{') {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// A DurableSource keeps what the router has not stored: its router SIGKILLed mid-stream
+// and restarted on the same port, it writes the rest again, and a sink on another router
+// of the federation (a durable tag, through JetStream) gets every frame exactly once.
+func TestDurableSourceRouterKilledMidStream(t *testing.T) {
+	findRouter(t)
+	natsURL := startNATS(t)
+	const tag = 0x70
+	federation := func(name string) string {
+		return fmt.Sprintf("[federation]\nurls = [%q]\nname = %q\ndurable_tags = [%d]\n"+
+			"[federation.stream]\nreplicas = 1\nack_wait_ms = 1000\n", natsURL, name, tag)
+	}
+	aOpts := routerOpts{token: token, tcp: fmt.Sprintf("127.0.0.1:%d", freePort(t)), config: federation("a")}
+	a := startRouter(t, aOpts)
+	c := startRouter(t, routerOpts{token: token, config: federation("c"), metrics: true})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sink, err := client.ConnectSink(ctx, c.tcp, opts("durable-sink"), []uint32{tag})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	waitFor(t, "the durable consumer on C", func() bool {
+		return c.metric("y3_router_federation_subscriptions") >= 1
+	})
+
+	const n = 5000
+	got := make(chan int, n*2)
+	go func() {
+		for {
+			d, err := sink.Recv(ctx)
+			if err != nil {
+				close(got)
+				return
+			}
+			i, err := strconv.Atoi(string(d.Payload))
+			if err != nil {
+				t.Errorf("payload %q", d.Payload)
+			}
+			got <- i
+		}
+	}()
+
+	o := opts("durable-source")
+	o.Backoff = client.Backoff{Initial: 50 * time.Millisecond, Max: 300 * time.Millisecond, Attempts: 60}
+	src, err := client.ConnectDurableSource(ctx, a.tcp, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := make(chan error, 1)
+	go func() {
+		for i := range n {
+			// Half with the source's own metadata, half as given.
+			var err error
+			if i%2 == 0 {
+				_, err = src.SendContext(ctx, tag, []byte(strconv.Itoa(i)))
+			} else {
+				md := map[string]string{client.MetaSourceID: src.ID(), client.MetaTID: fmt.Sprintf("g-%d", i)}
+				err = src.SendData(ctx, client.Data{Tag: tag, Metadata: md, Payload: []byte(strconv.Itoa(i))})
+			}
+			if err != nil {
+				sent <- err
+				return
+			}
+			if i%100 == 99 {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+		defer wcancel()
+		sent <- src.WaitStored(wctx)
+	}()
+
+	// SIGKILL: whatever A had read and not stored is lost there; the source still holds it.
+	time.Sleep(150 * time.Millisecond)
+	select {
+	case err := <-sent:
+		t.Fatalf("the source had finished before A was killed: %v", err)
+	default:
+	}
+	_ = a.cmd.Process.Kill()
+	if err := a.wait(5 * time.Second); err == nil {
+		t.Fatal("A exited cleanly after SIGKILL")
+	}
+	time.Sleep(200 * time.Millisecond)
+	startRouter(t, aOpts)
+	if err := <-sent; err != nil {
+		t.Fatalf("sending: %v (unacked %d)", err, src.Unacked())
+	}
+	if err := src.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	seen := make(map[int]int)
+	quiet := time.NewTimer(5 * time.Second)
+	defer quiet.Stop()
+receive:
+	for len(seen) < n {
+		select {
+		case i, ok := <-got:
+			if !ok {
+				break receive
+			}
+			seen[i]++
+		case <-quiet.C:
+			break receive
+		}
+	}
+	// Anything late would be a second copy.
+	time.Sleep(300 * time.Millisecond)
+	for len(got) > 0 {
+		seen[<-got]++
+	}
+	var missing, twice []int
+	for i := range n {
+		switch seen[i] {
+		case 0:
+			missing = append(missing, i)
+		case 1:
+		default:
+			twice = append(twice, i)
+		}
+	}
+	t.Logf("router killed: the source wrote %d frames again; the sink got %d distinct, %d missing, %d twice",
+		src.Resent(), len(seen), len(missing), len(twice))
+	if len(missing) > 0 || len(twice) > 0 {
+		t.Fatalf("missing %v, twice %v", head(missing), head(twice))
+	}
+}
+
+func head(s []int) []int { return s[:min(len(s), 10)] }
