@@ -87,30 +87,27 @@ pub fn e2e_markdown(r: &Results) -> String {
     )
 }
 
+/// The e2e charts.
+const E2E_CHARTS: [MetricChart; 2] = [
+    MetricChart {
+        file: "e2e-msgs.svg",
+        title: "publish → subscribe msg/s",
+        label: "msg/s",
+        metric: Metric::MsgPerS,
+        log: true,
+    },
+    MetricChart {
+        file: "e2e-p50.svg",
+        title: "one-way latency p50 (paced)",
+        label: "µs",
+        metric: Metric::P50Us,
+        log: true,
+    },
+];
+
 /// msg/s and p50 per case, one bar per implementation.
 pub fn e2e_charts(r: &Results) -> Vec<(String, BarChart)> {
-    vec![
-        (
-            "e2e-msgs.svg".into(),
-            metric_chart(
-                r,
-                "publish → subscribe msg/s",
-                "msg/s",
-                |x| Some(x.value(Metric::MsgPerS)),
-                true,
-            ),
-        ),
-        (
-            "e2e-p50.svg".into(),
-            metric_chart(
-                r,
-                "one-way latency p50 (paced)",
-                "µs",
-                |x| x.get(Metric::P50Us),
-                true,
-            ),
-        ),
-    ]
+    metric_charts(r, &E2E_CHARTS)
 }
 
 // ---------------------------------------------------------------------------------------

@@ -71,28 +71,25 @@ pub fn federation_markdown(r: &Results) -> String {
     )
 }
 
+/// The federation charts.
+const FEDERATION_CHARTS: [MetricChart; 2] = [
+    MetricChart {
+        file: "federation-msgs.svg",
+        title: "source → sink msg/s, flat out",
+        label: "msg/s",
+        metric: Metric::MsgPerS,
+        log: false,
+    },
+    MetricChart {
+        file: "federation-p99.svg",
+        title: "one-way latency p99 (paced)",
+        label: "µs",
+        metric: Metric::P99Us,
+        log: false,
+    },
+];
+
 /// msg/s and paced p99 per payload, one bar per path.
 pub fn federation_charts(r: &Results) -> Vec<(String, BarChart)> {
-    vec![
-        (
-            "federation-msgs.svg".into(),
-            metric_chart(
-                r,
-                "source → sink msg/s, flat out",
-                "msg/s",
-                |x| x.get(Metric::MsgPerS),
-                false,
-            ),
-        ),
-        (
-            "federation-p99.svg".into(),
-            metric_chart(
-                r,
-                "one-way latency p99 (paced)",
-                "µs",
-                |x| x.get(Metric::P99Us),
-                false,
-            ),
-        ),
-    ]
+    metric_charts(r, &FEDERATION_CHARTS)
 }

@@ -194,28 +194,25 @@ pub fn filter_markdown(r: &Results) -> String {
     )
 }
 
+/// The filter charts.
+const FILTER_CHARTS: [MetricChart; 2] = [
+    MetricChart {
+        file: "filter-msgs.svg",
+        title: "source → functions msg/s",
+        label: "msg/s",
+        metric: Metric::MsgPerS,
+        log: false,
+    },
+    MetricChart {
+        file: "filter-fn-cpu.svg",
+        title: "functions' CPU per message sent",
+        label: "ns/msg",
+        metric: Metric::FunctionsNsPerMsg,
+        log: false,
+    },
+];
+
 /// msg/s and the functions' CPU per message, one bar per variant.
 pub fn filter_charts(r: &Results) -> Vec<(String, BarChart)> {
-    vec![
-        (
-            "filter-msgs.svg".into(),
-            metric_chart(
-                r,
-                "source → functions msg/s",
-                "msg/s",
-                |x| x.get(Metric::MsgPerS),
-                false,
-            ),
-        ),
-        (
-            "filter-fn-cpu.svg".into(),
-            metric_chart(
-                r,
-                "functions' CPU per message sent",
-                "ns/msg",
-                |x| x.get(Metric::FunctionsNsPerMsg),
-                false,
-            ),
-        ),
-    ]
+    metric_charts(r, &FILTER_CHARTS)
 }

@@ -12,7 +12,7 @@
 use std::fmt::Write as _;
 
 use crate::charts::BarChart;
-use crate::record::{Record, Results};
+use crate::record::{Metric, Record, Results};
 pub use crate::report::SuiteReport;
 use crate::report::{at_least, at_most, targets_table, RatioTarget, Target};
 use crate::table::{Align, Cell, Table};
@@ -142,32 +142,47 @@ fn case_rows(r: &Results) -> Vec<(String, String)> {
     r.cases().into_iter().map(|c| (c.clone(), c)).collect()
 }
 
-/// A chart of one metric: a group per case, a bar per implementation.
-fn metric_chart(
-    r: &Results,
-    title: &str,
-    label: &str,
-    f: impl Fn(&Record) -> Option<f64>,
+/// A chart of one metric, declared as data: a group per case, a bar per implementation.
+struct MetricChart {
+    /// The SVG file.
+    file: &'static str,
+    /// Its title.
+    title: &'static str,
+    /// The value axis.
+    label: &'static str,
+    /// The metric.
+    metric: Metric,
+    /// Logarithmic value axis.
     log: bool,
-) -> BarChart {
+}
+
+/// The charts `specs` of `r`.
+fn metric_charts(r: &Results, specs: &[MetricChart]) -> Vec<(String, BarChart)> {
     let cases = r.cases();
-    BarChart {
-        title: title.into(),
-        y_label: label.into(),
-        groups: cases.clone(),
-        series: r
-            .impls()
-            .into_iter()
-            .map(|i| {
-                let v = cases
-                    .iter()
-                    .map(|c| r.find(c, &i, 0).and_then(&f))
-                    .collect();
-                (i, v)
-            })
-            .collect(),
-        log,
-    }
+    specs
+        .iter()
+        .map(|c| {
+            let series = r
+                .impls()
+                .into_iter()
+                .map(|i| {
+                    let v = cases
+                        .iter()
+                        .map(|k| r.find(k, &i, 0).and_then(|x| x.get(c.metric)))
+                        .collect();
+                    (i, v)
+                })
+                .collect();
+            let chart = BarChart {
+                title: c.title.into(),
+                y_label: c.label.into(),
+                groups: cases.clone(),
+                series,
+                log: c.log,
+            };
+            (c.file.to_string(), chart)
+        })
+        .collect()
 }
 
 /// A figure as a cell, formatted by `fmt`.

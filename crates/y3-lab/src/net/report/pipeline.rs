@@ -81,28 +81,25 @@ pub fn pipeline_markdown(r: &Results) -> String {
     )
 }
 
+/// The pipeline charts.
+const PIPELINE_CHARTS: [MetricChart; 2] = [
+    MetricChart {
+        file: "pipeline-msgs.svg",
+        title: "source → function → sink msg/s",
+        label: "msg/s",
+        metric: Metric::MsgPerS,
+        log: true,
+    },
+    MetricChart {
+        file: "pipeline-p99.svg",
+        title: "one-way latency p99 (paced)",
+        label: "µs",
+        metric: Metric::P99Us,
+        log: true,
+    },
+];
+
 /// msg/s and paced p99 per payload, one bar per transport.
 pub fn pipeline_charts(r: &Results) -> Vec<(String, BarChart)> {
-    vec![
-        (
-            "pipeline-msgs.svg".into(),
-            metric_chart(
-                r,
-                "source → function → sink msg/s",
-                "msg/s",
-                |x| x.get(Metric::MsgPerS),
-                true,
-            ),
-        ),
-        (
-            "pipeline-p99.svg".into(),
-            metric_chart(
-                r,
-                "one-way latency p99 (paced)",
-                "µs",
-                |x| x.get(Metric::P99Us),
-                true,
-            ),
-        ),
-    ]
+    metric_charts(r, &PIPELINE_CHARTS)
 }

@@ -203,38 +203,32 @@ fn spread_table(r: &Results) -> String {
     format!("## Run-to-run spread\n\n{}\n", t.markdown())
 }
 
+/// The yomo charts.
+const YOMO_CHARTS: [MetricChart; 3] = [
+    MetricChart {
+        file: "yomo-msgs.svg",
+        title: "msg/s at the sink (flat out)",
+        label: "msg/s",
+        metric: Metric::MsgPerS,
+        log: true,
+    },
+    MetricChart {
+        file: "yomo-cpu.svg",
+        title: "router CPU per routed frame (lower is better)",
+        label: "µs",
+        metric: Metric::CpuUsPerFrame,
+        log: true,
+    },
+    MetricChart {
+        file: "yomo-p99.svg",
+        title: "one-way latency p99 (paced)",
+        label: "µs",
+        metric: Metric::P99Us,
+        log: true,
+    },
+];
+
 /// msg/s, router CPU per frame and p99 per case, one bar per row.
 pub fn yomo_charts(r: &Results) -> Vec<(String, BarChart)> {
-    vec![
-        (
-            "yomo-msgs.svg".into(),
-            metric_chart(
-                r,
-                "msg/s at the sink (flat out)",
-                "msg/s",
-                |x| Some(x.value(Metric::MsgPerS)),
-                true,
-            ),
-        ),
-        (
-            "yomo-cpu.svg".into(),
-            metric_chart(
-                r,
-                "router CPU per routed frame (lower is better)",
-                "µs",
-                |x| x.get(Metric::CpuUsPerFrame),
-                true,
-            ),
-        ),
-        (
-            "yomo-p99.svg".into(),
-            metric_chart(
-                r,
-                "one-way latency p99 (paced)",
-                "µs",
-                |x| x.get(Metric::P99Us),
-                true,
-            ),
-        ),
-    ]
+    metric_charts(r, &YOMO_CHARTS)
 }
