@@ -68,6 +68,8 @@ pub enum Dim {
     Transport,
     /// The paced run's rate, msg/s.
     Rate,
+    /// Messages of the paced run.
+    Paced,
 }
 
 /// The value of a dimension: a count or a name.
