@@ -11,7 +11,7 @@
 //! (and that the ascending Y3 packets are byte-identical to what y3-codec-golang v1.7.3
 //! encodes), times them with the same method as [`crate::measure`] (median of batches, wall
 //! clock and process CPU time, one goroutine per core in parallel mode), and prints one
-//! JSON [`Record`] per line; a line `{"go_version": ...}` comes first and `{"note": ...}`
+//! flat JSON row per line (read with [`Record::from_flat`]); a line `{"go_version": ...}` comes first and `{"note": ...}`
 //! lines report anything skipped.
 
 use std::io::{BufRead, BufReader, Read};
@@ -187,10 +187,12 @@ pub fn run(
         } else if let Some(n) = value.get("note").and_then(|v| v.as_str()) {
             notes.push(format!("go: {n}"));
         } else if value.get("impl").is_some() {
-            let record: Record = serde_json::from_value(value)?;
+            let record = Record::from_flat(value)?;
             bar.set_message(format!(
                 "{} {} {}",
-                record.case, record.order, record.implementation
+                record.case,
+                record.text(crate::record::Dim::Order),
+                record.implementation
             ));
             bar.inc(1);
             records.push(record);

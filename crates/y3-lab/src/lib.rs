@@ -14,8 +14,9 @@
 //!   and the Go side (`bench/go`, run as a subprocess).
 //! - [`serde_suite`]: encode/decode msg/s of a ~130-byte message and an MQTT PUBLISH frame.
 //! - [`net`]: the network suite (ping-pong, echo, router end to end, YoMo), its child
-//!   processes and its own records and reports.
-//! - [`record`], [`report`], [`charts`]: `--json` records, Markdown, plotters SVG charts.
+//!   processes and its reports.
+//! - [`record`], [`report`], [`charts`]: the one data model every suite records (`--json`,
+//!   read back by `--from`), Markdown, plotters SVG charts.
 //!
 //! Peers are behind the `peers` feature so that `cargo test --workspace` stays lean; without
 //! it the lab runs the y3 rows (and the Go side) and says that peers are disabled.
@@ -25,28 +26,32 @@
 //! ```text
 //! src/main.rs, src/cli/    the y3-lab command: shared OutputArgs + publish(), one module per suite's options
 //! measure.rs               the harness: runners, medians (measure::median), serial/parallel
-//! record.rs, report.rs     codec/serde records; ResultsFile, Publish, targets table, Bound, fill()
+//! record.rs               Record (suite, dims, impl, metrics), Results, Meta: every suite's
+//! report.rs               SuiteReport registry, codec/serde reports, targets table, Bound, fill()
+//! table.rs                 Table: every report table, to Markdown and to chart series
 //! charts.rs                BarChart → SVG (plotters)
 //! codec/, data.rs, go.rs   codec suite: y3 rows, peer rows (Prepared::looping), Go side
 //! serde_suite.rs           serde suite
-//! net/SUITE.rs             network suites: pingpong, echo, e2e, yomo (measurement, child roles),
-//!                          pipeline (in-process, with its options)
+//! net/SUITE.rs             network suites: pingpong, echo, e2e (and the pipeline topology),
+//!                          yomo, filter, federation (measurement, child roles)
+//! net/suites.rs            the network suites' registry: options, measure, report
 //! net/report/SUITE.rs      their reports (markdown, charts, targets), prose in net/report/templates/
 //! net/mod.rs, net/proc.rs  Programs (this binary, y3, peers), child processes, pace(), rounds()
 //! ```
 //!
 //! # Adding a network suite
 //!
-//! 1. `net/NAME.rs`: `Options`, `run(&Options, &ProgressBar) -> Result<NetResults>` (use
+//! 1. `net/NAME.rs`: `Options`, `run(&Options, &ProgressBar) -> Result<Results>` (use
 //!    [`net::rounds`] for interleaved runs, [`measure::median`], [`net::pace`] for paced
 //!    sends, [`net::Programs::spawn_lab`] for child processes), plus `serve`/`client`
 //!    roles if it starts its own servers or clients (dispatched in [`net::serve`] and
-//!    `cli/net.rs`'s `client`); register it with `pub mod NAME;` in `net/mod.rs`.
+//!    `cli/net.rs`'s `client`); `pub mod NAME;` in `net/mod.rs`.
 //! 2. `net/report/NAME.rs` with its `REPORT: SuiteReport` and `templates/NAME.md` (the
-//!    prose, with `{{placeholders}}`); register it with `mod NAME;` and one entry in
-//!    [`net::report::SUITES`].
-//! 3. In `cli/net.rs`: an `Args` struct (flattening `OutputArgs`), one `NetCommand`
-//!    variant, and a function calling `measure_or_read(.., |bar| net::NAME::run(&opts, bar))`.
+//!    prose, with `{{placeholders}}`); `pub(crate) mod NAME;` in `net/report/mod.rs`.
+//! 3. Its line in the registry [`net::suites::SUITES`], with its options (a clap `Args`
+//!    struct implementing [`net::suites::SuiteArgs`]) next to it: the `y3-lab net NAME`
+//!    command, its shared output options (`--json`, `--from`, `--docs`, ...) and the
+//!    rendering of its recorded results all come from that line.
 //!
 //! A new peer of an existing suite is a row: a name in the suite's row list and its
 //! prepare/op (codec: an `Impl` entry whose `prepare` returns `Prepared::looping`;
@@ -64,6 +69,7 @@ pub mod record;
 pub mod report;
 pub mod serde_suite;
 pub mod system;
+pub mod table;
 
 /// Whether the peers were compiled in (cargo feature `peers`).
 pub const PEERS_ENABLED: bool = cfg!(feature = "peers");

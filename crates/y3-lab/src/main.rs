@@ -3,7 +3,7 @@
 //! ```text
 //! y3-lab codec  ...                 take one key out of a packet: y3 vs peers vs the report's Go
 //! y3-lab serde  ...                 encode/decode msg/s of a ~130-byte message and MQTT PUBLISH
-//! y3-lab net pingpong|echo|e2e|yomo|pipeline ...   the network suite
+//! y3-lab net pingpong|echo|e2e|yomo|pipeline|filter|federation ...   the network suites
 //! ```
 //!
 //! The lab is both the orchestrator and the child processes it starts: servers and clients
@@ -37,8 +37,14 @@ enum Command {
     Codec(cli::codec::CodecArgs),
     /// Encode/decode msg/s of a ~130-byte message and an MQTT PUBLISH frame.
     Serde(cli::codec::SerdeArgs),
-    /// The network suite: `y3-lab net pingpong|echo|e2e|yomo|pipeline`.
+    /// The network suites: `y3-lab net pingpong|echo|e2e|yomo|pipeline|filter|federation`.
     Net(cli::net::NetArgs),
+    /// Rewrites results files of an older lab in the current model (in place).
+    Migrate {
+        /// Results files written by `--json`.
+        #[arg(required = true)]
+        files: Vec<std::path::PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -61,6 +67,13 @@ fn run(cli: &Cli, out: &mut dyn Write) -> anyhow::Result<()> {
         Command::Codec(args) => cli::codec::run_codec(args, out),
         Command::Serde(args) => cli::codec::run_serde(args, out),
         Command::Net(args) => cli::net::run(args, out),
+        Command::Migrate { files } => {
+            for file in files {
+                y3_lab::record::Results::read_json(file)?.write_json(file)?;
+                writeln!(out, "migrated {}", file.display())?;
+            }
+            Ok(())
+        }
     }
 }
 
@@ -79,6 +92,7 @@ mod tests {
     #[test]
     fn pipeline_smoke_writes_json() {
         let file = std::env::temp_dir().join(format!("y3-e2e-{}.json", std::process::id()));
+        let out_dir = std::env::temp_dir().join(format!("y3-e2e-{}", std::process::id()));
         let cli = Cli::try_parse_from([
             "y3-lab",
             "net",
@@ -92,6 +106,8 @@ mod tests {
             "2000",
             "--json",
             file.to_str().unwrap(),
+            "--out",
+            out_dir.to_str().unwrap(),
         ])
         .unwrap();
         let mut out = Vec::new();
@@ -100,15 +116,13 @@ mod tests {
         assert!(table.contains("tcp") && table.contains("quic"), "{table}");
         let doc: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-        let runs = doc["runs"].as_array().unwrap();
+        let runs = doc["records"].as_array().unwrap();
         assert_eq!(runs.len(), 4, "tcp and quic x 64 B and 1 KiB");
         for run in runs {
-            assert!(run["msg_per_s"].as_f64().unwrap() > 0.0, "{run}");
-            assert!(
-                run["paced_latency"]["p99_us"].as_f64().unwrap() > 0.0,
-                "{run}"
-            );
+            assert!(run["metrics"]["msg_per_s"].as_f64().unwrap() > 0.0, "{run}");
+            assert!(run["metrics"]["p99_us"].as_f64().unwrap() > 0.0, "{run}");
         }
         let _ = std::fs::remove_file(file);
+        let _ = std::fs::remove_dir_all(out_dir);
     }
 }

@@ -224,6 +224,41 @@ fn calibrate(runner: &mut dyn Runner, sample: Duration) -> Result<u64> {
     }
 }
 
+/// The one runner of the codec and serde suites: every row (a label and its prepared
+/// factory) in every mode, serial samples taken in turns across the rows, parallel one row
+/// at a time; `bar` advances by one per row and mode. Each mode's outcomes, in row order.
+pub fn measure_rows(
+    rows: &[(String, &Factory)],
+    modes: &[Mode],
+    settings: &Settings,
+    bar: &indicatif::ProgressBar,
+) -> Vec<(Mode, Vec<Result<Measurement>>)> {
+    modes
+        .iter()
+        .map(|&mode| {
+            bar.set_message(format!("{} rows, {}", rows.len(), mode.name()));
+            let outcomes = match mode {
+                Mode::Serial => {
+                    let factories: Vec<&Factory> = rows.iter().map(|(_, f)| *f).collect();
+                    let out = serial_interleaved(&factories, settings);
+                    bar.inc(rows.len() as u64);
+                    out
+                }
+                Mode::Parallel => rows
+                    .iter()
+                    .map(|(label, factory)| {
+                        bar.set_message(format!("{label} parallel"));
+                        let m = measure(factory, mode, settings);
+                        bar.inc(1);
+                        m
+                    })
+                    .collect(),
+            };
+            (mode, outcomes)
+        })
+        .collect()
+}
+
 /// Measures one runner factory in `mode`.
 ///
 /// # Errors

@@ -15,7 +15,8 @@ use anyhow::{bail, Context, Result};
 
 use crate::charts::{self, BarChart};
 use crate::data::{CASES, SWEEP};
-use crate::record::{Record, Results};
+use crate::record::{Dim, Metric, Record, Results};
+use crate::table::{Align, Cell, Table};
 
 /// Display order of the rows; others follow alphabetically.
 pub const ORDER: [&str; 23] = [
@@ -130,11 +131,27 @@ pub fn ratio(v: f64) -> String {
 }
 
 fn get<'a>(r: &'a Results, case: &str, order: &str, imp: &str, mode: &str) -> Option<&'a Record> {
-    r.find(case, order, imp, mode)
+    r.find_where(case, imp, |x| {
+        x.text(Dim::Order) == order && x.text(Dim::Mode) == mode
+    })
 }
 
-fn cell(r: Option<&Record>) -> String {
-    r.map_or("–".into(), |r| ns(r.ns_per_op))
+/// A record's ns/op as a figure, `–` where not measured.
+fn ns_cell(r: Option<&Record>) -> Cell {
+    Cell::maybe(r.map(|r| r.value(Metric::NsPerOp)), ns)
+}
+
+/// The report's own figure, in italics.
+fn published(v: f64, text: String) -> Cell {
+    Cell::figure(v, format!("*{text}*"))
+}
+
+/// Text columns then figure columns.
+fn columns(left: &[&str], right: &[String]) -> Vec<(String, Align)> {
+    left.iter()
+        .map(|h| (h.to_string(), Align::Left))
+        .chain(right.iter().map(|h| (h.clone(), Align::Right)))
+        .collect()
 }
 
 /// What the codec reports' target tables say of a target whose peer did not run.
@@ -191,40 +208,117 @@ impl Bound {
     }
 }
 
-fn target(name: &str, value: Option<f64>, bound: f64, at_least: bool) -> Target {
-    let bound = Bound {
-        value: bound,
-        at_least,
-    };
-    let required = bound.required();
-    match value {
-        None => Target {
-            name: name.into(),
+/// `≤ value`.
+pub const fn at_most(value: f64) -> Bound {
+    Bound {
+        value,
+        at_least: false,
+    }
+}
+
+/// `≥ value`.
+pub const fn at_least(value: f64) -> Bound {
+    Bound {
+        value,
+        at_least: true,
+    }
+}
+
+/// A target of any suite, declared as data: `ratio(y3 row, base row)` in every cell the
+/// suite pairs (a case, a case × thread count, ...), the worst of them within `bound`.
+pub struct RatioTarget {
+    /// What is required, in words.
+    pub name: &'static str,
+    /// The ratio's column in a report table (yomo), else empty.
+    pub column: &'static str,
+    /// The y3 row.
+    pub y3: &'static str,
+    /// The row it is compared with.
+    pub base: &'static str,
+    /// The ratio in one cell, when both rows measured it.
+    pub ratio: fn(&Record, &Record) -> Option<f64>,
+    /// Where the worst cell must stay.
+    pub bound: Bound,
+}
+
+impl RatioTarget {
+    /// The ratio in one cell: `y3`'s and `base`'s records there.
+    pub fn in_cell(&self, y3: Option<&Record>, base: Option<&Record>) -> Option<f64> {
+        (self.ratio)(y3?, base?)
+    }
+
+    /// The worst of `values` (largest for `≤`, smallest for `≥`), skipping what is not a
+    /// number.
+    fn worst<T>(&self, values: Vec<(f64, T)>) -> Option<(f64, T)> {
+        let max = !self.bound.at_least;
+        values
+            .into_iter()
+            .filter(|(v, _)| v.is_finite())
+            .reduce(|a, b| if (b.0 > a.0) == max { b } else { a })
+    }
+
+    /// The target checked over `cells` (value, where), naming the worst cell (network
+    /// reports: `1.2× (worst, 80 conns)`).
+    pub fn check(&self, cells: Vec<(f64, String)>) -> Target {
+        let bound = self.bound;
+        match self.worst(cells) {
+            None => self.unmeasured(),
+            Some((v, at)) => {
+                let met = bound.met(v);
+                let shortfall = if met {
+                    String::new()
+                } else {
+                    format!("by {:.1}% at {at}", bound.missed_pct(v))
+                };
+                Target {
+                    name: self.name.into(),
+                    measured: format!("{} (worst, {at})", ratio(v)),
+                    required: bound.required(),
+                    met: Some(met),
+                    shortfall,
+                }
+            }
+        }
+    }
+
+    /// The target checked over cells that must all have been measured (codec and serde
+    /// reports: the worst ratio alone, `12×`, and by how much it falls short).
+    pub fn check_all(&self, cells: Option<Vec<f64>>) -> Target {
+        let bound = self.bound;
+        let worst = cells.and_then(|c| self.worst(c.into_iter().map(|v| (v, ())).collect()));
+        match worst {
+            None => self.unmeasured(),
+            Some((v, ())) => {
+                let met = bound.met(v);
+                let shortfall = if met {
+                    String::new()
+                } else if bound.at_least {
+                    format!(
+                        "missed by {:.0}% ({} short)",
+                        bound.missed_pct(v),
+                        ratio(bound.value / v)
+                    )
+                } else {
+                    format!("missed by {:.0}%", bound.missed_pct(v))
+                };
+                Target {
+                    name: self.name.into(),
+                    measured: ratio(v),
+                    required: bound.required(),
+                    met: Some(met),
+                    shortfall,
+                }
+            }
+        }
+    }
+
+    fn unmeasured(&self) -> Target {
+        Target {
+            name: self.name.into(),
             measured: "not measured".into(),
-            required,
+            required: self.bound.required(),
             met: None,
             shortfall: String::new(),
-        },
-        Some(v) => {
-            let met = bound.met(v);
-            let shortfall = if met {
-                String::new()
-            } else if at_least {
-                format!(
-                    "missed by {:.0}% ({} short)",
-                    bound.missed_pct(v),
-                    ratio(bound.value / v)
-                )
-            } else {
-                format!("missed by {:.0}%", bound.missed_pct(v))
-            };
-            Target {
-                name: name.into(),
-                measured: ratio(v),
-                required,
-                met: Some(met),
-                shortfall,
-            }
         }
     }
 }
@@ -233,85 +327,142 @@ fn target(name: &str, value: Option<f64>, bound: f64, at_least: bool) -> Target 
 fn speedup(r: &Results, case: &str, order: &str, peer: &str, y3: &str, mode: &str) -> Option<f64> {
     let p = get(r, case, order, peer, mode)?;
     let y = get(r, case, order, y3, mode)?;
-    Some(p.ns_per_op / y.ns_per_op)
+    Some(p.value(Metric::NsPerOp) / y.value(Metric::NsPerOp))
 }
 
-/// The codec targets of the issue, checked from the results.
+/// `base` ns/op ÷ `y3` ns/op: how many times faster the y3 row is.
+fn ns_ratio(y3: &Record, base: &Record) -> Option<f64> {
+    Some(base.value(Metric::NsPerOp) / y3.value(Metric::NsPerOp))
+}
+
+/// Which cases a codec target is checked over (serial, ascending order).
+pub enum Over {
+    /// One case.
+    Case(&'static str),
+    /// Every case of the report (all must have been measured).
+    EveryCase,
+}
+
+/// The codec targets of the issue.
+pub const CODEC_TARGETS: [(Over, RatioTarget); 5] = [
+    (
+        Over::Case("C63-K32"),
+        RatioTarget {
+            name: "C63-K32: y3-observe vs sonic-rs-get (speed-up)",
+            column: "",
+            y3: "y3-observe",
+            base: "sonic-rs-get",
+            ratio: ns_ratio,
+            bound: at_least(10.0),
+        },
+    ),
+    (
+        Over::Case("C63-K32"),
+        RatioTarget {
+            name: "C63-K32: y3-observe vs the report's Go Y3 (go-y3-report, key at 32)",
+            column: "",
+            y3: "y3-observe",
+            base: "go-y3-report",
+            ratio: ns_ratio,
+            bound: at_least(30.0),
+        },
+    ),
+    (
+        Over::Case("C63-K32"),
+        RatioTarget {
+            name: "C63-K32: y3-observe no slower than the protobuf skip-scan",
+            column: "",
+            y3: "y3-observe",
+            base: "protobuf-scan",
+            ratio: ns_ratio,
+            bound: at_least(1.0),
+        },
+    ),
+    (
+        Over::EveryCase,
+        RatioTarget {
+            name: "every case: y3-observe vs sonic-rs-get (lowest speed-up)",
+            column: "",
+            y3: "y3-observe",
+            base: "sonic-rs-get",
+            ratio: ns_ratio,
+            bound: at_least(10.0),
+        },
+    ),
+    (
+        Over::EveryCase,
+        RatioTarget {
+            name: "every case: y3-stream7 / y3-observe (highest)",
+            column: "",
+            y3: "y3-observe",
+            base: "y3-stream7",
+            ratio: ns_ratio,
+            bound: at_most(1.5),
+        },
+    ),
+];
+
+/// The codec targets, checked from the results.
 pub fn codec_targets(r: &Results) -> Vec<Target> {
-    let c63 = "C63-K32";
-    let asc = "ascending";
-    let mut out = vec![
-        target(
-            "C63-K32: y3-observe vs sonic-rs-get (speed-up)",
-            speedup(r, c63, asc, "sonic-rs-get", "y3-observe", "serial"),
-            10.0,
-            true,
-        ),
-        target(
-            "C63-K32: y3-observe vs the report's Go Y3 (go-y3-report, key at 32)",
-            speedup(r, c63, asc, "go-y3-report", "y3-observe", "serial"),
-            30.0,
-            true,
-        ),
-        target(
-            "C63-K32: y3-observe no slower than the protobuf skip-scan",
-            speedup(r, c63, asc, "protobuf-scan", "y3-observe", "serial"),
-            1.0,
-            true,
-        ),
-    ];
-    let every: Option<Vec<f64>> = case_names()
+    CODEC_TARGETS
         .iter()
-        .map(|c| speedup(r, c, asc, "sonic-rs-get", "y3-observe", "serial"))
-        .collect();
-    out.push(target(
-        "every case: y3-observe vs sonic-rs-get (lowest speed-up)",
-        every.and_then(|v| v.into_iter().reduce(f64::min)),
-        10.0,
-        true,
-    ));
-    let stream: Option<Vec<f64>> = case_names()
-        .iter()
-        .map(|c| speedup(r, c, asc, "y3-stream7", "y3-observe", "serial"))
-        .collect();
-    out.push(target(
-        "every case: y3-stream7 / y3-observe (highest)",
-        stream.and_then(|v| v.into_iter().reduce(f64::max)),
-        1.5,
-        false,
-    ));
-    out
+        .map(|(over, t)| {
+            let cases = match over {
+                Over::Case(c) => vec![c.to_string()],
+                Over::EveryCase => case_names(),
+            };
+            let cells: Option<Vec<f64>> = cases
+                .iter()
+                .map(|c| {
+                    let row = |imp| get(r, c, "ascending", imp, "serial");
+                    t.in_cell(row(t.y3), row(t.base))
+                })
+                .collect();
+            t.check_all(cells)
+        })
+        .collect()
 }
 
-/// The targets as a Markdown table, every suite's; `absent` is the result of a target
-/// that could not be measured (`n/a (peer not in this run)`).
+/// The targets as a table, every suite's; `absent` is the result of a target that could
+/// not be measured (`n/a (peer not in this run)`).
 pub fn targets_table(out: &mut String, targets: &[Target], absent: &str) {
-    out.push_str("| target | measured | required | result |\n| --- | --: | --: | --- |\n");
-    for t in targets {
-        let result = match t.met {
+    let mut t = Table::new([
+        ("target", Align::Left),
+        ("measured", Align::Right),
+        ("required", Align::Right),
+        ("result", Align::Left),
+    ]);
+    for x in targets {
+        let result = match x.met {
             Some(true) => "met".to_string(),
-            Some(false) => format!("**missed** — {}", t.shortfall),
+            Some(false) => format!("**missed** — {}", x.shortfall),
             None => absent.to_string(),
         };
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} |",
-            t.name, t.measured, t.required, result
+        t.row(
+            &x.name,
+            vec![
+                x.name.as_str().into(),
+                x.measured.as_str().into(),
+                x.required.as_str().into(),
+                result.into(),
+            ],
         );
     }
+    out.push_str(&t.markdown());
 }
 
 /// The opening list of the codec and serde reports (`templates/header.md`): machine,
 /// command, method, how to read the figures, the run's notes.
 fn header(out: &mut String, r: &Results) {
     let m = &r.meta;
-    let go = if m.go_version.is_empty() {
+    let h = m.harness.clone().unwrap_or_default();
+    let go = if m.version("go").is_empty() {
         String::new()
     } else {
-        format!(" · Go: {}", m.go_version)
+        format!(" · Go: {}", m.version("go"))
     };
     let seed = if m.suite == "codec" {
-        format!("; published-order seed {}", m.seed)
+        format!("; published-order seed {}", h.seed)
     } else {
         String::new()
     };
@@ -322,9 +473,9 @@ fn header(out: &mut String, r: &Results) {
             ("machine", &m.machine),
             ("command", &m.command),
             ("go", &go),
-            ("samples", &m.samples.to_string()),
-            ("sample_ms", &m.sample_ms.to_string()),
-            ("threads", &m.threads.to_string()),
+            ("samples", &h.samples.to_string()),
+            ("sample_ms", &h.sample_ms.to_string()),
+            ("threads", &h.threads.to_string()),
             ("quick", if m.quick { "; **--quick** run" } else { "" }),
             ("seed", &seed),
             ("notes", &notes),
@@ -333,53 +484,146 @@ fn header(out: &mut String, r: &Results) {
     out.push('\n');
 }
 
+/// The serial, ascending-order table: ns/op per case, then CPU, allocations and bytes at
+/// C63-K32, then the report's rows.
+fn codec_serial_table(r: &Results) -> Table {
+    let cases = case_names();
+    let mut right = cases.clone();
+    right.extend(["C63-K32 CPU ns/op", "C63-K32 allocs/op", "C63-K32 bytes"].map(String::from));
+    let mut t = Table::new(columns(&["implementation", "format"], &right));
+    let serial: Vec<&Record> = r
+        .records
+        .iter()
+        .filter(|x| x.text(Dim::Mode) == "serial" && x.text(Dim::Order) == "ascending")
+        .collect();
+    for n in impl_names(&serial) {
+        let fmt = serial
+            .iter()
+            .find(|x| x.implementation == n)
+            .map_or("", |x| x.text(Dim::Format));
+        let mut cells = vec![format!("`{n}`").into(), fmt.into()];
+        cells.extend(
+            cases
+                .iter()
+                .map(|c| ns_cell(get(r, c, "ascending", &n, "serial"))),
+        );
+        let last = get(r, "C63-K32", "ascending", &n, "serial");
+        cells.push(Cell::maybe(last.map(|x| x.value(Metric::CpuNsPerOp)), ns));
+        cells.push(Cell::maybe(
+            last.and_then(|x| x.get(Metric::AllocsPerOp)),
+            |a| format!("{a:.1}"),
+        ));
+        cells.push(Cell::maybe(last.map(|x| x.count(Dim::Bytes) as f64), |b| {
+            b.to_string()
+        }));
+        t.row(&n, cells);
+    }
+    let mut report = vec!["*report: Go Y3 (Go 1.14, 2.6 GHz i7)*".into(), "y3".into()];
+    report.extend(REPORT_Y3_SERIAL.iter().map(|&v| published(v, ns(v))));
+    report.extend(["", "", ""].map(Cell::from));
+    t.row("report-y3", report);
+    let mut json = vec![
+        "*report: Go JSON (Go 1.14, 2.6 GHz i7)*".into(),
+        "json".into(),
+    ];
+    json.extend(
+        REPORT_Y3_SERIAL
+            .iter()
+            .zip(REPORT_RATIOS)
+            .map(|(v, k)| published(v * k, format!("≈{}", ns(v * k)))),
+    );
+    json.extend(["", "", ""].map(Cell::from));
+    t.row("report-json", json);
+    t
+}
+
+/// Speed-up of `y3-observe` over every other row, per case (serial, ascending).
+fn codec_speedup_table(r: &Results, names: &[String]) -> Table {
+    let cases = case_names();
+    let mut t = Table::new(columns(&["peer"], &cases));
+    for n in names.iter().filter(|n| n.as_str() != "y3-observe") {
+        let mut cells = vec![format!("`{n}`").into()];
+        cells.extend(
+            cases
+                .iter()
+                .map(|c| Cell::maybe(speedup(r, c, "ascending", n, "y3-observe", "serial"), ratio)),
+        );
+        t.row(n, cells);
+    }
+    t
+}
+
+/// The parallel table: ns/op per thread per case, Mops/s and CPU at C63-K32.
+fn codec_parallel_table(r: &Results) -> Table {
+    let cases = case_names();
+    let mut right = cases.clone();
+    right.extend(["C63-K32 Mops/s", "C63-K32 CPU ns/op"].map(String::from));
+    let mut t = Table::new(columns(&["implementation"], &right));
+    let parallel: Vec<&Record> = r
+        .records
+        .iter()
+        .filter(|x| x.text(Dim::Mode) == "parallel" && x.text(Dim::Order) == "ascending")
+        .collect();
+    if parallel.is_empty() {
+        return t;
+    }
+    for n in impl_names(&parallel) {
+        let mut cells = vec![format!("`{n}`").into()];
+        cells.extend(
+            cases
+                .iter()
+                .map(|c| ns_cell(get(r, c, "ascending", &n, "parallel"))),
+        );
+        let last = get(r, "C63-K32", "ascending", &n, "parallel");
+        cells.push(Cell::maybe(
+            last.map(|x| x.value(Metric::OpsPerS) / 1e6),
+            |v| format!("{v:.2}"),
+        ));
+        cells.push(Cell::maybe(last.map(|x| x.value(Metric::CpuNsPerOp)), ns));
+        t.row(&n, cells);
+    }
+    let mut report = vec!["*report: Go Y3, GOMAXPROCS=12 (wall ÷ all ops)*".into()];
+    report.extend(REPORT_Y3_PARALLEL.iter().map(|&v| published(v, ns(v))));
+    report.extend(["", ""].map(Cell::from));
+    t.row("report-y3", report);
+    t
+}
+
+/// The key-position sweep (C63 ascending, serial): ns/op per position.
+fn codec_sweep_table(r: &Results) -> Table {
+    let sweep = sweep_cases();
+    let heads: Vec<String> = sweep.iter().map(|(c, p)| format!("{p} ({c})")).collect();
+    let mut t = Table::new(columns(&["implementation"], &heads));
+    let records: Vec<&Record> = r
+        .records
+        .iter()
+        .filter(|x| {
+            x.text(Dim::Mode) == "serial"
+                && x.text(Dim::Order) == "ascending"
+                && sweep.iter().any(|(c, _)| c == &x.case)
+        })
+        .collect();
+    for n in impl_names(&records) {
+        let mut cells = vec![format!("`{n}`").into()];
+        cells.extend(
+            sweep
+                .iter()
+                .map(|(c, _)| ns_cell(get(r, c, "ascending", &n, "serial"))),
+        );
+        t.row(&n, cells);
+    }
+    t
+}
+
 /// The full codec report.
 pub fn codec_markdown(r: &Results) -> String {
     let cases = case_names();
     let mut out = String::from("# Codec lab: take the value of one observed key\n\n");
     header(&mut out, r);
-    let serial: Vec<&Record> = r
-        .records
-        .iter()
-        .filter(|x| x.mode == "serial" && x.order == "ascending")
-        .collect();
-    let names = impl_names(&serial);
-
+    let serial = codec_serial_table(r);
     out.push_str("## Serial, ascending order (key K at position K): median ns/op\n\n");
-    out.push_str("| implementation | format | ");
-    out.push_str(&cases.join(" | "));
-    out.push_str(" | C63-K32 CPU ns/op | C63-K32 allocs/op | C63-K32 bytes |\n| --- | --- |");
-    out.push_str(&" --: |".repeat(cases.len() + 3));
+    out.push_str(&serial.markdown());
     out.push('\n');
-    for n in &names {
-        let fmt = serial
-            .iter()
-            .find(|x| &x.implementation == n)
-            .map_or("", |x| x.format.as_str());
-        let _ = write!(out, "| `{n}` | {fmt} |");
-        for c in &cases {
-            let _ = write!(out, " {} |", cell(get(r, c, "ascending", n, "serial")));
-        }
-        let last = get(r, "C63-K32", "ascending", n, "serial");
-        let _ = writeln!(
-            out,
-            " {} | {} | {} |",
-            last.map_or("–".into(), |x| ns(x.cpu_ns_per_op)),
-            last.and_then(|x| x.allocs_per_op)
-                .map_or("–".into(), |a| format!("{a:.1}")),
-            last.map_or("–".into(), |x| x.bytes.to_string()),
-        );
-    }
-    let _ = write!(out, "| *report: Go Y3 (Go 1.14, 2.6 GHz i7)* | y3 |");
-    for v in REPORT_Y3_SERIAL {
-        let _ = write!(out, " *{}* |", ns(v));
-    }
-    out.push_str(" | | |\n");
-    let _ = write!(out, "| *report: Go JSON (Go 1.14, 2.6 GHz i7)* | json |");
-    for (v, k) in REPORT_Y3_SERIAL.iter().zip(REPORT_RATIOS) {
-        let _ = write!(out, " *≈{}* |", ns(v * k));
-    }
-    out.push_str(" | | |\n\n");
     let _ = writeln!(
         out,
         "The report's JSON row is its Y3 row times its published JSON/Y3 ratios \
@@ -395,115 +639,70 @@ pub fn codec_markdown(r: &Results) -> String {
     out.push_str(
         "## Speed-up of `y3-observe` (serial, ascending): peer ns/op ÷ y3-observe ns/op\n\n",
     );
-    out.push_str("| peer | ");
-    out.push_str(&cases.join(" | "));
-    out.push_str(" |\n| --- |");
-    out.push_str(&" --: |".repeat(cases.len()));
-    out.push('\n');
-    for n in names.iter().filter(|n| n.as_str() != "y3-observe") {
-        let _ = write!(out, "| `{n}` |");
-        for c in &cases {
-            let v = speedup(r, c, "ascending", n, "y3-observe", "serial");
-            let _ = write!(out, " {} |", v.map_or("–".into(), ratio));
-        }
-        out.push('\n');
-    }
+    let names: Vec<String> = serial
+        .rows
+        .iter()
+        .filter(|x| !x.key.starts_with("report-"))
+        .map(|x| x.key.clone())
+        .collect();
+    out.push_str(&codec_speedup_table(r, &names).markdown());
     out.push('\n');
 
-    let parallel: Vec<&Record> = r
-        .records
-        .iter()
-        .filter(|x| x.mode == "parallel" && x.order == "ascending")
-        .collect();
+    let parallel = codec_parallel_table(r);
     if !parallel.is_empty() {
-        let threads = parallel[0].threads;
+        let threads = r
+            .records
+            .iter()
+            .find(|x| x.text(Dim::Mode) == "parallel" && x.text(Dim::Order) == "ascending")
+            .map_or(0, |x| x.count(Dim::Threads));
         let _ = writeln!(
             out,
             "## Parallel ({threads} threads), ascending: median ns/op per thread, and aggregate \
              throughput at C63-K32\n"
         );
-        out.push_str("| implementation | ");
-        out.push_str(&cases.join(" | "));
-        out.push_str(" | C63-K32 Mops/s | C63-K32 CPU ns/op |\n| --- |");
-        out.push_str(&" --: |".repeat(cases.len() + 2));
+        out.push_str(&parallel.markdown());
         out.push('\n');
-        for n in impl_names(&parallel) {
-            let _ = write!(out, "| `{n}` |");
-            for c in &cases {
-                let _ = write!(out, " {} |", cell(get(r, c, "ascending", &n, "parallel")));
-            }
-            let last = get(r, "C63-K32", "ascending", &n, "parallel");
-            let _ = writeln!(
-                out,
-                " {} | {} |",
-                last.map_or("–".into(), |x| format!("{:.2}", x.ops_per_s / 1e6)),
-                last.map_or("–".into(), |x| ns(x.cpu_ns_per_op)),
-            );
-        }
-        let _ = write!(out, "| *report: Go Y3, GOMAXPROCS=12 (wall ÷ all ops)* |");
-        for v in REPORT_Y3_PARALLEL {
-            let _ = write!(out, " *{}* |", ns(v));
-        }
-        out.push_str(" | |\n\n");
     }
 
     let published: Vec<&Record> = r
         .records
         .iter()
-        .filter(|x| x.mode == "serial" && x.order == "published")
+        .filter(|x| x.text(Dim::Mode) == "serial" && x.text(Dim::Order) == "published")
         .collect();
     if !published.is_empty() {
         let _ = writeln!(
             out,
             "## Serial, published order (the report's random map order, seed {}): median ns/op\n",
-            r.meta.seed
+            r.meta.harness.as_ref().map_or(0, |h| h.seed)
         );
-        out.push_str("| implementation |");
-        for c in &cases {
-            let pos = published
-                .iter()
-                .find(|x| &x.case == c)
-                .map_or(0, |x| x.key_pos);
-            let _ = write!(out, " {c} (key at {pos}) |");
-        }
-        out.push_str("\n| --- |");
-        out.push_str(&" --: |".repeat(cases.len()));
-        out.push('\n');
+        let heads: Vec<String> = cases
+            .iter()
+            .map(|c| {
+                let pos = published
+                    .iter()
+                    .find(|x| &x.case == c)
+                    .map_or(0, |x| x.count(Dim::KeyPos));
+                format!("{c} (key at {pos})")
+            })
+            .collect();
+        let mut t = Table::new(columns(&["implementation"], &heads));
         for n in impl_names(&published) {
-            let _ = write!(out, "| `{n}` |");
-            for c in &cases {
-                let _ = write!(out, " {} |", cell(get(r, c, "published", &n, "serial")));
-            }
-            out.push('\n');
+            let mut cells = vec![format!("`{n}`").into()];
+            cells.extend(
+                cases
+                    .iter()
+                    .map(|c| ns_cell(get(r, c, "published", &n, "serial"))),
+            );
+            t.row(&n, cells);
         }
+        out.push_str(&t.markdown());
         out.push('\n');
     }
 
-    let sweep = sweep_cases();
-    let sweep_records: Vec<&Record> = r
-        .records
-        .iter()
-        .filter(|x| {
-            x.mode == "serial" && x.order == "ascending" && sweep.iter().any(|(c, _)| c == &x.case)
-        })
-        .collect();
-    if !sweep_records.is_empty() {
-        out.push_str(
-            "## Key position sweep, C63 ascending, serial: median ns/op\n\n| implementation |",
-        );
-        for (c, pos) in &sweep {
-            let _ = write!(out, " {pos} ({c}) |");
-        }
-        out.push_str("\n| --- |");
-        out.push_str(&" --: |".repeat(sweep.len()));
-        out.push('\n');
-        for n in impl_names(&sweep_records) {
-            let _ = write!(out, "| `{n}` |");
-            for (c, _) in &sweep {
-                let _ = write!(out, " {} |", cell(get(r, c, "ascending", &n, "serial")));
-            }
-            out.push('\n');
-        }
+    let sweep = codec_sweep_table(r);
+    if !sweep.is_empty() {
+        out.push_str("## Key position sweep, C63 ascending, serial: median ns/op\n\n");
+        out.push_str(&sweep.markdown());
         out.push('\n');
     }
 
@@ -532,94 +731,70 @@ pub const CODEC_CHARTS: [(&str, &str); 4] = [
     ("codec-position.svg", "ns/op by key position, C63"),
 ];
 
-fn headline_series(
-    r: &Results,
-    groups: &[(String, String)],
-    mode: &str,
-) -> Vec<(String, Vec<Option<f64>>)> {
-    HEADLINE
-        .iter()
-        .map(|n| {
-            let v: Vec<Option<f64>> = groups
-                .iter()
-                .map(|(c, o)| get(r, c, o, n, mode).map(|x| x.ns_per_op))
-                .collect();
-            (n.to_string(), v)
-        })
-        .filter(|(_, v)| v.iter().any(Option::is_some))
-        .collect()
-}
-
-/// The codec charts.
-pub fn codec_charts(r: &Results) -> Vec<(&'static str, BarChart)> {
+/// The codec charts, each from its report table's figures: the headline rows' ns/op per
+/// case (serial, parallel), their speed-ups, and ns/op by key position.
+pub fn codec_charts(r: &Results) -> Vec<(String, BarChart)> {
     let cases = case_names();
-    let asc: Vec<(String, String)> = cases
-        .iter()
-        .map(|c| (c.clone(), "ascending".into()))
-        .collect();
+    let per_case: Vec<usize> = (1..=cases.len()).collect();
+    let serial = codec_serial_table(r);
     let threads = r
         .records
         .iter()
-        .find(|x| x.mode == "parallel")
-        .map_or(0, |x| x.threads);
-    let mut out = vec![(
-        "codec-serial.svg",
-        BarChart {
-            title: "Take one observed key: ns/op, serial (lower is better)".into(),
-            y_label: "ns/op (log)".into(),
-            groups: cases.clone(),
-            series: headline_series(r, &asc, "serial"),
-            log: true,
-        },
-    )];
-    let peers: Vec<(String, Vec<Option<f64>>)> = HEADLINE
+        .find(|x| x.text(Dim::Mode) == "parallel")
+        .map_or(0, |x| x.count(Dim::Threads));
+    let names: Vec<String> = serial.rows.iter().map(|x| x.key.clone()).collect();
+    let peers: Vec<&str> = HEADLINE
         .iter()
-        .filter(|n| **n != "y3-observe")
-        .map(|n| {
-            let v = cases
-                .iter()
-                .map(|c| speedup(r, c, "ascending", n, "y3-observe", "serial"))
-                .collect();
-            (n.to_string(), v)
-        })
-        .filter(|(_, v): &(String, Vec<Option<f64>>)| v.iter().any(Option::is_some))
+        .copied()
+        .filter(|n| *n != "y3-observe")
         .collect();
-    out.push((
-        "codec-speedup.svg",
-        BarChart {
-            title: "Speed-up of y3-observe: peer ns/op ÷ y3 ns/op, serial".into(),
-            y_label: "× (log)".into(),
-            groups: cases.clone(),
-            series: peers,
-            log: true,
-        },
-    ));
-    out.push((
-        "codec-parallel.svg",
-        BarChart {
-            title: format!("Take one observed key: ns/op per thread, {threads} threads"),
-            y_label: "ns/op (log)".into(),
-            groups: cases,
-            series: headline_series(r, &asc, "parallel"),
-            log: true,
-        },
-    ));
-    let sweep = sweep_cases();
-    let groups: Vec<(String, String)> = sweep
-        .iter()
-        .map(|(c, _)| (c.clone(), "ascending".into()))
-        .collect();
-    out.push((
-        "codec-position.svg",
-        BarChart {
-            title: "C63: ns/op by position of the observed key, serial".into(),
-            y_label: "ns/op (log)".into(),
-            groups: sweep.iter().map(|(c, p)| format!("{p} ({c})")).collect(),
-            series: headline_series(r, &groups, "serial"),
-            log: true,
-        },
-    ));
-    out
+    let sweep = codec_sweep_table(r);
+    let sweep_cols: Vec<usize> = (1..sweep.columns.len()).collect();
+    vec![
+        (
+            "codec-serial.svg".into(),
+            BarChart {
+                title: "Take one observed key: ns/op, serial (lower is better)".into(),
+                y_label: "ns/op (log)".into(),
+                groups: cases.clone(),
+                series: serial.series(
+                    &HEADLINE,
+                    &per_case.iter().map(|c| c + 1).collect::<Vec<_>>(),
+                ),
+                log: true,
+            },
+        ),
+        (
+            "codec-speedup.svg".into(),
+            BarChart {
+                title: "Speed-up of y3-observe: peer ns/op ÷ y3 ns/op, serial".into(),
+                y_label: "× (log)".into(),
+                groups: cases.clone(),
+                series: codec_speedup_table(r, &names).series(&peers, &per_case),
+                log: true,
+            },
+        ),
+        (
+            "codec-parallel.svg".into(),
+            BarChart {
+                title: format!("Take one observed key: ns/op per thread, {threads} threads"),
+                y_label: "ns/op (log)".into(),
+                groups: cases,
+                series: codec_parallel_table(r).series(&HEADLINE, &per_case),
+                log: true,
+            },
+        ),
+        (
+            "codec-position.svg".into(),
+            BarChart {
+                title: "C63: ns/op by position of the observed key, serial".into(),
+                y_label: "ns/op (log)".into(),
+                groups: sweep.headings(&sweep_cols),
+                series: sweep.series(&HEADLINE, &sweep_cols),
+                log: true,
+            },
+        ),
+    ]
 }
 
 /// The short README section: machine, command, the serial table of the headline rows, the
@@ -633,42 +808,42 @@ pub fn codec_summary(r: &Results, docs_rel: &str) -> String {
         r.meta.machine,
         r.meta.command,
         if r.meta.quick { "`--quick`, " } else { "" },
-        r.meta.samples,
-        if r.meta.go_version.is_empty() {
+        r.meta.harness.as_ref().map_or(0, |h| h.samples),
+        if r.meta.version("go").is_empty() {
             "not run"
         } else {
-            r.meta.go_version.as_str()
+            r.meta.version("go")
         }
     );
-    out.push_str("| ns/op, serial | ");
-    out.push_str(&cases.join(" | "));
-    out.push_str(" | y3 speed-up at C63-K32 |\n| --- |");
-    out.push_str(&" --: |".repeat(cases.len() + 1));
-    out.push('\n');
+    let mut right = cases.clone();
+    right.push("y3 speed-up at C63-K32".into());
+    let mut t = Table::new(columns(&["ns/op, serial"], &right));
     for n in HEADLINE {
         if get(r, "C63-K32", "ascending", n, "serial").is_none() {
             continue;
         }
-        let _ = write!(out, "| `{n}` |");
-        for c in &cases {
-            let _ = write!(out, " {} |", cell(get(r, c, "ascending", n, "serial")));
-        }
-        let s = speedup(r, "C63-K32", "ascending", n, "y3-observe", "serial");
-        let _ = writeln!(
-            out,
-            " {} |",
-            if n == "y3-observe" {
-                "1×".to_string()
-            } else {
-                s.map_or("–".into(), ratio)
-            }
+        let mut cells = vec![format!("`{n}`").into()];
+        cells.extend(
+            cases
+                .iter()
+                .map(|c| ns_cell(get(r, c, "ascending", n, "serial"))),
         );
+        cells.push(if n == "y3-observe" {
+            Cell::figure(1.0, "1×".into())
+        } else {
+            Cell::maybe(
+                speedup(r, "C63-K32", "ascending", n, "y3-observe", "serial"),
+                ratio,
+            )
+        });
+        t.row(n, cells);
     }
-    let _ = write!(out, "| *report's Go Y3 (Go 1.14, i7)* |");
-    for v in REPORT_Y3_SERIAL {
-        let _ = write!(out, " *{}* |", ns(v));
-    }
-    out.push_str(" |\n\n");
+    let mut report = vec!["*report's Go Y3 (Go 1.14, i7)*".into()];
+    report.extend(REPORT_Y3_SERIAL.iter().map(|&v| published(v, ns(v))));
+    report.push("".into());
+    t.row("report-y3", report);
+    out.push_str(&t.markdown());
+    out.push('\n');
     targets_table(&mut out, &codec_targets(r), ABSENT);
     let _ = writeln!(out, "\nFull tables (parallel, published order, key sweep, CPU time, allocations, all peers): [{docs_rel}/codec.md]({docs_rel}/codec.md).\n");
     for (file, alt) in CODEC_CHARTS.iter().take(2) {
@@ -680,29 +855,40 @@ pub fn codec_summary(r: &Results, docs_rel: &str) -> String {
 /// The Erlang report's figures (msg/s): protobuf encode, decode.
 pub const ERLANG_PROTOBUF: (f64, f64) = (103_000.0, 61_000.0);
 
+/// An implementation's serial encode + decode round as one record: msg/s of the round in
+/// `ops_per_s`.
+fn serde_round(r: &Results, imp: &str) -> Option<Record> {
+    let op = |name: &str| {
+        r.records.iter().find(|x| {
+            x.implementation == imp && x.text(Dim::Op) == name && x.text(Dim::Mode) == "serial"
+        })
+    };
+    let ns = op("encode")?.value(Metric::NsPerOp) + op("decode")?.value(Metric::NsPerOp);
+    Some(Record::new("serde", imp, "").metric(Metric::OpsPerS, 1e9 / ns))
+}
+
 /// The serde targets: y3 encode+decode at least prost's.
+pub const SERDE_TARGETS: [RatioTarget; 1] = [RatioTarget {
+    name: "envelope: y3-derive encode+decode msg/s ÷ prost's",
+    column: "",
+    y3: "y3-derive",
+    base: "prost",
+    ratio: |y, p| Some(y.value(Metric::OpsPerS) / p.value(Metric::OpsPerS)),
+    bound: at_least(1.0),
+}];
+
+/// The serde targets, checked from the results.
 pub fn serde_targets(r: &Results) -> Vec<Target> {
-    let round = |imp: &str| -> Option<f64> {
-        let e = r
-            .records
-            .iter()
-            .find(|x| x.implementation == imp && x.op == "encode" && x.mode == "serial")?;
-        let d = r
-            .records
-            .iter()
-            .find(|x| x.implementation == imp && x.op == "decode" && x.mode == "serial")?;
-        Some(1e9 / (e.ns_per_op + d.ns_per_op))
-    };
-    let v = match (round("y3-derive"), round("prost")) {
-        (Some(y), Some(p)) => Some(y / p),
-        _ => None,
-    };
-    vec![target(
-        "envelope: y3-derive encode+decode msg/s ÷ prost's",
-        v,
-        1.0,
-        true,
-    )]
+    SERDE_TARGETS
+        .iter()
+        .map(|t| {
+            let v = t.in_cell(
+                serde_round(r, t.y3).as_ref(),
+                serde_round(r, t.base).as_ref(),
+            );
+            t.check_all(v.map(|v| vec![v]))
+        })
+        .collect()
 }
 
 fn kmsg(v: f64) -> String {
@@ -713,65 +899,111 @@ fn kmsg(v: f64) -> String {
     }
 }
 
+/// The serde suite's serial table: msg/s and ns of encode and decode per row, then the
+/// Erlang report's figures.
+fn serde_serial_table(r: &Results) -> Table {
+    let mut t = Table::new(columns(
+        &["implementation", "case"],
+        &[
+            "bytes",
+            "encode msg/s",
+            "decode msg/s",
+            "encode+decode msg/s",
+            "encode ns",
+            "decode ns",
+            "decode allocs",
+        ]
+        .map(String::from),
+    ));
+    let serial: Vec<&Record> = r
+        .records
+        .iter()
+        .filter(|x| x.text(Dim::Mode) == "serial")
+        .collect();
+    let op = |n: &str, op: &str| {
+        serial
+            .iter()
+            .find(|x| x.implementation == n && x.text(Dim::Op) == op)
+            .copied()
+    };
+    for n in impl_names(&serial) {
+        let (Some(e), Some(d)) = (op(&n, "encode"), op(&n, "decode")) else {
+            continue;
+        };
+        let (e_ns, d_ns) = (e.value(Metric::NsPerOp), d.value(Metric::NsPerOp));
+        let msgs = |v: f64| Cell::figure(v, kmsg(v));
+        t.row(
+            &n,
+            vec![
+                format!("`{n}`").into(),
+                e.case.as_str().into(),
+                e.count(Dim::Bytes).to_string().into(),
+                msgs(e.value(Metric::OpsPerS)),
+                msgs(d.value(Metric::OpsPerS)),
+                msgs(1e9 / (e_ns + d_ns)),
+                Cell::figure(e_ns, ns(e_ns)),
+                Cell::figure(d_ns, ns(d_ns)),
+                Cell::maybe(d.get(Metric::AllocsPerOp), |a| format!("{a:.1}")),
+            ],
+        );
+    }
+    let (enc, dec) = ERLANG_PROTOBUF;
+    t.row(
+        "erlang",
+        vec![
+            "*Erlang report: protobuf (its machine)*".into(),
+            "~130 B message".into(),
+            "".into(),
+            published(enc, kmsg(enc)),
+            published(dec, kmsg(dec)),
+            "".into(),
+            "".into(),
+            "".into(),
+            "".into(),
+        ],
+    );
+    t
+}
+
 /// The serde report.
 pub fn serde_markdown(r: &Results) -> String {
     let mut out = String::from("# Serialization lab: encode and decode msg/s\n\n");
     header(&mut out, r);
-    let serial: Vec<&Record> = r.records.iter().filter(|x| x.mode == "serial").collect();
-    let names = impl_names(&serial);
-    out.push_str(
-        "## Serial: messages per second (median), the Erlang report's unit\n\n\
-         | implementation | case | bytes | encode msg/s | decode msg/s | encode+decode msg/s | encode ns | decode ns | decode allocs |\n\
-         | --- | --- | --: | --: | --: | --: | --: | --: | --: |\n",
-    );
-    for n in &names {
-        let e = serial
-            .iter()
-            .find(|x| &x.implementation == n && x.op == "encode");
-        let d = serial
-            .iter()
-            .find(|x| &x.implementation == n && x.op == "decode");
-        let (Some(e), Some(d)) = (e, d) else { continue };
-        let _ = writeln!(
-            out,
-            "| `{n}` | {} | {} | {} | {} | {} | {} | {} | {} |",
-            e.case,
-            e.bytes,
-            kmsg(e.ops_per_s),
-            kmsg(d.ops_per_s),
-            kmsg(1e9 / (e.ns_per_op + d.ns_per_op)),
-            ns(e.ns_per_op),
-            ns(d.ns_per_op),
-            d.allocs_per_op.map_or("–".into(), |a| format!("{a:.1}")),
-        );
-    }
-    let _ = writeln!(
-        out,
-        "| *Erlang report: protobuf (its machine)* | ~130 B message | | *{}* | *{}* | | | | |\n",
-        kmsg(ERLANG_PROTOBUF.0),
-        kmsg(ERLANG_PROTOBUF.1)
-    );
-    let parallel: Vec<&Record> = r.records.iter().filter(|x| x.mode == "parallel").collect();
+    out.push_str("## Serial: messages per second (median), the Erlang report's unit\n\n");
+    out.push_str(&serde_serial_table(r).markdown());
+    out.push('\n');
+    let parallel: Vec<&Record> = r
+        .records
+        .iter()
+        .filter(|x| x.text(Dim::Mode) == "parallel")
+        .collect();
     if !parallel.is_empty() {
         let _ = writeln!(
             out,
-            "## Parallel ({} threads): aggregate msg/s\n\n| implementation | encode msg/s | decode msg/s |\n| --- | --: | --: |",
-            parallel[0].threads
+            "## Parallel ({} threads): aggregate msg/s\n",
+            parallel[0].count(Dim::Threads)
         );
+        let mut t = Table::new(columns(
+            &["implementation"],
+            &["encode msg/s", "decode msg/s"].map(String::from),
+        ));
         for n in impl_names(&parallel) {
-            let e = parallel
-                .iter()
-                .find(|x| x.implementation == n && x.op == "encode");
-            let d = parallel
-                .iter()
-                .find(|x| x.implementation == n && x.op == "decode");
-            let _ = writeln!(
-                out,
-                "| `{n}` | {} | {} |",
-                e.map_or("–".into(), |x| kmsg(x.ops_per_s)),
-                d.map_or("–".into(), |x| kmsg(x.ops_per_s))
+            let op = |op: &str| {
+                parallel
+                    .iter()
+                    .find(|x| x.implementation == n && x.text(Dim::Op) == op)
+                    .map(|x| x.value(Metric::OpsPerS))
+            };
+            t.row(
+                &n,
+                vec![
+                    format!("`{n}`").into(),
+                    Cell::maybe(op("encode"), kmsg),
+                    Cell::maybe(op("decode"), kmsg),
+                ],
             );
         }
+        out.push_str(&t.markdown());
         out.push('\n');
     }
     out.push_str("## Targets\n\n");
@@ -780,26 +1012,17 @@ pub fn serde_markdown(r: &Results) -> String {
     out
 }
 
-/// The serde chart.
-pub fn serde_charts(r: &Results) -> Vec<(&'static str, BarChart)> {
-    let serial: Vec<&Record> = r.records.iter().filter(|x| x.mode == "serial").collect();
-    let series = impl_names(&serial)
+/// The serde chart: the serial table's encode and decode msg/s, in millions.
+pub fn serde_charts(r: &Results) -> Vec<(String, BarChart)> {
+    let table = serde_serial_table(r);
+    let keys: Vec<&str> = table.rows.iter().map(|x| x.key.as_str()).collect();
+    let series = table
+        .series(&keys[..keys.len() - 1], &[3, 4])
         .into_iter()
-        .map(|n| {
-            let v = ["encode", "decode"]
-                .iter()
-                .map(|op| {
-                    serial
-                        .iter()
-                        .find(|x| x.implementation == n && x.op == *op)
-                        .map(|x| x.ops_per_s / 1e6)
-                })
-                .collect();
-            (n, v)
-        })
+        .map(|(n, v)| (n, v.into_iter().map(|x| x.map(|m| m / 1e6)).collect()))
         .collect();
     vec![(
-        "serde.svg",
+        "serde.svg".into(),
         BarChart {
             title: "Envelope (~120 B) and MQTT PUBLISH: million msg/s, serial (higher is better)"
                 .into(),
@@ -817,16 +1040,8 @@ pub fn serde_summary(r: &Results, docs_rel: &str) -> String {
         "Measured on {} with `{}`.\n\n",
         r.meta.machine, r.meta.command
     );
-    let md = serde_markdown(r);
-    if let Some(start) = md.find("| implementation | case") {
-        let table: String = md[start..]
-            .lines()
-            .take_while(|l| l.starts_with('|'))
-            .collect::<Vec<_>>()
-            .join("\n");
-        out.push_str(&table);
-        out.push_str("\n\n");
-    }
+    out.push_str(&serde_serial_table(r).markdown());
+    out.push('\n');
     targets_table(&mut out, &serde_targets(r), ABSENT);
     let _ = writeln!(out, "\n![encode and decode msg/s]({docs_rel}/serde.svg)\n");
     out
@@ -863,65 +1078,79 @@ pub fn fill(template: &str, values: &[(&str, &str)]) -> String {
     out
 }
 
-/// A suite's recorded results as the lab publishes them: the JSON file, the Markdown report
-/// with its charts, the README section, the targets and notes. Codec/serde [`Results`] and
-/// network [`NetResults`](crate::net::record::NetResults) both implement it, so one
-/// publishing step serves every suite.
-pub trait Publish {
+/// One suite's report: what renders its results. Every suite of the lab has one, in
+/// [`REPORTS`] (codec, serde) or [`crate::net::suites::SUITES`] (network suites), and the
+/// publishing step of every command goes through it.
+pub struct SuiteReport {
+    /// `meta.suite` of its results (`codec`, `pingpong`, ...).
+    pub suite: &'static str,
     /// The report's name: files `NAME.md`, README markers `y3-bench:NAME:start/end`.
-    fn name(&self) -> String;
-    /// Writes the results as pretty JSON.
-    ///
-    /// # Errors
-    /// IO errors.
-    fn write_json(&self, path: &Path) -> Result<()>;
-    /// The full report, its charts (file name, chart) and its targets.
-    fn render(&self) -> (String, Vec<(String, BarChart)>, Vec<Target>);
-    /// The README section, linking the report and charts under `docs_rel`.
-    fn summary(&self, docs_rel: &str) -> String;
-    /// The run's notes (skipped rows, missing peers).
-    fn notes(&self) -> &[String];
+    pub name: &'static str,
+    /// The full Markdown report.
+    pub markdown: fn(&Results) -> String,
+    /// The charts: (file name, chart).
+    pub charts: fn(&Results) -> Vec<(String, BarChart)>,
+    /// The targets, checked.
+    pub targets: fn(&Results) -> Vec<Target>,
+    /// The README section, linking the report and charts under the given directory.
+    pub summary: fn(&Results, &str) -> String,
     /// Whether the command prints the report's tables when it is done (network suites).
-    fn print_tables(&self) -> bool {
-        false
-    }
+    pub print_tables: bool,
 }
 
-impl Publish for Results {
-    fn name(&self) -> String {
-        self.meta.suite.clone()
+/// The codec and serde reports.
+pub const REPORTS: [SuiteReport; 2] = [
+    SuiteReport {
+        suite: "codec",
+        name: "codec",
+        markdown: codec_markdown,
+        charts: codec_charts,
+        targets: codec_targets,
+        summary: codec_summary,
+        print_tables: false,
+    },
+    SuiteReport {
+        suite: "serde",
+        name: "serde",
+        markdown: serde_markdown,
+        charts: serde_charts,
+        targets: serde_targets,
+        summary: serde_summary,
+        print_tables: false,
+    },
+];
+
+/// The report of `suite` (results of an unknown suite render as ping-pong's, the first
+/// network suite's).
+pub fn suite_report(suite: &str) -> &'static SuiteReport {
+    let net = crate::net::suites::SUITES;
+    REPORTS
+        .iter()
+        .chain(net.iter().map(|s| s.report))
+        .find(|s| s.suite == suite)
+        .unwrap_or(net[0].report)
+}
+
+impl Results {
+    /// The report's name: files `NAME.md`, README markers `y3-bench:NAME:start/end`.
+    pub fn name(&self) -> &'static str {
+        suite_report(&self.meta.suite).name
     }
 
-    fn write_json(&self, path: &Path) -> Result<()> {
-        crate::record::ResultsFile::write_json(self, path)
+    /// The full report, its charts (file name, chart) and its targets.
+    pub fn render(&self) -> (String, Vec<(String, BarChart)>, Vec<Target>) {
+        let s = suite_report(&self.meta.suite);
+        ((s.markdown)(self), (s.charts)(self), (s.targets)(self))
     }
 
-    fn render(&self) -> (String, Vec<(String, BarChart)>, Vec<Target>) {
-        let (markdown, charts, targets) = match self.meta.suite.as_str() {
-            "codec" => (
-                codec_markdown(self),
-                codec_charts(self),
-                codec_targets(self),
-            ),
-            _ => (
-                serde_markdown(self),
-                serde_charts(self),
-                serde_targets(self),
-            ),
-        };
-        let charts = charts.into_iter().map(|(f, c)| (f.to_string(), c));
-        (markdown, charts.collect(), targets)
+    /// The README section, linking the report and charts under `docs_rel`.
+    pub fn summary(&self, docs_rel: &str) -> String {
+        (suite_report(&self.meta.suite).summary)(self, docs_rel)
     }
 
-    fn summary(&self, docs_rel: &str) -> String {
-        match self.meta.suite.as_str() {
-            "codec" => codec_summary(self, docs_rel),
-            _ => serde_summary(self, docs_rel),
-        }
-    }
-
-    fn notes(&self) -> &[String] {
-        &self.notes
+    /// Whether the command prints the report's tables when it is done (network suites).
+    pub fn print_tables(&self) -> bool {
+        suite_report(&self.meta.suite).print_tables
     }
 }
 
@@ -933,7 +1162,7 @@ pub fn write_report(
     dir: &Path,
     name: &str,
     markdown: &str,
-    charts: &[(&str, BarChart)],
+    charts: &[(String, BarChart)],
 ) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut files = Vec::new();
@@ -1003,16 +1232,14 @@ mod tests {
             batch: 100,
             allocs_per_op: Some(0.0),
         };
-        Record {
-            suite: "codec".into(),
-            case: case.into(),
-            order: order.into(),
-            implementation: imp.into(),
-            format: "y3".into(),
-            op: "observe".into(),
-            key_pos: 32,
-            ..Record::from_measurement(&m)
-        }
+        let mut r = Record::from_measurement("codec", &m)
+            .dim(Dim::Order, order)
+            .dim(Dim::Format, "y3")
+            .dim(Dim::Op, "observe")
+            .dim(Dim::KeyPos, 32usize);
+        r.implementation = imp.into();
+        r.case = case.into();
+        r
     }
 
     fn results() -> Results {

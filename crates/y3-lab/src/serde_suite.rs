@@ -25,7 +25,7 @@ use y3::{Dialect, Message as _, Packet};
 
 use crate::data::Scalar;
 use crate::measure::{self, looped, Factory, Mode, Settings};
-use crate::record::{Meta, Record, Results};
+use crate::record::{Dim, Harness, Meta, Record, Results};
 
 /// The message, y3 shape (`#[derive(y3::Message)]`).
 #[derive(Debug, Clone, Default, PartialEq, y3::Message)]
@@ -226,18 +226,14 @@ pub fn run(opts: &SerdeOptions, bar: &ProgressBar) -> Result<Results> {
     bar.set_length((impls.len() * 2 * opts.modes.len()) as u64);
     let mut results = Results {
         meta: Meta {
-            suite: "serde".into(),
-            command: opts.command.clone(),
-            machine: crate::system::machine(),
-            lab_version: env!("CARGO_PKG_VERSION").into(),
-            go_version: String::new(),
-            seed: 0,
-            quick: opts.quick,
-            samples: opts.settings.samples,
-            sample_ms: opts.settings.sample.as_millis() as u64,
-            threads: opts.settings.threads,
-            peers: crate::PEERS_ENABLED,
-            started_unix: crate::system::unix_now(),
+            harness: Some(Harness {
+                seed: 0,
+                samples: opts.settings.samples,
+                sample_ms: opts.settings.sample.as_millis() as u64,
+                threads: opts.settings.threads,
+                peers: crate::PEERS_ENABLED,
+            }),
+            ..Meta::now("serde", &opts.command, opts.quick)
         },
         ..Results::default()
     };
@@ -262,36 +258,20 @@ pub fn run(opts: &SerdeOptions, bar: &ProgressBar) -> Result<Results> {
             }
         }
     }
-    for &mode in &opts.modes {
-        bar.set_message(format!("{} rows, {}", rows.len(), mode.name()));
-        let outcomes = match mode {
-            // Serial samples are taken in turns across the rows (see measure::serial_interleaved).
-            Mode::Serial => {
-                let factories: Vec<&Factory> = rows.iter().map(|r| &r.3).collect();
-                let out = measure::serial_interleaved(&factories, &opts.settings);
-                bar.inc(rows.len() as u64);
-                out
-            }
-            Mode::Parallel => rows
-                .iter()
-                .map(|(imp, op, _, factory)| {
-                    bar.set_message(format!("{} {op} parallel", imp.name));
-                    let m = measure::measure(factory, mode, &opts.settings);
-                    bar.inc(1);
-                    m
-                })
-                .collect(),
-        };
+    let labelled: Vec<(String, &Factory)> = rows
+        .iter()
+        .map(|(imp, op, _, factory)| (format!("{} {op}", imp.name), factory))
+        .collect();
+    for (_, outcomes) in measure::measure_rows(&labelled, &opts.modes, &opts.settings, bar) {
         for ((imp, op, bytes, _), outcome) in rows.iter().zip(outcomes) {
             match outcome {
                 Ok(m) => {
-                    let mut r = Record::from_measurement(&m);
-                    r.suite = "serde".into();
+                    let mut r = Record::from_measurement("serde", &m)
+                        .dim(Dim::Format, imp.format)
+                        .dim(Dim::Op, *op)
+                        .dim(Dim::Bytes, *bytes);
                     r.case = imp.case.into();
                     r.implementation = imp.name.into();
-                    r.format = imp.format.into();
-                    r.op = (*op).into();
-                    r.bytes = *bytes;
                     results.records.push(r);
                 }
                 Err(e) => results

@@ -16,7 +16,7 @@ use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use y3_lab::codec::{self, CodecOptions};
 use y3_lab::measure::{Mode, Settings};
-use y3_lab::record::{Results, ResultsFile};
+use y3_lab::record::Results;
 use y3_lab::serde_suite::{self, SerdeOptions};
 
 use super::{command_line, publish, OutputArgs};

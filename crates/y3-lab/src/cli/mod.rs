@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use clap::Args;
-use y3_lab::report::{self, Publish, Target};
+use y3_lab::record::Results;
+use y3_lab::report::{self, Target};
 
 /// Output options every suite shares.
 #[derive(Debug, Args)]
@@ -24,7 +25,8 @@ pub struct OutputArgs {
     /// Results directory: the Markdown report and the SVG charts.
     #[arg(long, value_name = "DIR", default_value = "bench-results")]
     pub out: PathBuf,
-    /// Also write the report and charts here (the README links docs/bench).
+    /// Also write the report, the charts and the results (NAME.json) here (the README links
+    /// docs/bench).
     #[arg(long, value_name = "DIR")]
     pub docs: Option<PathBuf>,
     /// Replace the text between the `<!-- y3-bench:REPORT:start/end -->` markers of this
@@ -53,23 +55,25 @@ pub fn command_line() -> String {
 
 /// Writes the JSON, the report and charts (into --out and --docs), the README section;
 /// prints the tables (network suites) and the targets.
-pub fn publish(output: &OutputArgs, results: &dyn Publish, out: &mut dyn Write) -> Result<()> {
+pub fn publish(output: &OutputArgs, results: &Results, out: &mut dyn Write) -> Result<()> {
     let name = results.name();
     if let Some(path) = &output.json {
         results.write_json(path)?;
         writeln!(out, "wrote {}", path.display())?;
     }
     let (markdown, charts, targets) = results.render();
-    let charts: Vec<(&str, y3_lab::charts::BarChart)> = charts
-        .iter()
-        .map(|(f, c)| (f.as_str(), c.clone()))
-        .collect();
     let mut dirs = vec![output.out.clone()];
     dirs.extend(output.docs.clone());
     for dir in &dirs {
-        for file in report::write_report(dir, &name, &markdown, &charts)? {
+        for file in report::write_report(dir, name, &markdown, &charts)? {
             writeln!(out, "wrote {}", file.display())?;
         }
+    }
+    if let Some(docs) = &output.docs {
+        // The published pages keep the figures they came from, to re-render with --from.
+        let path = docs.join(format!("{name}.json"));
+        results.write_json(&path)?;
+        writeln!(out, "wrote {}", path.display())?;
     }
     if let Some(readme) = &output.readme {
         let docs = output
@@ -77,7 +81,7 @@ pub fn publish(output: &OutputArgs, results: &dyn Publish, out: &mut dyn Write) 
             .clone()
             .unwrap_or_else(|| PathBuf::from("docs/bench"));
         let body = results.summary(&relative_to(&docs, readme));
-        report::update_readme(readme, &name, &body)?;
+        report::update_readme(readme, name, &body)?;
         writeln!(out, "updated {} ({name} section)", readme.display())?;
     }
     if results.print_tables() {
@@ -90,7 +94,7 @@ pub fn publish(output: &OutputArgs, results: &dyn Publish, out: &mut dyn Write) 
         }
         writeln!(out)?;
     }
-    print_verdicts(out, &targets, results.notes())
+    print_verdicts(out, &targets, &results.notes)
 }
 
 /// Prints one line per target (met, missed by how much, or not measurable) and the run's

@@ -1,4 +1,5 @@
-//! `y3-lab net pingpong|echo|e2e|yomo`: the network lab (library module `y3_lab::net`).
+//! `y3-lab net SUITE`: the network lab (library module `y3_lab::net`), one subcommand per
+//! suite of the registry `y3_lab::net::suites::SUITES`.
 //!
 //! ```text
 //! y3-lab net pingpong [--quick] [--sessions 100,1000] [--threads 1,2] [--json FILE] ...
@@ -7,6 +8,7 @@
 //! y3-lab net yomo     [--quick] [--sizes 64,1024] [--workloads sink,relay] ...
 //! y3-lab net pipeline [--quick] [--transport tcp,quic] [--sizes 64,1024] ...
 //! y3-lab net filter   [--quick] [--functions 10] [--messages 200000]
+//! y3-lab net federation [--sizes 64,1024] [--messages 50000] [--paced 5000]
 //! ```
 //!
 //! The lab starts every server and client as a child process of this binary (the hidden
@@ -16,196 +18,57 @@
 
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use clap::{Args, Subcommand};
-use y3_lab::net::record::NetResults;
+use clap::{Args, FromArgMatches};
 use y3_lab::net::{self, Programs};
+use y3_lab::record::Results;
 
 use super::{command_line, publish, OutputArgs};
 
-/// `y3-lab net SUITE`.
-#[derive(Debug, Args)]
+/// `y3-lab net SUITE`: one subcommand per suite of [`net::suites::SUITES`] (its own
+/// options and the shared output options), plus the hidden `server` and `client` roles.
+#[derive(Debug)]
 pub struct NetArgs {
-    #[command(subcommand)]
-    command: NetCommand,
+    matches: clap::ArgMatches,
 }
 
-#[derive(Debug, Subcommand)]
-enum NetCommand {
-    /// Header/body ping-pong (evpp vs asio report): total time per sessions × threads.
-    Pingpong(PingpongArgs),
-    /// Echo server (monoio vs tokio report): QPS, p50/p99/p999, server CPU per connections.
-    Echo(EchoArgs),
-    /// Publish → route → subscribe: y3's router vs NATS and Zenoh.
-    E2e(E2eArgs),
-    /// YoMo's zipper vs `y3 serve` with YoMo's own clients, then y3's clients.
-    Yomo(YomoArgs),
-    /// Source → router → function → sink msg/s and latency over TCP and QUIC, one process.
-    Pipeline(net::pipeline::PipelineArgs),
-    /// Content filters: router-side filter vs deliver everything and filter in the function
-    /// (y3, and NATS with the feature net-nats).
-    Filter(FilterArgs),
-    /// Source and sink on two `y3 serve` federated through nats-server, vs one router.
-    Federation(FederationArgs),
-    /// A lab server (started by the lab itself).
-    #[command(hide = true)]
-    Server(ServerArgs),
-    /// A lab client (started by the lab itself).
-    #[command(hide = true)]
-    Client(ClientArgs),
-}
+impl FromArgMatches for NetArgs {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        Ok(NetArgs {
+            matches: matches.clone(),
+        })
+    }
 
-/// `y3-lab net pingpong`.
-#[derive(Debug, Args)]
-#[command(after_help = "Examples:
-  y3-lab net pingpong --quick
-  y3-lab net pingpong --sessions 100,1000,10000 --threads 1,2,4,8 --json pingpong.json")]
-pub struct PingpongArgs {
-    #[command(flatten)]
-    output: OutputArgs,
-    /// Session counts (default 100,1000; 100 with --quick).
-    #[arg(long, value_delimiter = ',')]
-    sessions: Vec<usize>,
-    /// Thread counts of each side (default 1,2).
-    #[arg(long, value_delimiter = ',', default_values_t = [1usize, 2])]
-    threads: Vec<usize>,
-    /// Messages per session.
-    #[arg(long, default_value_t = y3_lab::net::pingpong::TOTAL_COUNT)]
-    total: u32,
-    /// Timed runs per row, median reported (default 3; 1 with --quick).
-    #[arg(long)]
-    runs: Option<usize>,
-    /// Time limit of one run in seconds.
-    #[arg(long, default_value_t = 300)]
-    limit_s: u64,
-    /// The asio program (default bench/cpp/build/pingpong_asio).
-    #[arg(long, value_name = "FILE")]
-    asio: Option<PathBuf>,
-}
-
-/// `y3-lab net echo`.
-#[derive(Debug, Args)]
-#[command(after_help = "Examples:
-  y3-lab net echo --quick
-  y3-lab net echo --conns 80,250 --sizes 100,1024 --peak --seconds 10")]
-pub struct EchoArgs {
-    #[command(flatten)]
-    output: OutputArgs,
-    /// Connection counts (default 80,250; 80 with --quick).
-    #[arg(long, value_delimiter = ',')]
-    conns: Vec<usize>,
-    /// Message sizes in bytes (default 100,1024; 100 with --quick).
-    #[arg(long, value_delimiter = ',')]
-    sizes: Vec<usize>,
-    /// Also sweep connection counts at the first size to find each server's peak QPS.
-    #[arg(long)]
-    peak: bool,
-    /// Connection counts of the peak sweep.
-    #[arg(long, value_delimiter = ',', default_values_t = [1usize, 10, 50, 100, 250, 500, 1000])]
-    peak_conns: Vec<usize>,
-    /// Timed seconds per point (default 5; 1 with --quick).
-    #[arg(long)]
-    seconds: Option<f64>,
-    /// Warm-up seconds per point (default 1; 0.3 with --quick).
-    #[arg(long)]
-    warmup: Option<f64>,
-    /// Runs per point, each server in turn every round; medians reported (default 3; 1
-    /// with --quick).
-    #[arg(long)]
-    runs: Option<usize>,
-    /// Server threads.
-    #[arg(long, default_value_t = 1)]
-    server_threads: usize,
-    /// Cores of the server (taskset list).
-    #[arg(long, default_value = "0")]
-    server_cpus: String,
-    /// Cores of the load client (taskset list).
-    #[arg(long, default_value = "1")]
-    client_cpus: String,
-}
-
-/// `y3-lab net e2e`.
-#[derive(Debug, Args)]
-#[command(after_help = "Examples:
-  y3-lab net e2e --quick
-  y3-lab net e2e --sizes 16,64,1024 --subs 1,5 --messages 1000000")]
-pub struct E2eArgs {
-    #[command(flatten)]
-    output: OutputArgs,
-    /// Payload sizes in bytes (at least 16, for the timestamp and sequence).
-    #[arg(long, value_delimiter = ',', default_values_t = [64usize, 1024])]
-    sizes: Vec<usize>,
-    /// Subscriber counts.
-    #[arg(long, value_delimiter = ',', default_values_t = [1usize, 5])]
-    subs: Vec<usize>,
-    #[command(flatten)]
-    load: LoadArgs,
-}
-
-/// The load options of the suites that run flat out, then paced (`e2e`, `yomo`).
-#[derive(Debug, Args)]
-pub struct LoadArgs {
-    /// Messages of the flat-out run (default e2e 200000, yomo 100000; 20000, 5000 with
-    /// --quick).
-    #[arg(long)]
-    messages: Option<u64>,
-    /// Messages of the paced latency run (default 20000; 2000 with --quick).
-    #[arg(long)]
-    paced: Option<u64>,
-    /// Rate of the paced run in msg/s.
-    #[arg(long, default_value_t = 10_000)]
-    rate: u64,
-    /// Runs per case, each row in turn every round; medians reported (default 3; 1 with
-    /// --quick).
-    #[arg(long)]
-    runs: Option<usize>,
-}
-
-impl LoadArgs {
-    /// The load, with the suite's flat-out message count `(full, quick)`.
-    fn load(&self, quick: bool, messages: (u64, u64)) -> net::Load {
-        let pick = |full, short| if quick { short } else { full };
-        net::Load {
-            messages: self.messages.unwrap_or(pick(messages.0, messages.1)),
-            paced: self.paced.unwrap_or(pick(20_000, 2_000)),
-            rate: self.rate.max(1),
-            runs: self.runs.unwrap_or(if quick { 1 } else { 3 }).max(1),
-        }
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        self.matches = matches.clone();
+        Ok(())
     }
 }
 
-/// `y3-lab net yomo`.
-#[derive(Debug, Args)]
-#[command(
-    after_help = "Builds interop/yomo's yomo-peer (go build) and, from a debug build, the
-release y3 and y3-lab (cargo build --release -p y3-cli -p y3-lab) before measuring.
+impl Args for NetArgs {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        let mut cmd = cmd.subcommand_required(true).arg_required_else_help(true);
+        for suite in net::suites::SUITES {
+            let sub = OutputArgs::augment_args(clap::Command::new(suite.name));
+            cmd = cmd.subcommand((suite.args)(sub).about(suite.about));
+        }
+        cmd.subcommand(
+            ServerArgs::augment_args(clap::Command::new("server"))
+                .about("A lab server (started by the lab itself)")
+                .hide(true),
+        )
+        .subcommand(
+            ClientArgs::augment_args(clap::Command::new("client"))
+                .about("A lab client (started by the lab itself)")
+                .hide(true),
+        )
+    }
 
-Examples:
-  y3-lab net yomo --quick
-  y3-lab net yomo --runs 3 --messages 100000 --json bench-results/net-yomo.json"
-)]
-pub struct YomoArgs {
-    #[command(flatten)]
-    output: OutputArgs,
-    /// Payload sizes in bytes (at least 16, for the sequence number and send time).
-    #[arg(long, value_delimiter = ',', default_values_t = [64usize, 1024])]
-    sizes: Vec<usize>,
-    /// Workloads: `sink` (source → sink), `relay` (source → relay → sink).
-    #[arg(long, value_delimiter = ',', default_values_t = ["sink".to_string(), "relay".to_string()])]
-    workloads: Vec<String>,
-    #[command(flatten)]
-    load: LoadArgs,
-    /// The Go module with cmd/yomo-peer.
-    #[arg(long, value_name = "DIR", default_value = "interop/yomo")]
-    yomo_dir: PathBuf,
-    /// y3 serve's `[queue] block_timeout_ms`: how long a full subscriber that takes nothing
-    /// holds its sources back before it is evicted (y3's default; a subscriber that reads,
-    /// however slowly, slows its source down as YoMo's zipper does).
-    #[arg(long, default_value_t = 250)]
-    block_timeout_ms: u64,
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        NetArgs::augment_args(cmd)
+    }
 }
 
 /// `y3-lab net server KIND`.
@@ -269,48 +132,12 @@ pub struct ClientArgs {
     rate: f64,
 }
 
-/// `y3-lab net filter`: a minimal registration (Markdown table on stdout, no records yet).
-#[derive(Debug, Args)]
-#[command(after_help = "Examples:
-  y3-lab net filter --quick
-  y3-lab net filter --functions 10 --messages 200000")]
-pub struct FilterArgs {
-    /// 20 000 messages instead of 200 000.
-    #[arg(long)]
-    quick: bool,
-    /// Functions, each wanting 1/N of the frames.
-    #[arg(long, default_value_t = 10)]
-    functions: usize,
-    /// Messages the source sends (overrides --quick).
-    #[arg(long)]
-    messages: Option<u64>,
-}
-
-fn filter(args: &FilterArgs, out: &mut dyn Write) -> Result<()> {
-    let opts = net::filter::Options {
-        functions: args.functions.max(1),
-        messages: args
-            .messages
-            .unwrap_or(if args.quick { 20_000 } else { 200_000 }),
-        programs: programs(None)?,
-    };
-    let (rows, notes) = net::filter::run(&opts)?;
-    net::filter::write_table(&rows, &notes, &opts, out)
-}
-
-fn programs(asio: Option<PathBuf>) -> Result<Programs> {
-    Ok(Programs::find(
-        std::env::current_exe().context("locating the y3-lab binary")?,
-        asio,
-    ))
-}
-
 /// Runs a suite (`measure`, with a progress bar) unless `--from` names recorded parts of
 /// it, then publishes the results.
 fn measure_or_read(
     output: &OutputArgs,
     out: &mut dyn Write,
-    measure: impl FnOnce(&indicatif::ProgressBar) -> Result<NetResults>,
+    measure: impl FnOnce(&indicatif::ProgressBar) -> Result<Results>,
 ) -> Result<()> {
     let results = match &output.from[..] {
         [] => {
@@ -319,137 +146,9 @@ fn measure_or_read(
             bar.finish_and_clear();
             results
         }
-        parts => NetResults::read_parts(parts)?,
+        parts => Results::read_parts(parts)?,
     };
     publish(output, &results, out)
-}
-
-fn pingpong(args: &PingpongArgs, out: &mut dyn Write) -> Result<()> {
-    measure_or_read(&args.output, out, |bar| {
-        let quick = args.output.quick;
-        let sessions = if !args.sessions.is_empty() {
-            args.sessions.clone()
-        } else if quick {
-            vec![100]
-        } else {
-            vec![100, 1000]
-        };
-        let opts = net::pingpong::Options {
-            sessions,
-            threads: args.threads.clone(),
-            total: args.total,
-            runs: args.runs.unwrap_or(if quick { 1 } else { 3 }).max(1),
-            only: args.output.only.clone(),
-            limit: Duration::from_secs(args.limit_s.max(1)),
-            quick,
-            command: command_line(),
-            programs: programs(args.asio.clone())?,
-        };
-        net::pingpong::run(&opts, bar)
-    })
-}
-
-fn echo(args: &EchoArgs, out: &mut dyn Write) -> Result<()> {
-    measure_or_read(&args.output, out, |bar| {
-        let quick = args.output.quick;
-        let pick = |v: &Vec<usize>, q: Vec<usize>, d: Vec<usize>| {
-            if !v.is_empty() {
-                v.clone()
-            } else if quick {
-                q
-            } else {
-                d
-            }
-        };
-        let opts = net::echo::Options {
-            conns: pick(&args.conns, vec![80], vec![80, 250]),
-            sizes: pick(&args.sizes, vec![100], vec![100, 1024]),
-            peak: args.peak.then(|| args.peak_conns.clone()),
-            seconds: args.seconds.unwrap_or(if quick { 1.0 } else { 5.0 }),
-            warmup: args.warmup.unwrap_or(if quick { 0.3 } else { 1.0 }),
-            runs: args.runs.unwrap_or(if quick { 1 } else { 3 }).max(1),
-            server_threads: args.server_threads.max(1),
-            server_cpus: args.server_cpus.clone(),
-            client_cpus: args.client_cpus.clone(),
-            only: args.output.only.clone(),
-            quick,
-            command: command_line(),
-            programs: programs(None)?,
-        };
-        net::echo::run(&opts, bar)
-    })
-}
-
-fn e2e(args: &E2eArgs, out: &mut dyn Write) -> Result<()> {
-    measure_or_read(&args.output, out, |bar| {
-        let quick = args.output.quick;
-        let opts = net::e2e::Options {
-            sizes: args.sizes.clone(),
-            subs: args.subs.clone(),
-            load: args.load.load(quick, (200_000, 20_000)),
-            only: args.output.only.clone(),
-            quick,
-            command: command_line(),
-            programs: programs(None)?,
-        };
-        net::e2e::run(&opts, bar)
-    })
-}
-
-fn yomo(args: &YomoArgs, out: &mut dyn Write) -> Result<()> {
-    measure_or_read(&args.output, out, |bar| {
-        let quick = args.output.quick;
-        let workloads = args
-            .workloads
-            .iter()
-            .map(|w| {
-                net::yomo::Workload::from_name(w)
-                    .with_context(|| format!("unknown workload {w:?} (sink, relay)"))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let opts = net::yomo::Options {
-            sizes: args.sizes.clone(),
-            workloads,
-            load: args.load.load(quick, (100_000, 5_000)),
-            only: args.output.only.clone(),
-            quick,
-            command: command_line(),
-            programs: programs(None)?,
-            yomo_dir: args.yomo_dir.clone(),
-            block_timeout_ms: args.block_timeout_ms,
-        };
-        net::yomo::run(&opts, bar)
-    })
-}
-
-/// `y3-lab net federation`.
-#[derive(Debug, Args)]
-pub struct FederationArgs {
-    /// Payload sizes in bytes.
-    #[arg(long, value_delimiter = ',', default_value = "64,1024")]
-    sizes: Vec<usize>,
-    /// Messages of the flat-out phase.
-    #[arg(long, default_value_t = 50_000)]
-    messages: u64,
-    /// Messages of the paced phase.
-    #[arg(long, default_value_t = 5_000)]
-    paced: u64,
-    /// Rate of the paced phase, msg/s.
-    #[arg(long, default_value_t = 5_000)]
-    rate: u64,
-}
-
-fn federation(args: &FederationArgs, out: &mut dyn Write) -> Result<()> {
-    let opts = net::federation::Options {
-        sizes: args.sizes.clone(),
-        messages: args.messages,
-        paced: args.paced,
-        rate: args.rate.max(1),
-        y3: programs(None)?.y3,
-    };
-    let rows = net::federation::run(&opts)?;
-    write!(out, "{}", net::federation::table(&opts, &rows))?;
-    Ok(())
 }
 
 fn server(args: &ServerArgs) -> Result<()> {
@@ -513,16 +212,26 @@ fn client(args: &ClientArgs, out: &mut dyn Write) -> Result<()> {
 /// # Errors
 /// Setup and IO errors (a failing row becomes a note in the report).
 pub fn run(args: &NetArgs, out: &mut dyn Write) -> Result<()> {
-    match &args.command {
-        NetCommand::Pingpong(a) => pingpong(a, out),
-        NetCommand::Echo(a) => echo(a, out),
-        NetCommand::E2e(a) => e2e(a, out),
-        NetCommand::Yomo(a) => yomo(a, out),
-        NetCommand::Pipeline(a) => net::pipeline::run(a, out),
-        NetCommand::Filter(a) => filter(a, out),
-        NetCommand::Federation(a) => federation(a, out),
-        NetCommand::Server(a) => server(a),
-        NetCommand::Client(a) => client(a, out),
+    match args.matches.subcommand() {
+        Some(("server", m)) => server(&ServerArgs::from_arg_matches(m)?),
+        Some(("client", m)) => client(&ClientArgs::from_arg_matches(m)?, out),
+        Some((name, m)) => {
+            let suite = net::suites::find(name).with_context(|| format!("no suite {name}"))?;
+            let output = OutputArgs::from_arg_matches(m)?;
+            measure_or_read(&output, out, |bar| {
+                let shared = net::suites::Shared {
+                    quick: output.quick,
+                    only: output.only.clone(),
+                    command: command_line(),
+                    programs: Programs::find(
+                        std::env::current_exe().context("locating the y3-lab binary")?,
+                        None,
+                    ),
+                };
+                (suite.measure)(m, &shared, bar)
+            })
+        }
+        None => anyhow::bail!("a suite is needed: y3-lab net --help"),
     }
 }
 
@@ -532,7 +241,7 @@ mod tests {
 
     #[test]
     fn load_defaults_per_suite() {
-        let args = LoadArgs {
+        let args = net::suites::LoadArgs {
             messages: None,
             paced: None,
             rate: 0,

@@ -21,7 +21,7 @@ use indicatif::ProgressBar;
 use crate::data::Scalar;
 use crate::data::{self, Dataset, Order};
 use crate::measure::{self, looped, Factory, Mode, Settings};
-use crate::record::{Meta, Record, Results};
+use crate::record::{Dim, Harness, Meta, Record, Results};
 
 /// An implementation's input, ready to time.
 pub struct Prepared {
@@ -107,9 +107,9 @@ impl CodecOptions {
 pub fn describe(record: &mut Record, ds: &Dataset) {
     record.suite = "codec".into();
     record.case = ds.case();
-    record.order = ds.order.name().into();
-    record.position = ds.position();
-    record.key_pos = ds.key_pos;
+    record.set_dim(Dim::Order, ds.order.name());
+    record.set_dim(Dim::Position, ds.position());
+    record.set_dim(Dim::KeyPos, ds.key_pos);
 }
 
 /// Runs the codec suite.
@@ -139,18 +139,14 @@ pub fn run(opts: &CodecOptions, bar: &ProgressBar) -> Result<Results> {
 
     let mut results = Results {
         meta: Meta {
-            suite: "codec".into(),
-            command: opts.command.clone(),
-            machine: crate::system::machine(),
-            lab_version: env!("CARGO_PKG_VERSION").into(),
-            go_version: String::new(),
-            seed: opts.seed,
-            quick: opts.quick,
-            samples: opts.settings.samples,
-            sample_ms: opts.settings.sample.as_millis() as u64,
-            threads: opts.settings.threads,
-            peers: crate::PEERS_ENABLED,
-            started_unix: crate::system::unix_now(),
+            harness: Some(Harness {
+                seed: opts.seed,
+                samples: opts.settings.samples,
+                sample_ms: opts.settings.sample.as_millis() as u64,
+                threads: opts.settings.threads,
+                peers: crate::PEERS_ENABLED,
+            }),
+            ..Meta::now("codec", &opts.command, opts.quick)
         },
         orders: sets
             .iter()
@@ -187,35 +183,19 @@ pub fn run(opts: &CodecOptions, bar: &ProgressBar) -> Result<Results> {
             }
         }
         let record = |imp: &Impl, p: &Prepared, m: &measure::Measurement| {
-            let mut r = Record::from_measurement(m);
+            let mut r = Record::from_measurement("codec", m)
+                .dim(Dim::Format, imp.format)
+                .dim(Dim::Op, imp.op)
+                .dim(Dim::Bytes, p.bytes);
             describe(&mut r, ds);
             r.implementation = imp.name.into();
-            r.format = imp.format.into();
-            r.op = imp.op.into();
-            r.bytes = p.bytes;
             r
         };
-        for &mode in &opts.modes {
-            bar.set_message(format!("{} {}", ds.label(), mode.name()));
-            let outcomes = match mode {
-                // Serial samples are taken in turns across the implementations.
-                Mode::Serial => {
-                    let factories: Vec<&Factory> =
-                        prepared.iter().map(|(_, p)| &p.factory).collect();
-                    let out = measure::serial_interleaved(&factories, &opts.settings);
-                    bar.inc(prepared.len() as u64);
-                    out
-                }
-                Mode::Parallel => prepared
-                    .iter()
-                    .map(|(imp, p)| {
-                        bar.set_message(format!("{} {} parallel", ds.label(), imp.name));
-                        let m = measure::measure(&p.factory, mode, &opts.settings);
-                        bar.inc(1);
-                        m
-                    })
-                    .collect(),
-            };
+        let rows: Vec<(String, &Factory)> = prepared
+            .iter()
+            .map(|(imp, p)| (format!("{} {}", ds.label(), imp.name), &p.factory))
+            .collect();
+        for (mode, outcomes) in measure::measure_rows(&rows, &opts.modes, &opts.settings, bar) {
             for ((imp, p), outcome) in prepared.iter().zip(outcomes) {
                 match outcome {
                     Ok(m) => results.records.push(record(imp, p, &m)),
@@ -233,7 +213,7 @@ pub fn run(opts: &CodecOptions, bar: &ProgressBar) -> Result<Results> {
     if opts.go {
         let go = crate::go::run(&sets, opts, bar, &mut results.records, &mut results.notes);
         match go {
-            Ok(version) => results.meta.go_version = version,
+            Ok(version) => results.meta.versions.push(("go".into(), version)),
             Err(e) => results.notes.push(format!("Go side skipped: {e:#}")),
         }
     } else {

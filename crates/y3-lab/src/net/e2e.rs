@@ -17,6 +17,13 @@
 //! Rows: `y3-router-tcp`, `y3-router-quic`, `nats`, `zenoh-router` (clients through a
 //! Zenoh router), `zenoh-p2p` (subscribers connect straight to the publisher's peer).
 //! NATS and Zenoh need the `net-nats` / `net-zenoh` features.
+//!
+//! The same engine (paced sends, stamped payloads, subscriber tasks counting each phase,
+//! the warm-up / flat-out / paced sequence, the medians) runs the `pipeline` suite
+//! ([`Topology::Pipeline`]): source → a `y3` router in this process → a stream function
+//! (re-tagging each frame, payload unchanged) → sink, over TCP, QUIC or TLS; rows
+//! `y3-pipeline-TRANSPORT`, cases by payload size, and the flat-out run's latency
+//! ("loaded": mostly queueing) and the paced run's maximum recorded too.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -31,10 +38,12 @@ use y3_transport::sdk::{ClientOptions, Sink, Source, Transport};
 use y3_transport::tls::Trust;
 
 use crate::net::proc::Child;
-use crate::net::record::{NetMeta, NetRecord, NetResults};
+use crate::record::{Dim, Metric, Record, Results};
 
 /// The Y3 data tag, NATS subject and Zenoh key the benchmark publishes on.
 const TAG: u32 = 0x10;
+/// The tag the pipeline's stream function emits (and its sink observes).
+const TAG_OUT: u32 = 0x11;
 #[cfg(feature = "net-nats")]
 const SUBJECT: &str = "bench.data";
 #[cfg(feature = "net-zenoh")]
@@ -49,12 +58,31 @@ pub const IMPLS: [&str; 5] = [
     "zenoh-p2p",
 ];
 
-/// Options of the e2e suite.
+/// What the messages go through.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum Topology {
+    /// Publisher → a broker process → subscribers (the `e2e` suite).
+    #[default]
+    Broker,
+    /// Source → router in this process → stream function → sink (the `pipeline` suite),
+    /// over each of these transports (`tcp`, `quic`, `tls`), with this many runtime
+    /// workers (default one per core).
+    Pipeline {
+        /// `tcp`, `quic`, `tls`.
+        transports: Vec<String>,
+        /// Runtime worker threads.
+        threads: Option<usize>,
+    },
+}
+
+/// Options of the e2e and pipeline suites.
 #[derive(Debug, Clone)]
 pub struct Options {
+    /// Broker (e2e) or in-process pipeline.
+    pub topology: Topology,
     /// Payload sizes (at least 16 bytes).
     pub sizes: Vec<usize>,
-    /// Subscriber counts.
+    /// Subscriber counts (the pipeline has one sink).
     pub subs: Vec<usize>,
     /// Messages, pacing and runs.
     pub load: crate::net::Load,
@@ -555,25 +583,20 @@ async fn connect_clients(
 struct CaseResult {
     seconds: f64,
     loaded_msgs: u64,
+    loaded: Histogram<u64>,
     paced: Histogram<u64>,
 }
 
-async fn run_case(
-    opts: &Options,
-    imp: &str,
-    broker: &Broker,
-    size: usize,
-    subs: usize,
-) -> Result<CaseResult> {
-    let epoch = Instant::now();
-    let mut clients = connect_clients(imp, broker, subs, epoch).await?;
+/// One case on connected clients: probes until every subscriber is ready, a warm-up of
+/// 2% of the messages, the flat-out run, then the paced run.
+async fn run_case(opts: &Options, mut clients: Clients, size: usize) -> Result<CaseResult> {
     let result = async {
         clients.wait_ready(size).await?;
         let warm = (opts.load.messages / 50).max(100);
         clients
             .phase(warm, size, None, Duration::from_secs(60))
             .await?;
-        let (elapsed, _) = clients
+        let (elapsed, loaded) = clients
             .phase(opts.load.messages, size, None, Duration::from_secs(120))
             .await?;
         let limit = Duration::from_secs_f64(opts.load.paced as f64 / opts.load.rate as f64 + 30.0);
@@ -583,6 +606,7 @@ async fn run_case(
         anyhow::Ok(CaseResult {
             seconds: elapsed.as_secs_f64(),
             loaded_msgs: opts.load.messages,
+            loaded,
             paced,
         })
     }
@@ -591,20 +615,66 @@ async fn run_case(
     result
 }
 
-/// Runs the suite.
+/// One pipeline case: a fresh router in this process, its function, sink and source.
+async fn run_pipeline_case(opts: &Options, transport: &str, size: usize) -> Result<CaseResult> {
+    let mut config = y3_router::RouterConfig::ephemeral();
+    config.listen.tcp_tls = transport == "tls";
+    let router = y3_router::Router::start(config).await?;
+    let (addr, kind) = match transport {
+        "tcp" => (router.tcp_addr(), Transport::Tcp),
+        "tls" => (router.tcp_addr(), Transport::TcpTls),
+        "quic" => (router.quic_addr(), Transport::Quic),
+        other => bail!("unknown transport {other:?} (tcp, quic, tls)"),
+    };
+    let addr = addr.context("listener missing")?;
+    let options = |name: &str| {
+        let mut o = ClientOptions::new(addr)
+            .transport(kind)
+            .trust(router.trust())
+            .name(name);
+        o.send_queue = 4096;
+        o
+    };
+    let function = y3_transport::sdk::StreamFunction::new(options("bench-function"), &[TAG]);
+    let function = tokio::spawn(async move {
+        let _ = function
+            .run(|d| async move { Some((TAG_OUT, d.payload)) })
+            .await;
+    });
+    let sink = Sink::connect(options("bench-sink"), &[TAG_OUT]).await?;
+    let ready = Instant::now();
+    while router.stats().connections < 2 && ready.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let source = Source::connect(options("bench-source")).await?;
+    let mut clients = Clients::new(
+        Pub::Y3(Box::new(source)),
+        vec![Sub::Y3(Box::new(sink))],
+        Instant::now(),
+    );
+    clients.tasks.push(function);
+    let result = run_case(opts, clients, size).await;
+    router.shutdown().await;
+    result
+}
+
+/// Runs the suite: `e2e` or, with [`Topology::Pipeline`], `pipeline`.
 ///
 /// # Errors
 /// Setup errors only; failing rows become notes.
-pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
+pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
     if opts.sizes.iter().any(|&s| s < 16) {
         bail!("payload sizes must be at least 16 bytes (send time and phase)");
     }
+    if let Topology::Pipeline {
+        transports,
+        threads,
+    } = &opts.topology
+    {
+        return run_pipeline(opts, transports, *threads, bar);
+    }
     let mut notes = Vec::new();
-    let mut impls: Vec<&str> = IMPLS
-        .iter()
-        .copied()
-        .filter(|i| opts.only.is_empty() || opts.only.iter().any(|o| i.contains(o.as_str())))
-        .collect();
+    let mut impls: Vec<&str> = crate::net::wanted(&IMPLS, &opts.only);
     if !crate::net::NATS_ENABLED && impls.contains(&"nats") {
         impls.retain(|i| *i != "nats");
         notes.push("nats skipped: built without the y3-lab feature net-nats".into());
@@ -650,7 +720,10 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
         let case = format!("{size} B × {subs} sub");
         let got = crate::net::rounds("e2e", &case, &impls, runs, bar, &mut notes, |imp| {
             let broker = start_broker(opts, imp)?;
-            let r = rt.block_on(run_case(opts, imp, &broker, size, subs));
+            let r = rt.block_on(async {
+                let clients = connect_clients(imp, &broker, subs, Instant::now()).await?;
+                run_case(opts, clients, size).await
+            });
             drop(broker);
             r
         });
@@ -658,32 +731,16 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
             if got[i].is_empty() {
                 continue;
             }
-            let med = |f: &dyn Fn(&CaseResult) -> f64| {
-                crate::measure::median(&got[i].iter().map(f).collect::<Vec<_>>())
-            };
-            let us = |q: f64| Some(med(&|r| r.paced.value_at_quantile(q) as f64 / 1e3).0);
-            let (rate, range) = med(&|r| r.loaded_msgs as f64 / r.seconds);
-            records.push(NetRecord {
-                suite: "e2e".into(),
-                implementation: imp.to_string(),
-                case: case.clone(),
-                payload: size,
-                subscribers: subs,
-                seconds: med(&|r| r.seconds).0,
-                messages: opts.load.messages,
-                msg_per_s: rate,
-                p50_us: us(0.5),
-                p99_us: us(0.99),
-                p999_us: us(0.999),
-                runs: got[i].len(),
-                range,
-                ..NetRecord::default()
-            });
+            records.push(
+                case_record("e2e", imp, &case, &got[i])
+                    .dim(Dim::Payload, size)
+                    .dim(Dim::Subscribers, subs),
+            );
         }
     }
     rt.shutdown_timeout(Duration::from_secs(2));
-    Ok(NetResults {
-        meta: NetMeta::now(
+    Ok(Results::of(
+        crate::net::meta(
             "e2e",
             &opts.command,
             opts.quick,
@@ -696,7 +753,95 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
         ),
         records,
         notes,
-    })
+    ))
+}
+
+/// The record of one row in one case: the medians over its runs of msg/s (flat out), the
+/// flat-out time and the paced run's p50/p99/p999 latency.
+fn case_record(suite: &str, imp: &str, case: &str, got: &[CaseResult]) -> Record {
+    let med = |f: &dyn Fn(&CaseResult) -> f64| {
+        crate::measure::median(&got.iter().map(f).collect::<Vec<_>>())
+    };
+    let us = |q: f64| Some(med(&|r| r.paced.value_at_quantile(q) as f64 / 1e3).0);
+    let (rate, range) = med(&|r| r.loaded_msgs as f64 / r.seconds);
+    Record::new(suite, imp, case)
+        .metric(Metric::Seconds, med(&|r| r.seconds).0)
+        .metric(
+            Metric::Messages,
+            got.first().map_or(0, |r| r.loaded_msgs) as f64,
+        )
+        .metric(Metric::MsgPerS, rate)
+        .metric_opt(Metric::P50Us, us(0.5))
+        .metric_opt(Metric::P99Us, us(0.99))
+        .metric_opt(Metric::P999Us, us(0.999))
+        .with_spread(got.len(), Metric::MsgPerS, range)
+}
+
+/// The pipeline suite: every transport × size, each transport in turn every round.
+fn run_pipeline(
+    opts: &Options,
+    transports: &[String],
+    threads: Option<usize>,
+    bar: &indicatif::ProgressBar,
+) -> Result<Results> {
+    let mut notes = Vec::new();
+    let rows: Vec<String> = transports
+        .iter()
+        .map(|t| format!("y3-pipeline-{t}"))
+        .collect();
+    let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
+    let workers = threads.unwrap_or_else(crate::measure::cores).max(1);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()?;
+    let runs = opts.load.runs.max(1);
+    bar.set_length((opts.sizes.len() * rows.len() * runs) as u64);
+    let mut records = Vec::new();
+    for &size in &opts.sizes {
+        let case = format!("{size} B");
+        let got = crate::net::rounds("pipeline", &case, &rows, runs, bar, &mut notes, |row| {
+            let transport = row.trim_start_matches("y3-pipeline-");
+            rt.block_on(run_pipeline_case(opts, transport, size))
+        });
+        for (i, row) in rows.iter().enumerate() {
+            if got[i].is_empty() {
+                continue;
+            }
+            let med = |f: &dyn Fn(&CaseResult) -> f64| {
+                crate::measure::median(&got[i].iter().map(f).collect::<Vec<_>>()).0
+            };
+            let loaded = |q: f64| med(&|r| r.loaded.value_at_quantile(q) as f64 / 1e3);
+            records.push(
+                case_record("pipeline", row, &case, &got[i])
+                    .dim(Dim::Payload, size)
+                    .dim(Dim::Subscribers, 1usize)
+                    .dim(Dim::Transport, &transports[i][..])
+                    .dim(Dim::Threads, workers)
+                    .dim(Dim::Rate, opts.load.rate)
+                    .dim(Dim::Paced, opts.load.paced)
+                    .metric(Metric::MaxUs, med(&|r| r.paced.max() as f64 / 1e3))
+                    .metric(Metric::LoadedP50Us, loaded(0.5))
+                    .metric(Metric::LoadedP99Us, loaded(0.99)),
+            );
+        }
+    }
+    rt.shutdown_timeout(Duration::from_secs(2));
+    Ok(Results::of(
+        crate::net::meta(
+            "pipeline",
+            &opts.command,
+            opts.quick,
+            format!(
+                "none: router, function, source and sink in this one process, a runtime of \
+                 {workers} worker threads on {} cores",
+                crate::measure::cores()
+            ),
+            Vec::new(),
+        ),
+        records,
+        notes,
+    ))
 }
 
 /// Runs a broker of this suite (`router-y3`, `zenoh-router`) until the process ends.

@@ -27,7 +27,7 @@ use tokio_util::codec::{Decoder, Encoder};
 use y3_transport::{Connection, Data, Frame, FrameCodec, TransportKind};
 
 use crate::measure::median;
-use crate::net::record::{NetMeta, NetRecord, NetResults};
+use crate::record::{Dim, Metric, Record, Results};
 
 /// Read buffer of every server (as `y3_transport::stream::READ_BUFFER`).
 pub const READ_BUFFER: usize = 64 * 1024;
@@ -535,30 +535,32 @@ fn echo_record(
     size: usize,
     opts: &Options,
     runs: &[(EchoReport, f64)],
-) -> Option<NetRecord> {
+) -> Option<Record> {
     let first = runs.first()?;
     let med =
         |f: &dyn Fn(&(EchoReport, f64)) -> f64| median(&runs.iter().map(f).collect::<Vec<_>>());
     let (qps, range) = med(&|r| r.0.qps());
     let cpu: Vec<f64> = runs.iter().map(|r| r.1).filter(|c| c.is_finite()).collect();
-    Some(NetRecord {
-        suite: "echo".into(),
-        implementation: imp.to_string(),
-        case: case.to_string(),
-        sessions: conns,
-        threads: opts.server_threads,
-        payload: size,
-        seconds: first.0.seconds,
-        messages: med(&|r| r.0.requests as f64).0 as u64,
-        msg_per_s: qps,
-        p50_us: Some(med(&|r| r.0.p50_us).0),
-        p99_us: Some(med(&|r| r.0.p99_us).0),
-        p999_us: Some(med(&|r| r.0.p999_us).0),
-        server_cpu_pct: (!cpu.is_empty()).then(|| median(&cpu).0),
-        runs: runs.len(),
-        range,
-        ..NetRecord::default()
-    })
+    Some(
+        Record::new("echo", imp, case)
+            .dim(Dim::Sessions, conns)
+            .dim(Dim::Threads, opts.server_threads)
+            .dim(Dim::Payload, size)
+            .metric(Metric::Seconds, first.0.seconds)
+            .metric(
+                Metric::Messages,
+                (med(&|r| r.0.requests as f64).0 as u64) as f64,
+            )
+            .metric(Metric::MsgPerS, qps)
+            .metric_opt(Metric::P50Us, Some(med(&|r| r.0.p50_us).0))
+            .metric_opt(Metric::P99Us, Some(med(&|r| r.0.p99_us).0))
+            .metric_opt(Metric::P999Us, Some(med(&|r| r.0.p999_us).0))
+            .metric_opt(
+                Metric::ServerCpuPct,
+                (!cpu.is_empty()).then(|| median(&cpu).0),
+            )
+            .with_spread(runs.len(), Metric::MsgPerS, range),
+    )
 }
 
 /// Runs the suite: every size × connection count (then the peak sweep), each server in
@@ -566,13 +568,9 @@ fn echo_record(
 ///
 /// # Errors
 /// Setup errors only; failing points become notes.
-pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
+pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
     let mut notes = Vec::new();
-    let mut impls: Vec<&str> = IMPLS
-        .iter()
-        .copied()
-        .filter(|i| opts.only.is_empty() || opts.only.iter().any(|o| i.contains(o.as_str())))
-        .collect();
+    let mut impls: Vec<&str> = crate::net::wanted(&IMPLS, &opts.only);
     if !crate::net::MONOIO_ENABLED && impls.iter().any(|i| i.contains("monoio")) {
         impls.retain(|i| !i.contains("monoio"));
         notes.push("monoio servers skipped: built without the y3-lab feature net-monoio".into());
@@ -612,8 +610,8 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
             }
         }
     }
-    Ok(NetResults {
-        meta: NetMeta::now(
+    Ok(Results::of(
+        crate::net::meta(
             "echo",
             &opts.command,
             opts.quick,
@@ -625,7 +623,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
         ),
         records,
         notes,
-    })
+    ))
 }
 
 #[cfg(test)]

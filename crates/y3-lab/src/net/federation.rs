@@ -15,8 +15,9 @@
 //! 2. **paced**: `paced` messages at `rate` msg/s; one-way latency p50/p99 (arrival minus
 //!    the stamp, nearest rank).
 //!
-//! Self-contained for now: it prints a Markdown table and does not write the lab's records.
-//! YoMo's mesh of two zippers (the issue's third row) is not measured here yet.
+//! Its rows are the lab's records (implementation: the path), reported by
+//! `net/report/federation.rs`. YoMo's mesh of two zippers (the issue's third row) is not
+//! measured here yet.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -28,6 +29,7 @@ use y3_transport::sdk::{ClientOptions, Sink, Source};
 
 use crate::net::proc::{self, Child};
 use crate::net::yomo::{stamp, unstamp};
+use crate::record::{Dim, Metric, Record, Results};
 
 /// The tag of every message.
 const TAG: u32 = 0x33;
@@ -45,23 +47,10 @@ pub struct Options {
     pub rate: u64,
     /// `y3` (for `y3 serve`).
     pub y3: PathBuf,
-}
-
-/// One row of the table.
-#[derive(Debug, Clone)]
-pub struct Row {
-    /// `single` or `federated`.
-    pub path: &'static str,
-    /// Payload bytes.
-    pub size: usize,
-    /// Flat-out msg/s at the sink.
-    pub msgs_per_s: f64,
-    /// Messages the sink got of the flat-out phase.
-    pub received: u64,
-    /// Paced one-way latency p50, µs.
-    pub p50_us: f64,
-    /// Paced one-way latency p99, µs.
-    pub p99_us: f64,
+    /// `--quick`.
+    pub quick: bool,
+    /// The command line, for the report.
+    pub command: String,
 }
 
 fn nats_server() -> Result<PathBuf> {
@@ -220,11 +209,12 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
     sorted[rank - 1]
 }
 
-/// Runs both paths at every size.
+/// Runs both paths at every size: a record per path and size (flat-out msg/s and messages
+/// received at the sink, paced p50/p99, the paced rate as a dimension).
 ///
 /// # Errors
 /// A process that does not start, a client that cannot connect.
-pub fn run(opts: &Options) -> Result<Vec<Row>> {
+pub fn run(opts: &Options) -> Result<Results> {
     let dir = std::env::temp_dir().join(format!("y3-lab-federation-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let port = free_port()?;
@@ -258,35 +248,35 @@ pub fn run(opts: &Options) -> Result<Vec<Row>> {
                 rt.block_on(phase(a_tcp, sink_at, wait, size, opts.messages, 0))?;
             let (_, _, lat) =
                 rt.block_on(phase(a_tcp, sink_at, wait, size, opts.paced, opts.rate))?;
-            rows.push(Row {
-                path,
-                size,
-                msgs_per_s,
-                received,
-                p50_us: quantile(&lat, 0.50),
-                p99_us: quantile(&lat, 0.99),
-            });
+            rows.push(
+                Record::new("federation", path, &format!("{size} B"))
+                    .dim(Dim::Payload, size)
+                    .dim(Dim::Transport, "tcp")
+                    .dim(Dim::Rate, opts.rate)
+                    .metric(Metric::Messages, opts.messages as f64)
+                    .metric(Metric::MsgPerS, msgs_per_s)
+                    .metric(Metric::Received, received as f64)
+                    .metric(Metric::P50Us, quantile(&lat, 0.50))
+                    .metric(Metric::P99Us, quantile(&lat, 0.99))
+                    .with_runs(1),
+            );
         }
     }
     a.kill();
     b.kill();
     nats.kill();
     let _ = std::fs::remove_dir_all(&dir);
-    Ok(rows)
-}
-
-/// The rows as a Markdown table.
-pub fn table(opts: &Options, rows: &[Row]) -> String {
-    let mut out = format!(
-        "| path | size | msg/s (flat out, {} msgs) | received | p50 µs | p99 µs (paced {} msg/s) |\n\
-         |---|---:|---:|---:|---:|---:|\n",
-        opts.messages, opts.rate
-    );
-    for r in rows {
-        out.push_str(&format!(
-            "| {} | {} B | {:.0} | {} | {:.0} | {:.0} |\n",
-            r.path, r.size, r.msgs_per_s, r.received, r.p50_us, r.p99_us
-        ));
-    }
-    out
+    Ok(Results::of(
+        crate::net::meta(
+            "federation",
+            &opts.command,
+            opts.quick,
+            "none: nats-server, both y3 serve processes and the lab's source and sink share \
+             every core"
+                .into(),
+            Vec::new(),
+        ),
+        rows,
+        Vec::new(),
+    ))
 }

@@ -20,9 +20,9 @@
 //! over the receive loops: client I/O and filter evaluation), one-way p50/p99 of the
 //! matching deliveries.
 //!
-//! Not yet here: records in the lab's JSON/report format; the table is printed as Markdown.
+//! Its records and report are the lab's (`net/report/filter.rs`): `--json`, `--from`,
+//! `--docs` as every suite.
 
-use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -38,6 +38,7 @@ use y3_transport::Data;
 
 use crate::net::proc::Child;
 use crate::net::Programs;
+use crate::record::{Dim, Metric, Record, Results};
 
 /// The data tag.
 const TAG: u32 = 0x10;
@@ -51,28 +52,10 @@ pub struct Options {
     pub messages: u64,
     /// The lab's programs.
     pub programs: Programs,
-}
-
-/// One variant's numbers.
-#[derive(Debug, Clone)]
-pub struct Row {
-    /// `router-filter`, `function-filter` or `nats-filter`.
-    pub variant: &'static str,
-    /// Messages per second at the source, until every function has its share.
-    pub msg_per_s: f64,
-    /// Router CPU (user + system) per message sent, in ns.
-    pub router_ns_per_msg: f64,
-    /// Payload bytes delivered to all functions together.
-    pub bytes_to_functions: u64,
-    /// The lab process's CPU outside the functions' thread (the source) per message sent,
-    /// in ns.
-    pub source_ns_per_msg: f64,
-    /// The functions' thread CPU (client I/O, filter evaluation) per message sent, in ns.
-    pub functions_ns_per_msg: f64,
-    /// One-way latency of the matching deliveries, p50 and p99, in µs.
-    pub p50_us: f64,
-    /// See `p50_us`.
-    pub p99_us: f64,
+    /// `--quick`.
+    pub quick: bool,
+    /// The command line, for the report.
+    pub command: String,
 }
 
 /// The filter of function `i`: two comparisons, the first selecting 1/N of the frames.
@@ -115,20 +98,24 @@ fn now_ns(epoch: Instant) -> u64 {
     epoch.elapsed().as_nanos() as u64
 }
 
-/// Runs the three variants; `nats-filter` only with the `net-nats` feature and an installed
-/// `nats-server` (otherwise a note says why it is missing).
+/// Runs the three variants, one record each (implementation: the variant); `nats-filter`
+/// only with the `net-nats` feature and an installed `nats-server` (otherwise a note says
+/// why it is missing).
 ///
 /// # Errors
 /// Router start, connection and timeout errors.
-pub fn run(opts: &Options) -> Result<(Vec<Row>, Vec<String>)> {
+pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
     let mut rows = Vec::new();
     let mut notes = Vec::new();
+    bar.set_length(3);
     for variant in ["router-filter", "function-filter"] {
+        bar.set_message(variant);
         rows.push(rt.block_on(run_variant(opts, variant))?);
+        bar.inc(1);
     }
     if !crate::net::NATS_ENABLED {
         notes.push("nats-filter skipped: built without the y3-lab feature net-nats".into());
@@ -137,9 +124,30 @@ pub fn run(opts: &Options) -> Result<(Vec<Row>, Vec<String>)> {
             "nats-filter skipped: nats-server not installed (apt-get install nats-server)".into(),
         );
     } else {
+        bar.set_message("nats-filter");
         rows.push(rt.block_on(run_variant(opts, "nats-filter"))?);
     }
-    Ok((rows, notes))
+    bar.inc(1);
+    Ok(Results::of(
+        crate::net::meta(
+            "filter",
+            &opts.command,
+            opts.quick,
+            format!(
+                "none: the router (or nats-server) process and the lab's process (source on \
+                 2 workers, the functions on one thread) share all {} cores",
+                crate::measure::cores()
+            ),
+            Vec::new(),
+        ),
+        rows,
+        notes,
+    ))
+}
+
+/// The case of every filter row: functions and the filter of the first, in words.
+pub fn case_of(functions: usize) -> String {
+    format!("{functions} functions × 1/{functions}")
 }
 
 /// Where the subscribers and the source connect.
@@ -394,7 +402,7 @@ fn start_broker(opts: &Options, variant: &str) -> Result<(Child, Endpoint)> {
     Ok((child, Endpoint::Y3 { addr, filter }))
 }
 
-async fn run_variant(opts: &Options, variant: &'static str) -> Result<Row> {
+async fn run_variant(opts: &Options, variant: &'static str) -> Result<Record> {
     let n = opts.functions.max(1);
     let (mut child, at) = start_broker(opts, variant)?;
     let epoch = Instant::now();
@@ -429,84 +437,26 @@ async fn run_variant(opts: &Options, variant: &'static str) -> Result<Row> {
     source.close().await?;
     child.kill();
     let per_msg = |s: f64| s * 1e9 / opts.messages.max(1) as f64;
-    Ok(Row {
-        variant,
-        msg_per_s: opts.messages as f64 / elapsed,
-        router_ns_per_msg: per_msg(router_cpu),
-        bytes_to_functions: bytes.load(Ordering::Relaxed),
-        source_ns_per_msg: per_msg((lab_cpu - fn_cpu).max(0.0)),
-        functions_ns_per_msg: per_msg(fn_cpu),
-        p50_us: latency.value_at_quantile(0.5) as f64 / 1e3,
-        p99_us: latency.value_at_quantile(0.99) as f64 / 1e3,
-    })
+    Ok(Record::new("filter", variant, &case_of(n))
+        .dim(Dim::Subscribers, n)
+        .dim(Dim::Transport, "tcp")
+        .metric(Metric::Messages, opts.messages as f64)
+        .metric(Metric::MsgPerS, opts.messages as f64 / elapsed)
+        .metric(Metric::RouterNsPerMsg, per_msg(router_cpu))
+        .metric(
+            Metric::BytesToFunctions,
+            bytes.load(Ordering::Relaxed) as f64,
+        )
+        .metric(Metric::SourceNsPerMsg, per_msg((lab_cpu - fn_cpu).max(0.0)))
+        .metric(Metric::FunctionsNsPerMsg, per_msg(fn_cpu))
+        .metric(Metric::P50Us, latency.value_at_quantile(0.5) as f64 / 1e3)
+        .metric(Metric::P99Us, latency.value_at_quantile(0.99) as f64 / 1e3)
+        .with_runs(1))
 }
 
 /// Where the send time sits in every payload (after the node header `80 81 xx`, key 0x01
 /// `01 01 ii` and key 0x02's header `02 08`).
 const TIME_AT: usize = 3 + 3 + 2;
-
-/// The rows as a Markdown table, with the ratios the issue sets targets for, then the notes
-/// (variants skipped).
-pub fn write_table(
-    rows: &[Row],
-    notes: &[String],
-    opts: &Options,
-    out: &mut dyn Write,
-) -> Result<()> {
-    writeln!(
-        out,
-        "{} messages, {} functions each wanting 1/{} (filter `{}`), TCP, {}\n",
-        opts.messages,
-        opts.functions,
-        opts.functions,
-        filter_of(0),
-        crate::system::machine()
-    )?;
-    writeln!(
-        out,
-        "| variant | msg/s | router CPU ns/msg | bytes to functions | source CPU ns/msg | functions CPU ns/msg | p50 µs | p99 µs |"
-    )?;
-    writeln!(out, "| --- | --: | --: | --: | --: | --: | --: | --: |")?;
-    for r in rows {
-        writeln!(
-            out,
-            "| {} | {:.0} | {:.0} | {} | {:.0} | {:.0} | {:.0} | {:.0} |",
-            r.variant,
-            r.msg_per_s,
-            r.router_ns_per_msg,
-            r.bytes_to_functions,
-            r.source_ns_per_msg,
-            r.functions_ns_per_msg,
-            r.p50_us,
-            r.p99_us
-        )?;
-    }
-    if let Some(router) = rows.iter().find(|r| r.variant == "router-filter") {
-        let function = rows.iter().find(|r| r.variant == "function-filter");
-        for other in rows.iter().filter(|r| r.variant != "router-filter") {
-            write!(
-                out,
-                "\nagainst {}: bytes to functions {:.1}× fewer with the router-side filter (target ≥ 9×); msg/s {:.2}× (target ≥ 2×); functions CPU {:.1}× less",
-                other.variant,
-                other.bytes_to_functions as f64 / router.bytes_to_functions.max(1) as f64,
-                router.msg_per_s / other.msg_per_s.max(1e-9),
-                other.functions_ns_per_msg / router.functions_ns_per_msg.max(1e-9),
-            )?;
-            if function.is_some_and(|f| f.variant == other.variant) {
-                write!(
-                    out,
-                    "; router CPU {:+.0} ns/msg",
-                    router.router_ns_per_msg - other.router_ns_per_msg
-                )?;
-            }
-            writeln!(out)?;
-        }
-    }
-    for note in notes {
-        writeln!(out, "\n{note}")?;
-    }
-    Ok(())
-}
 
 #[cfg(test)]
 mod tests {

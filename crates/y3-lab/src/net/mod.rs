@@ -10,13 +10,13 @@
 //!   connection count and message size): y3's transport on tokio and on monoio, plain tokio,
 //!   plain monoio.
 //! - [`e2e`]: publish → route → subscribe on loopback: y3's router (TCP, QUIC) against
-//!   NATS (`nats-server` + `async-nats`) and Zenoh (routed and peer-to-peer).
+//!   NATS (`nats-server` + `async-nats`) and Zenoh (routed and peer-to-peer); the same
+//!   engine runs the `pipeline` suite (source → router → stream function → sink in this
+//!   one process over TCP, QUIC or TLS, formerly `y3 bench e2e`).
 //! - [`yomo`]: source → sink and source → relay → sink on YoMo v1.22's wire protocol: YoMo's
 //!   zipper and `y3 serve` driven by YoMo's own Go clients (`interop/yomo`'s `yomo-peer`),
 //!   then `y3 serve` driven by y3's clients over QUIC and TCP (msg/s, router CPU per
 //!   routed frame, paced one-way latency).
-//! - [`pipeline`]: source → router → stream function → sink in this one process over TCP and
-//!   QUIC (formerly `y3 bench e2e`): msg/s and paced one-way latency, a table and JSON.
 //!
 //! Every server and client is a child process ([`proc::Child`], killed on drop) started by
 //! the lab on 127.0.0.1: the lab's own binary with the hidden `y3-lab net server|client`
@@ -29,10 +29,9 @@ pub mod echo;
 pub mod federation;
 pub mod filter;
 pub mod pingpong;
-pub mod pipeline;
 pub mod proc;
-pub mod record;
 pub mod report;
+pub mod suites;
 pub mod yomo;
 
 use std::net::SocketAddr;
@@ -141,6 +140,11 @@ impl Programs {
         }
     }
 
+    /// The same lab binary with the asio program at `asio` (or the default place).
+    pub fn with_asio(&self, asio: Option<PathBuf>) -> Programs {
+        Programs::find(self.lab.clone(), asio)
+    }
+
     /// Starts a lab child, `y3-lab net ROLE ARGS...` (`ROLE` is `server` or `client`).
     ///
     /// # Errors
@@ -180,8 +184,8 @@ pub fn start_server(
 }
 
 /// Waits until message `i` of a run paced at `rate` msg/s that started at `start` is due:
-/// the one pacing of every paced send in the lab (the e2e publisher, the in-process
-/// pipeline's source, y3's YoMo source). A rate of 0 or less is flat out (no wait).
+/// the one pacing of every paced send in the lab (the e2e and pipeline publisher, y3's
+/// YoMo source). A rate of 0 or less is flat out (no wait).
 pub async fn pace(start: std::time::Instant, i: u64, rate: f64) {
     if rate > 0.0 {
         let due = start + std::time::Duration::from_secs_f64(i as f64 / rate);
@@ -235,6 +239,30 @@ pub fn serve(kind: &str, addr: SocketAddr, threads: usize) -> Result<()> {
         return echo::serve(imp, addr, threads, announce);
     }
     e2e::serve(kind, addr, threads)
+}
+
+/// The rows of `all` that `--only` keeps (all when it names none).
+pub fn wanted<'a>(all: &[&'a str], only: &[String]) -> Vec<&'a str> {
+    all.iter()
+        .copied()
+        .filter(|i| only.is_empty() || only.iter().any(|o| i.contains(o.as_str())))
+        .collect()
+}
+
+/// The metadata of a network run of `suite` on this machine, stamped now: pinning in words
+/// and every peer's version.
+pub fn meta(
+    suite: &str,
+    command: &str,
+    quick: bool,
+    pinning: String,
+    versions: Vec<(String, String)>,
+) -> crate::record::Meta {
+    crate::record::Meta {
+        pinning,
+        versions,
+        ..crate::record::Meta::now(suite, command, quick)
+    }
 }
 
 #[cfg(test)]

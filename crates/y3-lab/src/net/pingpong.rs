@@ -654,15 +654,11 @@ pub fn run_once(
 ///
 /// # Errors
 /// Only setup errors; a failing row becomes a note.
-pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<crate::net::record::NetResults> {
+pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<crate::record::Results> {
     use crate::measure::median;
-    use crate::net::record::{NetMeta, NetRecord, NetResults};
+    use crate::record::{Dim, Metric, Record, Results};
     let mut notes = Vec::new();
-    let mut impls: Vec<&str> = IMPLS
-        .iter()
-        .copied()
-        .filter(|i| opts.only.is_empty() || opts.only.iter().any(|o| i.contains(o.as_str())))
-        .collect();
+    let mut impls: Vec<&str> = crate::net::wanted(&IMPLS, &opts.only);
     if opts.programs.asio.is_none() && impls.contains(&"asio") {
         impls.retain(|i| *i != "asio");
         notes.push(
@@ -720,25 +716,21 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<crate::net::r
                 }
                 let (seconds, range) = median(&times[i]);
                 let messages = sessions as u64 * u64::from(opts.total);
-                records.push(NetRecord {
-                    suite: "pingpong".into(),
-                    implementation: imp.to_string(),
-                    case: format!("{sessions} sessions"),
-                    sessions,
-                    threads,
-                    payload: FIRST_BODY as usize,
-                    seconds,
-                    messages,
-                    msg_per_s: messages as f64 / seconds,
-                    runs: times[i].len(),
-                    range,
-                    ..NetRecord::default()
-                });
+                records.push(
+                    Record::new("pingpong", imp, &format!("{sessions} sessions"))
+                        .dim(Dim::Sessions, sessions)
+                        .dim(Dim::Threads, threads)
+                        .dim(Dim::Payload, FIRST_BODY as usize)
+                        .metric(Metric::Seconds, seconds)
+                        .metric(Metric::Messages, (messages) as f64)
+                        .metric(Metric::MsgPerS, messages as f64 / seconds)
+                        .with_spread(times[i].len(), Metric::Seconds, range),
+                );
             }
         }
     }
-    Ok(NetResults {
-        meta: NetMeta::now(
+    Ok(Results::of(
+        crate::net::meta(
             "pingpong",
             &opts.command,
             opts.quick,
@@ -749,7 +741,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<crate::net::r
         ),
         records,
         notes,
-    })
+    ))
 }
 
 #[cfg(test)]

@@ -51,8 +51,8 @@ use y3_transport::tls::Trust;
 
 use crate::measure::median;
 use crate::net::proc::{self, Child};
-use crate::net::record::{NetMeta, NetRecord, NetResults};
 use crate::net::Programs;
+use crate::record::{Dim, Metric, Record, Results};
 
 /// The tag sources write (and sinks observe in the `sink` workload).
 pub const TAG_IN: u32 = 0x33;
@@ -1008,7 +1008,7 @@ struct Sample {
 ///
 /// # Errors
 /// Setup errors (building the peers); failing rows become notes.
-pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
+pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
     if opts.sizes.iter().any(|&s| s < STAMP_LEN) {
         bail!("payload sizes must be at least {STAMP_LEN} bytes (sequence number and send time)");
     }
@@ -1107,29 +1107,28 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
                     opts.load.rate
                 ));
             }
-            records.push(NetRecord {
-                suite: "yomo".into(),
-                implementation: row.name.into(),
-                case: case.clone(),
-                payload: size,
-                subscribers: 1,
-                seconds: med(&|s| s.flat.sink.seconds).0,
-                messages: opts.load.messages,
-                msg_per_s: rate,
-                p50_us: Some(med(&|s| s.paced.p50_us).0),
-                p99_us: Some(med(&|s| s.paced.p99_us).0),
-                p999_us: Some(med(&|s| s.paced.p999_us).0),
-                cpu_us_per_frame: (!cpu.is_empty()).then(|| median(&cpu).0),
-                runs: samples.len(),
-                range,
-                ..NetRecord::default()
-            });
+            records.push(
+                Record::new("yomo", row.name, &case)
+                    .dim(Dim::Payload, size)
+                    .dim(Dim::Subscribers, 1usize)
+                    .metric(Metric::Seconds, med(&|s| s.flat.sink.seconds).0)
+                    .metric(Metric::Messages, (opts.load.messages) as f64)
+                    .metric(Metric::MsgPerS, rate)
+                    .metric_opt(Metric::P50Us, Some(med(&|s| s.paced.p50_us).0))
+                    .metric_opt(Metric::P99Us, Some(med(&|s| s.paced.p99_us).0))
+                    .metric_opt(Metric::P999Us, Some(med(&|s| s.paced.p999_us).0))
+                    .metric_opt(
+                        Metric::CpuUsPerFrame,
+                        (!cpu.is_empty()).then(|| median(&cpu).0),
+                    )
+                    .with_spread(samples.len(), Metric::MsgPerS, range),
+            );
         }
     }
     let _ = std::fs::remove_file(&peers.cert);
     let _ = std::fs::remove_file(&peers.config);
-    Ok(NetResults {
-        meta: NetMeta::now(
+    Ok(Results::of(
+        crate::net::meta(
             "yomo",
             &opts.command,
             opts.quick,
@@ -1143,7 +1142,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
         ),
         records,
         notes,
-    })
+    ))
 }
 
 #[cfg(test)]

@@ -1,18 +1,20 @@
 //! The router end-to-end report: msg/s and latency per payload × subscribers.
 
-use std::fmt::Write as _;
-
 use super::*;
 use crate::charts::BarChart;
-use crate::net::record::{NetRecord, NetResults};
+use crate::record::{Metric, Results};
 use crate::report::{fill, Target};
+use crate::table::Align;
 
-/// The e2e report, registered in [`super::SUITES`].
-pub(super) const REPORT: SuiteReport = SuiteReport {
+/// The e2e report, registered in [`crate::net::suites::SUITES`].
+pub(crate) const REPORT: SuiteReport = SuiteReport {
     suite: "e2e",
+    name: "net-e2e",
     markdown: e2e_markdown,
     charts: e2e_charts,
     targets: e2e_targets,
+    summary,
+    print_tables: true,
 };
 
 /// E2e targets: y3's router msg/s ≥ NATS's, and its p50 ≤ Zenoh brokered's.
@@ -22,7 +24,7 @@ const TARGETS: [RatioTarget; 2] = [
         column: "",
         y3: "y3-router-tcp",
         base: "nats",
-        ratio: |y, p| Some(y.msg_per_s / p.msg_per_s),
+        ratio: |y, p| Some(y.value(Metric::MsgPerS) / p.value(Metric::MsgPerS)),
         bound: at_least(1.0),
     },
     RatioTarget {
@@ -30,13 +32,13 @@ const TARGETS: [RatioTarget; 2] = [
         column: "",
         y3: "y3-router-tcp",
         base: "zenoh-router",
-        ratio: |y, p| Some(y.p50_us? / p.p50_us?),
+        ratio: |y, p| Some(y.get(Metric::P50Us)? / p.get(Metric::P50Us)?),
         bound: at_most(1.0),
     },
 ];
 
 /// `t`'s ratio in every case (payload × subscribers) y3's row measured.
-fn e2e_cells(r: &NetResults, t: &RatioTarget) -> Vec<(f64, String)> {
+fn e2e_cells(r: &Results, t: &RatioTarget) -> Vec<(f64, String)> {
     let mut cells = Vec::new();
     for y in r.records.iter().filter(|x| x.implementation == t.y3) {
         if let Some(p) = r.find(&y.case, t.base, 0) {
@@ -49,43 +51,35 @@ fn e2e_cells(r: &NetResults, t: &RatioTarget) -> Vec<(f64, String)> {
 }
 
 /// The e2e targets, checked.
-pub fn e2e_targets(r: &NetResults) -> Vec<Target> {
+pub fn e2e_targets(r: &Results) -> Vec<Target> {
     TARGETS.iter().map(|t| t.check(e2e_cells(r, t))).collect()
 }
 
 /// The e2e report.
-pub fn e2e_markdown(r: &NetResults) -> String {
-    let mut out = String::new();
-    let impls = r.impls();
-    let _ = write!(out, "| case |");
-    for i in &impls {
-        let _ = write!(out, " `{i}` msg/s | p50 / p99 |");
-    }
-    out.push('\n');
-    let _ = writeln!(out, "| --- |{}", " --: | --: |".repeat(impls.len()));
-    for case in r.cases() {
-        let _ = write!(out, "| {case} |");
-        for i in &impls {
-            match r.find(&case, i, 0) {
-                Some(x) => {
-                    let _ = write!(
-                        out,
-                        " {} | {} / {} |",
-                        rate(x.msg_per_s),
-                        us(x.p50_us),
-                        us(x.p99_us)
-                    );
-                }
-                None => out.push_str(" – | – |"),
-            }
-        }
-        out.push('\n');
-    }
+pub fn e2e_markdown(r: &Results) -> String {
+    let table = per_impl_table(
+        r,
+        ("case", Align::Left),
+        &case_rows(r),
+        &["msg/s", "p50 / p99"],
+        |case, i| r.find(case, i, 0),
+        |x| {
+            vec![
+                fig(x.value(Metric::MsgPerS), rate),
+                format!(
+                    "{} / {}",
+                    us(x.get(Metric::P50Us)),
+                    us(x.get(Metric::P99Us))
+                )
+                .into(),
+            ]
+        },
+    );
     fill(
         include_str!("templates/e2e.md"),
         &[
             ("header", &header(r)),
-            ("table", &out),
+            ("table", &table.markdown()),
             ("targets", &targets(&e2e_targets(r))),
             ("charts", &charts_markdown(&e2e_charts(r))),
             ("notes", &notes(r)),
@@ -93,38 +87,27 @@ pub fn e2e_markdown(r: &NetResults) -> String {
     )
 }
 
+/// The e2e charts.
+const E2E_CHARTS: [MetricChart; 2] = [
+    MetricChart {
+        file: "e2e-msgs.svg",
+        title: "publish → subscribe msg/s",
+        label: "msg/s",
+        metric: Metric::MsgPerS,
+        log: true,
+    },
+    MetricChart {
+        file: "e2e-p50.svg",
+        title: "one-way latency p50 (paced)",
+        label: "µs",
+        metric: Metric::P50Us,
+        log: true,
+    },
+];
+
 /// msg/s and p50 per case, one bar per implementation.
-pub fn e2e_charts(r: &NetResults) -> Vec<(String, BarChart)> {
-    let cases = r.cases();
-    let chart = |title: &str, label: &str, f: fn(&NetRecord) -> Option<f64>, log: bool| BarChart {
-        title: title.into(),
-        y_label: label.into(),
-        groups: cases.clone(),
-        series: r
-            .impls()
-            .into_iter()
-            .map(|i| {
-                let v = cases.iter().map(|c| r.find(c, &i, 0).and_then(f)).collect();
-                (i, v)
-            })
-            .collect(),
-        log,
-    };
-    vec![
-        (
-            "e2e-msgs.svg".into(),
-            chart(
-                "publish → subscribe msg/s",
-                "msg/s",
-                |x| Some(x.msg_per_s),
-                true,
-            ),
-        ),
-        (
-            "e2e-p50.svg".into(),
-            chart("one-way latency p50 (paced)", "µs", |x| x.p50_us, true),
-        ),
-    ]
+pub fn e2e_charts(r: &Results) -> Vec<(String, BarChart)> {
+    metric_charts(r, &E2E_CHARTS)
 }
 
 // ---------------------------------------------------------------------------------------

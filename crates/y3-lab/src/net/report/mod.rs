@@ -1,4 +1,4 @@
-//! The network lab's Markdown reports, targets and charts, computed from [`NetResults`]
+//! The network lab's Markdown reports, targets and charts, computed from [`Results`]
 //! alone (so a `--json` file re-renders with `--from`). The files go through
 //! [`crate::report::write_report`]; the charts are [`crate::charts::BarChart`]s mirroring
 //! the reports' figures: total time vs threads per session count (ping-pong), QPS and p99
@@ -12,17 +12,25 @@
 use std::fmt::Write as _;
 
 use crate::charts::BarChart;
-use crate::net::record::{NetRecord, NetResults};
-use crate::report::{ratio, targets_table, Bound, Target};
+use crate::record::{Metric, Record, Results};
+pub use crate::report::SuiteReport;
+use crate::report::{at_least, at_most, targets_table, RatioTarget, Target};
+use crate::table::{Align, Cell, Table};
 
-mod e2e;
-mod echo;
-mod pingpong;
-mod yomo;
+pub(crate) mod e2e;
+pub(crate) mod echo;
+pub(crate) mod federation;
+pub(crate) mod filter;
+pub(crate) mod pingpong;
+pub(crate) mod pipeline;
+pub(crate) mod yomo;
 
 pub use e2e::{e2e_charts, e2e_markdown, e2e_targets};
 pub use echo::{echo_charts, echo_markdown, echo_targets};
+pub use federation::{federation_charts, federation_markdown, federation_targets};
+pub use filter::{filter_charts, filter_markdown, filter_targets};
 pub use pingpong::{pingpong_charts, pingpong_markdown, pingpong_targets};
+pub use pipeline::{pipeline_charts, pipeline_markdown, pipeline_targets};
 pub use yomo::{yomo_charts, yomo_markdown, yomo_targets};
 
 /// The version of `package` in the workspace's `Cargo.lock` (read at run time from the
@@ -41,7 +49,7 @@ pub fn lock_version(package: &str) -> String {
 }
 
 /// The report's opening list: machine, command, pinning, peers.
-fn header(r: &NetResults) -> String {
+fn header(r: &Results) -> String {
     let mut out = String::new();
     let m = &r.meta;
     let _ = writeln!(out, "- Machine: {}", m.machine);
@@ -80,7 +88,7 @@ fn charts_markdown(charts: &[(String, BarChart)]) -> String {
 const ABSENT: &str = "n/a (not in this run)";
 
 /// The run's notes as a section (empty without notes).
-fn notes(r: &NetResults) -> String {
+fn notes(r: &Results) -> String {
     let mut out = String::new();
     if r.notes.is_empty() {
         return out;
@@ -92,92 +100,94 @@ fn notes(r: &NetResults) -> String {
     out
 }
 
-/// A target on a ratio `y3 / peer` (or `peer / y3`) that must stay within `bound`.
-/// `worst` is the worst ratio over the cells and where it was.
-fn ratio_target(name: String, worst: Option<(f64, String)>, bound: f64, at_most: bool) -> Target {
-    let bound = Bound {
-        value: bound,
-        at_least: !at_most,
-    };
-    let required = bound.required();
-    match worst {
-        None => Target {
-            name,
-            measured: "not measured".into(),
-            required,
-            met: None,
-            shortfall: String::new(),
-        },
-        Some((v, at)) => {
-            let met = bound.met(v);
-            let shortfall = if met {
-                String::new()
+/// A table with a row per case and, per implementation, the columns `heads` (the first
+/// named after the implementation: `` `nats` msg/s ``), filled by `cells` from its record in
+/// that case (`–` where it did not run). `first` heads the case column.
+fn per_impl_table<'a>(
+    r: &'a Results,
+    first: (&str, Align),
+    rows: &[(String, String)],
+    heads: &[&str],
+    find: impl Fn(&str, &str) -> Option<&'a Record>,
+    cells: impl Fn(&Record) -> Vec<Cell>,
+) -> Table {
+    let impls = r.impls();
+    let mut columns = vec![(first.0.to_string(), first.1)];
+    for i in &impls {
+        for (k, h) in heads.iter().enumerate() {
+            let head = if k == 0 {
+                format!("`{i}` {h}")
             } else {
-                format!("by {:.1}% at {at}", bound.missed_pct(v))
+                h.to_string()
             };
-            Target {
-                name,
-                measured: format!("{} (worst, {at})", ratio(v)),
-                required,
-                met: Some(met),
-                shortfall,
-            }
+            columns.push((head, Align::Right));
         }
     }
-}
-
-/// A network target declared as data: `ratio(y3 row, base row)` in every cell the suite
-/// pairs, the worst of them within `bound`.
-struct RatioTarget {
-    /// What is required, in words.
-    name: &'static str,
-    /// The ratio's column in a report table (yomo), else empty.
-    column: &'static str,
-    /// The y3 row.
-    y3: &'static str,
-    /// The row it is compared with.
-    base: &'static str,
-    /// The ratio in one cell, when both rows measured it.
-    ratio: fn(&NetRecord, &NetRecord) -> Option<f64>,
-    /// Where the worst cell must stay.
-    bound: Bound,
-}
-
-impl RatioTarget {
-    /// The target checked over `cells` (value, where).
-    fn check(&self, cells: Vec<(f64, String)>) -> Target {
-        let at_most = !self.bound.at_least;
-        ratio_target(
-            self.name.into(),
-            worst(cells, at_most),
-            self.bound.value,
-            at_most,
-        )
+    let mut t = Table::new(columns);
+    for (key, label) in rows {
+        let mut row = vec![Cell::from(label.as_str())];
+        for i in &impls {
+            match find(key, i) {
+                Some(x) => row.extend(cells(x)),
+                None => row.extend(heads.iter().map(|_| Cell::from("–"))),
+            }
+        }
+        t.row(key, row);
     }
+    t
 }
 
-/// `≤ value`.
-const fn at_most(value: f64) -> Bound {
-    Bound {
-        value,
-        at_least: false,
-    }
+/// The cases as table rows (key and label alike).
+fn case_rows(r: &Results) -> Vec<(String, String)> {
+    r.cases().into_iter().map(|c| (c.clone(), c)).collect()
 }
 
-/// `≥ value`.
-const fn at_least(value: f64) -> Bound {
-    Bound {
-        value,
-        at_least: true,
-    }
+/// A chart of one metric, declared as data: a group per case, a bar per implementation.
+struct MetricChart {
+    /// The SVG file.
+    file: &'static str,
+    /// Its title.
+    title: &'static str,
+    /// The value axis.
+    label: &'static str,
+    /// The metric.
+    metric: Metric,
+    /// Logarithmic value axis.
+    log: bool,
 }
 
-/// The worst (largest if `max`, else smallest) of `cells`.
-fn worst(cells: Vec<(f64, String)>, max: bool) -> Option<(f64, String)> {
-    cells
-        .into_iter()
-        .filter(|(v, _)| v.is_finite())
-        .reduce(|a, b| if (b.0 > a.0) == max { b } else { a })
+/// The charts `specs` of `r`.
+fn metric_charts(r: &Results, specs: &[MetricChart]) -> Vec<(String, BarChart)> {
+    let cases = r.cases();
+    specs
+        .iter()
+        .map(|c| {
+            let series = r
+                .impls()
+                .into_iter()
+                .map(|i| {
+                    let v = cases
+                        .iter()
+                        .map(|k| r.find(k, &i, 0).and_then(|x| x.get(c.metric)))
+                        .collect();
+                    (i, v)
+                })
+                .collect();
+            let chart = BarChart {
+                title: c.title.into(),
+                y_label: c.label.into(),
+                groups: cases.clone(),
+                series,
+                log: c.log,
+            };
+            (c.file.to_string(), chart)
+        })
+        .collect()
+}
+
+/// A figure as a cell, formatted by `fmt`.
+fn fig(v: f64, fmt: impl Fn(f64) -> String) -> Cell {
+    Cell::figure(v, fmt(v))
 }
 
 fn secs(v: f64) -> String {
@@ -203,61 +213,14 @@ fn rate(v: f64) -> String {
 // ---------------------------------------------------------------------------------------
 // Ping-pong
 
-/// One network suite's report: the suite name its results carry and what renders them.
-pub struct SuiteReport {
-    /// `meta.suite` of its results (`pingpong`, ...); files and README markers `net-SUITE`.
-    pub suite: &'static str,
-    /// The full Markdown report (prose from `templates/SUITE.md`).
-    pub markdown: fn(&NetResults) -> String,
-    /// The charts: (file name, chart).
-    pub charts: fn(&NetResults) -> Vec<(String, BarChart)>,
-    /// The targets, checked.
-    pub targets: fn(&NetResults) -> Vec<Target>,
-}
-
-/// Every network suite's report. A new suite's report is a file of this module declaring
-/// its `REPORT`, plus its line here.
-pub const SUITES: &[SuiteReport] = &[pingpong::REPORT, echo::REPORT, e2e::REPORT, yomo::REPORT];
-
-/// The report, charts and targets of `r`'s suite (results of an unknown suite render as
-/// ping-pong's, the first).
-pub fn render(r: &NetResults) -> (String, Vec<(String, BarChart)>, Vec<Target>) {
-    let suite = SUITES
-        .iter()
-        .find(|s| s.suite == r.meta.suite)
-        .unwrap_or(&SUITES[0]);
-    ((suite.markdown)(r), (suite.charts)(r), (suite.targets)(r))
-}
-
-impl crate::report::Publish for NetResults {
-    fn name(&self) -> String {
-        format!("net-{}", self.meta.suite)
-    }
-
-    fn write_json(&self, path: &std::path::Path) -> anyhow::Result<()> {
-        crate::record::ResultsFile::write_json(self, path)
-    }
-
-    fn render(&self) -> (String, Vec<(String, BarChart)>, Vec<Target>) {
-        render(self)
-    }
-
-    fn summary(&self, docs_rel: &str) -> String {
-        summary(self, docs_rel)
-    }
-
-    fn notes(&self) -> &[String] {
-        &self.notes
-    }
-
-    fn print_tables(&self) -> bool {
-        true
-    }
+/// The report, charts and targets of `r`'s suite.
+pub fn render(r: &Results) -> (String, Vec<(String, BarChart)>, Vec<Target>) {
+    r.render()
 }
 
 /// The README section: the report's tables and targets without the prose, charts linked
 /// under `docs_rel`.
-pub fn summary(r: &NetResults, docs_rel: &str) -> String {
+pub fn summary(r: &Results, docs_rel: &str) -> String {
     let (md, charts, _) = render(r);
     let mut out = String::new();
     let _ = writeln!(
@@ -294,27 +257,22 @@ pub fn summary(r: &NetResults, docs_rel: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::record::NetMeta;
+    use crate::record::{Dim, Meta, Metric, Record};
 
-    fn pp(imp: &str, sessions: usize, threads: usize, seconds: f64) -> NetRecord {
-        NetRecord {
-            suite: "pingpong".into(),
-            implementation: imp.into(),
-            case: format!("{sessions} sessions"),
-            sessions,
-            threads,
-            seconds,
-            runs: 1,
-            ..NetRecord::default()
-        }
+    fn pp(imp: &str, sessions: usize, threads: usize, seconds: f64) -> Record {
+        Record::new("pingpong", imp, &format!("{sessions} sessions"))
+            .dim(Dim::Sessions, sessions)
+            .dim(Dim::Threads, threads)
+            .metric(Metric::Seconds, seconds)
+            .with_runs(1)
     }
 
-    fn pingpong() -> NetResults {
-        NetResults {
-            meta: NetMeta {
+    fn pingpong() -> Results {
+        Results {
+            meta: Meta {
                 suite: "pingpong".into(),
                 command: "y3 bench net pingpong --quick".into(),
-                ..NetMeta::default()
+                ..Meta::default()
             },
             records: vec![
                 pp("y3-transport", 100, 1, 0.9),
@@ -325,6 +283,7 @@ mod tests {
                 pp("asio", 100, 2, 1.5),
             ],
             notes: vec!["a note".into()],
+            ..Results::default()
         }
     }
 
@@ -348,10 +307,6 @@ mod tests {
         assert_eq!(charts[0].0, "pingpong-100.svg");
         assert_eq!(charts[0].1.groups, ["1 threads", "2 threads"]);
         let dir = std::env::temp_dir().join(format!("y3-bench-net-report-{}", std::process::id()));
-        let charts: Vec<(&str, BarChart)> = charts
-            .iter()
-            .map(|(f, c)| (f.as_str(), c.clone()))
-            .collect();
         let files = crate::report::write_report(&dir, "net-pingpong", &md, &charts).unwrap();
         assert_eq!(files.len(), 2);
         std::fs::remove_dir_all(dir).unwrap();
@@ -363,22 +318,18 @@ mod tests {
 
     #[test]
     fn echo_and_e2e_targets() {
-        let rec =
-            |suite: &str, imp: &str, case: &str, conns: usize, qps: f64, p99: f64| NetRecord {
-                suite: suite.into(),
-                implementation: imp.into(),
-                case: case.into(),
-                sessions: conns,
-                msg_per_s: qps,
-                p50_us: Some(p99 / 2.0),
-                p99_us: Some(p99),
-                server_cpu_pct: Some(99.0),
-                ..NetRecord::default()
-            };
-        let echo = NetResults {
-            meta: NetMeta {
+        let rec = |suite: &str, imp: &str, case: &str, conns: usize, qps: f64, p99: f64| {
+            Record::new(suite, imp, case)
+                .dim(Dim::Sessions, conns)
+                .metric(Metric::MsgPerS, qps)
+                .metric_opt(Metric::P50Us, Some(p99 / 2.0))
+                .metric_opt(Metric::P99Us, Some(p99))
+                .metric_opt(Metric::ServerCpuPct, Some(99.0))
+        };
+        let echo = Results {
+            meta: Meta {
                 suite: "echo".into(),
-                ..NetMeta::default()
+                ..Meta::default()
             },
             records: vec![
                 rec("echo", "y3-tokio", "100 B", 80, 110_000.0, 900.0),
@@ -391,6 +342,7 @@ mod tests {
                 rec("echo", "tokio", "peak 100 B", 50, 130_000.0, 450.0),
             ],
             notes: vec![],
+            ..Results::default()
         };
         let t = echo_targets(&echo);
         assert_eq!(t[0].met, Some(false));
@@ -413,8 +365,10 @@ mod tests {
         assert!(!md.contains("Run-to-run"), "one run per cell has no spread");
         let mut spread = echo.clone();
         for x in &mut spread.records {
-            x.runs = 3;
-            x.range = (x.msg_per_s * 0.8, x.msg_per_s * 1.1);
+            let v = x.value(Metric::MsgPerS);
+            *x = x
+                .clone()
+                .with_spread(3, Metric::MsgPerS, (v * 0.8, v * 1.1));
         }
         let md = echo_markdown(&spread);
         assert!(
@@ -422,10 +376,10 @@ mod tests {
             "{md}"
         );
         assert!(!md.contains("| peak 100 B, 1 conns"), "{md}");
-        let e2e = NetResults {
-            meta: NetMeta {
+        let e2e = Results {
+            meta: Meta {
                 suite: "e2e".into(),
-                ..NetMeta::default()
+                ..Meta::default()
             },
             records: vec![
                 rec("e2e", "y3-router-tcp", "64 B × 1 sub", 0, 2e6, 40.0),
@@ -433,6 +387,7 @@ mod tests {
                 rec("e2e", "zenoh-router", "64 B × 1 sub", 0, 1e6, 30.0),
             ],
             notes: vec![],
+            ..Results::default()
         };
         let t = e2e_targets(&e2e);
         assert_eq!(t[0].met, Some(true));
@@ -443,24 +398,20 @@ mod tests {
 
     #[test]
     fn yomo_ratios_and_targets() {
-        let rec = |imp: &str, case: &str, rate: f64, cpu: f64, p99: f64| NetRecord {
-            suite: "yomo".into(),
-            implementation: imp.into(),
-            case: case.into(),
-            msg_per_s: rate,
-            cpu_us_per_frame: Some(cpu),
-            p50_us: Some(p99 / 4.0),
-            p99_us: Some(p99),
-            p999_us: Some(p99 * 2.0),
-            runs: 3,
-            range: (rate * 0.9, rate * 1.1),
-            ..NetRecord::default()
+        let rec = |imp: &str, case: &str, rate: f64, cpu: f64, p99: f64| {
+            Record::new("yomo", imp, case)
+                .metric(Metric::MsgPerS, rate)
+                .metric_opt(Metric::CpuUsPerFrame, Some(cpu))
+                .metric_opt(Metric::P50Us, Some(p99 / 4.0))
+                .metric_opt(Metric::P99Us, Some(p99))
+                .metric_opt(Metric::P999Us, Some(p99 * 2.0))
+                .with_spread(3, Metric::MsgPerS, (rate * 0.9, rate * 1.1))
         };
-        let r = NetResults {
-            meta: NetMeta {
+        let r = Results {
+            meta: Meta {
                 suite: "yomo".into(),
                 versions: vec![("yomo".into(), "v1.22.0".into())],
-                ..NetMeta::default()
+                ..Meta::default()
             },
             records: vec![
                 rec("yomo-zipper", "sink 64 B", 40_000.0, 14.0, 5000.0),
@@ -472,6 +423,7 @@ mod tests {
                 rec("y3-tcp", "relay 64 B", 500_000.0, 0.5, 80.0),
             ],
             notes: vec![],
+            ..Results::default()
         };
         let t = yomo_targets(&r);
         assert_eq!(t.len(), 5);
@@ -514,6 +466,114 @@ mod tests {
         let s = summary(&r, "docs/bench");
         assert!(s.contains("(docs/bench/net-yomo.md)"), "{s}");
         assert!(s.contains("#### Targets"), "{s}");
+    }
+
+    #[test]
+    fn filter_report_ratios_and_targets() {
+        let rec = |variant: &str, rate: f64, bytes: f64, fn_ns: f64, router_ns: f64| {
+            Record::new("filter", variant, "10 functions × 1/10")
+                .dim(Dim::Subscribers, 10usize)
+                .metric(Metric::Messages, 200_000.0)
+                .metric(Metric::MsgPerS, rate)
+                .metric(Metric::BytesToFunctions, bytes)
+                .metric(Metric::FunctionsNsPerMsg, fn_ns)
+                .metric(Metric::RouterNsPerMsg, router_ns)
+                .metric(Metric::SourceNsPerMsg, 900.0)
+                .metric(Metric::P50Us, 40.0)
+                .metric(Metric::P99Us, 90.0)
+        };
+        let r = Results {
+            meta: Meta {
+                suite: "filter".into(),
+                ..Meta::default()
+            },
+            records: vec![
+                rec("router-filter", 300_000.0, 4.4e6, 500.0, 1500.0),
+                rec("function-filter", 100_000.0, 44e6, 5000.0, 1200.0),
+            ],
+            ..Results::default()
+        };
+        let t = filter_targets(&r);
+        assert_eq!(t[0].met, Some(true), "10× fewer bytes");
+        assert_eq!(t[1].met, Some(true), "3× the msg/s");
+        assert_eq!((t[2].met, t[3].met), (None, None), "no NATS row");
+        let (md, charts, _) = render(&r);
+        assert_eq!(r.name(), "net-filter");
+        assert!(md.contains("10 functions, each wanting 1/10"), "{md}");
+        assert!(
+            md.contains("| 10 functions × 1/10 | `router-filter` | 300000 | 1500 | 4400000 | 900 | 500 | 40 | 90 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "| 10 functions × 1/10 | `function-filter` | 10.0× | 3.00× | 10.0× | +300 |"
+            ),
+            "{md}"
+        );
+        assert_eq!(charts.len(), 2);
+    }
+
+    #[test]
+    fn federation_and_pipeline_reports_render_their_rows() {
+        let fed = |path: &str, rate: f64, p99: f64| {
+            Record::new("federation", path, "64 B")
+                .dim(Dim::Payload, 64usize)
+                .dim(Dim::Rate, 5000usize)
+                .metric(Metric::Messages, 50_000.0)
+                .metric(Metric::MsgPerS, rate)
+                .metric(Metric::Received, 50_000.0)
+                .metric(Metric::P50Us, p99 / 2.0)
+                .metric(Metric::P99Us, p99)
+        };
+        let r = Results {
+            meta: Meta {
+                suite: "federation".into(),
+                ..Meta::default()
+            },
+            records: vec![
+                fed("single", 90_000.4, 300.0),
+                fed("federated", 30_000.0, 900.0),
+            ],
+            ..Results::default()
+        };
+        let (md, charts, targets) = render(&r);
+        assert_eq!(r.name(), "net-federation");
+        assert!(
+            md.contains("| path | size | msg/s (flat out, 50000 msgs) | received | p50 µs | p99 µs (paced 5000 msg/s) |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| federated | 64 B | 30000 | 50000 | 450 | 900 |"),
+            "{md}"
+        );
+        assert_eq!((charts.len(), targets.len()), (2, 0));
+        let pipe = Results {
+            meta: Meta {
+                suite: "pipeline".into(),
+                ..Meta::default()
+            },
+            records: vec![Record::new("pipeline", "y3-pipeline-tcp", "1024 B")
+                .dim(Dim::Transport, "tcp")
+                .dim(Dim::Payload, 1024usize)
+                .dim(Dim::Threads, 2usize)
+                .dim(Dim::Rate, 10_000usize)
+                .dim(Dim::Paced, 20_000usize)
+                .metric(Metric::Messages, 20_000.0)
+                .metric(Metric::MsgPerS, 1_048_576.0)
+                .metric(Metric::LoadedP50Us, 1500.0)
+                .metric(Metric::LoadedP99Us, 2500.0)
+                .metric(Metric::P50Us, 40.0)
+                .metric(Metric::P99Us, 90.0)
+                .metric(Metric::MaxUs, 120.0)],
+            ..Results::default()
+        };
+        let (md, _, _) = render(&pipe);
+        assert!(md.contains("(2 runtime worker threads)"), "{md}");
+        assert!(md.contains("of 20000 messages at 10000 msg/s"), "{md}");
+        assert!(
+            md.contains("| tcp | 1024 B | 20000 | 1048576 | 1024.0 | 1.50 ms / 2.50 ms | 40 µs / 90 µs / 120 µs |"),
+            "{md}"
+        );
     }
 
     #[test]

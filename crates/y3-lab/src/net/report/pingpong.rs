@@ -1,18 +1,20 @@
 //! The ping-pong report: total time per sessions × threads, y3 / peer ratios.
 
-use std::fmt::Write as _;
-
 use super::*;
 use crate::charts::BarChart;
-use crate::net::record::{NetRecord, NetResults};
+use crate::record::{Metric, Record, Results};
 use crate::report::{fill, ratio, Target};
+use crate::table::{Align, Cell, Table};
 
-/// The pingpong report, registered in [`super::SUITES`].
-pub(super) const REPORT: SuiteReport = SuiteReport {
+/// The pingpong report, registered in [`crate::net::suites::SUITES`].
+pub(crate) const REPORT: SuiteReport = SuiteReport {
     suite: "pingpong",
+    name: "net-pingpong",
     markdown: pingpong_markdown,
     charts: pingpong_charts,
     targets: pingpong_targets,
+    summary,
+    print_tables: true,
 };
 
 /// The ping-pong targets: y3's time no longer than each peer's, in every cell.
@@ -22,7 +24,7 @@ const TARGETS: [RatioTarget; 2] = [
         column: "",
         y3: "y3-transport",
         base: "asio",
-        ratio: |y, p| Some(y.seconds / p.seconds),
+        ratio: |y, p| Some(y.value(Metric::Seconds) / p.value(Metric::Seconds)),
         bound: at_most(1.0),
     },
     RatioTarget {
@@ -30,13 +32,13 @@ const TARGETS: [RatioTarget; 2] = [
         column: "",
         y3: "y3-transport",
         base: "tokio",
-        ratio: |y, p| Some(y.seconds / p.seconds),
+        ratio: |y, p| Some(y.value(Metric::Seconds) / p.value(Metric::Seconds)),
         bound: at_most(1.0),
     },
 ];
 
 /// `y3 time / peer time` per (session count, threads) cell.
-fn pingpong_cells(r: &NetResults, t: &RatioTarget) -> Vec<(f64, String)> {
+fn pingpong_cells(r: &Results, t: &RatioTarget) -> Vec<(f64, String)> {
     let mut cells = Vec::new();
     for case in r.cases() {
         for th in r.threads() {
@@ -51,7 +53,7 @@ fn pingpong_cells(r: &NetResults, t: &RatioTarget) -> Vec<(f64, String)> {
 }
 
 /// The ping-pong targets, checked.
-pub fn pingpong_targets(r: &NetResults) -> Vec<Target> {
+pub fn pingpong_targets(r: &Results) -> Vec<Target> {
     TARGETS
         .iter()
         .map(|t| t.check(pingpong_cells(r, t)))
@@ -59,50 +61,45 @@ pub fn pingpong_targets(r: &NetResults) -> Vec<Target> {
 }
 
 /// The ping-pong report.
-pub fn pingpong_markdown(r: &NetResults) -> String {
-    let mut out = String::new();
+pub fn pingpong_markdown(r: &Results) -> String {
     let impls = r.impls();
     let peers: Vec<&String> = impls.iter().filter(|i| *i != "y3-transport").collect();
-    let _ = write!(out, "| sessions | threads |");
-    for i in &impls {
-        let _ = write!(out, " `{i}` s |");
-    }
-    for p in &peers {
-        let _ = write!(out, " y3 / {p} |");
-    }
-    out.push('\n');
-    let _ = writeln!(
-        out,
-        "| --: | --: |{}",
-        " --: |".repeat(impls.len() + peers.len())
+    let mut t = Table::new(
+        [
+            ("sessions".to_string(), Align::Right),
+            ("threads".into(), Align::Right),
+        ]
+        .into_iter()
+        .chain(impls.iter().map(|i| (format!("`{i}` s"), Align::Right)))
+        .chain(peers.iter().map(|p| (format!("y3 / {p}"), Align::Right))),
     );
     for case in r.cases() {
-        for t in r.threads() {
-            let row: Vec<Option<&NetRecord>> = impls.iter().map(|i| r.find(&case, i, t)).collect();
+        for th in r.threads() {
+            let row: Vec<Option<&Record>> = impls.iter().map(|i| r.find(&case, i, th)).collect();
             if row.iter().all(Option::is_none) {
                 continue;
             }
             let sessions = case.split(' ').next().unwrap_or("");
-            let _ = write!(out, "| {sessions} | {t} |");
-            for rec in &row {
-                let _ = write!(out, " {} |", rec.map_or("–".into(), |x| secs(x.seconds)));
-            }
-            let y = r.find(&case, "y3-transport", t);
-            for p in &peers {
-                let cell = match (y, r.find(&case, p, t)) {
-                    (Some(y), Some(p)) => ratio(y.seconds / p.seconds),
-                    _ => "–".into(),
-                };
-                let _ = write!(out, " {cell} |");
-            }
-            out.push('\n');
+            let mut cells = vec![Cell::from(sessions), th.to_string().into()];
+            cells.extend(
+                row.iter()
+                    .map(|x| Cell::maybe(x.map(|x| x.value(Metric::Seconds)), secs)),
+            );
+            let y = r.find(&case, "y3-transport", th);
+            cells.extend(peers.iter().map(|p| {
+                let v = y
+                    .zip(r.find(&case, p, th))
+                    .map(|(y, p)| y.value(Metric::Seconds) / p.value(Metric::Seconds));
+                Cell::maybe(v, ratio)
+            }));
+            t.row(&format!("{case}, {th}"), cells);
         }
     }
     fill(
         include_str!("templates/pingpong.md"),
         &[
             ("header", &header(r)),
-            ("table", &out),
+            ("table", &t.markdown()),
             ("targets", &targets(&pingpong_targets(r))),
             ("charts", &charts_markdown(&pingpong_charts(r))),
             ("notes", &notes(r)),
@@ -111,7 +108,7 @@ pub fn pingpong_markdown(r: &NetResults) -> String {
 }
 
 /// One chart per session count: total time per thread count, one bar per implementation.
-pub fn pingpong_charts(r: &NetResults) -> Vec<(String, BarChart)> {
+pub fn pingpong_charts(r: &Results) -> Vec<(String, BarChart)> {
     let threads = r.threads();
     r.cases()
         .into_iter()
@@ -122,7 +119,7 @@ pub fn pingpong_charts(r: &NetResults) -> Vec<(String, BarChart)> {
                 .map(|i| {
                     let v = threads
                         .iter()
-                        .map(|&t| r.find(&case, &i, t).map(|x| x.seconds))
+                        .map(|&t| r.find(&case, &i, t).map(|x| x.value(Metric::Seconds)))
                         .collect();
                     (i, v)
                 })

@@ -1,18 +1,20 @@
 //! The YoMo report: msg/s, router CPU per frame and paced latency per workload.
 
-use std::fmt::Write as _;
-
 use super::*;
 use crate::charts::BarChart;
-use crate::net::record::{NetRecord, NetResults};
+use crate::record::{Metric, Results};
 use crate::report::{fill, ratio, Target};
+use crate::table::{Align, Cell, Table};
 
-/// The yomo report, registered in [`super::SUITES`].
-pub(super) const REPORT: SuiteReport = SuiteReport {
+/// The yomo report, registered in [`crate::net::suites::SUITES`].
+pub(crate) const REPORT: SuiteReport = SuiteReport {
     suite: "yomo",
+    name: "net-yomo",
     markdown: yomo_markdown,
     charts: yomo_charts,
     targets: yomo_targets,
+    summary,
+    print_tables: true,
 };
 
 /// The row with YoMo's zipper and YoMo's clients: every yomo target's baseline.
@@ -21,7 +23,7 @@ const YOMO: &str = "yomo-zipper";
 const Y3_YOMO_CLIENTS: &str = "y3-yomo-clients";
 
 /// `f(y3 row, baseline row)` in every case where both were measured, with the case.
-fn yomo_cells(r: &NetResults, t: &RatioTarget) -> Vec<(f64, String)> {
+fn yomo_cells(r: &Results, t: &RatioTarget) -> Vec<(f64, String)> {
     r.cases()
         .into_iter()
         .filter_map(|case| {
@@ -38,7 +40,7 @@ const YOMO_TARGETS: [RatioTarget; 5] = [
         column: "router CPU/frame, y3-yomo-clients ÷ yomo-zipper",
         y3: Y3_YOMO_CLIENTS,
         base: YOMO,
-        ratio: |y, p| Some(y.cpu_us_per_frame? / p.cpu_us_per_frame?),
+        ratio: |y, p| Some(y.get(Metric::CpuUsPerFrame)? / p.get(Metric::CpuUsPerFrame)?),
         bound: at_most(0.1),
     },
     RatioTarget {
@@ -46,7 +48,7 @@ const YOMO_TARGETS: [RatioTarget; 5] = [
         column: "paced p99, y3-yomo-clients ÷ yomo-zipper",
         y3: Y3_YOMO_CLIENTS,
         base: YOMO,
-        ratio: |y, p| Some(y.p99_us? / p.p99_us?),
+        ratio: |y, p| Some(y.get(Metric::P99Us)? / p.get(Metric::P99Us)?),
         bound: at_most(0.2),
     },
     RatioTarget {
@@ -54,7 +56,7 @@ const YOMO_TARGETS: [RatioTarget; 5] = [
         column: "msg/s, y3-yomo-clients ÷ yomo-zipper",
         y3: Y3_YOMO_CLIENTS,
         base: YOMO,
-        ratio: |y, p| Some(y.msg_per_s / p.msg_per_s),
+        ratio: |y, p| Some(y.value(Metric::MsgPerS) / p.value(Metric::MsgPerS)),
         bound: at_least(2.0),
     },
     RatioTarget {
@@ -62,7 +64,7 @@ const YOMO_TARGETS: [RatioTarget; 5] = [
         column: "msg/s, y3-quic ÷ yomo-zipper",
         y3: "y3-quic",
         base: YOMO,
-        ratio: |y, p| Some(y.msg_per_s / p.msg_per_s),
+        ratio: |y, p| Some(y.value(Metric::MsgPerS) / p.value(Metric::MsgPerS)),
         bound: at_least(20.0),
     },
     RatioTarget {
@@ -70,7 +72,7 @@ const YOMO_TARGETS: [RatioTarget; 5] = [
         column: "msg/s, y3-quic ÷ y3-tcp",
         y3: "y3-quic",
         base: "y3-tcp",
-        ratio: |y, p| Some(y.msg_per_s / p.msg_per_s),
+        ratio: |y, p| Some(y.value(Metric::MsgPerS) / p.value(Metric::MsgPerS)),
         bound: at_least(2.0 / 3.0),
     },
 ];
@@ -79,7 +81,7 @@ const YOMO_TARGETS: [RatioTarget; 5] = [
 /// ≤ 1/10, p99 ≤ 1/5, msg/s ≥ 2×), y3's clients ≥ 20× YoMo's msg/s, QUIC ≥ 2/3 of TCP.
 /// A case without both rows (a run failed every time) is left out of the worst and
 /// counted in the measured figure.
-pub fn yomo_targets(r: &NetResults) -> Vec<Target> {
+pub fn yomo_targets(r: &Results) -> Vec<Target> {
     let cases = r.cases().len();
     YOMO_TARGETS
         .iter()
@@ -105,88 +107,64 @@ fn cpu_us(v: Option<f64>) -> String {
 }
 
 /// The yomo report.
-pub fn yomo_markdown(r: &NetResults) -> String {
-    let mut out = String::new();
-    let impls = r.impls();
-    let cases = r.cases();
-    out.push_str("| case |");
-    for i in &impls {
-        let _ = write!(out, " `{i}` msg/s | CPU µs/frame |");
+pub fn yomo_markdown(r: &Results) -> String {
+    let rows = case_rows(r);
+    let find = |case: &str, i: &str| r.find(case, i, 0);
+    let throughput = per_impl_table(
+        r,
+        ("case", Align::Left),
+        &rows,
+        &["msg/s", "CPU µs/frame"],
+        find,
+        |x| {
+            vec![
+                fig(x.value(Metric::MsgPerS), rate),
+                cpu_us(x.get(Metric::CpuUsPerFrame)).into(),
+            ]
+        },
+    );
+    let latency = per_impl_table(
+        r,
+        ("case", Align::Left),
+        &rows,
+        &["p50 / p99 / p999"],
+        find,
+        |x| {
+            vec![format!(
+                "{} / {} / {}",
+                us(x.get(Metric::P50Us)),
+                us(x.get(Metric::P99Us)),
+                us(x.get(Metric::P999Us))
+            )
+            .into()]
+        },
+    );
+    let mut ratios = Table::new(std::iter::once(("case".to_string(), Align::Left)).chain(
+        YOMO_TARGETS.iter().map(|t| {
+            (
+                format!("{} ({})", t.column, t.bound.required()),
+                Align::Right,
+            )
+        }),
+    ));
+    for (case, _) in &rows {
+        let mut cells = vec![Cell::from(case.as_str())];
+        cells.extend(
+            YOMO_TARGETS
+                .iter()
+                .map(|t| Cell::maybe(t.in_cell(find(case, t.y3), find(case, t.base)), ratio)),
+        );
+        ratios.row(case, cells);
     }
-    out.push('\n');
-    let _ = writeln!(out, "| --- |{}", " --: | --: |".repeat(impls.len()));
-    for case in &cases {
-        let _ = write!(out, "| {case} |");
-        for i in &impls {
-            match r.find(case, i, 0) {
-                Some(x) => {
-                    let _ = write!(
-                        out,
-                        " {} | {} |",
-                        rate(x.msg_per_s),
-                        cpu_us(x.cpu_us_per_frame)
-                    );
-                }
-                None => out.push_str(" – | – |"),
-            }
-        }
-        out.push('\n');
-    }
-    let throughput = std::mem::take(&mut out);
-    out.push_str("| case |");
-    for i in &impls {
-        let _ = write!(out, " `{i}` p50 / p99 / p999 |");
-    }
-    out.push('\n');
-    let _ = writeln!(out, "| --- |{}", " --: |".repeat(impls.len()));
-    for case in &cases {
-        let _ = write!(out, "| {case} |");
-        for i in &impls {
-            match r.find(case, i, 0) {
-                Some(x) => {
-                    let _ = write!(
-                        out,
-                        " {} / {} / {} |",
-                        us(x.p50_us),
-                        us(x.p99_us),
-                        us(x.p999_us)
-                    );
-                }
-                None => out.push_str(" – |"),
-            }
-        }
-        out.push('\n');
-    }
-    let latency = std::mem::take(&mut out);
-    out.push_str("| case |");
-    for t in &YOMO_TARGETS {
-        let _ = write!(out, " {} ({}) |", t.column, t.bound.required());
-    }
-    out.push('\n');
-    let _ = writeln!(out, "| --- |{}", " --: |".repeat(YOMO_TARGETS.len()));
-    for case in &cases {
-        let _ = write!(out, "| {case} |");
-        for t in &YOMO_TARGETS {
-            let cell = r
-                .find(case, t.y3, 0)
-                .zip(r.find(case, t.base, 0))
-                .and_then(|(y, p)| (t.ratio)(y, p))
-                .map_or("–".into(), ratio);
-            let _ = write!(out, " {cell} |");
-        }
-        out.push('\n');
-    }
-    let mut spread = String::new();
-    yomo_spread(&mut spread, r);
     fill(
         include_str!("templates/yomo.md"),
         &[
             ("header", &header(r)),
-            ("throughput", &throughput),
-            ("latency", &latency),
-            ("ratios", &out),
+            ("throughput", &throughput.markdown()),
+            ("latency", &latency.markdown()),
+            ("ratios", &ratios.markdown()),
             ("targets", &targets(&yomo_targets(r))),
-            ("spread", &spread),
+            ("spread", &spread_table(r)),
             ("charts", &charts_markdown(&yomo_charts(r))),
             ("notes", &notes(r)),
         ],
@@ -194,66 +172,63 @@ pub fn yomo_markdown(r: &NetResults) -> String {
 }
 
 /// msg/s medians with the lowest and highest run beside them.
-fn yomo_spread(out: &mut String, r: &NetResults) {
+fn spread_table(r: &Results) -> String {
     if r.records.iter().all(|x| x.runs < 2) {
-        return;
+        return String::new();
     }
-    out.push_str(
-        "## Run-to-run spread\n\n| case | row | runs | msg/s median (lowest–highest) |\n\
-         | --- | --- | --: | --: |\n",
-    );
+    let mut t = Table::new([
+        ("case", Align::Left),
+        ("row", Align::Left),
+        ("runs", Align::Right),
+        ("msg/s median (lowest–highest)", Align::Right),
+    ]);
     for x in &r.records {
-        let _ = writeln!(
-            out,
-            "| {} | `{}` | {} | {} ({}–{}) |",
-            x.case,
-            x.implementation,
-            x.runs,
-            rate(x.msg_per_s),
-            rate(x.range.0),
-            rate(x.range.1)
+        let (low, high) = x.spread();
+        t.row(
+            &x.implementation,
+            vec![
+                x.case.as_str().into(),
+                format!("`{}`", x.implementation).into(),
+                x.runs.to_string().into(),
+                format!(
+                    "{} ({}–{})",
+                    rate(x.value(Metric::MsgPerS)),
+                    rate(low),
+                    rate(high)
+                )
+                .into(),
+            ],
         );
     }
-    out.push('\n');
+    format!("## Run-to-run spread\n\n{}\n", t.markdown())
 }
+
+/// The yomo charts.
+const YOMO_CHARTS: [MetricChart; 3] = [
+    MetricChart {
+        file: "yomo-msgs.svg",
+        title: "msg/s at the sink (flat out)",
+        label: "msg/s",
+        metric: Metric::MsgPerS,
+        log: true,
+    },
+    MetricChart {
+        file: "yomo-cpu.svg",
+        title: "router CPU per routed frame (lower is better)",
+        label: "µs",
+        metric: Metric::CpuUsPerFrame,
+        log: true,
+    },
+    MetricChart {
+        file: "yomo-p99.svg",
+        title: "one-way latency p99 (paced)",
+        label: "µs",
+        metric: Metric::P99Us,
+        log: true,
+    },
+];
 
 /// msg/s, router CPU per frame and p99 per case, one bar per row.
-pub fn yomo_charts(r: &NetResults) -> Vec<(String, BarChart)> {
-    let cases = r.cases();
-    let chart = |title: &str, label: &str, f: fn(&NetRecord) -> Option<f64>| BarChart {
-        title: title.into(),
-        y_label: label.into(),
-        groups: cases.clone(),
-        series: r
-            .impls()
-            .into_iter()
-            .map(|i| {
-                let v = cases.iter().map(|c| r.find(c, &i, 0).and_then(f)).collect();
-                (i, v)
-            })
-            .collect(),
-        log: true,
-    };
-    vec![
-        (
-            "yomo-msgs.svg".into(),
-            chart("msg/s at the sink (flat out)", "msg/s", |x| {
-                Some(x.msg_per_s)
-            }),
-        ),
-        (
-            "yomo-cpu.svg".into(),
-            chart(
-                "router CPU per routed frame (lower is better)",
-                "µs",
-                |x| x.cpu_us_per_frame,
-            ),
-        ),
-        (
-            "yomo-p99.svg".into(),
-            chart("one-way latency p99 (paced)", "µs", |x| x.p99_us),
-        ),
-    ]
+pub fn yomo_charts(r: &Results) -> Vec<(String, BarChart)> {
+    metric_charts(r, &YOMO_CHARTS)
 }
-
-// ---------------------------------------------------------------------------------------
