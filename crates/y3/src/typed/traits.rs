@@ -70,6 +70,21 @@ pub trait FieldValue: Sized {
     /// dialect cannot carry).
     fn encode_value(&self, dialect: Dialect, buf: &mut impl BufMut) -> Result<(), EncodeError>;
 
+    /// Writes the whole packet of this value under `tag`: its header, then its value. The
+    /// provided method does exactly that; the integers override it to write both with one
+    /// fixed-size copy. Not meant to be overridden outside this crate.
+    #[doc(hidden)]
+    #[inline(always)]
+    fn encode_tagged(
+        &self,
+        tag: Tag,
+        dialect: Dialect,
+        buf: &mut impl BufMut,
+    ) -> Result<(), EncodeError> {
+        put_header(tag, self.value_len(dialect), dialect, buf)?;
+        self.encode_value(dialect, buf)
+    }
+
     /// Reads the value from `packet`, in the packet's dialect.
     ///
     /// # Errors

@@ -5,7 +5,7 @@ use bytes::BufMut;
 
 use super::{FieldValue, FIRST_USER_KEY};
 use crate::tag::{Header, MAX_HEADER_LEN};
-use crate::{DecodeError, Dialect, EncodeError, Packet, Tag};
+use crate::{varint, DecodeError, Dialect, EncodeError, Packet, Tag};
 
 /// A header already written into a small array.
 pub(super) struct Head {
@@ -48,8 +48,30 @@ pub(super) fn put_packet<T: FieldValue>(
     dialect: Dialect,
     buf: &mut impl BufMut,
 ) -> Result<(), EncodeError> {
-    put_header(tag, v.value_len(dialect), dialect, buf)?;
-    v.encode_value(dialect, buf)
+    v.encode_tagged(tag, dialect, buf)
+}
+
+/// Writes an integer packet of the `golang` dialect: the one-byte tag `t`, the length, and
+/// `v` as PVarInt, the groups computed in place from the last one back, then the whole
+/// packet with one copy.
+///
+/// ```text
+/// t  n  g1 .. gn      n = pvarint_len(v) <= 10: never more than one length byte
+/// ```
+#[inline(always)]
+pub(super) fn put_int_packet(t: u8, v: i64, buf: &mut impl BufMut) {
+    let n = varint::pvarint_len(v);
+    let mut out = [0u8; 2 + 10];
+    out[0] = t;
+    out[1] = n as u8;
+    let mut x = v;
+    let mut more = 0;
+    for slot in out[2..2 + n].iter_mut().rev() {
+        *slot = (x as u8 & 0x7f) | more;
+        x >>= 7;
+        more = 0x80;
+    }
+    buf.put_slice(&out[..2 + n]);
 }
 
 /// Writes the header for `tag` and a `len`-byte value.
