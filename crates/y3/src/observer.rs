@@ -612,10 +612,10 @@ impl Observer {
     /// completes, the input runs out, or an error.
     ///
     /// Chunked input mostly lands in the middle of skipped values and short skipped TLVs:
-    /// [`skim`](Observer::skim) handles those in this small function, and only a header
-    /// that needs a decision (or a split one) goes on to the whole machine in
-    /// [`walk`](Observer::walk).
-    #[inline(never)]
+    /// [`skim`](Observer::skim) handles those here, inlined into the caller of `feed` (a
+    /// chunk that only skims makes no call), and only a header that needs a decision (or a
+    /// split one) goes on to the whole machine in [`walk`](Observer::walk).
+    #[inline(always)]
     fn feed_general(&mut self, input: &[u8]) -> Result<Progress, DecodeError> {
         if self.clear_assembled {
             self.assembled.clear();
