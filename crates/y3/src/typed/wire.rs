@@ -61,17 +61,18 @@ pub(super) fn put_packet<T: FieldValue>(
 #[inline(always)]
 pub(super) fn put_int_packet(t: u8, v: i64, buf: &mut impl BufMut) {
     let n = varint::pvarint_len(v);
-    let mut out = [0u8; 2 + 10];
-    out[0] = t;
-    out[1] = n as u8;
+    let mut groups = [0u8; 10];
     let mut x = v;
     let mut more = 0;
-    for slot in out[2..2 + n].iter_mut().rev() {
+    for slot in groups[..n].iter_mut().rev() {
         *slot = (x as u8 & 0x7f) | more;
         x >>= 7;
         more = 0x80;
     }
-    buf.put_slice(&out[..2 + n]);
+    buf.put_slice(&[t, n as u8]);
+    for &g in &groups[..n] {
+        buf.put_u8(g);
+    }
 }
 
 /// Writes the header for `tag` and a `len`-byte value.
