@@ -26,7 +26,8 @@ use y3::{Config, Dialect, Message as _, Observer, Packet};
 #[path = "common/data.rs"]
 mod data;
 
-/// The lab's serde-suite envelope (`crates/y3-lab/src/serde_suite.rs`), same fields and tags.
+/// The lab's serde-suite envelope (`crates/y3-lab/src/serde_suite.rs`), same fields and tags
+/// (the bench cannot depend on the lab, which depends on this crate).
 #[derive(Debug, Clone, Default, PartialEq, y3_derive::Message)]
 struct Envelope {
     #[y3(tag = 0x10)]
@@ -49,19 +50,14 @@ struct Envelope {
     frame: Vec<u8>,
 }
 
-fn envelope() -> Envelope {
-    Envelope {
-        version: 1,
-        kind: 3,
-        qos: 1,
-        seq: 1_234_567,
-        host: "edge-gw-07.eu-west.yomo".into(),
-        timestamp: 1_700_000_000_123,
-        id: "5f0c8a8e-3b1d-4c2e-9a47-0b6e2f1c7d0c".into(),
-        rssi: -67,
-        frame: (0..28).collect(),
-    }
-}
+/// The lab's envelope as the lab encodes it under key 0x20 (123 bytes): version 1, kind 3,
+/// qos 1, seq 1234567, host "edge-gw-07.eu-west.yomo", timestamp 1700000000123, a 36-byte
+/// id, rssi -67 and a 28-byte MQTT PUBLISH frame.
+const ENVELOPE: [u8; 123] = hex_literal::hex!(
+    "a08078100101110103120101130480cbad071417656467652d67772d30372e65752d776573742e796f6d6f"
+    "1506b1bcff95d07b162435663063386138652d336231642d346332652d396134372d3062366532663163"
+    "376430631702ff3d181c321a000c796f6d6f2f6e6f6973652f3700076e6f6973653d34372e35"
+);
 
 #[inline(never)]
 fn measured(iterations: u64, mut op: impl FnMut() -> usize) -> usize {
@@ -88,9 +84,14 @@ fn main() {
     let path: &[u32] = &[0, key];
     let mut observer = Observer::new(Config::DEFAULT, &[path]).unwrap();
     let mut validator = Observer::validator(Config::DEFAULT);
-    let env = envelope();
+    let (packet, _) = Packet::parse(&ENVELOPE).unwrap();
+    let env = Envelope::from_packet(&packet).unwrap();
     let mut out = Vec::with_capacity(256);
     env.encode_packet(0x20, Dialect::Golang, &mut out).unwrap();
+    assert_eq!(
+        out, ENVELOPE,
+        "the envelope encodes back to the lab's bytes"
+    );
     let encoded = out.clone();
     let sum = match op {
         "oneshot" => measured(iterations, || {

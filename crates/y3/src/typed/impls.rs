@@ -62,10 +62,7 @@ macro_rules! int_field {
                         put_int_packet(t, $to, buf);
                         Ok(())
                     }
-                    _ => {
-                        put_header(tag, self.value_len(dialect), dialect, buf)?;
-                        self.encode_value(dialect, buf)
-                    }
+                    _ => put_header_and_value(tag, self, dialect, buf),
                 }
             }
 

@@ -4,7 +4,7 @@
 use alloc::vec::Vec;
 use bytes::BufMut;
 
-use super::wire::{header, put_header, reserve};
+use super::wire::{header, put_header, put_header_and_value, reserve};
 use crate::tag::Header;
 use crate::{DecodeError, Dialect, EncodeError, Packet, Tag};
 
@@ -71,8 +71,8 @@ pub trait FieldValue: Sized {
     fn encode_value(&self, dialect: Dialect, buf: &mut impl BufMut) -> Result<(), EncodeError>;
 
     /// Writes the whole packet of this value under `tag`: its header, then its value. The
-    /// provided method does exactly that; the integers override it to write both with one
-    /// fixed-size copy. Not meant to be overridden outside this crate.
+    /// provided method does exactly that; the integers override it to write both at once
+    /// (their length is their value's). Not meant to be overridden outside this crate.
     #[doc(hidden)]
     #[inline(always)]
     fn encode_tagged(
@@ -81,8 +81,7 @@ pub trait FieldValue: Sized {
         dialect: Dialect,
         buf: &mut impl BufMut,
     ) -> Result<(), EncodeError> {
-        put_header(tag, self.value_len(dialect), dialect, buf)?;
-        self.encode_value(dialect, buf)
+        put_header_and_value(tag, self, dialect, buf)
     }
 
     /// Reads the value from `packet`, in the packet's dialect.

@@ -51,9 +51,23 @@ pub(super) fn put_packet<T: FieldValue>(
     v.encode_tagged(tag, dialect, buf)
 }
 
+/// The header for `tag` and `v`'s length, then `v`'s value: the provided
+/// [`FieldValue::encode_tagged`].
+#[inline(always)]
+pub(super) fn put_header_and_value<T: FieldValue>(
+    tag: Tag,
+    v: &T,
+    dialect: Dialect,
+    buf: &mut impl BufMut,
+) -> Result<(), EncodeError> {
+    put_header(tag, v.value_len(dialect), dialect, buf)?;
+    v.encode_value(dialect, buf)
+}
+
 /// Writes an integer packet of the `golang` dialect: the one-byte tag `t`, the length, and
-/// `v` as PVarInt, the groups computed in place from the last one back, then the whole
-/// packet with one copy.
+/// `v` as PVarInt, the groups computed in place from the last one back: the header as one
+/// fixed-size slice, then the groups byte by byte (a variable-length copy is a `memcpy`
+/// call, which costs more time than these few stores, though fewer instructions).
 ///
 /// ```text
 /// t  n  g1 .. gn      n = pvarint_len(v) <= 10: never more than one length byte
