@@ -621,7 +621,12 @@ impl Observer {
             self.assembled.clear();
             self.clear_assembled = false;
         }
-        match self.skim(input) {
+        let off = match self.skim_inside(input) {
+            Inside::Done => None,
+            Inside::Walk(off) => Some(off),
+            Inside::No => self.skim(input),
+        };
+        match off {
             None => {
                 self.pos += input.len() as u64;
                 Ok(Progress {
@@ -630,6 +635,91 @@ impl Observer {
                 })
             }
             Some(off) => self.walk(input, off),
+        }
+    }
+
+    /// The usual chunk of chunked input: inside a node that goes on past the chunk, with
+    /// the skip run's headers only (a tag it does not stop at, a one-byte length, a value
+    /// inside the node). There no node closes and no top-level packet is counted, so that
+    /// the walk needs only an offset: the value skipped across chunks or the header split
+    /// after its tag byte it begins with, the headers it skips, and how it ends (inside a
+    /// value, at a header, after a tag byte). [`Inside::No`] (nothing changed) leaves any
+    /// other chunk to [`skim`](Observer::skim); [`Inside::Walk`] hands the first header that
+    /// needs a decision to the walk, the state committed up to it.
+    #[inline(always)]
+    fn skim_inside(&mut self, input: &[u8]) -> Inside {
+        if !self.run || self.parents.is_empty() {
+            return Inside::No;
+        }
+        let base = self.pos;
+        let len = input.len();
+        // The node's bytes from the input's start: more than the input holds.
+        let node = self.cur.end - base;
+        if node <= len as u64 {
+            return Inside::No;
+        }
+        // `node > len`; a node longer than memory is as good as endless here.
+        let node = usize::try_from(node).unwrap_or(usize::MAX);
+        let stop = &self.cur.stop;
+        let mut off = match (self.state, self.hlen) {
+            (State::Head, 0) => 0,
+            (State::Skip { end }, _) => {
+                let left = end - base;
+                if left >= len as u64 {
+                    // Still inside the value, or at its end with the input.
+                    if left == len as u64 {
+                        self.state = State::Head;
+                    }
+                    return Inside::Done;
+                }
+                // `left < len`, a usize.
+                left as usize
+            }
+            (State::Head, 1) => {
+                // The header began one byte before the input.
+                let tag = self.hbuf[0];
+                let Some(&l) = input.first() else {
+                    return Inside::No;
+                };
+                let next = 1 + l as usize;
+                if l >= 0x40 || (stop[(tag >> 6) as usize] >> (tag & 0x3f)) & 1 != 0 || next > node
+                {
+                    return Inside::No;
+                }
+                self.hlen = 0;
+                next
+            }
+            _ => return Inside::No,
+        };
+        loop {
+            if off >= len {
+                self.state = if off == len {
+                    State::Head
+                } else {
+                    State::Skip {
+                        end: base + off as u64,
+                    }
+                };
+                return Inside::Done;
+            }
+            let tag = input[off];
+            let Some(&l) = input.get(off + 1) else {
+                // Cut after the tag byte (`off + 1 == len < node`: the header can still fit
+                // in the node): kept, as `read_header` keeps it, when the tag byte is valid.
+                self.state = State::Head;
+                if tag & 0xc0 == 0x40 {
+                    return Inside::Walk(off);
+                }
+                self.hbuf[0] = tag;
+                self.hlen = 1;
+                return Inside::Done;
+            };
+            let next = off + 2 + l as usize;
+            if l >= 0x40 || (stop[(tag >> 6) as usize] >> (tag & 0x3f)) & 1 != 0 || next > node {
+                self.state = State::Head;
+                return Inside::Walk(off);
+            }
+            off = next;
         }
     }
 
@@ -1196,6 +1286,16 @@ fn first_may_fit(input: &[u8]) -> bool {
         3 + (((b1 & 0x3f) as usize) << 7)
     };
     least <= input.len()
+}
+
+/// What [`Observer::skim_inside`] did with a chunk.
+enum Inside {
+    /// Not its kind of chunk; nothing changed.
+    No,
+    /// Consumed the whole chunk (the stream position is the caller's to advance).
+    Done,
+    /// Stopped at the header at this offset, which the walk reads next.
+    Walk(usize),
 }
 
 enum Action {
