@@ -624,6 +624,12 @@ impl Observer {
         let off = match self.skim_inside(input) {
             Inside::Done => None,
             Inside::Walk(off) => Some(off),
+            Inside::Found(consumed) => {
+                return Ok(Progress {
+                    consumed,
+                    found: true,
+                })
+            }
             Inside::No => self.skim(input),
         };
         match off {
@@ -675,6 +681,32 @@ impl Observer {
                 // `left < len`, a usize.
                 left as usize
             }
+            (State::Take { end, sub, tag }, _) => {
+                // The rest of a taken value that straddles chunks (`step_take`); it ends
+                // before the node does.
+                let left = end - base;
+                if left > len as u64 {
+                    self.assembled.extend_from_slice(input);
+                    return Inside::Done;
+                }
+                // `left <= len`, a usize.
+                let left = left as usize;
+                self.assembled.extend_from_slice(&input[..left]);
+                self.state = State::Head;
+                self.pos = end;
+                self.clear_assembled = true;
+                let value_len = self.assembled.len();
+                self.hit = Hit {
+                    sub,
+                    tag,
+                    start: 0,
+                    len: value_len,
+                    head_len: Header::encoded_len(tag, value_len, self.config.dialect),
+                    depth: self.parents.len() as u32 + 1,
+                    assembled: true,
+                };
+                return Inside::Found(left);
+            }
             (State::Head, 1) => {
                 // The header began one byte before the input.
                 let tag = self.hbuf[0];
@@ -715,9 +747,47 @@ impl Observer {
                 return Inside::Done;
             };
             let next = off + 2 + l as usize;
-            if l >= 0x40 || (stop[(tag >> 6) as usize] >> (tag & 0x3f)) & 1 != 0 || next > node {
+            if l >= 0x40 || next > node {
                 self.state = State::Head;
                 return Inside::Walk(off);
+            }
+            if (stop[(tag >> 6) as usize] >> (tag & 0x3f)) & 1 != 0 {
+                // A valid header (tag byte, one-byte length, value in the node) that needs a
+                // decision: a value to take is taken here (`step_head`), the rest is the walk's.
+                self.state = State::Head;
+                if tag & 0xc0 == 0x40 {
+                    return Inside::Walk(off);
+                }
+                let h = Header {
+                    tag: Tag::from_byte(tag),
+                    len: l as u64,
+                    head_len: 2,
+                };
+                let Action::Take(sub) = self.decide(&h) else {
+                    return Inside::Walk(off);
+                };
+                if next <= len {
+                    self.hit = Hit {
+                        sub,
+                        tag: h.tag,
+                        start: off + 2,
+                        len: l as usize,
+                        head_len: 2,
+                        depth: self.parents.len() as u32 + 1,
+                        assembled: false,
+                    };
+                    self.pos = base + next as u64;
+                    return Inside::Found(next);
+                }
+                // Straddles chunks: keep what arrived (bounded by the one-byte length).
+                self.assembled.clear();
+                self.assembled.extend_from_slice(&input[off + 2..]);
+                self.state = State::Take {
+                    end: base + next as u64,
+                    sub,
+                    tag: h.tag,
+                };
+                return Inside::Done;
             }
             off = next;
         }
@@ -1296,6 +1366,9 @@ enum Inside {
     Done,
     /// Stopped at the header at this offset, which the walk reads next.
     Walk(usize),
+    /// Completed a value (`Observer::hit`) having consumed this many bytes (the stream
+    /// position already advanced).
+    Found(usize),
 }
 
 enum Action {
