@@ -644,29 +644,34 @@ impl Observer {
         }
     }
 
-    /// The usual chunk of chunked input: inside a node that goes on past the chunk, with
-    /// the skip run's headers only (a tag it does not stop at, a one-byte length, a value
-    /// inside the node). There no node closes and no top-level packet is counted, so that
-    /// the walk needs only an offset: the value skipped across chunks or the header split
-    /// after its tag byte it begins with, the headers it skips, and how it ends (inside a
-    /// value, at a header, after a tag byte). [`Inside::No`] (nothing changed) leaves any
-    /// other chunk to [`skim`](Observer::skim); [`Inside::Walk`] hands the first header that
-    /// needs a decision to the walk, the state committed up to it.
+    /// The usual chunk of chunked input, in one loop: the chunk ends inside the current node
+    /// (or at the top level), so that no node closes in it and the walk needs only an
+    /// offset. It finishes the value skipped across chunks, the header split after its tag
+    /// byte or the taken value that straddled chunks that the chunk begins with, then reads
+    /// headers with one- and two-byte lengths: it skips what the skip run skips, takes a
+    /// value to take, enters a node that goes on past the chunk (the first chunk of a
+    /// packet), counting top-level packets as `check_bounds` does; it ends inside a value,
+    /// at a header or after a tag byte. [`Inside::No`] (nothing changed) leaves any other
+    /// chunk to [`skim`](Observer::skim); [`Inside::Walk`] hands the first header it does
+    /// not decide (a longer length, an error, anything else) to the walk, the state
+    /// committed up to it.
     #[inline(always)]
     fn skim_inside(&mut self, input: &[u8]) -> Inside {
-        if !self.run || self.parents.is_empty() {
+        if !self.run {
             return Inside::No;
         }
         let base = self.pos;
         let len = input.len();
-        // The node's bytes from the input's start: more than the input holds.
+        // The current node's bytes from the input's start: more than the input holds.
         let node = self.cur.end - base;
         if node <= len as u64 {
             return Inside::No;
         }
         // `node > len`; a node longer than memory is as good as endless here.
-        let node = usize::try_from(node).unwrap_or(usize::MAX);
-        let stop = &self.cur.stop;
+        let mut node = usize::try_from(node).unwrap_or(usize::MAX);
+        // At the top level every header read begins a packet (counted as `check_bounds`
+        // counts it); entering a node leaves it.
+        let mut top = self.parents.is_empty();
         let mut off = match (self.state, self.hlen) {
             (State::Head, 0) => 0,
             (State::Skip { end }, _) => {
@@ -708,17 +713,20 @@ impl Observer {
                 return Inside::Found(left);
             }
             (State::Head, 1) => {
-                // The header began one byte before the input.
+                // The header began one byte before the input: skipped whole, as the skip
+                // run would have (`skim_split_header`).
                 let tag = self.hbuf[0];
                 let Some(&l) = input.first() else {
                     return Inside::No;
                 };
                 let next = 1 + l as usize;
-                if l >= 0x40 || (stop[(tag >> 6) as usize] >> (tag & 0x3f)) & 1 != 0 || next > node
-                {
+                if l >= 0x40 || self.stops(tag) || next > node {
                     return Inside::No;
                 }
                 self.hlen = 0;
+                if top {
+                    self.started += 1;
+                }
                 next
             }
             _ => return Inside::No,
@@ -746,51 +754,120 @@ impl Observer {
                 self.hlen = 1;
                 return Inside::Done;
             };
-            let next = off + 2 + l as usize;
-            if l >= 0x40 || next > node {
+            // The skip run's header, skipped: a tag byte it does not stop at (every invalid
+            // one stops it), a one-group length (0..=63, under any limit the run allows), a
+            // value inside the node.
+            if l < 0x40 && !self.stops(tag) {
+                let next = off + 2 + l as usize;
+                if next > node {
+                    self.state = State::Head;
+                    return Inside::Walk(off);
+                }
+                if top {
+                    self.started += 1;
+                }
+                off = next;
+                continue;
+            }
+            // PVarInt lengths of one group or two (64..=8191, held to the limit); anything
+            // else is the walk's.
+            let (value, head) = if l < 0x40 {
+                (l as usize, 2)
+            } else {
+                match input.get(off + 2) {
+                    Some(&b2) if l & 0xc0 == 0x80 && b2 < 0x80 => {
+                        let value = (((l & 0x3f) as usize) << 7) | b2 as usize;
+                        if value as u64 > self.config.limits.max_packet_len {
+                            self.state = State::Head;
+                            return Inside::Walk(off);
+                        }
+                        (value, 3)
+                    }
+                    _ => {
+                        self.state = State::Head;
+                        return Inside::Walk(off);
+                    }
+                }
+            };
+            let next = off + head + value;
+            // A value past its node (`child_overflow`), or an invalid tag byte (the array
+            // flag without the node flag): the walk's to report.
+            if next > node || tag & 0xc0 == 0x40 {
                 self.state = State::Head;
                 return Inside::Walk(off);
             }
-            if (stop[(tag >> 6) as usize] >> (tag & 0x3f)) & 1 != 0 {
-                // A valid header (tag byte, one-byte length, value in the node) that needs a
-                // decision: a value to take is taken here (`step_head`), the rest is the walk's.
-                self.state = State::Head;
-                if tag & 0xc0 == 0x40 {
-                    return Inside::Walk(off);
+            if !self.stops(tag) {
+                // A two-group length the skip run leaves to the walk: skipped here.
+                if top {
+                    self.started += 1;
                 }
-                let h = Header {
-                    tag: Tag::from_byte(tag),
-                    len: l as u64,
-                    head_len: 2,
-                };
-                let Action::Take(sub) = self.decide(&h) else {
-                    return Inside::Walk(off);
-                };
-                if next <= len {
-                    self.hit = Hit {
+                off = next;
+                continue;
+            }
+            // A header that needs a decision (`step_head`).
+            let h = Header {
+                tag: Tag::from_byte(tag),
+                len: value as u64,
+                head_len: head,
+            };
+            match self.decide(&h) {
+                Action::Take(sub) => {
+                    if top {
+                        self.started += 1;
+                    }
+                    if next <= len {
+                        self.state = State::Head;
+                        self.hit = Hit {
+                            sub,
+                            tag: h.tag,
+                            start: off + head,
+                            len: value,
+                            head_len: head,
+                            depth: self.parents.len() as u32 + 1,
+                            assembled: false,
+                        };
+                        self.pos = base + next as u64;
+                        return Inside::Found(next);
+                    }
+                    // Straddles chunks: keep what arrived (never reserving from the length).
+                    self.assembled.clear();
+                    self.assembled.extend_from_slice(&input[off + head..]);
+                    self.state = State::Take {
+                        end: base + next as u64,
                         sub,
                         tag: h.tag,
-                        start: off + 2,
-                        len: l as usize,
-                        head_len: 2,
-                        depth: self.parents.len() as u32 + 1,
-                        assembled: false,
                     };
-                    self.pos = base + next as u64;
-                    return Inside::Found(next);
+                    return Inside::Done;
                 }
-                // Straddles chunks: keep what arrived (bounded by the one-byte length).
-                self.assembled.clear();
-                self.assembled.extend_from_slice(&input[off + 2..]);
-                self.state = State::Take {
-                    end: base + next as u64,
-                    sub,
-                    tag: h.tag,
-                };
-                return Inside::Done;
+                // A node that goes on past the input, within the depth limit: entered, and
+                // the loop goes on in it (its end is past the input too).
+                Action::Enter(active)
+                    if next > len
+                        && (self.parents.len() as u64 + 1)
+                            < self.config.limits.max_depth as u64 =>
+                {
+                    if top {
+                        self.started += 1;
+                    }
+                    let level = self.level(base + next as u64, active, self.parents.len() + 1);
+                    self.parents.push(self.cur);
+                    self.cur = level;
+                    node = next;
+                    off += head;
+                    top = false;
+                }
+                _ => {
+                    self.state = State::Head;
+                    return Inside::Walk(off);
+                }
             }
-            off = next;
         }
+    }
+
+    /// Whether the skip run stops at tag byte `tag` in the current node.
+    #[inline(always)]
+    fn stops(&self, tag: u8) -> bool {
+        (self.cur.stop[(tag >> 6) as usize] >> (tag & 0x3f)) & 1 != 0
     }
 
     /// The common steps of chunked input, taken before the general machine is set up: the
@@ -1475,6 +1552,28 @@ mod tests {
             obs.feed(&hex!("11")).unwrap_err(),
             DecodeError::TruncatedHeader { available: 1 }
         );
+    }
+
+    #[test]
+    fn depth_limit_holds_in_every_chunking() {
+        // Node 0x01 { node 0x02 { 0x03 = "x" } } under a depth limit of 2: the inner node
+        // may not be entered, whole or in chunks of any size.
+        let buf = hex!("81058203030178");
+        let config = Config::DEFAULT.with_limits(crate::Limits {
+            max_packet_len: 1 << 10,
+            max_depth: 2,
+        });
+        for size in 1..=buf.len() {
+            let mut obs = Observer::new(config, &[&[0x01, 0x02, 0x03]]).unwrap();
+            let got = buf
+                .chunks(size)
+                .try_for_each(|chunk| obs.feed_each(chunk, |_| panic!("no value")));
+            assert_eq!(
+                got,
+                Err(DecodeError::TooDeep { limit: 2 }),
+                "chunks of {size}"
+            );
+        }
     }
 
     #[test]
