@@ -249,6 +249,7 @@ fn generate(input: &DeriveInput, fields: &[Tagged<'_>]) -> TokenStream2 {
                 0 #(#len)*
             }
 
+            #[inline(always)]
             #[allow(unused_variables)]
             fn encode_fields(
                 &self,
@@ -259,6 +260,7 @@ fn generate(input: &DeriveInput, fields: &[Tagged<'_>]) -> TokenStream2 {
                 ::core::result::Result::Ok(())
             }
 
+            #[inline]
             #[allow(clippy::single_match)]
             fn merge_field(
                 &mut self,

@@ -67,6 +67,11 @@ pub(crate) fn walk(
     let mut packets = 0u64;
     // The skip run accepts one-byte lengths without comparing them with the limit.
     let run = limit >= 63;
+    if run && last == 1 {
+        if let Some(found) = first_child(ids[0], ids[1], limit, max_depth, input, ends) {
+            return found;
+        }
+    }
     loop {
         if depth > 0 && run {
             // Inside a node: the children simply skipped, at once (see `skip.rs`); the
@@ -144,6 +149,61 @@ pub(crate) fn walk(
         }
         off = next;
     }
+}
+
+/// The usual two-key lookup (a child of the first top-level packet, the small-message case)
+/// in straight-line code: the first packet is node `outer`, and a child `inner` with a
+/// one-byte length lies in it. It makes the checks [`walk`]'s loop makes on the same
+/// headers and answers what that loop would; `None` (nothing decided) sends every other
+/// input to the loop, which starts over.
+#[inline(always)]
+fn first_child(
+    outer: u32,
+    inner: u32,
+    limit: u64,
+    max_depth: usize,
+    input: &[u8],
+    ends: &mut [usize; MAX_PATH_DEPTH],
+) -> Option<Fast> {
+    let &[tag, b1, ..] = input else {
+        return None;
+    };
+    // The node flag set, so the tag byte is valid; entering it must leave room in depth.
+    if (tag & 0x3f) as u32 != outer || tag & 0x80 == 0 || max_depth <= 1 {
+        return None;
+    }
+    let (len, start) = if b1 < 0x40 {
+        (b1 as usize, 2)
+    } else {
+        match input.get(2) {
+            Some(&b2) if b1 & 0xc0 == 0x80 && b2 < 0x80 => {
+                ((((b1 & 0x3f) as usize) << 7) | b2 as usize, 3)
+            }
+            _ => return None,
+        }
+    };
+    let end = start + len;
+    if len as u64 > limit || end > input.len() {
+        return None;
+    }
+    let off = skip::run(&input[..end], start, inner);
+    let &[t, l] = input[..end].get(off..off + 2)? else {
+        return None;
+    };
+    // `l < 0x40 <= limit`: the limit holds.
+    let next = off + 2 + l as usize;
+    if (t & 0x3f) as u32 != inner || l >= 0x40 || t & 0xc0 == 0x40 || next > end {
+        return None;
+    }
+    ends[0] = end;
+    Some(Fast::Found {
+        tag: Tag::from_byte(t),
+        start: off + 2,
+        len: l as usize,
+        head_len: 2,
+        depth: 2,
+        packets: 1,
+    })
 }
 
 /// A value [`scan`] found: tag byte, header length, value offset in the input, value length

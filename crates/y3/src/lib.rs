@@ -184,8 +184,18 @@ pub fn get_with<'a>(
             fast::Fast::Bail => {}
         }
     }
-    // The general machine: one path, built in place (no allocation for paths of up to
-    // five keys).
+    get_general(buf, path, config)
+}
+
+/// [`get_with`] by the general machine: one path, built in place (no allocation for paths
+/// of up to five keys). Out of line, so that the fast path's frame stays small (the
+/// observer is a large value on the stack).
+#[inline(never)]
+fn get_general<'a>(
+    buf: &'a [u8],
+    path: &[u32],
+    config: &Config,
+) -> Result<Option<Packet<'a>>, DecodeError> {
     let mut observer = Observer::one(*config, path);
     let fed = observer.feed(buf)?;
     if let Some(found) = fed.observed {

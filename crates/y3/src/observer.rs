@@ -612,16 +612,27 @@ impl Observer {
     /// completes, the input runs out, or an error.
     ///
     /// Chunked input mostly lands in the middle of skipped values and short skipped TLVs:
-    /// [`skim`](Observer::skim) handles those in this small function, and only a header
-    /// that needs a decision (or a split one) goes on to the whole machine in
-    /// [`walk`](Observer::walk).
-    #[inline(never)]
+    /// [`skim`](Observer::skim) handles those here, inlined into the caller of `feed` (a
+    /// chunk that only skims makes no call), and only a header that needs a decision (or a
+    /// split one) goes on to the whole machine in [`walk`](Observer::walk).
+    #[inline(always)]
     fn feed_general(&mut self, input: &[u8]) -> Result<Progress, DecodeError> {
         if self.clear_assembled {
             self.assembled.clear();
             self.clear_assembled = false;
         }
-        match self.skim(input) {
+        let off = match self.skim_inside(input) {
+            Inside::Done => None,
+            Inside::Walk(off) => Some(off),
+            Inside::Found(consumed) => {
+                return Ok(Progress {
+                    consumed,
+                    found: true,
+                })
+            }
+            Inside::No => self.skim(input),
+        };
+        match off {
             None => {
                 self.pos += input.len() as u64;
                 Ok(Progress {
@@ -631,6 +642,232 @@ impl Observer {
             }
             Some(off) => self.walk(input, off),
         }
+    }
+
+    /// The usual chunk of chunked input, in one loop: the chunk ends inside the current node
+    /// (or at the top level), so that no node closes in it and the walk needs only an
+    /// offset. It finishes the value skipped across chunks, the header split after its tag
+    /// byte or the taken value that straddled chunks that the chunk begins with, then reads
+    /// headers with one- and two-byte lengths: it skips what the skip run skips, takes a
+    /// value to take, enters a node that goes on past the chunk (the first chunk of a
+    /// packet), counting top-level packets as `check_bounds` does; it ends inside a value,
+    /// at a header or after a tag byte. [`Inside::No`] (nothing changed) leaves any other
+    /// chunk to [`skim`](Observer::skim); [`Inside::Walk`] hands the first header it does
+    /// not decide (a longer length, an error, anything else) to the walk, the state
+    /// committed up to it.
+    #[inline(always)]
+    fn skim_inside(&mut self, input: &[u8]) -> Inside {
+        if !self.run {
+            return Inside::No;
+        }
+        let base = self.pos;
+        let len = input.len();
+        // The current node's bytes from the input's start: more than the input holds.
+        let node = self.cur.end - base;
+        if node <= len as u64 {
+            return Inside::No;
+        }
+        // `node > len`; a node longer than memory is as good as endless here.
+        let mut node = usize::try_from(node).unwrap_or(usize::MAX);
+        // At the top level every header read begins a packet (counted as `check_bounds`
+        // counts it); entering a node leaves it.
+        let mut top = self.parents.is_empty();
+        let mut off = match (self.state, self.hlen) {
+            (State::Head, 0) => 0,
+            (State::Skip { end }, _) => {
+                let left = end - base;
+                if left >= len as u64 {
+                    // Still inside the value, or at its end with the input.
+                    if left == len as u64 {
+                        self.state = State::Head;
+                    }
+                    return Inside::Done;
+                }
+                // `left < len`, a usize.
+                left as usize
+            }
+            (State::Take { end, sub, tag }, _) => {
+                // The rest of a taken value that straddles chunks (`step_take`); it ends
+                // before the node does.
+                let left = end - base;
+                if left > len as u64 {
+                    self.assembled.extend_from_slice(input);
+                    return Inside::Done;
+                }
+                // `left <= len`, a usize.
+                let left = left as usize;
+                self.assembled.extend_from_slice(&input[..left]);
+                self.state = State::Head;
+                self.pos = end;
+                self.clear_assembled = true;
+                let value_len = self.assembled.len();
+                self.hit = Hit {
+                    sub,
+                    tag,
+                    start: 0,
+                    len: value_len,
+                    head_len: Header::encoded_len(tag, value_len, self.config.dialect),
+                    depth: self.parents.len() as u32 + 1,
+                    assembled: true,
+                };
+                return Inside::Found(left);
+            }
+            (State::Head, 1) => {
+                // The header began one byte before the input: skipped whole, as the skip
+                // run would have (`skim_split_header`).
+                let tag = self.hbuf[0];
+                let Some(&l) = input.first() else {
+                    return Inside::No;
+                };
+                let next = 1 + l as usize;
+                if l >= 0x40 || self.stops(tag) || next > node {
+                    return Inside::No;
+                }
+                self.hlen = 0;
+                if top {
+                    self.started += 1;
+                }
+                next
+            }
+            _ => return Inside::No,
+        };
+        loop {
+            if off >= len {
+                self.state = if off == len {
+                    State::Head
+                } else {
+                    State::Skip {
+                        end: base + off as u64,
+                    }
+                };
+                return Inside::Done;
+            }
+            let tag = input[off];
+            let Some(&l) = input.get(off + 1) else {
+                // Cut after the tag byte (`off + 1 == len < node`: the header can still fit
+                // in the node): kept, as `read_header` keeps it, when the tag byte is valid.
+                self.state = State::Head;
+                if tag & 0xc0 == 0x40 {
+                    return Inside::Walk(off);
+                }
+                self.hbuf[0] = tag;
+                self.hlen = 1;
+                return Inside::Done;
+            };
+            // The skip run's header, skipped: a tag byte it does not stop at (every invalid
+            // one stops it), a one-group length (0..=63, under any limit the run allows), a
+            // value inside the node.
+            if l < 0x40 && !self.stops(tag) {
+                let next = off + 2 + l as usize;
+                if next > node {
+                    self.state = State::Head;
+                    return Inside::Walk(off);
+                }
+                if top {
+                    self.started += 1;
+                }
+                off = next;
+                continue;
+            }
+            // PVarInt lengths of one group or two (64..=8191, held to the limit); anything
+            // else is the walk's.
+            let (value, head) = if l < 0x40 {
+                (l as usize, 2)
+            } else {
+                match input.get(off + 2) {
+                    Some(&b2) if l & 0xc0 == 0x80 && b2 < 0x80 => {
+                        let value = (((l & 0x3f) as usize) << 7) | b2 as usize;
+                        if value as u64 > self.config.limits.max_packet_len {
+                            self.state = State::Head;
+                            return Inside::Walk(off);
+                        }
+                        (value, 3)
+                    }
+                    _ => {
+                        self.state = State::Head;
+                        return Inside::Walk(off);
+                    }
+                }
+            };
+            let next = off + head + value;
+            // A value past its node (`child_overflow`), or an invalid tag byte (the array
+            // flag without the node flag): the walk's to report.
+            if next > node || tag & 0xc0 == 0x40 {
+                self.state = State::Head;
+                return Inside::Walk(off);
+            }
+            if !self.stops(tag) {
+                // A two-group length the skip run leaves to the walk: skipped here.
+                if top {
+                    self.started += 1;
+                }
+                off = next;
+                continue;
+            }
+            // A header that needs a decision (`step_head`).
+            let h = Header {
+                tag: Tag::from_byte(tag),
+                len: value as u64,
+                head_len: head,
+            };
+            match self.decide(&h) {
+                Action::Take(sub) => {
+                    if top {
+                        self.started += 1;
+                    }
+                    if next <= len {
+                        self.state = State::Head;
+                        self.hit = Hit {
+                            sub,
+                            tag: h.tag,
+                            start: off + head,
+                            len: value,
+                            head_len: head,
+                            depth: self.parents.len() as u32 + 1,
+                            assembled: false,
+                        };
+                        self.pos = base + next as u64;
+                        return Inside::Found(next);
+                    }
+                    // Straddles chunks: keep what arrived (never reserving from the length).
+                    self.assembled.clear();
+                    self.assembled.extend_from_slice(&input[off + head..]);
+                    self.state = State::Take {
+                        end: base + next as u64,
+                        sub,
+                        tag: h.tag,
+                    };
+                    return Inside::Done;
+                }
+                // A node that goes on past the input, within the depth limit: entered, and
+                // the loop goes on in it (its end is past the input too).
+                Action::Enter(active)
+                    if next > len
+                        && (self.parents.len() as u64 + 1)
+                            < self.config.limits.max_depth as u64 =>
+                {
+                    if top {
+                        self.started += 1;
+                    }
+                    let level = self.level(base + next as u64, active, self.parents.len() + 1);
+                    self.parents.push(self.cur);
+                    self.cur = level;
+                    node = next;
+                    off += head;
+                    top = false;
+                }
+                _ => {
+                    self.state = State::Head;
+                    return Inside::Walk(off);
+                }
+            }
+        }
+    }
+
+    /// Whether the skip run stops at tag byte `tag` in the current node.
+    #[inline(always)]
+    fn stops(&self, tag: u8) -> bool {
+        (self.cur.stop[(tag >> 6) as usize] >> (tag & 0x3f)) & 1 != 0
     }
 
     /// The common steps of chunked input, taken before the general machine is set up: the
@@ -1198,6 +1435,19 @@ fn first_may_fit(input: &[u8]) -> bool {
     least <= input.len()
 }
 
+/// What [`Observer::skim_inside`] did with a chunk.
+enum Inside {
+    /// Not its kind of chunk; nothing changed.
+    No,
+    /// Consumed the whole chunk (the stream position is the caller's to advance).
+    Done,
+    /// Stopped at the header at this offset, which the walk reads next.
+    Walk(usize),
+    /// Completed a value (`Observer::hit`) having consumed this many bytes (the stream
+    /// position already advanced).
+    Found(usize),
+}
+
 enum Action {
     Skip,
     Enter(u64),
@@ -1302,6 +1552,28 @@ mod tests {
             obs.feed(&hex!("11")).unwrap_err(),
             DecodeError::TruncatedHeader { available: 1 }
         );
+    }
+
+    #[test]
+    fn depth_limit_holds_in_every_chunking() {
+        // Node 0x01 { node 0x02 { 0x03 = "x" } } under a depth limit of 2: the inner node
+        // may not be entered, whole or in chunks of any size.
+        let buf = hex!("81058203030178");
+        let config = Config::DEFAULT.with_limits(crate::Limits {
+            max_packet_len: 1 << 10,
+            max_depth: 2,
+        });
+        for size in 1..=buf.len() {
+            let mut obs = Observer::new(config, &[&[0x01, 0x02, 0x03]]).unwrap();
+            let got = buf
+                .chunks(size)
+                .try_for_each(|chunk| obs.feed_each(chunk, |_| panic!("no value")));
+            assert_eq!(
+                got,
+                Err(DecodeError::TooDeep { limit: 2 }),
+                "chunks of {size}"
+            );
+        }
     }
 
     #[test]

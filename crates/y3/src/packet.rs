@@ -322,7 +322,36 @@ pub struct Children<'a> {
 }
 
 impl<'a> Children<'a> {
-    #[inline]
+    /// The usual child: a one-byte tag and a one-byte length (0..=63) whose value lies in
+    /// the node. It passes every check [`next_child`](Children::next_child) makes (a valid
+    /// tag byte, a length within the limit and within the node), so it is read here, inlined
+    /// into the caller's loop, without them; `None` leaves anything else to `next_child`.
+    #[inline(always)]
+    fn next_short(&mut self) -> Option<Packet<'a>> {
+        let &[tag, len, ref after @ ..] = self.rest else {
+            return None;
+        };
+        let len = len as usize;
+        if len >= 0x40
+            || tag & 0xc0 == 0x40
+            || len > after.len()
+            || !self.config.dialect.has_node_flag()
+            || len as u64 > self.config.limits.max_packet_len
+        {
+            return None;
+        }
+        let (value, rest) = after.split_at(len);
+        self.rest = rest;
+        Some(Packet::from_parts(
+            Tag::from_byte(tag),
+            value,
+            2,
+            self.depth,
+            self.config,
+        ))
+    }
+
+    #[inline(never)]
     fn next_child(&mut self) -> Result<Packet<'a>, DecodeError> {
         let available = self.rest.len() as u64;
         let Some(h) = Header::parse(self.rest, &self.config)? else {
@@ -352,10 +381,13 @@ impl<'a> Children<'a> {
 impl<'a> Iterator for Children<'a> {
     type Item = Result<Packet<'a>, DecodeError>;
 
-    #[inline]
+    #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
         if self.rest.is_empty() {
             return None;
+        }
+        if let Some(child) = self.next_short() {
+            return Some(Ok(child));
         }
         let child = self.next_child();
         if child.is_err() {
@@ -402,6 +434,30 @@ mod tests {
             Packet::parse(&hex!("8105110101")).unwrap_err(),
             DecodeError::UnexpectedEnd { needed: 2 }
         );
+    }
+
+    #[test]
+    fn short_children_still_meet_a_small_length_limit() {
+        // A one-byte length (read by the short path) above a limit under 63.
+        let config = Config::DEFAULT.with_limits(crate::Limits {
+            max_packet_len: 4,
+            max_depth: 8,
+        });
+        let node = Packet::from_value(Tag::node(1), &hex!("0204aabbccdd 0305aabbccddee"), config);
+        let mut children = node.children().unwrap();
+        assert_eq!(children.next().unwrap().unwrap().value(), hex!("aabbccdd"));
+        assert_eq!(
+            children.next().unwrap().unwrap_err(),
+            DecodeError::TooLong {
+                declared: 5,
+                limit: 4
+            }
+        );
+        assert!(children.next().is_none());
+        // The array flag without the node flag, with a one-byte length.
+        let node = Packet::from_value(Tag::node(1), &hex!("4201aa"), Config::DEFAULT);
+        let err = node.children().unwrap().next().unwrap().unwrap_err();
+        assert_eq!(err.kind(), "invalid_tag");
     }
 
     #[test]

@@ -36,7 +36,7 @@ pub fn run(node: &[u8], s: usize, want: u32) -> usize {
 }
 
 /// [`run`], one header at a time.
-#[inline]
+#[inline(always)]
 pub fn run_scalar(node: &[u8], mut s: usize, want: u32) -> usize {
     while let Some(&[t, l]) = node.get(s..s + 2) {
         if (t & 0x3f) as u32 == want || l >= 0x40 || t & 0xc0 == 0x40 {

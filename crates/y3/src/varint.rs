@@ -25,18 +25,17 @@ pub(crate) const MAX_LEN_BYTES: usize = 5;
 /// Significant bits of `v` in two's complement, sign bit included (1..=64).
 #[inline]
 const fn signed_bits(v: i64) -> u32 {
-    let redundant = if v < 0 {
-        v.leading_ones()
-    } else {
-        v.leading_zeros()
-    };
-    65 - redundant
+    // Without a branch: a negative `v` has as many leading ones as `!v` has leading zeros.
+    65 - ((v ^ (v >> 63)) as u64).leading_zeros()
 }
 
 /// Bytes PVarInt uses for `v`.
 #[inline]
+// Not `div_ceil`: its remainder test is a few instructions more per call (27 of 724 per
+// typed encode of the serde envelope, callgrind) and `signed_bits` is never zero.
+#[allow(clippy::manual_div_ceil)]
 pub const fn pvarint_len(v: i64) -> usize {
-    signed_bits(v).div_ceil(7) as usize
+    ((signed_bits(v) + 6) / 7) as usize
 }
 
 /// Writes `v` as PVarInt into `out`, returning the bytes used (at most 10).
@@ -156,8 +155,10 @@ fn length_read_slow(buf: &[u8]) -> Result<Option<(u64, usize)>, DecodeError> {
 
 /// Bytes NVarInt uses for `v`.
 #[inline]
+#[allow(clippy::manual_div_ceil)]
 pub const fn nvarint_len(v: i64) -> usize {
-    signed_bits(v).div_ceil(8) as usize
+    // As in `pvarint_len`.
+    ((signed_bits(v) + 7) / 8) as usize
 }
 
 /// Writes `v` as NVarInt into `out`, returning the bytes used (at most 8).

@@ -10,7 +10,7 @@ use super::wire::*;
 use super::{Element, FieldValue, Shape};
 use crate::scalar::{self, MAX_SCALAR_LEN};
 use crate::tag::Header;
-use crate::{DecodeError, Dialect, EncodeError, Packet};
+use crate::{DecodeError, Dialect, EncodeError, Packet, Tag};
 
 /// Writes a scalar's bytes.
 #[inline]
@@ -47,6 +47,23 @@ macro_rules! int_field {
             ) -> Result<(), EncodeError> {
                 let $v = *self;
                 put_scalar(buf, |out| scalar::int_write(dialect, $to, out))
+            }
+
+            #[inline(always)]
+            fn encode_tagged(
+                &self,
+                tag: Tag,
+                dialect: Dialect,
+                buf: &mut impl BufMut,
+            ) -> Result<(), EncodeError> {
+                match (dialect, tag.byte()) {
+                    (Dialect::Golang, Some(t)) => {
+                        let $v = *self;
+                        put_int_packet(t, $to, buf);
+                        Ok(())
+                    }
+                    _ => put_header_and_value(tag, self, dialect, buf),
+                }
             }
 
             #[inline]

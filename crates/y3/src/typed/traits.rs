@@ -4,7 +4,7 @@
 use alloc::vec::Vec;
 use bytes::BufMut;
 
-use super::wire::{header, put_header, reserve};
+use super::wire::{header, put_header, put_header_and_value, reserve};
 use crate::tag::Header;
 use crate::{DecodeError, Dialect, EncodeError, Packet, Tag};
 
@@ -69,6 +69,20 @@ pub trait FieldValue: Sized {
     /// [`EncodeError`] from a nested header ([`EncodeError::InvalidTag`](crate::EncodeError::InvalidTag) for a key the
     /// dialect cannot carry).
     fn encode_value(&self, dialect: Dialect, buf: &mut impl BufMut) -> Result<(), EncodeError>;
+
+    /// Writes the whole packet of this value under `tag`: its header, then its value. The
+    /// provided method does exactly that; the integers override it to write both at once
+    /// (their length is their value's). Not meant to be overridden outside this crate.
+    #[doc(hidden)]
+    #[inline(always)]
+    fn encode_tagged(
+        &self,
+        tag: Tag,
+        dialect: Dialect,
+        buf: &mut impl BufMut,
+    ) -> Result<(), EncodeError> {
+        put_header_and_value(tag, self, dialect, buf)
+    }
 
     /// Reads the value from `packet`, in the packet's dialect.
     ///
