@@ -7,6 +7,7 @@
 //! y3-lab net yomo     [--quick] [--sizes 64,1024] [--workloads sink,relay] ...
 //! y3-lab net pipeline [--quick] [--transport tcp,quic] [--sizes 64,1024] ...
 //! y3-lab net filter   [--quick] [--functions 10] [--messages 200000]
+//! y3-lab net federation [--quick] [--sizes 64,1024] [--runs 3] ...
 //! ```
 //!
 //! The lab starts every server and client as a child process of this binary (the hidden
@@ -48,7 +49,8 @@ enum NetCommand {
     /// Content filters: router-side filter vs deliver everything and filter in the function
     /// (y3, and NATS with the feature net-nats).
     Filter(FilterArgs),
-    /// Source and sink on two `y3 serve` federated through nats-server, vs one router.
+    /// Source and sink on two routers (y3 federated through nats-server, YoMo's mesh) vs
+    /// one router.
     Federation(FederationArgs),
     /// A lab server (started by the lab itself).
     #[command(hide = true)]
@@ -267,6 +269,10 @@ pub struct ClientArgs {
     /// y3-source: msg/s (0: as fast as it goes).
     #[arg(long, default_value_t = 0.0)]
     rate: f64,
+    /// y3-sink: stop once no frame arrived for this many seconds after the first (0: wait
+    /// for every frame until --limit-s).
+    #[arg(long, default_value_t = 0.0)]
+    idle_s: f64,
 }
 
 /// `y3-lab net filter`: a minimal registration (Markdown table on stdout, no records yet).
@@ -424,32 +430,45 @@ fn yomo(args: &YomoArgs, out: &mut dyn Write) -> Result<()> {
 
 /// `y3-lab net federation`.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Starts one nats-server (NATS_SERVER_BIN, target/tools/bin or PATH), builds
+interop/yomo's yomo-peer (go build) and, from a debug build, the release y3 and y3-lab.
+
+Examples:
+  y3-lab net federation --quick
+  y3-lab net federation --runs 3 --json bench-results/net-federation.json --docs docs/bench"
+)]
 pub struct FederationArgs {
-    /// Payload sizes in bytes.
-    #[arg(long, value_delimiter = ',', default_value = "64,1024")]
+    #[command(flatten)]
+    output: OutputArgs,
+    /// Payload sizes in bytes (at least 16, for the sequence number and send time).
+    #[arg(long, value_delimiter = ',', default_values_t = [64usize, 1024])]
     sizes: Vec<usize>,
-    /// Messages of the flat-out phase.
-    #[arg(long, default_value_t = 50_000)]
-    messages: u64,
-    /// Messages of the paced phase.
-    #[arg(long, default_value_t = 5_000)]
-    paced: u64,
-    /// Rate of the paced phase, msg/s.
-    #[arg(long, default_value_t = 5_000)]
-    rate: u64,
+    #[command(flatten)]
+    load: LoadArgs,
+    /// The Go module with cmd/yomo-peer.
+    #[arg(long, value_name = "DIR", default_value = "interop/yomo")]
+    yomo_dir: PathBuf,
+    /// y3 serve's `[queue] block_timeout_ms` (see `net yomo`).
+    #[arg(long, default_value_t = 250)]
+    block_timeout_ms: u64,
 }
 
 fn federation(args: &FederationArgs, out: &mut dyn Write) -> Result<()> {
-    let opts = net::federation::Options {
-        sizes: args.sizes.clone(),
-        messages: args.messages,
-        paced: args.paced,
-        rate: args.rate.max(1),
-        y3: programs(None)?.y3,
-    };
-    let rows = net::federation::run(&opts)?;
-    write!(out, "{}", net::federation::table(&opts, &rows))?;
-    Ok(())
+    measure_or_read(&args.output, out, |bar| {
+        let quick = args.output.quick;
+        let opts = net::federation::Options {
+            sizes: args.sizes.clone(),
+            load: args.load.load(quick, (100_000, 5_000)),
+            only: args.output.only.clone(),
+            quick,
+            command: command_line(),
+            programs: programs(None)?,
+            yomo_dir: args.yomo_dir.clone(),
+            block_timeout_ms: args.block_timeout_ms,
+        };
+        net::federation::run(&opts, bar)
+    })
 }
 
 fn server(args: &ServerArgs) -> Result<()> {
@@ -472,6 +491,7 @@ fn client(args: &ClientArgs, out: &mut dyn Write) -> Result<()> {
             size: args.size,
             rate: args.rate,
             limit,
+            idle: (args.idle_s > 0.0).then(|| Duration::from_secs_f64(args.idle_s)),
         };
         return net::yomo::client(&run, out);
     }

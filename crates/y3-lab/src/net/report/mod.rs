@@ -41,7 +41,7 @@ pub fn lock_version(package: &str) -> String {
 }
 
 /// The report's opening list: machine, command, pinning, peers.
-fn header(r: &NetResults) -> String {
+pub(crate) fn header(r: &NetResults) -> String {
     let mut out = String::new();
     let m = &r.meta;
     let _ = writeln!(out, "- Machine: {}", m.machine);
@@ -61,14 +61,14 @@ fn header(r: &NetResults) -> String {
 }
 
 /// The targets table.
-fn targets(targets: &[Target]) -> String {
+pub(crate) fn targets(targets: &[Target]) -> String {
     let mut out = String::new();
     targets_table(&mut out, targets, ABSENT);
     out
 }
 
 /// The charts, as Markdown images under their file names.
-fn charts_markdown(charts: &[(String, BarChart)]) -> String {
+pub(crate) fn charts_markdown(charts: &[(String, BarChart)]) -> String {
     let mut out = String::new();
     for (file, chart) in charts {
         let _ = writeln!(out, "![{}]({file})\n", chart.title);
@@ -80,7 +80,7 @@ fn charts_markdown(charts: &[(String, BarChart)]) -> String {
 const ABSENT: &str = "n/a (not in this run)";
 
 /// The run's notes as a section (empty without notes).
-fn notes(r: &NetResults) -> String {
+pub(crate) fn notes(r: &NetResults) -> String {
     let mut out = String::new();
     if r.notes.is_empty() {
         return out;
@@ -128,24 +128,24 @@ fn ratio_target(name: String, worst: Option<(f64, String)>, bound: f64, at_most:
 
 /// A network target declared as data: `ratio(y3 row, base row)` in every cell the suite
 /// pairs, the worst of them within `bound`.
-struct RatioTarget {
+pub(crate) struct RatioTarget {
     /// What is required, in words.
-    name: &'static str,
-    /// The ratio's column in a report table (yomo), else empty.
-    column: &'static str,
+    pub(crate) name: &'static str,
+    /// The ratio's column in a report table (yomo, federation), else empty.
+    pub(crate) column: &'static str,
     /// The y3 row.
-    y3: &'static str,
+    pub(crate) y3: &'static str,
     /// The row it is compared with.
-    base: &'static str,
+    pub(crate) base: &'static str,
     /// The ratio in one cell, when both rows measured it.
-    ratio: fn(&NetRecord, &NetRecord) -> Option<f64>,
+    pub(crate) ratio: fn(&NetRecord, &NetRecord) -> Option<f64>,
     /// Where the worst cell must stay.
-    bound: Bound,
+    pub(crate) bound: Bound,
 }
 
 impl RatioTarget {
     /// The target checked over `cells` (value, where).
-    fn check(&self, cells: Vec<(f64, String)>) -> Target {
+    pub(crate) fn check(&self, cells: Vec<(f64, String)>) -> Target {
         let at_most = !self.bound.at_least;
         ratio_target(
             self.name.into(),
@@ -157,7 +157,7 @@ impl RatioTarget {
 }
 
 /// `≤ value`.
-const fn at_most(value: f64) -> Bound {
+pub(crate) const fn at_most(value: f64) -> Bound {
     Bound {
         value,
         at_least: false,
@@ -165,7 +165,7 @@ const fn at_most(value: f64) -> Bound {
 }
 
 /// `≥ value`.
-const fn at_least(value: f64) -> Bound {
+pub(crate) const fn at_least(value: f64) -> Bound {
     Bound {
         value,
         at_least: true,
@@ -188,7 +188,7 @@ fn secs(v: f64) -> String {
     }
 }
 
-fn us(v: Option<f64>) -> String {
+pub(crate) fn us(v: Option<f64>) -> String {
     match v {
         None => "–".into(),
         Some(v) if v >= 1000.0 => format!("{:.2} ms", v / 1000.0),
@@ -196,7 +196,7 @@ fn us(v: Option<f64>) -> String {
     }
 }
 
-fn rate(v: f64) -> String {
+pub(crate) fn rate(v: f64) -> String {
     crate::charts::format_value(v.round())
 }
 
@@ -217,7 +217,13 @@ pub struct SuiteReport {
 
 /// Every network suite's report. A new suite's report is a file of this module declaring
 /// its `REPORT`, plus its line here.
-pub const SUITES: &[SuiteReport] = &[pingpong::REPORT, echo::REPORT, e2e::REPORT, yomo::REPORT];
+pub const SUITES: &[SuiteReport] = &[
+    pingpong::REPORT,
+    echo::REPORT,
+    e2e::REPORT,
+    yomo::REPORT,
+    crate::net::federation::REPORT,
+];
 
 /// The report, charts and targets of `r`'s suite (results of an unknown suite render as
 /// ping-pong's, the first).
