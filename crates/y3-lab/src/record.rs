@@ -66,8 +66,6 @@ pub enum Dim {
     Subscribers,
     /// The transport under the clients (`tcp`, `quic`).
     Transport,
-    /// The paced run's rate, msg/s.
-    Rate,
 }
 
 /// The value of a dimension: a count or a name.
@@ -158,8 +156,6 @@ pub enum Metric {
     LoadedP50Us,
     /// 99th percentile latency of the flat-out run, µs.
     LoadedP99Us,
-    /// Messages the sink received of the flat-out run.
-    Received,
 }
 
 /// The lowest and highest value of one metric over a row's runs.
