@@ -66,6 +66,10 @@ pub enum Dim {
     Subscribers,
     /// The transport under the clients (`tcp`, `quic`).
     Transport,
+    /// The paced run's rate, msg/s.
+    Rate,
+    /// Messages of the paced run.
+    Paced,
 }
 
 /// The value of a dimension: a count or a name.

@@ -818,6 +818,8 @@ fn run_pipeline(
                     .dim(Dim::Subscribers, 1usize)
                     .dim(Dim::Transport, &transports[i][..])
                     .dim(Dim::Threads, workers)
+                    .dim(Dim::Rate, opts.load.rate)
+                    .dim(Dim::Paced, opts.load.paced)
                     .metric(Metric::MaxUs, med(&|r| r.paced.max() as f64 / 1e3))
                     .metric(Metric::LoadedP50Us, loaded(0.5))
                     .metric(Metric::LoadedP99Us, loaded(0.99)),

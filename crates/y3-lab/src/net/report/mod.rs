@@ -524,6 +524,8 @@ mod tests {
                 .dim(Dim::Transport, "tcp")
                 .dim(Dim::Payload, 1024usize)
                 .dim(Dim::Threads, 2usize)
+                .dim(Dim::Rate, 10_000usize)
+                .dim(Dim::Paced, 20_000usize)
                 .metric(Metric::Messages, 20_000.0)
                 .metric(Metric::MsgPerS, 1_048_576.0)
                 .metric(Metric::LoadedP50Us, 1500.0)
@@ -535,6 +537,7 @@ mod tests {
         };
         let (md, _, _) = render(&pipe);
         assert!(md.contains("(2 runtime worker threads)"), "{md}");
+        assert!(md.contains("of 20000 messages at 10000 msg/s"), "{md}");
         assert!(
             md.contains("| tcp | 1024 B | 20000 | 1048576 | 1024.0 | 1.50 ms / 2.50 ms | 40 µs / 90 µs / 120 µs |"),
             "{md}"

@@ -74,6 +74,20 @@ pub fn pipeline_markdown(r: &Results) -> String {
                     .map_or(0, |x| x.count(Dim::Threads))
                     .to_string(),
             ),
+            (
+                "paced",
+                &r.records
+                    .first()
+                    .map_or(0, |x| x.count(Dim::Paced))
+                    .to_string(),
+            ),
+            (
+                "rate",
+                &r.records
+                    .first()
+                    .map_or(0, |x| x.count(Dim::Rate))
+                    .to_string(),
+            ),
             ("table", &table.markdown()),
             ("charts", &charts_markdown(&pipeline_charts(r))),
             ("notes", &notes(r)),
