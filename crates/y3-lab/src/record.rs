@@ -430,14 +430,6 @@ pub struct Results {
 }
 
 impl Results {
-    /// Empty results of a run described by `meta`.
-    pub fn new(meta: Meta) -> Results {
-        Results {
-            meta,
-            ..Results::default()
-        }
-    }
-
     /// The results of a run: its metadata, records and notes.
     pub fn of(meta: Meta, records: Vec<Record>, notes: Vec<String>) -> Results {
         Results {
