@@ -138,3 +138,35 @@ func exitCode(err error) int {
 		return -1
 	}
 }
+
+// `yomo-peer zipper --mesh`: zipper A reports its link to zipper B once it has connected,
+// and from then on a source on A reaches a sink on B (the lab's `net federation` setup).
+func TestPeerZipperMeshConnected(t *testing.T) {
+	bin := buildPeer(t)
+	const n = 200
+	b := harness.StartProcess(t, nil, nil, bin, "zipper", "--addr", "127.0.0.1:0", "--name", "zipper-b")
+	var readyB struct{ Listening string }
+	readyLine(t, b, `{"listening"`, &readyB)
+	a := harness.StartProcess(t, nil, nil, bin, "zipper", "--addr", "127.0.0.1:0", "--name", "zipper-a",
+		"--mesh", "zipper-b="+readyB.Listening)
+	var readyA struct{ Listening string }
+	readyLine(t, a, `{"listening"`, &readyA)
+	var mesh struct {
+		MeshConnected string `json:"mesh_connected"`
+	}
+	readyLine(t, a, `{"mesh_connected"`, &mesh)
+	if mesh.MeshConnected != "zipper-b" {
+		t.Fatalf("mesh_connected %q, want zipper-b", mesh.MeshConnected)
+	}
+	count := strconv.Itoa(n)
+	sink := harness.StartProcess(t, nil, nil, bin, "sink", "--addr", readyB.Listening, "--observe", "0x33", "--count", count, "--timeout-s", "20")
+	readyLine(t, sink, `{"connected"`, nil)
+	src := harness.StartProcess(t, nil, nil, bin, "source", "--addr", readyA.Listening, "--tag", "0x33", "--count", count, "--size", "64", "--rate", "2000", "--linger", "2s")
+	sinkRep, code := finalReport(t, sink, "sink", 25*time.Second)
+	if code != 0 || sinkRep["unique"] != float64(n) || sinkRep["duplicates"] != float64(0) {
+		t.Errorf("sink on B: exit %d, %v", code, sinkRep)
+	}
+	if _, code := finalReport(t, src, "source", 20*time.Second); code != 0 {
+		t.Errorf("source on A: exit %d", code)
+	}
+}

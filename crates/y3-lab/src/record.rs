@@ -160,8 +160,6 @@ pub enum Metric {
     LoadedP50Us,
     /// 99th percentile latency of the flat-out run, µs.
     LoadedP99Us,
-    /// Messages the sink received of the flat-out run.
-    Received,
 }
 
 /// The lowest and highest value of one metric over a row's runs.

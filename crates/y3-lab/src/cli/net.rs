@@ -8,7 +8,7 @@
 //! y3-lab net yomo     [--quick] [--sizes 64,1024] [--workloads sink,relay] ...
 //! y3-lab net pipeline [--quick] [--transport tcp,quic] [--sizes 64,1024] ...
 //! y3-lab net filter   [--quick] [--functions 10] [--messages 200000]
-//! y3-lab net federation [--sizes 64,1024] [--messages 50000] [--paced 5000]
+//! y3-lab net federation [--quick] [--sizes 64,1024] [--runs 3] ...
 //! ```
 //!
 //! The lab starts every server and client as a child process of this binary (the hidden
@@ -130,6 +130,10 @@ pub struct ClientArgs {
     /// y3-source: msg/s (0: as fast as it goes).
     #[arg(long, default_value_t = 0.0)]
     rate: f64,
+    /// y3-sink: stop once no frame arrived for this many seconds after the first (0: wait
+    /// for every frame until --limit-s).
+    #[arg(long, default_value_t = 0.0)]
+    idle_s: f64,
 }
 
 /// Runs a suite (`measure`, with a progress bar) unless `--from` names recorded parts of
@@ -171,6 +175,7 @@ fn client(args: &ClientArgs, out: &mut dyn Write) -> Result<()> {
             size: args.size,
             rate: args.rate,
             limit,
+            idle: (args.idle_s > 0.0).then(|| Duration::from_secs_f64(args.idle_s)),
         };
         return net::yomo::client(&run, out);
     }

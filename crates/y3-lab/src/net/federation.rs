@@ -1,56 +1,133 @@
-//! `y3-lab net federation`: source and sink on different `y3 serve` processes federated
-//! through a `nats-server` (issue 15), next to source and sink on one router.
+//! `y3-lab net federation` (issue 15's benchmark): source and sink on different routers,
+//! next to source and sink on one router, for y3's routers federated through a
+//! `nats-server` and for two real YoMo v1.22.0 zippers linked by YoMo's own mesh.
 //!
 //! ```text
-//! single:     source ──▶ y3 serve A ──▶ sink
-//! federated:  source ──▶ y3 serve A ──▶ nats-server ──▶ y3 serve B ──▶ sink
+//! single:     source ──▶ router ──▶ sink
+//! y3, two:    source ──▶ y3 serve A ──▶ nats-server ──▶ y3 serve B ──▶ sink
+//! YoMo, two:  source ──▶ zipper A ──mesh (A dials B as an UpstreamZipper)──▶ zipper B ──▶ sink
 //! ```
 //!
-//! Every router and the NATS server are child processes on 127.0.0.1 (`y3 serve` next to
-//! the lab binary, `nats-server` from `PATH`, `target/tools/bin` or `NATS_SERVER_BIN`); the
-//! source and the sink are y3's SDK clients in this process, over TCP. Per payload size:
+//! Rows ([`ROWS`]), each a topology, a router and the clients driving it:
 //!
-//! 1. **flat out**: the source writes `messages` stamped payloads as fast as it goes; msg/s
-//!    is the sink's, first arrival to last.
-//! 2. **paced**: `paced` messages at `rate` msg/s; one-way latency p50/p99 (arrival minus
-//!    the stamp, nearest rank).
+//! - `y3-single`, `y3-federated`: `y3 serve` (release) with y3's own clients over TCP
+//!   (`y3-lab net client y3-source|y3-sink`);
+//! - `y3-federated-yomo-clients`: the two federated `y3 serve` with YoMo's own clients over
+//!   QUIC (`yomo-peer source|sink`): the same clients as YoMo's rows;
+//! - `yomo-single`, `yomo-mesh`: YoMo's zipper (`yomo-peer zipper`; zipper A lists B in its
+//!   mesh, and the lab starts the source once A reports the link up) with YoMo's clients.
 //!
-//! Its rows are the lab's records (implementation: the path), reported by
-//! `net/report/federation.rs`. YoMo's mesh of two zippers (the issue's third row) is not
-//! measured here yet.
+//! The processes, clients, stamps and sink reports are the `yomo` suite's ([`super::yomo`]);
+//! one `nats-server` (from `NATS_SERVER_BIN`, `target/tools/bin` or `PATH`) serves the
+//! whole run, and every phase starts fresh routers. Per payload size:
+//!
+//! 1. **flat out**: the source writes `messages` stamped messages as fast as its client
+//!    goes; msg/s is the sink's, first arrival to last. A router that drops (y3's federation
+//!    publisher never holds local routing back: past its queue it drops and counts) delivers
+//!    less than it was given: the sink stops once frames stop for [`IDLE`], and what it
+//!    missed, next to what the routers counted, is a note.
+//! 2. **paced**: `paced` messages at `rate` msg/s; one-way latency p50/p99/p999 (arrival
+//!    minus the stamp, nearest rank).
+//!
+//! Router CPU per message: user + system time of every router process and of
+//! `nats-server` over the flat-out phase, over the messages written.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use y3_transport::sdk::{ClientOptions, Sink, Source};
+use y3_transport::sdk::Transport;
 
+use crate::measure::median;
 use crate::net::proc::{self, Child};
-use crate::net::yomo::{stamp, unstamp};
+use crate::net::report as net_report;
+use crate::net::yomo::{
+    self, await_json, parse_listening, spawn_client, strings, Clients, Peers, Phase, Role, Router,
+    RouterProc, SinkReport, Workload, CONNECT, SERVE_READY,
+};
+use crate::net::{Load, Programs};
 use crate::record::{Dim, Metric, Record, Results};
 
-/// The tag of every message.
-const TAG: u32 = 0x33;
+/// How long a sink waits for the next frame once frames have started arriving, before it
+/// reports the rest as lost.
+pub const IDLE: Duration = Duration::from_secs(2);
+
+/// Where source and sink are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Topology {
+    /// Both on one router.
+    Single,
+    /// The source on router A, the sink on router B: y3's through NATS, YoMo's through
+    /// its mesh.
+    TwoRouters,
+}
+
+/// One row of the report.
+#[derive(Debug, Clone, Copy)]
+pub struct Row {
+    /// The row's name.
+    pub name: &'static str,
+    /// Where source and sink are.
+    pub topology: Topology,
+    router: Router,
+    clients: Clients,
+}
+
+/// The rows, in display order.
+pub const ROWS: [Row; 5] = [
+    Row {
+        name: "y3-single",
+        topology: Topology::Single,
+        router: Router::Y3,
+        clients: Clients::Y3(Transport::Tcp),
+    },
+    Row {
+        name: "y3-federated",
+        topology: Topology::TwoRouters,
+        router: Router::Y3,
+        clients: Clients::Y3(Transport::Tcp),
+    },
+    Row {
+        name: "y3-federated-yomo-clients",
+        topology: Topology::TwoRouters,
+        router: Router::Y3,
+        clients: Clients::Yomo,
+    },
+    Row {
+        name: "yomo-single",
+        topology: Topology::Single,
+        router: Router::Zipper,
+        clients: Clients::Yomo,
+    },
+    Row {
+        name: "yomo-mesh",
+        topology: Topology::TwoRouters,
+        router: Router::Zipper,
+        clients: Clients::Yomo,
+    },
+];
 
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct Options {
     /// Payload sizes in bytes (at least the 16-byte stamp).
     pub sizes: Vec<usize>,
-    /// Messages of the flat-out phase.
-    pub messages: u64,
-    /// Messages of the paced phase.
-    pub paced: u64,
-    /// Rate of the paced phase, msg/s.
-    pub rate: u64,
-    /// `y3` (for `y3 serve`).
-    pub y3: PathBuf,
+    /// Messages, pacing and runs.
+    pub load: Load,
+    /// Only rows whose name contains one of these.
+    pub only: Vec<String>,
     /// `--quick`.
     pub quick: bool,
-    /// The command line, for the report.
+    /// The command line.
     pub command: String,
+    /// The running lab binary.
+    pub programs: Programs,
+    /// The Go module with `cmd/yomo-peer` (`interop/yomo`).
+    pub yomo_dir: PathBuf,
+    /// `y3 serve`'s `[queue] block_timeout_ms`.
+    pub block_timeout_ms: u64,
 }
 
 fn nats_server() -> Result<PathBuf> {
@@ -71,9 +148,9 @@ fn free_port() -> Result<u16> {
         .port())
 }
 
-/// A metric's value from `GET /metrics` (0 when absent).
-fn metric(addr: SocketAddr, name: &str) -> f64 {
-    let text = (|| -> std::io::Result<String> {
+/// The text of `GET /metrics` (empty when it cannot be read).
+fn scrape(addr: SocketAddr) -> String {
+    (|| -> std::io::Result<String> {
         let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(1))?;
         s.set_read_timeout(Some(Duration::from_secs(2)))?;
         write!(s, "GET /metrics HTTP/1.0\r\n\r\n")?;
@@ -81,202 +158,460 @@ fn metric(addr: SocketAddr, name: &str) -> f64 {
         s.read_to_string(&mut text)?;
         Ok(text)
     })()
-    .unwrap_or_default();
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or(0.0)
+    .unwrap_or_default()
 }
 
-/// A `y3 serve` child: its TCP and metrics addresses.
-fn serve(
-    opts: &Options,
-    dir: &std::path::Path,
-    name: &str,
-    nats: &str,
-) -> Result<(Child, SocketAddr, SocketAddr)> {
-    let config = dir.join(format!("{name}.toml"));
-    std::fs::write(
-        &config,
-        format!("[federation]\nurls = [{nats:?}]\nname = {name:?}\n"),
-    )?;
-    let args: Vec<String> = [
+/// The sum of every sample of the metrics named `name` (any labels).
+fn metric_sum(text: &str, name: &str) -> f64 {
+    text.lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix(name)?;
+            let value = match rest.strip_prefix('{') {
+                Some(labels) => labels.split_once("} ")?.1,
+                None => rest.strip_prefix(' ')?,
+            };
+            value.trim().parse::<f64>().ok()
+        })
+        .sum()
+}
+
+/// What routers say they dropped: federation losses and local drops.
+const DROP_METRICS: [&str; 2] = ["y3_router_federation_lost_total", "y3_router_dropped_total"];
+
+/// A router of a phase, and its metrics address (y3's).
+struct Node {
+    router: RouterProc,
+    metrics: Option<SocketAddr>,
+}
+
+/// Starts `y3 serve` with `config` written next to the run's other files.
+fn start_y3(peers: &Peers, config: &Path) -> Result<Node> {
+    let mut args = strings(&[
         "serve",
-        "--config",
-        &config.display().to_string(),
         "--tcp",
         "127.0.0.1:0",
         "--quic",
-        "",
+        "127.0.0.1:0",
         "--metrics",
         "127.0.0.1:0",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let mut child = Child::spawn(name, &opts.y3, &args, None)?;
-    // y3 router listening: tcp A quic B metrics http://C/metrics
-    let line = child.expect("y3 router listening:", Duration::from_secs(20))?;
-    let words: Vec<&str> = line.split_whitespace().collect();
-    let at = |key: &str| -> Result<&str> {
-        let i = words
-            .iter()
-            .position(|w| *w == key)
-            .ok_or_else(|| anyhow!("no {key} in {line:?}"))?;
-        words
-            .get(i + 1)
-            .copied()
-            .ok_or_else(|| anyhow!("no {key} address"))
-    };
-    let tcp = at("tcp")?.parse()?;
-    let metrics = at("metrics")?
-        .trim_start_matches("http://")
-        .trim_end_matches("/metrics")
-        .parse()?;
-    Ok((child, tcp, metrics))
+        "--dev-cert-out",
+    ]);
+    args.push(peers.cert.display().to_string());
+    args.push("--config".into());
+    args.push(config.display().to_string());
+    let mut child = peers.spawn("y3 serve", &["RUST_LOG=warn"], &peers.y3, &args)?;
+    let line = child.expect(SERVE_READY, CONNECT)?;
+    let (tcp, quic) = parse_listening(&line);
+    let metrics = line
+        .split_whitespace()
+        .skip_while(|w| *w != "metrics")
+        .nth(1)
+        .and_then(|a| {
+            a.trim_start_matches("http://")
+                .trim_end_matches("/metrics")
+                .parse()
+                .ok()
+        });
+    Ok(Node {
+        router: RouterProc {
+            child,
+            quic: quic.context("y3 serve: no QUIC listener")?,
+            tcp,
+        },
+        metrics,
+    })
 }
 
-fn unix_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
+/// What one phase measured.
+#[derive(Debug, Clone)]
+struct PhaseResult {
+    sink: SinkReport,
+    /// CPU seconds of the routers and nats-server from just before the source started to
+    /// the sink's report.
+    cpu: Option<f64>,
+    /// Frames the routers counted as dropped (y3's metrics; 0 for YoMo's zippers).
+    counted: f64,
 }
 
-/// One phase: `n` messages of `size` bytes from `source_at` to a sink at `sink_at`, paced at
-/// `rate` (0: flat out). Returns (received, msg/s, sorted latencies in µs).
-async fn phase(
-    source_at: SocketAddr,
-    sink_at: SocketAddr,
-    wait_interest: Option<SocketAddr>,
-    size: usize,
-    n: u64,
-    rate: u64,
-) -> Result<(u64, f64, Vec<f64>)> {
-    let mut sink = Sink::connect(ClientOptions::new(sink_at).name("lab-sink"), &[TAG]).await?;
-    if let Some(metrics) = wait_interest {
+/// The run's shared state: programs, the NATS server, the configuration files.
+struct Bench {
+    peers: Peers,
+    nats: Child,
+    /// `y3 serve`'s configuration for one router and for federated routers `a` and `b`.
+    configs: [PathBuf; 3],
+}
+
+impl Bench {
+    fn start(peers: Peers, block_timeout_ms: u64) -> Result<Bench> {
+        let port = free_port()?;
+        let args = strings(&["-a", "127.0.0.1", "-p", &port.to_string()]);
+        let nats = Child::spawn("nats-server", &nats_server()?, &args, None)?;
         let start = Instant::now();
-        while metric(metrics, "y3_router_federation_remote_interest") < 1.0 {
-            if start.elapsed() > Duration::from_secs(20) {
-                bail!("the source's router never learned of the sink");
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if start.elapsed() > Duration::from_secs(10) {
+                bail!("nats-server did not listen");
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            std::thread::sleep(Duration::from_millis(20));
         }
+        let url = format!("nats://127.0.0.1:{port}");
+        let dir = std::env::temp_dir();
+        let pid = std::process::id();
+        let base = yomo::serve_config(block_timeout_ms);
+        let configs = [
+            ("single", String::new()),
+            (
+                "a",
+                format!("\n[federation]\nurls = [{url:?}]\nname = \"a\"\n"),
+            ),
+            (
+                "b",
+                format!("\n[federation]\nurls = [{url:?}]\nname = \"b\"\n"),
+            ),
+        ]
+        .map(|(name, federation)| {
+            let path = dir.join(format!("y3-bench-federation-{pid}-{name}.toml"));
+            (path, format!("{base}{federation}"))
+        });
+        for (path, text) in &configs {
+            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+        }
+        Ok(Bench {
+            peers,
+            nats,
+            configs: configs.map(|(path, _)| path),
+        })
     }
-    let receiving = tokio::spawn(async move {
-        let mut lat = Vec::with_capacity(n as usize);
-        let (mut first, mut last) = (None, Instant::now());
-        while (lat.len() as u64) < n {
-            match tokio::time::timeout(Duration::from_secs(3), sink.recv()).await {
-                Ok(Some(Ok(d))) => {
-                    let now = Instant::now();
-                    first.get_or_insert(now);
-                    last = now;
-                    if let Some((_, sent)) = unstamp(&d.payload) {
-                        lat.push(unix_ns().saturating_sub(sent) as f64 / 1000.0);
+
+    /// The routers of `row`, the source's first, the sink's last.
+    fn routers(&self, row: &Row) -> Result<Vec<Node>> {
+        let peers = &self.peers;
+        let zipper = |args: &[&str]| -> Result<Node> {
+            Ok(Node {
+                router: RouterProc::start_with(peers, Router::Zipper, &strings(args))?,
+                metrics: None,
+            })
+        };
+        Ok(match (row.topology, row.router) {
+            (Topology::Single, Router::Y3) => vec![start_y3(peers, &self.configs[0])?],
+            (Topology::Single, Router::Zipper) => vec![zipper(&[])?],
+            (Topology::TwoRouters, Router::Y3) => {
+                let b = start_y3(peers, &self.configs[2])?;
+                vec![start_y3(peers, &self.configs[1])?, b]
+            }
+            (Topology::TwoRouters, Router::Zipper) => {
+                let b = zipper(&["--name", "zipper-b"])?;
+                let mesh = format!("zipper-b={}", b.router.quic);
+                vec![zipper(&["--name", "zipper-a", "--mesh", &mesh])?, b]
+            }
+        })
+    }
+
+    /// One phase on fresh routers: the sink connects to the last router; once the first
+    /// router can reach it (y3: router A has heard of B's interest; YoMo: zipper A reports
+    /// its mesh link up) the source writes to the first; the sink reports.
+    fn phase(&self, row: &Row, phase: &Phase) -> Result<PhaseResult> {
+        let mut routers = self.routers(row)?;
+        let clients = yomo::Row {
+            name: row.name,
+            router: row.router,
+            clients: row.clients,
+        };
+        let sink_at = &routers.last().context("no router")?.router;
+        let mut sink = spawn_client(&self.peers, &clients, sink_at, Role::Sink, phase)?;
+        await_json(&mut sink, "sink", "connected", CONNECT)?;
+        if row.topology == Topology::TwoRouters {
+            let first = &mut routers[0];
+            match first.metrics {
+                Some(metrics) => {
+                    let start = Instant::now();
+                    while metric_sum(&scrape(metrics), "y3_router_federation_remote_interest") < 1.0
+                    {
+                        if start.elapsed() > CONNECT {
+                            bail!("router A never learned of the sink's interest");
+                        }
+                        std::thread::sleep(Duration::from_millis(20));
                     }
                 }
-                _ => break,
+                None => {
+                    await_json(
+                        &mut first.router.child,
+                        "zipper A",
+                        "mesh_connected",
+                        CONNECT,
+                    )?;
+                }
             }
         }
-        let secs = first.map_or(0.0, |f| last.duration_since(f).as_secs_f64());
-        (lat, secs)
-    });
-    let mut source = Source::connect(ClientOptions::new(source_at).name("lab-source")).await?;
-    let start = Instant::now();
-    for i in 0..n {
-        crate::net::pace(start, i, rate as f64).await;
-        source.send(TAG, stamp(i, unix_ns(), size)).await?;
-        if rate > 0 {
-            source.flush().await?;
+        let cpu = |routers: &[Node]| -> Option<f64> {
+            let mut sum = self.nats.cpu_seconds()?;
+            for n in routers {
+                sum += n.router.child.cpu_seconds()?;
+            }
+            Some(sum)
+        };
+        let cpu0 = cpu(&routers);
+        let mut source = spawn_client(
+            &self.peers,
+            &clients,
+            &routers[0].router,
+            Role::Source,
+            phase,
+        )?;
+        let v = await_json(&mut sink, "sink", "received", phase.limit + CONNECT)?;
+        let cpu1 = cpu(&routers);
+        let report: SinkReport = serde_json::from_value(v)?;
+        let counted = routers
+            .iter()
+            .filter_map(|n| n.metrics)
+            .map(|m| {
+                let text = scrape(m);
+                DROP_METRICS
+                    .iter()
+                    .map(|name| metric_sum(&text, name))
+                    .sum::<f64>()
+            })
+            .sum();
+        match report.error.as_deref() {
+            None => {}
+            Some("idle") if report.unique > 0 => {}
+            Some(e) => {
+                let why = match await_json(&mut source, "source", "sent", Duration::from_secs(1)) {
+                    Ok(v) => v
+                        .get("error")
+                        .and_then(|e| e.as_str())
+                        .map_or_else(String::new, |e| format!("; source: {e}")),
+                    Err(_) => String::new(),
+                };
+                bail!(
+                    "sink: {e}: {} of {} messages missing{why}",
+                    report.missing,
+                    phase.count
+                );
+            }
         }
+        Ok(PhaseResult {
+            sink: report,
+            cpu: cpu0.zip(cpu1).map(|(a, b)| b - a),
+            counted,
+        })
     }
-    source.close().await?;
-    let (mut lat, secs) = receiving.await?;
-    let received = lat.len() as u64;
-    lat.sort_by(f64::total_cmp);
-    let rate = if secs > 0.0 {
-        received as f64 / secs
-    } else {
-        0.0
-    };
-    Ok((received, rate, lat))
 }
 
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
+impl Drop for Bench {
+    fn drop(&mut self) {
+        for path in &self.configs {
+            let _ = std::fs::remove_file(path);
+        }
+        let _ = std::fs::remove_file(&self.peers.cert);
     }
-    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1]
 }
 
-/// Runs both paths at every size: a record per path and size (flat-out msg/s and messages
-/// received at the sink, paced p50/p99, the paced rate as a dimension).
+/// One run of a case: both phases.
+#[derive(Debug, Clone)]
+struct Sample {
+    flat: PhaseResult,
+    paced: PhaseResult,
+}
+
+/// Runs every row at every size.
 ///
 /// # Errors
-/// A process that does not start, a client that cannot connect.
-pub fn run(opts: &Options) -> Result<Results> {
-    let dir = std::env::temp_dir().join(format!("y3-lab-federation-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    let port = free_port()?;
-    let nats_args: Vec<String> = ["-a", "127.0.0.1", "-p", &port.to_string()]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    let mut nats = Child::spawn("nats-server", &nats_server()?, &nats_args, None)?;
-    let url = format!("nats://127.0.0.1:{port}");
-    let start = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if start.elapsed() > Duration::from_secs(10) {
-            bail!("nats-server did not listen");
-        }
-        std::thread::sleep(Duration::from_millis(20));
+/// Setup errors (building the peers, starting nats-server); failing rows become notes.
+pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
+    if opts.sizes.iter().any(|&s| s < yomo::STAMP_LEN) {
+        bail!(
+            "payload sizes must be at least {} bytes (sequence number and send time)",
+            yomo::STAMP_LEN
+        );
     }
-    let (mut a, a_tcp, a_metrics) = serve(opts, &dir, "a", &url)?;
-    let (mut b, b_tcp, _) = serve(opts, &dir, "b", &url)?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("tokio")?;
-    let mut rows = Vec::new();
+    let yomo_opts = yomo::Options {
+        sizes: opts.sizes.clone(),
+        workloads: vec![Workload::Sink],
+        load: opts.load,
+        only: opts.only.clone(),
+        quick: opts.quick,
+        command: opts.command.clone(),
+        programs: opts.programs.clone(),
+        yomo_dir: opts.yomo_dir.clone(),
+        block_timeout_ms: opts.block_timeout_ms,
+    };
+    let peers = Peers::build(&yomo_opts, bar)?;
+    let nats_bin = nats_server()?;
+    let go_mod = std::fs::read_to_string(opts.yomo_dir.join("go.mod")).unwrap_or_default();
+    let versions = vec![
+        (
+            "yomo".to_string(),
+            yomo::go_mod_version(&go_mod, "github.com/yomorun/yomo").unwrap_or_else(|| "?".into()),
+        ),
+        (
+            "nats-server".into(),
+            proc::version_of(&nats_bin, &["--version"]).unwrap_or_default(),
+        ),
+        ("async-nats".into(), net_report::lock_version("async-nats")),
+        (
+            "y3 serve".into(),
+            format!(
+                "{}{} ({})",
+                proc::version_of(&peers.y3, &["--version"]).unwrap_or_default(),
+                yomo::git_revision().map_or_else(String::new, |g| format!(", {g}")),
+                peers.y3.display()
+            ),
+        ),
+    ];
+    let bench = Bench::start(peers, opts.block_timeout_ms)?;
+    let rows: Vec<Row> = ROWS
+        .iter()
+        .copied()
+        .filter(|r| crate::net::wanted(&[r.name], &opts.only).len() == 1)
+        .collect();
+    let names: Vec<&str> = rows.iter().map(|r| r.name).collect();
+    let runs = opts.load.runs.max(1);
+    bar.set_length((opts.sizes.len() * rows.len() * runs) as u64);
+    let mut notes = Vec::new();
+    let mut records = Vec::new();
     for &size in &opts.sizes {
-        for (path, sink_at, wait) in [
-            ("single", a_tcp, None),
-            ("federated", b_tcp, Some(a_metrics)),
-        ] {
-            let (received, msgs_per_s, _) =
-                rt.block_on(phase(a_tcp, sink_at, wait, size, opts.messages, 0))?;
-            let (_, _, lat) =
-                rt.block_on(phase(a_tcp, sink_at, wait, size, opts.paced, opts.rate))?;
-            rows.push(
-                Record::new("federation", path, &format!("{size} B"))
+        let case = format!("{size} B");
+        let flat = Phase {
+            workload: Workload::Sink,
+            size,
+            count: opts.load.messages,
+            rate: 0.0,
+            limit: Duration::from_secs(20 + opts.load.messages / 2000),
+            idle: Some(IDLE),
+        };
+        let paced = Phase {
+            count: opts.load.paced,
+            rate: opts.load.rate as f64,
+            limit: Duration::from_secs_f64(
+                20.0 + opts.load.paced as f64 / opts.load.rate.max(1) as f64,
+            ),
+            ..flat
+        };
+        let got = crate::net::rounds("federation", &case, &names, runs, bar, &mut notes, |name| {
+            // Every name came from `rows`.
+            let row = rows.iter().find(|r| r.name == name).expect("a row");
+            Ok(Sample {
+                flat: bench.phase(row, &flat)?,
+                paced: bench.phase(row, &paced)?,
+            })
+        });
+        for (row, samples) in rows.iter().zip(&got) {
+            if samples.is_empty() {
+                continue;
+            }
+            let med =
+                |f: &dyn Fn(&Sample) -> f64| median(&samples.iter().map(f).collect::<Vec<_>>());
+            for (phase, count, is_flat) in [
+                ("flat out", flat.count, true),
+                ("paced", paced.count, false),
+            ] {
+                let pick = |s: &Sample| {
+                    if is_flat {
+                        s.flat.clone()
+                    } else {
+                        s.paced.clone()
+                    }
+                };
+                let missing: Vec<f64> = samples
+                    .iter()
+                    .map(|s| pick(s).sink.missing as f64)
+                    .collect();
+                if missing.iter().any(|&m| m > 0.0) {
+                    let counted: Vec<f64> = samples.iter().map(|s| pick(s).counted).collect();
+                    notes.push(format!(
+                        "{}, {case}, {phase}: the sink missed {} of {count} messages (median \
+                         of {} runs; per run {:?}); the routers counted {:?} as dropped{}",
+                        row.name,
+                        median(&missing).0,
+                        missing.len(),
+                        missing,
+                        counted,
+                        if row.router == Router::Zipper {
+                            " (YoMo's zipper counts nothing)"
+                        } else {
+                            ""
+                        }
+                    ));
+                }
+            }
+            let cpu: Vec<f64> = samples
+                .iter()
+                .filter_map(|s| s.flat.cpu)
+                .map(|c| c * 1e6 / opts.load.messages as f64)
+                .collect();
+            let (rate, range) = med(&|s| s.flat.sink.msg_per_s);
+            records.push(
+                Record::new("federation", row.name, &case)
                     .dim(Dim::Payload, size)
-                    .dim(Dim::Transport, "tcp")
-                    .dim(Dim::Rate, opts.rate)
-                    .metric(Metric::Messages, opts.messages as f64)
-                    .metric(Metric::MsgPerS, msgs_per_s)
-                    .metric(Metric::Received, received as f64)
-                    .metric(Metric::P50Us, quantile(&lat, 0.50))
-                    .metric(Metric::P99Us, quantile(&lat, 0.99))
-                    .with_runs(1),
+                    .dim(Dim::Subscribers, 1usize)
+                    .metric(Metric::Seconds, med(&|s| s.flat.sink.seconds).0)
+                    .metric(Metric::Messages, opts.load.messages as f64)
+                    .metric(Metric::MsgPerS, rate)
+                    .metric(Metric::P50Us, med(&|s| s.paced.sink.p50_us).0)
+                    .metric(Metric::P99Us, med(&|s| s.paced.sink.p99_us).0)
+                    .metric(Metric::P999Us, med(&|s| s.paced.sink.p999_us).0)
+                    .metric_opt(
+                        Metric::CpuUsPerFrame,
+                        (!cpu.is_empty()).then(|| median(&cpu).0),
+                    )
+                    .with_spread(samples.len(), Metric::MsgPerS, range),
             );
         }
     }
-    a.kill();
-    b.kill();
-    nats.kill();
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(Results::of(
         crate::net::meta(
             "federation",
             &opts.command,
             opts.quick,
-            "none: nats-server, both y3 serve processes and the lab's source and sink share \
-             every core"
-                .into(),
-            Vec::new(),
+            format!(
+                "none: routers, nats-server and client processes share all {} cores",
+                crate::measure::cores()
+            ),
+            versions,
         ),
-        rows,
-        Vec::new(),
+        records,
+        notes,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_are_summed_over_labels() {
+        let text = "# HELP x\n\
+                    y3_router_federation_lost_total{reason=\"queue_full\"} 12\n\
+                    y3_router_federation_lost_total{reason=\"gap\"} 3\n\
+                    y3_router_federation_lost_total_other 99\n\
+                    y3_router_federation_remote_interest 1\n";
+        assert_eq!(metric_sum(text, "y3_router_federation_lost_total"), 15.0);
+        assert_eq!(
+            metric_sum(text, "y3_router_federation_remote_interest"),
+            1.0
+        );
+        assert_eq!(metric_sum(text, "y3_router_dropped_total"), 0.0);
+    }
+
+    #[test]
+    fn rows() {
+        let names: Vec<&str> = ROWS.iter().map(|r| r.name).collect();
+        assert_eq!(
+            names,
+            [
+                "y3-single",
+                "y3-federated",
+                "y3-federated-yomo-clients",
+                "yomo-single",
+                "yomo-mesh"
+            ]
+        );
+        for t in &crate::net::report::federation::TARGETS {
+            assert!(
+                names.contains(&t.y3) && names.contains(&t.base),
+                "{}",
+                t.name
+            );
+        }
+    }
 }

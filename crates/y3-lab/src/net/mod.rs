@@ -1,4 +1,4 @@
-//! The network lab: `y3-lab net pingpong|echo|e2e|yomo|pipeline`.
+//! The network lab: `y3-lab net pingpong|echo|e2e|yomo|pipeline|filter|federation`.
 //!
 //! Three published workloads, reproduced with real peers in the same run, and YoMo's own
 //! software against y3's router:
@@ -17,6 +17,9 @@
 //!   zipper and `y3 serve` driven by YoMo's own Go clients (`interop/yomo`'s `yomo-peer`),
 //!   then `y3 serve` driven by y3's clients over QUIC and TCP (msg/s, router CPU per
 //!   routed frame, paced one-way latency).
+//! - [`federation`]: source and sink on two routers, y3's federated through `nats-server`
+//!   and YoMo's zippers linked by YoMo's mesh, next to one router (msg/s, paced one-way
+//!   latency, CPU per message), on the yomo suite's processes.
 //!
 //! Every server and client is a child process ([`proc::Child`], killed on drop) started by
 //! the lab on 127.0.0.1: the lab's own binary with the hidden `y3-lab net server|client`

@@ -115,7 +115,8 @@ pub const SUITES: &[NetSuite] = &[
     ),
     suite::<FederationArgs>(
         "federation",
-        "Source and sink on two `y3 serve` federated through nats-server, vs one router",
+        "Source and sink on two routers (y3 federated through nats-server, YoMo's mesh) vs \
+         one router",
         &report::federation::REPORT,
     ),
 ];
@@ -320,19 +321,26 @@ pub struct FilterArgs {
 
 /// `y3-lab net federation`.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Starts one nats-server (NATS_SERVER_BIN, target/tools/bin or PATH), builds
+interop/yomo's yomo-peer (go build) and, from a debug build, the release y3 and y3-lab.
+
+Examples:
+  y3-lab net federation --quick
+  y3-lab net federation --runs 3 --json bench-results/net-federation.json --docs docs/bench"
+)]
 pub struct FederationArgs {
-    /// Payload sizes in bytes.
-    #[arg(long, value_delimiter = ',', default_value = "64,1024")]
+    /// Payload sizes in bytes (at least 16, for the sequence number and send time).
+    #[arg(long, value_delimiter = ',', default_values_t = [64usize, 1024])]
     sizes: Vec<usize>,
-    /// Messages of the flat-out phase.
-    #[arg(long, default_value_t = 50_000)]
-    messages: u64,
-    /// Messages of the paced phase.
-    #[arg(long, default_value_t = 5_000)]
-    paced: u64,
-    /// Rate of the paced phase, msg/s.
-    #[arg(long, default_value_t = 5_000)]
-    rate: u64,
+    #[command(flatten)]
+    load: LoadArgs,
+    /// The Go module with cmd/yomo-peer.
+    #[arg(long, value_name = "DIR", default_value = "interop/yomo")]
+    yomo_dir: PathBuf,
+    /// y3 serve's `[queue] block_timeout_ms` (see `net yomo`).
+    #[arg(long, default_value_t = 250)]
+    block_timeout_ms: u64,
 }
 
 impl SuiteArgs for PingpongArgs {
@@ -494,16 +502,16 @@ impl SuiteArgs for FilterArgs {
 
 impl SuiteArgs for FederationArgs {
     fn measure(&self, s: &Shared, bar: &ProgressBar) -> Result<Results> {
-        bar.set_message("federation: single and federated paths");
         let opts = crate::net::federation::Options {
             sizes: self.sizes.clone(),
-            messages: self.messages,
-            paced: self.paced,
-            rate: self.rate.max(1),
-            y3: s.programs.y3.clone(),
+            load: self.load.load(s.quick, (100_000, 5_000)),
+            only: s.only.clone(),
             quick: s.quick,
             command: s.command.clone(),
+            programs: s.programs.clone(),
+            yomo_dir: self.yomo_dir.clone(),
+            block_timeout_ms: self.block_timeout_ms,
         };
-        crate::net::federation::run(&opts)
+        crate::net::federation::run(&opts, bar)
     }
 }

@@ -64,7 +64,7 @@ pub const STAMP_LEN: usize = 16;
 /// than a stamp, so never relayed or counted).
 const PROBE: &[u8] = b"y3-lab-probe";
 /// How long a client may take to connect and report `connected`.
-const CONNECT: Duration = Duration::from_secs(20);
+pub(crate) const CONNECT: Duration = Duration::from_secs(20);
 
 /// A workload: what sits between the source and the sink.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,7 +111,7 @@ impl Workload {
 
 /// The router of a row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Router {
+pub(crate) enum Router {
     /// `yomo-peer zipper`.
     Zipper,
     /// `y3 serve`.
@@ -120,7 +120,7 @@ enum Router {
 
 /// The clients of a row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Clients {
+pub(crate) enum Clients {
     /// `yomo-peer source|sfn|sink` (QUIC).
     Yomo,
     /// `y3-lab net client y3-source|y3-relay|y3-sink` over this adapter.
@@ -132,8 +132,8 @@ enum Clients {
 pub struct Row {
     /// The row's name.
     pub name: &'static str,
-    router: Router,
-    clients: Clients,
+    pub(crate) router: Router,
+    pub(crate) clients: Clients,
 }
 
 /// The rows, in display order.
@@ -260,7 +260,7 @@ fn classify(line: &str, key: &str) -> Line {
 ///
 /// # Errors
 /// Timeout, the child exiting, or an `{"error": ...}` line.
-fn await_json(
+pub(crate) fn await_json(
     child: &mut Child,
     who: &str,
     key: &str,
@@ -278,11 +278,11 @@ fn await_json(
 }
 
 /// The line `y3 serve` prints once it listens.
-const SERVE_READY: &str = "y3 router listening:";
+pub(crate) const SERVE_READY: &str = "y3 router listening:";
 
 /// The addresses after [`SERVE_READY`] (`tcp 127.0.0.1:P quic 127.0.0.1:Q metrics off`):
 /// `(tcp, quic)`, each `None` when off.
-fn parse_listening(rest: &str) -> (Option<SocketAddr>, Option<SocketAddr>) {
+pub(crate) fn parse_listening(rest: &str) -> (Option<SocketAddr>, Option<SocketAddr>) {
     let words: Vec<&str> = rest.split_whitespace().collect();
     let after = |key: &str| {
         words
@@ -480,6 +480,9 @@ pub struct ClientRun {
     pub rate: f64,
     /// Sink: give up after this long.
     pub limit: Duration,
+    /// Sink: once a frame arrived, stop when none arrived for this long (the rest were
+    /// lost on the way), with error `idle`; `None` waits for every frame.
+    pub idle: Option<Duration>,
 }
 
 /// `tcp` or `quic`.
@@ -593,7 +596,12 @@ async fn sink<W: Write + ?Sized>(run: &ClientRun, out: &mut W) -> Result<SinkRep
     let deadline = tokio::time::Instant::now() + run.limit;
     let mut error = None;
     while !tally.done() {
-        match tokio::time::timeout_at(deadline, sink.recv()).await {
+        let wait = match (run.idle, tally.last) {
+            (Some(idle), Some(last)) => deadline.min((last + idle).into()),
+            _ => deadline,
+        };
+        match tokio::time::timeout_at(wait, sink.recv()).await {
+            Err(_) if wait < deadline => error = Some("idle".to_string()),
             Err(_) => error = Some("timeout".to_string()),
             Ok(None) => error = Some("connection closed".to_string()),
             Ok(Some(Err(e))) => error = Some(e.to_string()),
@@ -654,19 +662,19 @@ async fn relay<W: Write + ?Sized>(run: &ClientRun, out: &mut W) -> Result<()> {
 
 /// The programs the suite runs, built when it starts.
 #[derive(Debug, Clone)]
-struct Peers {
+pub(crate) struct Peers {
     /// `yomo-peer`, built from `interop/yomo`.
-    yomo_peer: PathBuf,
+    pub(crate) yomo_peer: PathBuf,
     /// A release `y3` (the product binary: `y3 serve`).
-    y3: PathBuf,
+    pub(crate) y3: PathBuf,
     /// A release `y3-lab` (this binary when it is one): y3's clients.
     lab: PathBuf,
     /// `env`, to set the children's log levels.
     env: PathBuf,
     /// Where `y3 serve` writes its dev certificate.
-    cert: PathBuf,
+    pub(crate) cert: PathBuf,
     /// `y3 serve`'s configuration file (see [`serve_config`]).
-    config: PathBuf,
+    pub(crate) config: PathBuf,
 }
 
 /// `y3 serve`'s configuration for the lab: defaults, except how long a subscriber may stay
@@ -674,7 +682,7 @@ struct Peers {
 /// as fast as the source goes, and a sink slower than its source keeps its queue full: with
 /// y3's default (250 ms) it is evicted and the run loses messages, where YoMo's zipper holds
 /// the source back. A long timeout measures y3 holding the source back too.
-fn serve_config(block_timeout_ms: u64) -> String {
+pub(crate) fn serve_config(block_timeout_ms: u64) -> String {
     format!("[queue]\nblock_timeout_ms = {block_timeout_ms}\n")
 }
 
@@ -700,7 +708,7 @@ fn run_build(cmd: &mut Command, what: &str) -> Result<()> {
 
 /// `git abc1234` of the working tree (`+ uncommitted changes` when the crates differ from
 /// it): what `y3 serve` was built from.
-fn git_revision() -> Option<String> {
+pub(crate) fn git_revision() -> Option<String> {
     let git = |args: &[&str]| {
         Command::new("git")
             .args(args)
@@ -721,7 +729,7 @@ impl Peers {
     /// Builds `yomo-peer` (`go build`) and the release binaries it lacks: from a debug
     /// build of the lab, the release `y3` and `y3-lab` (`cargo build --release -p y3-cli
     /// -p y3-lab`); from a release build, `y3` when it is not next to this binary.
-    fn build(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Peers> {
+    pub(crate) fn build(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Peers> {
         let target = target_dir()?;
         std::fs::create_dir_all(&target)?;
         let yomo_peer = target.join("yomo-peer");
@@ -771,7 +779,13 @@ impl Peers {
 
     /// Starts `program args` with `vars` set (through `env`, which execs it: the pid is the
     /// program's).
-    fn spawn(&self, name: &str, vars: &[&str], program: &Path, args: &[String]) -> Result<Child> {
+    pub(crate) fn spawn(
+        &self,
+        name: &str,
+        vars: &[&str],
+        program: &Path,
+        args: &[String],
+    ) -> Result<Child> {
         let mut all: Vec<String> = vars.iter().map(|v| v.to_string()).collect();
         all.push(program.display().to_string());
         all.extend(args.iter().cloned());
@@ -780,17 +794,28 @@ impl Peers {
 }
 
 /// A router child process and its addresses.
-struct RouterProc {
-    child: Child,
-    quic: SocketAddr,
-    tcp: Option<SocketAddr>,
+pub(crate) struct RouterProc {
+    pub(crate) child: Child,
+    pub(crate) quic: SocketAddr,
+    pub(crate) tcp: Option<SocketAddr>,
 }
 
 impl RouterProc {
     fn start(peers: &Peers, router: Router) -> Result<RouterProc> {
+        RouterProc::start_with(peers, router, &[])
+    }
+
+    /// Starts `router`; `zipper_args` go to `yomo-peer zipper` after its address (its
+    /// name, its mesh).
+    pub(crate) fn start_with(
+        peers: &Peers,
+        router: Router,
+        zipper_args: &[String],
+    ) -> Result<RouterProc> {
         match router {
             Router::Zipper => {
-                let args = strings(&["zipper", "--addr", "127.0.0.1:0"]);
+                let mut args = strings(&["zipper", "--addr", "127.0.0.1:0"]);
+                args.extend(zipper_args.iter().cloned());
                 let mut child = peers.spawn(
                     "yomo zipper",
                     &["YOMO_LOG_LEVEL=error"],
@@ -834,24 +859,27 @@ impl RouterProc {
     }
 }
 
-fn strings(s: &[&str]) -> Vec<String> {
+pub(crate) fn strings(s: &[&str]) -> Vec<String> {
     s.iter().map(|s| s.to_string()).collect()
 }
 
 /// One phase's settings.
 #[derive(Debug, Clone, Copy)]
-struct Phase {
-    workload: Workload,
-    size: usize,
-    count: u64,
+pub(crate) struct Phase {
+    pub(crate) workload: Workload,
+    pub(crate) size: usize,
+    pub(crate) count: u64,
     /// msg/s; 0 for flat out.
-    rate: f64,
+    pub(crate) rate: f64,
     /// How long the sink may wait for everything.
-    limit: Duration,
+    pub(crate) limit: Duration,
+    /// The sink stops once no frame arrived for this long (a lossy path); `None`: it waits
+    /// for every frame until `limit`.
+    pub(crate) idle: Option<Duration>,
 }
 
 /// Starts one client of `row` against `router`.
-fn spawn_client(
+pub(crate) fn spawn_client(
     peers: &Peers,
     row: &Row,
     router: &RouterProc,
@@ -899,6 +927,8 @@ fn spawn_client(
                     phase.count.to_string(),
                     "--timeout-s".into(),
                     phase.limit.as_secs_f64().to_string(),
+                    "--idle-s".into(),
+                    phase.idle.map_or(0.0, |d| d.as_secs_f64()).to_string(),
                 ]),
             }
             peers.spawn(&name, &["YOMO_LOG_LEVEL=error"], &peers.yomo_peer, &args)
@@ -908,7 +938,7 @@ fn spawn_client(
                 Transport::Quic => router.quic,
                 _ => router.tcp.context("y3 serve: no TCP listener")?,
             };
-            let args: Vec<String> = vec![
+            let mut args: Vec<String> = vec![
                 "net".into(),
                 "client".into(),
                 role.client_kind().into(),
@@ -929,6 +959,9 @@ fn spawn_client(
                 "--limit-s".into(),
                 phase.limit.as_secs().max(1).to_string(),
             ];
+            if let Some(idle) = phase.idle {
+                args.extend(["--idle-s".into(), idle.as_secs_f64().to_string()]);
+            }
             peers.spawn(&name, &["RUST_LOG=warn"], &peers.lab, &args)
         }
     }
@@ -1066,6 +1099,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
             count: opts.load.messages,
             rate: 0.0,
             limit: Duration::from_secs(20 + opts.load.messages / 2000),
+            idle: None,
         };
         let paced = Phase {
             count: opts.load.paced,
@@ -1316,6 +1350,7 @@ mod tests {
             size: 64,
             rate: 0.0,
             limit: Duration::from_secs(20),
+            idle: None,
         };
         let (tx, rx) = std::sync::mpsc::channel::<String>();
         struct Lines(std::sync::mpsc::Sender<String>, Vec<u8>);

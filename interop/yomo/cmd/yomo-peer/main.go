@@ -4,7 +4,7 @@
 //	yomo-peer zipper --addr 127.0.0.1:9000 [--token T] [--name N] [--mesh name=host:port,...] [--reject-reserved]
 //	yomo-peer source --addr A --tag 0x33 --count N --size BYTES [--rate MSG_PER_S] [--token T] [--target T]
 //	yomo-peer sfn    --addr A --observe 0x33 [--observe ...] --emit 0x34 [--wanted-target T] [--exit-after N]
-//	yomo-peer sink   --addr A --observe 0x34 --count N [--timeout-s S] [--wanted-target T]
+//	yomo-peer sink   --addr A --observe 0x34 --count N [--timeout-s S] [--idle-s S] [--wanted-target T]
 //
 // Every stdout line is one JSON object; the last one is the summary (see README.md for the
 // keys). YoMo's logs go to stderr at level error unless YOMO_LOG_LEVEL says otherwise.

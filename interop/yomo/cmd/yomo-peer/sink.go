@@ -24,6 +24,7 @@ func runSink(args []string) int {
 	count := fs.Int("count", 0, "stop once this many distinct sequence numbers arrived (0: run until the timeout or SIGTERM)")
 	timeout := fs.Float64("timeout-s", 30, "give up after this many seconds")
 	seqStart := fs.Uint64("seq-start", 0, "first expected sequence number")
+	idle := fs.Float64("idle-s", 0, `with --count: stop once no frame arrived for this long after the first, with error "idle" (0: off)`)
 	parse(fs, args)
 	if len(observe) == 0 {
 		usageError(fs, "at least one --observe is required")
@@ -42,15 +43,21 @@ func runSink(args []string) int {
 	wait, cancel := context.WithTimeout(ctx, seconds(*timeout))
 	defer cancel()
 	var waitErr error
-	if *count > 0 {
+	switch {
+	case *count > 0 && *idle > 0:
+		waitErr = sink.Tracker.WaitUniqueOrIdle(wait, *count, seconds(*idle))
+	case *count > 0:
 		waitErr = sink.Tracker.WaitUnique(wait, *count)
-	} else {
+	default:
 		<-wait.Done()
 	}
 	_ = sink.Close()
 	rep := sink.Tracker.Report(*seqStart, *count)
-	if errors.Is(waitErr, context.DeadlineExceeded) {
+	switch {
+	case errors.Is(waitErr, context.DeadlineExceeded):
 		rep.Error = "timeout"
+	case errors.Is(waitErr, peer.ErrIdle):
+		rep.Error = "idle"
 	}
 	emit(rep)
 	return status(rep.Error)

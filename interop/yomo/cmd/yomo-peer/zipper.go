@@ -11,6 +11,11 @@ type zipperListening struct {
 	Listening string `json:"listening"`
 }
 
+// zipperMesh is the line it prints once the link to a mesh peer has connected.
+type zipperMesh struct {
+	MeshConnected string `json:"mesh_connected"`
+}
+
 // zipperFailed is the line it prints when it cannot serve.
 type zipperFailed struct {
 	Error string `json:"error"`
@@ -34,12 +39,20 @@ func runZipper(args []string) int {
 		usageError(fs, err.Error())
 	}
 	cfg.Mesh = peers
+	meshUp := make(chan string, len(peers))
+	cfg.OnMesh = func(name string) { meshUp <- name }
 	z, err := peer.StartZipper(cfg, *addr)
 	if err != nil {
 		emit(zipperFailed{Error: err.Error()})
 		return 1
 	}
 	emit(zipperListening{Listening: z.Addr()})
+	// After the listening line, whichever comes first: one line per mesh link.
+	go func() {
+		for name := range meshUp {
+			emit(zipperMesh{MeshConnected: name})
+		}
+	}()
 	if err := <-z.Done(); err != nil {
 		emit(zipperFailed{Error: err.Error()})
 		return 1

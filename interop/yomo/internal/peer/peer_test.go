@@ -1,6 +1,8 @@
 package peer
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 )
@@ -63,6 +65,27 @@ func TestTrackerReport(t *testing.T) {
 	}
 	if tr.MaxSeq() != 200 || tr.Missing(0, 100) != 0 || tr.SeqCount(5) != 2 {
 		t.Errorf("MaxSeq %d Missing %d SeqCount(5) %d", tr.MaxSeq(), tr.Missing(0, 100), tr.SeqCount(5))
+	}
+}
+
+func TestTrackerWaitUniqueOrIdle(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	now := time.Now()
+	tr := NewTracker()
+	// Nothing yet: not idle, the context decides.
+	short, stop := context.WithTimeout(ctx, 30*time.Millisecond)
+	defer stop()
+	if err := tr.WaitUniqueOrIdle(short, 2, time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("before any frame: %v, want the context's deadline", err)
+	}
+	tr.Observe(Frame{Tag: 0x33, Payload: Stamp(0, now, 16), At: now})
+	if err := tr.WaitUniqueOrIdle(ctx, 2, 20*time.Millisecond); !errors.Is(err, ErrIdle) {
+		t.Errorf("one of two, then silence: %v, want ErrIdle", err)
+	}
+	tr.Observe(Frame{Tag: 0x33, Payload: Stamp(1, now, 16), At: time.Now()})
+	if err := tr.WaitUniqueOrIdle(ctx, 2, time.Hour); err != nil {
+		t.Errorf("both: %v", err)
 	}
 }
 

@@ -2,9 +2,13 @@ package peer
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 )
+
+// ErrIdle is what WaitUniqueOrIdle returns when frames stopped arriving before the count.
+var ErrIdle = errors.New("no frame within the idle time")
 
 // Frame is what a sink learns about one received data frame.
 type Frame struct {
@@ -115,6 +119,23 @@ func (t *Tracker) TagCount(tag uint32) int {
 // WaitUnique waits until n distinct sequence numbers arrived or ctx ends.
 func (t *Tracker) WaitUnique(ctx context.Context, n int) error {
 	return t.wait(ctx, func() bool { return len(t.seqs) >= n })
+}
+
+// WaitUniqueOrIdle waits until n distinct sequence numbers arrived, or, once a frame has
+// arrived, until none arrived for idle (ErrIdle: the rest were lost on the way), or ctx ends.
+func (t *Tracker) WaitUniqueOrIdle(ctx context.Context, n int, idle time.Duration) error {
+	stalled := false
+	err := t.wait(ctx, func() bool {
+		if len(t.seqs) >= n {
+			return true
+		}
+		stalled = t.received > 0 && time.Since(t.last) >= idle
+		return stalled
+	})
+	if err == nil && stalled {
+		return ErrIdle
+	}
+	return err
 }
 
 // WaitSeq waits until sequence number seq arrived or ctx ends.

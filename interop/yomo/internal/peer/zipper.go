@@ -28,6 +28,10 @@ type ZipperConfig struct {
 	RejectReserved bool
 	// Mesh lists the downstream zippers this one forwards every local frame to.
 	Mesh []MeshPeer
+	// OnMesh, when not nil, is told the name of each mesh peer once its link has connected
+	// (handshake acknowledged: frames written from then on go to it). It is called once
+	// per peer, from the link's goroutine.
+	OnMesh func(name string)
 	// Logger is the zipper's logger; nil means [Logger].
 	Logger *slog.Logger
 	// OnConn, when not nil, is told about every client once its handshake has been
@@ -98,7 +102,11 @@ func StartZipper(cfg ZipperConfig, addr string) (*Zipper, error) {
 		d := newDownstream(cfg.Name, p, server.Logger())
 		server.AddDownstreamServer(d)
 		z.mesh = append(z.mesh, d)
-		go d.Connect(context.Background())
+		go func() {
+			if err := d.Connect(context.Background()); err == nil && cfg.OnMesh != nil {
+				cfg.OnMesh(d.name)
+			}
+		}()
 	}
 	go func() { z.served <- server.Serve(context.Background(), conn) }()
 	return z, nil
