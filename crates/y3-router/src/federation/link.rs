@@ -123,9 +123,7 @@ pub(crate) async fn start(fed: &Arc<Federation>, shared: Arc<Shared>) -> Result<
                 })?,
         );
     }
-    // The plain tags' frames wait in the client's own queue (`Federation::publish_now`).
     let client = options
-        .client_capacity(config.publish_queue)
         .connect(addrs)
         .await
         .map_err(|_| RouterError::Config {
@@ -136,31 +134,17 @@ pub(crate) async fn start(fed: &Arc<Federation>, shared: Arc<Shared>) -> Result<
     let js = jetstream::ContextBuilder::new()
         .timeout(Duration::from_secs(2))
         .build(client.clone());
-    let Some(queued) = lock(&fed.queued).take() else {
+    let queued: Vec<_> = lock(&fed.queued).drain(..).collect();
+    if queued.is_empty() {
         return Err(RouterError::Config {
             field: "federation",
             problem: "started twice",
         });
-    };
-    {
-        // Frames offered before now go first, in order; later ones find the client.
-        let mut plain = lock(&fed.plain);
-        let super::Plain {
-            client: slot,
-            seqs,
-            early,
-        } = &mut *plain;
-        for data in early.drain(..) {
-            fed.publish_now(&client, seqs, &data);
-        }
-        *slot = Some(client.clone());
     }
-    let publishers = vec![tokio::spawn(publish(
-        fed.clone(),
-        client.clone(),
-        js.clone(),
-        queued,
-    ))];
+    let publishers = queued
+        .into_iter()
+        .map(|rx| tokio::spawn(publish(fed.clone(), client.clone(), js.clone(), rx)))
+        .collect();
     let interest = tokio::spawn(interest(fed.clone(), shared, client, js));
     *lock(&fed.publishers) = publishers;
     lock(&fed.tasks).push(interest);
@@ -169,9 +153,8 @@ pub(crate) async fn start(fed: &Arc<Federation>, shared: Arc<Shared>) -> Result<
 }
 
 impl Federation {
-    /// Stops taking new frames from NATS, lets the publisher and the NATS client empty their
-    /// queues (bounded), and stops every task. Called once the router's connections are
-    /// closed.
+    /// Stops taking new frames from NATS, lets the publisher empty its queue (bounded), and
+    /// stops every task. Called once the router's connections are closed.
     pub async fn close(&self) {
         self.finishing.cancel();
         let publishers: Vec<_> = lock(&self.publishers).drain(..).collect();
@@ -183,10 +166,6 @@ impl Federation {
             {
                 publisher.abort();
             }
-        }
-        let client = lock(&self.plain).client.clone();
-        if let Some(client) = client {
-            let _ = tokio::time::timeout_at(deadline, client.flush()).await;
         }
         self.abort();
     }
@@ -203,8 +182,8 @@ impl Federation {
     }
 }
 
-/// The publisher of the durable tags: takes frames from the queue, publishes them through
-/// JetStream and waits for each batch to be stored, until the router closes.
+/// The publisher: takes frames from the queue, publishes them (durable ones through
+/// JetStream, waiting for each batch to be stored), until the router closes.
 async fn publish(
     fed: Arc<Federation>,
     client: Client,
@@ -243,19 +222,31 @@ async fn publish(
             };
             let subject = wire::subject(&prefix, data.tag);
             let headers = wire::headers(&data, &stamp);
-            if !stream_ready {
-                stream_ready = ensure_stream(&fed, &js).await;
+            if fed.config.is_durable(data.tag) {
+                if !stream_ready {
+                    stream_ready = ensure_stream(&fed, &js).await;
+                }
+                let ack = js
+                    .publish_with_headers(subject.clone(), headers.clone(), data.payload.clone())
+                    .await;
+                stored.push(Pending {
+                    subject,
+                    headers,
+                    payload: data.payload,
+                    ack: ack.ok(),
+                    ticket,
+                });
+            } else {
+                match client
+                    .publish_with_headers(subject, headers, data.payload)
+                    .await
+                {
+                    Ok(()) => {
+                        fed.metrics.published.inc();
+                    }
+                    Err(_) => fed.metrics.lost(Lost::PublishFailed, 1),
+                }
             }
-            let ack = js
-                .publish_with_headers(subject.clone(), headers.clone(), data.payload.clone())
-                .await;
-            stored.push(Pending {
-                subject,
-                headers,
-                payload: data.payload,
-                ack: ack.ok(),
-                ticket,
-            });
         }
         store(&fed, &js, stored).await;
     }

@@ -2,11 +2,9 @@
 //!
 //! ```text
 //!  local frame ─▶ routing::route ─┬─▶ local outboxes
-//!                                 └─▶ Federation::offer ─┬─▶ the NATS client's bounded queue
-//!                                       (tag federates,  │   (plain tags: stamped and queued
-//!                                        and someone     │    in the routing task, no hop)
-//!                                        observes it     └─▶ bounded queue ─▶ publisher task
-//!                                        elsewhere, or durable)   (durable) ─▶ JetStream
+//!                                 └─▶ Federation::offer ─▶ bounded queues ─▶ publisher tasks
+//!                                       (tag federates, and someone         │ core NATS, or
+//!                                        observes it elsewhere or durable)  ▼ JetStream (durable)
 //!  NATS <prefix>.tag.<tag> ─▶ subscription task (while a local function observes the tag)
 //!                              skip own origin, count sequence gaps ─▶ routing::route(Federation)
 //!  JetStream durable consumer per (router, function name, tag) ─▶ that function's sessions,
@@ -26,10 +24,9 @@ mod link;
 mod metrics;
 mod wire;
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
 
-use futures_util::FutureExt;
 use tokio::sync::{mpsc, Notify};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -41,7 +38,6 @@ pub use metrics::{FederationMetrics, Lost};
 use crate::acks::Ticket;
 use crate::error::RouterError;
 use crate::table::SessionId;
-use wire::Stamp;
 
 pub(crate) use link::start;
 
@@ -59,20 +55,6 @@ struct Observer {
     tags: Vec<u32>,
 }
 
-/// Plain (core NATS) publishing: a frame goes from [`Federation::offer`] straight into the
-/// NATS client's bounded queue, stamped in the order it is queued (no publisher task in
-/// between: one task hop less on every federated frame).
-#[derive(Debug, Default)]
-struct Plain {
-    /// The NATS client, once [`link::start`] made it.
-    client: Option<async_nats::Client>,
-    /// The last `Y3-Seq` published per tag.
-    seqs: HashMap<u32, u64>,
-    /// Frames offered before the client existed (at most `publish_queue`), published by
-    /// [`link::start`] in order.
-    early: VecDeque<Data>,
-}
-
 /// The federation's state shared with routing and connections.
 #[derive(Debug)]
 pub(crate) struct Federation {
@@ -82,12 +64,10 @@ pub(crate) struct Federation {
     /// This process's start, ms since the Unix epoch (`Y3-Epoch`).
     epoch: u64,
     metrics: FederationMetrics,
-    /// Plain tags' publishing (core NATS), apart from the durable ones' so that JetStream
-    /// catching up after a failure does not hold plain frames back.
-    plain: Mutex<Plain>,
-    /// To the publisher task: durable tags' frames (JetStream).
-    durable: mpsc::Sender<Queued>,
-    queued: Mutex<Option<mpsc::Receiver<Queued>>>,
+    /// To the publishers: plain tags (core NATS) and durable ones (JetStream), apart, so
+    /// that JetStream catching up after a failure does not hold plain frames back.
+    queues: [mpsc::Sender<Queued>; 2],
+    queued: Mutex<Vec<mpsc::Receiver<Queued>>>,
     /// Local stream functions by session.
     local: Mutex<HashMap<SessionId, Observer>>,
     /// Tags observed at other routers (what is worth publishing on core NATS).
@@ -139,15 +119,15 @@ impl Federation {
         let epoch = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
+        let (plain, plain_rx) = mpsc::channel(config.publish_queue);
         let (durable, durable_rx) = mpsc::channel(config.publish_queue);
         Ok(Some(Arc::new(Federation {
             config: config.clone(),
             name: name.into(),
             epoch,
             metrics,
-            plain: Mutex::new(Plain::default()),
-            durable,
-            queued: Mutex::new(Some(durable_rx)),
+            queues: [plain, durable],
+            queued: Mutex::new(vec![plain_rx, durable_rx]),
             local: Mutex::new(HashMap::new()),
             remote: RwLock::new(Arc::new(HashSet::new())),
             changed: Notify::new(),
@@ -184,68 +164,20 @@ impl Federation {
         if !wanted {
             return false;
         }
-        if !durable {
-            self.publish_plain(data);
-            return true;
-        }
         let item = Queued {
             data: data.clone(),
             ticket,
         };
+        let queue = &self.queues[usize::from(durable)];
         let queued = if item.ticket.is_some() {
-            self.durable.send(item).await.is_ok()
+            queue.send(item).await.is_ok()
         } else {
-            self.durable.try_send(item).is_ok()
+            queue.try_send(item).is_ok()
         };
         if !queued {
             self.metrics.lost(Lost::QueueFull, 1);
         }
         true
-    }
-
-    /// Publishes a plain frame on core NATS, or keeps it for [`link::start`] while there is
-    /// no client yet. Never waits: a full queue drops the frame and counts it.
-    fn publish_plain(&self, data: &Data) {
-        let mut plain = lock(&self.plain);
-        let Plain {
-            client,
-            seqs,
-            early,
-        } = &mut *plain;
-        match client {
-            Some(client) => self.publish_now(client, seqs, data),
-            None if early.len() < self.config.publish_queue => early.push_back(data.clone()),
-            None => self.metrics.lost(Lost::QueueFull, 1),
-        }
-    }
-
-    /// Stamps `data` with its tag's next sequence number and queues it on `client`, without
-    /// waiting: when the client's queue is full (NATS slow or away) the frame is dropped and
-    /// counted, and its number is not used, so that receivers see no gap for it. Called
-    /// with the [`Plain`] lock held: sequence order is queue order.
-    fn publish_now(&self, client: &async_nats::Client, seqs: &mut HashMap<u32, u64>, data: &Data) {
-        let seq = seqs.entry(data.tag).or_insert(0);
-        let stamp = Stamp {
-            origin: self.name.to_string(),
-            epoch: self.epoch,
-            seq: *seq + 1,
-        };
-        // Polled once, outside tokio's cooperative budget: a routing task that spent its
-        // budget would otherwise see a queue with room as full and drop the frame.
-        let queued = tokio::task::unconstrained(client.publish_with_headers(
-            wire::subject(&self.config.subject_prefix, data.tag),
-            wire::headers(data, &stamp),
-            data.payload.clone(),
-        ))
-        .now_or_never();
-        match queued {
-            Some(Ok(())) => {
-                *seq += 1;
-                self.metrics.published.inc();
-            }
-            Some(Err(_)) => self.metrics.lost(Lost::PublishFailed, 1),
-            None => self.metrics.lost(Lost::QueueFull, 1),
-        }
     }
 
     /// A local stream function `name` (session `session`) observes `tags`.
