@@ -200,6 +200,13 @@ pub struct YomoArgs {
     workloads: Vec<String>,
     #[command(flatten)]
     load: LoadArgs,
+    #[command(flatten)]
+    peers: YomoPeerArgs,
+}
+
+/// Where `yomo-peer` is built from and how `y3 serve` is configured (`yomo`, `federation`).
+#[derive(Debug, Args)]
+pub struct YomoPeerArgs {
     /// The Go module with cmd/yomo-peer.
     #[arg(long, value_name = "DIR", default_value = "interop/yomo")]
     yomo_dir: PathBuf,
@@ -208,6 +215,29 @@ pub struct YomoArgs {
     /// however slowly, slows its source down as YoMo's zipper does).
     #[arg(long, default_value_t = 250)]
     block_timeout_ms: u64,
+}
+
+impl YomoPeerArgs {
+    /// The options of a suite run with YoMo's peers (`workloads`: the yomo suite's).
+    fn options(
+        &self,
+        output: &OutputArgs,
+        sizes: &[usize],
+        workloads: Vec<net::yomo::Workload>,
+        load: net::Load,
+    ) -> Result<net::yomo::Options> {
+        Ok(net::yomo::Options {
+            sizes: sizes.to_vec(),
+            workloads,
+            load,
+            only: output.only.clone(),
+            quick: output.quick,
+            command: command_line(),
+            programs: programs(None)?,
+            yomo_dir: self.yomo_dir.clone(),
+            block_timeout_ms: self.block_timeout_ms,
+        })
+    }
 }
 
 /// `y3-lab net server KIND`.
@@ -413,17 +443,10 @@ fn yomo(args: &YomoArgs, out: &mut dyn Write) -> Result<()> {
                     .with_context(|| format!("unknown workload {w:?} (sink, relay)"))
             })
             .collect::<Result<Vec<_>>>()?;
-        let opts = net::yomo::Options {
-            sizes: args.sizes.clone(),
-            workloads,
-            load: args.load.load(quick, (100_000, 5_000)),
-            only: args.output.only.clone(),
-            quick,
-            command: command_line(),
-            programs: programs(None)?,
-            yomo_dir: args.yomo_dir.clone(),
-            block_timeout_ms: args.block_timeout_ms,
-        };
+        let load = args.load.load(quick, (100_000, 5_000));
+        let opts = args
+            .peers
+            .options(&args.output, &args.sizes, workloads, load)?;
         net::yomo::run(&opts, bar)
     })
 }
@@ -446,27 +469,19 @@ pub struct FederationArgs {
     sizes: Vec<usize>,
     #[command(flatten)]
     load: LoadArgs,
-    /// The Go module with cmd/yomo-peer.
-    #[arg(long, value_name = "DIR", default_value = "interop/yomo")]
-    yomo_dir: PathBuf,
-    /// y3 serve's `[queue] block_timeout_ms` (see `net yomo`).
-    #[arg(long, default_value_t = 250)]
-    block_timeout_ms: u64,
+    #[command(flatten)]
+    peers: YomoPeerArgs,
 }
 
 fn federation(args: &FederationArgs, out: &mut dyn Write) -> Result<()> {
     measure_or_read(&args.output, out, |bar| {
-        let quick = args.output.quick;
-        let opts = net::federation::Options {
-            sizes: args.sizes.clone(),
-            load: args.load.load(quick, (100_000, 5_000)),
-            only: args.output.only.clone(),
-            quick,
-            command: command_line(),
-            programs: programs(None)?,
-            yomo_dir: args.yomo_dir.clone(),
-            block_timeout_ms: args.block_timeout_ms,
-        };
+        let load = args.load.load(args.output.quick, (100_000, 5_000));
+        let opts = args.peers.options(
+            &args.output,
+            &args.sizes,
+            vec![net::yomo::Workload::Sink],
+            load,
+        )?;
         net::federation::run(&opts, bar)
     })
 }

@@ -50,7 +50,6 @@ use crate::net::yomo::{
     self, await_json, parse_listening, spawn_client, strings, Clients, Peers, Phase, Role, Router,
     RouterProc, SinkReport, Workload, CONNECT, SERVE_READY,
 };
-use crate::net::{Load, Programs};
 use crate::report::{fill, ratio, Target};
 
 /// How long a sink waits for the next frame once frames have started arriving, before it
@@ -111,27 +110,6 @@ pub const ROWS: [Row; 5] = [
         clients: Clients::Yomo,
     },
 ];
-
-/// What to run.
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// Payload sizes in bytes (at least the 16-byte stamp).
-    pub sizes: Vec<usize>,
-    /// Messages, pacing and runs.
-    pub load: Load,
-    /// Only rows whose name contains one of these.
-    pub only: Vec<String>,
-    /// `--quick`.
-    pub quick: bool,
-    /// The command line.
-    pub command: String,
-    /// The running lab binary.
-    pub programs: Programs,
-    /// The Go module with `cmd/yomo-peer` (`interop/yomo`).
-    pub yomo_dir: PathBuf,
-    /// `y3 serve`'s `[queue] block_timeout_ms`.
-    pub block_timeout_ms: u64,
-}
 
 fn nats_server() -> Result<PathBuf> {
     if let Some(bin) = std::env::var_os("NATS_SERVER_BIN") {
@@ -416,29 +394,19 @@ struct Sample {
     paced: PhaseResult,
 }
 
-/// Runs every row at every size.
+/// Runs every row at every size, with the `yomo` suite's options (its `workloads` are not
+/// read: source → sink only).
 ///
 /// # Errors
 /// Setup errors (building the peers, starting nats-server); failing rows become notes.
-pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
+pub fn run(opts: &yomo::Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
     if opts.sizes.iter().any(|&s| s < yomo::STAMP_LEN) {
         bail!(
             "payload sizes must be at least {} bytes (sequence number and send time)",
             yomo::STAMP_LEN
         );
     }
-    let yomo_opts = yomo::Options {
-        sizes: opts.sizes.clone(),
-        workloads: vec![Workload::Sink],
-        load: opts.load,
-        only: opts.only.clone(),
-        quick: opts.quick,
-        command: opts.command.clone(),
-        programs: opts.programs.clone(),
-        yomo_dir: opts.yomo_dir.clone(),
-        block_timeout_ms: opts.block_timeout_ms,
-    };
-    let peers = Peers::build(&yomo_opts, bar)?;
+    let peers = Peers::build(opts, bar)?;
     let nats_bin = nats_server()?;
     let go_mod = std::fs::read_to_string(opts.yomo_dir.join("go.mod")).unwrap_or_default();
     let versions = vec![
@@ -611,20 +579,12 @@ pub(crate) const TARGETS: [RatioTarget; 2] = [
     },
 ];
 
-/// Each target's ratio per case where both rows ran.
-fn cells(r: &NetResults, t: &RatioTarget) -> Vec<(f64, String)> {
-    r.cases()
-        .into_iter()
-        .filter_map(|case| {
-            let v = (t.ratio)(r.find(&case, t.y3, 0)?, r.find(&case, t.base, 0)?)?;
-            Some((v, case))
-        })
-        .collect()
-}
-
 /// The targets, checked: cross-router p50 ≤ 2× one router's, msg/s ≥ 10× YoMo's mesh.
 pub fn federation_targets(r: &NetResults) -> Vec<Target> {
-    TARGETS.iter().map(|t| t.check(cells(r, t))).collect()
+    TARGETS
+        .iter()
+        .map(|t| t.check(t.cells_by_case(r)))
+        .collect()
 }
 
 /// The federation report.
@@ -656,11 +616,7 @@ pub fn federation_markdown(r: &NetResults) -> String {
     for case in r.cases() {
         let _ = write!(ratios, "| {case} |");
         for t in &TARGETS {
-            let cell = r
-                .find(&case, t.y3, 0)
-                .zip(r.find(&case, t.base, 0))
-                .and_then(|(y, p)| (t.ratio)(y, p))
-                .map_or("–".into(), ratio);
+            let cell = t.in_case(r, &case).map_or("–".into(), ratio);
             let _ = write!(ratios, " {cell} |");
         }
         ratios.push('\n');
@@ -683,31 +639,16 @@ pub fn federation_markdown(r: &NetResults) -> String {
 
 /// msg/s and p50 per size, one bar per row.
 pub fn federation_charts(r: &NetResults) -> Vec<(String, BarChart)> {
-    let cases = r.cases();
-    let chart = |title: &str, label: &str, f: fn(&NetRecord) -> Option<f64>| BarChart {
-        title: title.into(),
-        y_label: label.into(),
-        groups: cases.clone(),
-        series: r
-            .impls()
-            .into_iter()
-            .map(|i| {
-                let v = cases.iter().map(|c| r.find(c, &i, 0).and_then(f)).collect();
-                (i, v)
-            })
-            .collect(),
-        log: true,
-    };
     vec![
         (
             "federation-msgs.svg".into(),
-            chart("msg/s at the sink (flat out)", "msg/s", |x| {
+            net_report::case_chart(r, "msg/s at the sink (flat out)", "msg/s", |x| {
                 Some(x.msg_per_s)
             }),
         ),
         (
             "federation-p50.svg".into(),
-            chart("one-way latency p50 (paced)", "µs", |x| x.p50_us),
+            net_report::case_chart(r, "one-way latency p50 (paced)", "µs", |x| x.p50_us),
         ),
     ]
 }

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use super::*;
 use crate::charts::BarChart;
-use crate::net::record::{NetRecord, NetResults};
+use crate::net::record::NetResults;
 use crate::report::{fill, Target};
 
 /// The e2e report, registered in [`super::SUITES`].
@@ -95,34 +95,16 @@ pub fn e2e_markdown(r: &NetResults) -> String {
 
 /// msg/s and p50 per case, one bar per implementation.
 pub fn e2e_charts(r: &NetResults) -> Vec<(String, BarChart)> {
-    let cases = r.cases();
-    let chart = |title: &str, label: &str, f: fn(&NetRecord) -> Option<f64>, log: bool| BarChart {
-        title: title.into(),
-        y_label: label.into(),
-        groups: cases.clone(),
-        series: r
-            .impls()
-            .into_iter()
-            .map(|i| {
-                let v = cases.iter().map(|c| r.find(c, &i, 0).and_then(f)).collect();
-                (i, v)
-            })
-            .collect(),
-        log,
-    };
     vec![
         (
             "e2e-msgs.svg".into(),
-            chart(
-                "publish → subscribe msg/s",
-                "msg/s",
-                |x| Some(x.msg_per_s),
-                true,
-            ),
+            case_chart(r, "publish → subscribe msg/s", "msg/s", |x| {
+                Some(x.msg_per_s)
+            }),
         ),
         (
             "e2e-p50.svg".into(),
-            chart("one-way latency p50 (paced)", "µs", |x| x.p50_us, true),
+            case_chart(r, "one-way latency p50 (paced)", "µs", |x| x.p50_us),
         ),
     ]
 }

@@ -156,6 +156,46 @@ impl RatioTarget {
     }
 }
 
+impl RatioTarget {
+    /// The ratio in `case`, when both rows were measured there (any thread count).
+    pub(crate) fn in_case(&self, r: &NetResults, case: &str) -> Option<f64> {
+        (self.ratio)(r.find(case, self.y3, 0)?, r.find(case, self.base, 0)?)
+    }
+
+    /// The ratio in every case where both rows were measured, with the case.
+    pub(crate) fn cells_by_case(&self, r: &NetResults) -> Vec<(f64, String)> {
+        r.cases()
+            .into_iter()
+            .filter_map(|case| Some((self.in_case(r, &case)?, case)))
+            .collect()
+    }
+}
+
+/// A chart with a group per case and a bar per implementation: `f` of its record, on a
+/// log scale.
+pub(crate) fn case_chart(
+    r: &NetResults,
+    title: &str,
+    label: &str,
+    f: fn(&NetRecord) -> Option<f64>,
+) -> BarChart {
+    let cases = r.cases();
+    BarChart {
+        title: title.into(),
+        y_label: label.into(),
+        series: r
+            .impls()
+            .into_iter()
+            .map(|i| {
+                let v = cases.iter().map(|c| r.find(c, &i, 0).and_then(f)).collect();
+                (i, v)
+            })
+            .collect(),
+        groups: cases,
+        log: true,
+    }
+}
+
 /// `≤ value`.
 pub(crate) const fn at_most(value: f64) -> Bound {
     Bound {

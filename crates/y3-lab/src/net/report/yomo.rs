@@ -20,17 +20,6 @@ const YOMO: &str = "yomo-zipper";
 /// `y3 serve` with YoMo's clients.
 const Y3_YOMO_CLIENTS: &str = "y3-yomo-clients";
 
-/// `f(y3 row, baseline row)` in every case where both were measured, with the case.
-fn yomo_cells(r: &NetResults, t: &RatioTarget) -> Vec<(f64, String)> {
-    r.cases()
-        .into_iter()
-        .filter_map(|case| {
-            let v = (t.ratio)(r.find(&case, t.y3, 0)?, r.find(&case, t.base, 0)?)?;
-            Some((v, case))
-        })
-        .collect()
-}
-
 /// The yomo targets (issue 12): `ratio(y3 row, baseline row)` in every case within `bound`.
 const YOMO_TARGETS: [RatioTarget; 5] = [
     RatioTarget {
@@ -84,7 +73,7 @@ pub fn yomo_targets(r: &NetResults) -> Vec<Target> {
     YOMO_TARGETS
         .iter()
         .map(|t| {
-            let cells = yomo_cells(r, t);
+            let cells = t.cells_by_case(r);
             let measured = cells.len();
             let mut target = t.check(cells);
             if measured > 0 && measured < cases {
@@ -167,11 +156,7 @@ pub fn yomo_markdown(r: &NetResults) -> String {
     for case in &cases {
         let _ = write!(out, "| {case} |");
         for t in &YOMO_TARGETS {
-            let cell = r
-                .find(case, t.y3, 0)
-                .zip(r.find(case, t.base, 0))
-                .and_then(|(y, p)| (t.ratio)(y, p))
-                .map_or("–".into(), ratio);
+            let cell = t.in_case(r, case).map_or("–".into(), ratio);
             let _ = write!(out, " {cell} |");
         }
         out.push('\n');
@@ -219,21 +204,8 @@ fn yomo_spread(out: &mut String, r: &NetResults) {
 
 /// msg/s, router CPU per frame and p99 per case, one bar per row.
 pub fn yomo_charts(r: &NetResults) -> Vec<(String, BarChart)> {
-    let cases = r.cases();
-    let chart = |title: &str, label: &str, f: fn(&NetRecord) -> Option<f64>| BarChart {
-        title: title.into(),
-        y_label: label.into(),
-        groups: cases.clone(),
-        series: r
-            .impls()
-            .into_iter()
-            .map(|i| {
-                let v = cases.iter().map(|c| r.find(c, &i, 0).and_then(f)).collect();
-                (i, v)
-            })
-            .collect(),
-        log: true,
-    };
+    let chart =
+        |title: &str, label: &str, f: fn(&NetRecord) -> Option<f64>| case_chart(r, title, label, f);
     vec![
         (
             "yomo-msgs.svg".into(),
