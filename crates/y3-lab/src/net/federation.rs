@@ -442,22 +442,7 @@ pub fn run(opts: &yomo::Options, bar: &indicatif::ProgressBar) -> Result<NetResu
     let mut records = Vec::new();
     for &size in &opts.sizes {
         let case = format!("{size} B");
-        let flat = Phase {
-            workload: Workload::Sink,
-            size,
-            count: opts.load.messages,
-            rate: 0.0,
-            limit: Duration::from_secs(20 + opts.load.messages / 2000),
-            idle: Some(IDLE),
-        };
-        let paced = Phase {
-            count: opts.load.paced,
-            rate: opts.load.rate as f64,
-            limit: Duration::from_secs_f64(
-                20.0 + opts.load.paced as f64 / opts.load.rate.max(1) as f64,
-            ),
-            ..flat
-        };
+        let (flat, paced) = Phase::pair(&opts.load, Workload::Sink, size, Some(IDLE));
         let got = crate::net::rounds("federation", &case, &names, runs, bar, &mut notes, |name| {
             // Every name came from `rows`.
             let row = rows.iter().find(|r| r.name == name).expect("a row");

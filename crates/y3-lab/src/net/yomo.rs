@@ -878,6 +878,33 @@ pub(crate) struct Phase {
     pub(crate) idle: Option<Duration>,
 }
 
+impl Phase {
+    /// The flat-out and the paced phase of one case under `load`.
+    pub(crate) fn pair(
+        load: &crate::net::Load,
+        workload: Workload,
+        size: usize,
+        idle: Option<Duration>,
+    ) -> (Phase, Phase) {
+        // Room for YoMo's relay at 1 KiB on a busy machine (2 000 msg/s; it does ~7 000).
+        let flat = Phase {
+            workload,
+            size,
+            count: load.messages,
+            rate: 0.0,
+            limit: Duration::from_secs(20 + load.messages / 2000),
+            idle,
+        };
+        let paced = Phase {
+            count: load.paced,
+            rate: load.rate as f64,
+            limit: Duration::from_secs_f64(20.0 + load.paced as f64 / load.rate.max(1) as f64),
+            ..flat
+        };
+        (flat, paced)
+    }
+}
+
 /// Starts one client of `row` against `router`.
 pub(crate) fn spawn_client(
     peers: &Peers,
@@ -1092,23 +1119,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<NetResults> {
     let mut records = Vec::new();
     for &(workload, size) in &cases {
         let case = format!("{} {size} B", workload.name());
-        // Room for YoMo's relay at 1 KiB on a busy machine (2 000 msg/s; it does ~7 000).
-        let flat = Phase {
-            workload,
-            size,
-            count: opts.load.messages,
-            rate: 0.0,
-            limit: Duration::from_secs(20 + opts.load.messages / 2000),
-            idle: None,
-        };
-        let paced = Phase {
-            count: opts.load.paced,
-            rate: opts.load.rate as f64,
-            limit: Duration::from_secs_f64(
-                20.0 + opts.load.paced as f64 / opts.load.rate.max(1) as f64,
-            ),
-            ..flat
-        };
+        let (flat, paced) = Phase::pair(&opts.load, workload, size, None);
         let got = crate::net::rounds("yomo", &case, &names, runs, bar, &mut notes, |name| {
             // Every name came from `rows`.
             let row = rows.iter().find(|r| r.name == name).expect("a row");
