@@ -512,17 +512,18 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
                         s.paced.clone()
                     }
                 };
-                let missing: Vec<f64> = samples
-                    .iter()
-                    .map(|s| pick(s).sink.missing as f64)
-                    .collect();
-                if missing.iter().any(|&m| m > 0.0) {
-                    let counted: Vec<f64> = samples.iter().map(|s| pick(s).counted).collect();
+                let missing: Vec<u64> = samples.iter().map(|s| pick(s).sink.missing).collect();
+                if missing.iter().any(|&m| m > 0) {
+                    let counted: Vec<u64> = samples
+                        .iter()
+                        .map(|s| pick(s).counted.max(0.0).round() as u64)
+                        .collect();
+                    let as_f64: Vec<f64> = missing.iter().map(|&m| m as f64).collect();
                     notes.push(format!(
                         "{}, {case}, {phase}: the sink missed {} of {count} messages (median \
                          of {} runs; per run {:?}); the routers counted {:?} as dropped{}",
                         row.name,
-                        median(&missing).0,
+                        median(&as_f64).0,
                         missing.len(),
                         missing,
                         counted,

@@ -518,10 +518,16 @@ struct Gaps {
 impl Gaps {
     /// Records `stamp`; returns how many messages before it were missed.
     fn record(&mut self, stamp: &Stamp) -> u64 {
-        let entry = self
-            .last
-            .entry(stamp.origin.clone())
-            .or_insert((stamp.epoch, stamp.seq.saturating_sub(1)));
+        // Looked up first: the origin is copied only for a publisher not seen before.
+        if !self.last.contains_key(&stamp.origin) {
+            self.last.insert(
+                stamp.origin.clone(),
+                (stamp.epoch, stamp.seq.saturating_sub(1)),
+            );
+        }
+        let Some(entry) = self.last.get_mut(&stamp.origin) else {
+            return 0;
+        };
         if entry.0 != stamp.epoch {
             *entry = (stamp.epoch, stamp.seq);
             return 0;

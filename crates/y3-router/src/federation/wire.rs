@@ -11,7 +11,7 @@
 //!  payload  the frame's payload, as is
 //! ```
 
-use async_nats::HeaderMap;
+use async_nats::{HeaderMap, HeaderName, HeaderValue};
 use bytes::Bytes;
 use y3_transport::frame::Data;
 use y3_transport::metadata::{self, Metadata};
@@ -22,6 +22,12 @@ pub(crate) const SEQ: &str = "Y3-Seq";
 pub(crate) const HOPS: &str = "Y3-Hops";
 pub(crate) const METADATA: &str = "Y3-Metadata";
 pub(crate) const MSG_ID: &str = "Nats-Msg-Id";
+
+/// The header names, built once: a name made from a `&str` is validated and allocated on
+/// every insert and every lookup.
+fn name(name: &'static str) -> HeaderName {
+    HeaderName::from_static(name)
+}
 
 /// The subject of `tag`'s frames.
 pub(crate) fn subject(prefix: &str, tag: u32) -> String {
@@ -56,17 +62,33 @@ pub(crate) struct Stamp {
 /// The headers of `data` published by `stamp`.
 pub(crate) fn headers(data: &Data, stamp: &Stamp) -> HeaderMap {
     let mut h = HeaderMap::new();
-    h.insert(ORIGIN, stamp.origin.as_str());
-    h.insert(EPOCH, stamp.epoch.to_string().as_str());
-    h.insert(SEQ, stamp.seq.to_string().as_str());
-    h.insert(HOPS, data.hops.to_string().as_str());
+    // Every value is a `String` moved in (no second copy). The origin is a subject token,
+    // the numbers are digits and the metadata is hex: none holds a line break, which
+    // async-nats refuses with a panic.
+    h.insert(name(ORIGIN), stamp.origin.clone());
+    h.insert(name(EPOCH), stamp.epoch.to_string());
+    h.insert(name(SEQ), stamp.seq.to_string());
+    h.insert(name(HOPS), data.hops.to_string());
     if !data.metadata.is_empty() {
-        h.insert(METADATA, hex::encode(data.metadata.as_bytes()).as_str());
+        h.insert(name(METADATA), to_hex(data.metadata.as_bytes()));
     }
-    if let Some(id) = msg_id(data) {
-        h.insert(MSG_ID, id.as_str());
+    // The id carries a client's yomo-tid: one with a line break is left out (the frame is
+    // then not de-duplicated by JetStream) rather than refused.
+    if let Some(id) = msg_id(data).and_then(|id| id.parse::<HeaderValue>().ok()) {
+        h.insert(name(MSG_ID), id);
     }
     h
+}
+
+/// Lower-case hex of `bytes`, by table (`hex::encode` goes one `char` at a time).
+fn to_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+    }
+    out
 }
 
 /// Why a message is not a frame.
@@ -84,7 +106,7 @@ pub(crate) fn decode(
     payload: Bytes,
 ) -> Result<(Data, Stamp), Malformed> {
     let tag = tag_of(prefix, subject).ok_or(Malformed::Subject)?;
-    let get = |name: &'static str| headers.and_then(|h| h.get(name)).map(|v| v.as_str());
+    let get = |n: &'static str| headers.and_then(|h| h.get(name(n))).map(|v| v.as_str());
     let number = |name: &'static str| -> Result<u64, Malformed> {
         get(name)
             .ok_or(Malformed::Header(name))?
@@ -132,6 +154,10 @@ mod tests {
         };
         let h = headers(&data, &stamp);
         assert_eq!(h.get(MSG_ID).unwrap().as_str(), "51:t1");
+        assert_eq!(
+            h.get(METADATA).unwrap().as_str(),
+            hex::encode(data.metadata.as_bytes())
+        );
         let (back, s) = decode("y3", "y3.tag.51", Some(&h), data.payload.clone()).unwrap();
         assert_eq!(s, stamp);
         assert_eq!(back.tag, 0x33);
@@ -141,6 +167,25 @@ mod tests {
             data.metadata.to_map().unwrap()
         );
         assert_eq!(&back.payload[..], b"hello");
+    }
+
+    #[test]
+    fn a_tid_with_a_line_break_is_no_message_id() {
+        let data = Data::new(0x33, Bytes::from_static(b"x"))
+            .with_metadata(Metadata::from_pairs([("yomo-tid", "a\r\nInjected: 1")]));
+        let stamp = Stamp {
+            origin: "a".into(),
+            epoch: 1,
+            seq: 1,
+        };
+        let h = headers(&data, &stamp);
+        assert!(h.get(MSG_ID).is_none());
+        assert!(h.get("Injected").is_none());
+        let (back, _) = decode("y3", "y3.tag.51", Some(&h), data.payload.clone()).unwrap();
+        assert_eq!(
+            back.metadata.to_map().unwrap(),
+            data.metadata.to_map().unwrap()
+        );
     }
 
     #[test]
