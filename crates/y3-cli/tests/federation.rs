@@ -106,7 +106,24 @@ impl Node {
 }
 
 /// Three clustered nats-servers with JetStream, each with its own store directory.
+///
+/// Ports come from [`free_port`], which can race with another process taking the port
+/// between its release and the server's bind (route connections use ephemeral ports too):
+/// a node that exits, or a cluster that does not form in [`WAIT`], is started again on fresh
+/// ports, three times at most. Each node's log is `<dir>/js<i>-<attempt>.log`.
 fn cluster(dir: &Path) -> Vec<Node> {
+    let mut why = Vec::new();
+    for attempt in 0..3 {
+        match try_cluster(dir, attempt) {
+            Ok(nodes) => return nodes,
+            Err(e) => why.push(e),
+        }
+    }
+    panic!("the NATS cluster did not form: {why:?}");
+}
+
+/// One attempt of [`cluster`].
+fn try_cluster(dir: &Path, attempt: usize) -> Result<Vec<Node>, String> {
     let bin = nats_server_bin();
     let ports: Vec<(u16, u16, u16)> = (0..3)
         .map(|_| (free_port(), free_port(), free_port()))
@@ -115,39 +132,51 @@ fn cluster(dir: &Path) -> Vec<Node> {
         .iter()
         .map(|p| format!("nats://127.0.0.1:{}", p.2))
         .collect();
-    let nodes: Vec<Node> = ports
-        .iter()
-        .enumerate()
-        .map(|(i, &(client, monitor, cluster))| {
-            let store = dir.join(format!("js{i}"));
-            let child = Command::new(&bin)
-                .args(["-a", "127.0.0.1", "-n", &format!("n{i}"), "-js"])
-                .args(["-p", &client.to_string(), "-m", &monitor.to_string()])
-                .arg("-sd")
-                .arg(&store)
-                .args(["--cluster_name", "y3test"])
-                .args(["--cluster", &format!("nats://127.0.0.1:{cluster}")])
-                .args(["--routes", &routes.join(",")])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("start nats-server");
-            Node {
-                proc: Killed(Some(child)),
-                client,
-                monitor: SocketAddr::from(([127, 0, 0, 1], monitor)),
-            }
-        })
-        .collect();
-    for node in &nodes {
-        wait_for("the NATS cluster", || {
-            let routez = http_get(node.monitor, "/routez").unwrap_or_default();
-            let v: serde_json::Value = serde_json::from_str(&routez).unwrap_or_default();
-            v["num_routes"].as_u64().unwrap_or(0) >= 2
-                && http_get(node.monitor, "/healthz").is_some_and(|b| b.contains("\"ok\""))
+    let mut nodes = Vec::new();
+    for (i, &(client, monitor, cluster)) in ports.iter().enumerate() {
+        let store = dir.join(format!("js{i}"));
+        let log = std::fs::File::create(dir.join(format!("js{i}-{attempt}.log")))
+            .map_err(|e| e.to_string())?;
+        let child = Command::new(&bin)
+            .args(["-a", "127.0.0.1", "-n", &format!("n{i}"), "-js"])
+            .args(["-p", &client.to_string(), "-m", &monitor.to_string()])
+            .arg("-sd")
+            .arg(&store)
+            .args(["--cluster_name", "y3test"])
+            .args(["--cluster", &format!("nats://127.0.0.1:{cluster}")])
+            .args(["--routes", &routes.join(",")])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start nats-server");
+        nodes.push(Node {
+            proc: Killed(Some(child)),
+            client,
+            monitor: SocketAddr::from(([127, 0, 0, 1], monitor)),
         });
     }
-    nodes
+    let start = Instant::now();
+    for (i, node) in nodes.iter_mut().enumerate() {
+        loop {
+            if let Some(Ok(Some(status))) = node.proc.0.as_mut().map(|c| c.try_wait()) {
+                return Err(format!("attempt {attempt}: node n{i} exited: {status}"));
+            }
+            let routez = http_get(node.monitor, "/routez").unwrap_or_default();
+            let v: serde_json::Value = serde_json::from_str(&routez).unwrap_or_default();
+            if v["num_routes"].as_u64().unwrap_or(0) >= 2
+                && http_get(node.monitor, "/healthz").is_some_and(|b| b.contains("\"ok\""))
+            {
+                break;
+            }
+            if start.elapsed() > WAIT {
+                return Err(format!(
+                    "attempt {attempt}: node n{i} not clustered in {WAIT:?}"
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    Ok(nodes)
 }
 
 /// A `y3 serve` process federated through the cluster, its own node (`nodes[node]`) first,
