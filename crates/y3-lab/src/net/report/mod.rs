@@ -5,9 +5,10 @@
 //! vs connections (echo), msg/s and p50 per payload × subscribers (e2e), msg/s, router CPU
 //! per frame and p99 per workload × payload (yomo).
 //!
-//! One file per suite (`pingpong.rs`, `echo.rs`, `e2e.rs`, `yomo.rs`), each declaring its
-//! [`SuiteReport`], with its prose in `templates/SUITE.md`; this module holds what they
-//! share and [`SUITES`], the registry that rendering goes through.
+//! One file per suite (`pingpong.rs`, `echo.rs`, `e2e.rs`, `yomo.rs`, `pipeline.rs`,
+//! `filter.rs`, `federation.rs`), each declaring its [`SuiteReport`], with its prose in
+//! `templates/SUITE.md`; this module holds what they share. Rendering goes through
+//! [`SUITES`](crate::net::suites::SUITES), the registry of network suites.
 
 use std::fmt::Write as _;
 
