@@ -530,11 +530,10 @@ impl Observer {
 
     /// Top-level packets completed so far.
     pub fn packets(&self) -> u64 {
-        if self.at_boundary() {
-            self.started
-        } else {
-            self.started - 1
-        }
+        // A top-level packet is counted once its header is read: inside it (not in a
+        // header split at the top level), the last one counted is not complete.
+        let inside = !self.parents.is_empty() || self.state != State::Head;
+        self.started - u64::from(inside)
     }
 
     fn at_boundary(&self) -> bool {
@@ -1511,6 +1510,23 @@ mod tests {
         let got = observe_all(&mut obs, &[&stream]).unwrap();
         assert_eq!(got.len(), 3);
         assert_eq!(obs.packets(), 3);
+    }
+
+    #[test]
+    fn packets_in_a_header_split_at_the_top_level() {
+        // The packet whose header is split is not counted yet: none before it, one before
+        // the second.
+        let one = hex!("9006110101120161");
+        let mut obs = Observer::new(Config::DEFAULT, &[&[0x10, 0x13]]).unwrap();
+        assert_eq!(obs.feed(&one[..1]).unwrap().consumed, 1);
+        assert_eq!(obs.packets(), 0);
+        obs.feed_each(&one[1..], |_| {}).unwrap();
+        obs.feed_each(&one[..1], |_| {}).unwrap();
+        assert_eq!(obs.packets(), 1);
+        obs.feed_each(&one[1..4], |_| {}).unwrap();
+        assert_eq!(obs.packets(), 1);
+        obs.feed_each(&one[4..], |_| {}).unwrap();
+        assert_eq!((obs.packets(), obs.finish()), (2, Ok(())));
     }
 
     #[test]
