@@ -338,6 +338,9 @@ pub struct Observer {
     pending_base: u64,
     /// Where the nodes the fast path entered end, outermost first (`ends[..pending]`).
     ends: [usize; MAX_PATH_DEPTH],
+    /// The general walk ran since the last `reset` (which then restores what only the walk
+    /// changes: the levels, the state, a split header, the assembled value).
+    walked: bool,
 }
 
 /// A value completed by the general walk, described by where it lies: `feed` (inlined
@@ -467,6 +470,7 @@ impl Observer {
             pending: 0,
             pending_base: 0,
             ends: [0; MAX_PATH_DEPTH],
+            walked: true,
         };
         observer.top = observer.level(u64::MAX, all, 0);
         observer.fast = observer.can_walk_fast();
@@ -482,6 +486,7 @@ impl Observer {
         self.validate = validate;
         self.top = self.level(u64::MAX, self.all, 0);
         self.fast = self.can_walk_fast();
+        self.walked = true;
         self.reset();
         self
     }
@@ -501,13 +506,18 @@ impl Observer {
 
     /// Forgets all stream state, keeping the subscriptions and buffers, so that one observer
     /// can serve many independent one-shot decodes without allocating.
+    #[inline]
     pub fn reset(&mut self) {
-        self.cur = self.top;
-        self.parents.clear();
-        self.state = State::Head;
+        // What only the general walk changes, only after it ran.
+        if self.walked {
+            self.walked = false;
+            self.cur = self.top;
+            self.parents.clear();
+            self.state = State::Head;
+            self.hlen = 0;
+            self.assembled.clear();
+        }
         self.pos = 0;
-        self.hlen = 0;
-        self.assembled.clear();
         self.catch_up = false;
         self.started = 0;
         self.pending = 0;
@@ -660,6 +670,7 @@ impl Observer {
     /// split one) goes on to the whole machine in [`walk`](Observer::walk).
     #[inline(always)]
     fn feed_general(&mut self, input: &[u8]) -> Result<Progress, DecodeError> {
+        self.walked = true;
         if self.catch_up {
             self.assembled.clear();
             self.catch_up = false;
