@@ -321,10 +321,26 @@ pub struct Observer {
     hbuf: [u8; MAX_HEADER_LEN],
     hlen: usize,
     assembled: Vec<u8>,
-    clear_assembled: bool,
+    /// Work left for the next `feed` before it walks (so that the value just handed out
+    /// stays valid and a one-shot decode does not pay for it): clear the buffer of an
+    /// assembled value, open the levels the fast path deferred (`pending`).
+    catch_up: bool,
     started: u64,
     /// Where the value the general walk last completed lies (see [`Progress::found`]).
     hit: Hit,
+    /// Nodes the fast path entered that are still open and not opened as levels yet (0:
+    /// none). Opening them costs more than the walk of a small packet, and a reused
+    /// observer is mostly reset before it is fed again: so the next `feed` opens them
+    /// ([`Observer::open_pending`], with `catch_up` set) and reading state accounts for
+    /// them.
+    pending: usize,
+    /// Stream offset of the input the fast path walked: `ends` are offsets into it.
+    pending_base: u64,
+    /// Where the nodes the fast path entered end, outermost first (`ends[..pending]`).
+    ends: [usize; MAX_PATH_DEPTH],
+    /// The general walk ran since the last `reset` (which then restores what only the walk
+    /// changes: the levels, the state, a split header, the assembled value).
+    walked: bool,
 }
 
 /// A value completed by the general walk, described by where it lies: `feed` (inlined
@@ -448,9 +464,13 @@ impl Observer {
             hbuf: [0; MAX_HEADER_LEN],
             hlen: 0,
             assembled: Vec::new(),
-            clear_assembled: false,
+            catch_up: false,
             started: 0,
             hit: NO_HIT,
+            pending: 0,
+            pending_base: 0,
+            ends: [0; MAX_PATH_DEPTH],
+            walked: true,
         };
         observer.top = observer.level(u64::MAX, all, 0);
         observer.fast = observer.can_walk_fast();
@@ -466,6 +486,7 @@ impl Observer {
         self.validate = validate;
         self.top = self.level(u64::MAX, self.all, 0);
         self.fast = self.can_walk_fast();
+        self.walked = true;
         self.reset();
         self
     }
@@ -485,15 +506,21 @@ impl Observer {
 
     /// Forgets all stream state, keeping the subscriptions and buffers, so that one observer
     /// can serve many independent one-shot decodes without allocating.
+    #[inline]
     pub fn reset(&mut self) {
-        self.cur = self.top;
-        self.parents.clear();
-        self.state = State::Head;
+        // What only the general walk changes, only after it ran.
+        if self.walked {
+            self.walked = false;
+            self.cur = self.top;
+            self.parents.clear();
+            self.state = State::Head;
+            self.hlen = 0;
+            self.assembled.clear();
+        }
         self.pos = 0;
-        self.hlen = 0;
-        self.assembled.clear();
-        self.clear_assembled = false;
+        self.catch_up = false;
         self.started = 0;
+        self.pending = 0;
     }
 
     /// A level ending at `end` whose headers sit at path index `depth`.
@@ -530,15 +557,41 @@ impl Observer {
 
     /// Top-level packets completed so far.
     pub fn packets(&self) -> u64 {
-        if self.at_boundary() {
-            self.started
-        } else {
-            self.started - 1
-        }
+        // A top-level packet is counted once its header is read: inside it (not in a
+        // header split at the top level), the last one counted is not complete.
+        let inside =
+            !self.parents.is_empty() || self.state != State::Head || self.pending_end().is_some();
+        self.started - u64::from(inside)
     }
 
     fn at_boundary(&self) -> bool {
-        self.state == State::Head && self.hlen == 0 && self.parents.is_empty()
+        self.state == State::Head
+            && self.hlen == 0
+            && self.parents.is_empty()
+            && self.pending_end().is_none()
+    }
+
+    /// Where the outermost node that the fast path entered and left open ends (`None`:
+    /// no such node).
+    #[inline(always)]
+    fn pending_end(&self) -> Option<u64> {
+        (self.pending != 0).then(|| self.pending_base + self.ends[0] as u64)
+    }
+
+    /// Opens the levels of the nodes the fast path entered (see `pending`), as
+    /// [`enter`](Observer::enter) would have, and closes those that ended with its value.
+    #[cold]
+    #[inline(never)]
+    fn open_pending(&mut self) {
+        let (depth, base) = (self.pending, self.pending_base);
+        self.pending = 0;
+        // One path: each node is active for subscription 0 only.
+        for d in 0..depth {
+            let level = self.level(base + self.ends[d] as u64, 1, d + 1);
+            self.parents.push(self.cur);
+            self.cur = level;
+        }
+        self.after_value(self.pos);
     }
 
     /// Consumes input until a subscribed value completes or the input runs out.
@@ -570,7 +623,7 @@ impl Observer {
         // Whole packets for one path from a top-level boundary: the fast path, inlined into
         // the caller; everything else (and whatever it gives up on) is the general walk.
         if self.fast
-            && !self.clear_assembled
+            && !self.catch_up
             && self.state == State::Head
             && self.hlen == 0
             && self.parents.is_empty()
@@ -617,9 +670,13 @@ impl Observer {
     /// split one) goes on to the whole machine in [`walk`](Observer::walk).
     #[inline(always)]
     fn feed_general(&mut self, input: &[u8]) -> Result<Progress, DecodeError> {
-        if self.clear_assembled {
+        self.walked = true;
+        if self.catch_up {
             self.assembled.clear();
-            self.clear_assembled = false;
+            self.catch_up = false;
+            if self.pending != 0 {
+                self.open_pending();
+            }
         }
         let off = match self.skim_inside(input) {
             Inside::Done => None,
@@ -699,7 +756,7 @@ impl Observer {
                 self.assembled.extend_from_slice(&input[..left]);
                 self.state = State::Head;
                 self.pos = end;
-                self.clear_assembled = true;
+                self.catch_up = true;
                 let value_len = self.assembled.len();
                 self.hit = Hit {
                     sub,
@@ -1147,7 +1204,7 @@ impl Observer {
         self.state = State::Head;
         self.after_value(end);
         self.pos += off as u64;
-        self.clear_assembled = true;
+        self.catch_up = true;
         self.hit = Hit {
             sub,
             tag,
@@ -1165,8 +1222,7 @@ impl Observer {
     #[inline(always)]
     fn feed_fast<'a>(&mut self, input: &'a [u8]) -> Option<Fed<'a>> {
         let path = self.paths.first.as_ref()?;
-        let mut ends = [0usize; MAX_PATH_DEPTH];
-        match fast::walk(&path.ids[..path.len], &self.config, input, &mut ends) {
+        match fast::walk(&path.ids[..path.len], &self.config, input, &mut self.ends) {
             Fast::Bail => None,
             Fast::Done { packets } => {
                 self.started += packets;
@@ -1185,17 +1241,17 @@ impl Observer {
                 packets,
             } => {
                 self.started += packets;
-                let base = self.pos;
-                // The nodes the walk entered, as `enter` would have opened them: one path,
-                // so each is active for subscription 0 only.
-                for (d, &node_end) in ends[..depth - 1].iter().enumerate() {
-                    let level = self.level(base + node_end as u64, 1, d + 1);
-                    self.parents.push(self.cur);
-                    self.cur = level;
-                }
                 let end = start + len;
-                self.pos = base + end as u64;
-                self.after_value(self.pos);
+                // The nodes the walk entered (`ends[..depth - 1]`) are opened only if more
+                // input arrives (`open_pending`). They nest, and the walk stopped right
+                // after the value: all of them closed with it exactly when the outermost
+                // did (as `after_value` would find on opening them).
+                if depth > 1 && self.ends[0] != end {
+                    self.pending = depth - 1;
+                    self.pending_base = self.pos;
+                    self.catch_up = true;
+                }
+                self.pos += end as u64;
                 let packet = Packet::from_parts(
                     tag,
                     &input[start..end],
@@ -1249,6 +1305,8 @@ impl Observer {
         }
         // The outermost open packet ends last; everything inside it ends no later.
         let end = match (self.parents.len(), self.state) {
+            // Only the fast path's nodes are open (it stops at a header boundary).
+            _ if self.pending != 0 => self.pending_base + self.ends[0] as u64,
             (2.., _) => self.parents.get(1).end,
             (1, _) => self.cur.end,
             (_, State::Skip { end } | State::Take { end, .. }) => end,
@@ -1514,6 +1572,23 @@ mod tests {
     }
 
     #[test]
+    fn packets_in_a_header_split_at_the_top_level() {
+        // The packet whose header is split is not counted yet: none before it, one before
+        // the second.
+        let one = hex!("9006110101120161");
+        let mut obs = Observer::new(Config::DEFAULT, &[&[0x10, 0x13]]).unwrap();
+        assert_eq!(obs.feed(&one[..1]).unwrap().consumed, 1);
+        assert_eq!(obs.packets(), 0);
+        obs.feed_each(&one[1..], |_| {}).unwrap();
+        obs.feed_each(&one[..1], |_| {}).unwrap();
+        assert_eq!(obs.packets(), 1);
+        obs.feed_each(&one[1..4], |_| {}).unwrap();
+        assert_eq!(obs.packets(), 1);
+        obs.feed_each(&one[4..], |_| {}).unwrap();
+        assert_eq!((obs.packets(), obs.finish()), (2, Ok(())));
+    }
+
+    #[test]
     fn does_not_match_tag_bytes_inside_values() {
         // The reference's Subscribe(0x10) finds `10 01 07` inside the value of 0x02.
         let buf = hex!("81 08 02 03 10 01 07 10 01 05");
@@ -1573,6 +1648,57 @@ mod tests {
                 Err(DecodeError::TooDeep { limit: 2 }),
                 "chunks of {size}"
             );
+        }
+    }
+
+    /// Every state a caller can read after each `feed`: what it returned, the position,
+    /// the packet count and what `finish` would say.
+    fn trace(obs: &mut Observer, chunks: &[&[u8]]) -> Vec<String> {
+        let mut out = Vec::new();
+        for chunk in chunks {
+            let mut input = *chunk;
+            loop {
+                let fed = obs.feed(input);
+                let (consumed, value) = match &fed {
+                    Ok(fed) => (fed.consumed, fed.observed.map(|v| v.value().to_vec())),
+                    Err(e) => {
+                        out.push(format!("{e:?}"));
+                        return out;
+                    }
+                };
+                out.push(format!(
+                    "{consumed} {value:?} at {} packets {} finish {:?}",
+                    obs.position(),
+                    obs.packets(),
+                    obs.finish()
+                ));
+                input = &input[consumed..];
+                if value.is_none() {
+                    break;
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn fast_path_levels_opened_later_read_as_the_machine_reads() {
+        // Node 0x01 { node 0x02 { 0x03 = "x", 0x03 = "y" }, 0x03 = "z" }, then node
+        // 0x01 { node 0x02 { 0x03 = "w" } } and node 0x01 { node 0x02 { 0x04 = "v" } }:
+        // the fast path stops inside two nodes, at their ends, and at a node's end.
+        let buf = hex!("810d 8206 030178 030179 03017a  8105 8203 030177  8105 8203 040176");
+        let path: &[&[u32]] = &[&[0x01, 0x02, 0x03]];
+        for split in 0..=buf.len() {
+            let chunks: &[&[u8]] = &[&buf[..split], &buf[split..]];
+            let mut fast = Observer::new(Config::DEFAULT, path).unwrap();
+            let mut general = Observer::new(Config::DEFAULT, path).unwrap();
+            general.fast = false;
+            let got = trace(&mut fast, chunks);
+            assert_eq!(got, trace(&mut general, chunks), "split {split}");
+            // Reused after a reset, the deferred levels are forgotten.
+            fast.reset();
+            general.reset();
+            assert_eq!(trace(&mut fast, chunks), got, "split {split}, reset");
         }
     }
 
