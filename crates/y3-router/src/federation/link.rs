@@ -593,7 +593,8 @@ impl Gaps {
     }
 }
 
-/// Decodes a message; `None` (counted) when it is not a frame or is our own.
+/// Decodes a message of one frame (durable tags); `None` (counted) when it is not a frame
+/// or is our own.
 fn frame_of(fed: &Federation, msg: &async_nats::Message) -> Option<(Data, Stamp)> {
     let decoded = wire::decode(
         &fed.config.subject_prefix,
@@ -601,14 +602,7 @@ fn frame_of(fed: &Federation, msg: &async_nats::Message) -> Option<(Data, Stamp)
         msg.headers.as_ref(),
         msg.payload.clone(),
     );
-    match decoded {
-        Ok((data, stamp)) => (stamp.origin != *fed.name).then_some((data, stamp)),
-        Err(e) => {
-            tracing::debug!(subject = %msg.subject, error = ?e, "federation: not a frame");
-            fed.metrics.lost(Lost::Malformed, 1);
-            None
-        }
-    }
+    not_ours(fed, msg, decoded, |(_, stamp)| stamp)
 }
 
 /// Decodes a plain message, a batch or a single frame; `None` (counted) when it is not
@@ -620,10 +614,20 @@ fn frames_of(fed: &Federation, msg: &async_nats::Message) -> Option<wire::Frames
         msg.headers.as_ref(),
         msg.payload.clone(),
     );
+    not_ours(fed, msg, decoded, |frames| &frames.first)
+}
+
+/// What `msg` decoded to, unless it is malformed (counted) or this router published it.
+fn not_ours<T>(
+    fed: &Federation,
+    msg: &async_nats::Message,
+    decoded: Result<T, wire::Malformed>,
+    stamp: impl Fn(&T) -> &Stamp,
+) -> Option<T> {
     match decoded {
-        Ok(frames) => (frames.first.origin != *fed.name).then_some(frames),
+        Ok(t) => (stamp(&t).origin != *fed.name).then_some(t),
         Err(e) => {
-            tracing::debug!(subject = %msg.subject, error = ?e, "federation: not frames");
+            tracing::debug!(subject = %msg.subject, error = ?e, "federation: not a frame");
             fed.metrics.lost(Lost::Malformed, 1);
             None
         }

@@ -214,18 +214,8 @@ pub(crate) fn decode_all(
         let mut entry_bytes = rest.split_to(end);
         entry_bytes.advance(ENTRY_HEAD);
         let payload = entry_bytes.split_off(meta_len);
-        let metadata = if meta_len == 0 {
-            Metadata::empty()
-        } else {
-            let metadata = Metadata::from_bytes(entry_bytes);
-            metadata
-                .validate()
-                .map_err(|_| Malformed::Header(METADATA))?;
-            metadata
-        };
-        let mut data = Data::new(tag, payload).with_metadata(metadata);
-        data.hops = hops;
-        frames.push(data);
+        let metadata = (meta_len > 0).then_some(entry_bytes);
+        frames.push(frame(tag, hops, metadata, payload)?);
     }
     if !rest.is_empty() {
         return Err(Malformed::Batch(BadBatch::Trailing { left: rest.len() }));
@@ -269,10 +259,20 @@ pub(crate) fn decode(
     let stamp = stamp(headers)?;
     let hops = u32::try_from(number(headers, HOPS)?).map_err(|_| Malformed::Header(HOPS))?;
     let metadata = match get(METADATA) {
+        None => None,
+        Some(hexed) => Some(Bytes::from(
+            hex::decode(hexed).map_err(|_| Malformed::Header(METADATA))?,
+        )),
+    };
+    Ok((frame(tag, hops, metadata, payload)?, stamp))
+}
+
+/// The frame of `tag` with `hops`, `metadata` (msgpack; `None`: empty) and `payload`.
+fn frame(tag: u32, hops: u32, metadata: Option<Bytes>, payload: Bytes) -> Result<Data, Malformed> {
+    let metadata = match metadata {
         None => Metadata::empty(),
-        Some(hexed) => {
-            let bytes = hex::decode(hexed).map_err(|_| Malformed::Header(METADATA))?;
-            let metadata = Metadata::from_bytes(Bytes::from(bytes));
+        Some(bytes) => {
+            let metadata = Metadata::from_bytes(bytes);
             metadata
                 .validate()
                 .map_err(|_| Malformed::Header(METADATA))?;
@@ -281,7 +281,7 @@ pub(crate) fn decode(
     };
     let mut data = Data::new(tag, payload).with_metadata(metadata);
     data.hops = hops;
-    Ok((data, stamp))
+    Ok(data)
 }
 
 #[cfg(test)]
