@@ -196,8 +196,8 @@ pub(crate) fn decode_all(
     if first.seq.checked_add(count as u64).is_none() {
         return Err(Malformed::Header(SEQ));
     }
-    // Bounded by the constant, not by the body or a length in it.
-    let mut frames = Vec::with_capacity(count);
+    // Bounded by the constant and by what the body can hold, not by a length in it.
+    let mut frames = Vec::with_capacity(count.min(payload.len() / ENTRY_HEAD));
     let mut rest = payload;
     for entry in 0..count {
         if rest.len() < ENTRY_HEAD {
