@@ -432,6 +432,54 @@ fn pipeline_across_three_routers_interest_and_two_publishers() {
                 "{reason}"
             );
         }
+
+        // 5. Hostile batches from a rogue NATS client: each is dropped whole and counted as
+        //    malformed by both routers observing the tag, and they go on routing.
+        let rogue = async_nats::connect(nodes[0].url()).await.unwrap();
+        let batch = |count: &str, body: &[u8]| {
+            let mut h = async_nats::HeaderMap::new();
+            for (k, v) in [("Y3-Origin", "rogue"), ("Y3-Epoch", "1"), ("Y3-Seq", "1")] {
+                h.insert(k, v);
+            }
+            h.insert("Y3-Batch", count);
+            (h, Bytes::copy_from_slice(body))
+        };
+        let entry = |hops: u32, meta: u32, payload: u32| {
+            [
+                hops.to_be_bytes(),
+                meta.to_be_bytes(),
+                payload.to_be_bytes(),
+            ]
+            .concat()
+        };
+        let mut one = entry(0, 0, 2);
+        one.extend_from_slice(b"x:");
+        let hostile = [
+            batch("2", &one),                                 // fewer entries than announced
+            batch("1", &[one.clone(), one.clone()].concat()), // more than announced
+            batch("1", &one[..7]),                            // truncated entry
+            batch("1", &entry(0, 0, u32::MAX)),               // length past the body
+            batch("100000", &one),                            // past the bound
+        ];
+        let k = hostile.len() as u64;
+        for (h, body) in hostile {
+            rogue
+                .publish_with_headers("y3.tag.18", h, body)
+                .await
+                .unwrap();
+        }
+        rogue.flush().await.unwrap();
+        wait_for("the hostile batches to be counted", || {
+            a.lost("malformed") == k && c.lost("malformed") == k
+        });
+        let (on_c, on_a) = (
+            receiving(sink, 500, Duration::from_secs(5)),
+            receiving(local, 500, Duration::from_secs(5)),
+        );
+        send_paced(a.options("pd"), 0x12, "pd", 500, Duration::ZERO).await;
+        let ((sink, on_c), (local, on_a)) = (on_c.await.unwrap(), on_a.await.unwrap());
+        check_exact(&on_c, &[("pd", 500)]);
+        check_exact(&on_a, &[("pd", 500)]);
         drop((sink, local));
 
         // Every delivery each router owed is accounted for, frames from NATS included.
