@@ -425,6 +425,92 @@ fn pipeline_across_three_routers_interest_and_two_publishers() {
             .await
             .is_empty());
         assert_eq!(a.metric("y3_router_federation_received_total"), 500);
+
+        // 4. A burst from A to C, sent without pauses: the frames waiting together at A's
+        //    publisher travel in fewer NATS messages than frames (batches), and C gets
+        //    every one, in order, with its own metadata, no gap counted.
+        let frames = |r: &Router| r.metric("y3_router_federation_published_total");
+        let messages = |r: &Router| r.metric("y3_router_federation_published_messages_total");
+        let (frames_before, messages_before) = (frames(&a), messages(&a));
+        let burst = 6000;
+        let (on_c, on_a) = (
+            receiving(sink, burst as usize, Duration::from_secs(5)),
+            receiving(local, burst as usize, Duration::from_secs(5)),
+        );
+        send_paced(a.options("pc"), 0x12, "pc", burst, Duration::ZERO).await;
+        let ((sink, on_c), (local, on_a)) = (on_c.await.unwrap(), on_a.await.unwrap());
+        check_exact(&on_c, &[("pc", burst)]);
+        check_exact(&on_a, &[("pc", burst)]);
+        for (s, i, data) in &on_c {
+            let m = data.metadata.to_map().unwrap();
+            assert_eq!(m["yomo-tid"], format!("{s}-{i}"));
+            assert_eq!((data.tag, data.hops), (0x12, 0));
+        }
+        let (sent_frames, sent_messages) =
+            (frames(&a) - frames_before, messages(&a) - messages_before);
+        eprintln!("burst: {sent_frames} frames in {sent_messages} NATS messages");
+        assert_eq!(sent_frames, burst);
+        assert!(
+            sent_messages < sent_frames,
+            "{sent_messages} messages for {sent_frames} frames: nothing batched"
+        );
+        for reason in ["gap", "malformed", "queue_full", "publish_failed"] {
+            assert_eq!(
+                a.lost(reason) + b.lost(reason) + c.lost(reason),
+                0,
+                "{reason}"
+            );
+        }
+
+        // 5. Hostile batches from a rogue NATS client: each is dropped whole and counted as
+        //    malformed by both routers observing the tag, and they go on routing.
+        let rogue = async_nats::connect(nodes[0].url()).await.unwrap();
+        let batch = |count: &str, body: &[u8]| {
+            let mut h = async_nats::HeaderMap::new();
+            for (k, v) in [("Y3-Origin", "rogue"), ("Y3-Epoch", "1"), ("Y3-Seq", "1")] {
+                h.insert(k, v);
+            }
+            h.insert("Y3-Batch", count);
+            (h, Bytes::copy_from_slice(body))
+        };
+        let entry = |hops: u32, meta: u32, payload: u32| {
+            [
+                hops.to_be_bytes(),
+                meta.to_be_bytes(),
+                payload.to_be_bytes(),
+            ]
+            .concat()
+        };
+        let mut one = entry(0, 0, 2);
+        one.extend_from_slice(b"x:");
+        let hostile = [
+            batch("2", &one),                                 // fewer entries than announced
+            batch("1", &[one.clone(), one.clone()].concat()), // more than announced
+            batch("1", &one[..7]),                            // truncated entry
+            batch("1", &entry(0, 0, u32::MAX)),               // length past the body
+            batch("100000", &one),                            // past the bound
+        ];
+        let k = hostile.len() as u64;
+        for (h, body) in hostile {
+            rogue
+                .publish_with_headers("y3.tag.18", h, body)
+                .await
+                .unwrap();
+        }
+        rogue.flush().await.unwrap();
+        wait_for("the hostile batches to be counted", || {
+            a.lost("malformed") == k && c.lost("malformed") == k
+        });
+        let (on_c, on_a) = (
+            receiving(sink, 500, Duration::from_secs(5)),
+            receiving(local, 500, Duration::from_secs(5)),
+        );
+        send_paced(a.options("pd"), 0x12, "pd", 500, Duration::ZERO).await;
+        let ((sink, on_c), (local, on_a)) = (on_c.await.unwrap(), on_a.await.unwrap());
+        check_exact(&on_c, &[("pd", 500)]);
+        check_exact(&on_a, &[("pd", 500)]);
+        drop((sink, local));
+
         // Every delivery each router owed is accounted for, frames from NATS included.
         for r in [&a, &b, &c] {
             assert_eq!(r.unaccounted(), 0);

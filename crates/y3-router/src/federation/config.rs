@@ -19,6 +19,9 @@
 //! tls_required = false        # TLS even without a CA of our own (system roots)
 //! publish_queue = 8192        # frames waiting for the NATS publisher; past it: dropped,
 //!                             # counted (local routing never waits for NATS)
+//! batch_frames = 64          # plain frames of one tag waiting together travel as one
+//! batch_bytes = 32768         # NATS message, up to this many frames / bytes; 0 or 1: one
+//!                             # frame per message (nothing waits to fill a batch)
 //! dedup_window = 65536        # yomo-tids remembered per durable consumer
 //!
 //! [federation.stream]          # the JetStream stream of the durable tags
@@ -37,6 +40,9 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::error::RouterError;
+
+/// The largest `federation.batch_bytes`: half of NATS's default payload limit.
+const MAX_BATCH_BYTES: usize = 512 * 1024;
 
 /// `[federation]`.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,6 +78,11 @@ pub struct FederationConfig {
     pub tls_required: bool,
     /// Frames waiting for the publisher, at most.
     pub publish_queue: usize,
+    /// Plain frames of one tag published as one NATS message, at most (0 or 1: one each).
+    pub batch_frames: usize,
+    /// Bytes of frames (as batch entries) in one NATS message, at most; a larger frame
+    /// goes alone.
+    pub batch_bytes: usize,
     /// Message ids remembered per durable consumer.
     pub dedup_window: usize,
     /// The JetStream stream of `durable_tags`.
@@ -96,6 +107,8 @@ impl Default for FederationConfig {
             tls_ca: PathBuf::new(),
             tls_required: false,
             publish_queue: 8192,
+            batch_frames: 64,
+            batch_bytes: 32 * 1024,
             dedup_window: 65536,
             stream: StreamConfig::default(),
         }
@@ -120,6 +133,8 @@ impl fmt::Debug for FederationConfig {
             .field("credentials_file", &self.credentials_file)
             .field("tls_ca", &self.tls_ca)
             .field("publish_queue", &self.publish_queue)
+            .field("batch_frames", &self.batch_frames)
+            .field("batch_bytes", &self.batch_bytes)
             .field("stream", &self.stream)
             .finish_non_exhaustive()
     }
@@ -204,6 +219,15 @@ impl FederationConfig {
         }
         if self.publish_queue == 0 {
             return bad("federation.publish_queue", "must be at least 1");
+        }
+        if self.batch_frames > super::wire::MAX_BATCH_FRAMES {
+            return bad("federation.batch_frames", "must be at most 1024");
+        }
+        if self.batch_bytes > MAX_BATCH_BYTES {
+            return bad(
+                "federation.batch_bytes",
+                "must be at most 524288 (NATS's default payload limit is 1 MiB)",
+            );
         }
         if self.stream.name.is_empty() || !self.stream.name.bytes().all(is_subject_byte) {
             return bad(
@@ -294,5 +318,14 @@ mod tests {
         let mut c = on();
         c.stream.replicas = 0;
         assert!(c.validate().is_err());
+        let mut c = on();
+        c.batch_frames = crate::federation::wire::MAX_BATCH_FRAMES + 1;
+        assert!(c.validate().is_err());
+        let mut c = on();
+        c.batch_bytes = MAX_BATCH_BYTES + 1;
+        assert!(c.validate().is_err());
+        let mut c = on();
+        (c.batch_frames, c.batch_bytes) = (0, 0);
+        c.validate().unwrap();
     }
 }

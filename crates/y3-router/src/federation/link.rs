@@ -217,6 +217,7 @@ async fn publish(
             return;
         }
         let mut stored = Vec::new();
+        let mut open: Vec<Open> = Vec::new();
         for Queued { data, ticket } in batch.drain(..) {
             let seq = seqs.entry(data.tag).or_insert(0);
             *seq += 1;
@@ -226,8 +227,8 @@ async fn publish(
                 seq: *seq,
             };
             let subject = wire::subject(&prefix, data.tag);
-            let headers = wire::headers(&data, &stamp);
             if fed.config.is_durable(data.tag) {
+                let headers = wire::headers(&data, &stamp);
                 if !stream_ready {
                     stream_ready = ensure_stream(&fed, &js).await;
                 }
@@ -241,19 +242,73 @@ async fn publish(
                     ack: ack.ok(),
                     ticket,
                 });
-            } else {
-                match client
-                    .publish_with_headers(subject, headers, data.payload)
-                    .await
-                {
-                    Ok(()) => {
-                        fed.metrics.published.inc();
-                    }
-                    Err(_) => fed.metrics.lost(Lost::PublishFailed, 1),
-                }
+                continue;
             }
+            // Plain: joins the frames of its subject waiting in this round, up to the bound.
+            let len = wire::entry_len(&data);
+            let at = match open.iter().position(|o| o.frames[0].tag == data.tag) {
+                Some(at) if open[at].fits(len, &fed.config) => at,
+                Some(at) => {
+                    let full = open.swap_remove(at);
+                    send_plain(&fed, &client, &prefix, full).await;
+                    open.push(Open::new(stamp));
+                    open.len() - 1
+                }
+                None => {
+                    open.push(Open::new(stamp));
+                    open.len() - 1
+                }
+            };
+            open[at].bytes += len;
+            open[at].frames.push(data);
+        }
+        for o in open {
+            send_plain(&fed, &client, &prefix, o).await;
         }
         store(&fed, &js, stored).await;
+    }
+}
+
+/// Plain frames of one subject gathered for one message.
+struct Open {
+    first: Stamp,
+    frames: Vec<Data>,
+    /// Their size as batch entries.
+    bytes: usize,
+}
+
+impl Open {
+    fn new(first: Stamp) -> Open {
+        Open {
+            first,
+            frames: Vec::new(),
+            bytes: 0,
+        }
+    }
+
+    /// Whether a frame of `len` bytes (as an entry) joins this message
+    /// (`federation.batch_frames`, `federation.batch_bytes`).
+    fn fits(&self, len: usize, config: &super::FederationConfig) -> bool {
+        self.frames.len() < config.batch_frames && self.bytes + len <= config.batch_bytes
+    }
+}
+
+/// Publishes `open`'s frames as one message (a single frame: a plain one).
+async fn send_plain(fed: &Federation, client: &Client, prefix: &str, open: Open) {
+    let Some(tag) = open.frames.first().map(|d| d.tag) else {
+        return;
+    };
+    let frames = open.frames.len() as u64;
+    let (headers, payload) = wire::batch(&open.frames, &open.first);
+    match client
+        .publish_with_headers(wire::subject(prefix, tag), headers, payload)
+        .await
+    {
+        Ok(()) => {
+            fed.metrics.published.inc_by(frames);
+            fed.metrics.published_messages.inc();
+        }
+        Err(_) => fed.metrics.lost(Lost::PublishFailed, frames),
     }
 }
 
@@ -538,7 +593,8 @@ impl Gaps {
     }
 }
 
-/// Decodes a message; `None` (counted) when it is not a frame or is our own.
+/// Decodes a message of one frame (durable tags); `None` (counted) when it is not a frame
+/// or is our own.
 fn frame_of(fed: &Federation, msg: &async_nats::Message) -> Option<(Data, Stamp)> {
     let decoded = wire::decode(
         &fed.config.subject_prefix,
@@ -546,8 +602,30 @@ fn frame_of(fed: &Federation, msg: &async_nats::Message) -> Option<(Data, Stamp)
         msg.headers.as_ref(),
         msg.payload.clone(),
     );
+    not_ours(fed, msg, decoded, |(_, stamp)| stamp)
+}
+
+/// Decodes a plain message, a batch or a single frame; `None` (counted) when it is not
+/// frames or is our own.
+fn frames_of(fed: &Federation, msg: &async_nats::Message) -> Option<wire::Frames> {
+    let decoded = wire::decode_all(
+        &fed.config.subject_prefix,
+        &msg.subject,
+        msg.headers.as_ref(),
+        msg.payload.clone(),
+    );
+    not_ours(fed, msg, decoded, |frames| &frames.first)
+}
+
+/// What `msg` decoded to, unless it is malformed (counted) or this router published it.
+fn not_ours<T>(
+    fed: &Federation,
+    msg: &async_nats::Message,
+    decoded: Result<T, wire::Malformed>,
+    stamp: impl Fn(&T) -> &Stamp,
+) -> Option<T> {
     match decoded {
-        Ok((data, stamp)) => (stamp.origin != *fed.name).then_some((data, stamp)),
+        Ok(t) => (stamp(&t).origin != *fed.name).then_some(t),
         Err(e) => {
             tracing::debug!(subject = %msg.subject, error = ?e, "federation: not a frame");
             fed.metrics.lost(Lost::Malformed, 1);
@@ -570,25 +648,29 @@ async fn receive(fed: Arc<Federation>, shared: Arc<Shared>, mut sub: async_nats:
     let mut cache = shared.routes.cache();
     let mut gaps = Gaps::default();
     while let Some(msg) = sub.next().await {
-        let Some((data, stamp)) = frame_of(&fed, &msg) else {
+        let Some(wire::Frames { mut first, frames }) = frames_of(&fed, &msg) else {
             continue;
         };
-        fed.metrics.lost(Lost::Gap, gaps.record(&stamp));
-        if data.hops > shared.config.limits.max_hops {
-            fed.metrics.lost(Lost::Loop, 1);
-            continue;
+        // Each frame of a batch has its own sequence number: gaps are counted per frame.
+        for data in frames {
+            fed.metrics.lost(Lost::Gap, gaps.record(&first));
+            first.seq += 1;
+            if data.hops > shared.config.limits.max_hops {
+                fed.metrics.lost(Lost::Loop, 1);
+                continue;
+            }
+            fed.metrics.received.inc();
+            routing::route(
+                &shared.routes,
+                &mut cache,
+                &shared.metrics,
+                routed(data),
+                Origin::Federation,
+                Instant::now(),
+                None,
+            )
+            .await;
         }
-        fed.metrics.received.inc();
-        routing::route(
-            &shared.routes,
-            &mut cache,
-            &shared.metrics,
-            routed(data),
-            Origin::Federation,
-            Instant::now(),
-            None,
-        )
-        .await;
     }
 }
 

@@ -45,6 +45,8 @@ pub struct FederationMetrics {
     pub connected: Gauge,
     /// Frames published (core NATS, or stored by JetStream).
     pub published: Counter,
+    /// NATS messages published for plain frames (a batch is one).
+    pub published_messages: Counter,
     /// Frames received from other routers and routed locally.
     pub received: Counter,
     /// Durable messages already delivered to the same consumer, skipped.
@@ -70,6 +72,11 @@ impl FederationMetrics {
             "published",
             "Frames published to NATS (stored, for durable tags)",
             self.published.clone(),
+        );
+        r.register(
+            "published_messages",
+            "NATS messages published for plain frames (a batch of frames is one)",
+            self.published_messages.clone(),
         );
         r.register(
             "received",

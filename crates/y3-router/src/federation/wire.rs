@@ -10,9 +10,19 @@
 //!           Nats-Msg-Id: <tag>:<yomo-tid> (durable tags: JetStream's de-duplication)
 //!  payload  the frame's payload, as is
 //! ```
+//!
+//! Plain frames of one subject that were waiting together may travel as one message, a
+//! batch: header `Y3-Batch: <count>` instead of `Y3-Hops`/`Y3-Metadata`, `Y3-Seq` the
+//! first frame's (the others follow, one each), and the frames in the body:
+//!
+//! ```text
+//!  entry    hops: u32 BE | metadata length: u32 BE | payload length: u32 BE
+//!           | metadata (msgpack, raw) | payload
+//!  body     entry 1 | entry 2 | ... | entry <count>      (nothing after the last)
+//! ```
 
 use async_nats::{HeaderMap, HeaderName, HeaderValue};
-use bytes::Bytes;
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 use y3_transport::frame::Data;
 use y3_transport::metadata::{self, Metadata};
 
@@ -22,6 +32,14 @@ pub(crate) const SEQ: &str = "Y3-Seq";
 pub(crate) const HOPS: &str = "Y3-Hops";
 pub(crate) const METADATA: &str = "Y3-Metadata";
 pub(crate) const MSG_ID: &str = "Nats-Msg-Id";
+pub(crate) const BATCH: &str = "Y3-Batch";
+
+/// The most frames one batch may carry (`federation.batch_frames` is bounded by it); a
+/// message announcing more is malformed.
+pub(crate) const MAX_BATCH_FRAMES: usize = 1024;
+
+/// The fixed part of a batch entry: hops, metadata length, payload length.
+const ENTRY_HEAD: usize = 12;
 
 /// The header names, built once: a name made from a `&str` is validated and allocated on
 /// every insert and every lookup.
@@ -80,6 +98,37 @@ pub(crate) fn headers(data: &Data, stamp: &Stamp) -> HeaderMap {
     h
 }
 
+/// The bytes `data` takes in a batch body.
+pub(crate) fn entry_len(data: &Data) -> usize {
+    ENTRY_HEAD + data.metadata.as_bytes().len() + data.payload.len()
+}
+
+/// One message carrying `frames` (all of one tag, at least one), the first published as
+/// `first`, the others with the following sequence numbers: its headers and payload. A
+/// single frame is a plain message ([`headers`]), which every router reads.
+pub(crate) fn batch(frames: &[Data], first: &Stamp) -> (HeaderMap, Bytes) {
+    if let [one] = frames {
+        return (headers(one, first), one.payload.clone());
+    }
+    let mut h = HeaderMap::new();
+    h.insert(name(ORIGIN), first.origin.clone());
+    h.insert(name(EPOCH), first.epoch.to_string());
+    h.insert(name(SEQ), first.seq.to_string());
+    h.insert(name(BATCH), frames.len().to_string());
+    let mut body = BytesMut::with_capacity(frames.iter().map(entry_len).sum());
+    for data in frames {
+        let metadata = data.metadata.as_bytes();
+        body.put_u32(data.hops);
+        // A frame's metadata and payload are bounded by the router's frame limit, far
+        // below 4 GiB.
+        body.put_u32(u32::try_from(metadata.len()).unwrap_or(u32::MAX));
+        body.put_u32(u32::try_from(data.payload.len()).unwrap_or(u32::MAX));
+        body.put_slice(metadata);
+        body.put_slice(&data.payload);
+    }
+    (h, body.freeze())
+}
+
 /// Lower-case hex of `bytes`, by table (`hex::encode` goes one `char` at a time).
 fn to_hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
@@ -96,6 +145,102 @@ fn to_hex(bytes: &[u8]) -> String {
 pub(crate) enum Malformed {
     Subject,
     Header(&'static str),
+    /// A batch body that does not hold exactly the announced frames.
+    Batch(BadBatch),
+}
+
+/// How a batch body disagrees with its header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BadBatch {
+    /// The body ends inside entry `entry`'s fixed part.
+    Truncated { entry: usize },
+    /// Entry `entry`'s lengths reach past the body.
+    PastBody { entry: usize },
+    /// Bytes left after the announced count.
+    Trailing { left: usize },
+}
+
+/// The frames of a message and the stamp of its first; the others follow it, one sequence
+/// number each.
+#[derive(Debug)]
+pub(crate) struct Frames {
+    pub first: Stamp,
+    pub frames: Vec<Data>,
+}
+
+/// The frames of a message on `subject`: one, or a batch's (`Y3-Batch`). A batch is taken
+/// whole or refused whole.
+pub(crate) fn decode_all(
+    prefix: &str,
+    subject: &str,
+    headers: Option<&HeaderMap>,
+    payload: Bytes,
+) -> Result<Frames, Malformed> {
+    let count = match headers.and_then(|h| h.get(name(BATCH))) {
+        None => {
+            let (data, first) = decode(prefix, subject, headers, payload)?;
+            return Ok(Frames {
+                first,
+                frames: vec![data],
+            });
+        }
+        Some(count) => count
+            .as_str()
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=MAX_BATCH_FRAMES).contains(n))
+            .ok_or(Malformed::Header(BATCH))?,
+    };
+    let tag = tag_of(prefix, subject).ok_or(Malformed::Subject)?;
+    let first = stamp(headers)?;
+    if first.seq.checked_add(count as u64).is_none() {
+        return Err(Malformed::Header(SEQ));
+    }
+    // Bounded by the constant and by what the body can hold, not by a length in it.
+    let mut frames = Vec::with_capacity(count.min(payload.len() / ENTRY_HEAD));
+    let mut rest = payload;
+    for entry in 0..count {
+        if rest.len() < ENTRY_HEAD {
+            return Err(Malformed::Batch(BadBatch::Truncated { entry }));
+        }
+        let word =
+            |at: usize| u32::from_be_bytes([rest[at], rest[at + 1], rest[at + 2], rest[at + 3]]);
+        let (hops, meta_len, payload_len) = (word(0), word(4) as usize, word(8) as usize);
+        let end = meta_len
+            .checked_add(payload_len)
+            .and_then(|n| n.checked_add(ENTRY_HEAD))
+            .filter(|&end| end <= rest.len())
+            .ok_or(Malformed::Batch(BadBatch::PastBody { entry }))?;
+        let mut entry_bytes = rest.split_to(end);
+        entry_bytes.advance(ENTRY_HEAD);
+        let payload = entry_bytes.split_off(meta_len);
+        let metadata = (meta_len > 0).then_some(entry_bytes);
+        frames.push(frame(tag, hops, metadata, payload)?);
+    }
+    if !rest.is_empty() {
+        return Err(Malformed::Batch(BadBatch::Trailing { left: rest.len() }));
+    }
+    Ok(Frames { first, frames })
+}
+
+/// The origin, epoch and sequence number of a message.
+fn stamp(headers: Option<&HeaderMap>) -> Result<Stamp, Malformed> {
+    let get = |n: &'static str| headers.and_then(|h| h.get(name(n))).map(|v| v.as_str());
+    Ok(Stamp {
+        origin: get(ORIGIN).ok_or(Malformed::Header(ORIGIN))?.to_owned(),
+        epoch: number(headers, EPOCH)?,
+        seq: number(headers, SEQ)?,
+    })
+}
+
+/// The decimal header `n`.
+fn number(headers: Option<&HeaderMap>, n: &'static str) -> Result<u64, Malformed> {
+    headers
+        .and_then(|h| h.get(name(n)))
+        .ok_or(Malformed::Header(n))?
+        .as_str()
+        .parse()
+        .map_err(|_| Malformed::Header(n))
 }
 
 /// The frame and stamp of a message on `subject`.
@@ -107,23 +252,27 @@ pub(crate) fn decode(
 ) -> Result<(Data, Stamp), Malformed> {
     let tag = tag_of(prefix, subject).ok_or(Malformed::Subject)?;
     let get = |n: &'static str| headers.and_then(|h| h.get(name(n))).map(|v| v.as_str());
-    let number = |name: &'static str| -> Result<u64, Malformed> {
-        get(name)
-            .ok_or(Malformed::Header(name))?
-            .parse()
-            .map_err(|_| Malformed::Header(name))
-    };
-    let stamp = Stamp {
-        origin: get(ORIGIN).ok_or(Malformed::Header(ORIGIN))?.to_owned(),
-        epoch: number(EPOCH)?,
-        seq: number(SEQ)?,
-    };
-    let hops = u32::try_from(number(HOPS)?).map_err(|_| Malformed::Header(HOPS))?;
+    if get(BATCH).is_some() {
+        // A batch where one frame is expected (durable tags are one frame per message).
+        return Err(Malformed::Header(BATCH));
+    }
+    let stamp = stamp(headers)?;
+    let hops = u32::try_from(number(headers, HOPS)?).map_err(|_| Malformed::Header(HOPS))?;
     let metadata = match get(METADATA) {
+        None => None,
+        Some(hexed) => Some(Bytes::from(
+            hex::decode(hexed).map_err(|_| Malformed::Header(METADATA))?,
+        )),
+    };
+    Ok((frame(tag, hops, metadata, payload)?, stamp))
+}
+
+/// The frame of `tag` with `hops`, `metadata` (msgpack; `None`: empty) and `payload`.
+fn frame(tag: u32, hops: u32, metadata: Option<Bytes>, payload: Bytes) -> Result<Data, Malformed> {
+    let metadata = match metadata {
         None => Metadata::empty(),
-        Some(hexed) => {
-            let bytes = hex::decode(hexed).map_err(|_| Malformed::Header(METADATA))?;
-            let metadata = Metadata::from_bytes(Bytes::from(bytes));
+        Some(bytes) => {
+            let metadata = Metadata::from_bytes(bytes);
             metadata
                 .validate()
                 .map_err(|_| Malformed::Header(METADATA))?;
@@ -132,7 +281,7 @@ pub(crate) fn decode(
     };
     let mut data = Data::new(tag, payload).with_metadata(metadata);
     data.hops = hops;
-    Ok((data, stamp))
+    Ok(data)
 }
 
 #[cfg(test)]
@@ -200,5 +349,145 @@ mod tests {
             Malformed::Header(ORIGIN)
         );
         assert_eq!(tag_of("y3", "y3x.tag.1"), None);
+    }
+
+    fn frames() -> Vec<Data> {
+        let mut with =
+            Data::new(0x33, Bytes::from_static(b"first")).with_metadata(Metadata::from_pairs([
+                ("yomo-tid", "t1"),
+                ("yomo-target", "x"),
+            ]));
+        with.hops = 3;
+        let bare = Data::new(0x33, Bytes::new());
+        let last = Data::new(0x33, Bytes::from(vec![7u8; 300]))
+            .with_metadata(Metadata::from_pairs([("k", "v")]));
+        vec![with, bare, last]
+    }
+
+    fn first() -> Stamp {
+        Stamp {
+            origin: "a".into(),
+            epoch: 9,
+            seq: 40,
+        }
+    }
+
+    /// A batch's headers with `count` in `Y3-Batch`.
+    fn batch_headers(count: &str) -> HeaderMap {
+        let (mut h, _) = batch(&frames(), &first());
+        h.insert(name(BATCH), count);
+        h
+    }
+
+    fn decode_batch(h: &HeaderMap, body: &[u8]) -> Result<Frames, Malformed> {
+        decode_all("y3", "y3.tag.51", Some(h), Bytes::copy_from_slice(body))
+    }
+
+    #[test]
+    fn batch_round_trip() {
+        let sent = frames();
+        let (h, body) = batch(&sent, &first());
+        assert_eq!(h.get(BATCH).unwrap().as_str(), "3");
+        assert!(h.get(HOPS).is_none() && h.get(MSG_ID).is_none());
+        assert_eq!(body.len(), sent.iter().map(entry_len).sum::<usize>());
+        let got = decode_all("y3", "y3.tag.51", Some(&h), body).unwrap();
+        assert_eq!(got.first, first());
+        assert_eq!(got.frames.len(), sent.len());
+        for (back, data) in got.frames.iter().zip(&sent) {
+            assert_eq!(back.tag, 0x33);
+            assert_eq!(back.hops, data.hops);
+            assert_eq!(back.payload, data.payload);
+            assert_eq!(back.metadata.as_bytes(), data.metadata.as_bytes());
+        }
+    }
+
+    #[test]
+    fn a_batch_of_one_is_a_plain_message() {
+        let one = &frames()[..1];
+        let (h, payload) = batch(one, &first());
+        assert!(h.get(BATCH).is_none());
+        assert_eq!(payload, one[0].payload);
+        // Read as before by any router, and as a single frame by `decode_all`.
+        let (data, stamp) = decode("y3", "y3.tag.51", Some(&h), payload.clone()).unwrap();
+        assert_eq!((data.hops, stamp), (3, first()));
+        let got = decode_all("y3", "y3.tag.51", Some(&h), payload).unwrap();
+        assert_eq!(got.frames.len(), 1);
+        assert_eq!(
+            got.frames[0].metadata.as_bytes(),
+            one[0].metadata.as_bytes()
+        );
+    }
+
+    #[test]
+    fn hostile_batches_are_malformed() {
+        let (h, body) = batch(&frames(), &first());
+        let body = body.to_vec();
+        // Count and body disagree: fewer entries than announced, or bytes left over.
+        assert_eq!(
+            decode_batch(&batch_headers("4"), &body).unwrap_err(),
+            Malformed::Batch(BadBatch::Truncated { entry: 3 })
+        );
+        assert_eq!(
+            decode_batch(&batch_headers("2"), &body).unwrap_err(),
+            Malformed::Batch(BadBatch::Trailing {
+                left: entry_len(&frames()[2])
+            })
+        );
+        // Counts out of bounds or not numbers.
+        for count in ["0", "1025", "18446744073709551616", "-1", "x", ""] {
+            assert_eq!(
+                decode_batch(&batch_headers(count), &body).unwrap_err(),
+                Malformed::Header(BATCH),
+                "{count:?}"
+            );
+        }
+        // A truncated entry: the body ends inside an entry's fixed part or its bytes.
+        assert_eq!(
+            decode_batch(&h, &body[..body.len() - 1]).unwrap_err(),
+            Malformed::Batch(BadBatch::PastBody { entry: 2 })
+        );
+        let second = entry_len(&frames()[0]);
+        assert_eq!(
+            decode_batch(&h, &body[..second + 5]).unwrap_err(),
+            Malformed::Batch(BadBatch::Truncated { entry: 1 })
+        );
+        // Lengths past the body, up to the largest (no allocation from them).
+        for (at, value) in [(4, 1000u32), (8, u32::MAX), (4, u32::MAX)] {
+            let mut bad = body.clone();
+            bad[at..at + 4].copy_from_slice(&value.to_be_bytes());
+            assert_eq!(
+                decode_batch(&h, &bad).unwrap_err(),
+                Malformed::Batch(BadBatch::PastBody { entry: 0 })
+            );
+        }
+        // Metadata that is not a msgpack string map.
+        let mut bad = body.clone();
+        bad[12] = 0xc1;
+        assert_eq!(
+            decode_batch(&h, &bad).unwrap_err(),
+            Malformed::Header(METADATA)
+        );
+        // Sequence numbers past u64, missing stamps, a bad subject.
+        let mut over = h.clone();
+        over.insert(name(SEQ), (u64::MAX - 1).to_string());
+        assert_eq!(
+            decode_batch(&over, &body).unwrap_err(),
+            Malformed::Header(SEQ)
+        );
+        let mut bare = HeaderMap::new();
+        bare.insert(name(BATCH), "3");
+        assert_eq!(
+            decode_batch(&bare, &body).unwrap_err(),
+            Malformed::Header(ORIGIN)
+        );
+        assert_eq!(
+            decode_all("y3", "y3.tag.x", Some(&h), Bytes::from(body.clone())).unwrap_err(),
+            Malformed::Subject
+        );
+        // Where one frame is expected (durable tags), a batch is refused.
+        assert_eq!(
+            decode("y3", "y3.tag.51", Some(&h), Bytes::from(body)).unwrap_err(),
+            Malformed::Header(BATCH)
+        );
     }
 }
