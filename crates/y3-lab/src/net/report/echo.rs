@@ -108,13 +108,7 @@ pub fn echo_markdown(r: &Results) -> String {
             |x| {
                 vec![
                     fig(x.value(Metric::MsgPerS), rate),
-                    format!(
-                        "{} / {} / {}",
-                        us(x.get(Metric::P50Us)),
-                        us(x.get(Metric::P99Us)),
-                        us(x.get(Metric::P999Us))
-                    )
-                    .into(),
+                    percentiles(x),
                     Cell::maybe(x.get(Metric::ServerCpuPct), |c| format!("{c:.0}%")),
                 ]
             },

@@ -73,13 +73,7 @@ pub fn federation_markdown(r: &Results) -> String {
                         case.as_str().into(),
                         format!("`{i}`").into(),
                         fig(x.value(Metric::MsgPerS), rate),
-                        format!(
-                            "{} / {} / {}",
-                            us(x.get(Metric::P50Us)),
-                            us(x.get(Metric::P99Us)),
-                            us(x.get(Metric::P999Us))
-                        )
-                        .into(),
+                        percentiles(x),
                         Cell::maybe(x.get(Metric::CpuUsPerFrame), |c| format!("{c:.1}")),
                     ],
                 );

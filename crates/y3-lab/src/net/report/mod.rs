@@ -207,6 +207,16 @@ fn us(v: Option<f64>) -> String {
     }
 }
 
+/// The cell `p50 / p99 / p999` (or whichever three latency metrics), each in µs or ms.
+fn latencies(x: &Record, metrics: [Metric; 3]) -> Cell {
+    metrics.map(|m| us(x.get(m))).join(" / ").into()
+}
+
+/// [`latencies`] of p50, p99 and p999.
+fn percentiles(x: &Record) -> Cell {
+    latencies(x, [Metric::P50Us, Metric::P99Us, Metric::P999Us])
+}
+
 fn rate(v: f64) -> String {
     crate::charts::format_value(v.round())
 }

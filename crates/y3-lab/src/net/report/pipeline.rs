@@ -53,13 +53,7 @@ pub fn pipeline_markdown(r: &Results) -> String {
                     us(x.get(Metric::LoadedP99Us))
                 )
                 .into(),
-                format!(
-                    "{} / {} / {}",
-                    us(x.get(Metric::P50Us)),
-                    us(x.get(Metric::P99Us)),
-                    us(x.get(Metric::MaxUs))
-                )
-                .into(),
+                latencies(x, [Metric::P50Us, Metric::P99Us, Metric::MaxUs]),
             ],
         );
     }

@@ -129,15 +129,7 @@ pub fn yomo_markdown(r: &Results) -> String {
         &rows,
         &["p50 / p99 / p999"],
         find,
-        |x| {
-            vec![format!(
-                "{} / {} / {}",
-                us(x.get(Metric::P50Us)),
-                us(x.get(Metric::P99Us)),
-                us(x.get(Metric::P999Us))
-            )
-            .into()]
-        },
+        |x| vec![percentiles(x)],
     );
     let mut ratios = Table::new(std::iter::once(("case".to_string(), Align::Left)).chain(
         YOMO_TARGETS.iter().map(|t| {
