@@ -36,6 +36,7 @@ use y3::{Dialect, Filter, Item, Value};
 use y3_transport::sdk::{ClientOptions, Sink, Source};
 use y3_transport::Data;
 
+use crate::data::value_for;
 use crate::net::proc::Child;
 use crate::net::Programs;
 use crate::record::{Dim, Metric, Record, Results};
@@ -65,23 +66,15 @@ pub fn filter_of(i: usize) -> String {
 
 /// Payload templates, one per selector, and the offset of the 8 send-time bytes.
 fn templates(n: usize) -> Vec<(Vec<u8>, usize)> {
-    let value = |k: u32| match (k - 1) % 7 {
-        0 => Value::Str("a".into()),
-        1 => Value::I32(-65),
-        2 => Value::U32(128),
-        3 => Value::I64(-1),
-        4 => Value::U64(u64::MAX),
-        5 => Value::F32(0.25),
-        _ => Value::F64(23.0),
-    };
     const MARK: [u8; 8] = *b"\xa5TIME\xa5\x5a\x5a";
     (0..n)
         .map(|i| {
             let children = (1..=63)
-                .map(|k| match k {
-                    1 => Item::new(1, Value::I64(i as i64)),
-                    2 => Item::new(2, Value::Bytes(MARK.to_vec())),
-                    k => Item::new(k, value(k)),
+                .filter_map(|k| match k {
+                    1 => Some(Item::new(1, Value::I64(i as i64))),
+                    2 => Some(Item::new(2, Value::Bytes(MARK.to_vec()))),
+                    // The data sets' values (never `Missing`, so every key is there).
+                    k => value_for(k).y3().map(|v| Item::new(k, v)),
                 })
                 .collect();
             // Keys below 64, short values: the encoder cannot fail here.
