@@ -187,6 +187,20 @@ struct Router {
 
 impl Router {
     fn start(dir: &Path, nodes: &[Node], node: usize, name: &str, durable: &[u32]) -> Router {
+        Router::start_with(dir, nodes, node, name, durable, "", "")
+    }
+
+    /// As [`Router::start`], with `federation` lines in its `[federation]` table and `extra`
+    /// tables after it.
+    fn start_with(
+        dir: &Path,
+        nodes: &[Node],
+        node: usize,
+        name: &str,
+        durable: &[u32],
+        federation: &str,
+        extra: &str,
+    ) -> Router {
         let config = dir.join(format!("{name}.toml"));
         let urls: Vec<String> = (0..nodes.len())
             .map(|k| format!("{:?}", nodes[(node + k) % nodes.len()].url()))
@@ -195,7 +209,7 @@ impl Router {
             &config,
             format!(
                 "[federation]\nurls = [{}]\nname = {name:?}\ndurable_tags = {durable:?}\n\
-                 [federation.stream]\nreplicas = 3\nack_wait_ms = 1000\n",
+                 {federation}\n[federation.stream]\nreplicas = 3\nack_wait_ms = 1000\n{extra}",
                 urls.join(", ")
             ),
         )
@@ -755,4 +769,67 @@ fn durable_function_router_killed_mid_stream_outputs_resent_and_sink_gets_each_o
     eprintln!("function kill test: {:?}", started.elapsed());
     drop((a, b, c, nodes));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A source faster than the NATS path, through a two-frame publish queue with one frame per
+/// NATS message: under the default `[queue]` policy (`block`) router A holds the source back
+/// and C gets every frame, in order; under `drop_oldest` A drops what does not fit and
+/// counts exactly what C missed.
+#[test]
+fn full_publish_queue_holds_the_source_back_or_drops_and_counts() {
+    let dir = temp_dir("hold");
+    let nodes = cluster(&dir);
+    let small = "publish_queue = 2\nbatch_frames = 1";
+    let a = Router::start_with(&dir, &nodes, 0, "a", &[], small, "");
+    let d = Router::start_with(
+        &dir,
+        &nodes,
+        1,
+        "d",
+        &[],
+        small,
+        "[queue]\npolicy = \"drop_oldest\"\n",
+    );
+    let c = Router::start(&dir, &nodes, 2, "c", &[]);
+    let rt = runtime();
+    rt.block_on(async {
+        let sink = Sink::connect(c.options("sink"), &[0x13]).await.unwrap();
+        wait_for("interest to reach A and D", || {
+            a.metric("y3_router_federation_remote_interest") >= 1
+                && d.metric("y3_router_federation_remote_interest") >= 1
+        });
+        let n = 20_000;
+
+        // Block: held back, nothing lost.
+        let on_c = receiving(sink, n as usize, Duration::from_secs(5));
+        send_paced(a.options("held"), 0x13, "held", n, Duration::ZERO).await;
+        let (sink, got) = on_c.await.unwrap();
+        let held = a.metric("y3_router_federation_held_total");
+        eprintln!(
+            "block: {} of {n} arrived, source held back {held} times",
+            got.len()
+        );
+        check_exact(&got, &[("held", n)]);
+        assert_eq!(a.lost("queue_full"), 0);
+        assert_eq!(c.lost("gap"), 0);
+
+        // Drop: what C missed is what D counted.
+        let on_c = receiving(sink, n as usize, Duration::from_secs(3));
+        send_paced(d.options("dropped"), 0x13, "dropped", n, Duration::ZERO).await;
+        let (_sink, got) = on_c.await.unwrap();
+        let counted = d.lost("queue_full");
+        let t = tally(&got, n);
+        eprintln!(
+            "drop_oldest: {} of {n} arrived, {counted} counted",
+            got.len()
+        );
+        assert_eq!(t.twice, 0);
+        assert_eq!(t.missing.len() as u64, counted, "missed vs counted");
+        assert_eq!(d.metric("y3_router_federation_held_total"), 0);
+        let order: Vec<u64> = got.iter().map(|(_, i, _)| *i).collect();
+        assert!(order.windows(2).all(|w| w[0] < w[1]), "out of order");
+    });
+    for r in [&a, &c, &d] {
+        assert_eq!(r.unaccounted(), 0);
+    }
 }

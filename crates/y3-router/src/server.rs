@@ -183,9 +183,13 @@ impl Router {
         let metrics = Arc::new(Metrics::new());
         metrics.budget.set_limit(config.limits.max_queued_bytes);
         let mesh = mesh::Link::from_config(&config, &metrics)?;
+        // The federation's publish queue follows the local queues' policy.
+        let hold = (config.queue.policy == crate::queue::Policy::Block)
+            .then(|| std::time::Duration::from_millis(config.queue.block_timeout_ms));
         let federation = Federation::new(
             &config.federation,
             &config.mesh.name,
+            hold,
             metrics.federation.clone(),
         )?;
         let admission = Arc::new(Admission {

@@ -23,8 +23,8 @@
 //!
 //! 1. **flat out**: the source writes `messages` stamped messages as fast as its client
 //!    goes; msg/s is the sink's, first arrival to last. A router that drops (y3's federation
-//!    publisher never holds local routing back: past its queue it drops and counts) delivers
-//!    less than it was given: the sink stops once frames stop for [`IDLE`], and what it
+//!    under `[queue] policy = "drop_oldest"`, or a NATS that stalls: past its queue it drops
+//!    and counts) delivers less than it was given: the sink stops once frames stop for [`IDLE`], and what it
 //!    missed, next to what the routers counted, is a note.
 //! 2. **paced**: `paced` messages at `rate` msg/s; one-way latency p50/p99/p999 (arrival
 //!    minus the stamp, nearest rank).

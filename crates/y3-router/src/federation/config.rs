@@ -17,8 +17,9 @@
 //! credentials_file = ""       # ... or a .creds file (JWT and nkey)
 //! tls_ca = ""                 # PEM CA to verify the servers by; implies TLS
 //! tls_required = false        # TLS even without a CA of our own (system roots)
-//! publish_queue = 8192        # frames waiting for the NATS publisher; past it: dropped,
-//!                             # counted (local routing never waits for NATS)
+//! publish_queue = 8192        # frames waiting for the NATS publisher; past it, as for a
+//!                             # slow subscriber: [queue] policy "block" holds the client
+//!                             # back while NATS takes frames, else dropped and counted
 //! batch_frames = 64          # plain frames of one tag waiting together travel as one
 //! batch_bytes = 32768         # NATS message, up to this many frames / bytes; 0 or 1: one
 //!                             # frame per message (nothing waits to fill a batch)

@@ -216,6 +216,7 @@ async fn publish(
         if n == 0 {
             return;
         }
+        fed.progressed();
         let mut stored = Vec::new();
         let mut open: Vec<Open> = Vec::new();
         for Queued { data, ticket } in batch.drain(..) {

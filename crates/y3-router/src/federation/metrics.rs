@@ -47,6 +47,8 @@ pub struct FederationMetrics {
     pub published: Counter,
     /// NATS messages published for plain frames (a batch is one).
     pub published_messages: Counter,
+    /// Times a client was held back by a full publish queue (the block policy).
+    pub held: Counter,
     /// Frames received from other routers and routed locally.
     pub received: Counter,
     /// Durable messages already delivered to the same consumer, skipped.
@@ -77,6 +79,11 @@ impl FederationMetrics {
             "published_messages",
             "NATS messages published for plain frames (a batch of frames is one)",
             self.published_messages.clone(),
+        );
+        r.register(
+            "held",
+            "Times a client was held back by a full publish queue (queue policy block)",
+            self.held.clone(),
         );
         r.register(
             "received",

@@ -14,10 +14,17 @@
 //!
 //! A frame that came from NATS is routed locally only: it is never published again, so
 //! frames do not loop between routers; a stream function's output is a new local frame (its
-//! hops, carried in the headers, still bound function loops across routers). Nothing here
-//! blocks local routing: offering a frame never waits (a full queue drops and counts), except
-//! a durable frame of a client that wants stored acknowledgements, which holds back that
-//! client alone.
+//! hops, carried in the headers, still bound function loops across routers).
+//!
+//! A full publish queue is the federation's slow subscriber, and the `[queue]` policy
+//! decides as it does for local ones. Under `block`, the client whose frame does not fit is
+//! held back (that client alone) while the publisher makes progress: NATS connected and
+//! taking frames; a hold that sees no progress for `block_timeout_ms` drops the frame
+//! (counted as `queue_full`) and marks the publisher stalled, and until it takes a frame
+//! again every frame that does not fit is dropped at once. Under `drop_oldest`, and whenever
+//! NATS is not connected, a frame that does not fit is dropped and counted at once: NATS
+//! never holds local routing back. A durable frame of a client that wants stored
+//! acknowledgements always waits for room (that client keeps its frames until stored).
 
 mod config;
 mod link;
@@ -25,7 +32,9 @@ mod metrics;
 mod wire;
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use tokio::sync::{mpsc, Notify};
 use tokio::task::JoinHandle;
@@ -68,6 +77,11 @@ pub(crate) struct Federation {
     /// that JetStream catching up after a failure does not hold plain frames back.
     queues: [mpsc::Sender<Queued>; 2],
     queued: Mutex<Vec<mpsc::Receiver<Queued>>>,
+    /// How long a client may be held back by a full publish queue that makes no progress
+    /// (`[queue] block_timeout_ms` under the block policy); `None`: never held.
+    hold: Option<Duration>,
+    /// Set when a hold timed out; cleared when the publisher takes frames again.
+    stalled: AtomicBool,
     /// Local stream functions by session.
     local: Mutex<HashMap<SessionId, Observer>>,
     /// Tags observed at other routers (what is worth publishing on core NATS).
@@ -81,13 +95,16 @@ pub(crate) struct Federation {
 }
 
 impl Federation {
-    /// The federation of `config`, or `None` when it is off.
+    /// The federation of `config`, or `None` when it is off. `hold` is how long a client may
+    /// wait for room in a publish queue that makes no progress (`None`: a frame that does
+    /// not fit is dropped at once).
     ///
     /// # Errors
     /// [`RouterError::Config`] for invalid values.
     pub fn new(
         config: &FederationConfig,
         mesh_name: &str,
+        hold: Option<Duration>,
         metrics: FederationMetrics,
     ) -> Result<Option<Arc<Federation>>, RouterError> {
         config.validate()?;
@@ -128,6 +145,8 @@ impl Federation {
             metrics,
             queues: [plain, durable],
             queued: Mutex::new(vec![plain_rx, durable_rx]),
+            hold,
+            stalled: AtomicBool::new(false),
             local: Mutex::new(HashMap::new()),
             remote: RwLock::new(Arc::new(HashSet::new())),
             changed: Notify::new(),
@@ -141,9 +160,10 @@ impl Federation {
     /// (queued, or dropped and counted as [`Lost::QueueFull`]). `ticket` is done when the
     /// frame is stored: at once, unless the tag is durable, then by the publisher.
     ///
-    /// Never waits, except for a durable frame of a client that wants acknowledgements: that
-    /// client is held back while the queue is full (its frames must be stored, and it keeps
-    /// them until then); everyone else's frames go on being routed.
+    /// Waits only for room in a full queue: under the block policy while the publisher makes
+    /// progress (see the module's notes), and always for a durable frame of a client that
+    /// wants acknowledgements (its frames must be stored, and it keeps them until then).
+    /// Only the offering client waits; everyone else's frames go on being routed.
     pub async fn offer(&self, data: &Data, ticket: Option<Ticket>) -> bool {
         let tag = data.tag;
         let durable = self.config.is_durable(tag);
@@ -172,12 +192,48 @@ impl Federation {
         let queued = if item.ticket.is_some() {
             queue.send(item).await.is_ok()
         } else {
-            queue.try_send(item).is_ok()
+            match queue.try_send(item) {
+                Ok(()) => true,
+                Err(mpsc::error::TrySendError::Full(item)) => self.hold_for_room(queue, item).await,
+                Err(mpsc::error::TrySendError::Closed(_)) => false,
+            }
         };
         if !queued {
             self.metrics.lost(Lost::QueueFull, 1);
         }
         true
+    }
+
+    /// Waits for room for `item` in the full `queue` while the block policy allows it: NATS
+    /// connected, the publisher not stalled, and a frame taken within the hold time.
+    async fn hold_for_room(&self, queue: &mpsc::Sender<Queued>, item: Queued) -> bool {
+        let Some(hold) = self.hold else {
+            return false;
+        };
+        if self.metrics.connected.get() != 1 || self.stalled.load(Ordering::Relaxed) {
+            return false;
+        }
+        self.metrics.held.inc();
+        match tokio::time::timeout(hold, queue.send(item)).await {
+            Ok(sent) => sent.is_ok(),
+            Err(_) => {
+                if !self.stalled.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        router = %self.name,
+                        "federation: publisher took no frame in {hold:?}; dropping what does \
+                         not fit until it does"
+                    );
+                }
+                false
+            }
+        }
+    }
+
+    /// The publisher took frames from its queue: clients may be held back again.
+    fn progressed(&self) {
+        if self.stalled.load(Ordering::Relaxed) {
+            self.stalled.store(false, Ordering::Relaxed);
+        }
     }
 
     /// A local stream function `name` (session `session`) observes `tags`.
