@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use common::serve::{Launch, Serve};
 use common::WAIT;
+use futures_util::StreamExt;
 use y3_transport::frame::Data;
 use y3_transport::metadata::Metadata;
 use y3_transport::sdk::{ClientOptions, DurableSource, Sink, Source, StreamFunction};
@@ -832,4 +833,82 @@ fn full_publish_queue_holds_the_source_back_or_drops_and_counts() {
     for r in [&a, &c, &d] {
         assert_eq!(r.unaccounted(), 0);
     }
+}
+
+/// A router older than batches (a NATS client that announces interest the way such a router
+/// does, without `Y3-Reads-Batches`) gets one frame per message; once it announces that it
+/// reads batches, a burst travels in batches.
+#[test]
+fn batches_only_to_routers_that_read_them() {
+    let dir = temp_dir("negotiate");
+    let nodes = cluster(&dir);
+    let a = Router::start(&dir, &nodes, 0, "a", &[]);
+    let rt = runtime();
+    rt.block_on(async {
+        let old = async_nats::connect(nodes[1].url()).await.unwrap();
+        let mut sub = old.subscribe("y3.tag.20").await.unwrap();
+        let announce = |reads_batches: bool| {
+            let old = old.clone();
+            async move {
+                let mut h = async_nats::HeaderMap::new();
+                if reads_batches {
+                    h.insert("Y3-Reads-Batches", "1");
+                }
+                old.publish_with_headers("y3.interest.old", h, "20".into())
+                    .await
+                    .unwrap();
+                old.flush().await.unwrap();
+            }
+        };
+        // Announced again until A, which connects in the background, has heard it (a router
+        // announces every 5 s).
+        let start = Instant::now();
+        loop {
+            announce(false).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if a.metric("y3_router_federation_remote_interest") >= 1 {
+                break;
+            }
+            assert!(start.elapsed() < WAIT, "A never heard the old router");
+        }
+        let (messages, frames, batches) = burst(a.options("s1"), "s1", &mut sub).await;
+        eprintln!("old router: {frames} frames in {messages} messages");
+        assert_eq!((messages, batches), (frames, 0));
+
+        announce(true).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let (messages, frames, batches) = burst(a.options("s2"), "s2", &mut sub).await;
+        eprintln!("reads batches: {frames} frames in {messages} messages");
+        assert!(batches > 0, "no batch once the router reads them");
+    });
+    assert_eq!(a.lost("queue_full"), 0);
+}
+
+/// Sends 3,000 frames of tag 20 as source `name` without pauses and reads them on `sub`:
+/// (NATS messages, frames, messages that were batches).
+async fn burst(
+    options: ClientOptions,
+    name: &'static str,
+    sub: &mut async_nats::Subscriber,
+) -> (u64, u64, u64) {
+    let n = 3000u64;
+    let sent = tokio::spawn(send_paced(options, 20, name, n, Duration::ZERO));
+    let (mut messages, mut frames, mut batches) = (0u64, 0u64, 0u64);
+    while frames < n {
+        let msg = tokio::time::timeout(Duration::from_secs(5), sub.next())
+            .await
+            .expect("frames stopped")
+            .unwrap();
+        let count = msg
+            .headers
+            .as_ref()
+            .and_then(|h| h.get("Y3-Batch"))
+            .map_or(1, |v| v.as_str().parse::<u64>().unwrap());
+        messages += 1;
+        frames += count;
+        batches += u64::from(count > 1);
+    }
+    sent.await.unwrap();
+    assert_eq!(frames, n);
+    (messages, frames, batches)
 }

@@ -217,6 +217,8 @@ async fn publish(
             return;
         }
         fed.progressed();
+        // A tag that a router which does not read batches observes: one frame per message.
+        let remote = fed.remote.read().unwrap_or_else(|e| e.into_inner()).clone();
         let mut stored = Vec::new();
         let mut open: Vec<Open> = Vec::new();
         for Queued { data, ticket } in batch.drain(..) {
@@ -248,7 +250,7 @@ async fn publish(
             // Plain: joins the frames of its subject waiting in this round, up to the bound.
             let len = wire::entry_len(&data);
             let at = match open.iter().position(|o| o.frames[0].tag == data.tag) {
-                Some(at) if open[at].fits(len, &fed.config) => at,
+                Some(at) if open[at].fits(len, &fed.config, &remote) => at,
                 Some(at) => {
                     let full = open.swap_remove(at);
                     send_plain(&fed, &client, &prefix, full).await;
@@ -288,9 +290,12 @@ impl Open {
     }
 
     /// Whether a frame of `len` bytes (as an entry) joins this message
-    /// (`federation.batch_frames`, `federation.batch_bytes`).
-    fn fits(&self, len: usize, config: &super::FederationConfig) -> bool {
-        self.frames.len() < config.batch_frames && self.bytes + len <= config.batch_bytes
+    /// (`federation.batch_frames`, `federation.batch_bytes`; never for a tag that a router
+    /// which does not read batches observes).
+    fn fits(&self, len: usize, config: &super::FederationConfig, remote: &super::Remote) -> bool {
+        self.frames.len() < config.batch_frames
+            && self.bytes + len <= config.batch_bytes
+            && !remote.unbatched.contains(&self.frames[0].tag)
     }
 }
 
@@ -430,7 +435,7 @@ async fn interest(
             return;
         }
     };
-    let mut remote: HashMap<String, (HashSet<u32>, Instant)> = HashMap::new();
+    let mut remote: HashMap<String, Heard> = HashMap::new();
     let mut plain: HashMap<u32, Task> = HashMap::new();
     let mut durable: HashMap<(Arc<str>, u32), Task> = HashMap::new();
     let mut announced: Option<HashSet<u32>> = None;
@@ -487,6 +492,7 @@ async fn interest(
             // the subscription in place.
             let _ = client.flush().await;
             let mut headers = HeaderMap::new();
+            headers.insert(wire::READS_BATCHES, "1");
             if sync {
                 headers.insert("Y3-Sync", "1");
             }
@@ -506,7 +512,7 @@ async fn interest(
             _ = tick.tick() => {
                 announced = None;
                 let now = Instant::now();
-                remote.retain(|_, (_, at)| now.duration_since(*at) < 3 * ANNOUNCE_EVERY);
+                remote.retain(|_, h| now.duration_since(h.at) < 3 * ANNOUNCE_EVERY);
                 publish_remote(&fed, &remote);
             }
             msg = heard.next() => {
@@ -520,11 +526,17 @@ async fn interest(
                     .split(',')
                     .filter_map(|t| t.parse().ok())
                     .collect();
-                if msg.headers.as_ref().is_some_and(|h| h.get("Y3-Sync").is_some()) {
+                let header = |name: &str| msg.headers.as_ref().is_some_and(|h| h.get(name).is_some());
+                if header("Y3-Sync") {
                     // A router (re)started: tell it what we observe.
                     announced = None;
                 }
-                remote.insert(router.to_owned(), (tags, Instant::now()));
+                let heard = Heard {
+                    tags,
+                    reads_batches: header(wire::READS_BATCHES),
+                    at: Instant::now(),
+                };
+                remote.insert(router.to_owned(), heard);
                 publish_remote(&fed, &remote);
             }
         }
@@ -536,14 +548,28 @@ async fn interest(
     }
 }
 
-fn publish_remote(fed: &Federation, remote: &HashMap<String, (HashSet<u32>, Instant)>) {
-    let tags: HashSet<u32> = remote
-        .values()
-        .flat_map(|(t, _)| t.iter().copied())
-        .collect();
-    let pairs: usize = remote.values().map(|(t, _)| t.len()).sum();
+/// Another router's latest announcement.
+struct Heard {
+    /// The tags its functions observe.
+    tags: HashSet<u32>,
+    /// Whether it reads batches (`Y3-Reads-Batches`); a router older than batches does not
+    /// say so, and gets one frame per message.
+    reads_batches: bool,
+    /// When it was heard.
+    at: Instant,
+}
+
+fn publish_remote(fed: &Federation, remote: &HashMap<String, Heard>) {
+    let mut interest = super::Remote::default();
+    for h in remote.values() {
+        interest.tags.extend(h.tags.iter().copied());
+        if !h.reads_batches {
+            interest.unbatched.extend(h.tags.iter().copied());
+        }
+    }
+    let pairs: usize = remote.values().map(|h| h.tags.len()).sum();
     fed.metrics.remote_interest.set(pairs as i64);
-    *fed.remote.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(tags);
+    *fed.remote.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(interest);
 }
 
 /// A task aborted when dropped (a subscription or consumer nobody wants any more).

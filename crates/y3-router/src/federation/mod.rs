@@ -57,6 +57,15 @@ struct Queued {
     ticket: Option<Ticket>,
 }
 
+/// The other routers' interest, as last heard.
+#[derive(Debug, Default)]
+struct Remote {
+    /// Tags observed at other routers.
+    tags: HashSet<u32>,
+    /// Those of them observed by a router that does not read batches.
+    unbatched: HashSet<u32>,
+}
+
 /// A local stream function's interest.
 #[derive(Debug, Clone)]
 struct Observer {
@@ -84,8 +93,8 @@ pub(crate) struct Federation {
     stalled: AtomicBool,
     /// Local stream functions by session.
     local: Mutex<HashMap<SessionId, Observer>>,
-    /// Tags observed at other routers (what is worth publishing on core NATS).
-    remote: RwLock<Arc<HashSet<u32>>>,
+    /// What other routers observe (what is worth publishing on core NATS, and how).
+    remote: RwLock<Arc<Remote>>,
     /// Signalled when `local` changes.
     changed: Notify,
     /// Cancelled when the router closes: the publisher empties its queue and stops.
@@ -148,7 +157,7 @@ impl Federation {
             hold,
             stalled: AtomicBool::new(false),
             local: Mutex::new(HashMap::new()),
-            remote: RwLock::new(Arc::new(HashSet::new())),
+            remote: RwLock::new(Arc::new(Remote::default())),
             changed: Notify::new(),
             finishing: CancellationToken::new(),
             publishers: Mutex::new(Vec::new()),
@@ -173,6 +182,7 @@ impl Federation {
                     .remote
                     .read()
                     .unwrap_or_else(|e| e.into_inner())
+                    .tags
                     .contains(&tag));
         let ticket = match ticket {
             Some(ticket) if !(wanted && durable) => {

@@ -33,6 +33,8 @@ pub(crate) const HOPS: &str = "Y3-Hops";
 pub(crate) const METADATA: &str = "Y3-Metadata";
 pub(crate) const MSG_ID: &str = "Nats-Msg-Id";
 pub(crate) const BATCH: &str = "Y3-Batch";
+/// On an interest announcement: the announcing router reads batches (`spec/federation.md`).
+pub(crate) const READS_BATCHES: &str = "Y3-Reads-Batches";
 
 /// The most frames one batch may carry (`federation.batch_frames` is bounded by it); a
 /// message announcing more is malformed.
