@@ -396,7 +396,7 @@ fn start_broker(opts: &Options, imp: &str) -> Result<Broker> {
                 .programs
                 .nats_server
                 .as_ref()
-                .context("nats-server not installed (apt-get install nats-server)")?;
+                .context(crate::net::NATS_SERVER_MISSING)?;
             let port = free_port()?;
             let args: Vec<String> = vec![
                 "-a".into(),
@@ -681,7 +681,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
     }
     if crate::net::NATS_ENABLED && impls.contains(&"nats") && opts.programs.nats_server.is_none() {
         impls.retain(|i| *i != "nats");
-        notes.push("nats skipped: nats-server not installed (apt-get install nats-server)".into());
+        notes.push(format!("nats skipped: {}", crate::net::NATS_SERVER_MISSING));
     }
     if !crate::net::ZENOH_ENABLED && impls.iter().any(|i| i.starts_with("zenoh")) {
         impls.retain(|i| !i.starts_with("zenoh"));

@@ -131,15 +131,7 @@ pub struct Options {
 }
 
 fn nats_server() -> Result<PathBuf> {
-    if let Some(bin) = std::env::var_os("NATS_SERVER_BIN") {
-        return Ok(bin.into());
-    }
-    let tools = PathBuf::from("target/tools/bin/nats-server");
-    if tools.is_file() {
-        return Ok(tools);
-    }
-    proc::which("nats-server")
-        .ok_or_else(|| anyhow!("nats-server not found (NATS_SERVER_BIN, target/tools/bin, PATH)"))
+    crate::net::find_nats_server().ok_or_else(|| anyhow!(crate::net::NATS_SERVER_MISSING))
 }
 
 fn free_port() -> Result<u16> {

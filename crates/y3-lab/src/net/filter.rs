@@ -113,9 +113,10 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
     if !crate::net::NATS_ENABLED {
         notes.push("nats-filter skipped: built without the y3-lab feature net-nats".into());
     } else if opts.programs.nats_server.is_none() {
-        notes.push(
-            "nats-filter skipped: nats-server not installed (apt-get install nats-server)".into(),
-        );
+        notes.push(format!(
+            "nats-filter skipped: {}",
+            crate::net::NATS_SERVER_MISSING
+        ));
     } else {
         bar.set_message("nats-filter");
         rows.push(rt.block_on(run_variant(opts, "nats-filter"))?);
@@ -366,7 +367,7 @@ fn start_broker(opts: &Options, variant: &str) -> Result<(Child, Endpoint)> {
             .programs
             .nats_server
             .as_ref()
-            .context("nats-server not installed (apt-get install nats-server)")?;
+            .context(crate::net::NATS_SERVER_MISSING)?;
         let port = crate::net::e2e::free_port()?;
         let args: Vec<String> = vec![
             "-a".into(),

@@ -125,15 +125,12 @@ pub struct Programs {
 
 impl Programs {
     /// The lab binary `lab`, the `y3` next to it, plus whatever peers are found
-    /// (`bench/cpp/build`, `PATH`, `/usr/sbin`).
+    /// (`bench/cpp/build`; nats-server as [`find_nats_server`] finds it).
     pub fn find(lab: PathBuf, asio: Option<PathBuf>) -> Programs {
         let asio = asio
             .or_else(|| Some(PathBuf::from("bench/cpp/build/pingpong_asio")))
             .filter(|p| p.is_file());
-        let nats_server = proc::which("nats-server").or_else(|| {
-            let p = PathBuf::from("/usr/sbin/nats-server");
-            p.is_file().then_some(p)
-        });
+        let nats_server = find_nats_server();
         let y3 = lab.with_file_name(format!("y3{}", std::env::consts::EXE_SUFFIX));
         Programs {
             lab,
@@ -163,6 +160,26 @@ impl Programs {
         all.extend(args.iter().cloned());
         proc::Child::spawn(name, &self.lab, &all, cpus)
     }
+}
+
+/// What the lab says when [`find_nats_server`] finds none.
+pub const NATS_SERVER_MISSING: &str =
+    "nats-server not found (NATS_SERVER_BIN, target/tools/bin, PATH; scripts/test.sh installs it)";
+
+/// `nats-server`: `NATS_SERVER_BIN`, else `target/tools/bin` (where `scripts/test.sh`
+/// installs it), else `PATH`, else Debian's `/usr/sbin`.
+pub fn find_nats_server() -> Option<PathBuf> {
+    if let Some(bin) = std::env::var_os("NATS_SERVER_BIN") {
+        return Some(bin.into());
+    }
+    let tools = PathBuf::from("target/tools/bin/nats-server");
+    if tools.is_file() {
+        return Some(tools);
+    }
+    proc::which("nats-server").or_else(|| {
+        let p = PathBuf::from("/usr/sbin/nats-server");
+        p.is_file().then_some(p)
+    })
 }
 
 /// Starts a lab server child (`y3-lab net server KIND --threads T ...`) and waits
