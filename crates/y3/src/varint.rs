@@ -60,6 +60,20 @@ pub fn pvarint_write(v: i64, out: &mut [u8; 10]) -> usize {
 /// the terminating group, [`DecodeError::VarintOverflow`] when the value does not fit.
 #[inline]
 pub fn pvarint_read(value: &[u8], bits: u32) -> Result<i64, DecodeError> {
+    // The usual small values, one or two groups (-64..=63, -8192..=8191): straight-line,
+    // and in range for every width.
+    match *value {
+        [a] if a & 0x80 == 0 => return Ok(((a as i64) << 57) >> 57),
+        [a, b] if a & 0x80 != 0 && b & 0x80 == 0 => {
+            return Ok(((((a & 0x7f) as i64) << 57) >> 50) | b as i64)
+        }
+        _ => {}
+    }
+    pvarint_read_groups(value, bits)
+}
+
+/// [`pvarint_read`] of any length, one group at a time.
+fn pvarint_read_groups(value: &[u8], bits: u32) -> Result<i64, DecodeError> {
     let (&first, rest) = value.split_first().ok_or(DecodeError::InvalidLength {
         len: 0,
         min: 1,
@@ -318,6 +332,22 @@ mod tests {
                 .kind(),
             "varint_overflow"
         );
+    }
+
+    #[test]
+    fn pvarint_small_value_paths_agree_with_the_group_reader() {
+        // Every one- and two-byte value, at both widths.
+        let ones = (0..=255u8).map(|a| vec![a]);
+        let twos = (0..=255u8).flat_map(|a| (0..=255u8).map(move |b| vec![a, b]));
+        for v in ones.chain(twos) {
+            for bits in [32, 64] {
+                assert_eq!(
+                    pvarint_read(&v, bits),
+                    pvarint_read_groups(&v, bits),
+                    "{v:02x?} at {bits} bits"
+                );
+            }
+        }
     }
 
     #[test]
