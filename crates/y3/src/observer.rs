@@ -500,6 +500,17 @@ impl Observer {
         self
     }
 
+    /// The same observer with every skip run off as well (the fast path, the chunk loop of
+    /// `skim_inside`, the skip run of the walk): each header read by the general machine's
+    /// header parser, the reference the harness compares chunked input against.
+    #[cfg(feature = "__harness")]
+    #[doc(hidden)]
+    pub fn without_skip_runs(mut self) -> Observer {
+        self.fast = false;
+        self.run = false;
+        self
+    }
+
     fn can_walk_fast(&self) -> bool {
         self.all == 1 && !self.validate && self.config.dialect.has_node_flag()
     }
