@@ -633,11 +633,12 @@ impl Observer {
     pub fn feed<'a>(&'a mut self, input: &'a [u8]) -> Result<Fed<'a>, DecodeError> {
         // Whole packets for one path from a top-level boundary: the fast path, inlined into
         // the caller; everything else (and whatever it gives up on) is the general walk.
+        // `parents` first: a chunk inside a node (most chunks of chunked input) leaves at once.
         if self.fast
+            && self.parents.is_empty()
             && !self.catch_up
             && self.state == State::Head
             && self.hlen == 0
-            && self.parents.is_empty()
             && first_may_fit(input)
         {
             if let Some(fed) = self.feed_fast(input) {
@@ -712,16 +713,15 @@ impl Observer {
         }
     }
 
-    /// The usual chunk of chunked input, in one loop: the chunk ends inside the current node
-    /// (or at the top level), so that no node closes in it and the walk needs only an
-    /// offset. It finishes the value skipped across chunks, the header split after its tag
-    /// byte or the taken value that straddled chunks that the chunk begins with, then reads
-    /// headers with one- and two-byte lengths: it skips what the skip run skips, takes a
-    /// value to take, enters a node that goes on past the chunk (the first chunk of a
-    /// packet), counting top-level packets as `check_bounds` does; it ends inside a value,
-    /// at a header or after a tag byte. [`Inside::No`] (nothing changed) leaves any other
-    /// chunk to [`skim`](Observer::skim); [`Inside::Walk`] hands the first header it does
-    /// not decide (a longer length, an error, anything else) to the walk, the state
+    /// The usual chunk of chunked input, in one loop that keeps its place in locals: it
+    /// finishes the value skipped across chunks, the header split after its tag byte or the
+    /// taken value that straddled chunks that the chunk begins with, then reads headers with
+    /// one- and two-byte lengths: it skips what the skip run skips, takes a value to take,
+    /// enters a node within the depth limit and closes every node that ends in the chunk (as
+    /// `after_value` does), counting top-level packets as `check_bounds` does; it ends inside
+    /// a value, at a header or after a tag byte. [`Inside::No`] (nothing changed) leaves any
+    /// other chunk to [`skim`](Observer::skim); [`Inside::Walk`] hands the first header it
+    /// does not decide (a longer length, an error, anything else) to the walk, the state
     /// committed up to it.
     #[inline(always)]
     fn skim_inside(&mut self, input: &[u8]) -> Inside {
@@ -730,33 +730,19 @@ impl Observer {
         }
         let base = self.pos;
         let len = input.len();
-        // The current node's bytes from the input's start: more than the input holds.
-        let node = self.cur.end - base;
-        if node <= len as u64 {
-            return Inside::No;
-        }
-        // `node > len`; a node longer than memory is as good as endless here.
-        let mut node = usize::try_from(node).unwrap_or(usize::MAX);
-        // At the top level every header read begins a packet (counted as `check_bounds`
-        // counts it); entering a node leaves it.
-        let mut top = self.parents.is_empty();
         let mut off = match (self.state, self.hlen) {
             (State::Head, 0) => 0,
             (State::Skip { end }, _) => {
                 let left = end - base;
-                if left >= len as u64 {
-                    // Still inside the value, or at its end with the input.
-                    if left == len as u64 {
-                        self.state = State::Head;
-                    }
+                if left > len as u64 {
+                    // Still inside the value (so inside its node too).
                     return Inside::Done;
                 }
-                // `left < len`, a usize.
+                // `left <= len`, a usize; the loop closes the nodes that end with the value.
                 left as usize
             }
             (State::Take { end, sub, tag }, _) => {
-                // The rest of a taken value that straddles chunks (`step_take`); it ends
-                // before the node does.
+                // The rest of a taken value that straddles chunks (`step_take`).
                 let left = end - base;
                 if left > len as u64 {
                     self.assembled.extend_from_slice(input);
@@ -765,9 +751,6 @@ impl Observer {
                 // `left <= len`, a usize.
                 let left = left as usize;
                 self.assembled.extend_from_slice(&input[..left]);
-                self.state = State::Head;
-                self.pos = end;
-                self.catch_up = true;
                 let value_len = self.assembled.len();
                 self.hit = Hit {
                     sub,
@@ -778,29 +761,58 @@ impl Observer {
                     depth: self.parents.len() as u32 + 1,
                     assembled: true,
                 };
+                self.state = State::Head;
+                self.after_value(end);
+                self.pos = end;
+                self.catch_up = true;
                 return Inside::Found(left);
             }
             (State::Head, 1) => {
                 // The header began one byte before the input: skipped whole, as the skip
-                // run would have (`skim_split_header`).
+                // run would have (`skim_split_header`), when its value lies in the node.
                 let tag = self.hbuf[0];
                 let Some(&l) = input.first() else {
                     return Inside::No;
                 };
                 let next = 1 + l as usize;
-                if l >= 0x40 || self.stops(tag) || next > node {
+                if l >= 0x40 || self.stops(tag) || next as u64 > self.cur.end - base {
                     return Inside::No;
                 }
                 self.hlen = 0;
-                if top {
+                if self.parents.is_empty() {
                     self.started += 1;
                 }
                 next
             }
             _ => return Inside::No,
         };
+        // At the top level every header read begins a packet (counted as `check_bounds`
+        // counts it): `heads` counts the headers the run skipped, added to `started` (at
+        // the top level) before the levels change and on the way out.
+        let mut heads = 0u64;
+        // The current node's end from the input's start (a node longer than memory is as
+        // good as endless here), and where the loop must look up from its headers: the
+        // node's end or the input's, whichever comes first.
+        let mut node = usize::try_from(self.cur.end - base).unwrap_or(usize::MAX);
+        let mut bound = node.min(len);
         loop {
-            if off >= len {
+            off = skip_within(&input[..bound], off, node, &self.cur.stop, &mut heads);
+            if off >= bound {
+                if self.parents.is_empty() {
+                    self.started += heads;
+                }
+                heads = 0;
+                // `off <= node` holds: every value read lies inside its node.
+                if off == node && off <= len {
+                    // The node ends here (with every enclosing one that ends with it).
+                    self.after_value(base + off as u64);
+                    node = usize::try_from(self.cur.end - base).unwrap_or(usize::MAX);
+                    bound = node.min(len);
+                    if off < len {
+                        continue;
+                    }
+                }
+                // At the input's end, or inside a value that runs past it.
                 self.state = if off == len {
                     State::Head
                 } else {
@@ -810,32 +822,29 @@ impl Observer {
                 };
                 return Inside::Done;
             }
+            // A header the run left here: one that needs a decision, one cut by the
+            // input's end, one whose value runs past its node.
+            if self.parents.is_empty() {
+                self.started += heads;
+            }
+            heads = 0;
             let tag = input[off];
             let Some(&l) = input.get(off + 1) else {
-                // Cut after the tag byte (`off + 1 == len < node`: the header can still fit
-                // in the node): kept, as `read_header` keeps it, when the tag byte is valid.
+                // Cut after the tag byte (`off + 1 == len`): kept, as `read_header` keeps
+                // it, when the tag byte is valid and the header can still fit in the node.
                 self.state = State::Head;
-                if tag & 0xc0 == 0x40 {
+                if tag & 0xc0 == 0x40 || node <= off + 1 {
                     return Inside::Walk(off);
                 }
                 self.hbuf[0] = tag;
                 self.hlen = 1;
                 return Inside::Done;
             };
-            // The skip run's header, skipped: a tag byte it does not stop at (every invalid
-            // one stops it), a one-group length (0..=63, under any limit the run allows), a
-            // value inside the node.
             if l < 0x40 && !self.stops(tag) {
-                let next = off + 2 + l as usize;
-                if next > node {
-                    self.state = State::Head;
-                    return Inside::Walk(off);
-                }
-                if top {
-                    self.started += 1;
-                }
-                off = next;
-                continue;
+                // The run leaves such a header only when its value runs past its node: the
+                // walk's to report.
+                self.state = State::Head;
+                return Inside::Walk(off);
             }
             // PVarInt lengths of one group or two (64..=8191, held to the limit); anything
             // else is the walk's.
@@ -864,36 +873,41 @@ impl Observer {
                 self.state = State::Head;
                 return Inside::Walk(off);
             }
-            if !self.stops(tag) {
+            let action = if self.stops(tag) {
+                // A header that needs a decision (`step_head`).
+                self.decide(&Header {
+                    tag: Tag::from_byte(tag),
+                    len: value as u64,
+                    head_len: head,
+                })
+            } else {
                 // A two-group length the skip run leaves to the walk: skipped here.
-                if top {
-                    self.started += 1;
-                }
-                off = next;
-                continue;
-            }
-            // A header that needs a decision (`step_head`).
-            let h = Header {
-                tag: Tag::from_byte(tag),
-                len: value as u64,
-                head_len: head,
+                Action::Skip
             };
-            match self.decide(&h) {
-                Action::Take(sub) => {
-                    if top {
+            match action {
+                Action::Skip => {
+                    if self.parents.is_empty() {
                         self.started += 1;
                     }
+                    off = next;
+                }
+                Action::Take(sub) => {
+                    if self.parents.is_empty() {
+                        self.started += 1;
+                    }
+                    let tag = Tag::from_byte(tag);
                     if next <= len {
-                        self.state = State::Head;
                         self.hit = Hit {
                             sub,
-                            tag: h.tag,
+                            tag,
                             start: off + head,
                             len: value,
                             head_len: head,
                             depth: self.parents.len() as u32 + 1,
                             assembled: false,
                         };
+                        self.state = State::Head;
+                        self.after_value(base + next as u64);
                         self.pos = base + next as u64;
                         return Inside::Found(next);
                     }
@@ -903,28 +917,26 @@ impl Observer {
                     self.state = State::Take {
                         end: base + next as u64,
                         sub,
-                        tag: h.tag,
+                        tag,
                     };
                     return Inside::Done;
                 }
-                // A node that goes on past the input, within the depth limit: entered, and
-                // the loop goes on in it (its end is past the input too).
+                // A node within the depth limit: entered, and the loop goes on in it (an
+                // empty one closes at the loop's head).
                 Action::Enter(active)
-                    if next > len
-                        && (self.parents.len() as u64 + 1)
-                            < self.config.limits.max_depth as u64 =>
+                    if (self.parents.len() as u64 + 1) < self.config.limits.max_depth as u64 =>
                 {
-                    if top {
+                    if self.parents.is_empty() {
                         self.started += 1;
                     }
                     let level = self.level(base + next as u64, active, self.parents.len() + 1);
                     self.parents.push(self.cur);
                     self.cur = level;
                     node = next;
+                    bound = node.min(len);
                     off += head;
-                    top = false;
                 }
-                _ => {
+                Action::Enter(_) => {
                     self.state = State::Head;
                     return Inside::Walk(off);
                 }
@@ -1485,6 +1497,39 @@ impl Observer {
             }
         }
     }
+}
+
+/// The skip run of [`Observer::skim_inside`]: from `off`, steps over every header in
+/// `bytes` (the input, up to the current node's end where that comes first) that is simply
+/// skipped: a tag byte the level's `stop` set does not hold (it holds every invalid one), a
+/// one-group length (0..=63, under any limit the run allows) and a value inside the node,
+/// which ends at offset `node`. Counts them in `heads` and returns the offset of the first
+/// header it leaves, or the end of a value that runs past `bytes` (inside the node: the
+/// usual end of a chunk), or `off` where that is past `bytes` already.
+#[inline(always)]
+fn skip_within(
+    bytes: &[u8],
+    mut off: usize,
+    node: usize,
+    stop: &[u64; 4],
+    heads: &mut u64,
+) -> usize {
+    while let Some(&[tag, l]) = bytes.get(off..off + 2) {
+        if l >= 0x40 || (stop[(tag >> 6) as usize] >> (tag & 0x3f)) & 1 != 0 {
+            break;
+        }
+        let next = off + 2 + l as usize;
+        if next > bytes.len() {
+            if next <= node {
+                *heads += 1;
+                off = next;
+            }
+            break;
+        }
+        off = next;
+        *heads += 1;
+    }
+    off
 }
 
 /// False when the first packet of `input` (a top-level boundary) certainly runs past its
