@@ -537,15 +537,18 @@ impl Observer {
     /// A level ending at `end` whose headers sit at path index `depth`.
     #[inline(always)]
     fn level(&self, end: u64, active: u64, depth: usize) -> Level {
+        // Ids of 64 and above never occur in the one-byte dialects the skip run serves.
+        let bit = |id: u32| if id < 64 { 1u64 << id } else { 0 };
         let mut interest = 0u64;
-        let mut bits = active;
-        while bits != 0 {
-            let i = bits.trailing_zeros() as usize;
-            bits &= bits - 1;
-            let id = self.paths.get(i).ids[depth];
-            // Ids of 64 and above never occur in the one-byte dialects the skip run serves.
-            if id < 64 {
-                interest |= 1 << id;
+        if let (Some(path), 1) = (&self.paths.first, active) {
+            // Only the first path (every `get`, most observers): no walk over the set.
+            interest = bit(path.ids[depth]);
+        } else {
+            let mut bits = active;
+            while bits != 0 {
+                let i = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                interest |= bit(self.paths.get(i).ids[depth]);
             }
         }
         let nodes = if self.validate { u64::MAX } else { interest };
@@ -1450,6 +1453,16 @@ impl Observer {
         let mut take = 0u64;
         let mut enter = 0u64;
         let mut active = self.cur.active;
+        if let (Some(path), 1) = (&self.paths.first, active) {
+            // Only the first path active (every `get`, most observers): no walk over the set.
+            active = 0;
+            if path.ids[depth] == id {
+                if path.len == depth + 1 {
+                    return Action::Take(0);
+                }
+                enter = 1;
+            }
+        }
         while active != 0 {
             let i = active.trailing_zeros() as usize;
             active &= active - 1;
