@@ -648,16 +648,7 @@ impl Observer {
                 return Ok(fed);
             }
         }
-        let progress = self.feed_general(input)?;
-        let observed = if progress.found {
-            Some(self.observed(input))
-        } else {
-            None
-        };
-        Ok(Fed {
-            consumed: progress.consumed,
-            observed,
-        })
+        self.feed_general(input)
     }
 
     /// The value the general walk just completed (`self.hit`).
@@ -684,7 +675,7 @@ impl Observer {
     /// chunk that only skims makes no call), and only a header that needs a decision (or a
     /// split one) goes on to the whole machine in [`walk`](Observer::walk).
     #[inline(always)]
-    fn feed_general(&mut self, input: &[u8]) -> Result<Progress, DecodeError> {
+    fn feed_general<'a>(&'a mut self, input: &'a [u8]) -> Result<Fed<'a>, DecodeError> {
         self.walked = true;
         if self.catch_up {
             self.assembled.clear();
@@ -693,26 +684,41 @@ impl Observer {
                 self.open_pending();
             }
         }
+        // Each way out builds its `Fed` where it is, so that the usual one (the whole chunk
+        // consumed, nothing found) stays a straight line.
         let off = match self.skim_inside(input) {
-            Inside::Done => None,
-            Inside::Walk(off) => Some(off),
+            Inside::Walk(off) => off,
             Inside::Found(consumed) => {
-                return Ok(Progress {
+                return Ok(Fed {
                     consumed,
-                    found: true,
+                    observed: Some(self.observed(input)),
                 })
             }
-            Inside::No => self.skim(input),
+            Inside::Done => return Ok(self.consumed_all(input)),
+            Inside::No => match self.skim(input) {
+                Some(off) => off,
+                None => return Ok(self.consumed_all(input)),
+            },
         };
-        match off {
-            None => {
-                self.pos += input.len() as u64;
-                Ok(Progress {
-                    consumed: input.len(),
-                    found: false,
-                })
-            }
-            Some(off) => self.walk(input, off),
+        let progress = self.walk(input, off)?;
+        let observed = if progress.found {
+            Some(self.observed(input))
+        } else {
+            None
+        };
+        Ok(Fed {
+            consumed: progress.consumed,
+            observed,
+        })
+    }
+
+    /// All of `input` consumed, no value completed.
+    #[inline(always)]
+    fn consumed_all<'a>(&mut self, input: &[u8]) -> Fed<'a> {
+        self.pos += input.len() as u64;
+        Fed {
+            consumed: input.len(),
+            observed: None,
         }
     }
 
@@ -753,21 +759,8 @@ impl Observer {
                 }
                 // `left <= len`, a usize.
                 let left = left as usize;
-                self.assembled.extend_from_slice(&input[..left]);
-                let value_len = self.assembled.len();
-                self.hit = Hit {
-                    sub,
-                    tag,
-                    start: 0,
-                    len: value_len,
-                    head_len: Header::encoded_len(tag, value_len, self.config.dialect),
-                    depth: self.parents.len() as u32 + 1,
-                    assembled: true,
-                };
-                self.state = State::Head;
-                self.after_value(end);
+                self.complete_take(input, 0, left, end, sub, tag);
                 self.pos = end;
-                self.catch_up = true;
                 return Inside::Found(left);
             }
             (State::Head, 1) => {
@@ -1224,23 +1217,47 @@ impl Observer {
         }
         // `left <= avail`, which is a usize.
         let left = left as usize;
-        self.assembled.extend_from_slice(&input[off..off + left]);
+        self.complete_take(input, off, left, end, sub, tag);
         off += left;
-        let depth = self.parents.len() as u32 + 1;
-        self.state = State::Head;
-        self.after_value(end);
         self.pos += off as u64;
-        self.catch_up = true;
+        Step::Found(off)
+    }
+
+    /// Completes a taken value whose last bytes are `input[off..off + left]`, ending at
+    /// stream offset `end` (the `Take` state): the value is borrowed from `input` when none
+    /// of it arrived before (its header ended with the previous chunk), else the rest is
+    /// appended to the assembled bytes.
+    #[inline(always)]
+    fn complete_take(
+        &mut self,
+        input: &[u8],
+        off: usize,
+        left: usize,
+        end: u64,
+        sub: usize,
+        tag: Tag,
+    ) {
+        let depth = self.parents.len() as u32 + 1;
+        let assembled = !self.assembled.is_empty();
+        let (start, len) = if assembled {
+            self.assembled.extend_from_slice(&input[off..off + left]);
+            // The next feed clears the buffer (the value handed out borrows it until then).
+            self.catch_up = true;
+            (0, self.assembled.len())
+        } else {
+            (off, left)
+        };
         self.hit = Hit {
             sub,
             tag,
-            start: 0,
-            len: self.assembled.len(),
-            head_len: Header::encoded_len(tag, self.assembled.len(), self.config.dialect),
+            start,
+            len,
+            head_len: Header::encoded_len(tag, len, self.config.dialect),
             depth,
-            assembled: true,
+            assembled,
         };
-        Step::Found(off)
+        self.state = State::Head;
+        self.after_value(end);
     }
 
     /// [`crate::fast::walk`] from a top-level boundary, committing its answer to the state the
