@@ -771,14 +771,27 @@ impl Observer {
                     return Inside::No;
                 };
                 let next = 1 + l as usize;
-                if l >= 0x40 || self.stops(tag) || next as u64 > self.cur.end - base {
+                if l >= 0x40 || next as u64 > self.cur.end - base {
                     return Inside::No;
                 }
                 self.hlen = 0;
-                if self.parents.is_empty() {
-                    self.started += 1;
+                if self.stops(tag) {
+                    // One that needs a decision (the tag byte valid: it was kept).
+                    let mut node = usize::MAX;
+                    match self.skim_decide(input, tag, l as usize, 2, 1, &mut node) {
+                        Some(Ok(at)) => at,
+                        Some(Err(inside)) => return inside,
+                        None => {
+                            self.hlen = 1;
+                            return Inside::No;
+                        }
+                    }
+                } else {
+                    if self.parents.is_empty() {
+                        self.started += 1;
+                    }
+                    next
                 }
-                next
             }
             _ => return Inside::No,
         };
@@ -869,74 +882,100 @@ impl Observer {
                 self.state = State::Head;
                 return Inside::Walk(off);
             }
-            let action = if self.stops(tag) {
-                // A header that needs a decision (`step_head`).
-                self.decide(&Header {
-                    tag: Tag::from_byte(tag),
-                    len: value as u64,
-                    head_len: head,
-                })
-            } else {
-                // A two-group length the skip run leaves to the walk: skipped here.
-                Action::Skip
-            };
-            match action {
-                Action::Skip => {
-                    if self.parents.is_empty() {
-                        self.started += 1;
-                    }
-                    off = next;
-                }
-                Action::Take(sub) => {
-                    if self.parents.is_empty() {
-                        self.started += 1;
-                    }
-                    let tag = Tag::from_byte(tag);
-                    if next <= len {
-                        self.hit = Hit {
-                            sub,
-                            tag,
-                            start: off + head,
-                            len: value,
-                            head_len: head,
-                            depth: self.parents.len() as u32 + 1,
-                            assembled: false,
-                        };
-                        self.state = State::Head;
-                        self.after_value(base + next as u64);
-                        self.pos = base + next as u64;
-                        return Inside::Found(next);
-                    }
-                    // Straddles chunks: keep what arrived (never reserving from the length).
-                    self.assembled.clear();
-                    self.assembled.extend_from_slice(&input[off + head..]);
-                    self.state = State::Take {
-                        end: base + next as u64,
-                        sub,
-                        tag,
-                    };
-                    return Inside::Done;
-                }
-                // A node within the depth limit: entered, and the loop goes on in it (an
-                // empty one closes at the loop's head).
-                Action::Enter(active)
-                    if (self.parents.len() as u64 + 1) < self.config.limits.max_depth as u64 =>
-                {
-                    if self.parents.is_empty() {
-                        self.started += 1;
-                    }
-                    let level = self.level(base + next as u64, active, self.parents.len() + 1);
-                    self.parents.push(self.cur);
-                    self.cur = level;
-                    node = next;
+            match self.skim_decide(input, tag, value, head, off + head, &mut node) {
+                Some(Ok(at)) => {
+                    off = at;
                     bound = node.min(len);
-                    off += head;
                 }
-                Action::Enter(_) => {
+                Some(Err(inside)) => return inside,
+                None => {
                     self.state = State::Head;
                     return Inside::Walk(off);
                 }
             }
+        }
+    }
+
+    /// A header [`skim_inside`](Observer::skim_inside) read whole (or completed from a
+    /// split one) with tag byte `tag`, a valid one, and a value of `value` bytes from
+    /// `input[start..]` that ends inside the node (at or before `*node`, maybe past the
+    /// input); its header is `head` bytes. Skipped, taken or entered as `step_head` would:
+    /// `Ok` goes on at that offset (in the node entered, whose end is now `*node`), `Err`
+    /// ends the chunk, `None` leaves the header to the walk, nothing changed.
+    #[inline(always)]
+    fn skim_decide(
+        &mut self,
+        input: &[u8],
+        tag: u8,
+        value: usize,
+        head: usize,
+        start: usize,
+        node: &mut usize,
+    ) -> Option<Result<usize, Inside>> {
+        let next = start + value;
+        let action = if self.stops(tag) {
+            self.decide(&Header {
+                tag: Tag::from_byte(tag),
+                len: value as u64,
+                head_len: head,
+            })
+        } else {
+            // A two-group length the skip run leaves to the walk: skipped here.
+            Action::Skip
+        };
+        let base = self.pos;
+        match action {
+            Action::Skip => {
+                if self.parents.is_empty() {
+                    self.started += 1;
+                }
+                Some(Ok(next))
+            }
+            Action::Take(sub) => {
+                if self.parents.is_empty() {
+                    self.started += 1;
+                }
+                let tag = Tag::from_byte(tag);
+                if next <= input.len() {
+                    self.hit = Hit {
+                        sub,
+                        tag,
+                        start,
+                        len: value,
+                        head_len: head,
+                        depth: self.parents.len() as u32 + 1,
+                        assembled: false,
+                    };
+                    self.state = State::Head;
+                    self.after_value(base + next as u64);
+                    self.pos = base + next as u64;
+                    return Some(Err(Inside::Found(next)));
+                }
+                // Straddles chunks: keep what arrived (never reserving from the length).
+                self.assembled.clear();
+                self.assembled.extend_from_slice(&input[start..]);
+                self.state = State::Take {
+                    end: base + next as u64,
+                    sub,
+                    tag,
+                };
+                Some(Err(Inside::Done))
+            }
+            // A node within the depth limit: entered, and the loop goes on in it (an empty
+            // one closes at the loop's head).
+            Action::Enter(active)
+                if (self.parents.len() as u64 + 1) < self.config.limits.max_depth as u64 =>
+            {
+                if self.parents.is_empty() {
+                    self.started += 1;
+                }
+                let level = self.level(base + next as u64, active, self.parents.len() + 1);
+                self.parents.push(self.cur);
+                self.cur = level;
+                *node = next;
+                Some(Ok(start))
+            }
+            Action::Enter(_) => None,
         }
     }
 
