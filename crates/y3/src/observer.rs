@@ -748,6 +748,8 @@ impl Observer {
                     return Inside::Done;
                 }
                 // `left <= len`, a usize; the loop closes the nodes that end with the value.
+                // At a header from here on (the state every way out below assumes).
+                self.state = State::Head;
                 left as usize
             }
             (State::Take { end, sub, tag }, _) => {
@@ -822,13 +824,11 @@ impl Observer {
                     }
                 }
                 // At the input's end, or inside a value that runs past it.
-                self.state = if off == len {
-                    State::Head
-                } else {
-                    State::Skip {
+                if off != len {
+                    self.state = State::Skip {
                         end: base + off as u64,
-                    }
-                };
+                    };
+                }
                 return Inside::Done;
             }
             // A header the run left here: one that needs a decision, one cut by the
@@ -841,7 +841,6 @@ impl Observer {
             let Some(&l) = input.get(off + 1) else {
                 // Cut after the tag byte (`off + 1 == len`): kept, as `read_header` keeps
                 // it, when the tag byte is valid and the header can still fit in the node.
-                self.state = State::Head;
                 if tag & 0xc0 == 0x40 || node <= off + 1 {
                     return Inside::Walk(off);
                 }
@@ -852,7 +851,6 @@ impl Observer {
             if l < 0x40 && !self.stops(tag) {
                 // The run leaves such a header only when its value runs past its node: the
                 // walk's to report.
-                self.state = State::Head;
                 return Inside::Walk(off);
             }
             // PVarInt lengths of one group or two (64..=8191, held to the limit); anything
@@ -864,13 +862,11 @@ impl Observer {
                     Some(&b2) if l & 0xc0 == 0x80 && b2 < 0x80 => {
                         let value = (((l & 0x3f) as usize) << 7) | b2 as usize;
                         if value as u64 > self.config.limits.max_packet_len {
-                            self.state = State::Head;
                             return Inside::Walk(off);
                         }
                         (value, 3)
                     }
                     _ => {
-                        self.state = State::Head;
                         return Inside::Walk(off);
                     }
                 }
@@ -879,7 +875,6 @@ impl Observer {
             // A value past its node (`child_overflow`), or an invalid tag byte (the array
             // flag without the node flag): the walk's to report.
             if next > node || tag & 0xc0 == 0x40 {
-                self.state = State::Head;
                 return Inside::Walk(off);
             }
             match self.skim_decide(input, tag, value, head, off + head, &mut node) {
@@ -889,7 +884,6 @@ impl Observer {
                 }
                 Some(Err(inside)) => return inside,
                 None => {
-                    self.state = State::Head;
                     return Inside::Walk(off);
                 }
             }
@@ -901,7 +895,8 @@ impl Observer {
     /// `input[start..]` that ends inside the node (at or before `*node`, maybe past the
     /// input); its header is `head` bytes. Skipped, taken or entered as `step_head` would:
     /// `Ok` goes on at that offset (in the node entered, whose end is now `*node`), `Err`
-    /// ends the chunk, `None` leaves the header to the walk, nothing changed.
+    /// ends the chunk, `None` leaves the header to the walk, nothing changed. The state is
+    /// `Head` (the loop's).
     #[inline(always)]
     fn skim_decide(
         &mut self,
@@ -946,7 +941,6 @@ impl Observer {
                         depth: self.parents.len() as u32 + 1,
                         assembled: false,
                     };
-                    self.state = State::Head;
                     self.after_value(base + next as u64);
                     self.pos = base + next as u64;
                     return Some(Err(Inside::Found(next)));
