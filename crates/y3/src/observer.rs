@@ -748,8 +748,6 @@ impl Observer {
                     return Inside::Done;
                 }
                 // `left <= len`, a usize; the loop closes the nodes that end with the value.
-                // At a header from here on (the state every way out below assumes).
-                self.state = State::Head;
                 left as usize
             }
             (State::Take { end, sub, tag }, _) => {
@@ -773,27 +771,14 @@ impl Observer {
                     return Inside::No;
                 };
                 let next = 1 + l as usize;
-                if l >= 0x40 || next as u64 > self.cur.end - base {
+                if l >= 0x40 || self.stops(tag) || next as u64 > self.cur.end - base {
                     return Inside::No;
                 }
                 self.hlen = 0;
-                if self.stops(tag) {
-                    // One that needs a decision (the tag byte valid: it was kept).
-                    let mut node = usize::MAX;
-                    match self.skim_decide(input, tag, l as usize, 2, 1, &mut node) {
-                        Some(Ok(at)) => at,
-                        Some(Err(inside)) => return inside,
-                        None => {
-                            self.hlen = 1;
-                            return Inside::No;
-                        }
-                    }
-                } else {
-                    if self.parents.is_empty() {
-                        self.started += 1;
-                    }
-                    next
+                if self.parents.is_empty() {
+                    self.started += 1;
                 }
+                next
             }
             _ => return Inside::No,
         };
@@ -824,11 +809,13 @@ impl Observer {
                     }
                 }
                 // At the input's end, or inside a value that runs past it.
-                if off != len {
-                    self.state = State::Skip {
+                self.state = if off == len {
+                    State::Head
+                } else {
+                    State::Skip {
                         end: base + off as u64,
-                    };
-                }
+                    }
+                };
                 return Inside::Done;
             }
             // A header the run left here: one that needs a decision, one cut by the
@@ -841,6 +828,7 @@ impl Observer {
             let Some(&l) = input.get(off + 1) else {
                 // Cut after the tag byte (`off + 1 == len`): kept, as `read_header` keeps
                 // it, when the tag byte is valid and the header can still fit in the node.
+                self.state = State::Head;
                 if tag & 0xc0 == 0x40 || node <= off + 1 {
                     return Inside::Walk(off);
                 }
@@ -851,6 +839,7 @@ impl Observer {
             if l < 0x40 && !self.stops(tag) {
                 // The run leaves such a header only when its value runs past its node: the
                 // walk's to report.
+                self.state = State::Head;
                 return Inside::Walk(off);
             }
             // PVarInt lengths of one group or two (64..=8191, held to the limit); anything
@@ -862,11 +851,13 @@ impl Observer {
                     Some(&b2) if l & 0xc0 == 0x80 && b2 < 0x80 => {
                         let value = (((l & 0x3f) as usize) << 7) | b2 as usize;
                         if value as u64 > self.config.limits.max_packet_len {
+                            self.state = State::Head;
                             return Inside::Walk(off);
                         }
                         (value, 3)
                     }
                     _ => {
+                        self.state = State::Head;
                         return Inside::Walk(off);
                     }
                 }
@@ -875,101 +866,77 @@ impl Observer {
             // A value past its node (`child_overflow`), or an invalid tag byte (the array
             // flag without the node flag): the walk's to report.
             if next > node || tag & 0xc0 == 0x40 {
+                self.state = State::Head;
                 return Inside::Walk(off);
             }
-            match self.skim_decide(input, tag, value, head, off + head, &mut node) {
-                Some(Ok(at)) => {
-                    off = at;
-                    bound = node.min(len);
+            let action = if self.stops(tag) {
+                // A header that needs a decision (`step_head`).
+                self.decide(&Header {
+                    tag: Tag::from_byte(tag),
+                    len: value as u64,
+                    head_len: head,
+                })
+            } else {
+                // A two-group length the skip run leaves to the walk: skipped here.
+                Action::Skip
+            };
+            match action {
+                Action::Skip => {
+                    if self.parents.is_empty() {
+                        self.started += 1;
+                    }
+                    off = next;
                 }
-                Some(Err(inside)) => return inside,
-                None => {
+                Action::Take(sub) => {
+                    if self.parents.is_empty() {
+                        self.started += 1;
+                    }
+                    let tag = Tag::from_byte(tag);
+                    if next <= len {
+                        self.hit = Hit {
+                            sub,
+                            tag,
+                            start: off + head,
+                            len: value,
+                            head_len: head,
+                            depth: self.parents.len() as u32 + 1,
+                            assembled: false,
+                        };
+                        self.state = State::Head;
+                        self.after_value(base + next as u64);
+                        self.pos = base + next as u64;
+                        return Inside::Found(next);
+                    }
+                    // Straddles chunks: keep what arrived (never reserving from the length).
+                    self.assembled.clear();
+                    self.assembled.extend_from_slice(&input[off + head..]);
+                    self.state = State::Take {
+                        end: base + next as u64,
+                        sub,
+                        tag,
+                    };
+                    return Inside::Done;
+                }
+                // A node within the depth limit: entered, and the loop goes on in it (an
+                // empty one closes at the loop's head).
+                Action::Enter(active)
+                    if (self.parents.len() as u64 + 1) < self.config.limits.max_depth as u64 =>
+                {
+                    if self.parents.is_empty() {
+                        self.started += 1;
+                    }
+                    let level = self.level(base + next as u64, active, self.parents.len() + 1);
+                    self.parents.push(self.cur);
+                    self.cur = level;
+                    node = next;
+                    bound = node.min(len);
+                    off += head;
+                }
+                Action::Enter(_) => {
+                    self.state = State::Head;
                     return Inside::Walk(off);
                 }
             }
-        }
-    }
-
-    /// A header [`skim_inside`](Observer::skim_inside) read whole (or completed from a
-    /// split one) with tag byte `tag`, a valid one, and a value of `value` bytes from
-    /// `input[start..]` that ends inside the node (at or before `*node`, maybe past the
-    /// input); its header is `head` bytes. Skipped, taken or entered as `step_head` would:
-    /// `Ok` goes on at that offset (in the node entered, whose end is now `*node`), `Err`
-    /// ends the chunk, `None` leaves the header to the walk, nothing changed. The state is
-    /// `Head` (the loop's).
-    #[inline(always)]
-    fn skim_decide(
-        &mut self,
-        input: &[u8],
-        tag: u8,
-        value: usize,
-        head: usize,
-        start: usize,
-        node: &mut usize,
-    ) -> Option<Result<usize, Inside>> {
-        let next = start + value;
-        let action = if self.stops(tag) {
-            self.decide(&Header {
-                tag: Tag::from_byte(tag),
-                len: value as u64,
-                head_len: head,
-            })
-        } else {
-            // A two-group length the skip run leaves to the walk: skipped here.
-            Action::Skip
-        };
-        let base = self.pos;
-        match action {
-            Action::Skip => {
-                if self.parents.is_empty() {
-                    self.started += 1;
-                }
-                Some(Ok(next))
-            }
-            Action::Take(sub) => {
-                if self.parents.is_empty() {
-                    self.started += 1;
-                }
-                let tag = Tag::from_byte(tag);
-                if next <= input.len() {
-                    self.hit = Hit {
-                        sub,
-                        tag,
-                        start,
-                        len: value,
-                        head_len: head,
-                        depth: self.parents.len() as u32 + 1,
-                        assembled: false,
-                    };
-                    self.after_value(base + next as u64);
-                    self.pos = base + next as u64;
-                    return Some(Err(Inside::Found(next)));
-                }
-                // Straddles chunks: keep what arrived (never reserving from the length).
-                self.assembled.clear();
-                self.assembled.extend_from_slice(&input[start..]);
-                self.state = State::Take {
-                    end: base + next as u64,
-                    sub,
-                    tag,
-                };
-                Some(Err(Inside::Done))
-            }
-            // A node within the depth limit: entered, and the loop goes on in it (an empty
-            // one closes at the loop's head).
-            Action::Enter(active)
-                if (self.parents.len() as u64 + 1) < self.config.limits.max_depth as u64 =>
-            {
-                if self.parents.is_empty() {
-                    self.started += 1;
-                }
-                let level = self.level(base + next as u64, active, self.parents.len() + 1);
-                self.parents.push(self.cur);
-                self.cur = level;
-                *node = next;
-                Some(Ok(start))
-            }
-            Action::Enter(_) => None,
         }
     }
 
