@@ -272,8 +272,9 @@ fn run_chunks<'c>(observer: &mut Observer, chunks: impl Iterator<Item = &'c [u8]
 }
 
 /// Feeds `chunks` through `observer` and records what a caller can read after every
-/// `feed`: its answer, the position, the packets completed and what `finish` would say.
-fn trace_chunks<'c>(
+/// `feed`: its answer, the position, the packets completed and what `finish` would say
+/// (an error ends the trace).
+pub fn trace_chunks<'c>(
     observer: &mut Observer,
     chunks: impl Iterator<Item = &'c [u8]>,
 ) -> Vec<String> {
