@@ -695,6 +695,12 @@ impl Observer {
                 })
             }
             Inside::Done => return Ok(self.consumed_all(input)),
+            Inside::No if self.hlen == 1 && self.split_take(input) => {
+                return Ok(Fed {
+                    consumed: self.hit.start + self.hit.len,
+                    observed: Some(self.observed(input)),
+                })
+            }
             Inside::No => match self.skim(input) {
                 Some(off) => off,
                 None => return Ok(self.consumed_all(input)),
@@ -938,6 +944,52 @@ impl Observer {
                 }
             }
         }
+    }
+
+    /// A header split after its tag byte whose value is to be taken, completed by the first
+    /// byte of `input` (a one-byte length) with the whole value in `input`: taken here, as
+    /// `step_head` would take it (the usual way a subscribed key's tag byte ends a chunk),
+    /// the value described by `hit`. False (nothing changed) leaves anything else to the
+    /// walk: another decision, a value past its node or past the input, an invalid tag byte.
+    #[inline(never)]
+    fn split_take(&mut self, input: &[u8]) -> bool {
+        let tag = self.hbuf[0];
+        let (true, State::Head, Some(&l)) = (self.run, self.state, input.first()) else {
+            return false;
+        };
+        // The value's end from the input's start: it must lie in the input and the node.
+        let next = 1 + l as usize;
+        if l >= 0x40
+            || tag & 0xc0 == 0x40
+            || next > input.len()
+            || next as u64 > self.cur.end - self.pos
+        {
+            return false;
+        }
+        let header = Header {
+            tag: Tag::from_byte(tag),
+            len: l as u64,
+            head_len: 2,
+        };
+        let Action::Take(sub) = self.decide(&header) else {
+            return false;
+        };
+        self.hlen = 0;
+        if self.parents.is_empty() {
+            self.started += 1;
+        }
+        self.hit = Hit {
+            sub,
+            tag: header.tag,
+            start: 1,
+            len: l as usize,
+            head_len: 2,
+            depth: self.parents.len() as u32 + 1,
+            assembled: false,
+        };
+        self.pos += next as u64;
+        self.after_value(self.pos);
+        true
     }
 
     /// Whether the skip run stops at tag byte `tag` in the current node.
