@@ -636,7 +636,8 @@ impl Observer {
     pub fn feed<'a>(&'a mut self, input: &'a [u8]) -> Result<Fed<'a>, DecodeError> {
         // Whole packets for one path from a top-level boundary: the fast path, inlined into
         // the caller; everything else (and whatever it gives up on) is the general walk.
-        // `parents` first: a chunk inside a node (most chunks of chunked input) leaves at once.
+        // `parents` before the per-call state: a chunk inside a node (most chunks of chunked
+        // input) leaves at once.
         if self.fast
             && self.parents.is_empty()
             && !self.catch_up
