@@ -271,6 +271,40 @@ fn run_chunks<'c>(observer: &mut Observer, chunks: impl Iterator<Item = &'c [u8]
     }
 }
 
+/// Feeds `chunks` through `observer` and records what a caller can read after every
+/// `feed`: its answer, the position, the packets completed and what `finish` would say
+/// (an error ends the trace).
+pub fn trace_chunks<'c>(
+    observer: &mut Observer,
+    chunks: impl Iterator<Item = &'c [u8]>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for chunk in chunks {
+        let mut input = chunk;
+        loop {
+            let fed = match observer.feed(input) {
+                Ok(fed) => fed,
+                Err(e) => {
+                    out.push(format!("{e:?}"));
+                    return out;
+                }
+            };
+            let (consumed, value) = (fed.consumed, fed.observed.as_ref().map(seen));
+            out.push(format!(
+                "{consumed} {value:?} at {} packets {} finish {:?}",
+                observer.position(),
+                observer.packets(),
+                observer.finish()
+            ));
+            input = &input[consumed..];
+            if value.is_none() {
+                break;
+            }
+        }
+    }
+    out
+}
+
 /// A tiny deterministic generator for chunk sizes.
 struct XorShift(u32);
 
@@ -364,6 +398,20 @@ pub fn observe_split(data: &[u8]) {
     let chunks = uneven_chunks(stream, head[4]);
     let uneven = run_chunks(&mut observer, chunks.iter().copied());
     assert_eq!(whole, uneven, "one-shot vs uneven chunks {chunks:?}");
+
+    // After every feed (whole, in 7-byte and in uneven chunks), the machine reads as the
+    // general machine without any skip run reads: the header parser on every header.
+    let mut reference = base.clone().without_skip_runs();
+    let size = 1 + head[4] as usize % 8;
+    for chunking in [vec![stream], stream.chunks(size).collect(), chunks] {
+        observer.reset();
+        reference.reset();
+        assert_eq!(
+            trace_chunks(&mut observer, chunking.iter().copied()),
+            trace_chunks(&mut reference, chunking.iter().copied()),
+            "skip runs vs the header parser, chunks {chunking:?}"
+        );
+    }
 
     // `feed_each` is the convenience loop over `feed`.
     let mut each = base.clone();

@@ -7,8 +7,8 @@
 //! the same position and packet count with the fast path on and off, whole and chunked.
 
 use proptest::prelude::*;
-use y3::{Dialect, Item, Value};
-use y3_harness::{observe_header, observe_split};
+use y3::{Config, Dialect, Item, Observer, Value};
+use y3_harness::{observe_header, observe_split, trace_chunks};
 
 /// A small tree over keys 0..=3 so that paths and siblings collide.
 fn tree(depth: u32) -> impl Strategy<Value = Item> {
@@ -71,4 +71,32 @@ fn small_message_get_and_observer() {
     // Truncated: the fast path gives up and the machine reports the end.
     let err = y3::get(&packet[..10], &[0x10, 0x13]).unwrap_err();
     assert_eq!(err.kind(), "unexpected_end");
+}
+
+#[test]
+fn fast_path_levels_opened_later_read_as_the_machine_reads() {
+    // Node 0x01 { node 0x02 { 0x03 = "x", 0x03 = "y" }, 0x03 = "z" }, then node
+    // 0x01 { node 0x02 { 0x03 = "w" } } and node 0x01 { node 0x02 { 0x04 = "v" } }:
+    // the fast path stops inside two nodes, at their ends, and at a node's end.
+    let buf =
+        hex_literal::hex!("810d 8206 030178 030179 03017a  8105 8203 030177  8105 8203 040176");
+    let path: &[&[u32]] = &[&[0x01, 0x02, 0x03]];
+    for split in 0..=buf.len() {
+        let chunks = [&buf[..split], &buf[split..]];
+        let mut fast = Observer::new(Config::DEFAULT, path).unwrap();
+        let mut general = Observer::new(Config::DEFAULT, path)
+            .unwrap()
+            .without_fast_path();
+        let got = trace_chunks(&mut fast, chunks.iter().copied());
+        let reference = trace_chunks(&mut general, chunks.iter().copied());
+        assert_eq!(got, reference, "split {split}");
+        // Reused after a reset, the deferred levels are forgotten.
+        fast.reset();
+        general.reset();
+        assert_eq!(
+            trace_chunks(&mut fast, chunks.iter().copied()),
+            got,
+            "split {split}, reset"
+        );
+    }
 }

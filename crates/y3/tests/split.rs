@@ -148,7 +148,7 @@ fn many_packets_in_one_stream() {
     assert_eq!(run(&mut observer, &mut stream.chunks(1)).unwrap(), expected);
 }
 
-/// Values that straddle chunks are assembled; contiguous ones are borrowed.
+/// Values that straddle chunks are assembled; values that lie in one chunk are borrowed.
 #[test]
 fn borrowed_versus_assembled() {
     let bytes = hex::decode("9017110242201206aec8bbba800013093132372e302e302e31").unwrap();
@@ -161,4 +161,30 @@ fn borrowed_versus_assembled() {
     let v = observer.feed(b).unwrap().observed.unwrap();
     assert!(v.assembled);
     assert_eq!(v.str().unwrap(), "127.0.0.1");
+    // A chunk that ends with the value's header (or its tag byte, the next one with its
+    // length byte): the value itself lies in the next chunk, which lends it. The same for
+    // two paths, and for the general walk alone (no skip run under a limit below 63).
+    let walk_only = Config::DEFAULT.with_limits(y3::Limits {
+        max_packet_len: 62,
+        max_depth: 8,
+    });
+    for split in [16, 15] {
+        for mut observer in [
+            Observer::new(Config::DEFAULT, &[&[0x10, 0x13]]).unwrap(),
+            Observer::new(Config::DEFAULT, &[&[0x10, 0x13], &[0x10, 0x14]]).unwrap(),
+            Observer::new(walk_only, &[&[0x10, 0x13]]).unwrap(),
+        ] {
+            let (a, b) = bytes.split_at(split);
+            assert!(observer.feed(a).unwrap().observed.is_none());
+            let (c, d) = b.split_at(16 - split);
+            if !c.is_empty() {
+                assert!(observer.feed(c).unwrap().observed.is_none());
+            }
+            let fed = observer.feed(d).unwrap();
+            let v = fed.observed.unwrap();
+            assert!(!v.assembled, "split {split}");
+            assert_eq!((fed.consumed, v.str().unwrap()), (9, "127.0.0.1"));
+            assert_eq!(v.value().as_ptr(), d.as_ptr(), "split {split}");
+        }
+    }
 }
