@@ -45,8 +45,14 @@ type StreamFunction struct {
 //
 // Errors: as ConnectSource.
 func ConnectStreamFunction(ctx context.Context, addr string, opts Options, observed []uint32) (*StreamFunction, error) {
+	return connectFunction(ctx, addr, opts, observed, false)
+}
+
+// connectFunction connects a function, durable (asking for stored acknowledgements) or not.
+func connectFunction(ctx context.Context, addr string, opts Options, observed []uint32, durable bool) (*StreamFunction, error) {
 	f := &StreamFunction{addr: addr, opts: opts.norm()}
-	f.who = identity{id: newClientID(), typ: ClientStreamFunction, observed: append([]uint32(nil), observed...)}
+	f.who = identity{id: newClientID(), typ: ClientStreamFunction, observed: append([]uint32(nil), observed...),
+		wantsAcks: durable}
 	l, err := dialWithBackoff(ctx, addr, &f.opts, &f.who)
 	if err != nil {
 		return nil, err
@@ -74,39 +80,31 @@ func ConnectStreamFunction(ctx context.Context, addr string, opts Options, obser
 //
 // Errors: as ConnectSource.
 func ConnectDurableStreamFunction(ctx context.Context, addr string, opts Options, observed []uint32) (*StreamFunction, error) {
-	f := &StreamFunction{addr: addr, opts: opts.norm()}
-	f.who = identity{id: newClientID(), typ: ClientStreamFunction, observed: append([]uint32(nil), observed...), wantsAcks: true}
-	l, err := dialWithBackoff(ctx, addr, &f.opts, &f.who)
-	if err != nil {
-		return nil, err
-	}
-	f.l = l
-	return f, nil
+	return connectFunction(ctx, addr, opts, observed, true)
 }
 
 // RunStreamFunction connects and serves h until ctx is done: ConnectStreamFunction, then
 // Serve.
 func RunStreamFunction(ctx context.Context, addr string, opts Options, observed []uint32, h Handler) error {
-	return run(ctx, h)(ConnectStreamFunction(ctx, addr, opts, observed))
+	return runFunction(ctx, addr, opts, observed, false, h)
 }
 
 // RunDurableStreamFunction is RunStreamFunction for a durable function:
 // ConnectDurableStreamFunction, then Serve.
 func RunDurableStreamFunction(ctx context.Context, addr string, opts Options, observed []uint32, h Handler) error {
-	return run(ctx, h)(ConnectDurableStreamFunction(ctx, addr, opts, observed))
+	return runFunction(ctx, addr, opts, observed, true, h)
 }
 
-// run serves h on a function once connected; nil when connecting ended with ctx.
-func run(ctx context.Context, h Handler) func(*StreamFunction, error) error {
-	return func(f *StreamFunction, err error) error {
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
+// runFunction connects a function and serves h; nil when connecting ended with ctx.
+func runFunction(ctx context.Context, addr string, opts Options, observed []uint32, durable bool, h Handler) error {
+	f, err := connectFunction(ctx, addr, opts, observed, durable)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
 		}
-		return f.Serve(ctx, h)
+		return err
 	}
+	return f.Serve(ctx, h)
 }
 
 // durable reports whether the function keeps its outputs until stored.
@@ -135,10 +133,9 @@ func (f *StreamFunction) ID() string { return f.who.id.base }
 // when the connection is lost; a durable function then writes its unstored outputs again
 // first. It returns nil when ctx is done (after flushing the outputs produced so far, for
 // a durable function waiting at most Options.Linger for them to be stored, and closing the
-// connection gracefully), h's error, the refusal
-// that ended the connection when it is not retryable (a rejected frame, a goaway or QUIC
-// close whose code says so), or the error that ended reconnecting (gave_up, a refusal).
-// Serve may be called once.
+// connection gracefully), h's error, the refusal that ended the connection when it is not
+// retryable (a rejected frame, a goaway or QUIC close whose code says so), or the error
+// that ended reconnecting (gave_up, a refusal). Serve may be called once.
 func (f *StreamFunction) Serve(ctx context.Context, h Handler) error {
 	f.mu.Lock()
 	if f.serving || f.closed {
@@ -184,9 +181,9 @@ func (f *StreamFunction) Serve(ctx context.Context, h Handler) error {
 	}
 }
 
-// keep keeps a durable function's output and writes it with the others unwritten. ok is
+// keep keeps a durable function's output and writes it with the others unwritten. alive is
 // false when the connection broke (the output stays kept for the next one).
-func (f *StreamFunction) keep(ctx context.Context, l *link, out Data) (ok bool, err error) {
+func (f *StreamFunction) keep(ctx context.Context, l *link, out Data) (alive bool, err error) {
 	if body := out.bodyLen(); body > frameLimit(f.opts.MaxFrameLen) {
 		f.opts.Logger.Warn("output dropped", "error",
 			&Error{Kind: KindTooLong, Declared: uint64(body), Limit: uint64(frameLimit(f.opts.MaxFrameLen))})
@@ -300,7 +297,7 @@ func (f *StreamFunction) serveLink(ctx context.Context, l *link, h Handler) (bro
 				continue
 			}
 			if f.durable() {
-				if written, werr := f.keep(ctx, l, output(&in, tag, out)); !written {
+				if alive, werr := f.keep(ctx, l, output(&in, tag, out)); !alive {
 					return true, werr
 				}
 				continue
