@@ -114,7 +114,7 @@ func killRelayRouter(t *testing.T, durable bool) relayKill {
 		t.Fatal("B exited cleanly after SIGKILL")
 	}
 	time.Sleep(300 * time.Millisecond)
-	startRouter(t, bOpts)
+	b = startRouter(t, bOpts)
 	if err := <-sent; err != nil {
 		t.Fatalf("the source's frames were not all stored: %v", err)
 	}
@@ -157,8 +157,8 @@ receive:
 			r.twice++
 		}
 	}
-	t.Logf("relay's router killed (durable relay: %v): the relay wrote %d outputs again; the sink got %d distinct of %d, %d missing, %d twice",
-		durable, r.resent, r.distinct, n, r.missing, r.twice)
+	t.Logf("relay's router killed (durable relay: %v): the relay wrote %d outputs again; the sink got %d distinct of %d, %d missing, %d twice; the restarted B took %v inputs from its durable consumer",
+		durable, r.resent, r.distinct, n, r.missing, r.twice, b.metric("y3_router_federation_received_total"))
 	if u := relay.Unacked(); u != 0 {
 		t.Errorf("the relay stopped with %d outputs not stored", u)
 	}
