@@ -68,21 +68,7 @@ func killRelayRouter(t *testing.T, durable bool) relayKill {
 	})
 
 	const n = 3000
-	got := make(chan int, n*2)
-	go func() {
-		for {
-			d, err := sink.Recv(ctx)
-			if err != nil {
-				close(got)
-				return
-			}
-			i, err := strconv.Atoi(string(d.Payload))
-			if err != nil || d.Tag != out {
-				t.Errorf("tag %#x payload %q", d.Tag, d.Payload)
-			}
-			got <- i
-		}
-	}()
+	got := receiveNumbers(ctx, t, sink, out, n)
 
 	// About 0.6 s of sending: B is killed after 0.25 s, while the relay's outputs and B's
 	// deliveries to it are in flight, and is back 0.3 s later.
@@ -104,59 +90,20 @@ func killRelayRouter(t *testing.T, durable bool) relayKill {
 		sent <- src.Close(ctx)
 	}()
 	time.Sleep(250 * time.Millisecond)
-	select {
-	case err := <-sent:
-		t.Fatalf("the source had finished before B was killed: %v", err)
-	default:
-	}
-	_ = b.cmd.Process.Kill()
-	if err := b.wait(5 * time.Second); err == nil {
-		t.Fatal("B exited cleanly after SIGKILL")
-	}
-	time.Sleep(300 * time.Millisecond)
-	b = startRouter(t, bOpts)
+	b = killAndRestart(t, b, bOpts, "B", sent, 300*time.Millisecond)
 	if err := <-sent; err != nil {
 		t.Fatalf("the source's frames were not all stored: %v", err)
 	}
 
 	// Until every output arrived, or none for 3 s (B's successor delivers again within its
 	// consumer's 1 s ack wait).
-	seen := make(map[int]int)
-	const idle = 3 * time.Second
-	quiet := time.NewTimer(idle)
-	defer quiet.Stop()
-receive:
-	for len(seen) < n {
-		select {
-		case i, ok := <-got:
-			if !ok {
-				break receive
-			}
-			seen[i]++
-			quiet.Reset(idle)
-		case <-quiet.C:
-			break receive
-		}
-	}
-	// Anything late would be a second copy.
-	time.Sleep(300 * time.Millisecond)
-	for len(got) > 0 {
-		seen[<-got]++
-	}
+	seen := receiveUntilQuiet(got, n, 3*time.Second)
 	stopRelay()
 	if err := <-served; err != nil {
 		t.Errorf("Serve: %v", err)
 	}
-	r := relayKill{sent: n, distinct: len(seen), resent: relay.Resent()}
-	for i := range n {
-		switch seen[i] {
-		case 0:
-			r.missing++
-		case 1:
-		default:
-			r.twice++
-		}
-	}
+	missing, twice := tally(seen, n)
+	r := relayKill{sent: n, distinct: len(seen), missing: len(missing), twice: len(twice), resent: relay.Resent()}
 	t.Logf("relay's router killed (durable relay: %v): the relay wrote %d outputs again; the sink got %d distinct of %d, %d missing, %d twice; the restarted B took %v inputs from its durable consumer",
 		durable, r.resent, r.distinct, n, r.missing, r.twice, b.metric("y3_router_federation_received_total"))
 	if u := relay.Unacked(); u != 0 {
