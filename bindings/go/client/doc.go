@@ -16,6 +16,12 @@
 // Data frames carry a msgpack metadata map: sources write yomo-source-id and a fresh
 // yomo-tid, stream functions keep their input's map (minus yomo-target) on their outputs.
 //
+// Delivery to the router is at most once, as in YoMo. Against y3 serve, a DurableSource
+// (ConnectDurableSource) and a durable StreamFunction (ConnectDurableStreamFunction) ask
+// for stored acknowledgements (spec/frames.md), keep what they wrote until the router has
+// stored it, and write it again, with the same yomo-tid, after a reconnect: at least once
+// across a router killed mid-stream.
+//
 // Lost connections are re-established with exponential Backoff; refusals (a rejected
 // handshake, a goaway or QUIC close whose code is not retryable, an untrusted certificate)
 // are returned at once as *Error values whose Kind is the stable snake_case name shared

@@ -7,9 +7,6 @@ import (
 	"time"
 )
 
-// maxUnacked is the most frames a DurableSource keeps unacknowledged; Send waits past it.
-const maxUnacked = 16 << 10
-
 // DurableSource is a source whose frames survive a lost connection and a restarted router,
 // as the Rust SDK's DurableSource: it asks the router for stored acknowledgements
 // (handshake field 32, spec/frames.md "Stored acknowledgements"), keeps every frame until
@@ -245,27 +242,16 @@ func (s *DurableSource) writePending(ctx context.Context) error {
 	if a == nil {
 		return nil
 	}
-	for {
-		s.wmu.Lock()
-		d, ok := s.win.peekUnwritten()
-		s.wmu.Unlock()
-		if !ok {
-			return nil
+	if err := writeKept(ctx, s.done, a.l, &s.wmu, &s.win); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
-		if err := enqueue(ctx, s.done, a.l, d); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if KindOf(err) == KindTooLong {
-				return err // checked by SendData; a frame that grew cannot happen
-			}
-			a.broken.Store(true)
-			return nil
+		if KindOf(err) == KindTooLong {
+			return err // checked by SendData; a frame that grew cannot happen
 		}
-		s.wmu.Lock()
-		s.win.wrote()
-		s.wmu.Unlock()
+		a.broken.Store(true)
 	}
+	return nil
 }
 
 // read applies the router's stored counts to the window, remembers a goaway or
@@ -286,55 +272,4 @@ func (s *DurableSource) signal(gen uint64, stored *uint32) {
 	}
 	close(s.moved)
 	s.moved = make(chan struct{})
-}
-
-// window holds the frames kept until stored, oldest first, with the counts of the current
-// connection: the Rust SDK's sdk/window.rs.
-type window struct {
-	unacked []Data // owned copies
-	written int    // frames of unacked written on this connection
-	stored  uint32 // the router's last count on this connection
-	resent  uint64 // frames written again on a later connection
-}
-
-func (w *window) len() int { return len(w.unacked) }
-
-// keep keeps a copy of d (payload and raw metadata) until stored.
-func (w *window) keep(d Data) {
-	raw := d.RawMetadata
-	if raw == nil && len(d.Metadata) > 0 {
-		raw = AppendMetadata(nil, d.Metadata)
-	}
-	w.unacked = append(w.unacked, Data{Tag: d.Tag, Hops: d.Hops,
-		RawMetadata: append([]byte{}, raw...), Payload: append([]byte{}, d.Payload...)})
-}
-
-// peekUnwritten is the oldest frame this connection has not carried yet.
-func (w *window) peekUnwritten() (Data, bool) {
-	if w.written >= len(w.unacked) {
-		return Data{}, false
-	}
-	return w.unacked[w.written], true
-}
-
-// wrote counts the frame peekUnwritten gave as written.
-func (w *window) wrote() { w.written++ }
-
-// ack applies the router's count: the first n frames of this connection (modulo 2^32) are
-// stored. A count past what was written forgets no more than was written.
-func (w *window) ack(n uint32) {
-	newly := int(min(uint64(n-w.stored), uint64(w.written)))
-	clear(w.unacked[:newly])
-	w.unacked = w.unacked[newly:]
-	w.written -= newly
-	w.stored = n
-	if len(w.unacked) == 0 {
-		w.unacked = nil // let the drained backing array go
-	}
-}
-
-// reconnected starts a new connection: every kept frame is to be written again.
-func (w *window) reconnected() {
-	w.resent += uint64(w.written)
-	w.written, w.stored = 0, 0
 }

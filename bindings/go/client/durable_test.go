@@ -123,21 +123,7 @@ func TestDurableSourceRouterKilledMidStream(t *testing.T) {
 	})
 
 	const n = 5000
-	got := make(chan int, n*2)
-	go func() {
-		for {
-			d, err := sink.Recv(ctx)
-			if err != nil {
-				close(got)
-				return
-			}
-			i, err := strconv.Atoi(string(d.Payload))
-			if err != nil {
-				t.Errorf("payload %q", d.Payload)
-			}
-			got <- i
-		}
-	}()
+	got := receiveNumbers(ctx, t, sink, tag, n)
 
 	o := opts("durable-source")
 	o.Backoff = client.Backoff{Initial: 50 * time.Millisecond, Max: 300 * time.Millisecond, Attempts: 60}
@@ -171,17 +157,7 @@ func TestDurableSourceRouterKilledMidStream(t *testing.T) {
 
 	// SIGKILL: whatever A had read and not stored is lost there; the source still holds it.
 	time.Sleep(150 * time.Millisecond)
-	select {
-	case err := <-sent:
-		t.Fatalf("the source had finished before A was killed: %v", err)
-	default:
-	}
-	_ = a.cmd.Process.Kill()
-	if err := a.wait(5 * time.Second); err == nil {
-		t.Fatal("A exited cleanly after SIGKILL")
-	}
-	time.Sleep(200 * time.Millisecond)
-	startRouter(t, aOpts)
+	killAndRestart(t, a, aOpts, "A", sent, 200*time.Millisecond)
 	if err := <-sent; err != nil {
 		t.Fatalf("sending: %v (unacked %d)", err, src.Unacked())
 	}
@@ -189,8 +165,60 @@ func TestDurableSourceRouterKilledMidStream(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	seen := receiveUntilQuiet(got, n, 5*time.Second)
+	missing, twice := tally(seen, n)
+	t.Logf("router killed: the source wrote %d frames again; the sink got %d distinct, %d missing, %d twice",
+		src.Resent(), len(seen), len(missing), len(twice))
+	if len(missing) > 0 || len(twice) > 0 {
+		t.Fatalf("missing %v, twice %v", head(missing), head(twice))
+	}
+}
+
+func head(s []int) []int { return s[:min(len(s), 10)] }
+
+// receiveNumbers reads sink until it ends, each payload (a decimal number, under tag) onto
+// the channel returned, which holds 2n; the channel is closed when the sink ends.
+func receiveNumbers(ctx context.Context, t *testing.T, sink *client.Sink, tag uint32, n int) <-chan int {
+	got := make(chan int, n*2)
+	go func() {
+		defer close(got)
+		for {
+			d, err := sink.Recv(ctx)
+			if err != nil {
+				return
+			}
+			i, err := strconv.Atoi(string(d.Payload))
+			if err != nil || d.Tag != tag {
+				t.Errorf("tag %#x payload %q", d.Tag, d.Payload)
+			}
+			got <- i
+		}
+	}()
+	return got
+}
+
+// killAndRestart SIGKILLs router r (named name) while its sender, which reports on sent
+// when done, is still at work, and restarts it with o (the same port) after pause.
+func killAndRestart(t *testing.T, r *router, o routerOpts, name string, sent <-chan error, pause time.Duration) *router {
+	t.Helper()
+	select {
+	case err := <-sent:
+		t.Fatalf("the source had finished before %s was killed: %v", name, err)
+	default:
+	}
+	_ = r.cmd.Process.Kill()
+	if err := r.wait(5 * time.Second); err == nil {
+		t.Fatalf("%s exited cleanly after SIGKILL", name)
+	}
+	time.Sleep(pause)
+	return startRouter(t, o)
+}
+
+// receiveUntilQuiet counts how often each number arrives on got until n distinct ones did
+// or none came for idle (or got closed), then what is already late (a second copy).
+func receiveUntilQuiet(got <-chan int, n int, idle time.Duration) map[int]int {
 	seen := make(map[int]int)
-	quiet := time.NewTimer(5 * time.Second)
+	quiet := time.NewTimer(idle)
 	defer quiet.Stop()
 receive:
 	for len(seen) < n {
@@ -200,16 +228,20 @@ receive:
 				break receive
 			}
 			seen[i]++
+			quiet.Reset(idle)
 		case <-quiet.C:
 			break receive
 		}
 	}
-	// Anything late would be a second copy.
 	time.Sleep(300 * time.Millisecond)
 	for len(got) > 0 {
 		seen[<-got]++
 	}
-	var missing, twice []int
+	return seen
+}
+
+// tally is the numbers below n that seen lacks and those it has more than once.
+func tally(seen map[int]int, n int) (missing, twice []int) {
 	for i := range n {
 		switch seen[i] {
 		case 0:
@@ -219,11 +251,5 @@ receive:
 			twice = append(twice, i)
 		}
 	}
-	t.Logf("router killed: the source wrote %d frames again; the sink got %d distinct, %d missing, %d twice",
-		src.Resent(), len(seen), len(missing), len(twice))
-	if len(missing) > 0 || len(twice) > 0 {
-		t.Fatalf("missing %v, twice %v", head(missing), head(twice))
-	}
+	return missing, twice
 }
-
-func head(s []int) []int { return s[:min(len(s), 10)] }

@@ -84,3 +84,20 @@ func Example_quic() {
 	}
 	defer src.Close()
 }
+
+// A durable relay on `y3 serve` (compiled, not run): its outputs are kept until the router
+// has stored them and written again after a reconnect. With 0x10 and 0x20 among the
+// router's [federation] durable_tags, and the stable name, no output is lost when the
+// router is killed mid-stream.
+func ExampleRunDurableStreamFunction() {
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	opts := client.Options{Name: "relay", Token: "secret"}
+	err := client.RunDurableStreamFunction(ctx, "127.0.0.1:9000", opts, []uint32{0x10},
+		func(_ context.Context, in client.Data) (uint32, []byte, bool, error) {
+			return 0x20, in.Payload, true, nil // same yomo-tid as the input: de-duplicated downstream
+		})
+	if err != nil {
+		log.Fatal(err) // gave_up, a refusal
+	}
+}

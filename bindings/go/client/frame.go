@@ -195,7 +195,7 @@ type Handshake struct {
 	WantedTarget       string     // 08: the yomo-target this function accepts
 	ExtensionLevel     uint32     // 30 (y3): ExtensionLevel for y3 clients, 0 for YoMo's
 	Filters            []Filter   // 31 (y3): content filters, at most one per observed tag
-	WantsAcks          bool       // 32 (y3): ask for Stored acknowledgements (DurableSource)
+	WantsAcks          bool       // 32 (y3): ask for Stored acknowledgements (DurableSource, durable functions)
 }
 
 // Filter is a content filter on one observed tag (spec/filters.md): the router delivers a

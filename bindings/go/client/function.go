@@ -19,6 +19,10 @@ type Handler func(ctx context.Context, in Data) (outTag uint32, out []byte, ok b
 // StreamFunction observes tags and answers some frames with a result frame (client type
 // 0x5d). The router delivers every frame of an observed tag to every function observing
 // it, this one's own outputs included when it observes their tag.
+//
+// A durable function (ConnectDurableStreamFunction) keeps its outputs until the router has
+// stored them and writes again what a lost connection left unstored; a plain one's outputs
+// are at most once.
 type StreamFunction struct {
 	addr string
 	opts Options
@@ -28,6 +32,11 @@ type StreamFunction struct {
 	l       *link
 	serving bool
 	closed  bool
+
+	// A durable function's outputs kept until stored (a plain one's stays empty). Serve's
+	// goroutine writes and acknowledges them; wmu lets Unacked, Resent and the stop read.
+	wmu sync.Mutex
+	win window
 }
 
 // ConnectStreamFunction connects (with backoff) and handshakes as a stream function
@@ -36,8 +45,14 @@ type StreamFunction struct {
 //
 // Errors: as ConnectSource.
 func ConnectStreamFunction(ctx context.Context, addr string, opts Options, observed []uint32) (*StreamFunction, error) {
+	return connectFunction(ctx, addr, opts, observed, false)
+}
+
+// connectFunction connects a function, durable (asking for stored acknowledgements) or not.
+func connectFunction(ctx context.Context, addr string, opts Options, observed []uint32, durable bool) (*StreamFunction, error) {
 	f := &StreamFunction{addr: addr, opts: opts.norm()}
-	f.who = identity{id: newClientID(), typ: ClientStreamFunction, observed: append([]uint32(nil), observed...)}
+	f.who = identity{id: newClientID(), typ: ClientStreamFunction, observed: append([]uint32(nil), observed...),
+		wantsAcks: durable}
 	l, err := dialWithBackoff(ctx, addr, &f.opts, &f.who)
 	if err != nil {
 		return nil, err
@@ -46,10 +61,43 @@ func ConnectStreamFunction(ctx context.Context, addr string, opts Options, obser
 	return f, nil
 }
 
+// ConnectDurableStreamFunction is ConnectStreamFunction for a durable function, the Rust
+// SDK's StreamFunction::durable: it asks the router for stored acknowledgements of its
+// outputs (handshake field 32, spec/frames.md "Stored acknowledgements"), keeps every
+// output until the router says it is stored (routed, and for a durable tag of the
+// federation, in JetStream), and after a reconnect writes again, in order, the outputs
+// that were not stored, with their input's metadata and hops (the same yomo-tid, which the
+// federation's durable tags de-duplicate). Outputs are then at least once across a router
+// killed mid-stream; give the function durable input and output tags and a stable
+// Options.Name, so that the restarted router's durable consumer delivers again the inputs
+// that had not reached it.
+//
+// Only for routers that know the extension (y3 serve): YoMo's zipper never acknowledges,
+// and the outputs would pile up. The outputs kept are bounded by what the router holds
+// unstored: a router reads an acknowledging client only as fast as it stores. When Serve's
+// ctx is done, it waits (at most Options.Linger) for the outputs kept to be stored before
+// closing.
+//
+// Errors: as ConnectSource.
+func ConnectDurableStreamFunction(ctx context.Context, addr string, opts Options, observed []uint32) (*StreamFunction, error) {
+	return connectFunction(ctx, addr, opts, observed, true)
+}
+
 // RunStreamFunction connects and serves h until ctx is done: ConnectStreamFunction, then
 // Serve.
 func RunStreamFunction(ctx context.Context, addr string, opts Options, observed []uint32, h Handler) error {
-	f, err := ConnectStreamFunction(ctx, addr, opts, observed)
+	return runFunction(ctx, addr, opts, observed, false, h)
+}
+
+// RunDurableStreamFunction is RunStreamFunction for a durable function:
+// ConnectDurableStreamFunction, then Serve.
+func RunDurableStreamFunction(ctx context.Context, addr string, opts Options, observed []uint32, h Handler) error {
+	return runFunction(ctx, addr, opts, observed, true, h)
+}
+
+// runFunction connects a function and serves h; nil when connecting ended with ctx.
+func runFunction(ctx context.Context, addr string, opts Options, observed []uint32, durable bool, h Handler) error {
+	f, err := connectFunction(ctx, addr, opts, observed, durable)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -59,15 +107,35 @@ func RunStreamFunction(ctx context.Context, addr string, opts Options, observed 
 	return f.Serve(ctx, h)
 }
 
+// durable reports whether the function keeps its outputs until stored.
+func (f *StreamFunction) durable() bool { return f.who.wantsAcks }
+
+// Unacked is how many outputs a durable function keeps, written or not, and not yet
+// stored (0 for a plain function).
+func (f *StreamFunction) Unacked() int {
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	return f.win.len()
+}
+
+// Resent is how many outputs a durable function wrote again on a new connection so far
+// (0 for a plain function).
+func (f *StreamFunction) Resent() uint64 {
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	return f.win.resent
+}
+
 // ID is the function's client id without its reconnect suffix.
 func (f *StreamFunction) ID() string { return f.who.id.base }
 
 // Serve runs h on every data frame, in arrival order, reconnecting (with Options.Backoff)
-// when the connection is lost. It returns nil when ctx is done (after flushing the
-// outputs produced so far and closing the connection gracefully), h's error, the refusal
-// that ended the connection when it is not retryable (a rejected frame, a goaway or QUIC
-// close whose code says so), or the error that ended reconnecting (gave_up, a refusal).
-// Serve may be called once.
+// when the connection is lost; a durable function then writes its unstored outputs again
+// first. It returns nil when ctx is done (after flushing the outputs produced so far, for
+// a durable function waiting at most Options.Linger for them to be stored, and closing the
+// connection gracefully), h's error, the refusal that ended the connection when it is not
+// retryable (a rejected frame, a goaway or QUIC close whose code says so), or the error
+// that ended reconnecting (gave_up, a refusal). Serve may be called once.
 func (f *StreamFunction) Serve(ctx context.Context, h Handler) error {
 	f.mu.Lock()
 	if f.serving || f.closed {
@@ -101,6 +169,53 @@ func (f *StreamFunction) Serve(ctx context.Context, h Handler) error {
 		f.l = nl
 		f.mu.Unlock()
 		l = nl
+		if f.durable() {
+			f.wmu.Lock()
+			f.win.reconnected()
+			unstored := f.win.len()
+			f.wmu.Unlock()
+			// A failure here is noticed by the next read; the window keeps the outputs.
+			_ = writeKept(ctx, nil, l, &f.wmu, &f.win)
+			f.opts.Logger.Debug("function reconnected", "resending", unstored)
+		}
+	}
+}
+
+// keep keeps a durable function's output and writes it with the others unwritten. alive is
+// false when the connection broke (the output stays kept for the next one).
+func (f *StreamFunction) keep(ctx context.Context, l *link, out Data) (alive bool, err error) {
+	if body := out.bodyLen(); body > frameLimit(f.opts.MaxFrameLen) {
+		f.opts.Logger.Warn("output dropped", "error",
+			&Error{Kind: KindTooLong, Declared: uint64(body), Limit: uint64(frameLimit(f.opts.MaxFrameLen))})
+		return true, nil
+	}
+	f.wmu.Lock()
+	f.win.keep(out)
+	f.wmu.Unlock()
+	err = writeKept(ctx, nil, l, &f.wmu, &f.win)
+	if err != nil && ctx.Err() != nil {
+		// Stopping: write the rest while the stop lingers for the stored counts.
+		wctx, cancel := context.WithTimeout(context.Background(), f.opts.Linger)
+		defer cancel()
+		_ = writeKept(wctx, nil, l, &f.wmu, &f.win)
+		return true, nil
+	}
+	return err == nil, err
+}
+
+// ack applies the router's stored count; once stopping, the write side ends when every
+// output is stored.
+func (f *StreamFunction) ack(l *link, count uint32, stopped <-chan struct{}) {
+	f.wmu.Lock()
+	f.win.ack(count)
+	empty := f.win.len() == 0
+	f.wmu.Unlock()
+	select {
+	case <-stopped:
+		if empty {
+			l.closeWrite()
+		}
+	default:
 	}
 }
 
@@ -129,12 +244,18 @@ func output(in *Data, tag uint32, out []byte) Data {
 
 // serveLink serves one connection. broken: the connection was lost (reconnect).
 func (f *StreamFunction) serveLink(ctx context.Context, l *link, h Handler) (broken bool, err error) {
-	// On cancellation: flush the outputs, end the write side; the router then closes and
-	// the read below ends. The deadline bounds the wait.
+	// On cancellation: flush the outputs, end the write side (a durable function once its
+	// outputs are stored, see ack); the router then closes and the read below ends. The
+	// deadline bounds the wait. The stopped check and ack's are ordered by wmu.
 	stopped := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
+		f.wmu.Lock()
 		close(stopped)
-		l.closeWrite()
+		empty := f.win.len() == 0
+		f.wmu.Unlock()
+		if empty {
+			l.closeWrite()
+		}
 		_ = l.s.SetReadDeadline(time.Now().Add(f.opts.Linger))
 	})
 	defer stop()
@@ -144,10 +265,16 @@ func (f *StreamFunction) serveLink(ctx context.Context, l *link, h Handler) (bro
 		select {
 		case <-stopped:
 			if rerr == nil {
-				continue // discard what arrives while closing
+				if st, ok := fr.(Stored); ok {
+					f.ack(l, st.Count, stopped)
+				}
+				continue // discard the data that arrives while closing
 			}
 			_ = l.waitWriter(f.opts.Linger)
 			l.close()
+			if n := f.Unacked(); n > 0 {
+				f.opts.Logger.Warn("function stopped with outputs not stored", "unstored", n)
+			}
 			return false, nil
 		default:
 		}
@@ -169,6 +296,12 @@ func (f *StreamFunction) serveLink(ctx context.Context, l *link, h Handler) (bro
 			if !ok {
 				continue
 			}
+			if f.durable() {
+				if alive, werr := f.keep(ctx, l, output(&in, tag, out)); !alive {
+					return true, werr
+				}
+				continue
+			}
 			if eerr := enqueue(ctx, nil, l, output(&in, tag, out)); eerr != nil {
 				if ctx.Err() != nil {
 					continue // stopping: the read above ends soon
@@ -179,6 +312,10 @@ func (f *StreamFunction) serveLink(ctx context.Context, l *link, h Handler) (bro
 				}
 				return true, eerr
 			}
+			continue
+		}
+		if st, ok := fr.(Stored); ok {
+			f.ack(l, st.Count, stopped)
 			continue
 		}
 		if err := refusal(fr, &f.opts); err != nil {

@@ -62,7 +62,7 @@ type identity struct {
 	id        *clientID
 	typ       ClientType
 	observed  []uint32
-	wantsAcks bool // ask for stored acknowledgements (DurableSource)
+	wantsAcks bool // ask for stored acknowledgements (DurableSource, a durable StreamFunction)
 }
 
 // handshake is the handshake of the next connection attempt.
