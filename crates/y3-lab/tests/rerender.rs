@@ -60,6 +60,11 @@ fn yomo_report_rerenders_byte_identical() {
     rerender("net-yomo.json");
 }
 
+#[test]
+fn federation_report_rerenders_byte_identical() {
+    rerender("net-federation.json");
+}
+
 /// A results file of the lab's first format, upgraded when read, renders as that lab did.
 fn rerender_fixture(suite: &str) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
