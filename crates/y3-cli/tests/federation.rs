@@ -781,7 +781,17 @@ fn full_publish_queue_holds_the_source_back_or_drops_and_counts() {
     let dir = temp_dir("hold");
     let nodes = cluster(&dir);
     let small = "publish_queue = 2\nbatch_frames = 1";
-    let a = Router::start_with(&dir, &nodes, 0, "a", &[], small, "");
+    // A hold that sees no progress for `block_timeout_ms` drops: generous here, so that a
+    // loaded machine's pause is not taken for a stalled NATS.
+    let a = Router::start_with(
+        &dir,
+        &nodes,
+        0,
+        "a",
+        &[],
+        small,
+        "[queue]\nblock_timeout_ms = 5000\n",
+    );
     let d = Router::start_with(
         &dir,
         &nodes,
@@ -871,15 +881,25 @@ fn batches_only_to_routers_that_read_them() {
             }
             assert!(start.elapsed() < WAIT, "A never heard the old router");
         }
-        let (messages, frames, batches) = burst(a.options("s1"), "s1", &mut sub).await;
+        let (messages, frames, batches) = burst(a.options("s1"), "s1".into(), &mut sub).await;
         eprintln!("old router: {frames} frames in {messages} messages");
         assert_eq!((messages, batches), (frames, 0));
 
+        // Once A has heard the new announcement (bursts until one travels in batches).
         announce(true).await;
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        let (messages, frames, batches) = burst(a.options("s2"), "s2", &mut sub).await;
-        eprintln!("reads batches: {frames} frames in {messages} messages");
-        assert!(batches > 0, "no batch once the router reads them");
+        let start = Instant::now();
+        for round in 2.. {
+            let name = format!("s{round}");
+            let (messages, frames, batches) = burst(a.options(&name), name.clone(), &mut sub).await;
+            eprintln!("reads batches: {frames} frames in {messages} messages");
+            if batches > 0 {
+                break;
+            }
+            assert!(
+                start.elapsed() < WAIT,
+                "no batch once the router reads them"
+            );
+        }
     });
     assert_eq!(a.lost("queue_full"), 0);
 }
@@ -888,11 +908,13 @@ fn batches_only_to_routers_that_read_them() {
 /// (NATS messages, frames, messages that were batches).
 async fn burst(
     options: ClientOptions,
-    name: &'static str,
+    name: String,
     sub: &mut async_nats::Subscriber,
 ) -> (u64, u64, u64) {
     let n = 3000u64;
-    let sent = tokio::spawn(send_paced(options, 20, name, n, Duration::ZERO));
+    let sent = tokio::spawn(async move {
+        send_paced(options, 20, &name, n, Duration::ZERO).await;
+    });
     let (mut messages, mut frames, mut batches) = (0u64, 0u64, 0u64);
     while frames < n {
         let msg = tokio::time::timeout(Duration::from_secs(5), sub.next())
