@@ -1808,3 +1808,121 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod split_tests {
+    use alloc::format;
+    use alloc::string::String;
+    use alloc::vec::Vec;
+
+    use hex_literal::hex;
+
+    use crate::{Config, Dialect, Limits, Observer};
+
+    /// What the observer reads after every feed of `chunks`: consumed, the value, position,
+    /// packets, finish; or the error that ended it.
+    fn trace(obs: &mut Observer, chunks: &[&[u8]]) -> Vec<String> {
+        let mut out = Vec::new();
+        for chunk in chunks {
+            let mut input = *chunk;
+            loop {
+                match obs.feed(input) {
+                    Ok(fed) => {
+                        let value = fed
+                            .observed
+                            .as_ref()
+                            .map(|v| (v.sub, v.tag(), v.value().to_vec(), v.depth(), v.assembled));
+                        let consumed = fed.consumed;
+                        let done = value.is_none();
+                        out.push(format!(
+                            "{consumed} {value:?} at {} packets {} finish {:?}",
+                            obs.position(),
+                            obs.packets(),
+                            obs.finish()
+                        ));
+                        input = &input[consumed..];
+                        if done {
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        out.push(format!("{e:?}"));
+                        return out;
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The observer (fast path and skip runs on) reads `input` as the general machine
+    /// without them does, cut into three chunks at every pair of places: every feed's
+    /// result, position, packet count and `finish`, and the same error at the same feed.
+    fn agrees_in_every_split(config: Config, path: &[u32], input: &[u8]) {
+        let observer = Observer::new(config, &[path]).unwrap();
+        assert!(observer.fast, "the fast path serves this observer");
+        let mut reference = observer.clone();
+        reference.fast = false;
+        reference.run = false;
+        for i in 0..=input.len() {
+            for j in i..=input.len() {
+                let chunks = [&input[..i], &input[i..j], &input[j..]];
+                let (mut a, mut b) = (observer.clone(), reference.clone());
+                assert_eq!(
+                    trace(&mut a, &chunks),
+                    trace(&mut b, &chunks),
+                    "chunks {chunks:x?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_node_at_the_depth_limit_is_refused_as_the_general_machine_refuses_it() {
+        let config = Config::new(Dialect::Golang).with_limits(Limits {
+            max_packet_len: 1 << 12,
+            max_depth: 2,
+        });
+        // 0x01 { 0x02 { 0x03 = 7 } }: entering 0x02 would be depth 3.
+        agrees_in_every_split(config, &[1, 2, 3], &hex!("81 05 82 03 03 01 07"));
+        // Two packets, the first skipped whole, the path one deep.
+        agrees_in_every_split(config, &[1, 3], &hex!("90 02 05 00 81 03 03 01 07"));
+    }
+
+    #[test]
+    fn a_chunk_that_ends_with_an_invalid_tag_byte_fails_at_once() {
+        // 0x41 (the array flag without the node flag) after a complete child.
+        agrees_in_every_split(Config::DEFAULT, &[1, 3], &hex!("81 06 02 01 00 41 01 00"));
+        agrees_in_every_split(Config::DEFAULT, &[1, 3], &hex!("02 01 00 41 01 00"));
+        // A negative length (the sign bit of a one-group PVarInt), split or not.
+        agrees_in_every_split(Config::DEFAULT, &[1, 3], &hex!("81 05 02 01 00 03 7f"));
+        agrees_in_every_split(Config::DEFAULT, &[1, 3], &hex!("02 01 00 03 7f 00 00"));
+    }
+
+    #[test]
+    fn values_nodes_and_packets_read_alike_in_every_split() {
+        let packets = hex!(
+            "81 0c 02 01 61 83 05 04 01 05 03 00 03 01 09"
+            "02 02 ff 3f"
+            "81 82 01 02 00 01" // a two-group length (1 << 7) over a short packet
+        );
+        agrees_in_every_split(Config::DEFAULT, &[1, 3], &packets);
+        agrees_in_every_split(Config::DEFAULT, &[1, 3, 4], &packets);
+        agrees_in_every_split(Config::DEFAULT, &[2], &packets);
+        // A child with a two-group length (128 bytes) skipped across chunks.
+        let long: Vec<u8> = hex!("81 81 06 02 81 00")
+            .into_iter()
+            .chain(core::iter::repeat_n(0xaa, 128))
+            .chain(hex!("03 01 07"))
+            .collect();
+        agrees_in_every_split(Config::DEFAULT, &[1, 3], &long);
+        // Values too long for the limit, and past their node.
+        let tight = Config::new(Dialect::NVarInt).with_limits(Limits {
+            max_packet_len: 8,
+            max_depth: 8,
+        });
+        agrees_in_every_split(tight, &[1, 3], &hex!("81 06 02 01 00 03 09 00"));
+        agrees_in_every_split(tight, &[1, 3], &hex!("02 09 00 00 00 00 00 00 00 00 00"));
+        agrees_in_every_split(Config::DEFAULT, &[1, 3], &hex!("81 04 02 01 00 03 05 00"));
+    }
+}
