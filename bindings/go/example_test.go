@@ -42,7 +42,8 @@ func ExampleDecode() {
 }
 
 func ExampleObserver() {
-	// Node 0x10 { float32 0x11 = 1.5, int64 0x12 = -1 }, twice, arriving in 4-byte chunks.
+	// Node 0x10 { float32 0x11 = 1.5, int64 0x12 = -1 }, twice, arriving in 5-byte chunks:
+	// the first value straddles two chunks (assembled), the second lies in one (lent).
 	packet := []byte{0x90, 0x07, 0x11, 0x02, 0x3f, 0xc0, 0x12, 0x01, 0x7f}
 	stream := append(append([]byte(nil), packet...), packet...)
 	o, err := y3.NewObserver(y3.DefaultConfig, y3.Path{0x10, 0x11})
@@ -50,7 +51,7 @@ func ExampleObserver() {
 		panic(err)
 	}
 	for len(stream) > 0 {
-		chunk := stream[:min(4, len(stream))]
+		chunk := stream[:min(5, len(stream))]
 		stream = stream[len(chunk):]
 		for len(chunk) > 0 {
 			n, v, err := o.Feed(chunk)

@@ -561,11 +561,20 @@ func (o *Observer) step(in []byte) (int, bool, error) {
 				o.pos += uint64(len(in))
 				return len(in), false, nil
 			}
-			o.asm = append(o.asm, in[off:off+int(left)]...)
-			off += int(left)
 			depth := uint32(o.stack.n) + 1
 			o.state = stHead
 			o.afterValue(o.end)
+			if len(o.asm) == 0 {
+				// None of the value came before (its header ended the previous chunk): it
+				// lies in this chunk and is lent from it, as the Rust observer lends it.
+				value := in[off : off+int(left) : off+int(left)]
+				off += int(left)
+				o.pos += uint64(off)
+				o.setOut(value, o.tag, depth, headerLen(o.tag, len(value), o.cfg.Dialect), o.sub, false)
+				return off, true, nil
+			}
+			o.asm = append(o.asm, in[off:off+int(left)]...)
+			off += int(left)
 			o.pos += uint64(off)
 			o.clearAsm = true
 			hl := headerLen(o.tag, len(o.asm), o.cfg.Dialect)

@@ -444,3 +444,38 @@ func TestObserveReaderErrors(t *testing.T) {
 	err = ObserveReader(io.MultiReader(), nil, nil)
 	wantKind(t, err, KindPathCount)
 }
+
+func TestObserverLendsAValueWhoseHeaderEndedThePreviousChunk(t *testing.T) {
+	// Node 0x10 { 0x11 = "ab" }: the chunk ends with the header of 0x11, the value lies
+	// whole in the next chunk, and is lent from it (as the Rust observer lends it).
+	buf := mustHex(t, "90 04 11 02 61 62")
+	o, err := NewObserver(DefaultConfig, Path{0x10, 0x11})
+	must(t, err)
+	n, v, err := o.Feed(buf[:4])
+	must(t, err)
+	if n != 4 || v != nil {
+		t.Fatalf("first chunk: consumed %d, value %v", n, v)
+	}
+	next := buf[4:]
+	n, v, err = o.Feed(next)
+	must(t, err)
+	if n != 2 || v == nil || v.Assembled || &v.Value()[0] != &next[0] || string(v.Value()) != "ab" {
+		t.Fatalf("second chunk: consumed %d, value %+v", n, v)
+	}
+	if v.EncodedLen() != 4 || v.Depth() != 2 {
+		t.Fatalf("encoded length %d depth %d", v.EncodedLen(), v.Depth())
+	}
+	must(t, o.Finish())
+	// One byte of the value before the chunk's end: assembled.
+	o.Reset()
+	_, v, err = o.Feed(buf[:5])
+	must(t, err)
+	if v != nil {
+		t.Fatal("value before its last byte")
+	}
+	_, v, err = o.Feed(buf[5:])
+	must(t, err)
+	if v == nil || !v.Assembled || string(v.Value()) != "ab" {
+		t.Fatalf("assembled: %+v", v)
+	}
+}
