@@ -589,6 +589,45 @@ fn codec_parallel_table(r: &Results) -> Table {
     t
 }
 
+/// Issue 14's streaming bound (1.5× `y3-observe`) beside `y3-stream7` and the streaming
+/// floor, per case; `None` where the floor was not measured (results from before it).
+fn stream7_floor_table(r: &Results) -> Option<Table> {
+    let cases = case_names();
+    let value = |c: &str, imp: &str| {
+        get(r, c, "ascending", imp, "serial").map(|x| x.value(Metric::NsPerOp))
+    };
+    if cases.iter().all(|c| value(c, "y3-stream7-floor").is_none()) {
+        return None;
+    }
+    let mut t = Table::new(columns(&["ns/op"], &cases));
+    let mut line =
+        |key: &str, label: &str, f: &dyn Fn(&str) -> Option<f64>, fmt: fn(f64) -> String| {
+            let mut cells = vec![Cell::from(label)];
+            cells.extend(cases.iter().map(|c| Cell::maybe(f(c), fmt)));
+            t.row(key, cells);
+        };
+    line(
+        "bound",
+        "1.5 × `y3-observe` (the bound)",
+        &|c| value(c, "y3-observe").map(|v| 1.5 * v),
+        ns,
+    );
+    line("stream7", "`y3-stream7`", &|c| value(c, "y3-stream7"), ns);
+    line(
+        "floor",
+        "`y3-stream7-floor`",
+        &|c| value(c, "y3-stream7-floor"),
+        ns,
+    );
+    line(
+        "over",
+        "`y3-stream7-floor` ÷ `y3-observe`",
+        &|c| Some(value(c, "y3-stream7-floor")? / value(c, "y3-observe")?),
+        ratio,
+    );
+    Some(t)
+}
+
 /// The key-position sweep (C63 ascending, serial): ns/op per position.
 fn codec_sweep_table(r: &Results) -> Table {
     let sweep = sweep_cases();
@@ -635,6 +674,16 @@ pub fn codec_markdown(r: &Results) -> String {
             .join(", "),
         ns(REPORT_JSON_C63)
     );
+
+    if let Some(t) = stream7_floor_table(r) {
+        out.push_str("## Streaming in 7-byte chunks against its floor (serial, ascending)\n\n");
+        out.push_str(&t.markdown());
+        out.push_str(
+            "\n`y3-stream7-floor` is `y3-floor`'s trusting walk fed the same 7-byte chunks, its \
+             place kept between them: no check, no error, no level but the root. Where it is \
+             above the bound, no checked walk across chunks meets the bound.\n\n",
+        );
+    }
 
     out.push_str(
         "## Speed-up of `y3-observe` (serial, ascending): peer ns/op ÷ y3-observe ns/op\n\n",

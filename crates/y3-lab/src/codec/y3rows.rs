@@ -11,6 +11,9 @@
 //!   it. The latency floor of walking these TLVs, measured in the same run so that the
 //!   codec's ratio to it (issue 14: one-shot within 1.3× the floor plus 3 ns) is a same-run
 //!   number.
+//! - `y3-stream7-floor`: not a codec either: the same trusting walk fed 7-byte chunks, its
+//!   place kept between chunks (the streaming floor `y3-stream7` is measured against: no
+//!   check, no error, no nesting beyond the root).
 
 use std::sync::Arc;
 
@@ -52,6 +55,14 @@ pub(super) fn impls() -> Vec<Impl> {
             op: "unchecked walk",
             about: "the floor: a TLV walk trusting every length (not a codec)",
             prepare: floor,
+            keyed: true,
+        },
+        Impl {
+            name: "y3-stream7-floor",
+            format: "y3",
+            op: "unchecked walk (7-byte chunks)",
+            about: "the streaming floor: the unchecked walk fed 7-byte chunks (not a codec)",
+            prepare: stream7_floor,
             keyed: true,
         },
         Impl {
@@ -155,5 +166,131 @@ fn floor(ds: &Dataset) -> Result<Prepared> {
     let (key, expected) = (ds.key, ds.expected);
     Ok(Prepared::looping(input, expected, move || {
         move |buf: &[u8]| floor_find(buf, key).map_or(Scalar::Missing, |p| expected.read_y3(&p))
+    }))
+}
+
+/// [`floor_find`]'s walk across chunks: what it keeps between them is the next header's
+/// stream offset, a tag byte that ended a chunk, and the bytes so far of a value that
+/// straddles chunks.
+struct StreamFloor {
+    key: u32,
+    /// Stream offset of the next header (`usize::MAX`: the root header is next), or of the
+    /// value's end while taking.
+    next: usize,
+    /// Stream offset of the next chunk.
+    base: usize,
+    /// A tag byte that ended the previous chunk.
+    tag: Option<u8>,
+    /// Taking a value that straddles chunks: `buf[..have]` arrived.
+    taking: bool,
+    buf: [u8; 64],
+    have: usize,
+}
+
+impl StreamFloor {
+    fn new(key: u32) -> StreamFloor {
+        StreamFloor {
+            key,
+            next: usize::MAX,
+            base: 0,
+            tag: None,
+            taking: false,
+            buf: [0; 64],
+            have: 0,
+        }
+    }
+
+    fn reset(&mut self) {
+        *self = StreamFloor::new(self.key);
+    }
+
+    /// The value, once its last byte is in `chunk`.
+    #[inline(always)]
+    fn feed<'a>(&'a mut self, chunk: &'a [u8]) -> Option<&'a [u8]> {
+        let base = self.base;
+        self.base += chunk.len();
+        let mut i = if self.next == usize::MAX {
+            // The root header lies in the first chunk.
+            if chunk.get(1)? & 0x80 != 0 {
+                3
+            } else {
+                2
+            }
+        } else if self.taking {
+            let left = self.next - base;
+            if left > chunk.len() {
+                self.buf
+                    .get_mut(self.have..self.have + chunk.len())?
+                    .copy_from_slice(chunk);
+                self.have += chunk.len();
+                return None;
+            }
+            if self.have == 0 {
+                return Some(&chunk[..left]);
+            }
+            self.buf
+                .get_mut(self.have..self.have + left)?
+                .copy_from_slice(&chunk[..left]);
+            self.have += left;
+            return Some(&self.buf[..self.have]);
+        } else if let Some(tag) = self.tag.take() {
+            let len = *chunk.first()? as usize;
+            if (tag & 0x3f) as u32 == self.key {
+                return self.take(chunk, base, 1, len);
+            }
+            1 + len
+        } else {
+            self.next - base
+        };
+        while let Some(&[tag, len]) = chunk.get(i..i + 2) {
+            if (tag & 0x3f) as u32 == self.key {
+                return self.take(chunk, base, i + 2, len as usize);
+            }
+            i += 2 + len as usize;
+        }
+        if i + 1 == chunk.len() {
+            self.tag = Some(chunk[i]);
+            i += 1;
+        }
+        self.next = base + i;
+        None
+    }
+
+    /// The value at `chunk[start..start + len]`, or its first bytes kept.
+    #[inline(always)]
+    fn take<'a>(
+        &'a mut self,
+        chunk: &'a [u8],
+        base: usize,
+        start: usize,
+        len: usize,
+    ) -> Option<&'a [u8]> {
+        if let Some(v) = chunk.get(start..start + len) {
+            return Some(v);
+        }
+        let have = chunk.len() - start;
+        self.buf.get_mut(..have)?.copy_from_slice(&chunk[start..]);
+        self.have = have;
+        self.taking = true;
+        self.next = base + start + len;
+        None
+    }
+}
+
+fn stream7_floor(ds: &Dataset) -> Result<Prepared> {
+    let input: Arc<[u8]> = ds.y3.clone().into();
+    let (key, expected) = (ds.key, ds.expected);
+    Ok(Prepared::looping(input, expected, move || {
+        let mut walk = StreamFloor::new(key);
+        move |buf: &[u8]| {
+            walk.reset();
+            for chunk in buf.chunks(7) {
+                if let Some(v) = walk.feed(chunk) {
+                    let p = y3::Packet::from_value(y3::Tag::primitive(key), v, Config::DEFAULT);
+                    return expected.read_y3(&p);
+                }
+            }
+            Scalar::Missing
+        }
     }))
 }
