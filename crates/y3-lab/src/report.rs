@@ -628,6 +628,22 @@ fn stream7_floor_table(r: &Results) -> Option<Table> {
     Some(t)
 }
 
+/// The cases where issue 14's streaming bound (1.5× `y3-observe`) is below the streaming
+/// floor, as `C63-K32 (49.0 < 76.9 ns)`.
+fn stream7_below_floor(r: &Results) -> Vec<String> {
+    let value = |c: &str, imp: &str| {
+        get(r, c, "ascending", imp, "serial").map(|x| x.value(Metric::NsPerOp))
+    };
+    case_names()
+        .iter()
+        .filter_map(|c| {
+            let bound = 1.5 * value(c, "y3-observe")?;
+            let floor = value(c, "y3-stream7-floor")?;
+            (bound < floor).then(|| format!("{c} ({} < {} ns)", ns(bound), ns(floor)))
+        })
+        .collect()
+}
+
 /// The key-position sweep (C63 ascending, serial): ns/op per position.
 fn codec_sweep_table(r: &Results) -> Table {
     let sweep = sweep_cases();
@@ -894,6 +910,16 @@ pub fn codec_summary(r: &Results, docs_rel: &str) -> String {
     out.push_str(&t.markdown());
     out.push('\n');
     targets_table(&mut out, &codec_targets(r), ABSENT);
+    let below = stream7_below_floor(r);
+    if !below.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nThe streaming bound (1.5 × `y3-observe`) lies below the streaming floor measured in \
+             the same run (`y3-stream7-floor`, a trusting walk fed the same 7-byte chunks) at {}: \
+             [the streaming table]({docs_rel}/codec.md#streaming-in-7-byte-chunks-against-its-floor-serial-ascending).",
+            below.join(" and ")
+        );
+    }
     let _ = writeln!(out, "\nFull tables (parallel, published order, key sweep, CPU time, allocations, all peers): [{docs_rel}/codec.md]({docs_rel}/codec.md).\n");
     for (file, alt) in CODEC_CHARTS.iter().take(2) {
         let _ = writeln!(out, "![{alt}]({docs_rel}/{file})\n");
@@ -1343,6 +1369,27 @@ mod tests {
             summary.contains("| `sonic-rs-get` | 400 | 400 | 400 | 400 | 20× |"),
             "{summary}"
         );
+    }
+
+    #[test]
+    fn the_streaming_bound_is_set_beside_its_floor() {
+        // Without the floor's row (results from before it): no table, no sentence.
+        let mut r = results();
+        assert!(stream7_floor_table(&r).is_none());
+        assert!(!codec_markdown(&r).contains("against its floor"));
+        // Bound 1.5 × 20 = 30 ns: the floor above it at C32 and C63 only.
+        for (c, floor) in case_names().iter().zip([12.0, 29.0, 31.0, 45.0]) {
+            r.records
+                .push(rec("y3-stream7-floor", c, "ascending", Mode::Serial, floor));
+        }
+        let md = codec_markdown(&r);
+        assert!(md.contains("| 1.5 × `y3-observe` (the bound) | 30.0 | 30.0 | 30.0 | 30.0 |"));
+        assert!(md.contains("| `y3-stream7-floor` ÷ `y3-observe` | 0.60× | 1.4× | 1.6× | 2.2× |"));
+        assert_eq!(
+            stream7_below_floor(&r),
+            ["C32-K16 (30.0 < 31.0 ns)", "C63-K32 (30.0 < 45.0 ns)"]
+        );
+        assert!(codec_summary(&r, "docs/bench").contains("at C32-K16 (30.0 < 31.0 ns) and C63-K32"));
     }
 
     #[test]
