@@ -56,6 +56,25 @@ pub(crate) fn walk(
 ) -> Fast {
     debug_assert!(!ids.is_empty() && ids.len() <= MAX_PATH_DEPTH);
     debug_assert!(config.dialect.has_node_flag());
+    let limits = &config.limits;
+    if limits.max_packet_len >= 63 && ids.len() == 2 {
+        let (limit, max_depth) = (limits.max_packet_len, limits.max_depth as usize);
+        if let Some(found) = first_child(ids[0], ids[1], limit, max_depth, input, &mut ends[0]) {
+            return found;
+        }
+    }
+    walk_loop(ids, config, input, ends)
+}
+
+/// [`walk`] without trying [`first_child`] first (its caller already did, or its case
+/// does not apply).
+#[inline(always)]
+pub(crate) fn walk_loop(
+    ids: &[u32],
+    config: &Config,
+    input: &[u8],
+    ends: &mut [usize; MAX_PATH_DEPTH],
+) -> Fast {
     let limit = config.limits.max_packet_len;
     let max_depth = config.limits.max_depth as usize;
     let last = ids.len() - 1;
@@ -67,11 +86,6 @@ pub(crate) fn walk(
     let mut packets = 0u64;
     // The skip run accepts one-byte lengths without comparing them with the limit.
     let run = limit >= 63;
-    if run && last == 1 {
-        if let Some(found) = first_child(ids[0], ids[1], limit, max_depth, input, ends) {
-            return found;
-        }
-    }
     loop {
         if depth > 0 && run {
             // Inside a node: the children simply skipped, at once (see `skip.rs`); the
@@ -155,15 +169,16 @@ pub(crate) fn walk(
 /// in straight-line code: the first packet is node `outer`, and a child `inner` with a
 /// one-byte length lies in it. It makes the checks [`walk`]'s loop makes on the same
 /// headers and answers what that loop would; `None` (nothing decided) sends every other
-/// input to the loop, which starts over.
+/// input to the loop, which starts over. Only call it where `limit >= 63`. On an answer,
+/// `outer_end` is where the first packet ends (the `ends[0]` of [`walk`]).
 #[inline(always)]
-fn first_child(
+pub(crate) fn first_child(
     outer: u32,
     inner: u32,
     limit: u64,
     max_depth: usize,
     input: &[u8],
-    ends: &mut [usize; MAX_PATH_DEPTH],
+    outer_end: &mut usize,
 ) -> Option<Fast> {
     let &[tag, b1, ..] = input else {
         return None;
@@ -195,7 +210,7 @@ fn first_child(
     if (t & 0x3f) as u32 != inner || l >= 0x40 || t & 0xc0 == 0x40 || next > end {
         return None;
     }
-    ends[0] = end;
+    *outer_end = end;
     Some(Fast::Found {
         tag: Tag::from_byte(t),
         start: off + 2,

@@ -310,6 +310,9 @@ pub struct Observer {
     fast: bool,
     /// A one-byte-tag dialect with a length limit of 63 or more: the skip run may answer.
     run: bool,
+    /// The two keys of a two-key path where `fast` and `run` hold: [`fast::first_child`]
+    /// may answer first (the small-message case), before [`fast::walk_loop`].
+    pair: Option<(u32, u32)>,
     /// The current level; `parents` holds the enclosing ones.
     cur: Level,
     /// The level of the stream itself, computed once.
@@ -456,6 +459,7 @@ impl Observer {
             validate,
             fast: false,
             run: config.dialect.has_node_flag() && config.limits.max_packet_len >= 63,
+            pair: None,
             cur: TOP,
             top: TOP,
             parents: Parents::new(),
@@ -473,7 +477,7 @@ impl Observer {
             walked: true,
         };
         observer.top = observer.level(u64::MAX, all, 0);
-        observer.fast = observer.can_walk_fast();
+        observer.set_fast(true);
         observer.reset();
         observer
     }
@@ -485,7 +489,7 @@ impl Observer {
     pub fn validating(mut self, validate: bool) -> Observer {
         self.validate = validate;
         self.top = self.level(u64::MAX, self.all, 0);
-        self.fast = self.can_walk_fast();
+        self.set_fast(true);
         self.walked = true;
         self.reset();
         self
@@ -496,7 +500,7 @@ impl Observer {
     #[cfg(feature = "__harness")]
     #[doc(hidden)]
     pub fn without_fast_path(mut self) -> Observer {
-        self.fast = false;
+        self.set_fast(false);
         self
     }
 
@@ -506,13 +510,19 @@ impl Observer {
     #[cfg(feature = "__harness")]
     #[doc(hidden)]
     pub fn without_skip_runs(mut self) -> Observer {
-        self.fast = false;
         self.run = false;
+        self.set_fast(false);
         self
     }
 
-    fn can_walk_fast(&self) -> bool {
-        self.all == 1 && !self.validate && self.config.dialect.has_node_flag()
+    /// Turns the fast path on where it serves this observer (one path, not validating, a
+    /// one-byte-tag dialect), or off.
+    fn set_fast(&mut self, on: bool) {
+        self.fast = on && self.all == 1 && !self.validate && self.config.dialect.has_node_flag();
+        self.pair = match &self.paths.first {
+            Some(p) if self.fast && self.run && p.len == 2 => Some((p.ids[0], p.ids[1])),
+            _ => None,
+        };
     }
 
     /// Forgets all stream state, keeping the subscriptions and buffers, so that one observer
@@ -1313,12 +1323,31 @@ impl Observer {
         self.after_value(end);
     }
 
-    /// [`crate::fast::walk`] from a top-level boundary, committing its answer to the state the
-    /// general walk would have reached; `None` (nothing changed) when it bails.
+    /// [`crate::fast::walk`] (its straight-line first step only where `pair` is set) from a
+    /// top-level boundary, committing its answer to the state the general walk would have
+    /// reached; `None` (nothing changed) when it bails.
     #[inline(always)]
     fn feed_fast<'a>(&mut self, input: &'a [u8]) -> Option<Fed<'a>> {
-        let path = self.paths.first.as_ref()?;
-        match fast::walk(&path.ids[..path.len], &self.config, input, &mut self.ends) {
+        let limits = &self.config.limits;
+        let first = match self.pair {
+            Some((outer, inner)) => fast::first_child(
+                outer,
+                inner,
+                limits.max_packet_len,
+                limits.max_depth as usize,
+                input,
+                &mut self.ends[0],
+            ),
+            None => None,
+        };
+        let walked = match first {
+            Some(found) => found,
+            None => {
+                let path = self.paths.first.as_ref()?;
+                fast::walk_loop(&path.ids[..path.len], &self.config, input, &mut self.ends)
+            }
+        };
+        match walked {
             Fast::Bail => None,
             Fast::Done { packets } => {
                 self.started += packets;
@@ -1862,8 +1891,8 @@ mod split_tests {
         let observer = Observer::new(config, &[path]).unwrap();
         assert!(observer.fast, "the fast path serves this observer");
         let mut reference = observer.clone();
-        reference.fast = false;
         reference.run = false;
+        reference.set_fast(false);
         for i in 0..=input.len() {
             for j in i..=input.len() {
                 let chunks = [&input[..i], &input[i..j], &input[j..]];
