@@ -139,6 +139,9 @@ pub fn validate_with(buf: &[u8], config: &Config) -> Result<(), DecodeError> {
 /// Header errors met on the way; [`DecodeError::UnexpectedEnd`] when `buf` ends inside a
 /// packet before a match. An empty `path` matches nothing; one longer than
 /// [`MAX_PATH_DEPTH`] is reported as [`DecodeError::TooDeep`].
+// Inlined (with `get_with`'s fast path; the general machine stays out of line): the call
+// and its frame cost a small message as much as its walk.
+#[inline]
 pub fn get<'a>(buf: &'a [u8], path: &[u32]) -> Result<Option<Packet<'a>>, DecodeError> {
     get_with(buf, path, &Config::DEFAULT)
 }
@@ -147,6 +150,7 @@ pub fn get<'a>(buf: &'a [u8], path: &[u32]) -> Result<Option<Packet<'a>>, Decode
 ///
 /// # Errors
 /// As [`get`].
+#[inline]
 pub fn get_with<'a>(
     buf: &'a [u8],
     path: &[u32],
