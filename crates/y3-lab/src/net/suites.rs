@@ -287,12 +287,19 @@ Examples:
   y3-lab net yomo --runs 3 --messages 100000 --json bench-results/net-yomo.json"
 )]
 pub struct YomoArgs {
-    /// Payload sizes in bytes (at least 16, for the sequence number and send time).
-    #[arg(long, value_delimiter = ',', default_values_t = [64usize, 1024])]
-    sizes: Vec<usize>,
     /// Workloads: `sink` (source → sink), `relay` (source → relay → sink).
     #[arg(long, value_delimiter = ',', default_values_t = ["sink".to_string(), "relay".to_string()])]
     workloads: Vec<String>,
+    #[command(flatten)]
+    peers: PeerArgs,
+}
+
+/// What the suites that run YoMo's own clients beside y3's share (`yomo`, `federation`).
+#[derive(Debug, Args)]
+pub struct PeerArgs {
+    /// Payload sizes in bytes (at least 16, for the sequence number and send time).
+    #[arg(long, value_delimiter = ',', default_values_t = [64usize, 1024])]
+    sizes: Vec<usize>,
     #[command(flatten)]
     load: LoadArgs,
     /// The Go module with cmd/yomo-peer.
@@ -330,17 +337,8 @@ Examples:
   y3-lab net federation --runs 3 --json bench-results/net-federation.json --docs docs/bench"
 )]
 pub struct FederationArgs {
-    /// Payload sizes in bytes (at least 16, for the sequence number and send time).
-    #[arg(long, value_delimiter = ',', default_values_t = [64usize, 1024])]
-    sizes: Vec<usize>,
     #[command(flatten)]
-    load: LoadArgs,
-    /// The Go module with cmd/yomo-peer.
-    #[arg(long, value_name = "DIR", default_value = "interop/yomo")]
-    yomo_dir: PathBuf,
-    /// y3 serve's `[queue] block_timeout_ms` (see `net yomo`).
-    #[arg(long, default_value_t = 250)]
-    block_timeout_ms: u64,
+    peers: PeerArgs,
 }
 
 impl SuiteArgs for PingpongArgs {
@@ -467,16 +465,17 @@ impl SuiteArgs for YomoArgs {
                     .with_context(|| format!("unknown workload {w:?} (sink, relay)"))
             })
             .collect::<Result<Vec<_>>>()?;
+        let peers = &args.peers;
         let opts = crate::net::yomo::Options {
-            sizes: args.sizes.clone(),
+            sizes: peers.sizes.clone(),
             workloads,
-            load: args.load.load(quick, (100_000, 5_000)),
+            load: peers.load.load(quick, (100_000, 5_000)),
             only: s.only.clone(),
             quick,
             command: s.command.clone(),
             programs: s.programs.clone(),
-            yomo_dir: args.yomo_dir.clone(),
-            block_timeout_ms: args.block_timeout_ms,
+            yomo_dir: peers.yomo_dir.clone(),
+            block_timeout_ms: peers.block_timeout_ms,
         };
         crate::net::yomo::run(&opts, bar)
     }
@@ -502,15 +501,16 @@ impl SuiteArgs for FilterArgs {
 
 impl SuiteArgs for FederationArgs {
     fn measure(&self, s: &Shared, bar: &ProgressBar) -> Result<Results> {
+        let peers = &self.peers;
         let opts = crate::net::federation::Options {
-            sizes: self.sizes.clone(),
-            load: self.load.load(s.quick, (100_000, 5_000)),
+            sizes: peers.sizes.clone(),
+            load: peers.load.load(s.quick, (100_000, 5_000)),
             only: s.only.clone(),
             quick: s.quick,
             command: s.command.clone(),
             programs: s.programs.clone(),
-            yomo_dir: self.yomo_dir.clone(),
-            block_timeout_ms: self.block_timeout_ms,
+            yomo_dir: peers.yomo_dir.clone(),
+            block_timeout_ms: peers.block_timeout_ms,
         };
         crate::net::federation::run(&opts, bar)
     }
