@@ -23,8 +23,9 @@ use crate::{Config, Tag};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Fast {
     /// The path's value: its tag, where its value starts in the input, its length, its
-    /// header length and its depth (1 for a top-level packet). `ends[..depth - 1]` holds
-    /// the input offsets where the enclosing nodes end, outermost first.
+    /// header length and its depth (1 for a top-level packet). [`walk_loop`]'s
+    /// `ends[..depth - 1]` holds the input offsets where the enclosing nodes end,
+    /// outermost first ([`first_child`]'s `outer_end` the one end of its two levels).
     Found {
         tag: Tag,
         start: usize,
@@ -44,30 +45,28 @@ pub(crate) enum Fast {
 }
 
 /// Walks `input` (a stream position between top-level packets) for key path `ids`
-/// (1..=[`MAX_PATH_DEPTH`] keys) in a one-byte-tag dialect.
+/// (1..=[`MAX_PATH_DEPTH`] keys) in a one-byte-tag dialect, for a caller that needs no
+/// more than the answer (`get`, a filter's parent node): [`first_child`] for two keys,
+/// then [`walk_loop`], whose stack of ends is set up only if it runs.
 ///
 /// Only call it where `config.dialect.has_node_flag()`.
 #[inline(always)]
-pub(crate) fn walk(
-    ids: &[u32],
-    config: &Config,
-    input: &[u8],
-    ends: &mut [usize; MAX_PATH_DEPTH],
-) -> Fast {
-    debug_assert!(!ids.is_empty() && ids.len() <= MAX_PATH_DEPTH);
-    debug_assert!(config.dialect.has_node_flag());
+pub(crate) fn walk(ids: &[u32], config: &Config, input: &[u8]) -> Fast {
     let limits = &config.limits;
     if limits.max_packet_len >= 63 && ids.len() == 2 {
         let (limit, max_depth) = (limits.max_packet_len, limits.max_depth as usize);
-        if let Some(found) = first_child(ids[0], ids[1], limit, max_depth, input, &mut ends[0]) {
+        if let Some(found) = first_child(ids[0], ids[1], limit, max_depth, input, &mut 0) {
             return found;
         }
     }
-    walk_loop(ids, config, input, ends)
+    walk_loop(ids, config, input, &mut [0; MAX_PATH_DEPTH])
 }
 
-/// [`walk`] without trying [`first_child`] first (its caller already did, or its case
-/// does not apply).
+/// The walk's loop, one header at a time: what [`walk`] runs where [`first_child`] does
+/// not answer, and what the observer runs (it tries `first_child` itself, and keeps the
+/// ends of the nodes entered in `ends`).
+///
+/// Only call it where `config.dialect.has_node_flag()`.
 #[inline(always)]
 pub(crate) fn walk_loop(
     ids: &[u32],
@@ -75,6 +74,8 @@ pub(crate) fn walk_loop(
     input: &[u8],
     ends: &mut [usize; MAX_PATH_DEPTH],
 ) -> Fast {
+    debug_assert!(!ids.is_empty() && ids.len() <= MAX_PATH_DEPTH);
+    debug_assert!(config.dialect.has_node_flag());
     let limit = config.limits.max_packet_len;
     let max_depth = config.limits.max_depth as usize;
     let last = ids.len() - 1;

@@ -165,28 +165,7 @@ pub fn get_with<'a>(
         });
     }
     if config.dialect.has_node_flag() {
-        let limits = &config.limits;
-        let mut end = 0;
-        let first = match path {
-            // The small-message case, without the stack of ends the loop keeps.
-            &[outer, inner] if limits.max_packet_len >= 63 => {
-                let max_depth = limits.max_depth as usize;
-                fast::first_child(
-                    outer,
-                    inner,
-                    limits.max_packet_len,
-                    max_depth,
-                    buf,
-                    &mut end,
-                )
-            }
-            _ => None,
-        };
-        let walked = match first {
-            Some(found) => found,
-            None => fast::walk_loop(path, config, buf, &mut [0; MAX_PATH_DEPTH]),
-        };
-        match walked {
+        match fast::walk(path, config, buf) {
             fast::Fast::Found {
                 tag,
                 start,

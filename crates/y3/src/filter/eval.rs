@@ -7,7 +7,7 @@ use core::cmp::Ordering;
 use super::{Expr, Lit, Op, Type, Verdict, MAX_FILTER_PATHS};
 use crate::fast::{self, Fast, Scanned};
 use crate::tag::Header;
-use crate::{Config, Observer, Packet, Tag, MAX_PATH_DEPTH};
+use crate::{Config, Observer, Packet, Tag};
 
 /// Where each of the filter's paths is found after the walk.
 #[derive(Debug, Clone)]
@@ -169,8 +169,7 @@ impl Plan {
         let (start, end, depth) = if sib.prefix.is_empty() {
             (0, payload.len(), 1)
         } else {
-            let mut ends = [0; MAX_PATH_DEPTH];
-            match fast::walk(&sib.prefix, &self.config, payload, &mut ends) {
+            match fast::walk(&sib.prefix, &self.config, payload) {
                 // The parent node; a primitive there is left to the observer, which looks
                 // on at its later siblings.
                 Fast::Found {
