@@ -289,7 +289,9 @@ pub fn trace_chunks<'c>(
                     return out;
                 }
             };
-            let (consumed, value) = (fed.consumed, fed.observed.as_ref().map(seen));
+            // Lent or assembled too: the same chunks must give the same answer.
+            let value = fed.observed.as_ref().map(|v| (seen(v), v.assembled));
+            let consumed = fed.consumed;
             out.push(format!(
                 "{consumed} {value:?} at {} packets {} finish {:?}",
                 observer.position(),
