@@ -397,7 +397,7 @@ pub const CODEC_TARGETS: [(Over, RatioTarget); 5] = [
             y3: "y3-observe",
             base: "y3-stream7",
             ratio: ns_ratio,
-            bound: at_most(1.5),
+            bound: at_most(STREAM7_BOUND),
         },
     ),
 ];
@@ -589,13 +589,20 @@ fn codec_parallel_table(r: &Results) -> Table {
     t
 }
 
-/// Issue 14's streaming bound (1.5× `y3-observe`) beside `y3-stream7` and the streaming
-/// floor, per case; `None` where the floor was not measured (results from before it).
+/// Issue 14's streaming bound: `y3-stream7` within this many times `y3-observe`.
+const STREAM7_BOUND: f64 = 1.5;
+
+/// A row's serial ns/op on a case in ascending order.
+fn serial_ns(r: &Results, case: &str, imp: &str) -> Option<f64> {
+    get(r, case, "ascending", imp, "serial").map(|x| x.value(Metric::NsPerOp))
+}
+
+/// Issue 14's streaming bound ([`STREAM7_BOUND`] × `y3-observe`) beside `y3-stream7` and
+/// the streaming floor, per case; `None` where the floor was not measured (results from
+/// before it).
 fn stream7_floor_table(r: &Results) -> Option<Table> {
     let cases = case_names();
-    let value = |c: &str, imp: &str| {
-        get(r, c, "ascending", imp, "serial").map(|x| x.value(Metric::NsPerOp))
-    };
+    let value = |c: &str, imp: &str| serial_ns(r, c, imp);
     if cases.iter().all(|c| value(c, "y3-stream7-floor").is_none()) {
         return None;
     }
@@ -608,8 +615,8 @@ fn stream7_floor_table(r: &Results) -> Option<Table> {
         };
     line(
         "bound",
-        "1.5 × `y3-observe` (the bound)",
-        &|c| value(c, "y3-observe").map(|v| 1.5 * v),
+        &format!("{STREAM7_BOUND} × `y3-observe` (the bound)"),
+        &|c| value(c, "y3-observe").map(|v| STREAM7_BOUND * v),
         ns,
     );
     line("stream7", "`y3-stream7`", &|c| value(c, "y3-stream7"), ns);
@@ -628,17 +635,14 @@ fn stream7_floor_table(r: &Results) -> Option<Table> {
     Some(t)
 }
 
-/// The cases where issue 14's streaming bound (1.5× `y3-observe`) is below the streaming
-/// floor, as `C63-K32 (49.0 < 76.9 ns)`.
+/// The cases where issue 14's streaming bound is below the streaming floor, as
+/// `C63-K32 (49.0 < 76.9 ns)`.
 fn stream7_below_floor(r: &Results) -> Vec<String> {
-    let value = |c: &str, imp: &str| {
-        get(r, c, "ascending", imp, "serial").map(|x| x.value(Metric::NsPerOp))
-    };
     case_names()
         .iter()
         .filter_map(|c| {
-            let bound = 1.5 * value(c, "y3-observe")?;
-            let floor = value(c, "y3-stream7-floor")?;
+            let bound = STREAM7_BOUND * serial_ns(r, c, "y3-observe")?;
+            let floor = serial_ns(r, c, "y3-stream7-floor")?;
             (bound < floor).then(|| format!("{c} ({} < {} ns)", ns(bound), ns(floor)))
         })
         .collect()
@@ -914,7 +918,7 @@ pub fn codec_summary(r: &Results, docs_rel: &str) -> String {
     if !below.is_empty() {
         let _ = writeln!(
             out,
-            "\nThe streaming bound (1.5 × `y3-observe`) lies below the streaming floor measured in \
+            "\nThe streaming bound ({STREAM7_BOUND} × `y3-observe`) lies below the streaming floor measured in \
              the same run (`y3-stream7-floor`, a trusting walk fed the same 7-byte chunks) at {}: \
              [the streaming table]({docs_rel}/codec.md#streaming-in-7-byte-chunks-against-its-floor-serial-ascending).",
             below.join(" and ")
