@@ -65,16 +65,14 @@ func (s *DurableSource) ID() string { return s.who.id.base }
 
 // Unacked is how many frames are kept, written or not, and not yet stored.
 func (s *DurableSource) Unacked() int {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	return s.win.len()
+	n, _ := counts(&s.wmu, &s.win)
+	return n
 }
 
 // Resent is how many frames were written again on a new connection so far.
 func (s *DurableSource) Resent() uint64 {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	return s.win.resent
+	_, n := counts(&s.wmu, &s.win)
+	return n
 }
 
 // Send queues payload under tag, with the metadata yomo-source-id and a fresh yomo-tid

@@ -113,17 +113,15 @@ func (f *StreamFunction) durable() bool { return f.who.wantsAcks }
 // Unacked is how many outputs a durable function keeps, written or not, and not yet
 // stored (0 for a plain function).
 func (f *StreamFunction) Unacked() int {
-	f.wmu.Lock()
-	defer f.wmu.Unlock()
-	return f.win.len()
+	n, _ := counts(&f.wmu, &f.win)
+	return n
 }
 
 // Resent is how many outputs a durable function wrote again on a new connection so far
 // (0 for a plain function).
 func (f *StreamFunction) Resent() uint64 {
-	f.wmu.Lock()
-	defer f.wmu.Unlock()
-	return f.win.resent
+	_, n := counts(&f.wmu, &f.win)
+	return n
 }
 
 // ID is the function's client id without its reconnect suffix.

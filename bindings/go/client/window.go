@@ -60,6 +60,14 @@ func (w *window) reconnected() {
 	w.written, w.stored = 0, 0
 }
 
+// counts reads how many frames w keeps and how many it wrote again on a later connection,
+// under mu (the Unacked and Resent of both durable clients).
+func counts(mu *sync.Mutex, w *window) (unacked int, resent uint64) {
+	mu.Lock()
+	defer mu.Unlock()
+	return w.len(), w.resent
+}
+
 // writeKept writes, in order, the kept frames l has not carried yet; mu guards w. A frame
 // whose enqueueing fails stays kept, unwritten, and the error is returned.
 func writeKept(ctx context.Context, abort <-chan struct{}, l *link, mu *sync.Mutex, w *window) error {
