@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
-use y3_router::{Policy, Router, RouterConfig};
+use y3_router::{yomo_yaml, Policy, Router, RouterConfig};
 use y3_transport::tls::{default_dev_cert_path, fingerprint_hex};
 
 use crate::send::TOKEN_ENV;
@@ -40,8 +40,11 @@ that makes them reconnect to the router's successor, in-flight frames are delive
 The router speaks YoMo v1.22's wire protocol (QUIC, ALPN yomo): existing YoMo sources, stream
 functions and zippers connect unchanged (spec/frames.md). Every setting has a default (TCP and
 QUIC on 127.0.0.1:9000, metrics on 127.0.0.1:9090, block policy, no token, no mesh);
---config reads a TOML file (see --print-config for every key), Y3_TOKEN overrides its token
-and flags override both. Without a certificate, QUIC uses a generated self-signed
+-c/--config reads a TOML file (see --print-config for every key), or YoMo's zipper YAML
+(`yomo serve -c zipper.yaml`) when the file name ends in .yaml or .yml: name, host, port, auth
+and mesh map onto y3's settings (QUIC on host:port, TCP and metrics off unless the flags turn
+them on) and keys y3 does not have (bridge, ...) are refused by name; --print-config shows the
+TOML it maps to. Y3_TOKEN overrides the file's token and flags override both. Without a certificate, QUIC uses a generated self-signed
 certificate: its SHA-256 fingerprint is printed (`y3 send/observe --pin HEX`) and, once the
 listeners are bound, it is written (mode 0600) to a per-user directory ($XDG_RUNTIME_DIR/y3
 or ~/.cache/y3), where `y3 send/observe --transport quic` find it.
@@ -53,11 +56,15 @@ auth.token_file) or --allow-insecure. Failed handshakes are throttled per addres
   Y3_TOKEN=secret y3 serve --policy drop-oldest --metrics 127.0.0.1:9100
   y3 serve --tcp 0.0.0.0:9000 --tcp-tls --token-file /etc/y3/token
   y3 serve --config router.toml
+  y3 serve -c zipper.yaml                      # YoMo's zipper config, unchanged
+  y3 serve -c zipper.yaml --print-config > router.toml
   y3 serve --print-config > router.toml"
 )]
 pub struct ServeArgs {
-    /// TOML configuration file.
-    #[arg(long, value_name = "FILE")]
+    /// Configuration file: y3's TOML, or YoMo's zipper YAML when its name ends in .yaml or
+    /// .yml (`yomo serve -c zipper.yaml` → `y3 serve -c zipper.yaml`; keys y3 does not have
+    /// are refused, docs/migrating-from-yomo.md).
+    #[arg(short = 'c', long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// TCP listen address ("" turns it off).
     #[arg(long, value_name = "IP:PORT")]
@@ -122,6 +129,9 @@ impl ServeArgs {
     /// the environment ends up in a file).
     fn config_without_env(&self) -> anyhow::Result<RouterConfig> {
         let mut config = match &self.config {
+            Some(path) if yomo_yaml::is_yaml_path(path) => yomo_yaml::from_file(path)
+                .map_err(y3_router::RouterError::from)
+                .with_context(|| format!("YoMo zipper config {}", path.display()))?,
             Some(path) => RouterConfig::from_file(path)?,
             None => RouterConfig::default(),
         };

@@ -56,6 +56,20 @@ pub enum RouterError {
     /// Certificates or TLS settings.
     #[error(transparent)]
     Transport(#[from] TransportError),
+    /// A YoMo zipper YAML file that was not taken (`yomo_yaml.rs`).
+    #[error(transparent)]
+    YomoYaml(#[from] crate::yomo_yaml::YomoYamlError),
+    /// Another router holds this router's `federation.name` (`federation/claim.rs`).
+    #[error(
+        "federation.name {name:?} is in use by another router ({holder}); every router of a \
+         federation needs its own name"
+    )]
+    FederationNameTaken {
+        /// The name.
+        name: String,
+        /// The holder, as it describes itself (host, process, start time).
+        holder: String,
+    },
 }
 
 impl RouterError {
@@ -69,6 +83,8 @@ impl RouterError {
             RouterError::Write { .. } => "write",
             RouterError::Secret { .. } => "secret",
             RouterError::Transport(e) => e.kind(),
+            RouterError::YomoYaml(e) => e.kind(),
+            RouterError::FederationNameTaken { .. } => "federation_name_taken",
         }
     }
 }

@@ -84,6 +84,7 @@ pub mod session;
 mod shared;
 pub mod table;
 pub mod throttle;
+pub mod yomo_yaml;
 
 pub use config::RouterConfig;
 pub use error::RouterError;
