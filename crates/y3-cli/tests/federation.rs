@@ -934,3 +934,126 @@ async fn burst(
     assert_eq!(frames, n);
     (messages, frames, batches)
 }
+
+/// Two routers given one `federation.name`: the second refuses to start (exit status 2,
+/// `federation_name_taken`, the name and its holder named) before it publishes anything;
+/// the holder counts the refused claim and keeps routing both ways with a third router,
+/// every frame once. A message another router publishes under the holder's name (a second
+/// router that got through, e.g. started while NATS was down) is counted as `same_name`
+/// and raises `name_conflict`, not routed as the holder's own nor dropped silently.
+#[test]
+fn a_second_router_with_a_name_in_use_refuses_to_start() {
+    let dir = temp_dir("same-name");
+    let nodes = cluster(&dir);
+    let a = Router::start(&dir, &nodes, 0, "a", &[]);
+    let b = Router::start(&dir, &nodes, 1, "b", &[]);
+
+    // The impostor: router "a" again, on the third node.
+    let config = dir.join("a-again.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[federation]\nurls = [{:?}]\nname = \"a\"\n",
+            nodes[2].url()
+        ),
+    )
+    .unwrap();
+    let started = Instant::now();
+    let child = common::y3()
+        .args([
+            "serve",
+            "--tcp",
+            "127.0.0.1:0",
+            "--quic",
+            "",
+            "--metrics",
+            "",
+        ])
+        .arg("--config")
+        .arg(&config)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = common::wait(child, "the second router named a");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("refused in {:?}: {stderr}", started.elapsed());
+    assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
+    assert!(
+        stderr.contains(
+            "error: federation_name_taken: federation.name \"a\" is in use by another router \
+             (process "
+        ),
+        "{stderr}"
+    );
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("listening"),
+        "it announced itself"
+    );
+    assert_eq!(
+        a.metric("y3_router_federation_name_claims_refused_total"),
+        1
+    );
+    assert_eq!(
+        b.metric("y3_router_federation_name_claims_refused_total"),
+        0
+    );
+
+    let rt = runtime();
+    rt.block_on(async {
+        let on_a = Sink::connect(a.options("sink-a"), &[0x30]).await.unwrap();
+        let on_b = Sink::connect(b.options("sink-b"), &[0x31]).await.unwrap();
+        wait_for("interest to reach A and B", || {
+            a.metric("y3_router_federation_remote_interest") >= 1
+                && b.metric("y3_router_federation_remote_interest") >= 1
+        });
+        let n = 200;
+        let to_a = receiving(on_a, n as usize, Duration::from_secs(3));
+        let to_b = receiving(on_b, n as usize, Duration::from_secs(3));
+        tokio::join!(
+            send(b.options("from-b"), 0x30, "from-b", n),
+            send(a.options("from-a"), 0x31, "from-a", n)
+        );
+        let (on_a, got) = to_a.await.unwrap();
+        check_exact(&got, &[("from-b", n)]);
+        let (_on_b, got) = to_b.await.unwrap();
+        check_exact(&got, &[("from-a", n)]);
+
+        // Frames under A's own name, published by someone else: counted at A, not routed.
+        let other = async_nats::connect(nodes[1].url()).await.unwrap();
+        for seq in 1..=3u64 {
+            let mut h = async_nats::HeaderMap::new();
+            h.insert("Y3-Origin", "a");
+            h.insert("Y3-Epoch", "1");
+            h.insert("Y3-Seq", seq.to_string().as_str());
+            h.insert("Y3-Hops", "0");
+            other
+                .publish_with_headers("y3.tag.48", h, "impostor:0".into())
+                .await
+                .unwrap();
+        }
+        other.flush().await.unwrap();
+        wait_for("the impostor's frames to be counted", || {
+            a.lost("same_name") == 3
+        });
+        assert_eq!(a.metric("y3_router_federation_name_conflict"), 1);
+        let mut on_a = on_a;
+        let late = receive(&mut on_a, 1, Duration::from_millis(500)).await;
+        assert!(late.is_empty(), "routed as A's own: {late:?}");
+    });
+    assert_eq!(b.lost("same_name"), 0);
+    assert_eq!(b.metric("y3_router_federation_name_conflict"), 0);
+    assert_eq!((a.unaccounted(), b.unaccounted()), (0, 0));
+
+    // A holder that crashed does not lock its successor out: SIGKILL, restart at once.
+    let mut a = a;
+    a.serve.kill();
+    let restarted = Instant::now();
+    a.serve.restart();
+    eprintln!("A restarted after SIGKILL in {:?}", restarted.elapsed());
+    assert!(restarted.elapsed() < WAIT);
+    assert_eq!(
+        b.metric("y3_router_federation_name_claims_refused_total"),
+        0
+    );
+}

@@ -139,13 +139,16 @@ pub(crate) async fn start(fed: &Arc<Federation>, shared: Arc<Shared>) -> Result<
     let js = jetstream::ContextBuilder::new()
         .timeout(Duration::from_secs(2))
         .build(client.clone());
-    let queued: Vec<_> = lock(&fed.queued).drain(..).collect();
-    if queued.is_empty() {
+    if lock(&fed.queued).is_empty() {
         return Err(RouterError::Config {
             field: "federation",
             problem: "started twice",
         });
     }
+    // Before anything is published or subscribed: a second router with this name stops here.
+    let claimed = super::claim::claim(fed, &client).await?;
+    lock(&fed.tasks).push(claimed);
+    let queued: Vec<_> = lock(&fed.queued).drain(..).collect();
     let publishers = queued
         .into_iter()
         .map(|rx| tokio::spawn(publish(fed.clone(), client.clone(), js.clone(), rx)))
@@ -519,6 +522,8 @@ async fn interest(
                 let Some(msg) = msg else { return };
                 let Some(router) = msg.subject.rsplit('.').next() else { continue };
                 if router == &*fed.name {
+                    // Not our own (`no_echo`): another router announces under our name.
+                    same_name(&fed, 0);
                     continue;
                 }
                 let tags: HashSet<u32> = std::str::from_utf8(&msg.payload)
@@ -633,7 +638,7 @@ fn frame_of(fed: &Federation, msg: &async_nats::Message) -> Option<(Data, Stamp)
 }
 
 /// Decodes a plain message, a batch or a single frame; `None` (counted) when it is not
-/// frames or is our own.
+/// frames or carries this router's name.
 fn frames_of(fed: &Federation, msg: &async_nats::Message) -> Option<wire::Frames> {
     let decoded = wire::decode_all(
         &fed.config.subject_prefix,
@@ -641,7 +646,28 @@ fn frames_of(fed: &Federation, msg: &async_nats::Message) -> Option<wire::Frames
         msg.headers.as_ref(),
         msg.payload.clone(),
     );
+    if let Ok(frames) = &decoded {
+        if frames.first.origin == *fed.name {
+            // The client does not receive its own core NATS messages (`no_echo`): another
+            // router publishes under this router's name.
+            same_name(fed, frames.frames.len() as u64);
+            return None;
+        }
+    }
     not_ours(fed, msg, decoded, |frames| &frames.first)
+}
+
+/// Counts `n` frames of another router running under this router's name, and logs the
+/// conflict once.
+fn same_name(fed: &Federation, n: u64) {
+    fed.metrics.lost(Lost::SameName, n);
+    if fed.metrics.name_conflict.set(1) == 0 {
+        tracing::error!(
+            router = %fed.name,
+            "federation: another router runs under this federation.name; its frames are \
+             dropped and counted (same_name), and it drops ours: give it another name"
+        );
+    }
 }
 
 /// What `msg` decoded to, unless it is malformed (counted) or this router published it.

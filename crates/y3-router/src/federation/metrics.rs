@@ -24,6 +24,9 @@ pub enum Lost {
     Malformed,
     /// Past the hop limit.
     Loop,
+    /// Published by another router under this router's own `federation.name`
+    /// (`claim.rs`): this router cannot tell them from its own, so they cross to no router.
+    SameName,
 }
 
 impl Lost {
@@ -34,6 +37,7 @@ impl Lost {
             Lost::Gap => "gap",
             Lost::Malformed => "malformed",
             Lost::Loop => "loop",
+            Lost::SameName => "same_name",
         }
     }
 }
@@ -59,6 +63,10 @@ pub struct FederationMetrics {
     pub subscriptions: Gauge,
     /// (router, tag) pairs of remote interest known now.
     pub remote_interest: Gauge,
+    /// Other routers' attempts to start with this router's `federation.name`, refused.
+    pub name_claims_refused: Counter,
+    /// 1 once another router was found running under this router's `federation.name`.
+    pub name_conflict: Gauge,
 }
 
 impl FederationMetrics {
@@ -109,6 +117,16 @@ impl FederationMetrics {
             "remote_interest",
             "Tags observed at other routers, counted per router",
             self.remote_interest.clone(),
+        );
+        r.register(
+            "name_claims_refused",
+            "Other routers' attempts to start with this router's federation.name, refused",
+            self.name_claims_refused.clone(),
+        );
+        r.register(
+            "name_conflict",
+            "1 once another router was found running under this router's federation.name",
+            self.name_conflict.clone(),
         );
     }
 

@@ -10,6 +10,8 @@
 //!  JetStream durable consumer per (router, function name, tag) ─▶ that function's sessions,
 //!                              de-duplicated by <tag>:<yomo-tid>, acknowledged once queued
 //!  NATS <prefix>.interest.<router> ◀─▶ every router's observed tags (who wants what)
+//!  NATS <prefix>.name.<router>     ◀─▶ the claim of the router's name, refused to a second
+//!                                      router that starts with it (`claim.rs`)
 //! ```
 //!
 //! A frame that came from NATS is routed locally only: it is never published again, so
@@ -26,6 +28,7 @@
 //! never holds local routing back. A durable frame of a client that wants stored
 //! acknowledgements always waits for room (that client keeps its frames until stored).
 
+mod claim;
 mod config;
 mod link;
 mod metrics;
