@@ -4,7 +4,8 @@
 //! [federation]
 //! urls = []                   # NATS servers, "nats://host:4222"; empty: federation off
 //! name = ""                   # this router's name in the cluster (header Y3-Origin);
-//!                             # unique per router; empty: [mesh].name
+//!                             # unique per router (claimed through NATS: a second router
+//!                             # with it is refused at start); empty: [mesh].name
 //! subject_prefix = "y3"       # subjects are <prefix>.tag.<tag in decimal>
 //! tags = []                   # tags that federate; empty: every tag
 //! durable_tags = []           # tags replayed from JetStream to observers that were away
@@ -51,7 +52,8 @@ const MAX_BATCH_BYTES: usize = 512 * 1024;
 pub struct FederationConfig {
     /// NATS server URLs; empty: federation off.
     pub urls: Vec<String>,
-    /// This router's name in the federation; empty: `mesh.name`.
+    /// This router's name in the federation, claimed through NATS at start (`claim.rs`);
+    /// empty: `mesh.name`.
     pub name: String,
     /// First token of every subject.
     pub subject_prefix: String,
