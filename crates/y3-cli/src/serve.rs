@@ -308,3 +308,66 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         anyhow::Ok(())
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Serve {
+        #[command(flatten)]
+        args: ServeArgs,
+    }
+
+    fn parse(args: &[&str]) -> ServeArgs {
+        Serve::try_parse_from(std::iter::once("serve").chain(args.iter().copied()))
+            .unwrap()
+            .args
+    }
+
+    /// `-c` takes YoMo's zipper YAML by its extension; flags still override what it says.
+    #[test]
+    fn dash_c_reads_yomo_yaml_and_flags_override_it() {
+        let dir = std::env::temp_dir().join(format!("y3-serve-yaml-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let yaml = dir.join("zipper.yml");
+        std::fs::write(
+            &yaml,
+            "name: z\nhost: 127.0.0.1\nport: 9100\nauth:\n  type: token\n  token: t\n",
+        )
+        .unwrap();
+        let yaml_arg = yaml.to_str().unwrap();
+        let config = parse(&["-c", yaml_arg]).config_without_env().unwrap();
+        assert_eq!(config.mesh.name, "z");
+        assert_eq!(config.listen.quic, "127.0.0.1:9100");
+        assert_eq!(
+            (config.listen.tcp.as_str(), config.auth.token.as_str()),
+            ("", "t")
+        );
+        let config = parse(&["--config", yaml_arg, "--tcp", "127.0.0.1:0", "--token", "u"])
+            .config_without_env()
+            .unwrap();
+        assert_eq!(
+            (config.listen.tcp.as_str(), config.auth.token.as_str()),
+            ("127.0.0.1:0", "u")
+        );
+
+        // The same text under another name is y3's TOML, and not valid TOML.
+        let toml = dir.join("zipper.conf");
+        std::fs::copy(&yaml, &toml).unwrap();
+        let err = parse(&["-c", toml.to_str().unwrap()])
+            .config_without_env()
+            .unwrap_err();
+        assert_eq!(crate::error::classify(&err).0, "config_toml");
+        // A key y3 does not have: refused with its kind, exit status 2.
+        std::fs::write(&yaml, "name: z\nhost: 127.0.0.1\nport: 1\nbridge: {}\n").unwrap();
+        let err = parse(&["-c", yaml_arg]).config_without_env().unwrap_err();
+        assert_eq!(crate::error::classify(&err), ("yaml_unsupported", 2));
+        assert!(
+            format!("{err:#}").contains("zipper.yml: bridge: "),
+            "{err:#}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
