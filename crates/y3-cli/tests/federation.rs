@@ -1019,8 +1019,40 @@ fn a_second_router_with_a_name_in_use_refuses_to_start() {
         let (_on_b, got) = to_b.await.unwrap();
         check_exact(&got, &[("from-a", n)]);
 
-        // Frames under A's own name, published by someone else: counted at A, not routed.
+        // Interest announced under A's own name (by someone else): A raises name_conflict
+        // and still publishes what it asks for, so that a y3 router there counts each frame
+        // (`same_name`, below) instead of never seeing it.
         let other = async_nats::connect(nodes[1].url()).await.unwrap();
+        let mut wanted = other.subscribe("y3.tag.50").await.unwrap();
+        other.flush().await.unwrap();
+        let start = Instant::now();
+        while a.metric("y3_router_federation_name_conflict") == 0 {
+            let mut h = async_nats::HeaderMap::new();
+            h.insert("Y3-Reads-Batches", "1");
+            other
+                .publish_with_headers("y3.interest.a", h, "50".into())
+                .await
+                .unwrap();
+            other.flush().await.unwrap();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            assert!(start.elapsed() < WAIT, "A never heard the announcement");
+        }
+        send(a.options("to-impostor"), 0x32, "to-impostor", 5).await;
+        let mut frames = 0;
+        while frames < 5 {
+            let msg = tokio::time::timeout(Duration::from_secs(5), wanted.next())
+                .await
+                .expect("A did not publish for the impostor's interest")
+                .unwrap();
+            frames += msg
+                .headers
+                .as_ref()
+                .and_then(|h| h.get("Y3-Batch"))
+                .map_or(1, |v| v.as_str().parse::<u64>().unwrap());
+        }
+        assert_eq!(frames, 5);
+
+        // Frames under A's own name, published by someone else: counted at A, not routed.
         for seq in 1..=3u64 {
             let mut h = async_nats::HeaderMap::new();
             h.insert("Y3-Origin", "a");
@@ -1036,7 +1068,6 @@ fn a_second_router_with_a_name_in_use_refuses_to_start() {
         wait_for("the impostor's frames to be counted", || {
             a.lost("same_name") == 3
         });
-        assert_eq!(a.metric("y3_router_federation_name_conflict"), 1);
         let mut on_a = on_a;
         let late = receive(&mut on_a, 1, Duration::from_millis(500)).await;
         assert!(late.is_empty(), "routed as A's own: {late:?}");

@@ -522,9 +522,10 @@ async fn interest(
                 let Some(msg) = msg else { return };
                 let Some(router) = msg.subject.rsplit('.').next() else { continue };
                 if router == &*fed.name {
-                    // Not our own (`no_echo`): another router announces under our name.
+                    // Not our own (`no_echo`): another router announces under our name. Its
+                    // interest still counts, so that what it wants is published, and
+                    // dropped and counted there (`same_name`), not left unpublished unseen.
                     same_name(&fed, 0);
-                    continue;
                 }
                 let tags: HashSet<u32> = std::str::from_utf8(&msg.payload)
                     .unwrap_or("")
