@@ -132,7 +132,7 @@ impl ServeArgs {
             Some(path) if yomo_yaml::is_yaml_path(path) => yomo_yaml::from_file(path)
                 .map_err(y3_router::RouterError::from)
                 .with_context(|| format!("YoMo zipper config {}", path.display()))?,
-            Some(path) => RouterConfig::from_file(path)?,
+            Some(path) => RouterConfig::from_file(path).map_err(|e| toml_error(e, path))?,
             None => RouterConfig::default(),
         };
         if let Some(tcp) = &self.tcp {
@@ -174,6 +174,22 @@ impl ServeArgs {
             config.tls.dev_cert_out = default_dev_cert_path();
         }
         Ok(config)
+    }
+}
+
+/// A TOML config error, with a hint when the file is YoMo's zipper YAML under another name
+/// (YAML is told by the name: `yomo_yaml::is_yaml_path`).
+fn toml_error(e: y3_router::RouterError, path: &std::path::Path) -> anyhow::Error {
+    let yaml = matches!(e, y3_router::RouterError::ConfigToml(_))
+        && std::fs::read_to_string(path).is_ok_and(|text| yomo_yaml::from_yaml_str(&text).is_ok());
+    let e = anyhow::Error::from(e);
+    if yaml {
+        e.context(format!(
+            "{} is YoMo's zipper YAML: name it .yaml or .yml to have it read as such",
+            path.display()
+        ))
+    } else {
+        e
     }
 }
 
@@ -360,6 +376,11 @@ mod tests {
             .config_without_env()
             .unwrap_err();
         assert_eq!(crate::error::classify(&err).0, "config_toml");
+        let text = format!("{err:#}");
+        assert!(
+            text.contains("zipper.conf is YoMo's zipper YAML: name it .yaml"),
+            "{text}"
+        );
         // A key y3 does not have: refused with its kind, exit status 2.
         std::fs::write(&yaml, "name: z\nhost: 127.0.0.1\nport: 1\nbridge: {}\n").unwrap();
         let err = parse(&["-c", yaml_arg]).config_without_env().unwrap_err();
