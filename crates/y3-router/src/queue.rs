@@ -6,6 +6,8 @@
 //!            bounded by `capacity` frames and `max_bytes` bytes
 //!            full + Block      → Full(item): the caller waits (the source is held back)
 //!            full + DropOldest → the oldest frames are dropped and counted
+//!  push_overdraft ──▶ past the limits, up to OVERDRAFT × them (a subscriber that took
+//!                     nothing for a while: its publishers are no longer held back)
 //! ```
 
 use std::collections::VecDeque;
@@ -55,6 +57,11 @@ pub enum Push<T> {
 /// Most control frames held at once; more are refused (a peer flooding pings).
 pub const MAX_CONTROL: usize = 16;
 
+/// How many times its limits (frames and bytes) a queue may hold through
+/// [`Queue::push_overdraft`]: the first multiple is the budget a subscriber is given, the
+/// rest what it may fall further behind while it takes nothing, before it is evicted.
+pub const OVERDRAFT: usize = 2;
+
 /// A bounded FIFO of data items plus a small priority lane of control items.
 #[derive(Debug)]
 pub struct Queue<T> {
@@ -84,8 +91,14 @@ impl<T: Weighted> Queue<T> {
     /// Whether `weight` more bytes fit. An empty queue takes any one item, so a frame
     /// larger than `max_bytes` (but within the frame limit) is not stuck forever.
     fn fits(&self, weight: usize) -> bool {
+        self.fits_times(weight, 1)
+    }
+
+    /// Whether `weight` more bytes fit within `times` the limits.
+    fn fits_times(&self, weight: usize, times: usize) -> bool {
         self.data.is_empty()
-            || (self.data.len() < self.capacity && self.bytes + weight <= self.max_bytes)
+            || (self.data.len() < self.capacity.saturating_mul(times)
+                && self.bytes + weight <= self.max_bytes.saturating_mul(times))
     }
 
     /// Queues a data item, applying the policy when full.
@@ -114,6 +127,18 @@ impl<T: Weighted> Queue<T> {
                 Push::DroppedOldest(dropped)
             }
         }
+    }
+
+    /// Queues a data item past the limits, up to [`OVERDRAFT`] times them, whatever the
+    /// policy; `Full(item)` beyond that.
+    pub fn push_overdraft(&mut self, item: T) -> Push<T> {
+        let weight = item.weight();
+        if !self.fits_times(weight, OVERDRAFT) {
+            return Push::Full(item);
+        }
+        self.bytes += weight;
+        self.data.push_back(item);
+        Push::Queued
     }
 
     /// Queues a control item ahead of the data. Returns false (and drops it) when
@@ -243,6 +268,25 @@ mod tests {
             "an empty queue takes any item"
         );
         assert!(!q.has_room(1));
+    }
+
+    #[test]
+    fn overdraft_goes_past_the_limits_up_to_twice_them() {
+        let mut q = Queue::new(100, 20, Policy::Block);
+        assert_eq!(q.push((1, 10)), Push::Queued);
+        assert_eq!(q.push((2, 10)), Push::Queued);
+        assert_eq!(q.push((3, 10)), Push::Full((3, 10)));
+        assert_eq!(q.push_overdraft((3, 10)), Push::Queued);
+        assert_eq!(q.push_overdraft((4, 10)), Push::Queued);
+        assert_eq!(q.push_overdraft((5, 1)), Push::Full((5, 1)));
+        assert_eq!(q.bytes(), 40);
+        // Frames bound it too.
+        let mut q = Queue::new(2, 1000, Policy::Block);
+        for id in 0..4 {
+            assert_eq!(q.push_overdraft((id, 1)), Push::Queued);
+        }
+        assert_eq!(q.push_overdraft((4, 1)), Push::Full((4, 1)));
+        assert_eq!(ids(&mut q), [0, 1, 2, 3]);
     }
 
     #[test]
