@@ -281,7 +281,7 @@ impl Outbox {
             });
         }
         let block = inner.queue.policy() == Policy::Block;
-        let empty = inner.queue.len() == 0;
+        let empty = inner.queue.no_data();
         if block && !empty && at.saturating_duration_since(inner.idle_since) >= self.write_deadline
         {
             drop(inner);

@@ -183,6 +183,11 @@ impl<T: Weighted> Queue<T> {
         self.data.len()
     }
 
+    /// Whether no data items are queued (control items may be).
+    pub fn no_data(&self) -> bool {
+        self.data.is_empty()
+    }
+
     /// Whether neither data nor control items are queued.
     pub fn is_empty(&self) -> bool {
         self.data.is_empty() && self.control.is_empty()
