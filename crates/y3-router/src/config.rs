@@ -31,7 +31,7 @@
 //!
 //! [queue]                     # one queue per subscriber (stream function, sink)
 //! max_bytes = 67108864        # 64 MiB buffered per subscriber before its publishers wait
-//! capacity = 1048576          # frames, likewise (bytes bind first for frames over 32 B)
+//! capacity = 1048576          # frames, likewise (a safety bound: max_bytes binds first)
 //! policy = "block"            # "block" (see below) or "drop_oldest" (real-time)
 //! block_timeout_ms = 250      # "block", past max_bytes: a publisher waits for the subscriber
 //!                             # to take a batch at most this long; then the subscriber's
@@ -335,12 +335,14 @@ fn secret(value: &str, file: &Path, field: &'static str) -> Result<Option<String
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct QueueConfig {
-    /// Frames buffered per subscriber before its publishers wait. A bound for tiny frames:
-    /// the default (1,048,576) binds before `max_bytes` only for frames under 32 bytes.
+    /// Frames buffered per subscriber before its publishers wait. A safety bound: every
+    /// frame is charged more than 64 bytes (its queue slot included), so with the default
+    /// `max_bytes` the default 1,048,576 frames are never reached first.
     pub capacity: usize,
     /// Bytes buffered per subscriber before its publishers wait: payload and metadata,
-    /// plus a fixed overhead per frame (and a pinned read buffer for frames of 8 KiB or
-    /// more). 64 MiB by default, NATS's pending limit: 32 s of 2,000 msg/s × 1 KiB.
+    /// plus a fixed overhead per frame for its queue slot (and a pinned read buffer for
+    /// frames of 8 KiB or more). 64 MiB by default, NATS's pending limit: about 25 s of
+    /// 2,000 msg/s × 1 KiB.
     pub max_bytes: usize,
     /// What a full queue does.
     pub policy: Policy,

@@ -50,8 +50,11 @@ pub(crate) struct Queued {
     pub written: Option<oneshot::Sender<()>>,
 }
 
-/// Bytes a frame is charged beyond its payload and metadata.
-const FRAME_OVERHEAD: usize = 32;
+/// Bytes a frame is charged beyond its payload and metadata: its slot in the queue and the
+/// bookkeeping of its buffer (a frame copied out of its read buffer has an allocation of
+/// its own). With the queues holding up to millions of small frames, this is what keeps
+/// `max_bytes` and the router's `max_queued_bytes` true of the memory they hold.
+const FRAME_OVERHEAD: usize = std::mem::size_of::<Queued>() + 32;
 
 /// Data frames smaller than this are copied out of the read buffer before they are queued
 /// (one small copy), so that queued frames never pin read buffers: 6,800 queued 16-byte
@@ -484,6 +487,20 @@ mod tests {
 
     fn data(id: u64) -> Frame {
         Frame::Data(Data::new(0x10, id.to_be_bytes().to_vec()))
+    }
+
+    /// Every frame is charged more than 64 bytes, so that the default `max_bytes` (64 MiB)
+    /// binds before the default `capacity` (2^20 frames), as config.rs says.
+    #[test]
+    fn a_frame_is_charged_its_slot() {
+        let q = Queued {
+            frame: Frame::Data(Data::new(0x10, Vec::new())),
+            at: Instant::now(),
+            written: None,
+        };
+        assert!(q.weight() > std::mem::size_of::<Queued>());
+        let d = QueueConfig::default();
+        assert!(q.weight() * d.capacity > d.max_bytes);
     }
 
     #[tokio::test]

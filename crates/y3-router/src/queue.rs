@@ -57,6 +57,9 @@ pub enum Push<T> {
 /// Most control frames held at once; more are refused (a peer flooding pings).
 pub const MAX_CONTROL: usize = 16;
 
+/// Slots a queue keeps however empty it gets (see [`Queue::pop_batch`]).
+const SHRINK_ABOVE: usize = 1024;
+
 /// How many times its limits (frames and bytes) a queue may hold through
 /// [`Queue::push_overdraft`]: the first multiple is the budget a subscriber is given, the
 /// rest what it may fall further behind while it takes nothing, before it is evicted.
@@ -167,7 +170,18 @@ impl<T: Weighted> Queue<T> {
             self.bytes -= item.weight();
             out.push(item);
         }
+        self.shrink();
         n
+    }
+
+    /// Gives back the memory of a burst: a deque keeps its largest capacity otherwise, and a
+    /// subscriber that once fell a million frames behind would hold their slots for good.
+    /// Amortised: it shrinks only to twice what is left, once that is under a quarter.
+    fn shrink(&mut self) {
+        let (len, cap) = (self.data.len(), self.data.capacity());
+        if cap > SHRINK_ABOVE && len < cap / 4 {
+            self.data.shrink_to((2 * len).max(SHRINK_ABOVE));
+        }
     }
 
     /// Removes every data item, returning how many there were (control items stay).
@@ -292,6 +306,25 @@ mod tests {
         }
         assert_eq!(q.push_overdraft((4, 1)), Push::Full((4, 1)));
         assert_eq!(ids(&mut q), [0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn a_drained_burst_gives_its_memory_back() {
+        let mut q = Queue::new(1 << 20, usize::MAX, Policy::Block);
+        for id in 0..100_000 {
+            q.push((id, 1));
+        }
+        assert!(q.data.capacity() >= 100_000);
+        let mut out = Vec::new();
+        q.pop_batch(&mut out, 99_000);
+        assert!(q.data.capacity() <= 4 * 1_000, "{}", q.data.capacity());
+        q.pop_batch(&mut out, usize::MAX);
+        assert!(
+            q.data.capacity() <= 2 * SHRINK_ABOVE,
+            "{}",
+            q.data.capacity()
+        );
+        assert_eq!(out.len(), 100_000);
     }
 
     #[test]

@@ -151,7 +151,7 @@ async fn a_subscriber_paused_3_s_loses_nothing_and_holds_nobody_on_the_default_q
     assert_eq!(last.unaccounted(), 0, "{last:?}");
 }
 
-/// Past its budget (256 KiB here, so that the test stays small), a subscriber that takes
+/// Past its budget (512 KiB here, so that the test stays small), a subscriber that takes
 /// nothing holds its publisher, and so that publisher's other tag, once for the block
 /// timeout (250 ms); then its frames queue into the overdraft without holding anybody,
 /// it is not evicted (the write deadline is 10 s), and when it reads again it gets every
@@ -159,11 +159,12 @@ async fn a_subscriber_paused_3_s_loses_nothing_and_holds_nobody_on_the_default_q
 /// 200 ms, under 450 ms), and nothing is lost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn past_its_budget_a_stuck_subscriber_holds_other_tags_once_and_loses_nothing() {
-    const BUDGET: u64 = 256 * KIB as u64;
+    const BUDGET: u64 = 512 * KIB as u64;
     let router = router(|c| c.queue.max_bytes = BUDGET as usize).await;
-    // 700 frames of ~1.1 KiB: past the budget plus what the pipe and the writer's batch
-    // hold (~480 frames), within twice the budget plus those (~950).
-    let seen = paced_pairs(&router, 700, Duration::from_secs(3)).await;
+    // 850 frames, each charged ~1.25 KiB (payload, metadata, queue slot): past what the
+    // 256 KiB pipe and the budget hold (~650 frames), within the pipe and twice the budget
+    // (~1,060).
+    let seen = paced_pairs(&router, 850, Duration::from_secs(3)).await;
     eprintln!(
         "stuck past its budget: healthy tag's longest gap {:?}, longest send {:?}, at most \
          {} bytes queued",
