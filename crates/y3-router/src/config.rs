@@ -331,7 +331,8 @@ fn secret(value: &str, file: &Path, field: &'static str) -> Result<Option<String
 /// nothing for `write_deadline_ms` while frames waited for it, or when, taking nothing,
 /// it falls twice the limits behind. Every queued byte also counts against the router's
 /// `limits.max_queued_bytes`: a frame that does not fit it is dropped as `memory_budget`
-/// (with the defaults, once more than 8 subscribers are each 64 MiB behind).
+/// (with the defaults, once the subscribers together are 512 MiB behind: eight at their
+/// 64 MiB, or four stalled ones at twice that).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct QueueConfig {
