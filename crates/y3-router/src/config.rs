@@ -29,13 +29,16 @@
 //! publish = [0x10]            # tags it may send; absent: every tag
 //! observe = []                # tags it may observe; absent: every tag
 //!
-//! [queue]
-//! capacity = 1024             # frames queued per subscriber
-//! max_bytes = 16777216        # bytes queued per subscriber
-//! policy = "block"            # "block" (lossless) or "drop_oldest" (real-time)
-//! block_timeout_ms = 250      # under "block", a subscriber full and not reading this long
-//!                             # is disconnected
-//! evicted_backoff_ms = 3000   # ...and refused if it comes back sooner than this
+//! [queue]                     # one queue per subscriber (stream function, sink)
+//! max_bytes = 67108864        # 64 MiB buffered per subscriber before its publishers wait
+//! capacity = 1048576          # frames, likewise (a safety bound: max_bytes binds first)
+//! policy = "block"            # "block" (see below) or "drop_oldest" (real-time)
+//! block_timeout_ms = 250      # "block", past max_bytes: a publisher waits for the subscriber
+//!                             # to take a batch at most this long; then the subscriber's
+//!                             # frames queue past max_bytes (up to twice it) without waiting
+//! write_deadline_ms = 10000   # "block": a subscriber that takes nothing this long while
+//!                             # frames wait for it is evicted (as is one twice max_bytes behind)
+//! evicted_backoff_ms = 0      # refuse an evicted client that comes back sooner (0: never)
 //!
 //! [limits]
 //! max_frame_len = 1048576
@@ -314,35 +317,61 @@ fn secret(value: &str, file: &Path, field: &'static str) -> Result<Option<String
     }
 }
 
-/// `[queue]`: one bounded queue per subscriber.
+/// `[queue]`: one bounded queue per subscriber (stream function or sink; a mesh downstream's
+/// queue has the same bounds and always drops the oldest).
+///
+/// Under `block` (the default) a subscriber that pauses loses nothing: its frames are
+/// buffered up to `max_bytes` (and `capacity` frames) without holding anybody back, as
+/// NATS buffers up to its 64 MiB pending limit. Past that, each publisher waits for the
+/// subscriber to take a batch (backpressure, as YoMo's zipper holds a source's `Write`);
+/// a subscriber that takes nothing for `block_timeout_ms` stops holding them, and its
+/// frames queue on past `max_bytes`, up to twice the limits, until it takes a batch again.
+/// It is evicted (`slow_consumer`: its queue counted as dropped, the client logged with
+/// its name, id and address and counted in `y3_router_evictions_total`) when it has taken
+/// nothing for `write_deadline_ms` while frames waited for it, or when, taking nothing,
+/// it falls twice the limits behind. Every queued byte also counts against the router's
+/// `limits.max_queued_bytes`: a frame that does not fit it is dropped as `memory_budget`
+/// (with the defaults, once the subscribers together are 512 MiB behind: eight at their
+/// 64 MiB, or four stalled ones at twice that).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct QueueConfig {
-    /// Frames.
+    /// Frames buffered per subscriber before its publishers wait. A safety bound: every
+    /// frame is charged more than 64 bytes (its queue slot included), so with the default
+    /// `max_bytes` the default 1,048,576 frames are never reached first.
     pub capacity: usize,
-    /// Bytes (payload and metadata, plus a fixed overhead per frame).
+    /// Bytes buffered per subscriber before its publishers wait: payload and metadata,
+    /// plus a fixed overhead per frame for its queue slot (and a pinned read buffer for
+    /// frames of 8 KiB or more). 64 MiB by default, NATS's pending limit: about 25 s of
+    /// 2,000 msg/s × 1 KiB.
     pub max_bytes: usize,
     /// What a full queue does.
     pub policy: Policy,
-    /// Under `block`, a subscriber whose queue stays full with no frame taken for this long
-    /// is disconnected (`slow_consumer`, named in the log and in
-    /// `y3_router_evictions_total`) so that its sources can go on: a subscriber that
-    /// stopped reading holds up its tag's publishers, and their other tags, at most this
-    /// long. One that reads, however slowly, holds them back (backpressure) and stays.
+    /// Under `block`, past `max_bytes`: how long a publisher waits for the subscriber to
+    /// take a batch before the subscriber counts as stalled and its frames queue past
+    /// `max_bytes` without waiting. A subscriber that stopped reading therefore holds up
+    /// its tag's publishers, and their other tags, at most this long per stall; one that
+    /// reads, however slowly, holds them back (backpressure) and stays.
     pub block_timeout_ms: u64,
+    /// Under `block`, a subscriber that takes nothing for this long while frames wait for
+    /// it is evicted. 10 s (NATS's write deadline): far past a GC pause or a network blip,
+    /// and short enough that a dead subscriber's backlog does not linger.
+    pub write_deadline_ms: u64,
     /// A client evicted as a slow consumer that reconnects within this long is refused
-    /// (`slow_consumer`, retryable; counted as `rejected{reason="held_off"}`).
+    /// (`slow_consumer`, retryable; counted as `rejected{reason="held_off"}`). 0 (the
+    /// default): never, so that an app that was paused, then resumed is let back in at once.
     pub evicted_backoff_ms: u64,
 }
 
 impl Default for QueueConfig {
     fn default() -> Self {
         QueueConfig {
-            capacity: 1024,
-            max_bytes: 16 << 20,
+            capacity: 1 << 20,
+            max_bytes: 64 << 20,
             policy: Policy::Block,
             block_timeout_ms: 250,
-            evicted_backoff_ms: 3_000,
+            write_deadline_ms: 10_000,
+            evicted_backoff_ms: 0,
         }
     }
 }
@@ -671,6 +700,9 @@ impl RouterConfig {
         if self.queue.capacity == 0 {
             return bad("queue.capacity", "must be at least 1");
         }
+        if self.queue.write_deadline_ms == 0 {
+            return bad("queue.write_deadline_ms", "must be at least 1");
+        }
         if self.limits.max_frame_len == 0 || self.limits.max_frame_len > i32::MAX as usize {
             return bad("limits.max_frame_len", "must be within 1..=2147483647");
         }
@@ -804,6 +836,7 @@ mod tests {
         assert_eq!(config.queue.policy, Policy::DropOldest);
         assert_eq!(config.queue.capacity, 8);
         assert_eq!(config.queue.block_timeout_ms, 250);
+        assert_eq!(config.queue.write_deadline_ms, 10_000);
         assert_eq!(config.validate().unwrap().quic, None);
     }
 

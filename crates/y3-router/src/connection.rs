@@ -15,7 +15,8 @@ use crate::acks::Acks;
 use crate::filters::RouteFilter;
 use crate::histogram::LocalLatency;
 use crate::metrics::{Direction, Drop, Metrics, TagCounters};
-use crate::outbox::{frame_bytes, Outbox, Queued, COPY_BELOW};
+use crate::outbox::{frame_bytes, Eviction, Outbox, Queued, COPY_BELOW};
+use crate::queue::OVERDRAFT;
 use crate::routing;
 use crate::session::{DropReason, Event, Peer, Session};
 use crate::shared::Shared;
@@ -255,22 +256,30 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
             (Duration::ZERO, false, None)
         }
         End::Evicted => {
+            let queue = &shared.config.queue;
+            let why = outbox.eviction().unwrap_or(Eviction::Deadline);
+            let reason = match why {
+                Eviction::Deadline => format!(
+                    "took nothing for {} ms (write deadline)",
+                    queue.write_deadline_ms
+                ),
+                Eviction::Backlog => format!(
+                    "took nothing for {} ms and fell {} bytes or {} frames behind",
+                    queue.block_timeout_ms,
+                    queue.max_bytes.saturating_mul(OVERDRAFT),
+                    queue.capacity.saturating_mul(OVERDRAFT)
+                ),
+            };
             tracing::warn!(
                 session = id,
                 name = %hello.name,
                 id = %hello.id,
                 ?peer,
-                timeout_ms = shared.config.queue.block_timeout_ms,
-                "slow consumer evicted: its queue stayed full"
+                why = why.name(),
+                "slow consumer evicted: {reason}"
             );
             shared.evicted(peer, &hello.name);
-            let goaway = Goaway::new(
-                GoawayCode::SlowConsumer,
-                format!(
-                    "queue stayed full for {} ms",
-                    shared.config.queue.block_timeout_ms
-                ),
-            );
+            let goaway = Goaway::new(GoawayCode::SlowConsumer, reason);
             (Duration::ZERO, false, Some(goaway))
         }
     };

@@ -32,12 +32,17 @@
 //!
 //! Guarantees:
 //! - Under [`Policy::Block`] a frame accepted from a source is delivered to every live
-//!   subscriber of its tag: a full queue holds the source back. A subscriber that stays
-//!   full for `queue.block_timeout_ms` is disconnected as a slow consumer (counted), so one
-//!   stuck client cannot stall the rest forever.
+//!   subscriber of its tag: a subscriber's queue buffers up to `queue.max_bytes` (64 MiB)
+//!   without holding anybody back, and past that holds the source back while the
+//!   subscriber takes frames. One that takes nothing for `queue.block_timeout_ms` stops
+//!   holding sources (its frames queue on, up to twice the limits); one that takes nothing
+//!   for `queue.write_deadline_ms` (10 s), or falls twice the limits behind meanwhile, is
+//!   disconnected as a slow consumer (counted, logged), so one stuck client cannot stall
+//!   the rest.
 //! - Under [`Policy::DropOldest`] sources never wait; every dropped frame is counted.
 //! - Memory is bounded: frames by `limits.max_frame_len` (checked from the header), queues
-//!   by `queue.capacity` and `queue.max_bytes`, connections by `limits.max_connections`.
+//!   by twice `queue.capacity` and `queue.max_bytes` each and by `limits.max_queued_bytes`
+//!   together, connections by `limits.max_connections`.
 //! - A malformed frame, a wrong token or a silent client ends that connection with a
 //!   reason (a rejected or goaway frame, and over QUIC a close code that tells YoMo clients
 //!   whether to come back) and a counted metric; every other connection goes on.

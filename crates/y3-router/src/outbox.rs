@@ -7,9 +7,25 @@
 //!        └──── notified after every batch taken
 //! ```
 //!
-//! A push that finds the queue full under the block policy waits for room at most the
-//! block timeout; then the subscriber is *evicted* (`slow_consumer`): its queue is counted
-//! as dropped, every waiting source is released, and the connection task closes it.
+//! Under the block policy a subscriber's frames go through three stages:
+//!
+//! ```text
+//!  backlog  0 ─────────────── max_bytes ─────────────── OVERDRAFT × max_bytes
+//!           │ buffered: nobody   │ held: each push waits    │ evicted
+//!           │ waits              │ for the writer to take a │ (`backlog`)
+//!           │                    │ batch (backpressure)     │
+//!           │                    ├─ no batch taken for block_timeout_ms: the subscriber
+//!           │                    │  is *stalled*; pushes queue into the overdraft without
+//!           │                    │  waiting, until it takes a batch again
+//!  and, whatever the backlog: nothing taken for write_deadline_ms → evicted (`deadline`)
+//! ```
+//!
+//! So a subscriber that pauses for a few seconds loses nothing and holds nobody back while
+//! its backlog fits `max_bytes`; one that reads, however slowly, holds its publishers back;
+//! and one that takes nothing holds each publisher (and that publisher's other tags) at
+//! most `block_timeout_ms` per stall. An evicted subscriber's queue is counted as dropped
+//! (`slow_consumer`), every waiting source is released, and the connection task closes it.
+//! Every window is measured from the frame's read time (`at`) and the last batch taken.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -22,7 +38,7 @@ use y3_transport::READ_BUFFER;
 
 use crate::config::QueueConfig;
 use crate::metrics::{Drop, Metrics};
-use crate::queue::{Push, Queue, Weighted};
+use crate::queue::{Policy, Push, Queue, Weighted};
 
 /// A frame waiting in an outbox, with the time it was read (for the latency histogram).
 #[derive(Debug)]
@@ -34,8 +50,11 @@ pub(crate) struct Queued {
     pub written: Option<oneshot::Sender<()>>,
 }
 
-/// Bytes a frame is charged beyond its payload and metadata.
-const FRAME_OVERHEAD: usize = 32;
+/// Bytes a frame is charged beyond its payload and metadata: its slot in the queue and the
+/// bookkeeping of its buffer (a frame copied out of its read buffer has an allocation of
+/// its own). With the queues holding up to millions of small frames, this is what keeps
+/// `max_bytes` and the router's `max_queued_bytes` true of the memory they hold.
+const FRAME_OVERHEAD: usize = std::mem::size_of::<Queued>() + 32;
 
 /// Data frames smaller than this are copied out of the read buffer before they are queued
 /// (one small copy), so that queued frames never pin read buffers: 6,800 queued 16-byte
@@ -71,12 +90,40 @@ enum Phase {
     Aborted,
 }
 
+/// Why a subscriber was evicted as a slow consumer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Eviction {
+    /// It took nothing for the write deadline while frames waited for it.
+    Deadline,
+    /// It took nothing for the block timeout and fell [`OVERDRAFT`](crate::queue::OVERDRAFT) times its limits
+    /// behind.
+    Backlog,
+}
+
+impl Eviction {
+    /// The snake_case name (logs, goaway reasons).
+    pub fn name(self) -> &'static str {
+        match self {
+            Eviction::Deadline => "deadline",
+            Eviction::Backlog => "backlog",
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Inner {
     queue: Queue<Queued>,
     phase: Phase,
     /// Pushers waiting for room; the writer wakes them only when there are some.
     waiting: usize,
+    /// Since when the subscriber has taken nothing while frames waited for it: the last
+    /// batch taken, or the push into an empty queue after it.
+    idle_since: Instant,
+    /// No batch was taken for the block timeout while full: pushes go into the overdraft
+    /// without waiting, until the writer takes a batch again.
+    stalled: bool,
+    /// Set once, when evicted.
+    eviction: Option<Eviction>,
 }
 
 /// What happened to a pushed frame.
@@ -102,6 +149,7 @@ pub(crate) struct Outbox {
     evicted_flag: AtomicBool,
     metrics: Arc<Metrics>,
     block_timeout: Duration,
+    write_deadline: Duration,
     /// A downstream zipper's outbox (mesh.rs): its drops are counted as [`Drop::Mesh`] and
     /// in this per-downstream counter too.
     downstream: Option<prometheus_client::metrics::counter::Counter>,
@@ -114,6 +162,9 @@ impl Outbox {
                 queue: Queue::new(config.capacity, config.max_bytes, config.policy),
                 phase: Phase::Open,
                 waiting: 0,
+                idle_since: Instant::now(),
+                stalled: false,
+                eviction: None,
             }),
             readable: Notify::new(),
             writable: Notify::new(),
@@ -121,6 +172,7 @@ impl Outbox {
             evicted_flag: AtomicBool::new(false),
             metrics,
             block_timeout: Duration::from_millis(config.block_timeout_ms),
+            write_deadline: Duration::from_millis(config.write_deadline_ms),
             downstream: None,
         }
     }
@@ -177,48 +229,52 @@ impl Outbox {
     ) -> Pushed {
         let item = Queued { frame, at, written };
         // Fast path: room in the queue, no waiter registration.
-        let mut item = match self.try_push(item, false) {
+        let mut item = match self.try_push(item, at, false) {
             Ok(pushed) => return pushed,
             Err(item) => item,
         };
-        // The subscriber is slow only while it makes no progress: every batch its writer
-        // takes (what wakes us) restarts the clock. One that reads, however slowly, holds
-        // its publishers back (the block policy's backpressure); one that stopped reading
-        // is evicted after `block_timeout`.
+        // Past the budget: held back while the subscriber makes progress. Every batch its
+        // writer takes (what wakes us) restarts the clock; one that takes nothing for the
+        // block timeout is stalled, and this frame (and the next) go into the overdraft.
         let mut until = tokio::time::Instant::now() + self.block_timeout;
         loop {
             let notified = self.writable.notified();
             tokio::pin!(notified);
             // Register before looking again, so a batch taken in between still wakes us.
             notified.as_mut().enable();
-            item = match self.try_push(item, true) {
+            item = match self.try_push(item, at, true) {
                 Ok(pushed) => return pushed,
                 Err(item) => item,
             };
-            let woke = tokio::select! {
+            let expired = tokio::select! {
                 _ = notified => {
                     until = tokio::time::Instant::now() + self.block_timeout;
-                    None
+                    false
                 }
-                _ = self.evicted.cancelled() => Some(Pushed::Evicted),
-                _ = tokio::time::sleep_until(until) => {
-                    self.evict();
-                    Some(Pushed::Evicted)
+                _ = self.evicted.cancelled() => {
+                    self.lock().waiting -= 1;
+                    return Pushed::Evicted;
                 }
+                _ = tokio::time::sleep_until(until) => true,
             };
-            self.lock().waiting -= 1;
-            if let Some(pushed) = woke {
-                return pushed;
+            let mut inner = self.lock();
+            inner.waiting -= 1;
+            if expired && !inner.stalled {
+                inner.stalled = true;
+                drop(inner);
+                // The other waiting pushers go into the overdraft too.
+                self.writable.notify_waiters();
             }
         }
     }
 
-    /// One attempt: queued (or dropped-oldest, closed), or the item back when full. With
-    /// `wait`, a full queue records one more waiting pusher (the caller waits next).
+    /// One attempt: queued (or dropped-oldest, closed, evicted), or the item back when
+    /// full and the subscriber not stalled. With `wait`, that records one more waiting
+    /// pusher (the caller waits next).
     // The item comes back by value to be pushed again; boxing it would cost an allocation
     // per routed frame.
     #[allow(clippy::result_large_err)]
-    fn try_push(&self, item: Queued, wait: bool) -> Result<Pushed, Queued> {
+    fn try_push(&self, item: Queued, at: Instant, wait: bool) -> Result<Pushed, Queued> {
         let mut inner = self.lock();
         if !matches!(inner.phase, Phase::Open) {
             return Ok(if self.is_evicted() {
@@ -227,14 +283,37 @@ impl Outbox {
                 Pushed::Closed
             });
         }
+        let block = inner.queue.policy() == Policy::Block;
+        let empty = inner.queue.no_data();
+        if block && !empty && at.saturating_duration_since(inner.idle_since) >= self.write_deadline
+        {
+            drop(inner);
+            self.evict(Eviction::Deadline);
+            return Ok(Pushed::Evicted);
+        }
         if !self.metrics.budget.fits(item.weight()) {
             // Over the router-wide budget: dropped and counted, under either policy.
             drop(inner);
             self.count_drops(Drop::MemoryBudget, 1);
             return Ok(Pushed::DroppedOldest);
         }
+        if empty {
+            inner.idle_since = inner.idle_since.max(at);
+        }
         let before = inner.queue.bytes();
-        let pushed = inner.queue.push(item);
+        let mut pushed = inner.queue.push(item);
+        if inner.stalled {
+            if let Push::Full(back) = pushed {
+                pushed = match inner.queue.push_overdraft(back) {
+                    Push::Full(_) => {
+                        drop(inner);
+                        self.evict(Eviction::Backlog);
+                        return Ok(Pushed::Evicted);
+                    }
+                    queued => queued,
+                };
+            }
+        }
         self.metrics.budget.changed(before, inner.queue.bytes());
         match pushed {
             Push::Queued => {
@@ -287,6 +366,10 @@ impl Outbox {
                 let bytes = inner.queue.bytes();
                 let data = inner.queue.pop_batch(out, max);
                 self.metrics.budget.changed(bytes, inner.queue.bytes());
+                if data > 0 {
+                    inner.idle_since = Instant::now();
+                    inner.stalled = false;
+                }
                 if out.len() > before {
                     let waiting = inner.waiting > 0;
                     drop(inner);
@@ -354,11 +437,12 @@ impl Outbox {
         self.writable.notify_waiters();
     }
 
-    /// Evicts the subscriber as a slow consumer.
-    pub fn evict(&self) {
+    /// Evicts the subscriber as a slow consumer, for `why`.
+    pub fn evict(&self, why: Eviction) {
         if self.evicted_flag.swap(true, Ordering::Relaxed) {
             return;
         }
+        self.lock().eviction = Some(why);
         // The connection logs it, with the client's name and address.
         self.evicted.cancel();
         self.abort(None, Drop::SlowConsumer);
@@ -367,6 +451,11 @@ impl Outbox {
     /// Whether the subscriber has been evicted.
     pub fn is_evicted(&self) -> bool {
         self.evicted_flag.load(Ordering::Relaxed)
+    }
+
+    /// Why the subscriber was evicted, once it was.
+    pub fn eviction(&self) -> Option<Eviction> {
+        self.lock().eviction
     }
 
     /// Completes when the subscriber has been evicted.
@@ -384,7 +473,6 @@ impl Outbox {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::queue::Policy;
     use y3_transport::frame::Data;
 
     fn config(capacity: usize, policy: Policy, block_timeout_ms: u64) -> QueueConfig {
@@ -399,6 +487,20 @@ mod tests {
 
     fn data(id: u64) -> Frame {
         Frame::Data(Data::new(0x10, id.to_be_bytes().to_vec()))
+    }
+
+    /// Every frame is charged more than 64 bytes, so that the default `max_bytes` (64 MiB)
+    /// binds before the default `capacity` (2^20 frames), as config.rs says.
+    #[test]
+    fn a_frame_is_charged_its_slot() {
+        let q = Queued {
+            frame: Frame::Data(Data::new(0x10, Vec::new())),
+            at: Instant::now(),
+            written: None,
+        };
+        assert!(q.weight() > std::mem::size_of::<Queued>());
+        let d = QueueConfig::default();
+        assert!(q.weight() * d.capacity > d.max_bytes);
     }
 
     #[tokio::test]
@@ -422,17 +524,72 @@ mod tests {
         assert_eq!(outbox.depth(), 1);
     }
 
+    /// Past its budget, a subscriber that takes nothing holds a publisher for the block
+    /// timeout once; then its frames go into the overdraft without waiting, and past the
+    /// overdraft it is evicted (`backlog`), every frame counted.
     #[tokio::test(start_paused = true)]
-    async fn a_stuck_subscriber_is_evicted_and_counted() {
+    async fn a_stalled_subscriber_holds_publishers_once_then_is_evicted_past_the_overdraft() {
         let metrics = Arc::new(Metrics::new());
         let outbox = Outbox::new(&config(2, Policy::Block, 100), metrics.clone());
-        outbox.push(data(1), Instant::now()).await;
-        outbox.push(data(2), Instant::now()).await;
-        assert_eq!(outbox.push(data(3), Instant::now()).await, Pushed::Evicted);
-        assert_eq!(metrics.stats().drops(Drop::SlowConsumer), 2);
-        assert_eq!(outbox.push(data(4), Instant::now()).await, Pushed::Evicted);
+        let t0 = Instant::now();
+        outbox.push(data(1), t0).await;
+        outbox.push(data(2), t0).await;
+        let held = tokio::time::Instant::now();
+        assert_eq!(outbox.push(data(3), t0).await, Pushed::Queued);
+        assert_eq!(held.elapsed(), Duration::from_millis(100), "held once");
+        let free = tokio::time::Instant::now();
+        assert_eq!(outbox.push(data(4), t0).await, Pushed::Queued);
+        assert_eq!(free.elapsed(), Duration::ZERO, "stalled: not held again");
+        assert_eq!(outbox.depth(), 4);
+        assert_eq!(outbox.push(data(5), t0).await, Pushed::Evicted);
+        assert_eq!(outbox.eviction(), Some(Eviction::Backlog));
+        assert_eq!(metrics.stats().drops(Drop::SlowConsumer), 4);
+        assert_eq!(outbox.push(data(6), t0).await, Pushed::Evicted);
         let mut out = Vec::new();
         assert!(!outbox.pop_batch(&mut out, 10).await);
+    }
+
+    /// Within its budget a subscriber may take nothing for just under the write deadline
+    /// without holding anybody or losing anything; a frame that comes after the deadline
+    /// evicts it (`deadline`). The clock starts at the first frame it did not take.
+    #[tokio::test]
+    async fn a_subscriber_taking_nothing_is_evicted_at_the_write_deadline() {
+        let metrics = Arc::new(Metrics::new());
+        let outbox = Outbox::new(
+            &QueueConfig {
+                write_deadline_ms: 1_000,
+                ..config(100, Policy::Block, 100)
+            },
+            metrics.clone(),
+        );
+        // Long idle with nothing queued does not count.
+        let t0 = Instant::now() + Duration::from_secs(60);
+        let ms = |n| t0 + Duration::from_millis(n);
+        for (i, at) in [0, 500, 999].into_iter().enumerate() {
+            assert_eq!(outbox.push(data(i as u64), ms(at)).await, Pushed::Queued);
+        }
+        assert_eq!(outbox.push(data(3), ms(1_000)).await, Pushed::Evicted);
+        assert_eq!(outbox.eviction(), Some(Eviction::Deadline));
+        assert_eq!(metrics.stats().drops(Drop::SlowConsumer), 3);
+    }
+
+    /// A batch taken restarts the deadline's clock and ends a stall: the publisher is held
+    /// back again (backpressure) rather than filling the overdraft.
+    #[tokio::test(start_paused = true)]
+    async fn a_batch_taken_ends_the_stall() {
+        let outbox = Outbox::new(&config(2, Policy::Block, 100), Arc::new(Metrics::new()));
+        let t0 = Instant::now();
+        for i in 0..3 {
+            outbox.push(data(i), t0).await;
+        }
+        assert_eq!(outbox.depth(), 3, "one in the overdraft");
+        let mut out = Vec::new();
+        assert!(outbox.pop_batch(&mut out, 2).await);
+        outbox.push(data(3), t0).await;
+        let held = tokio::time::Instant::now();
+        assert_eq!(outbox.push(data(4), t0).await, Pushed::Queued);
+        assert_eq!(held.elapsed(), Duration::from_millis(100), "held again");
+        assert!(!outbox.is_evicted());
     }
 
     /// A subscriber that keeps reading, however slowly, is not a slow consumer: pushes wait

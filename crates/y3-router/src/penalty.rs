@@ -1,6 +1,9 @@
-//! Slow consumers that come straight back: a client evicted for not reading (`slow_consumer`)
-//! that reconnects at once is held off for a while, so one stuck subscriber does not hold up
-//! its publishers for a block timeout, reconnect, and do it again.
+//! Slow consumers that come straight back: with `queue.evicted_backoff_ms` set (it is 0, off,
+//! by default), a client evicted for not reading (`slow_consumer`) that reconnects at once is
+//! held off for a while, so one stuck subscriber does not hold up its publishers for a block
+//! timeout, reconnect, and do it again. Off by default: a stall holds each publisher at
+//! most once and eviction waits for the write deadline, so a client that comes straight back
+//! costs little, and holding it off locked out apps that had only been paused.
 //!
 //! Keyed by address and client name (several clients of one host are not punished for one
 //! of them). Sans-IO: time is a parameter. Memory is bounded by [`CAPACITY`] entries; when

@@ -6,6 +6,8 @@
 //!            bounded by `capacity` frames and `max_bytes` bytes
 //!            full + Block      → Full(item): the caller waits (the source is held back)
 //!            full + DropOldest → the oldest frames are dropped and counted
+//!  push_overdraft ──▶ past the limits, up to OVERDRAFT × them (a subscriber that took
+//!                     nothing for a while: its publishers are no longer held back)
 //! ```
 
 use std::collections::VecDeque;
@@ -55,6 +57,14 @@ pub enum Push<T> {
 /// Most control frames held at once; more are refused (a peer flooding pings).
 pub const MAX_CONTROL: usize = 16;
 
+/// Slots a queue keeps however empty it gets (see [`Queue::pop_batch`]).
+const SHRINK_ABOVE: usize = 1024;
+
+/// How many times its limits (frames and bytes) a queue may hold through
+/// [`Queue::push_overdraft`]: the first multiple is the budget a subscriber is given, the
+/// rest what it may fall further behind while it takes nothing, before it is evicted.
+pub const OVERDRAFT: usize = 2;
+
 /// A bounded FIFO of data items plus a small priority lane of control items.
 #[derive(Debug)]
 pub struct Queue<T> {
@@ -84,8 +94,14 @@ impl<T: Weighted> Queue<T> {
     /// Whether `weight` more bytes fit. An empty queue takes any one item, so a frame
     /// larger than `max_bytes` (but within the frame limit) is not stuck forever.
     fn fits(&self, weight: usize) -> bool {
+        self.fits_times(weight, 1)
+    }
+
+    /// Whether `weight` more bytes fit within `times` the limits.
+    fn fits_times(&self, weight: usize, times: usize) -> bool {
         self.data.is_empty()
-            || (self.data.len() < self.capacity && self.bytes + weight <= self.max_bytes)
+            || (self.data.len() < self.capacity.saturating_mul(times)
+                && self.bytes + weight <= self.max_bytes.saturating_mul(times))
     }
 
     /// Queues a data item, applying the policy when full.
@@ -116,6 +132,18 @@ impl<T: Weighted> Queue<T> {
         }
     }
 
+    /// Queues a data item past the limits, up to [`OVERDRAFT`] times them, whatever the
+    /// policy; `Full(item)` beyond that.
+    pub fn push_overdraft(&mut self, item: T) -> Push<T> {
+        let weight = item.weight();
+        if !self.fits_times(weight, OVERDRAFT) {
+            return Push::Full(item);
+        }
+        self.bytes += weight;
+        self.data.push_back(item);
+        Push::Queued
+    }
+
     /// Queues a control item ahead of the data. Returns false (and drops it) when
     /// [`MAX_CONTROL`] are already waiting.
     pub fn push_control(&mut self, item: T) -> bool {
@@ -142,7 +170,18 @@ impl<T: Weighted> Queue<T> {
             self.bytes -= item.weight();
             out.push(item);
         }
+        self.shrink();
         n
+    }
+
+    /// Gives back the memory of a burst: a deque keeps its largest capacity otherwise, and a
+    /// subscriber that once fell a million frames behind would hold their slots for good.
+    /// Amortised: it shrinks only to twice what is left, once that is under a quarter.
+    fn shrink(&mut self) {
+        let (len, cap) = (self.data.len(), self.data.capacity());
+        if cap > SHRINK_ABOVE && len < cap / 4 {
+            self.data.shrink_to((2 * len).max(SHRINK_ABOVE));
+        }
     }
 
     /// Removes every data item, returning how many there were (control items stay).
@@ -156,6 +195,11 @@ impl<T: Weighted> Queue<T> {
     /// Data items queued.
     pub fn len(&self) -> usize {
         self.data.len()
+    }
+
+    /// Whether no data items are queued (control items may be).
+    pub fn no_data(&self) -> bool {
+        self.data.is_empty()
     }
 
     /// Whether neither data nor control items are queued.
@@ -243,6 +287,44 @@ mod tests {
             "an empty queue takes any item"
         );
         assert!(!q.has_room(1));
+    }
+
+    #[test]
+    fn overdraft_goes_past_the_limits_up_to_twice_them() {
+        let mut q = Queue::new(100, 20, Policy::Block);
+        assert_eq!(q.push((1, 10)), Push::Queued);
+        assert_eq!(q.push((2, 10)), Push::Queued);
+        assert_eq!(q.push((3, 10)), Push::Full((3, 10)));
+        assert_eq!(q.push_overdraft((3, 10)), Push::Queued);
+        assert_eq!(q.push_overdraft((4, 10)), Push::Queued);
+        assert_eq!(q.push_overdraft((5, 1)), Push::Full((5, 1)));
+        assert_eq!(q.bytes(), 40);
+        // Frames bound it too.
+        let mut q = Queue::new(2, 1000, Policy::Block);
+        for id in 0..4 {
+            assert_eq!(q.push_overdraft((id, 1)), Push::Queued);
+        }
+        assert_eq!(q.push_overdraft((4, 1)), Push::Full((4, 1)));
+        assert_eq!(ids(&mut q), [0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn a_drained_burst_gives_its_memory_back() {
+        let mut q = Queue::new(1 << 20, usize::MAX, Policy::Block);
+        for id in 0..100_000 {
+            q.push((id, 1));
+        }
+        assert!(q.data.capacity() >= 100_000);
+        let mut out = Vec::new();
+        q.pop_batch(&mut out, 99_000);
+        assert!(q.data.capacity() <= 4 * 1_000, "{}", q.data.capacity());
+        q.pop_batch(&mut out, usize::MAX);
+        assert!(
+            q.data.capacity() <= 2 * SHRINK_ABOVE,
+            "{}",
+            q.data.capacity()
+        );
+        assert_eq!(out.len(), 100_000);
     }
 
     #[test]

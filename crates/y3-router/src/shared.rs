@@ -148,10 +148,13 @@ impl Shared {
     }
 
     /// Counts a client evicted as a slow consumer (under its name) and holds it off for
-    /// `queue.evicted_backoff_ms`.
+    /// `queue.evicted_backoff_ms` (0: not at all).
     pub fn evicted(&self, peer: Option<SocketAddr>, name: &str) {
         self.metrics.evicted(name);
         let Some(peer) = peer else { return };
+        if self.config.queue.evicted_backoff_ms == 0 {
+            return;
+        }
         let now = Instant::now();
         let until = now + Duration::from_millis(self.config.queue.evicted_backoff_ms);
         let mut penalties = self.penalties.lock().unwrap_or_else(|e| e.into_inner());

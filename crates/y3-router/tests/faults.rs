@@ -568,6 +568,9 @@ fn count_of(payload: &[u8]) -> u64 {
     u64::from_be_bytes(payload[..8].try_into().unwrap())
 }
 
+/// A sink that stops reading, with a 64-frame queue: held for the block timeout, then
+/// twice its queue behind, it is evicted (`backlog`) and the live sink of the same tag
+/// loses nothing.
 #[tokio::test]
 async fn a_client_that_stops_reading_is_evicted_under_block_and_nothing_is_lost_for_others() {
     let router = router(|c| {
@@ -747,7 +750,8 @@ async fn block_policy_is_lossless_through_a_pipeline() {
         c.queue.policy = Policy::Block;
         c.queue.capacity = 4;
         // Progress, however slow, is what this test is about; on a loaded machine a hop
-        // can stall past the default 250 ms, which would evict (slow_consumer).
+        // can stall past the default 250 ms, which would let it fall twice its 4 frames
+        // behind and be evicted (slow_consumer).
         c.queue.block_timeout_ms = 5_000;
     })
     .await;
@@ -777,8 +781,8 @@ async fn block_policy_is_lossless_through_a_pipeline() {
                 source.close().await.unwrap();
             }));
         }
-        // Both sinks read at once: one left unread for the block timeout would be evicted
-        // as a slow consumer, which is not what this test is about.
+        // Both sinks read at once: one left unread for the block timeout would fall twice
+        // its 4 frames behind and be evicted, which is not what this test is about.
         let readers: Vec<_> = sinks
             .into_iter()
             .map(|mut sink| {

@@ -194,8 +194,11 @@ async fn loops_are_bounded_in_width() {
 }
 
 /// A subscriber that stops reading holds up its tag's publisher, and so that publisher's
-/// other tags, for at most the block timeout (250 ms by default); then it is evicted,
-/// named in the metrics, and the healthy subscriber of the other tag sees no further gap.
+/// other tags, once its queue is full (64 frames here), for at most the block timeout
+/// (250 ms by default); then its frames go into the overdraft without holding anybody,
+/// and twice its queue behind it is evicted (`backlog`), named in the metrics. The healthy
+/// subscriber of the other tag sees no gap of 450 ms. (On the default 64 MiB queue the same
+/// holds past 64 MiB: tests/slow_consumers.rs.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stuck_subscriber_delays_other_tags_at_most_the_block_timeout() {
     let router = router(|c| c.queue.capacity = 64).await;
@@ -243,7 +246,8 @@ async fn a_stuck_subscriber_delays_other_tags_at_most_the_block_timeout() {
 /// A subscriber that stops reading delays nobody on other tags: with a stuck subscriber of
 /// one publisher's tag, a healthy subscriber fed by another publisher sees no gap over
 /// 100 ms (13 ms measured; the stuck tag's own publisher is held up to the block timeout,
-/// then the stuck subscriber is evicted). On a starved CI machine running every test at
+/// then the stuck subscriber's frames go into its overdraft and, twice its 64-frame queue
+/// behind, it is evicted). On a starved CI machine running every test at
 /// once the bound is 200 ms: still below the 250 ms block timeout that any hold-up by the
 /// stuck subscriber would show.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -324,9 +328,9 @@ async fn bare_frames_are_routed() {
     router.shutdown().await;
 }
 
-/// A client evicted as a slow consumer that comes straight back is held off (3 s by
-/// default), counted, and let in again afterwards; other clients of the same address are
-/// not affected.
+/// With `evicted_backoff_ms` set (off by default; 1 s here), a client evicted as a slow
+/// consumer that comes straight back is held off, counted, and let in again afterwards;
+/// other clients of the same address are not affected.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_evicted_slow_consumer_is_held_off() {
     let router = router(|c| {

@@ -44,6 +44,19 @@ pub async fn source(
     epoch: Instant,
     stop: CancellationToken,
 ) -> Sent {
+    quiet_source(options, tag, rate, size, epoch, stop, None).await
+}
+
+/// [`source`], sending nothing while `quiet` says so (see `pausing.rs`).
+pub async fn quiet_source(
+    options: ClientOptions,
+    tag: u32,
+    rate: u32,
+    size: usize,
+    epoch: Instant,
+    stop: CancellationToken,
+    quiet: Option<Arc<crate::pausing::Quiet>>,
+) -> Sent {
     let mut sent = Sent::default();
     let per_tick = rate.div_ceil(TICKS).max(1);
     let mut tick = tokio::time::interval(Duration::from_secs(1) / TICKS);
@@ -54,6 +67,9 @@ pub async fn source(
         tokio::select! {
             _ = tick.tick() => {}
             _ = stop.cancelled() => break,
+        }
+        if quiet.as_ref().is_some_and(|q| q.at(Instant::now())) {
+            continue;
         }
         let s = match &mut source {
             Some(s) => s,
@@ -179,21 +195,7 @@ pub async fn sink(
                 _ = stop.cancelled() => break 'connect,
             };
             match got {
-                Some(Ok(data)) if data.payload.len() >= 16 => {
-                    let seq = u64::from_le_bytes(data.payload[..8].try_into().expect("8 bytes"));
-                    let ns = u64::from_le_bytes(data.payload[8..16].try_into().expect("8 bytes"));
-                    let now = epoch.elapsed().as_nanos() as u64;
-                    let mut s = seen.lock().unwrap_or_else(|e| e.into_inner());
-                    s.frames += 1;
-                    if seq < next {
-                        s.disordered += 1;
-                    } else {
-                        s.missing += seq - next;
-                        next = seq + 1;
-                    }
-                    let _ = s.latency.record(now.saturating_sub(ns).max(1000) / 1000);
-                }
-                Some(Ok(_)) => {}
+                Some(Ok(data)) => check(&data.payload, epoch, &mut next, &seen),
                 Some(Err(_)) | None => {
                     seen.lock().unwrap_or_else(|e| e.into_inner()).reconnects += 1;
                     sink.close().await;
@@ -203,6 +205,27 @@ pub async fn sink(
             }
         }
     }
+}
+
+/// Records one received payload (sequence number and send time, see the module doc) in
+/// `seen`; `next` is the sequence number expected next. Payloads under 16 bytes are not
+/// the soak's and are ignored.
+pub fn check(payload: &[u8], epoch: Instant, next: &mut u64, seen: &Mutex<Received>) {
+    if payload.len() < 16 {
+        return;
+    }
+    let seq = u64::from_le_bytes(payload[..8].try_into().expect("8 bytes"));
+    let ns = u64::from_le_bytes(payload[8..16].try_into().expect("8 bytes"));
+    let now = epoch.elapsed().as_nanos() as u64;
+    let mut s = seen.lock().unwrap_or_else(|e| e.into_inner());
+    s.frames += 1;
+    if seq < *next {
+        s.disordered += 1;
+    } else {
+        s.missing += seq - *next;
+        *next = seq + 1;
+    }
+    let _ = s.latency.record(now.saturating_sub(ns).max(1000) / 1000);
 }
 
 /// A shared, fresh sink record.

@@ -2,9 +2,11 @@
 //!
 //! Healthy flows (a paced source and an eager sink per tag, over TCP and QUIC) run beside
 //! the chaos: a relay stream function killed mid-stream, a consumer that keeps stalling
-//! (and is evicted), garbage and partial frames, storms of short-lived sources, and router
-//! restarts (SIGTERM: drain, exit, start again on the same ports). At the end it checks
-//! the ledger (see `report.rs`): zero unaccounted frames, healthy sinks in order. It writes
+//! past the router's write deadline (and is evicted), a sink that pauses 1–5 s at random
+//! (and must lose nothing: `pausing.rs`), garbage and partial frames, storms of short-lived
+//! sources, and router restarts (SIGTERM: drain, exit, start again on the same ports). At
+//! the end it checks the ledger (see `report.rs`): zero unaccounted frames, healthy sinks
+//! in order, nothing lost for the pausing sink. It writes
 //! `soak.json`, `soak.md` and the RSS chart `soak-rss.svg`, and exits non-zero on a failure.
 //!
 //! ```text
@@ -15,6 +17,7 @@
 mod chaos;
 mod chart;
 mod flows;
+mod pausing;
 mod prom;
 mod report;
 mod router;
@@ -31,7 +34,8 @@ use y3_transport::tls::Trust;
 
 use crate::chaos::ChaosCounts;
 use crate::flows::Pace;
-use crate::report::{FlowLedger, Report};
+use crate::pausing::{Pauses, Quiet};
+use crate::report::{FlowLedger, PausingLedger, Report};
 use crate::router::RouterSpec;
 
 /// Soak `y3 serve` under load and chaos.
@@ -168,11 +172,13 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         relayed.clone(),
     ));
     let stalled = flows::received();
-    // 1 KiB frames and 4 s stalls: more than the socket buffers hold, so the router's
-    // queue fills and the consumer is evicted, as a real stuck one would be.
+    // 1 KiB frames and 20 s stalls: the socket buffers take the first few seconds' frames
+    // (~10 MB on loopback), the router's queue the rest; past the router's 10 s write
+    // deadline the consumer is evicted, as a real stuck one would be (its backlog stays
+    // within the 64 MiB queue: the deadline evicts it, not the budget).
     let stalling = Pace::Stalling {
         read: Duration::from_secs(3),
-        stall: Duration::from_secs(4),
+        stall: Duration::from_secs(20),
     };
     sinks.spawn(flows::sink(
         client("stalling-sink", false),
@@ -182,7 +188,31 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         stop_sinks.clone(),
         stalled.clone(),
     ));
+    // The pausing flow: 1 KiB frames at the sources' rate on 0x12, a sink pausing 1–5 s.
+    let end = epoch + args.duration;
+    let next_quiet = |from: Instant| (from + args.restart_every).min(end);
+    let quiet = Arc::new(Quiet::new(next_quiet(Instant::now())));
+    let paused_seen = flows::received();
+    let pauses = Arc::new(Pauses::default());
+    sinks.spawn(pausing::sink(
+        client(PAUSING_SINK, false),
+        PAUSING_TAG,
+        epoch,
+        quiet.clone(),
+        stop_sinks.clone(),
+        paused_seen.clone(),
+        pauses.clone(),
+    ));
     tokio::time::sleep(Duration::from_millis(300)).await;
+    let pausing_source = tokio::spawn(flows::quiet_source(
+        client("pausing-source", false),
+        PAUSING_TAG,
+        args.rate,
+        1024,
+        epoch,
+        stop_sources.clone(),
+        Some(quiet.clone()),
+    ));
     for (name, tag, quic) in healthy {
         sources.push(tokio::spawn(flows::source(
             client(name, quic),
@@ -278,6 +308,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
             lifetimes.push(totals);
             router = Some(spec.start(lifetimes.len())?);
             last_restart = Instant::now();
+            quiet.restarted(next_quiet(last_restart));
         }
     }
 
@@ -288,6 +319,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     for s in sources {
         sent.push(s.await?);
     }
+    let pausing_sent = pausing_source.await?;
     while chaos.join_next().await.is_some() {}
     tokio::time::sleep(Duration::from_secs(2)).await;
     let live = router.take().context("a router runs")?;
@@ -313,6 +345,12 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         ("relay-sink (0x21)".to_owned(), frames(&relayed)),
         ("stalling-sink (0x30)".to_owned(), frames(&stalled)),
     ];
+    let pausing = {
+        let seen = paused_seen.lock().unwrap_or_else(|e| e.into_inner());
+        let flow = FlowLedger::new(PAUSING_SINK, PAUSING_TAG, pausing_sent, &seen, &lifetimes);
+        let pauses = Arc::try_unwrap(pauses).unwrap_or_default();
+        PausingLedger::new(flow, pauses, &lifetimes)
+    };
     chart::rss(&samples, &args.out.join("soak-rss.svg"))?;
     let peak = samples.iter().map(|s| s.1).fold(0.0, f64::max);
     let last_life = lifetimes.len() - 1;
@@ -332,11 +370,16 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         seconds,
         lifetimes,
         healthy,
+        pausing,
         chaos_sinks,
         chaos: counts,
         rss_mib,
     })
 }
+
+/// The pausing sink's client name and tag.
+const PAUSING_SINK: &str = "pausing-sink";
+const PAUSING_TAG: u32 = 0x12;
 
 /// Runs a chaos flow's source; its counts are not part of the healthy ledger.
 async fn flows_ignored(source: impl std::future::Future<Output = flows::Sent>) {

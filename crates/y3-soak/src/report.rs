@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::chaos::ChaosCounts;
 use crate::flows::{Received, Sent};
+use crate::pausing::Pauses;
 use crate::prom::Totals;
 
 /// One healthy flow's ledger.
@@ -61,6 +62,64 @@ impl FlowLedger {
     }
 }
 
+/// The pausing sink's flow (`pausing.rs`): its ledger, its pauses, and what it lost.
+#[derive(Debug, Serialize)]
+pub struct PausingLedger {
+    /// The flow, as a healthy one's.
+    pub flow: FlowLedger,
+    /// The pauses it took.
+    pub pauses: Pauses,
+    /// Frames its source flushed that it never received (or the gaps in its sequence
+    /// numbers, if more).
+    pub lost: u64,
+    /// Times the routers evicted it.
+    pub evictions: u64,
+}
+
+impl PausingLedger {
+    /// The ledger of `flow`, which paused `pauses`.
+    pub fn new(flow: FlowLedger, pauses: Pauses, lifetimes: &[Totals]) -> Self {
+        let name = flow.name.clone();
+        PausingLedger {
+            lost: flow
+                .sent
+                .confirmed
+                .saturating_sub(flow.received)
+                .max(flow.missing),
+            evictions: lifetimes
+                .iter()
+                .map(|t| t.evictions.get(&name).copied().unwrap_or(0))
+                .sum(),
+            flow,
+            pauses,
+        }
+    }
+
+    /// Why it fails, if it does.
+    fn failures(&self, f: &mut Vec<String>) {
+        let name = &self.flow.name;
+        if self.lost != 0 {
+            f.push(format!("{name}: {} frames lost", self.lost));
+        }
+        if self.flow.unaccounted() != 0 || self.flow.disordered != 0 {
+            f.push(format!(
+                "{name}: {} unaccounted, {} duplicated or reordered",
+                self.flow.unaccounted(),
+                self.flow.disordered
+            ));
+        }
+        if self.evictions != 0 {
+            f.push(format!("{name}: evicted {} times", self.evictions));
+        }
+        if self.pauses.count.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+            f.push(format!("{name}: never paused"));
+        }
+        if self.flow.received == 0 {
+            f.push(format!("{name}: nothing received"));
+        }
+    }
+}
+
 /// The whole run.
 #[derive(Debug, Serialize)]
 pub struct Report {
@@ -70,6 +129,8 @@ pub struct Report {
     pub lifetimes: Vec<Totals>,
     /// Healthy flows.
     pub healthy: Vec<FlowLedger>,
+    /// The pausing sink's flow.
+    pub pausing: PausingLedger,
     /// The chaos flows' sinks: (name, frames received).
     pub chaos_sinks: Vec<(String, u64)>,
     /// What the chaos did.
@@ -90,6 +151,7 @@ impl Report {
                 .iter()
                 .map(FlowLedger::unaccounted)
                 .sum::<u64>()
+            + self.pausing.flow.unaccounted()
     }
 
     /// Why the run fails, if it does.
@@ -121,6 +183,7 @@ impl Report {
                 f.push(format!("{}: nothing received", h.name));
             }
         }
+        self.pausing.failures(&mut f);
         let c = &self.chaos;
         let get = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
         let mut held = c
@@ -162,7 +225,7 @@ impl Report {
         );
         let _ = writeln!(s, "| flow | sent (in doubt) | router read | router wrote | received | missing | disordered | p50 µs | p99 µs | p99.9 µs | max µs | unaccounted |");
         let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|");
-        for h in &self.healthy {
+        for h in self.healthy.iter().chain([&self.pausing.flow]) {
             let [p50, p99, p999, max] = h.latency_us;
             let _ = writeln!(
                 s,
@@ -215,6 +278,18 @@ impl Report {
             get(&c.garbage_closed), get(&c.garbage_left_open), get(&c.partial_cut),
             held_p50,
             held_max, errors, get(&c.storm_clients), get(&c.storm_failures)
+        );
+        let p = &self.pausing;
+        let _ = writeln!(
+            s,
+            "Pausing sink ({}, `block`): {} pauses of 1–5 s ({} ms in all, {} ms the longest); \
+             {} frames lost, {} evictions.",
+            p.flow.name,
+            get(&p.pauses.count),
+            get(&p.pauses.total_ms),
+            get(&p.pauses.longest_ms),
+            p.lost,
+            p.evictions
         );
         for (name, n) in &self.chaos_sinks {
             let _ = writeln!(s, "Chaos sink {name}: {n} frames.");

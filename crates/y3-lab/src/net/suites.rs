@@ -305,9 +305,10 @@ pub struct PeerArgs {
     /// The Go module with cmd/yomo-peer.
     #[arg(long, value_name = "DIR", default_value = "interop/yomo")]
     yomo_dir: PathBuf,
-    /// y3 serve's `[queue] block_timeout_ms`: how long a full subscriber that takes nothing
-    /// holds its sources back before it is evicted (y3's default; a subscriber that reads,
-    /// however slowly, slows its source down as YoMo's zipper does).
+    /// y3 serve's `[queue] block_timeout_ms`: how long a subscriber past its 64 MiB queue
+    /// that takes nothing holds its sources back before its frames queue on without
+    /// holding them (y3's default; a subscriber that reads, however slowly, slows its
+    /// source down as YoMo's zipper does, and one that takes nothing for 10 s is evicted).
     #[arg(long, default_value_t = 250)]
     block_timeout_ms: u64,
 }
