@@ -60,7 +60,7 @@ pub use sink::Sink;
 pub use source::Source;
 pub use upstream::Upstream;
 
-use crate::tls::{Trust, DEV_SERVER_NAME};
+use crate::tls::{Identity, Trust, DEV_SERVER_NAME};
 use crate::DEFAULT_MAX_FRAME_LEN;
 
 /// Which adapter a client connects with.
@@ -124,6 +124,9 @@ pub struct ClientOptions {
     pub trust: Trust,
     /// TLS server name to ask for; `localhost` by default (what dev certificates carry).
     pub server_name: String,
+    /// The client certificate (and key) presented over TLS and QUIC, for a router that
+    /// requires one (`[tls] client_ca`, YoMo's `YOMO_TLS_VERIFY_PEER=true`); none by default.
+    pub client_identity: Option<Identity>,
     /// Client name (YoMo's app or function name).
     pub name: String,
     /// Credential as `type:payload` (`token:SECRET`); empty: none.
@@ -152,6 +155,7 @@ impl ClientOptions {
             transport: Transport::Tcp,
             trust: Trust::Unset,
             server_name: DEV_SERVER_NAME.to_owned(),
+            client_identity: None,
             name: String::new(),
             credential: String::new(),
             wanted_target: String::new(),
@@ -173,6 +177,23 @@ impl ClientOptions {
     pub fn trust(mut self, trust: Trust) -> Self {
         self.trust = trust;
         self
+    }
+
+    /// Presents `identity` as the client certificate over TLS and QUIC.
+    pub fn client_identity(mut self, identity: Identity) -> Self {
+        self.client_identity = Some(identity);
+        self
+    }
+
+    /// The rustls client configuration of these options: [`ClientOptions::trust`], and the
+    /// client certificate if one is set.
+    ///
+    /// # Errors
+    /// As [`Trust::client_config_with`].
+    pub fn tls_config(
+        &self,
+    ) -> Result<std::sync::Arc<rustls::ClientConfig>, crate::TransportError> {
+        self.trust.client_config_with(self.client_identity.as_ref())
     }
 
     /// Sets the client name.
