@@ -1141,4 +1141,110 @@ mod tests {
         };
         assert_eq!(field, "mesh.downstream.name");
     }
+
+    /// YoMo's TLS variables, as `y3 serve` merges them into `[tls]`.
+    #[test]
+    fn yomo_tls_variables_map_onto_tls_and_conflicts_are_errors() {
+        let env = |pairs: &[(&str, &str)]| {
+            let pairs: Vec<(String, String)> = pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            YomoTlsEnv::from_lookup(move |name| {
+                pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.into())
+            })
+        };
+        let field = |tls: &mut TlsConfig, e: &YomoTlsEnv| match tls.merge_yomo_env(e) {
+            Err(RouterError::Config { field, .. }) => field,
+            other => panic!("{other:?}"),
+        };
+        let zipper = env(&[
+            ("YOMO_TLS_VERIFY_PEER", "TRUE"),
+            ("YOMO_TLS_CACERT_FILE", "/pki/ca.pem"),
+            ("YOMO_TLS_CERT_FILE", "/pki/zipper.pem"),
+            ("YOMO_TLS_KEY_FILE", "/pki/zipper.key"),
+        ]);
+        // Nothing configured: the variables fill [tls] in.
+        let mut tls = TlsConfig::default();
+        tls.merge_yomo_env(&zipper).unwrap();
+        assert_eq!(
+            (tls.cert.to_str(), tls.key.to_str(), tls.client_ca.to_str()),
+            (
+                Some("/pki/zipper.pem"),
+                Some("/pki/zipper.key"),
+                Some("/pki/ca.pem")
+            )
+        );
+        // The same again agrees with itself.
+        tls.merge_yomo_env(&zipper).unwrap();
+        // No variables: nothing changes.
+        let before = tls.clone();
+        tls.merge_yomo_env(&env(&[])).unwrap();
+        assert_eq!(tls, before);
+        // Verify off (YoMo: anything but "true"), or on without a CA: no client CA.
+        let mut tls = TlsConfig::default();
+        tls.merge_yomo_env(&env(&[
+            ("YOMO_TLS_VERIFY_PEER", "false"),
+            ("YOMO_TLS_CACERT_FILE", "/ca"),
+        ]))
+        .unwrap();
+        assert_eq!(tls, TlsConfig::default());
+        assert_eq!(
+            field(
+                &mut TlsConfig::default(),
+                &env(&[("YOMO_TLS_VERIFY_PEER", "true")])
+            ),
+            "tls.client_ca"
+        );
+        // Disagreements are errors, never a silent pick.
+        let mut configured = TlsConfig {
+            client_ca: "/other/ca.pem".into(),
+            ..TlsConfig::default()
+        };
+        assert_eq!(field(&mut configured, &zipper), "tls.client_ca");
+        assert_eq!(
+            field(&mut configured, &env(&[("YOMO_TLS_VERIFY_PEER", "no")])),
+            "tls.client_ca"
+        );
+        let mut configured = TlsConfig {
+            cert: "/etc/y3/cert.pem".into(),
+            key: "/etc/y3/key.pem".into(),
+            ..TlsConfig::default()
+        };
+        assert_eq!(field(&mut configured, &zipper), "tls.cert");
+        assert_eq!(
+            field(
+                &mut TlsConfig::default(),
+                &env(&[("YOMO_TLS_CERT_FILE", "/c")])
+            ),
+            "tls.cert"
+        );
+        // Empty values are unset, as YoMo reads them; the misspelt CA variable is noticed.
+        let blank = env(&[
+            ("YOMO_TLS_VERIFY_PEER", ""),
+            ("YOMO_TLS_CA_CERT_FILE", "/ca"),
+        ]);
+        assert_eq!(blank.verify_peer, None);
+        assert!(blank.misspelt_ca);
+    }
+
+    #[test]
+    fn the_tarpit_settings_and_the_removed_lockout() {
+        let config = RouterConfig::default();
+        let tarpit = config.auth.tarpit();
+        assert_eq!(tarpit.delay(5), Duration::ZERO);
+        assert_eq!(tarpit.delay(6), Duration::from_millis(250));
+        assert_eq!(tarpit.delay(100), Duration::from_secs(3));
+        assert_eq!(tarpit.max_in_flight, 16);
+        let old = RouterConfig::from_toml("[auth]\nthrottle_ms = 60000\n").unwrap();
+        let RouterError::Config { field, .. } = old.validate().unwrap_err() else {
+            panic!()
+        };
+        assert_eq!(field, "auth.throttle_ms");
+        let mut none = RouterConfig::default();
+        none.auth.tarpit_max_in_flight = 0;
+        assert!(none.validate().is_err());
+        none.auth.tarpit_max_ms = 0;
+        none.validate().unwrap();
+    }
 }
