@@ -87,6 +87,13 @@
 //! downstream is not authenticated; a network that needs that should carry the mesh over a
 //! VPN or use `transport = "tcp"` inside one.
 //!
+//! TLS: YoMo's own variables configure `[tls]` as they configure `yomo serve`
+//! ([`TlsConfig::merge_yomo_env`]): `YOMO_TLS_CERT_FILE`/`YOMO_TLS_KEY_FILE` are `cert`/`key`,
+//! `YOMO_TLS_VERIFY_PEER=true` with `YOMO_TLS_CACERT_FILE` is `client_ca`. Precedence: the
+//! file, then `y3 serve`'s flags, then the variables, which only fill in what is still empty;
+//! a variable that disagrees with a value set by the file or a flag stops the router with an
+//! error naming both (a deployment's security never depends on which one won).
+//!
 //! Secrets: a token in a file (`token_file`) is read when the router starts, trailing
 //! whitespace removed. [`RouterConfig::validate`] refuses a TCP or QUIC listener beyond
 //! loopback when no token is configured, unless `auth.allow_insecure`; the `Debug` output of
