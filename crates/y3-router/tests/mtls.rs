@@ -53,13 +53,13 @@ impl Ca {
         &self,
         leaf: &str,
         names: &[&str],
-        usage: ExtendedKeyUsagePurpose,
+        usages: &[ExtendedKeyUsagePurpose],
     ) -> (PathBuf, PathBuf) {
         let key = KeyPair::generate().unwrap();
         let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
         let mut params = CertificateParams::new(names).unwrap();
         params.distinguished_name.push(DnType::CommonName, leaf);
-        params.extended_key_usages = vec![usage];
+        params.extended_key_usages = usages.to_vec();
         let issuer = Issuer::from_params(&self.params, &self.key);
         let cert = params.signed_by(&key, &issuer).unwrap();
         let (c, k) = (
@@ -88,14 +88,18 @@ fn pki(test: &str) -> Pki {
     let server = ca.issue(
         "router",
         &["localhost", "127.0.0.1"],
-        ExtendedKeyUsagePurpose::ServerAuth,
+        &[ExtendedKeyUsagePurpose::ServerAuth],
     );
-    let client = ca.issue("client", &["client"], ExtendedKeyUsagePurpose::ClientAuth);
+    let client = ca.issue(
+        "client",
+        &["client"],
+        &[ExtendedKeyUsagePurpose::ClientAuth],
+    );
     let other = Ca::new(&dir, "other-ca");
     let stranger = other.issue(
         "stranger",
         &["stranger"],
-        ExtendedKeyUsagePurpose::ClientAuth,
+        &[ExtendedKeyUsagePurpose::ClientAuth],
     );
     Pki {
         ca,
@@ -190,6 +194,74 @@ async fn a_client_certificate_from_the_ca_is_served_and_others_are_refused() {
         4
     );
     router.shutdown().await;
+}
+
+/// A mesh link presents the router's own certificate, as YoMo's zipper presents
+/// `YOMO_TLS_CERT_FILE`: a downstream requiring client certificates admits it when the
+/// certificate is issued for client authentication too, and refuses it otherwise.
+#[tokio::test]
+async fn a_mesh_link_presents_the_routers_certificate() {
+    use y3_router::config::{DownstreamConfig, MeshTransport};
+    let pki = pki("mesh");
+    let b = mtls_router(&pki).await;
+    let node = pki.ca.issue(
+        "node",
+        &["localhost", "127.0.0.1"],
+        &[
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ],
+    );
+    let upstream = |cert: &(PathBuf, PathBuf)| {
+        let (cert, b_quic) = (cert.clone(), b.quic_addr().unwrap());
+        router(move |c| {
+            c.tls.cert = cert.0;
+            c.tls.key = cert.1;
+            c.mesh.name = "a".into();
+            c.mesh.downstream.push(DownstreamConfig {
+                name: "b".into(),
+                addr: b_quic.to_string(),
+                credential: String::new(),
+                transport: MeshTransport::Quic,
+            });
+        })
+    };
+    let mut sink = Sink::connect(
+        with_cert(client(&b, &pki, Transport::Quic, "sink"), &pki.client),
+        &[0x10],
+    )
+    .await
+    .unwrap();
+    // A certificate for client authentication too: the link is admitted, frames cross.
+    let a = upstream(&node).await;
+    let mut source = Source::connect(options(&a, Transport::Tcp, "src"))
+        .await
+        .unwrap();
+    let got = within("a frame across the link", async {
+        loop {
+            source.send(0x10, vec![7]).await.unwrap();
+            source.flush().await.unwrap();
+            if let Ok(Some(got)) =
+                tokio::time::timeout(std::time::Duration::from_millis(100), sink.recv()).await
+            {
+                return got.unwrap();
+            }
+        }
+    })
+    .await;
+    assert_eq!(&got.payload[..], &[7]);
+    source.close().await.unwrap();
+    a.shutdown().await;
+    // The server-only certificate is not one for clients: refused, counted.
+    let n = rejected(&b, "bad_client_certificate");
+    let a = upstream(&pki.server).await;
+    eventually("the link refused", || {
+        rejected(&b, "bad_client_certificate") > n
+    })
+    .await;
+    a.shutdown().await;
+    sink.close().await;
+    b.shutdown().await;
 }
 
 #[tokio::test]
