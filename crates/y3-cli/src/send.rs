@@ -139,40 +139,34 @@ impl ClientArgs {
         default_name: &str,
         yomo: &YomoTlsEnv,
     ) -> anyhow::Result<ClientOptions> {
-        let default_cert = default_dev_cert_path();
-        let yomo_trust = || {
-            yomo.client_trust()
-                .with_context(|| format!("reading {}", YomoTlsEnv::CACERT_FILE))
-        };
         let trust = if self.insecure {
             Trust::Insecure
         } else if let Some(pin) = &self.pin {
             Trust::from_fingerprint(pin).map_err(net_error)?
         } else if let Some(ca) = &self.ca {
             Trust::from_pem_file(ca).with_context(|| format!("reading {}", ca.display()))?
-        } else if let Some(trust) = yomo_trust()? {
-            trust
-        } else if self.transport != TransportArg::Tcp && default_cert.exists() {
-            Trust::from_pem_file(&default_cert)?
         } else {
             Trust::Unset
         };
-        let identity = match (&self.cert, &self.key) {
-            (Some(cert), Some(key)) => Some(
-                Identity::client_from_pem_files(cert, key)
-                    .with_context(|| format!("reading {} and {}", cert.display(), key.display()))?,
-            ),
-            _ => yomo
-                .client_identity()
-                .context("reading YOMO_TLS_CERT_FILE and YOMO_TLS_KEY_FILE")?,
-        };
-        let mut options = ClientOptions::new(self.addr);
-        if let Some(identity) = identity {
+        let mut options = ClientOptions::new(self.addr).trust(trust);
+        if let (Some(cert), Some(key)) = (&self.cert, &self.key) {
+            let identity = Identity::client_from_pem_files(cert, key)
+                .with_context(|| format!("reading {} and {}", cert.display(), key.display()))?;
             options = options.client_identity(identity);
+        }
+        // YoMo's variables fill in what the flags left unset, then the dev certificate.
+        options = options
+            .yomo_tls_env(yomo)
+            .context("reading the files YOMO_TLS_* name")?;
+        let default_cert = default_dev_cert_path();
+        if matches!(options.trust, Trust::Unset)
+            && self.transport != TransportArg::Tcp
+            && default_cert.exists()
+        {
+            options.trust = Trust::from_pem_file(&default_cert)?;
         }
         let options = options
             .transport(self.transport.into())
-            .trust(trust)
             .token(&self.token()?)
             .wanted_target(self.wanted_target.clone())
             .name(self.name.clone().unwrap_or_else(|| default_name.to_owned()))
