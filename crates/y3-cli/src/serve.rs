@@ -299,6 +299,13 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         } else {
             writeln!(out, "tls: certificate sha256 {pin}")?;
         }
+        if !config.tls.client_ca.as_os_str().is_empty() {
+            writeln!(
+                out,
+                "tls: client certificates required, issued by {}",
+                config.tls.client_ca.display()
+            )?;
+        }
         writeln!(
             out,
             "policy {}, queue {} frames/subscriber, token {}; Ctrl-C to stop",
