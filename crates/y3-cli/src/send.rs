@@ -10,7 +10,7 @@ use clap::{Args, ValueEnum};
 use serde_json::Value as Json;
 use y3::Dialect;
 use y3_transport::sdk::{Backoff, ClientOptions, Source, Transport};
-use y3_transport::tls::{default_dev_cert_path, Trust};
+use y3_transport::tls::{default_dev_cert_path, Identity, Trust, YomoTlsEnv};
 
 use crate::args::DialectArg;
 use crate::error::CliError;
@@ -68,6 +68,13 @@ pub struct ClientArgs {
     /// Accept any server certificate (development only).
     #[arg(long, conflicts_with_all = ["ca", "pin"])]
     pub insecure: bool,
+    /// Client certificate (PEM chain) to present over tls/quic, for a router that requires
+    /// one (default: YOMO_TLS_CERT_FILE, as YoMo's clients).
+    #[arg(long, value_name = "FILE", requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// Private key of --cert (default: YOMO_TLS_KEY_FILE).
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
     /// The router's token (sent as the credential `token:TOKEN`). Other users can read it
     /// in the process list: prefer --token-file or the environment variable Y3_TOKEN.
     #[arg(long)]
@@ -117,21 +124,49 @@ impl ClientArgs {
     /// `certificate` when the CA file cannot be read, `config` for a malformed `--pin`,
     /// `token_file` as [`ClientArgs::token`].
     pub fn options(&self, default_name: &str) -> anyhow::Result<ClientOptions> {
-        let default_cert = default_dev_cert_path();
+        self.options_with(default_name, &YomoTlsEnv::from_env())
+    }
+
+    /// [`ClientArgs::options`] with YoMo's TLS variables as given: as YoMo's clients do,
+    /// `YOMO_TLS_CERT_FILE`/`YOMO_TLS_KEY_FILE` are the client certificate, and with
+    /// `YOMO_TLS_VERIFY_PEER=true`, `YOMO_TLS_CACERT_FILE` is the CA to verify the router
+    /// against. Flags win over them.
+    ///
+    /// # Errors
+    /// As [`ClientArgs::options`].
+    pub fn options_with(
+        &self,
+        default_name: &str,
+        yomo: &YomoTlsEnv,
+    ) -> anyhow::Result<ClientOptions> {
         let trust = if self.insecure {
             Trust::Insecure
         } else if let Some(pin) = &self.pin {
             Trust::from_fingerprint(pin).map_err(net_error)?
         } else if let Some(ca) = &self.ca {
             Trust::from_pem_file(ca).with_context(|| format!("reading {}", ca.display()))?
-        } else if self.transport != TransportArg::Tcp && default_cert.exists() {
-            Trust::from_pem_file(&default_cert)?
         } else {
             Trust::Unset
         };
-        let options = ClientOptions::new(self.addr)
+        let mut options = ClientOptions::new(self.addr).trust(trust);
+        if let (Some(cert), Some(key)) = (&self.cert, &self.key) {
+            let identity = Identity::client_from_pem_files(cert, key)
+                .with_context(|| format!("reading {} and {}", cert.display(), key.display()))?;
+            options = options.client_identity(identity);
+        }
+        // YoMo's variables fill in what the flags left unset, then the dev certificate.
+        options = options
+            .yomo_tls_env(yomo)
+            .context("reading the files YOMO_TLS_* name")?;
+        let default_cert = default_dev_cert_path();
+        if matches!(options.trust, Trust::Unset)
+            && self.transport != TransportArg::Tcp
+            && default_cert.exists()
+        {
+            options.trust = Trust::from_pem_file(&default_cert)?;
+        }
+        let options = options
             .transport(self.transport.into())
-            .trust(trust)
             .token(&self.token()?)
             .wanted_target(self.wanted_target.clone())
             .name(self.name.clone().unwrap_or_else(|| default_name.to_owned()))

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use y3_router::{yomo_yaml, Policy, Router, RouterConfig};
-use y3_transport::tls::{default_dev_cert_path, fingerprint_hex};
+use y3_transport::tls::{default_dev_cert_path, fingerprint_hex, YomoTlsEnv};
 
 use crate::send::TOKEN_ENV;
 
@@ -50,7 +50,14 @@ listeners are bound, it is written (mode 0600) to a per-user directory ($XDG_RUN
 or ~/.cache/y3), where `y3 send/observe --transport quic` find it.
 
 Listening beyond loopback (e.g. --tcp 0.0.0.0:9000) needs a token (--token-file, Y3_TOKEN,
-auth.token_file) or --allow-insecure. Failed handshakes are throttled per address.",
+auth.token_file) or --allow-insecure. Wrong tokens are slowed down per address (a tarpit); a
+right token is never held up.
+
+Mutual TLS: --client-ca (tls.client_ca) requires client certificates on QUIC and TLS/TCP.
+YoMo's own variables work as they do for `yomo serve`: YOMO_TLS_CERT_FILE/YOMO_TLS_KEY_FILE
+name the certificate, YOMO_TLS_VERIFY_PEER=true with YOMO_TLS_CACERT_FILE requires client
+certificates. They fill in what the file and flags leave unset; where they disagree, y3
+serve stops with an error.",
     after_help = "Examples:
   y3 serve
   Y3_TOKEN=secret y3 serve --policy drop-oldest --metrics 127.0.0.1:9100
@@ -101,6 +108,16 @@ pub struct ServeArgs {
     /// ~/.cache/y3, dev-cert.pem).
     #[arg(long, value_name = "FILE")]
     pub dev_cert_out: Option<PathBuf>,
+    /// PEM certificate chain to serve (tls.cert; YoMo: YOMO_TLS_CERT_FILE).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert (tls.key; YoMo: YOMO_TLS_KEY_FILE).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Require client certificates issued by this PEM CA bundle on QUIC and TLS/TCP
+    /// (tls.client_ca; YoMo: YOMO_TLS_VERIFY_PEER=true with YOMO_TLS_CACERT_FILE).
+    #[arg(long, value_name = "FILE")]
+    pub client_ca: Option<PathBuf>,
     /// Print the effective configuration as TOML and exit.
     #[arg(long)]
     pub print_config: bool,
@@ -111,12 +128,19 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
-    /// The configuration: defaults, then the file, then `Y3_TOKEN`, then the flags.
+    /// The configuration: defaults, then the file, then `Y3_TOKEN`, then the flags; YoMo's
+    /// `YOMO_TLS_*` variables fill in `[tls]` where neither sets it.
     ///
     /// # Errors
-    /// Config file errors.
+    /// Config file errors, and a `YOMO_TLS_*` variable that disagrees with the file or a
+    /// flag.
     pub fn config(&self) -> anyhow::Result<RouterConfig> {
         let mut config = self.config_without_env()?;
+        let yomo = YomoTlsEnv::from_env();
+        if yomo.misspelt_ca && yomo.ca_cert_file.is_none() {
+            crate::send::warn("YOMO_TLS_CA_CERT_FILE is ignored (as YoMo ignores it): YoMo and y3 read YOMO_TLS_CACERT_FILE");
+        }
+        config.tls.merge_yomo_env(&yomo)?;
         let env = std::env::var(TOKEN_ENV).unwrap_or_default();
         if self.token.is_none() && self.token_file.is_none() && !env.trim().is_empty() {
             config.auth.token = env.trim().to_owned();
@@ -167,6 +191,13 @@ impl ServeArgs {
         }
         if let Some(capacity) = self.queue_capacity {
             config.queue.capacity = capacity;
+        }
+        if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
+            config.tls.cert = cert.clone();
+            config.tls.key = key.clone();
+        }
+        if let Some(ca) = &self.client_ca {
+            config.tls.client_ca = ca.clone();
         }
         if let Some(out) = &self.dev_cert_out {
             config.tls.dev_cert_out = out.clone();
@@ -293,6 +324,13 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             )?;
         } else {
             writeln!(out, "tls: certificate sha256 {pin}")?;
+        }
+        if !config.tls.client_ca.as_os_str().is_empty() {
+            writeln!(
+                out,
+                "tls: client certificates required, issued by {}",
+                config.tls.client_ca.display()
+            )?;
         }
         writeln!(
             out,

@@ -14,14 +14,19 @@
 //! key = ""                    # PEM private key
 //! dev_cert_out = ""           # write the generated dev certificate here (mode 0600, after
 //!                             # the listeners are bound; a missing directory is made 0700)
+//! client_ca = ""              # PEM CA bundle: require client certificates it issued, on
+//!                             # QUIC and TLS over TCP (mutual TLS; plain TCP then refused)
 //!
 //! [auth]
 //! token = ""                  # the main token (every tag); empty: no token required
 //! token_file = ""             # ... or read it from this file (keeps it off the command line)
 //! allow_insecure = false      # listen beyond loopback without any token
-//! max_failures = 20           # wrong credentials from one address within failure_window_ms
-//! failure_window_ms = 60000   # ... after which its handshakes are refused (`throttled`)
-//! throttle_ms = 60000         # ... for this long; max_failures = 0 turns throttling off
+//! max_failures = 5            # wrong credentials per address refused at once; later ones
+//! failure_window_ms = 60000   # (until the address is quiet this long) are refused after
+//! tarpit_initial_ms = 250     # this delay, doubling each time,
+//! tarpit_max_ms = 3000        # up to this (0: no tarpit). A right credential never waits.
+//! tarpit_max_in_flight = 16   # refusals held at once per address; past it, its handshakes
+//!                             # are turned away unchecked, to retry (`throttled`)
 //!
 //! [[auth.tokens]]             # zero or more further tokens, each with its permissions
 //! name = "sensors"            # label in logs
@@ -85,6 +90,13 @@
 //! downstream is not authenticated; a network that needs that should carry the mesh over a
 //! VPN or use `transport = "tcp"` inside one.
 //!
+//! TLS: YoMo's own variables configure `[tls]` as they configure `yomo serve`
+//! ([`TlsConfig::merge_yomo_env`]): `YOMO_TLS_CERT_FILE`/`YOMO_TLS_KEY_FILE` are `cert`/`key`,
+//! `YOMO_TLS_VERIFY_PEER=true` with `YOMO_TLS_CACERT_FILE` is `client_ca`. Precedence: the
+//! file, then `y3 serve`'s flags, then the variables, which only fill in what is still empty;
+//! a variable that disagrees with a value set by the file or a flag stops the router with an
+//! error naming both (a deployment's security never depends on which one won).
+//!
 //! Secrets: a token in a file (`token_file`) is read when the router starts, trailing
 //! whitespace removed. [`RouterConfig::validate`] refuses a TCP or QUIC listener beyond
 //! loopback when no token is configured, unless `auth.allow_insecure`; the `Debug` output of
@@ -98,9 +110,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use y3_transport::tls::{ClientCa, YomoTlsEnv};
+
 use crate::error::RouterError;
 use crate::queue::Policy;
 use crate::session::{Grant, Permissions};
+use crate::throttle::TarpitConfig;
 
 /// The whole configuration.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -175,7 +190,13 @@ fn redacted(secret: &str) -> Option<&'static str> {
     (!secret.is_empty()).then_some("<redacted>")
 }
 
-/// `[tls]`: the server certificate. Without one, a self-signed dev certificate is generated.
+/// `[tls]`: the server certificate (without one, a self-signed dev certificate is
+/// generated) and mutual TLS.
+///
+/// YoMo's own variables map onto it ([`TlsConfig::merge_yomo_env`], which `y3 serve`
+/// applies): `YOMO_TLS_CERT_FILE`/`YOMO_TLS_KEY_FILE` are `cert`/`key`, and
+/// `YOMO_TLS_VERIFY_PEER=true` with `YOMO_TLS_CACERT_FILE` is `client_ca`. A variable fills
+/// in what the file and flags leave empty; one that disagrees with them is an error.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TlsConfig {
@@ -185,6 +206,88 @@ pub struct TlsConfig {
     pub key: PathBuf,
     /// Where to write a generated dev certificate (PEM) for clients to pin; empty: nowhere.
     pub dev_cert_out: PathBuf,
+    /// PEM bundle of the CAs client certificates must be issued by; set, every QUIC and
+    /// TLS-over-TCP client must present one (refused at the TLS layer otherwise, counted
+    /// as `rejected{reason="no_client_certificate"|"bad_client_certificate"}`), and a
+    /// plain TCP listener is a configuration error. Empty: no client certificates.
+    pub client_ca: PathBuf,
+}
+
+/// A field and what is wrong with it.
+type Conflict = (&'static str, &'static str);
+
+impl TlsConfig {
+    /// Fills in YoMo's TLS variables (see the type's doc), as YoMo's zipper reads them.
+    ///
+    /// # Errors
+    /// [`RouterError::Config`] when a variable disagrees with the configuration,
+    /// `YOMO_TLS_CERT_FILE` comes without `YOMO_TLS_KEY_FILE` (or the other way round), or
+    /// `YOMO_TLS_VERIFY_PEER=true` comes without `YOMO_TLS_CACERT_FILE` (y3 verifies client
+    /// certificates against a CA file, never the system's roots, as YoMo would).
+    pub fn merge_yomo_env(&mut self, env: &YomoTlsEnv) -> Result<(), RouterError> {
+        self.merge(env)
+            .map_err(|(field, problem)| RouterError::Config { field, problem })
+    }
+
+    fn merge(&mut self, env: &YomoTlsEnv) -> Result<(), Conflict> {
+        match (&env.cert_file, &env.key_file) {
+            (Some(cert), Some(key)) => {
+                if self.cert.as_os_str().is_empty() && self.key.as_os_str().is_empty() {
+                    self.cert.clone_from(cert);
+                    self.key.clone_from(key);
+                } else if self.cert != *cert || self.key != *key {
+                    return Err((
+                        "tls.cert",
+                        "YOMO_TLS_CERT_FILE/YOMO_TLS_KEY_FILE name another certificate than tls.cert/tls.key (--tls-cert/--tls-key): unset them or make them agree",
+                    ));
+                }
+            }
+            (None, None) => {}
+            _ => {
+                return Err((
+                    "tls.cert",
+                    "YOMO_TLS_CERT_FILE and YOMO_TLS_KEY_FILE go together (YoMo ignores one alone; y3 refuses it)",
+                ))
+            }
+        }
+        match env.verify_peer {
+            Some(true) => {
+                let Some(ca) = &env.ca_cert_file else {
+                    return Err((
+                        "tls.client_ca",
+                        "YOMO_TLS_VERIFY_PEER=true needs YOMO_TLS_CACERT_FILE: y3 verifies client certificates against that CA file, never the system's roots",
+                    ));
+                };
+                if self.client_ca.as_os_str().is_empty() {
+                    self.client_ca.clone_from(ca);
+                } else if self.client_ca != *ca {
+                    return Err((
+                        "tls.client_ca",
+                        "YOMO_TLS_CACERT_FILE names another CA than tls.client_ca (--client-ca): unset it or make them agree",
+                    ));
+                }
+            }
+            Some(false) if !self.client_ca.as_os_str().is_empty() => {
+                return Err((
+                    "tls.client_ca",
+                    "YOMO_TLS_VERIFY_PEER is set but not true, while tls.client_ca (--client-ca) requires client certificates: unset it or set it to true",
+                ));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The client CA, when mutual TLS is on.
+    ///
+    /// # Errors
+    /// [`RouterError::Transport`] for a file that cannot be read or holds no certificate.
+    pub fn client_ca(&self) -> Result<Option<ClientCa>, RouterError> {
+        if self.client_ca.as_os_str().is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(ClientCa::from_pem_file(&self.client_ca)?))
+    }
 }
 
 /// `[auth]`: tokens, their permissions, and the throttling of failed handshakes.
@@ -198,14 +301,26 @@ pub struct AuthConfig {
     pub token_file: PathBuf,
     /// Listen beyond loopback without any token (refused otherwise).
     pub allow_insecure: bool,
-    /// Failed handshakes from one address (an IPv4 address, an IPv6 /64) within
-    /// `failure_window_ms` after which its handshakes are refused for `throttle_ms`
-    /// (`rejected{reason="throttled"}`); 0: no throttling.
+    /// Wrong credentials from one address (an IPv4 address, an IPv6 /64) refused at once;
+    /// each further one within the window is refused after a delay (the tarpit,
+    /// `throttle.rs`). A right credential is never delayed.
     pub max_failures: u32,
-    /// The window in which failures are counted.
+    /// An address's failures are forgotten once it has had none for this long.
     pub failure_window_ms: u64,
-    /// How long a throttled address is refused.
-    pub throttle_ms: u64,
+    /// The delay of the first delayed refusal; it doubles with each further failure.
+    pub tarpit_initial_ms: u64,
+    /// The longest delay (kept under the 5 s y3's clients wait for a handshake answer);
+    /// 0 turns the tarpit off.
+    pub tarpit_max_ms: u64,
+    /// Delayed refusals held at once per address. While all are held, that address's next
+    /// handshakes are turned away *unchecked*, with a code that makes clients retry
+    /// (`rejected{reason="throttled"}`), so that an attacker learns no more guesses than
+    /// this per `tarpit_max_ms`, however many connections it opens.
+    pub tarpit_max_in_flight: u32,
+    /// Removed (addresses are no longer locked out): set, the configuration is refused,
+    /// naming the `tarpit_*` settings that replace it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throttle_ms: Option<u64>,
     /// Further tokens (`[[auth.tokens]]`), each allowing only the tags it lists.
     pub tokens: Vec<TokenConfig>,
 }
@@ -216,9 +331,12 @@ impl Default for AuthConfig {
             token: String::new(),
             token_file: PathBuf::new(),
             allow_insecure: false,
-            max_failures: 20,
+            max_failures: 5,
             failure_window_ms: 60_000,
-            throttle_ms: 60_000,
+            tarpit_initial_ms: 250,
+            tarpit_max_ms: 3_000,
+            tarpit_max_in_flight: 16,
+            throttle_ms: None,
             tokens: Vec::new(),
         }
     }
@@ -232,13 +350,26 @@ impl fmt::Debug for AuthConfig {
             .field("allow_insecure", &self.allow_insecure)
             .field("max_failures", &self.max_failures)
             .field("failure_window_ms", &self.failure_window_ms)
-            .field("throttle_ms", &self.throttle_ms)
+            .field("tarpit_initial_ms", &self.tarpit_initial_ms)
+            .field("tarpit_max_ms", &self.tarpit_max_ms)
+            .field("tarpit_max_in_flight", &self.tarpit_max_in_flight)
             .field("tokens", &self.tokens)
             .finish()
     }
 }
 
 impl AuthConfig {
+    /// The tarpit these settings describe.
+    pub fn tarpit(&self) -> TarpitConfig {
+        TarpitConfig {
+            free_failures: self.max_failures,
+            window: Duration::from_millis(self.failure_window_ms),
+            initial: Duration::from_millis(self.tarpit_initial_ms),
+            max: Duration::from_millis(self.tarpit_max_ms),
+            max_in_flight: self.tarpit_max_in_flight,
+        }
+    }
+
     /// Whether any token is configured (then every handshake must carry one).
     pub fn has_token(&self) -> bool {
         !self.token.is_empty() || !self.token_file.as_os_str().is_empty() || !self.tokens.is_empty()
@@ -712,6 +843,15 @@ impl RouterConfig {
         if self.tls.cert.as_os_str().is_empty() != self.tls.key.as_os_str().is_empty() {
             return bad("tls.cert", "tls.cert and tls.key go together");
         }
+        if self.auth.throttle_ms.is_some() {
+            return bad(
+                "auth.throttle_ms",
+                "removed: addresses are no longer locked out; wrong credentials are slowed down (auth.tarpit_initial_ms, auth.tarpit_max_ms, auth.tarpit_max_in_flight)",
+            );
+        }
+        if self.auth.tarpit_max_ms > 0 && self.auth.tarpit_max_in_flight == 0 {
+            return bad("auth.tarpit_max_in_flight", "must be at least 1");
+        }
         let listen = Listen {
             tcp: addr("listen.tcp", &self.listen.tcp)?,
             quic: addr("listen.quic", &self.listen.quic)?,
@@ -720,6 +860,15 @@ impl RouterConfig {
         self.validate_mesh()?;
         self.validate_filters()?;
         self.federation.validate()?;
+        if listen.tcp.is_some()
+            && !self.listen.tcp_tls
+            && !self.tls.client_ca.as_os_str().is_empty()
+        {
+            return bad(
+                "tls.client_ca",
+                "client certificates need TLS, and plain TCP would let clients in without one: with tls.client_ca, turn on listen.tcp_tls (--tcp-tls) or turn listen.tcp off (--tcp '')",
+            );
+        }
         if listen.tcp.is_none() && listen.quic.is_none() {
             return bad(
                 "listen",
@@ -1031,5 +1180,111 @@ mod tests {
             panic!()
         };
         assert_eq!(field, "mesh.downstream.name");
+    }
+
+    /// YoMo's TLS variables, as `y3 serve` merges them into `[tls]`.
+    #[test]
+    fn yomo_tls_variables_map_onto_tls_and_conflicts_are_errors() {
+        let env = |pairs: &[(&str, &str)]| {
+            let pairs: Vec<(String, String)> = pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            YomoTlsEnv::from_lookup(move |name| {
+                pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.into())
+            })
+        };
+        let field = |tls: &mut TlsConfig, e: &YomoTlsEnv| match tls.merge_yomo_env(e) {
+            Err(RouterError::Config { field, .. }) => field,
+            other => panic!("{other:?}"),
+        };
+        let zipper = env(&[
+            ("YOMO_TLS_VERIFY_PEER", "TRUE"),
+            ("YOMO_TLS_CACERT_FILE", "/pki/ca.pem"),
+            ("YOMO_TLS_CERT_FILE", "/pki/zipper.pem"),
+            ("YOMO_TLS_KEY_FILE", "/pki/zipper.key"),
+        ]);
+        // Nothing configured: the variables fill [tls] in.
+        let mut tls = TlsConfig::default();
+        tls.merge_yomo_env(&zipper).unwrap();
+        assert_eq!(
+            (tls.cert.to_str(), tls.key.to_str(), tls.client_ca.to_str()),
+            (
+                Some("/pki/zipper.pem"),
+                Some("/pki/zipper.key"),
+                Some("/pki/ca.pem")
+            )
+        );
+        // The same again agrees with itself.
+        tls.merge_yomo_env(&zipper).unwrap();
+        // No variables: nothing changes.
+        let before = tls.clone();
+        tls.merge_yomo_env(&env(&[])).unwrap();
+        assert_eq!(tls, before);
+        // Verify off (YoMo: anything but "true"), or on without a CA: no client CA.
+        let mut tls = TlsConfig::default();
+        tls.merge_yomo_env(&env(&[
+            ("YOMO_TLS_VERIFY_PEER", "false"),
+            ("YOMO_TLS_CACERT_FILE", "/ca"),
+        ]))
+        .unwrap();
+        assert_eq!(tls, TlsConfig::default());
+        assert_eq!(
+            field(
+                &mut TlsConfig::default(),
+                &env(&[("YOMO_TLS_VERIFY_PEER", "true")])
+            ),
+            "tls.client_ca"
+        );
+        // Disagreements are errors, never a silent pick.
+        let mut configured = TlsConfig {
+            client_ca: "/other/ca.pem".into(),
+            ..TlsConfig::default()
+        };
+        assert_eq!(field(&mut configured, &zipper), "tls.client_ca");
+        assert_eq!(
+            field(&mut configured, &env(&[("YOMO_TLS_VERIFY_PEER", "no")])),
+            "tls.client_ca"
+        );
+        let mut configured = TlsConfig {
+            cert: "/etc/y3/cert.pem".into(),
+            key: "/etc/y3/key.pem".into(),
+            ..TlsConfig::default()
+        };
+        assert_eq!(field(&mut configured, &zipper), "tls.cert");
+        assert_eq!(
+            field(
+                &mut TlsConfig::default(),
+                &env(&[("YOMO_TLS_CERT_FILE", "/c")])
+            ),
+            "tls.cert"
+        );
+        // Empty values are unset, as YoMo reads them; the misspelt CA variable is noticed.
+        let blank = env(&[
+            ("YOMO_TLS_VERIFY_PEER", ""),
+            ("YOMO_TLS_CA_CERT_FILE", "/ca"),
+        ]);
+        assert_eq!(blank.verify_peer, None);
+        assert!(blank.misspelt_ca);
+    }
+
+    #[test]
+    fn the_tarpit_settings_and_the_removed_lockout() {
+        let config = RouterConfig::default();
+        let tarpit = config.auth.tarpit();
+        assert_eq!(tarpit.delay(5), Duration::ZERO);
+        assert_eq!(tarpit.delay(6), Duration::from_millis(250));
+        assert_eq!(tarpit.delay(100), Duration::from_secs(3));
+        assert_eq!(tarpit.max_in_flight, 16);
+        let old = RouterConfig::from_toml("[auth]\nthrottle_ms = 60000\n").unwrap();
+        let RouterError::Config { field, .. } = old.validate().unwrap_err() else {
+            panic!()
+        };
+        assert_eq!(field, "auth.throttle_ms");
+        let mut none = RouterConfig::default();
+        none.auth.tarpit_max_in_flight = 0;
+        assert!(none.validate().is_err());
+        none.auth.tarpit_max_ms = 0;
+        none.validate().unwrap();
     }
 }

@@ -106,6 +106,9 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
     // Handshake. `level`: the extension level of a decoded handshake (0: a YoMo client).
     let mut level = None;
     let mut wants_acks = false;
+    // The tarpit slot the handshake holds while it is checked, and while its refusal for
+    // a wrong credential waits (`throttle.rs`).
+    let mut slot = None;
     let deadline = session.poll_timeout().unwrap_or_else(Instant::now);
     let event = tokio::select! {
         frame = reader.next() => match frame {
@@ -119,6 +122,31 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
                     level = Some(hello.extension);
                     wants_acks = hello.wants_acks && hello.extension >= 1;
                 }
+                match shared.tarpit_enter(peer) {
+                    Ok(taken) => slot = taken,
+                    Err(full) => {
+                        // Not checked: a checked guess would tell its answer by the ack's
+                        // absence. Told to come back, never to stop.
+                        if full.first {
+                            tracing::warn!(
+                                session = id,
+                                ?peer,
+                                max_in_flight = shared.config.auth.tarpit_max_in_flight,
+                                "tarpit full for this address: its handshakes are turned away unchecked until a delayed refusal is sent"
+                            );
+                        } else {
+                            tracing::debug!(session = id, ?peer, "throttled: tarpit full");
+                        }
+                        shared.metrics.rejected("throttled");
+                        let goaway = Goaway::new(
+                            GoawayCode::TooManyConnections,
+                            "throttled: too many wrong credentials from this address are being answered; try again shortly",
+                        );
+                        let coded = level != Some(0);
+                        refuse(&mut reader, &mut writer, guard, transport, goaway, coded).await;
+                        return;
+                    }
+                }
                 session.handle_frame(Instant::now(), frame)
             }
         },
@@ -126,17 +154,31 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
         _ = shared.close_all.cancelled() => return,
     };
     let hello = match event {
-        Event::Admitted(hello) => hello,
+        Event::Admitted(hello) => {
+            // A right credential never waits on the tarpit.
+            drop(slot);
+            hello
+        }
         Event::Close(goaway) => {
+            let delay = shared.handshake_failed(peer, goaway.code);
             tracing::info!(
                 session = id,
                 ?peer,
                 code = goaway.code.kind(),
                 reason = %goaway.reason,
+                delay_ms = delay.as_millis() as u64,
                 "handshake refused"
             );
             shared.metrics.rejected(goaway.code.kind());
-            shared.handshake_failed(peer, goaway.code);
+            if !delay.is_zero() {
+                // The tarpit: a wrong credential's answer waits, holding its slot.
+                shared.metrics.tarpitted();
+                tokio::select! {
+                    _ = tokio::time::sleep(delay) => {}
+                    _ = shared.close_all.cancelled() => {}
+                }
+            }
+            drop(slot);
             // A YoMo client gets what YoMo's zipper sends, the message alone; the QUIC
             // close reason still starts with the kind.
             let coded = level != Some(0);

@@ -22,7 +22,10 @@
 //!
 //! QUIC links do not verify the downstream's certificate (`Trust::Insecure`): YoMo's zippers
 //! serve a self-signed certificate no client can verify (YoMo's own mesh links skip the
-//! check too). The link is encrypted; the downstream is not authenticated.
+//! check too). The link is encrypted; the downstream is not authenticated. A router with a
+//! certificate (`tls.cert`) presents it on its links as its client certificate, as YoMo's
+//! zipper presents `YOMO_TLS_CERT_FILE`, so that a downstream requiring client certificates
+//! (mutual TLS) admits it when the certificate is issued for client authentication too.
 //!
 //! Shutdown: while the router drains, a connected link goes on writing (the drain waits for
 //! every queue, these included, to empty); a link that is down gives up its queue at once,
@@ -38,7 +41,7 @@ use futures_util::{SinkExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 use y3_transport::frame::Frame;
 use y3_transport::sdk::{Backoff, ClientOptions, Transport, Upstream};
-use y3_transport::tls::{Trust, DEV_SERVER_NAME};
+use y3_transport::tls::{Identity, Trust, DEV_SERVER_NAME};
 use y3_transport::{Connection, FrameError, FrameWriter, Goaway, TransportError};
 
 use crate::config::{DownstreamConfig, MeshTransport, RouterConfig};
@@ -121,6 +124,10 @@ impl Link {
             .trust(Trust::Insecure)
             .name(config.mesh.name.clone())
             .credential(downstream.credential.clone());
+        if !config.tls.cert.as_os_str().is_empty() {
+            options = options
+                .client_identity(Identity::from_pem_files(&config.tls.cert, &config.tls.key)?);
+        }
         options.server_name = server_name;
         options.max_frame_len = config.limits.max_frame_len;
         options.handshake_timeout = config.handshake_timeout();

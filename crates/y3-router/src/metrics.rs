@@ -5,6 +5,8 @@
 //! y3_router_connections{client_type}          gauge    open sessions by client type
 //! y3_router_accepted_connections_total{transport}  counter  accepted connections
 //! y3_router_rejected_total{reason}            counter  refused handshakes (goaway kind)
+//! y3_router_tarpitted_total                   counter  of those, wrong credentials refused
+//!                                                      after a tarpit delay (`throttle.rs`)
 //! y3_router_protocol_errors_total{kind}       counter  malformed input (frame error kind)
 //! y3_router_frames_in_total{tag}              counter  data frames read from clients
 //! y3_router_bytes_in_total{tag}               counter  payload bytes read
@@ -260,6 +262,7 @@ pub struct Metrics {
     bytes_out: Family<TagLabel, Counter>,
     dropped: Family<ReasonLabel, Counter>,
     deliveries: Counter,
+    tarpitted: Counter,
     evictions: Family<ClientLabel, Counter>,
     evicted_names: Mutex<HashSet<String>>,
     queue_depth: Gauge,
@@ -299,6 +302,7 @@ impl Metrics {
             bytes_out: Family::default(),
             dropped: Family::default(),
             deliveries: Counter::default(),
+            tarpitted: Counter::default(),
             evictions: Family::default(),
             evicted_names: Mutex::new(HashSet::new()),
             queue_depth: Gauge::default(),
@@ -364,6 +368,11 @@ impl Metrics {
             "Deliveries owed: one per recipient of each routed frame, one per frame with none; \
              each ends written (frames_out), dropped (dropped) or still queued",
             m.deliveries.clone(),
+        );
+        registry.register(
+            "tarpitted",
+            "Wrong credentials refused after a tarpit delay (also counted in rejected)",
+            m.tarpitted.clone(),
         );
         registry.register(
             "evictions",
@@ -589,6 +598,11 @@ impl Metrics {
             .inc();
     }
 
+    /// Counts a wrong credential whose refusal the tarpit delays.
+    pub(crate) fn tarpitted(&self) {
+        self.tarpitted.inc();
+    }
+
     pub(crate) fn protocol_error(&self, kind: &'static str) {
         self.protocol_errors
             .get_or_create(&KindLabel { kind })
@@ -649,6 +663,8 @@ impl Metrics {
                 "forbidden",
                 "throttled",
                 "held_off",
+                "no_client_certificate",
+                "bad_client_certificate",
             ],
         );
         let connections = ["source", "stream_function", "upstream_zipper", "other"]

@@ -17,19 +17,19 @@
 //! sinks; then give every remaining client its queued frames and a goaway, and close.
 //! The whole sequence is bounded by `shutdown.drain_timeout_ms`.
 
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use futures_util::{SinkExt, StreamExt};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use y3_transport::frame::{Frame, Goaway, GoawayCode};
+use y3_transport::frame::{Goaway, GoawayCode};
 use y3_transport::quic::QuicServer;
 use y3_transport::tcp::TcpServer;
-use y3_transport::tls::{Identity, Trust};
-use y3_transport::{Connection, FrameCodec, TransportError, TransportKind};
+use y3_transport::tls::{client_cert_refusal, Identity, Trust};
+use y3_transport::{Connection, FrameCodec, TransportError};
 
 use crate::config::{Listen, RouterConfig};
 use crate::connection;
@@ -42,7 +42,7 @@ use crate::penalty::Penalties;
 use crate::routing::Routes;
 use crate::session::Admission;
 use crate::shared::{first_session_id, Open, Shared};
-use crate::throttle::Throttle;
+use crate::throttle::Tarpit;
 
 impl Shared {
     /// Runs a downstream link of the mesh until the shutdown closes connections (it
@@ -61,7 +61,8 @@ impl Shared {
         });
     }
 
-    fn spawn_connection<F>(self: &Arc<Self>, establish: F)
+    /// Serves a connection from `peer` once `establish` (its TLS or QUIC handshake) is done.
+    fn spawn_connection<F>(self: &Arc<Self>, peer: Option<SocketAddr>, establish: F)
     where
         F: std::future::Future<Output = Result<Connection, TransportError>> + Send + 'static,
     {
@@ -82,7 +83,13 @@ impl Shared {
                 let conn = match tokio::time::timeout(handshake, establish).await {
                     Ok(Ok(conn)) => conn,
                     Ok(Err(e)) => {
-                        tracing::debug!(error = %e, "connection setup failed");
+                        if let Some(refusal) = client_cert_refusal(&e) {
+                            // Mutual TLS (`tls.client_ca`): refused at the TLS layer.
+                            tracing::warn!(?peer, reason = refusal.kind(), error = %e, "client certificate refused");
+                            shared.metrics.rejected(refusal.kind());
+                            return;
+                        }
+                        tracing::debug!(?peer, error = %e, "connection setup failed");
                         shared.metrics.protocol_error("transport_setup");
                         return;
                     }
@@ -92,11 +99,6 @@ impl Shared {
                     }
                 };
                 shared.metrics.accepted(conn.transport.name());
-                if let Some(left) = shared.throttled(conn.peer) {
-                    shared.metrics.rejected("throttled");
-                    refuse_throttled(conn, left).await;
-                    return;
-                }
                 connection::run(shared.clone(), conn).await;
             };
             tokio::select! {
@@ -110,44 +112,6 @@ impl Shared {
 /// How long a message's deliveries are remembered (see `journeys.rs`): between one and
 /// two of these.
 const JOURNEY_WINDOW: Duration = Duration::from_secs(10);
-
-/// How long a throttled client gets to read its refusal.
-const THROTTLED_LINGER: Duration = Duration::from_millis(500);
-
-/// Refuses a client of a throttled address without looking at its handshake: over TCP a
-/// rejected frame (`unauthorized`: y3's clients do not retry it), over QUIC the close alone
-/// (code 0x13, which YoMo's clients do not retry either).
-async fn refuse_throttled(conn: Connection, left: Duration) {
-    let goaway = Goaway::new(
-        GoawayCode::Unauthorized,
-        format!(
-            "throttled: too many failed handshakes from this address; try again in {} s",
-            left.as_secs().max(1)
-        ),
-    );
-    let Connection {
-        mut reader,
-        mut writer,
-        transport,
-        guard,
-        ..
-    } = conn;
-    if transport == TransportKind::Quic {
-        guard.close_with(&goaway);
-        return;
-    }
-    let _ = tokio::time::timeout(THROTTLED_LINGER, async {
-        writer.send(Frame::Rejected(goaway)).await?;
-        writer.close().await
-    })
-    .await;
-    // Read what the client sent, so that closing does not reset the connection before the
-    // client has read its refusal.
-    let _ = tokio::time::timeout(THROTTLED_LINGER, async {
-        while let Some(Ok(_)) = reader.next().await {}
-    })
-    .await;
-}
 
 /// Starts routers.
 #[derive(Debug, Clone, Copy)]
@@ -179,6 +143,7 @@ impl Router {
         } else {
             Identity::from_pem_files(&config.tls.cert, &config.tls.key)?
         };
+        let client_ca = config.tls.client_ca()?;
         let codec = FrameCodec::new(config.limits.max_frame_len);
         let metrics = Arc::new(Metrics::new());
         metrics.budget.set_limit(config.limits.max_queued_bytes);
@@ -222,11 +187,7 @@ impl Router {
             closing: AtomicBool::new(false),
             kill: CancellationToken::new(),
             tracker: TaskTracker::new(),
-            throttle: Mutex::new(Throttle::new(
-                config.auth.max_failures,
-                Duration::from_millis(config.auth.failure_window_ms),
-                Duration::from_millis(config.auth.throttle_ms),
-            )),
+            tarpit: Mutex::new(Tarpit::new(config.auth.tarpit())),
             penalties: Mutex::new(Penalties::default()),
             federation: federation.clone(),
         });
@@ -244,7 +205,7 @@ impl Router {
 
         if let Some(addr) = listen.tcp {
             let tls = if config.listen.tcp_tls {
-                Some(identity.server_config()?)
+                Some(identity.server_config_with(client_ca.as_ref())?)
             } else {
                 None
             };
@@ -267,7 +228,9 @@ impl Router {
                         _ = shared.stop_accepting.cancelled() => return,
                     };
                     match incoming {
-                        Ok(incoming) => shared.spawn_connection(incoming.establish()),
+                        Ok(incoming) => {
+                            shared.spawn_connection(Some(incoming.peer()), incoming.establish())
+                        }
                         Err(e) => {
                             // Out of descriptors and the like: back off instead of spinning.
                             tracing::warn!(error = %e, "tcp accept failed");
@@ -278,14 +241,18 @@ impl Router {
             }));
         }
         if let Some(addr) = listen.quic {
-            let server =
-                QuicServer::bind(addr, identity.server_config()?, codec).map_err(|e| match e {
-                    TransportError::Io(source) => RouterError::Bind {
-                        what: "quic",
-                        source,
-                    },
-                    other => RouterError::Transport(other),
-                })?;
+            let server = QuicServer::bind(
+                addr,
+                identity.server_config_with(client_ca.as_ref())?,
+                codec,
+            )
+            .map_err(|e| match e {
+                TransportError::Io(source) => RouterError::Bind {
+                    what: "quic",
+                    source,
+                },
+                other => RouterError::Transport(other),
+            })?;
             handle.quic = Some(server.local_addr().map_err(|source| RouterError::Bind {
                 what: "quic",
                 source,
@@ -300,7 +267,9 @@ impl Router {
                         _ = shared.stop_accepting.cancelled() => return,
                     };
                     match incoming {
-                        Some(incoming) => shared.spawn_connection(incoming.establish()),
+                        Some(incoming) => {
+                            shared.spawn_connection(Some(incoming.peer()), incoming.establish())
+                        }
                         None => return,
                     }
                 }
@@ -415,7 +384,8 @@ impl RouterHandle {
 
     /// Serves an already framed connection (any transport) as if it had been accepted.
     pub fn serve(&self, conn: Connection) {
-        self.shared.spawn_connection(async move { Ok(conn) });
+        self.shared
+            .spawn_connection(conn.peer, async move { Ok(conn) });
     }
 
     /// A client connection over an in-memory pipe to this router: the quinn `Pair` idea,

@@ -3,7 +3,7 @@
 //! (`server.rs`) both use it; it uses neither, so the router's files import each other
 //! without cycles.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -18,7 +18,7 @@ use crate::penalty::Penalties;
 use crate::routing::Routes;
 use crate::session::Admission;
 use crate::table::SessionId;
-use crate::throttle::Throttle;
+use crate::throttle::{Full, Tarpit};
 
 /// State shared by every connection task.
 #[derive(Debug)]
@@ -44,12 +44,25 @@ pub(crate) struct Shared {
     pub closing: AtomicBool,
     pub kill: CancellationToken,
     pub tracker: TaskTracker,
-    /// Failed handshakes per address (`throttle.rs`).
-    pub throttle: Mutex<Throttle>,
+    /// Wrong credentials per address, and the refusals being delayed (`throttle.rs`).
+    pub tarpit: Mutex<Tarpit>,
     /// Slow consumers held off after their eviction (`penalty.rs`).
     pub penalties: Mutex<Penalties>,
     /// `[federation]`, when on.
     pub federation: Option<Arc<crate::federation::Federation>>,
+}
+
+/// A handshake's slot in the tarpit (`throttle.rs`), given back when dropped.
+pub(crate) struct TarpitSlot {
+    shared: Arc<Shared>,
+    ip: IpAddr,
+}
+
+impl std::ops::Drop for TarpitSlot {
+    fn drop(&mut self) {
+        let mut tarpit = self.shared.tarpit.lock().unwrap_or_else(|e| e.into_inner());
+        tarpit.leave(self.ip);
+    }
 }
 
 /// Decrements a counter when dropped.
@@ -120,31 +133,40 @@ impl Shared {
         }
     }
 
-    /// How much longer `peer` is refused for its failed handshakes, if it is.
-    pub fn throttled(&self, peer: Option<SocketAddr>) -> Option<Duration> {
-        let peer = peer?;
-        let mut throttle = self.throttle.lock().unwrap_or_else(|e| e.into_inner());
-        throttle.check(peer.ip(), Instant::now()).err()
+    /// Takes a tarpit slot of `peer`'s address for checking its handshake (none without an
+    /// address, or with the tarpit off); hold it until the refusal is sent.
+    ///
+    /// # Errors
+    /// [`Full`] while every slot of the address is held: the handshake must not be checked.
+    pub fn tarpit_enter(
+        self: &Arc<Self>,
+        peer: Option<SocketAddr>,
+    ) -> Result<Option<TarpitSlot>, Full> {
+        let Some(peer) = peer else { return Ok(None) };
+        let mut tarpit = self.tarpit.lock().unwrap_or_else(|e| e.into_inner());
+        if tarpit.is_off() {
+            return Ok(None);
+        }
+        tarpit.enter(peer.ip(), Instant::now())?;
+        Ok(Some(TarpitSlot {
+            shared: self.clone(),
+            ip: peer.ip(),
+        }))
     }
 
-    /// Counts a refused handshake of `peer` towards its throttling. Only a wrong
-    /// credential counts: throttling is there so that a token cannot be guessed at
-    /// connection speed. Garbage, a bad handshake or a forbidden tag is refused and
-    /// counted as such, but does not lock out the address: on an edge host every local
-    /// client shares 127.0.0.1, and one broken client must not shut the others out.
-    pub fn handshake_failed(&self, peer: Option<SocketAddr>, code: GoawayCode) {
-        let Some(peer) = peer else { return };
+    /// Counts a refused handshake of `peer` and returns how long its refusal waits. Only a
+    /// wrong credential counts and waits: the tarpit is there so that a token cannot be
+    /// guessed at connection speed. Garbage, a bad handshake or a forbidden tag is refused
+    /// and counted as such at once: on an edge host every local client shares 127.0.0.1.
+    pub fn handshake_failed(&self, peer: Option<SocketAddr>, code: GoawayCode) -> Duration {
+        let Some(peer) = peer else {
+            return Duration::ZERO;
+        };
         if code != GoawayCode::Unauthorized {
-            return;
+            return Duration::ZERO;
         }
-        let mut throttle = self.throttle.lock().unwrap_or_else(|e| e.into_inner());
-        if throttle.failed(peer.ip(), Instant::now()) {
-            tracing::warn!(
-                ip = %peer.ip(),
-                throttle_ms = self.config.auth.throttle_ms,
-                "too many failed handshakes: address throttled"
-            );
-        }
+        let mut tarpit = self.tarpit.lock().unwrap_or_else(|e| e.into_inner());
+        tarpit.failed(peer.ip(), Instant::now())
     }
 
     /// Counts a client evicted as a slow consumer (under its name) and holds it off for

@@ -1,5 +1,5 @@
 //! Secrets and access on loopback (issue 13): per-token permissions (a publish or an observed
-//! tag outside them is `forbidden`, closed and counted), throttled failed handshakes, the
+//! tag outside them is `forbidden`, closed and counted), the tarpit for wrong credentials, the
 //! metrics bearer token, the dev certificate written privately and only once the listeners
 //! are bound, and clients pinning its SHA-256 fingerprint.
 
@@ -173,44 +173,135 @@ async fn a_handshake_observing_a_forbidden_tag_is_rejected() {
     router.shutdown().await;
 }
 
+/// `y3_router_tarpitted_total`.
+fn tarpitted(router: &RouterHandle) -> u64 {
+    let text = router.metrics().encode();
+    text.lines()
+        .find_map(|l| l.strip_prefix("y3_router_tarpitted_total "))
+        .map_or(0, |n| n.trim().parse().unwrap())
+}
+
+/// A handshake from `from` with `token`, and how long its answer took.
+async fn timed(router: &RouterHandle, from: [u8; 4], token: &str) -> (Frame, Duration) {
+    let conn = tcp_from(router, from).await;
+    let start = std::time::Instant::now();
+    let (_, answer) = handshake(conn, credential(hello(ClientType::Source, &[]), token)).await;
+    (answer, start.elapsed())
+}
+
+fn is_unauthorized(answer: &Frame) -> bool {
+    matches!(answer, Frame::Rejected(g) if g.code == GoawayCode::Unauthorized)
+}
+
+/// The tarpit: wrong credentials past `max_failures` are answered late; a right one from
+/// the same address, meanwhile, is admitted at once (issue 25: 20 wrong tokens locked
+/// every correct client of the address out for 60 s, told not to retry).
 #[tokio::test]
-async fn twenty_failed_handshakes_then_the_21st_is_throttled() {
+async fn wrong_credentials_are_slowed_down_and_a_right_one_never_waits() {
+    const DELAY: Duration = Duration::from_millis(1500);
     let router = router(|c| {
         c.auth.token = "s3cret".into();
-        c.auth.max_failures = 20;
-        c.auth.throttle_ms = 60_000;
+        c.auth.max_failures = 2;
+        c.auth.tarpit_initial_ms = DELAY.as_millis() as u64;
+        c.auth.tarpit_max_ms = DELAY.as_millis() as u64;
     })
     .await;
-    for i in 0..20 {
-        let conn = tcp_from(&router, [127, 0, 0, 1]).await;
-        let hello = credential(hello(ClientType::Source, &[]), &format!("guess-{i}"));
-        let (_, answer) = handshake(conn, hello).await;
-        let Frame::Rejected(g) = answer else {
-            panic!("attempt {i}: {answer:?}")
-        };
-        assert_eq!(g.code, GoawayCode::Unauthorized, "attempt {i}");
+    for i in 0..2 {
+        let (answer, _) = timed(&router, [127, 0, 0, 1], &format!("guess-{i}")).await;
+        assert!(is_unauthorized(&answer), "attempt {i}: {answer:?}");
     }
-    assert_eq!(rejected(&router, "unauthorized"), 20);
-    // The 21st is refused before its handshake is looked at, right token or not.
-    let conn = tcp_from(&router, [127, 0, 0, 1]).await;
-    let (_, answer) = handshake(conn, credential(hello(ClientType::Source, &[]), "s3cret")).await;
+    assert_eq!(tarpitted(&router), 0);
+    // The third wrong one waits in the tarpit; the right token, sent while it waits, does
+    // not.
+    let slow = tokio::spawn({
+        let conn = tcp_from(&router, [127, 0, 0, 1]).await;
+        async move {
+            let start = std::time::Instant::now();
+            let (_, answer) =
+                handshake(conn, credential(hello(ClientType::Source, &[]), "guess-2")).await;
+            (answer, start.elapsed())
+        }
+    });
+    within("the refusal to be delayed", async {
+        while tarpitted(&router) == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    let (answer, took) = timed(&router, [127, 0, 0, 1], "s3cret").await;
+    assert_eq!(answer, Frame::HandshakeAck);
+    assert!(took < DELAY, "the right token waited {took:?}");
+    let (answer, took) = slow.await.unwrap();
+    assert!(is_unauthorized(&answer), "{answer:?}");
+    assert!(took >= DELAY, "refused after {took:?}");
+    assert_eq!(
+        (rejected(&router, "unauthorized"), tarpitted(&router)),
+        (3, 1)
+    );
+    // The SDK reads a (late) refusal as final, and the right token as welcome.
+    let guesser = options(&router, Transport::Tcp, "guesser").token("guess-3");
+    let err = Source::connect(guesser).await.err().unwrap();
+    assert_eq!(err.kind(), "unauthorized", "{err}");
+    assert!(!err.is_retryable(), "{err}");
+    let legit = options(&router, Transport::Tcp, "legit").token("s3cret");
+    Source::connect(legit).await.unwrap().close().await.unwrap();
+    assert_eq!(rejected(&router, "throttled"), 0);
+    router.shutdown().await;
+}
+
+/// While `tarpit_max_in_flight` refusals of an address wait, its next handshakes are not
+/// checked (a checked guess tells its answer by the missing ack) but turned away with a
+/// code that makes clients retry; other addresses are not affected.
+#[tokio::test]
+async fn a_full_tarpit_turns_handshakes_away_unchecked_and_retryable() {
+    let router = router(|c| {
+        c.auth.token = "s3cret".into();
+        c.auth.max_failures = 0;
+        c.auth.tarpit_initial_ms = 3000;
+        c.auth.tarpit_max_ms = 3000;
+        c.auth.tarpit_max_in_flight = 2;
+    })
+    .await;
+    let mut held = Vec::new();
+    for i in 0..2 {
+        let conn = tcp_from(&router, [127, 0, 0, 1]).await;
+        held.push(tokio::spawn(async move {
+            handshake(
+                conn,
+                credential(hello(ClientType::Source, &[]), &format!("g{i}")),
+            )
+            .await
+        }));
+    }
+    within("two refusals held", async {
+        while tarpitted(&router) < 2 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    // The right token too: not checked, told to come back.
+    let (answer, took) = timed(&router, [127, 0, 0, 1], "s3cret").await;
     let Frame::Rejected(g) = answer else {
         panic!("{answer:?}")
     };
-    assert_eq!(g.code, GoawayCode::Unauthorized);
+    assert_eq!(g.code, GoawayCode::TooManyConnections);
+    assert!(g.code.is_retryable());
     assert!(g.reason.starts_with("throttled: "), "{}", g.reason);
+    assert!(took < Duration::from_millis(2500), "{took:?}");
     assert_eq!(rejected(&router, "throttled"), 1);
-    assert_eq!(rejected(&router, "unauthorized"), 20);
-    // The SDK reads it as a refusal and does not retry.
-    let options = options(&router, Transport::Tcp, "legit").token("s3cret");
-    let err = Source::connect(options.clone()).await.err().unwrap();
-    assert!(!err.is_retryable(), "{err}");
-    assert_eq!(rejected(&router, "throttled"), 2);
-    // Another address is not throttled.
-    let conn = tcp_from(&router, [127, 0, 0, 2]).await;
-    let (_, answer) = handshake(conn, credential(hello(ClientType::Source, &[]), "s3cret")).await;
+    assert_eq!(rejected(&router, "unauthorized"), 2);
+    // Another address is not affected.
+    let (answer, _) = timed(&router, [127, 0, 0, 2], "s3cret").await;
     assert_eq!(answer, Frame::HandshakeAck);
-    assert_eq!(rejected(&router, "throttled"), 2);
+    // The SDK retries, and gets in once a refusal was sent.
+    let mut legit = options(&router, Transport::Tcp, "legit").token("s3cret");
+    legit.backoff.attempts = 100;
+    let source = within("the retried connect", Source::connect(legit)).await;
+    source.unwrap().close().await.unwrap();
+    for h in held {
+        let (_, answer) = h.await.unwrap();
+        assert!(is_unauthorized(&answer), "{answer:?}");
+    }
     router.shutdown().await;
 }
 
@@ -220,7 +311,7 @@ async fn twenty_failed_handshakes_then_the_21st_is_throttled() {
 async fn bad_handshakes_do_not_throttle_the_address() {
     let router = router(|c| {
         c.auth.token = "s3cret".into();
-        c.auth.max_failures = 3;
+        c.auth.max_failures = 0;
     })
     .await;
     for i in 0..10 {
@@ -237,14 +328,16 @@ async fn bad_handshakes_do_not_throttle_the_address() {
     let (_, answer) = handshake(conn, credential(hello(ClientType::Source, &[]), "s3cret")).await;
     assert_eq!(answer, Frame::HandshakeAck);
     assert_eq!(rejected(&router, "throttled"), 0);
+    assert_eq!(tarpitted(&router), 0);
     router.shutdown().await;
 }
 
 #[tokio::test]
-async fn throttling_can_be_turned_off() {
+async fn the_tarpit_can_be_turned_off() {
     let router = router(|c| {
         c.auth.token = "s3cret".into();
         c.auth.max_failures = 0;
+        c.auth.tarpit_max_ms = 0;
     })
     .await;
     for i in 0..30 {
@@ -256,6 +349,10 @@ async fn throttling_can_be_turned_off() {
     let (_, answer) = handshake(conn, credential(hello(ClientType::Source, &[]), "s3cret")).await;
     assert_eq!(answer, Frame::HandshakeAck);
     assert_eq!(rejected(&router, "throttled"), 0);
+    assert_eq!(
+        (rejected(&router, "unauthorized"), tarpitted(&router)),
+        (30, 0)
+    );
     router.shutdown().await;
 }
 

@@ -178,17 +178,20 @@ impl TransportError {
         match self {
             TransportError::Goaway { code, .. } => code.is_retryable(),
             // A TLS failure surfaces as InvalidData from tokio-rustls: it would repeat.
-            TransportError::Io(e) => !matches!(
-                e.kind(),
-                io::ErrorKind::InvalidData
-                    | io::ErrorKind::InvalidInput
-                    | io::ErrorKind::PermissionDenied
-            ),
+            TransportError::Io(e) => {
+                !matches!(
+                    e.kind(),
+                    io::ErrorKind::InvalidData
+                        | io::ErrorKind::InvalidInput
+                        | io::ErrorKind::PermissionDenied
+                ) && !refused_tls_over_quic(e)
+            }
             TransportError::Closed | TransportError::Timeout { .. } => true,
             #[cfg(feature = "quic")]
             TransportError::QuicConnection(e) => match e {
                 quinn::ConnectionError::TransportError(_)
                 | quinn::ConnectionError::VersionMismatch => false,
+                quinn::ConnectionError::ConnectionClosed(close) if is_crypto(close) => false,
                 // YoMo's rule: code 0x13, or 0 without a reason, means "do not come back".
                 quinn::ConnectionError::ApplicationClosed(close) => {
                     crate::quic::close_is_retryable(close)
@@ -198,6 +201,31 @@ impl TransportError {
             _ => false,
         }
     }
+}
+
+/// Whether the peer closed a QUIC connection with a crypto error: it refused the TLS
+/// handshake (a client certificate the router requires, or one it did not accept), which
+/// would repeat.
+#[cfg(feature = "quic")]
+fn is_crypto(close: &quinn::ConnectionClose) -> bool {
+    (0x100..0x200).contains(&u64::from(close.error_code))
+}
+
+/// [`is_crypto`] for the IO error a QUIC stream's read or write gives.
+fn refused_tls_over_quic(error: &io::Error) -> bool {
+    #[cfg(feature = "quic")]
+    if let Some(inner) = error.get_ref() {
+        let lost = if let Some(quinn::ReadError::ConnectionLost(e)) = inner.downcast_ref() {
+            Some(e)
+        } else if let Some(quinn::WriteError::ConnectionLost(e)) = inner.downcast_ref() {
+            Some(e)
+        } else {
+            inner.downcast_ref::<quinn::ConnectionError>()
+        };
+        return matches!(lost, Some(quinn::ConnectionError::ConnectionClosed(c)) if is_crypto(c));
+    }
+    let _ = error;
+    false
 }
 
 impl From<FrameError> for TransportError {

@@ -6,6 +6,13 @@
 //! - The client side is a [`Trust`]: pin certificates (the dev certificate's DER, or a PEM
 //!   file), pin the SHA-256 [`fingerprint`] of the router's certificate (what `y3 serve`
 //!   prints), or `Insecure`, which accepts any certificate and exists for development only.
+//! - Mutual TLS: a server given a [`ClientCa`] requires every client to present a
+//!   certificate issued by it ([`Identity::server_config_with`]); a client presents one
+//!   with [`Trust::client_config_with`]. A refused client certificate is told apart from
+//!   other setup failures by [`client_cert_refusal`].
+//! - YoMo v1.22's own switches ([`YomoTlsEnv`]): `YOMO_TLS_VERIFY_PEER`,
+//!   `YOMO_TLS_CACERT_FILE`, `YOMO_TLS_CERT_FILE`, `YOMO_TLS_KEY_FILE`, read as YoMo's
+//!   `pkg/tls` reads them.
 //!
 //! A development certificate is written for local clients with
 //! [`Identity::write_certificate_pem`]: mode 0600, in a directory that no other user can
@@ -14,6 +21,7 @@
 //!
 //! Only TLS 1.3 with the `ring` provider is offered; ALPN is [`ALPN`].
 
+use std::ffi::OsString;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -286,12 +294,266 @@ impl Identity {
     /// # Errors
     /// [`TransportError::Tls`] when the key does not match the certificate.
     pub fn server_config(&self) -> Result<Arc<rustls::ServerConfig>, TransportError> {
-        let mut config = rustls::ServerConfig::builder_with_provider(provider())
-            .with_protocol_versions(&[&rustls::version::TLS13])?
-            .with_no_client_auth()
-            .with_single_cert(self.chain.clone(), self.key.clone_key())?;
+        self.server_config_with(None)
+    }
+
+    /// A rustls server configuration that, given `client_ca`, requires every client to
+    /// present a certificate issued by one of its certificates (and refuses the
+    /// handshake of one that does not: see [`client_cert_refusal`]).
+    ///
+    /// # Errors
+    /// [`TransportError::Tls`] when the key does not match the certificate,
+    /// [`TransportError::Certificate`] for a CA certificate rustls cannot use.
+    pub fn server_config_with(
+        &self,
+        client_ca: Option<&ClientCa>,
+    ) -> Result<Arc<rustls::ServerConfig>, TransportError> {
+        let builder = rustls::ServerConfig::builder_with_provider(provider())
+            .with_protocol_versions(&[&rustls::version::TLS13])?;
+        let builder = match client_ca {
+            None => builder.with_no_client_auth(),
+            Some(ca) => builder.with_client_cert_verifier(ca.verifier()?),
+        };
+        let mut config = builder.with_single_cert(self.chain.clone(), self.key.clone_key())?;
         config.alpn_protocols = vec![ALPN.to_vec()];
         Ok(Arc::new(config))
+    }
+
+    /// Loads a client certificate chain and its key (what a client presents to a router
+    /// that requires one); the same as [`Identity::from_pem_files`].
+    ///
+    /// # Errors
+    /// As [`Identity::from_pem_files`].
+    pub fn client_from_pem_files(cert: &Path, key: &Path) -> Result<Identity, TransportError> {
+        Identity::from_pem_files(cert, key)
+    }
+}
+
+/// Reads every certificate of a PEM file; `what` names the file in errors.
+fn pem_certificates(
+    path: &Path,
+    what: CaFile,
+) -> Result<Vec<CertificateDer<'static>>, TransportError> {
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(|_| TransportError::Certificate(what.unreadable()))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| TransportError::Certificate(what.invalid()))?;
+    if certs.is_empty() {
+        return Err(TransportError::Certificate(what.empty()));
+    }
+    Ok(certs)
+}
+
+/// Which CA file an error is about.
+#[derive(Clone, Copy)]
+enum CaFile {
+    /// A client's: the router's CA or pinned certificate.
+    Server,
+    /// A router's: the CA of client certificates.
+    Client,
+}
+
+impl CaFile {
+    fn unreadable(self) -> &'static str {
+        match self {
+            CaFile::Server => "cannot read the CA file",
+            CaFile::Client => "cannot read the client CA file",
+        }
+    }
+
+    fn invalid(self) -> &'static str {
+        match self {
+            CaFile::Server => "invalid PEM in the CA file",
+            CaFile::Client => "invalid PEM in the client CA file",
+        }
+    }
+
+    fn empty(self) -> &'static str {
+        match self {
+            CaFile::Server => "no certificate in the CA file",
+            CaFile::Client => "no certificate in the client CA file",
+        }
+    }
+}
+
+/// The certificate authorities a router accepts client certificates from (`[tls]
+/// client_ca`, or YoMo's `YOMO_TLS_CACERT_FILE` with `YOMO_TLS_VERIFY_PEER=true`).
+#[derive(Debug, Clone)]
+pub struct ClientCa {
+    roots: Vec<CertificateDer<'static>>,
+}
+
+impl ClientCa {
+    /// The CA certificates of a PEM bundle.
+    ///
+    /// # Errors
+    /// [`TransportError::Certificate`] when the file cannot be read or holds none.
+    pub fn from_pem_file(path: &Path) -> Result<ClientCa, TransportError> {
+        pem_certificates(path, CaFile::Client).map(|roots| ClientCa { roots })
+    }
+
+    /// These CA certificates.
+    pub fn from_certificates(roots: Vec<CertificateDer<'static>>) -> ClientCa {
+        ClientCa { roots }
+    }
+
+    fn verifier(
+        &self,
+    ) -> Result<Arc<dyn rustls::server::danger::ClientCertVerifier>, TransportError> {
+        let mut store = rustls::RootCertStore::empty();
+        for cert in &self.roots {
+            store.add(cert.clone()).map_err(|_| {
+                TransportError::Certificate("a client CA certificate is not usable as a root")
+            })?;
+        }
+        rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(store), provider())
+            .build()
+            .map_err(|_| TransportError::Certificate("the client CA file holds no usable root"))
+    }
+}
+
+/// Why a router refused a client at the TLS layer for its certificate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ClientCertRefusal {
+    /// The client presented no certificate.
+    #[error("the client presented no certificate")]
+    Missing,
+    /// The certificate was not issued by the client CA, or is expired, or not for
+    /// client authentication.
+    #[error("the client certificate was not accepted (not issued by the client CA, expired, or not for client authentication)")]
+    Invalid,
+}
+
+impl ClientCertRefusal {
+    /// The stable snake_case name (the `reason` of the router's `rejected` counter).
+    pub fn kind(self) -> &'static str {
+        match self {
+            ClientCertRefusal::Missing => "no_client_certificate",
+            ClientCertRefusal::Invalid => "bad_client_certificate",
+        }
+    }
+}
+
+/// TLS alerts (RFC 8446 §6) a server sends over a client certificate it refuses.
+const CERTIFICATE_REQUIRED: u8 = 116;
+const CERTIFICATE_ALERTS: [u8; 8] = [42, 43, 44, 45, 46, 48, 49, 51];
+
+fn refusal_of(error: &rustls::Error) -> Option<ClientCertRefusal> {
+    match error {
+        rustls::Error::NoCertificatesPresented => Some(ClientCertRefusal::Missing),
+        rustls::Error::InvalidCertificate(_) => Some(ClientCertRefusal::Invalid),
+        _ => None,
+    }
+}
+
+/// Whether a server-side setup error is the refusal of the client's certificate (and
+/// which), as opposed to any other failed handshake. Over TLS/TCP the rustls error itself
+/// says; over QUIC, the alert the server closed the connection with.
+pub fn client_cert_refusal(error: &TransportError) -> Option<ClientCertRefusal> {
+    match error {
+        TransportError::Tls(e) => refusal_of(e),
+        TransportError::Io(e) => e
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+            .and_then(refusal_of),
+        #[cfg(feature = "quic")]
+        TransportError::QuicConnection(quinn::ConnectionError::TransportError(e)) => {
+            let code = u64::from(e.code);
+            let alert = code.checked_sub(0x100).filter(|a| *a < 0x100)? as u8;
+            if alert == CERTIFICATE_REQUIRED {
+                Some(ClientCertRefusal::Missing)
+            } else if CERTIFICATE_ALERTS.contains(&alert) {
+                Some(ClientCertRefusal::Invalid)
+            } else {
+                None
+            }
+        }
+        _ => None,
+    }
+}
+
+/// YoMo v1.22's TLS environment variables, as its `pkg/tls` reads them: an empty value is
+/// unset, `YOMO_TLS_VERIFY_PEER` is on only when it says `true` (any case).
+///
+/// What YoMo does with them: the zipper serves `YOMO_TLS_CERT_FILE`/`YOMO_TLS_KEY_FILE`
+/// (both set; one alone is ignored) and, with `YOMO_TLS_VERIFY_PEER=true`, requires client
+/// certificates issued by `YOMO_TLS_CACERT_FILE`; its clients present the same certificate
+/// files when both are set, and verify the zipper against `YOMO_TLS_CACERT_FILE` only with
+/// `YOMO_TLS_VERIFY_PEER=true` (otherwise they accept any certificate).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct YomoTlsEnv {
+    /// `YOMO_TLS_VERIFY_PEER`, when set: whether it says `true`.
+    pub verify_peer: Option<bool>,
+    /// `YOMO_TLS_CACERT_FILE`.
+    pub ca_cert_file: Option<PathBuf>,
+    /// `YOMO_TLS_CERT_FILE`.
+    pub cert_file: Option<PathBuf>,
+    /// `YOMO_TLS_KEY_FILE`.
+    pub key_file: Option<PathBuf>,
+    /// `YOMO_TLS_CA_CERT_FILE` is set: a name YoMo does not read (a likely typo).
+    pub misspelt_ca: bool,
+}
+
+impl YomoTlsEnv {
+    /// The variable that turns client certificates on.
+    pub const VERIFY_PEER: &'static str = "YOMO_TLS_VERIFY_PEER";
+    /// The variable naming the CA file.
+    pub const CACERT_FILE: &'static str = "YOMO_TLS_CACERT_FILE";
+    /// The variable naming the certificate chain file.
+    pub const CERT_FILE: &'static str = "YOMO_TLS_CERT_FILE";
+    /// The variable naming the private key file.
+    pub const KEY_FILE: &'static str = "YOMO_TLS_KEY_FILE";
+
+    /// The variables of this process's environment.
+    pub fn from_env() -> YomoTlsEnv {
+        YomoTlsEnv::from_lookup(|name| std::env::var_os(name))
+    }
+
+    /// The variables as `lookup` gives them (for tests).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<OsString>) -> YomoTlsEnv {
+        let get = |name: &str| lookup(name).filter(|v| !v.is_empty());
+        let path = |name: &str| get(name).map(PathBuf::from);
+        YomoTlsEnv {
+            verify_peer: get(Self::VERIFY_PEER)
+                .map(|v| v.to_string_lossy().eq_ignore_ascii_case("true")),
+            ca_cert_file: path(Self::CACERT_FILE),
+            cert_file: path(Self::CERT_FILE),
+            key_file: path(Self::KEY_FILE),
+            misspelt_ca: get("YOMO_TLS_CA_CERT_FILE").is_some(),
+        }
+    }
+
+    /// Whether `YOMO_TLS_VERIFY_PEER=true`.
+    pub fn verifies_peer(&self) -> bool {
+        self.verify_peer == Some(true)
+    }
+
+    /// The certificate and key files, when both are set (YoMo ignores one alone).
+    pub fn cert_and_key(&self) -> Option<(&Path, &Path)> {
+        Some((self.cert_file.as_deref()?, self.key_file.as_deref()?))
+    }
+
+    /// The certificate a YoMo client would present: both files set.
+    ///
+    /// # Errors
+    /// As [`Identity::from_pem_files`].
+    pub fn client_identity(&self) -> Result<Option<Identity>, TransportError> {
+        self.cert_and_key()
+            .map(|(cert, key)| Identity::client_from_pem_files(cert, key))
+            .transpose()
+    }
+
+    /// How a YoMo client would verify the router: against `YOMO_TLS_CACERT_FILE` with
+    /// `YOMO_TLS_VERIFY_PEER=true`; `None` otherwise (YoMo's clients then verify nothing,
+    /// and y3's keep their own trust setting).
+    ///
+    /// # Errors
+    /// As [`Trust::from_pem_file`].
+    pub fn client_trust(&self) -> Result<Option<Trust>, TransportError> {
+        match (&self.ca_cert_file, self.verifies_peer()) {
+            (Some(ca), true) => Trust::from_pem_file(ca).map(Some),
+            _ => Ok(None),
+        }
     }
 }
 
@@ -317,14 +579,7 @@ impl Trust {
     /// # Errors
     /// [`TransportError::Certificate`] when the file cannot be read or holds none.
     pub fn from_pem_file(path: &Path) -> Result<Trust, TransportError> {
-        let certs = CertificateDer::pem_file_iter(path)
-            .map_err(|_| TransportError::Certificate("cannot read the CA file"))?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|_| TransportError::Certificate("invalid PEM in the CA file"))?;
-        if certs.is_empty() {
-            return Err(TransportError::Certificate("no certificate in the CA file"));
-        }
-        Ok(Trust::Pinned(certs))
+        pem_certificates(path, CaFile::Server).map(Trust::Pinned)
     }
 
     /// Trust the certificate with this SHA-256 fingerprint: 64 hex digits, optionally
@@ -357,35 +612,52 @@ impl Trust {
     /// [`TransportError::Config`] for [`Trust::Unset`], [`TransportError::Tls`] for a
     /// certificate rustls cannot use as a root.
     pub fn client_config(&self) -> Result<Arc<rustls::ClientConfig>, TransportError> {
+        self.client_config_with(None)
+    }
+
+    /// The same, presenting `identity` as the client certificate when given (to a router
+    /// that requires one).
+    ///
+    /// # Errors
+    /// As [`Trust::client_config`]; [`TransportError::Tls`] for a key that does not match
+    /// the certificate.
+    pub fn client_config_with(
+        &self,
+        identity: Option<&Identity>,
+    ) -> Result<Arc<rustls::ClientConfig>, TransportError> {
         let builder = rustls::ClientConfig::builder_with_provider(provider())
             .with_protocol_versions(&[&rustls::version::TLS13])?;
-        let mut config = match self {
+        let builder = match self {
             Trust::Pinned(certs) => {
                 let mut roots = rustls::RootCertStore::empty();
                 for cert in certs {
                     roots.add(cert.clone())?;
                 }
-                builder.with_root_certificates(roots).with_no_client_auth()
+                builder.with_root_certificates(roots)
             }
-            Trust::Fingerprint(pin) => builder
-                .dangerous()
-                .with_custom_certificate_verifier(Arc::new(Verifier {
-                    provider: provider(),
-                    pin: Some(*pin),
-                }))
-                .with_no_client_auth(),
+            Trust::Fingerprint(pin) => {
+                builder
+                    .dangerous()
+                    .with_custom_certificate_verifier(Arc::new(Verifier {
+                        provider: provider(),
+                        pin: Some(*pin),
+                    }))
+            }
             Trust::Insecure => builder
                 .dangerous()
                 .with_custom_certificate_verifier(Arc::new(Verifier {
                     provider: provider(),
                     pin: None,
-                }))
-                .with_no_client_auth(),
+                })),
             Trust::Unset => {
                 return Err(TransportError::Config(
                     "TLS needs a trusted certificate (a CA file) or the insecure option",
                 ))
             }
+        };
+        let mut config = match identity {
+            None => builder.with_no_client_auth(),
+            Some(id) => builder.with_client_auth_cert(id.chain.clone(), id.key.clone_key())?,
         };
         config.alpn_protocols = vec![ALPN.to_vec()];
         Ok(Arc::new(config))

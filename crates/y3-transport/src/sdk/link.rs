@@ -135,14 +135,14 @@ pub(crate) async fn handshake(
         #[cfg(feature = "tcp")]
         Transport::TcpTls => {
             let tls = (
-                options.trust.client_config()?,
+                options.tls_config()?,
                 tls::server_name(&options.server_name)?,
             );
             crate::tcp::connect(options.addr, Some(tls), codec).await?
         }
         #[cfg(feature = "quic")]
         Transport::Quic => {
-            let config = options.trust.client_config()?;
+            let config = options.tls_config()?;
             crate::quic::connect(options.addr, config, &options.server_name, codec).await?
         }
         #[allow(unreachable_patterns)]

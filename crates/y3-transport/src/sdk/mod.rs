@@ -60,7 +60,7 @@ pub use sink::Sink;
 pub use source::Source;
 pub use upstream::Upstream;
 
-use crate::tls::{Trust, DEV_SERVER_NAME};
+use crate::tls::{Identity, Trust, YomoTlsEnv, DEV_SERVER_NAME};
 use crate::DEFAULT_MAX_FRAME_LEN;
 
 /// Which adapter a client connects with.
@@ -124,6 +124,9 @@ pub struct ClientOptions {
     pub trust: Trust,
     /// TLS server name to ask for; `localhost` by default (what dev certificates carry).
     pub server_name: String,
+    /// The client certificate (and key) presented over TLS and QUIC, for a router that
+    /// requires one (`[tls] client_ca`, YoMo's `YOMO_TLS_VERIFY_PEER=true`); none by default.
+    pub client_identity: Option<Identity>,
     /// Client name (YoMo's app or function name).
     pub name: String,
     /// Credential as `type:payload` (`token:SECRET`); empty: none.
@@ -152,6 +155,7 @@ impl ClientOptions {
             transport: Transport::Tcp,
             trust: Trust::Unset,
             server_name: DEV_SERVER_NAME.to_owned(),
+            client_identity: None,
             name: String::new(),
             credential: String::new(),
             wanted_target: String::new(),
@@ -173,6 +177,42 @@ impl ClientOptions {
     pub fn trust(mut self, trust: Trust) -> Self {
         self.trust = trust;
         self
+    }
+
+    /// Presents `identity` as the client certificate over TLS and QUIC.
+    pub fn client_identity(mut self, identity: Identity) -> Self {
+        self.client_identity = Some(identity);
+        self
+    }
+
+    /// Takes YoMo's TLS variables as YoMo's clients do, where these options leave a setting
+    /// unset: `YOMO_TLS_CERT_FILE`/`YOMO_TLS_KEY_FILE` as the client certificate, and with
+    /// `YOMO_TLS_VERIFY_PEER=true`, `YOMO_TLS_CACERT_FILE` as the CA to verify the router
+    /// against (a trust already set wins). `env` is usually [`YomoTlsEnv::from_env`].
+    ///
+    /// # Errors
+    /// [`crate::TransportError::Certificate`] for files that cannot be read.
+    pub fn yomo_tls_env(mut self, env: &YomoTlsEnv) -> Result<Self, crate::TransportError> {
+        if self.client_identity.is_none() {
+            self.client_identity = env.client_identity()?;
+        }
+        if matches!(self.trust, Trust::Unset) {
+            if let Some(trust) = env.client_trust()? {
+                self.trust = trust;
+            }
+        }
+        Ok(self)
+    }
+
+    /// The rustls client configuration of these options: [`ClientOptions::trust`], and the
+    /// client certificate if one is set.
+    ///
+    /// # Errors
+    /// As [`Trust::client_config_with`].
+    pub fn tls_config(
+        &self,
+    ) -> Result<std::sync::Arc<rustls::ClientConfig>, crate::TransportError> {
+        self.trust.client_config_with(self.client_identity.as_ref())
     }
 
     /// Sets the client name.
@@ -241,6 +281,51 @@ mod tests {
         let d3 = b.delay(3);
         assert!(d3 <= Duration::from_millis(800) && d3 >= Duration::from_millis(600));
         assert!(b.delay(40) <= Duration::from_secs(1));
+    }
+
+    #[test]
+    fn yomos_tls_variables_fill_in_what_is_unset() {
+        let dir = std::env::temp_dir().join(format!("y3-sdk-yomo-env-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let id = Identity::self_signed().unwrap();
+        let cert = dir.join("c.pem");
+        let key = dir.join("c.key");
+        id.write_certificate_pem(&cert).unwrap();
+        let der = rcgen::KeyPair::generate().unwrap().serialize_pem();
+        std::fs::write(&key, der).unwrap();
+        let env = YomoTlsEnv {
+            verify_peer: Some(true),
+            ca_cert_file: Some(cert.clone()),
+            cert_file: Some(cert.clone()),
+            key_file: Some(key.clone()),
+            misspelt_ca: false,
+        };
+        let at = ClientOptions::new("127.0.0.1:9000".parse().unwrap());
+        let o = at.clone().yomo_tls_env(&env).unwrap();
+        assert!(o.client_identity.is_some());
+        assert!(matches!(&o.trust, Trust::Pinned(c) if c == &vec![id.certificate().clone()]));
+        // A trust already set wins; without VERIFY_PEER the CA is not used.
+        let o = at
+            .clone()
+            .trust(Trust::Insecure)
+            .yomo_tls_env(&env)
+            .unwrap();
+        assert!(matches!(o.trust, Trust::Insecure));
+        let off = YomoTlsEnv {
+            verify_peer: Some(false),
+            ..env.clone()
+        };
+        assert!(matches!(
+            at.clone().yomo_tls_env(&off).unwrap().trust,
+            Trust::Unset
+        ));
+        // An unreadable file is an error, not a silent fallback.
+        let missing = YomoTlsEnv {
+            cert_file: Some(dir.join("nope.pem")),
+            ..env
+        };
+        assert_eq!(at.yomo_tls_env(&missing).unwrap_err().kind(), "certificate");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

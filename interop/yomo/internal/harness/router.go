@@ -33,6 +33,9 @@ type Options struct {
 	// name (y3's [[filters.attach]], spec/filters.md). YoMo's zipper has none: Start skips
 	// a YoMo router asked for filters.
 	Filters []Filter
+	// TCPTLS serves TLS on y3's TCP listener (`--tcp-tls`), as mutual TLS requires. YoMo's
+	// zipper has no TCP listener.
+	TCPTLS bool
 }
 
 // Filter is one [[filters.attach]] entry: frames on Tag reach the functions named Function

@@ -110,6 +110,9 @@ func (r *y3Router) start(quicAddr string) {
 	if r.opts.Token != "" {
 		args = append(args, "--token", r.opts.Token)
 	}
+	if r.opts.TCPTLS {
+		args = append(args, "--tcp-tls")
+	}
 	var env []string
 	if os.Getenv("RUST_LOG") == "" {
 		env = append(env, "RUST_LOG=warn")
@@ -148,6 +151,13 @@ const y3AcceptedMetric = "y3_router_accepted_connections_total"
 // AcceptedConnections sums y3's accepted-connections counter over its transports, read
 // from its Prometheus endpoint. A restart resets it.
 func (r *y3Router) AcceptedConnections() (int, error) {
+	return r.Metric(y3AcceptedMetric)
+}
+
+// Metric sums the series of the Prometheus metric name (e.g.
+// `y3_router_rejected_total{reason="unauthorized"}` for one series, or a bare name for all)
+// read from y3's metrics endpoint. A restart resets it.
+func (r *y3Router) Metric(name string) (int, error) {
 	r.mu.Lock()
 	url := r.metrics
 	r.mu.Unlock()
@@ -167,7 +177,7 @@ func (r *y3Router) AcceptedConnections() (int, error) {
 	if resp.StatusCode != http.StatusOK {
 		return 0, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
-	return sumCounter(string(body), y3AcceptedMetric)
+	return sumCounter(string(body), name)
 }
 
 // sumCounter adds the values of every series of the counter name in Prometheus text.
