@@ -48,8 +48,8 @@ func TestSlowSinkPausedLosesNothing(t *testing.T) {
 			t.Errorf("source: exit %d, %v", code, srcRep)
 		}
 		sinkRep, code := finalReport(t, sink, "sink", 50*time.Second)
-		t.Logf("%s: sink got %v of %d unique (missing %v, duplicates %v); the source took %vs to write %d",
-			kind, sinkRep["unique"], n, sinkRep["missing"], sinkRep["duplicates"], srcRep["seconds"], n)
+		t.Logf("%s: sink got %v of %d unique (missing %v, duplicates %v, latency max %v µs); the source took %vs to write %d",
+			kind, sinkRep["unique"], n, sinkRep["missing"], sinkRep["duplicates"], sinkRep["max_us"], srcRep["seconds"], n)
 		if code != 0 || sinkRep["unique"] != float64(n) || sinkRep["missing"] != float64(0) ||
 			sinkRep["duplicates"] != float64(0) {
 			t.Errorf("sink: exit %d, %v", code, sinkRep)
