@@ -371,7 +371,7 @@ async fn read_loop(
         ClientType::StreamFunction => routing::Origin::Function,
         _ => routing::Origin::Source,
     };
-    let mut routes = shared.routes.cache();
+    let mut routes = shared.routes.cache_for(id, &hello.name);
     let mut told_to_stop = false;
     let mut tags = TagCache::new(shared.metrics.clone(), Direction::In);
     // Frames decoded from one read arrived together: one clock read serves them all
