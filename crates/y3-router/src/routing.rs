@@ -208,12 +208,27 @@ pub(crate) async fn route(
         })
         .count();
     let mut left = local + downstream.len();
+    let writer = match (origin, &cache.sender) {
+        (Origin::Source, _) => None,
+        (Origin::Function, Some((id, _))) => Some(Writer::Function(*id)),
+        (Origin::Function, None) => None,
+        (Origin::Mesh | Origin::Federation, _) => Some(Writer::Outside),
+    };
     if left == 0 {
         // No delivery is owed for a frame that only filters withheld (their counters
         // account for it), nor for one that went to the federation.
         if !filtered && !federated {
             metrics.deliveries(1);
             metrics.dropped(Drop::NoSubscriber, 1);
+        }
+        // What went to the federation may come back through another router's functions:
+        // the writer is on its message's way.
+        if let (true, Some(writer @ Writer::Function(_)), Some(journeys)) =
+            (federated, writer, &routes.journeys)
+        {
+            if let Ok(Some(tid)) = data.metadata.get(metadata::TID) {
+                journeys.pass(tid, writer, std::iter::empty(), at);
+            }
         }
         return;
     }
@@ -223,12 +238,6 @@ pub(crate) async fn route(
         subscribers
             .iter()
             .filter(|r| accepts(r, target) && filters.passed(r.filter.as_ref()))
-    };
-    let writer = match (origin, &cache.sender) {
-        (Origin::Source, _) => None,
-        (Origin::Function, Some((id, _))) => Some(Writer::Function(*id)),
-        (Origin::Function, None) => None,
-        (Origin::Mesh | Origin::Federation, _) => Some(Writer::Outside),
     };
     if let (Some(Writer::Function(id)), false) = (writer, cache.loops.self_loop) {
         if chosen().any(|r| r.session == id) {
@@ -247,7 +256,9 @@ pub(crate) async fn route(
     }
     let mut passage = Passage::default();
     if let (Some(writer), Some(journeys)) = (writer, &routes.journeys) {
-        if local > 0 {
+        // A function's frame for the mesh only still puts the function on the way: the
+        // message may come back through a downstream's functions.
+        if local > 0 || matches!(writer, Writer::Function(_)) {
             if let Ok(Some(tid)) = data.metadata.get(metadata::TID) {
                 passage = journeys.pass(tid, writer, chosen().map(|r| r.session), at);
                 if !passage.dropped.is_empty() {

@@ -222,3 +222,60 @@ async fn a_thousand_tags_and_a_kilobyte_name_are_served() {
     assert_eq!(rejected(&router, "bad_handshake"), 2);
     router.shutdown().await;
 }
+
+/// A loop across two routers that list each other: F on A turns 0x50 into 0x51, G on B turns
+/// 0x51 into 0x50, and each router forwards its functions' outputs to the other. A frame
+/// from the mesh that reaches a function which already wrote its message is a return too:
+/// each function takes its input and 8 returns per message (9), the ninth return to F is
+/// dropped as `loop` on A, and the loop ends. Without it, one message would circulate
+/// between the routers for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loop_across_a_mesh_ends_too() {
+    use y3_router::config::{DownstreamConfig, MeshTransport};
+    const MESSAGES: u64 = 20;
+    let returns = u64::from(RouterConfig::default().limits.max_loop_returns);
+    let mesh = |name: &str, to: &str, addr: std::net::SocketAddr| {
+        let mut c = RouterConfig::ephemeral();
+        c.shutdown.drain_timeout_ms = 3000;
+        c.shutdown.quiet_ms = 50;
+        c.mesh.name = name.into();
+        c.mesh.downstream.push(DownstreamConfig {
+            name: to.into(),
+            addr: addr.to_string(),
+            credential: String::new(),
+            transport: MeshTransport::Tcp,
+        });
+        c
+    };
+    let b_tcp = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap();
+    let a = y3_router::Router::start(mesh("a", "b", b_tcp))
+        .await
+        .unwrap();
+    let mut b_config = mesh("b", "a", a.tcp_addr().unwrap());
+    b_config.listen.tcp = b_tcp.to_string();
+    let b = y3_router::Router::start(b_config).await.unwrap();
+    for (router, to) in [(&a, "b"), (&b, "a")] {
+        eventually("the mesh link", || {
+            router
+                .metrics()
+                .downstream_stats(to)
+                .is_some_and(|s| s.connected)
+        })
+        .await;
+    }
+    let quiet = Duration::from_millis(700);
+    let echo = |tag| move |d: &Data| vec![(tag, d.payload.clone())];
+    let f = function(yomo_function(&a, &[0x50]).await, quiet, echo(0x51));
+    let g = function(yomo_function(&b, &[0x51]).await, quiet, echo(0x50));
+    let mut source = join(&a, ClientType::Source, &[]).await;
+    send_all(&mut source, 0x50, 0..MESSAGES, b"around").await;
+    let (f, g) = (within("f", f).await.unwrap(), within("g", g).await.unwrap());
+    let (on_a, on_b) = (a.stats().drops(Drop::Loop), b.stats().drops(Drop::Loop));
+    eprintln!("a loop across a mesh, {MESSAGES} messages: f {f}, g {g}; loop drops {on_a} on A, {on_b} on B");
+    assert_eq!((f, g), (MESSAGES * (1 + returns), MESSAGES * (1 + returns)));
+    assert_eq!((on_a, on_b), (MESSAGES, 0));
+    a.shutdown().await;
+    b.shutdown().await;
+}
