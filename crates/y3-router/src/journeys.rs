@@ -165,6 +165,14 @@ impl Shard {
         }
     }
 
+    /// The journey of `key`, if either generation has it (left where it is).
+    fn known(&mut self, key: u64) -> Option<&mut Journey> {
+        match self.current.get_mut(&key) {
+            Some(journey) => Some(journey),
+            None => self.previous.get_mut(&key),
+        }
+    }
+
     /// The journey of `key` in the current generation (moved up from the previous one, or
     /// new).
     fn journey(&mut self, key: u64) -> &mut Journey {
@@ -223,7 +231,14 @@ impl Journeys {
         let mut shard = shard.lock().unwrap_or_else(|e| e.into_inner());
         shard.rotate(now, self.window);
         let mut added = 0;
-        let journey = shard.journey(key);
+        let journey = match writer {
+            Writer::Function(_) => shard.journey(key),
+            // A message no local function wrote cannot come back to one: nothing to keep.
+            Writer::Outside => match shard.known(key) {
+                Some(journey) => journey,
+                None => return Passage::default(),
+            },
+        };
         // What led to this frame: the writer and its ancestors. A function not followed
         // (past MAX_MEMBERS) may have been led to by anyone.
         let led_by = match writer {
@@ -335,6 +350,19 @@ mod tests {
         assert_eq!(dropped(&j, "t", Writer::Function(H), &[F], now), [0]);
         // From outside, a function that wrote the message is returned to.
         assert_eq!(dropped(&j, "t", Writer::Outside, &[G, 9], now), [0]);
+    }
+
+    #[test]
+    fn frames_from_outside_of_unknown_messages_keep_nothing() {
+        let j = Journeys::new(0, WINDOW);
+        let now = Instant::now();
+        for i in 0..1000 {
+            assert!(dropped(&j, &i.to_string(), Writer::Outside, &[F, G], now).is_empty());
+        }
+        assert!(j
+            .shards
+            .iter()
+            .all(|s| s.lock().unwrap().current.is_empty()));
     }
 
     #[test]
