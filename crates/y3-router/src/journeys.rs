@@ -28,13 +28,16 @@
 //!
 //! Memory is bounded by members, not messages: `SHARDS × 2 × MEMBER_CAP` members at most,
 //! and a tid is kept as its 64-bit keyed hash (a long tid costs nothing). Only frames from
-//! stream functions, upstream zippers and the federation pay the lookup (one shard lock);
-//! frames from sources pay nothing. A forgotten journey (two windows idle, or pushed out
+//! stream functions pay the lookup (one shard lock), and frames from upstream zippers and
+//! the federation only when a recipient is a function that wrote some message; frames from
+//! sources pay nothing. A forgotten journey (two windows idle, or pushed out
 //! by a flood of new messages) starts afresh: a loop slower than that gets
 //! `max_loop_returns` more turns per window, never an unbounded number.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -176,12 +179,18 @@ impl Shard {
     /// The journey of `key` in the current generation (moved up from the previous one, or
     /// new).
     fn journey(&mut self, key: u64) -> &mut Journey {
-        if !self.current.contains_key(&key) {
-            let journey = self.previous.remove(&key).unwrap_or_default();
-            self.members += journey.members.len();
-            self.current.insert(key, journey);
+        match self.current.entry(key) {
+            Entry::Occupied(journey) => journey.into_mut(),
+            Entry::Vacant(slot) => {
+                let journey = self.previous.remove(&key).unwrap_or_else(|| Journey {
+                    // A writer and one recipient: the common case.
+                    members: Vec::with_capacity(2),
+                    ..Journey::default()
+                });
+                self.members += journey.members.len();
+                slot.insert(journey)
+            }
         }
-        self.current.get_mut(&key).expect("inserted above")
     }
 }
 
@@ -192,7 +201,14 @@ pub(crate) struct Journeys {
     hasher: RandomState,
     limit: u32,
     window: Duration,
+    /// A bit per session (its id modulo the bits) for the functions that wrote a message:
+    /// a frame from outside none of whose recipients has its bit set cannot return to one
+    /// and skips the lookup (a mesh delivering to sinks pays a load per recipient).
+    writers: [AtomicU64; WRITER_WORDS],
 }
+
+/// Words of [`Journeys`]'s writer bits (64 each).
+const WRITER_WORDS: usize = 16;
 
 impl Journeys {
     /// Each function may take at most `limit` returns per message, remembered for about
@@ -213,7 +229,14 @@ impl Journeys {
             hasher: RandomState::new(),
             limit,
             window,
+            writers: Default::default(),
         }
+    }
+
+    /// The word and bit of `session` among the writer bits.
+    fn writer_bit(session: SessionId) -> (usize, u64) {
+        let n = (session % (WRITER_WORDS as u64 * 64)) as usize;
+        (n / 64, 1 << (n % 64))
     }
 
     /// Decides, for a frame of message `tid` written by `writer`, which of its local
@@ -223,9 +246,26 @@ impl Journeys {
         &self,
         tid: &str,
         writer: Writer,
-        recipients: impl Iterator<Item = SessionId>,
+        recipients: impl Iterator<Item = SessionId> + Clone,
         now: Instant,
     ) -> Passage {
+        match writer {
+            Writer::Function(session) => {
+                let (word, bit) = Self::writer_bit(session);
+                if self.writers[word].load(Ordering::Relaxed) & bit == 0 {
+                    self.writers[word].fetch_or(bit, Ordering::Relaxed);
+                }
+            }
+            Writer::Outside => {
+                let wrote = |session| {
+                    let (word, bit) = Self::writer_bit(session);
+                    self.writers[word].load(Ordering::Relaxed) & bit != 0
+                };
+                if !recipients.clone().any(wrote) {
+                    return Passage::default();
+                }
+            }
+        }
         let key = self.hasher.hash_one(tid);
         let shard = &self.shards[(key >> 32) as usize % SHARDS];
         let mut shard = shard.lock().unwrap_or_else(|e| e.into_inner());
