@@ -228,3 +228,43 @@ func summary(r peer.SinkReport) string {
 	return fmt.Sprintf("received=%d unique=%d missing=%d duplicates=%d bad=%d",
 		r.Received, r.Unique, r.Missing, r.Duplicates, r.BadPayloads)
 }
+
+// A YoMo function writing the tag it observes (a self-loop by YoMo's rules; v1.22's
+// handshake declares no output tags, so the router learns it at the first such output).
+// YoMo's zipper hands each output back for ever; y3 on its defaults lets each message come
+// back limits.max_loop_returns (8) times, so the function handles exactly 9 frames per
+// message and its sink gets 1 + 9, and the loop is over.
+func TestSelfLoop(t *testing.T) {
+	forKinds(t, func(t *testing.T, kind harness.Kind) {
+		const n, perMessage = 10, 1 + 8
+		const tag uint32 = 0x35
+		r := harness.Start(t, kind, harness.Options{})
+		sk := sink(t, r, "sink", tag)
+		loop := connectWriter(t, r, "self-loop", []uint32{tag}, func(w *writer, ctx serverless.Context) {
+			w.write(ctx, tag, inputSeq(t, ctx))
+		})
+		src := harness.Source(t, harness.Client(r, "source", ""))
+
+		writeBatch(t, src, tag, 0, n, 32, "")
+		time.Sleep(2 * time.Second)
+		first := loop.inputs.Load()
+		time.Sleep(time.Second)
+		later := loop.inputs.Load()
+		t.Logf("%s: %d messages: the self-loop handled %d frames after 2 s, %d after 3 s; its sink %d",
+			kind, n, first, later, sk.Tracker.Received())
+		switch kind {
+		case harness.YoMo:
+			// The control: YoMo's zipper has no loop bound (what y3 deliberately differs in).
+			if later <= first || first <= n*perMessage {
+				t.Errorf("YoMo's zipper: expected a loop that goes on, got %d then %d", first, later)
+			}
+		default:
+			if first != n*perMessage || later != first {
+				t.Errorf("want exactly %d frames at the self-loop (1 + 8 returns per message), got %d then %d", n*perMessage, first, later)
+			}
+			if got := sk.Tracker.Received(); got != n*(1+perMessage) {
+				t.Errorf("sink: want %d (each message and its 9 echoes), got %d", n*(1+perMessage), got)
+			}
+		}
+	})
+}
