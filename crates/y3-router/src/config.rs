@@ -51,10 +51,11 @@
 //! handshake_timeout_ms = 5000
 //! frame_stall_timeout_ms = 30000 # a frame must arrive whole within this of its first byte
 //! max_hops = 8
-//! max_deliveries_per_message = 128 # deliveries of one yomo-tid's function outputs
+//! max_loop_returns = 8        # times one yomo-tid may come back to a function whose
+//!                             # output led to it (a loop); fan-out is not limited
 //! max_queued_bytes = 536870912 # all subscribers' queues together (0: no budget)
-//! max_observed_tags = 64
-//! max_name_len = 128
+//! max_observed_tags = 1024    # tags one client may observe
+//! max_name_len = 1024         # bytes in a client's name, id or wanted target
 //!
 //! [shutdown]
 //! drain_timeout_ms = 5000     # upper bound of a graceful shutdown
@@ -525,14 +526,16 @@ pub struct LimitsConfig {
     /// Bytes queued over all subscribers together (the router's memory budget; 0: none). A
     /// frame that does not fit is dropped, counted as `memory_budget`, whatever the policy.
     pub max_queued_bytes: usize,
-    /// Deliveries the outputs of stream functions may cause per message (`yomo-tid`),
-    /// within a window of seconds: bounds loops in width (functions that re-emit what they
-    /// observe multiply a message) where `max_hops` bounds their depth. Frames from sources
-    /// are not counted.
-    pub max_deliveries_per_message: u32,
-    /// Most tags one client may observe.
+    /// Times one message (`yomo-tid`) may come back to a stream function whose own output
+    /// led to it — a turn around a loop: a function observing a tag it writes, a ring of
+    /// functions — before further such deliveries are dropped, counted as `loop` (see
+    /// `journeys.rs`). Fan-out is not a loop: a function may write any number of outputs
+    /// per input, and each reaches every function and sink downstream. 0: no returns.
+    pub max_loop_returns: u32,
+    /// Most tags one client may observe (YoMo sets no limit; this bounds the routing
+    /// table a handshake can grow).
     pub max_observed_tags: usize,
-    /// Longest client name, in bytes.
+    /// Longest client name, id or wanted target, in bytes.
     pub max_name_len: usize,
 }
 
@@ -544,10 +547,10 @@ impl Default for LimitsConfig {
             handshake_timeout_ms: 5000,
             frame_stall_timeout_ms: 30_000,
             max_hops: 8,
-            max_deliveries_per_message: 128,
+            max_loop_returns: 8,
             max_queued_bytes: 512 << 20,
-            max_observed_tags: 64,
-            max_name_len: 128,
+            max_observed_tags: 1024,
+            max_name_len: 1024,
         }
     }
 }

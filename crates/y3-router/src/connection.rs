@@ -422,8 +422,10 @@ async fn read_loop(
         ClientType::StreamFunction => routing::Origin::Function,
         _ => routing::Origin::Source,
     };
-    let mut routes = shared.routes.cache();
+    let mut routes = shared.routes.cache_for(id, &hello.name);
     let mut told_to_stop = false;
+    // Whether a hop-limit drop of this client was logged (once per connection).
+    let mut hops_reported = false;
     let mut tags = TagCache::new(shared.metrics.clone(), Direction::In);
     // Frames decoded from one read arrived together: one clock read serves them all
     // (refreshed at least every 64 frames).
@@ -547,8 +549,19 @@ async fn read_loop(
                 .await;
                 shared.routing.fetch_sub(1, Ordering::Relaxed);
             }
-            Event::Drop(_, DropReason::Loop) => {
+            Event::Drop(data, DropReason::Loop) => {
                 shared.metrics.dropped(Drop::Loop, 1);
+                if !hops_reported {
+                    hops_reported = true;
+                    tracing::warn!(
+                        session = id,
+                        name = %hello.name,
+                        tag = format_args!("{:#x}", data.tag),
+                        hops = data.hops,
+                        "loop: a frame past limits.max_hops dropped (a loop of y3 functions); \
+                         further ones from this client are counted as loop, not logged"
+                    );
+                }
                 // Handled (dropped and counted): sending it again would not help.
                 if let Some(acks) = acks {
                     acks.take().done();

@@ -15,6 +15,7 @@
 //! y3_router_dropped_total{reason}             counter  frames not delivered (see below)
 //! y3_router_deliveries_total                  counter  deliveries owed by routing (below)
 //! y3_router_evictions_total{client}           counter  slow consumers disconnected, by name
+//! y3_router_self_loops_total                  counter  functions seen writing a tag they observe
 //! y3_router_queue_depth                       gauge    frames queued over all subscribers
 //! y3_router_queued_bytes                      gauge    bytes queued, against limits.max_queued_bytes
 //! y3_router_handler_latency_seconds           histogram  frame read → written to subscriber
@@ -32,8 +33,9 @@
 //! texts are client-chosen: [`MAX_FILTER_LABELS`] distinct ones are labelled (at most 128
 //! bytes each), further ones count under `filter="other"`.
 //!
-//! Drop reasons: `queue_full` (drop-oldest policy), `no_subscriber`, `loop` (hop limit),
-//! `loop` also counts deliveries past a message's budget (`journeys.rs`),
+//! Drop reasons: `queue_full` (drop-oldest policy), `no_subscriber`, `loop` (hop limit, or a
+//! message coming back to a function its own output led to more than
+//! `limits.max_loop_returns` times: `journeys.rs`),
 //! `disconnected` (queued for a subscriber that went away), `slow_consumer` (queued for a
 //! subscriber disconnected for not reading under the block policy), `mesh` (for a downstream
 //! zipper that was down or too slow, see `mesh.rs`), `memory_budget` (did not fit the
@@ -88,7 +90,7 @@ pub enum Drop {
     QueueFull,
     /// No session observes the tag.
     NoSubscriber,
-    /// Over the hop limit.
+    /// Over the hop limit, or a message's return to a function past its loop budget.
     Loop,
     /// Queued for a subscriber that went away.
     Disconnected,
@@ -264,6 +266,7 @@ pub struct Metrics {
     deliveries: Counter,
     tarpitted: Counter,
     evictions: Family<ClientLabel, Counter>,
+    self_loops: Counter,
     evicted_names: Mutex<HashSet<String>>,
     queue_depth: Gauge,
     /// Queued bytes against the router's memory budget.
@@ -304,6 +307,7 @@ impl Metrics {
             deliveries: Counter::default(),
             tarpitted: Counter::default(),
             evictions: Family::default(),
+            self_loops: Counter::default(),
             evicted_names: Mutex::new(HashSet::new()),
             queue_depth: Gauge::default(),
             budget: Budget::default(),
@@ -378,6 +382,11 @@ impl Metrics {
             "evictions",
             "Slow consumers disconnected, by client name",
             m.evictions.clone(),
+        );
+        registry.register(
+            "self_loops",
+            "Stream functions seen writing a tag they observe (once per connection)",
+            m.self_loops.clone(),
         );
         registry.register(
             "queue_depth",
@@ -581,6 +590,11 @@ impl Metrics {
         self.deliveries.inc_by(n);
     }
 
+    /// Counts a stream function seen writing a tag it observes (once per connection).
+    pub(crate) fn self_loop(&self) {
+        self.self_loops.inc();
+    }
+
     /// Counts `n` frames dropped for `reason`.
     pub fn dropped(&self, reason: Drop, n: u64) {
         if n > 0 {
@@ -681,6 +695,7 @@ impl Metrics {
             frames_out: self.total_out.load(Ordering::Relaxed),
             forwarded: self.total_forwarded.load(Ordering::Relaxed),
             deliveries: self.deliveries.get(),
+            self_loops: self.self_loops.get(),
             queued: self.depth.load(Ordering::Relaxed).max(0) as u64,
             queued_bytes: self.budget.used() as u64,
             dropped,
@@ -747,6 +762,8 @@ pub struct Stats {
     /// counted ([`dropped`](Stats::dropped)), forwarded to the mesh, or still queued, so
     /// [`unaccounted`](Stats::unaccounted) is zero once the router is idle.
     pub deliveries: u64,
+    /// Stream functions seen writing a tag they observe (a self-loop), one per connection.
+    pub self_loops: u64,
     /// Frames queued now.
     pub queued: u64,
     /// Bytes queued now, over all subscribers (see `limits.max_queued_bytes`).

@@ -11,7 +11,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use y3_transport::frame::Frame;
 
@@ -19,7 +19,7 @@ use y3_transport::metadata;
 
 use crate::acks::Ticket;
 use crate::filters::{Evaluators, RouteFilter};
-use crate::journeys::Journeys;
+use crate::journeys::{Journeys, Passage, Writer};
 use crate::metrics::{Drop, Metrics};
 use crate::outbox::{Outbox, Pushed};
 use crate::session::Routed;
@@ -37,14 +37,14 @@ pub(crate) struct Routes {
     generation: AtomicU64,
     /// Downstream zippers of the mesh (fixed at start).
     mesh: Vec<Arc<Outbox>>,
-    /// Deliveries per message of stream functions' outputs (loops in width).
+    /// The functions each recent message passed through (loops, told from fan-out).
     journeys: Option<Journeys>,
     /// `[federation]`: local frames are offered to it (`federation/`).
     federation: Option<Arc<crate::federation::Federation>>,
 }
 
 impl Routes {
-    /// Routes with the mesh's downstream outboxes and the per-message delivery budget.
+    /// Routes with the mesh's downstream outboxes and the loop detection.
     pub fn new(mesh: Vec<Arc<Outbox>>, journeys: Journeys) -> Routes {
         Routes {
             mesh,
@@ -96,6 +96,16 @@ impl Routes {
                 .unwrap_or_else(|e| e.into_inner())
                 .clone(),
             filters: Evaluators::default(),
+            sender: None,
+            loops: LoopLog::default(),
+        }
+    }
+
+    /// A cache for the connection of session `id`, named `name` (in loop reports).
+    pub fn cache_for(&self, id: SessionId, name: &str) -> RouteCache {
+        RouteCache {
+            sender: Some((id, name.into())),
+            ..self.cache()
         }
     }
 }
@@ -107,7 +117,24 @@ pub(crate) struct RouteCache {
     table: Arc<Table>,
     /// This connection's filter evaluators (kept across table changes).
     filters: Evaluators,
+    /// The connection's session and name (`None`: the federation's link).
+    sender: Option<(SessionId, Box<str>)>,
+    /// What this connection's loop reports have said.
+    loops: LoopLog,
 }
+
+/// Loop reports of one sending connection: its self-loop once, dropped returns at most
+/// once per message and once per [`LOOP_LOG_EVERY`].
+#[derive(Debug, Default)]
+struct LoopLog {
+    self_loop: bool,
+    last: Option<Instant>,
+    /// Messages whose first drop was not logged since the last line.
+    quiet: u64,
+}
+
+/// Least time between two loop-drop lines of one connection.
+const LOOP_LOG_EVERY: Duration = Duration::from_secs(1);
 
 impl RouteCache {
     /// The current table: the cached one unless a change was published since.
@@ -126,7 +153,7 @@ impl RouteCache {
 pub(crate) enum Origin {
     /// A source (or any client that does not receive).
     Source,
-    /// A stream function: its outputs count against their message's delivery budget.
+    /// A stream function: its outputs are followed along their message's way (loops).
     Function,
     /// An upstream zipper of a mesh: delivered locally, never forwarded again.
     Mesh,
@@ -136,11 +163,13 @@ pub(crate) enum Origin {
 
 /// Delivers `routed` to every subscriber it reaches and, for frames from local clients,
 /// to every downstream zipper of the mesh. Each recipient gets a reference-counted clone
-/// of the frame; the last gets the frame itself. A function's output goes to as many
-/// recipients as its message's delivery budget has left; the rest are dropped as `loop`.
-/// A subscriber with a content filter on the tag receives the frame only if the filter
-/// matches its payload; each distinct filter is evaluated once per frame, and a frame every
-/// subscriber's filter withholds is counted by the filters, not as `no_subscriber`.
+/// of the frame; the last gets the frame itself. A frame from a function, an upstream zipper
+/// or the federation that comes back to a function its message already passed, past
+/// `limits.max_loop_returns` turns, is dropped for that function as `loop` (`journeys.rs`);
+/// fan-out is never limited. A subscriber with a content filter on the tag receives the
+/// frame only if the filter matches its payload; each distinct filter is evaluated once per
+/// frame, and a frame every subscriber's filter withholds is counted by the filters, not
+/// as `no_subscriber`.
 pub(crate) async fn route(
     routes: &Routes,
     cache: &mut RouteCache,
@@ -179,6 +208,12 @@ pub(crate) async fn route(
         })
         .count();
     let mut left = local + downstream.len();
+    let writer = match (origin, &cache.sender) {
+        (Origin::Source, _) => None,
+        (Origin::Function, Some((id, _))) => Some(Writer::Function(*id)),
+        (Origin::Function, None) => None,
+        (Origin::Mesh | Origin::Federation, _) => Some(Writer::Outside),
+    };
     if left == 0 {
         // No delivery is owed for a frame that only filters withheld (their counters
         // account for it), nor for one that went to the federation.
@@ -186,28 +221,68 @@ pub(crate) async fn route(
             metrics.deliveries(1);
             metrics.dropped(Drop::NoSubscriber, 1);
         }
+        // What went to the federation may come back through another router's functions:
+        // the writer is on its message's way.
+        if let (true, Some(writer @ Writer::Function(_)), Some(journeys)) =
+            (federated, writer, &routes.journeys)
+        {
+            if let Ok(Some(tid)) = data.metadata.get(metadata::TID) {
+                journeys.pass(tid, writer, std::iter::empty(), at);
+            }
+        }
         return;
     }
     metrics.deliveries(left as u64);
-    if let (Origin::Function, Some(journeys)) = (origin, &routes.journeys) {
-        if let Ok(Some(tid)) = data.metadata.get(metadata::TID) {
-            let wanted = u32::try_from(left).unwrap_or(u32::MAX);
-            let allowed = journeys.charge(tid, wanted, at) as usize;
-            if allowed < left {
-                metrics.dropped(Drop::Loop, (left - allowed) as u64);
-                left = allowed;
-                if left == 0 {
-                    return;
+    let filters = &cache.filters;
+    let chosen = || {
+        subscribers
+            .iter()
+            .filter(|r| accepts(r, target) && filters.passed(r.filter.as_ref()))
+    };
+    if let (Some(Writer::Function(id)), false) = (writer, cache.loops.self_loop) {
+        if chosen().any(|r| r.session == id) {
+            cache.loops.self_loop = true;
+            metrics.self_loop();
+            let name = cache.sender.as_ref().map_or("", |(_, name)| name);
+            tracing::warn!(
+                function = name,
+                session = id,
+                tag = format_args!("{:#x}", data.tag),
+                "a stream function writes a tag it observes (a self-loop): its outputs come \
+                 back to it; each message may come back limits.max_loop_returns times, \
+                 further returns are dropped and counted as loop"
+            );
+        }
+    }
+    let mut passage = Passage::default();
+    if let (Some(writer), Some(journeys)) = (writer, &routes.journeys) {
+        // A function's frame for the mesh only still puts the function on the way: the
+        // message may come back through a downstream's functions.
+        if local > 0 || matches!(writer, Writer::Function(_)) {
+            if let Ok(Some(tid)) = data.metadata.get(metadata::TID) {
+                passage = journeys.pass(tid, writer, chosen().map(|r| r.session), at);
+                if !passage.dropped.is_empty() {
+                    metrics.dropped(Drop::Loop, passage.dropped.len() as u64);
+                    left -= passage.dropped.len();
+                    if let Some(report) = passage.report {
+                        let sender = cache.sender.as_ref().map(|(id, name)| (*id, &**name));
+                        cache.loops.report(sender, tid, data.tag, report, at);
+                    }
+                    if left == 0 {
+                        return;
+                    }
                 }
             }
         }
     }
     let mut data = Some(data);
-    let filters = &cache.filters;
-    let chosen = subscribers
-        .iter()
-        .filter(|r| accepts(r, target) && filters.passed(r.filter.as_ref()))
-        .map(|r| &r.target);
+    let mut dropped = passage.dropped.iter().copied().peekable();
+    let chosen = chosen().enumerate().filter_map(|(i, r)| {
+        if dropped.next_if_eq(&i).is_some() {
+            return None;
+        }
+        Some(&r.target)
+    });
     for outbox in chosen.chain(downstream).take(left) {
         left -= 1;
         let frame = if left > 0 { data.clone() } else { data.take() };
@@ -218,4 +293,49 @@ pub(crate) async fn route(
             Pushed::Evicted => metrics.dropped(Drop::SlowConsumer, 1),
         }
     }
+}
+
+impl LoopLog {
+    /// Logs a message's first dropped return, unless this connection logged one within
+    /// [`LOOP_LOG_EVERY`] (then the next line counts it).
+    fn report(
+        &mut self,
+        sender: Option<(SessionId, &str)>,
+        tid: &str,
+        tag: u32,
+        returned: crate::journeys::Returned,
+        now: Instant,
+    ) {
+        if self
+            .last
+            .is_some_and(|last| now.saturating_duration_since(last) < LOOP_LOG_EVERY)
+        {
+            self.quiet += 1;
+            return;
+        }
+        self.last = Some(now);
+        let quiet = std::mem::take(&mut self.quiet);
+        let (session, name) = sender.map_or((None, "(federation)"), |(id, n)| (Some(id), n));
+        tracing::warn!(
+            from = name,
+            from_session = session,
+            to_session = returned.recipient,
+            tid = %shown(tid),
+            tag = format_args!("{tag:#x}"),
+            returns = returned.returns,
+            messages_not_logged = quiet,
+            "loop: a message came back to a stream function its own output led to, more \
+             than limits.max_loop_returns times; further returns of it are dropped, counted \
+             as loop"
+        );
+    }
+}
+
+/// A client-chosen tid as logged: its first 64 bytes (at a character boundary).
+fn shown(tid: &str) -> &str {
+    let mut end = tid.len().min(64);
+    while !tid.is_char_boundary(end) {
+        end -= 1;
+    }
+    &tid[..end]
 }

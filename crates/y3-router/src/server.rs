@@ -35,7 +35,7 @@ use crate::config::{Listen, RouterConfig};
 use crate::connection;
 use crate::error::RouterError;
 use crate::federation::{self, Federation};
-use crate::journeys::Journeys;
+use crate::journeys::{self, Journeys};
 use crate::mesh;
 use crate::metrics::{self, Metrics, Stats};
 use crate::penalty::Penalties;
@@ -109,9 +109,6 @@ impl Shared {
     }
 }
 
-/// How long a message's deliveries are remembered (see `journeys.rs`): between one and
-/// two of these.
-const JOURNEY_WINDOW: Duration = Duration::from_secs(10);
 
 /// Starts routers.
 #[derive(Debug, Clone, Copy)]
@@ -172,7 +169,7 @@ impl Router {
             metrics: metrics.clone(),
             routes: Routes::new(
                 mesh.iter().map(mesh::Link::outbox).collect(),
-                Journeys::new(config.limits.max_deliveries_per_message, JOURNEY_WINDOW),
+                Journeys::new(config.limits.max_loop_returns, journeys::WINDOW),
             )
             .with_federation(federation.clone()),
             next_session: AtomicU64::new(first_session_id()),

@@ -169,7 +169,8 @@ impl Admission {
             return Err(Goaway::new(
                 GoawayCode::BadHandshake,
                 format!(
-                    "name, id or wanted target longer than {} bytes",
+                    "name, id or wanted target of {longest} bytes is longer than \
+                     limits.max_name_len ({} bytes)",
                     self.max_name_len
                 ),
             ));
@@ -177,7 +178,11 @@ impl Admission {
         if hello.observed.len() > self.max_observed_tags {
             return Err(Goaway::new(
                 GoawayCode::BadHandshake,
-                format!("observes more than {} tags", self.max_observed_tags),
+                format!(
+                    "observes {} tags, more than limits.max_observed_tags ({})",
+                    hello.observed.len(),
+                    self.max_observed_tags
+                ),
             ));
         }
         if let Some(tag) = hello
