@@ -334,9 +334,9 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         }
         writeln!(
             out,
-            "policy {}, queue {} frames/subscriber, token {}; Ctrl-C to stop",
+            "policy {}, queue {} MiB/subscriber, token {}; Ctrl-C to stop",
             config.queue.policy.name(),
-            config.queue.capacity,
+            config.queue.max_bytes >> 20,
             if config.auth.has_token() { "on" } else { "off" }
         )?;
         out.flush()?;
