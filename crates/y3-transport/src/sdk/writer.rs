@@ -17,7 +17,7 @@
 //! shared map, so the handler's later plain `Write`s carry it too; here each write carries
 //! only its own target.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use tokio::sync::{mpsc, Mutex};
@@ -40,8 +40,11 @@ use crate::TransportError;
 /// go on the connection its input came on (a durable function's: on the current one).
 #[derive(Debug, Clone)]
 pub struct Writer {
-    /// The input's metadata without `yomo-target`.
-    metadata: Metadata,
+    /// The input's metadata.
+    input: Metadata,
+    /// The input's metadata without `yomo-target`, built at the first write (a function
+    /// that writes nothing for most inputs pays nothing for it).
+    metadata: OnceLock<Metadata>,
     /// The outputs' hop count: the input's plus one.
     hops: u32,
     to: Outputs,
@@ -71,14 +74,20 @@ pub(crate) struct Durable {
 impl Writer {
     /// A writer of the outputs for `input`.
     pub(crate) fn new(input: &Data, to: Outputs) -> Writer {
-        // A metadata map the router let through is well formed; should it not be, the
-        // outputs go without it rather than not at all.
-        let metadata = input.metadata.without(metadata::TARGET).unwrap_or_default();
         Writer {
-            metadata,
+            input: input.metadata.clone(),
+            metadata: OnceLock::new(),
             hops: input.hops.saturating_add(1),
             to,
         }
+    }
+
+    /// The outputs' metadata: the input's without `yomo-target`.
+    fn metadata(&self) -> &Metadata {
+        // A metadata map the router let through is well formed; should it not be, the
+        // outputs go without it rather than not at all.
+        self.metadata
+            .get_or_init(|| self.input.without(metadata::TARGET).unwrap_or_default())
     }
 
     /// Writes `payload` under `tag` with the input's metadata (YoMo's `ctx.Write`).
@@ -86,7 +95,7 @@ impl Writer {
     /// # Errors
     /// [`TransportError::Closed`] when the connection is gone or the function stopped.
     pub async fn write(&self, tag: u32, payload: impl Into<Bytes>) -> Result<(), TransportError> {
-        self.send(self.output(tag, payload.into(), self.metadata.clone()))
+        self.send(self.output(tag, payload.into(), self.metadata().clone()))
             .await
     }
 
@@ -103,7 +112,7 @@ impl Writer {
         target: &str,
     ) -> Result<(), TransportError> {
         let metadata = self
-            .metadata
+            .metadata()
             .with(metadata::TARGET, target)
             .unwrap_or_else(|_| Metadata::from_pairs([(metadata::TARGET, target)]));
         self.send(self.output(tag, payload.into(), metadata)).await
