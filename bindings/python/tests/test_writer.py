@@ -11,6 +11,7 @@ deliveries per ``yomo-tid`` (``limits.max_deliveries_per_message``, 128 before).
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -125,6 +126,8 @@ async def fan_out(router: Y3Router | YomoZipper, handler: Any, durable: bool = F
 def test_300_outputs_per_input_and_one_to_a_target(router: Y3Router | YomoZipper, style: str) -> None:
     splitter = asyncio.run(asyncio.wait_for(fan_out(router, HANDLERS[style]), 60))
     assert splitter.errors == 0 and splitter.unwritten == 0
+    # A probe gets 3 outputs, an input 301.
+    assert splitter.emitted == 3 * (splitter.handled - INPUTS) + INPUTS * (FAN_OUT + 1)
 
 
 @needs_y3
@@ -170,3 +173,54 @@ def test_a_bad_output_is_a_handler_error() -> None:
         y3._client._output((OUT, b"x", 5))
     assert y3._client._output((OUT, b"x")) == (OUT, b"x", "")
     assert y3._client._output((OUT, b"x", "t")) == (OUT, b"x", "t")
+
+
+@needs_y3
+def test_the_splitter_example(tmp_path: Path) -> None:
+    """examples/python/splitter.py: every line of every batch, each batch to "audit" once."""
+    path = Path(__file__).resolve().parents[3] / "examples" / "python" / "splitter.py"
+    spec = importlib.util.spec_from_file_location("splitter", path)
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    router = Y3Router(tmp_path)
+    batches = [b"\n".join(f"{b}-{i}".encode() for i in range(100)) for b in range(2)]
+
+    async def main() -> tuple[list[bytes], list[bytes], y3.StreamFunction]:
+        audited: list[bytes] = []
+        stop, opts = asyncio.Event(), router.options()
+        splitter = asyncio.ensure_future(example.run(router.addr, stop, **opts))
+        async with y3.Sink(router.addr, [example.LINES], **opts) as sink, y3.StreamFunction(
+            router.addr, [example.AUDIT], lambda frame: audited.append(frame.payload), wanted_target="audit", **opts
+        ), y3.Source(router.addr, **opts) as source:
+            lines: list[bytes] = []
+            probes: list[bytes] = []
+
+            async def collect() -> None:
+                async for frame in sink:
+                    (probes if frame.payload == b"probe" else lines).append(frame.payload)
+
+            task = asyncio.ensure_future(collect())
+            await until_routed(
+                lambda: source.send(example.BATCHES, b"probe"), lambda: bool(probes) and b"probe" in audited
+            )
+            for batch in batches:
+                await source.send(example.BATCHES, batch)
+            for _ in range(2000):
+                if len(lines) >= 200:
+                    break
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.3)  # nothing more may come
+            task.cancel()
+            await asyncio.wait([task])
+        stop.set()
+        return lines, [a for a in audited if a != b"probe"], await splitter
+
+    try:
+        lines, audited, sfn = asyncio.run(asyncio.wait_for(main(), 60))
+    finally:
+        router.stop()
+    assert sorted(lines) == sorted(line for batch in batches for line in batch.split(b"\n"))
+    assert sorted(audited) == sorted(batches)
+    # A probe gets 2 outputs (its line, the audit copy), a batch 101.
+    assert sfn.errors == 0 and sfn.emitted == 2 * (sfn.handled - 2) + 2 * 101

@@ -461,19 +461,21 @@ class Writer:
     the function runs.
     """
 
-    __slots__ = ("_native",)
+    __slots__ = ("_native", "_function")
 
-    def __init__(self, native: _y3.NativeWriter) -> None:
-        self._native = native
+    def __init__(self, native: _y3.NativeWriter, function: StreamFunction) -> None:
+        self._native, self._function = native, function
 
     async def write(self, tag: int, data: Buffer) -> None:
         """Writes ``data`` under ``tag``."""
         await self._native.write(tag, data, "")
+        self._function.emitted += 1
 
     async def write_with_target(self, tag: int, data: Buffer, target: str) -> None:
         """Writes ``data`` under ``tag`` for the functions wanting ``target`` only (an empty
         ``target``: as :meth:`write`)."""
         await self._native.write(tag, data, target)
+        self._function.emitted += 1
 
 
 def _takes_writer(handler: Callable[..., Any]) -> bool:
@@ -648,7 +650,7 @@ class StreamFunction:
         assert native is not None
         try:
             if self._takes_writer:
-                out = self._handler(frame, Writer(native.writer()))
+                out = self._handler(frame, Writer(native.writer(), self))
             else:
                 out = self._handler(frame)
             if inspect.isawaitable(out):
