@@ -90,29 +90,29 @@ func ConnectDurableStreamFunction(ctx context.Context, addr string, opts Options
 // RunStreamFunction connects and serves h until ctx is done: ConnectStreamFunction, then
 // Serve.
 func RunStreamFunction(ctx context.Context, addr string, opts Options, observed []uint32, h Handler) error {
-	return runFunction(ctx, addr, opts, observed, false, adapt(h, &opts))
+	return runFunction(ctx, addr, opts, observed, false, func(f *StreamFunction) error { return f.Serve(ctx, h) })
 }
 
 // RunDurableStreamFunction is RunStreamFunction for a durable function:
 // ConnectDurableStreamFunction, then Serve.
 func RunDurableStreamFunction(ctx context.Context, addr string, opts Options, observed []uint32, h Handler) error {
-	return runFunction(ctx, addr, opts, observed, true, adapt(h, &opts))
+	return runFunction(ctx, addr, opts, observed, true, func(f *StreamFunction) error { return f.Serve(ctx, h) })
 }
 
 // RunStreamFunctionWriter connects and serves h until ctx is done: ConnectStreamFunction,
 // then ServeWriter.
 func RunStreamFunctionWriter(ctx context.Context, addr string, opts Options, observed []uint32, h WriterHandler) error {
-	return runFunction(ctx, addr, opts, observed, false, h)
+	return runFunction(ctx, addr, opts, observed, false, func(f *StreamFunction) error { return f.ServeWriter(ctx, h) })
 }
 
 // RunDurableStreamFunctionWriter is RunStreamFunctionWriter for a durable function:
 // ConnectDurableStreamFunction, then ServeWriter.
 func RunDurableStreamFunctionWriter(ctx context.Context, addr string, opts Options, observed []uint32, h WriterHandler) error {
-	return runFunction(ctx, addr, opts, observed, true, h)
+	return runFunction(ctx, addr, opts, observed, true, func(f *StreamFunction) error { return f.ServeWriter(ctx, h) })
 }
 
-// runFunction connects a function and serves h; nil when connecting ended with ctx.
-func runFunction(ctx context.Context, addr string, opts Options, observed []uint32, durable bool, h WriterHandler) error {
+// runFunction connects a function and serves it; nil when connecting ended with ctx.
+func runFunction(ctx context.Context, addr string, opts Options, observed []uint32, durable bool, serve func(*StreamFunction) error) error {
 	f, err := connectFunction(ctx, addr, opts, observed, durable)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -120,7 +120,7 @@ func runFunction(ctx context.Context, addr string, opts Options, observed []uint
 		}
 		return err
 	}
-	return f.ServeWriter(ctx, h)
+	return serve(f)
 }
 
 // durable reports whether the function keeps its outputs until stored.
@@ -240,7 +240,10 @@ func (f *StreamFunction) keep(ctx context.Context, out Data) error {
 		// Stopping: write the rest while the stop lingers for the stored counts.
 		wctx, cancel := context.WithTimeout(context.Background(), f.opts.Linger)
 		defer cancel()
-		_ = writeKept(wctx, nil, l, &f.wmu, &f.win)
+		if writeKept(wctx, nil, l, &f.wmu, &f.win) != nil {
+			// No connection will carry it (the stop logs what stayed unstored).
+			return &Error{Kind: KindClosed}
+		}
 	}
 	return nil
 }

@@ -212,6 +212,8 @@ impl StreamFunction {
                 frame = link.reader.next() => frame,
                 _ = &mut stop => {
                     if let Some(durable) = durable {
+                        // Writes from now on are refused, not kept for a connection to come.
+                        durable.lock().await.tx = None;
                         linger_until_stored(&mut link, durable).await;
                     }
                     return link.tx.close().await;
