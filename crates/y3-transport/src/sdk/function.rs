@@ -160,8 +160,9 @@ impl StreamFunction {
     }
 
     /// As [`run_with_writer`](StreamFunction::run_with_writer), until `stop` completes;
-    /// then the outputs written so far are flushed (a durable function's: stored, for up
-    /// to [`LINGER`]) and the connection is closed. Writes after that are errors.
+    /// then the outputs written so far are flushed (a durable function waits, for as long
+    /// as a closing client lingers, for them to be stored) and the connection is closed.
+    /// Writes after that are errors.
     ///
     /// # Errors
     /// As [`run`](StreamFunction::run).
