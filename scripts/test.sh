@@ -91,6 +91,7 @@ cargo build -p y3-cli -p y3-examples --locked
 target_dir="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)"
 "$target_dir/debug/observe-key"
 "$target_dir/debug/pipeline"
+"$target_dir/debug/fan-out"
 "$target_dir/debug/embedded-router" 1
 (cd examples/yomo-app && go vet ./... && go build -o "$target_dir/yomo-app" .)
 port="$(python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"

@@ -265,6 +265,99 @@ func TestGoClientRelayBetweenYoMoClients(t *testing.T) {
 	})
 }
 
+// YoMo source → Go stream function writing 300 outputs per input with Writer.Write (YoMo's
+// ctx.Write in a loop) and one with WriteWithTarget(…, "a") → YoMo stream functions: the
+// YoMo sink gets each of the 3 × 300 outputs once, with its input's yomo-tid and the
+// source's id; the targeted output reaches only the YoMo function wanting "a" (3), never
+// the one wanting "b" (0). On y3 serve's defaults this needs the router to cap loops per
+// cycle rather than deliveries per yomo-tid (limits.max_deliveries_per_message, 128 before).
+func TestGoClientWriterFanOutAndTarget(t *testing.T) {
+	const inputs, perInput = 3, 300
+	const tagTargeted, tagProbe uint32 = 0x35, 0x36
+	forKinds(t, func(t *testing.T, kind harness.Kind) {
+		r := harness.Start(t, kind, harness.Options{})
+		ctx := bounded(t, 30*time.Second)
+		sk := sink(t, r, "yomo-sink", tagOut)
+		wants := func(target string) *peer.Sink {
+			return harness.Sink(t, peer.FunctionConfig{ClientConfig: harness.Client(r, "yomo-"+target, ""),
+				Observe: []uint32{tagTargeted}, WantedTarget: target})
+		}
+		wantsA, wantsB := wants("a"), wants("b")
+		probes := goSink(t, ctx, goOpts(r, "go-probes", ""), r, tagProbe)
+
+		fn, err := client.ConnectStreamFunction(ctx, r.Addr(), goOpts(r, "go-splitter", ""), []uint32{tagIn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fnCtx, stop := context.WithCancel(ctx)
+		served := make(chan error, 1)
+		go func() {
+			served <- fn.ServeWriter(fnCtx, func(_ context.Context, in client.Data, w *client.Writer) error {
+				seq, _, ok := peer.Unstamp(in.Payload)
+				if !ok || seq >= probeSeq {
+					return w.Write(tagProbe, in.Payload)
+				}
+				for i := range uint64(perInput) {
+					if err := w.Write(tagOut, peer.Stamp(seq*perInput+i, time.Now(), 64)); err != nil {
+						return err
+					}
+				}
+				return w.WriteWithTarget(tagTargeted, in.Payload, "a")
+			})
+		}()
+		t.Cleanup(func() {
+			stop()
+			select {
+			case err := <-served:
+				if err != nil {
+					t.Errorf("Go function: %v", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Error("the Go function did not stop")
+			}
+		})
+
+		logger, sourceID := newIDCapture()
+		cc := harness.Client(r, "yomo-source", "")
+		cc.Logger = logger
+		src := harness.Source(t, cc)
+		// The Go function is subscribed once it answers a probe.
+		for seq := probeSeq; ; seq++ {
+			if err := src.WriteStamped(tagIn, seq, 32, ""); err != nil {
+				t.Fatal(err)
+			}
+			pctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+			_, err := probes.Recv(pctx)
+			cancel()
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatal("the Go function got no probe")
+			}
+		}
+		writeBatch(t, src, tagIn, 0, inputs, 64, "")
+		waitRange(t, ctx, sk, 0, inputs*perInput)
+		waitRange(t, ctx, wantsA, 0, inputs)
+		settle()
+
+		rep := sk.Tracker.Report(0, inputs*perInput)
+		if rep.Received != inputs*perInput || rep.Duplicates != 0 || rep.Missing != 0 || rep.BadPayloads != 0 {
+			t.Errorf("YoMo sink: want exactly %d outputs once each, got %+v", inputs*perInput, rep)
+		}
+		// Every output carries its input's yomo-tid: 3 distinct ones.
+		if !rep.TidOK || rep.DistinctTids != inputs || !slices.Equal(rep.SourceIDs, []string{sourceID()}) {
+			t.Errorf("metadata not carried through the Go function: %+v (source %s)", rep, sourceID())
+		}
+		if got := wantsA.Tracker.Report(0, inputs); got.Received != inputs || got.Missing != 0 || got.Duplicates != 0 {
+			t.Errorf("the function wanting a: %+v, want exactly the %d targeted outputs", got, inputs)
+		}
+		if got := wantsB.Tracker.Report(0, inputs); got.Received != 0 {
+			t.Errorf("the function wanting b: %+v, want nothing", got)
+		}
+	})
+}
+
 // A wrong (or missing) token: every Go client type gets the typed, non-retried error at
 // once — rejected (YoMo's code-less rejection, with its message) from YoMo's zipper,
 // unauthorized (y3 code 2) from y3 — and the router goes on serving the right token.

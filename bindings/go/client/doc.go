@@ -15,6 +15,9 @@
 //
 // Data frames carry a msgpack metadata map: sources write yomo-source-id and a fresh
 // yomo-tid, stream functions keep their input's map (minus yomo-target) on their outputs.
+// A stream function's Handler returns at most one output per input; a WriterHandler
+// (ServeWriter, RunStreamFunctionWriter) gets a Writer and may write any number, and to a
+// target, as YoMo's ctx.Write and ctx.WriteWithTarget do.
 //
 // Delivery to the router is at most once, as in YoMo. Against y3 serve, a DurableSource
 // (ConnectDurableSource) and a durable StreamFunction (ConnectDurableStreamFunction) ask

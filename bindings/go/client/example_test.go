@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log"
@@ -96,6 +97,29 @@ func ExampleRunDurableStreamFunction() {
 	err := client.RunDurableStreamFunction(ctx, "127.0.0.1:9000", opts, []uint32{0x10},
 		func(_ context.Context, in client.Data) (uint32, []byte, bool, error) {
 			return 0x20, in.Payload, true, nil // same yomo-tid as the input: de-duplicated downstream
+		})
+	if err != nil {
+		log.Fatal(err) // gave_up, a refusal
+	}
+}
+
+// A splitter (compiled, not run): any number of outputs per input with Write (YoMo's
+// ctx.Write in a loop), and one with WriteWithTarget for the function wanting "audit"
+// only. Each write waits for room in the send queue; a write once the connection is gone
+// fails (kind closed), and the function reconnects by itself.
+func ExampleRunStreamFunctionWriter() {
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	opts := client.Options{Name: "splitter", Token: "secret"}
+	err := client.RunStreamFunctionWriter(ctx, "127.0.0.1:9000", opts, []uint32{0x10},
+		func(_ context.Context, in client.Data, w *client.Writer) error {
+			for _, line := range bytes.Split(in.Payload, []byte("\n")) {
+				if err := w.Write(0x20, line); err != nil {
+					return nil // the connection is gone: skip the rest of this input
+				}
+			}
+			_ = w.WriteWithTarget(0x21, in.Payload, "audit")
+			return nil
 		})
 	if err != nil {
 		log.Fatal(err) // gave_up, a refusal

@@ -9,11 +9,12 @@ import (
 	"time"
 )
 
-// Handler is a stream function's work on one data frame. in.Payload, in.Metadata and
-// in.RawMetadata are the handler's to keep. Returning ok writes out under outTag; the
-// output keeps the input's metadata (yomo-source-id, yomo-tid, ...) minus yomo-target,
-// with one more hop, as YoMo's ctx.Write does. Returning an error stops the function: Serve
-// closes the connection gracefully and returns that error.
+// Handler is a stream function's work on one data frame, with at most one output.
+// in.Payload, in.Metadata and in.RawMetadata are the handler's to keep. Returning ok writes
+// out under outTag; the output keeps the input's metadata (yomo-source-id, yomo-tid, ...)
+// minus yomo-target, with one more hop, as YoMo's ctx.Write does. Returning an error stops
+// the function: Serve closes the connection gracefully and returns that error. For any
+// number of outputs per input, or a targeted one, see WriterHandler.
 type Handler func(ctx context.Context, in Data) (outTag uint32, out []byte, ok bool, err error)
 
 // StreamFunction observes tags and answers some frames with a result frame (client type
@@ -33,10 +34,13 @@ type StreamFunction struct {
 	serving bool
 	closed  bool
 
-	// A durable function's outputs kept until stored (a plain one's stays empty). Serve's
-	// goroutine writes and acknowledges them; wmu lets Unacked, Resent and the stop read.
+	// A durable function's outputs kept until stored (a plain one's stays empty). Writers
+	// keep and write them, Serve's goroutine acknowledges them; wmu lets Unacked, Resent
+	// and the stop read. kmu orders the writers' keeping and writing with the resending
+	// after a reconnect, so that the window's counts follow what each connection carried.
 	wmu sync.Mutex
 	win window
+	kmu sync.Mutex
 }
 
 // ConnectStreamFunction connects (with backoff) and handshakes as a stream function
@@ -86,17 +90,29 @@ func ConnectDurableStreamFunction(ctx context.Context, addr string, opts Options
 // RunStreamFunction connects and serves h until ctx is done: ConnectStreamFunction, then
 // Serve.
 func RunStreamFunction(ctx context.Context, addr string, opts Options, observed []uint32, h Handler) error {
-	return runFunction(ctx, addr, opts, observed, false, h)
+	return runFunction(ctx, addr, opts, observed, false, func(f *StreamFunction) error { return f.Serve(ctx, h) })
 }
 
 // RunDurableStreamFunction is RunStreamFunction for a durable function:
 // ConnectDurableStreamFunction, then Serve.
 func RunDurableStreamFunction(ctx context.Context, addr string, opts Options, observed []uint32, h Handler) error {
-	return runFunction(ctx, addr, opts, observed, true, h)
+	return runFunction(ctx, addr, opts, observed, true, func(f *StreamFunction) error { return f.Serve(ctx, h) })
 }
 
-// runFunction connects a function and serves h; nil when connecting ended with ctx.
-func runFunction(ctx context.Context, addr string, opts Options, observed []uint32, durable bool, h Handler) error {
+// RunStreamFunctionWriter connects and serves h until ctx is done: ConnectStreamFunction,
+// then ServeWriter.
+func RunStreamFunctionWriter(ctx context.Context, addr string, opts Options, observed []uint32, h WriterHandler) error {
+	return runFunction(ctx, addr, opts, observed, false, func(f *StreamFunction) error { return f.ServeWriter(ctx, h) })
+}
+
+// RunDurableStreamFunctionWriter is RunStreamFunctionWriter for a durable function:
+// ConnectDurableStreamFunction, then ServeWriter.
+func RunDurableStreamFunctionWriter(ctx context.Context, addr string, opts Options, observed []uint32, h WriterHandler) error {
+	return runFunction(ctx, addr, opts, observed, true, func(f *StreamFunction) error { return f.ServeWriter(ctx, h) })
+}
+
+// runFunction connects a function and serves it; nil when connecting ended with ctx.
+func runFunction(ctx context.Context, addr string, opts Options, observed []uint32, durable bool, serve func(*StreamFunction) error) error {
 	f, err := connectFunction(ctx, addr, opts, observed, durable)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -104,7 +120,7 @@ func runFunction(ctx context.Context, addr string, opts Options, observed []uint
 		}
 		return err
 	}
-	return f.Serve(ctx, h)
+	return serve(f)
 }
 
 // durable reports whether the function keeps its outputs until stored.
@@ -133,8 +149,15 @@ func (f *StreamFunction) ID() string { return f.who.id.base }
 // a durable function waiting at most Options.Linger for them to be stored, and closing the
 // connection gracefully), h's error, the refusal that ended the connection when it is not
 // retryable (a rejected frame, a goaway or QUIC close whose code says so), or the error
-// that ended reconnecting (gave_up, a refusal). Serve may be called once.
+// that ended reconnecting (gave_up, a refusal). Serve (or ServeWriter) may be called once.
 func (f *StreamFunction) Serve(ctx context.Context, h Handler) error {
+	return f.ServeWriter(ctx, adapt(h, &f.opts))
+}
+
+// ServeWriter is Serve for a WriterHandler: h gets a Writer for each input and may write
+// any number of outputs, to any tag, optionally to a target. Handlers run one at a time, in
+// arrival order. Once ServeWriter returned, every Writer's writes fail (kind closed).
+func (f *StreamFunction) ServeWriter(ctx context.Context, h WriterHandler) error {
 	f.mu.Lock()
 	if f.serving || f.closed {
 		f.mu.Unlock()
@@ -146,6 +169,10 @@ func (f *StreamFunction) Serve(ctx context.Context, h Handler) error {
 	defer func() {
 		f.mu.Lock()
 		f.closed = true
+		if f.l != nil {
+			// Writers kept past the handler are refused from now on.
+			f.l.closeWrite()
+		}
 		f.l = nil
 		f.mu.Unlock()
 	}()
@@ -163,42 +190,62 @@ func (f *StreamFunction) Serve(ctx context.Context, h Handler) error {
 			}
 			return err
 		}
+		l = nl
+		if !f.durable() {
+			f.mu.Lock()
+			f.l = nl
+			f.mu.Unlock()
+			continue
+		}
+		f.kmu.Lock()
 		f.mu.Lock()
 		f.l = nl
 		f.mu.Unlock()
-		l = nl
-		if f.durable() {
-			f.wmu.Lock()
-			f.win.reconnected()
-			unstored := f.win.len()
-			f.wmu.Unlock()
-			// A failure here is noticed by the next read; the window keeps the outputs.
-			_ = writeKept(ctx, nil, l, &f.wmu, &f.win)
-			f.opts.Logger.Debug("function reconnected", "resending", unstored)
-		}
+		f.wmu.Lock()
+		f.win.reconnected()
+		unstored := f.win.len()
+		f.wmu.Unlock()
+		// A failure here is noticed by the next read; the window keeps the outputs.
+		_ = writeKept(ctx, nil, l, &f.wmu, &f.win)
+		f.kmu.Unlock()
+		f.opts.Logger.Debug("function reconnected", "resending", unstored)
 	}
 }
 
-// keep keeps a durable function's output and writes it with the others unwritten. alive is
-// false when the connection broke (the output stays kept for the next one).
-func (f *StreamFunction) keep(ctx context.Context, l *link, out Data) (alive bool, err error) {
+// keep keeps a durable function's output and writes it, with the others unwritten, on the
+// current connection. nil: kept (written again after a reconnect if this connection ends
+// first). With the connection gone, an output is kept for the next one up to
+// Options.SendQueue unwritten outputs, then refused (closed); once the function stopped,
+// always refused.
+func (f *StreamFunction) keep(ctx context.Context, out Data) error {
 	if body := out.bodyLen(); body > frameLimit(f.opts.MaxFrameLen) {
-		f.opts.Logger.Warn("output dropped", "error",
-			&Error{Kind: KindTooLong, Declared: uint64(body), Limit: uint64(frameLimit(f.opts.MaxFrameLen))})
-		return true, nil
+		return &Error{Kind: KindTooLong, Declared: uint64(body), Limit: uint64(frameLimit(f.opts.MaxFrameLen))}
+	}
+	f.kmu.Lock()
+	defer f.kmu.Unlock()
+	f.mu.Lock()
+	l, closed := f.l, f.closed
+	f.mu.Unlock()
+	if closed || l == nil {
+		return &Error{Kind: KindClosed}
 	}
 	f.wmu.Lock()
+	if l.isClosing() && f.win.len()-f.win.written >= f.opts.SendQueue {
+		f.wmu.Unlock()
+		return &Error{Kind: KindClosed}
+	}
 	f.win.keep(out)
 	f.wmu.Unlock()
-	err = writeKept(ctx, nil, l, &f.wmu, &f.win)
-	if err != nil && ctx.Err() != nil {
+	if err := writeKept(ctx, nil, l, &f.wmu, &f.win); err != nil && ctx.Err() != nil {
 		// Stopping: write the rest while the stop lingers for the stored counts.
 		wctx, cancel := context.WithTimeout(context.Background(), f.opts.Linger)
 		defer cancel()
-		_ = writeKept(wctx, nil, l, &f.wmu, &f.win)
-		return true, nil
+		if writeKept(wctx, nil, l, &f.wmu, &f.win) != nil {
+			// No connection will carry it (the stop logs what stayed unstored).
+			return &Error{Kind: KindClosed}
+		}
 	}
-	return err == nil, err
+	return nil
 }
 
 // ack applies the router's stored count; once stopping, the write side ends when every
@@ -241,7 +288,7 @@ func output(in *Data, tag uint32, out []byte) Data {
 }
 
 // serveLink serves one connection. broken: the connection was lost (reconnect).
-func (f *StreamFunction) serveLink(ctx context.Context, l *link, h Handler) (broken bool, err error) {
+func (f *StreamFunction) serveLink(ctx context.Context, l *link, h WriterHandler) (broken bool, err error) {
 	// On cancellation: flush the outputs, end the write side (a durable function once its
 	// outputs are stored, see ack); the router then closes and the read below ends. The
 	// deadline bounds the wait. The stopped check and ack's are ordered by wmu.
@@ -286,29 +333,9 @@ func (f *StreamFunction) serveLink(ctx context.Context, l *link, h Handler) (bro
 		}
 		if fr == nil {
 			in := ownData(d)
-			tag, out, ok, herr := h(ctx, in)
-			if herr != nil {
+			if herr := h(ctx, in, &Writer{f: f, l: l, in: in, ctx: ctx}); herr != nil {
 				_ = l.finish(f.opts.Linger)
 				return false, herr
-			}
-			if !ok {
-				continue
-			}
-			if f.durable() {
-				if alive, werr := f.keep(ctx, l, output(&in, tag, out)); !alive {
-					return true, werr
-				}
-				continue
-			}
-			if eerr := enqueue(ctx, nil, l, output(&in, tag, out)); eerr != nil {
-				if ctx.Err() != nil {
-					continue // stopping: the read above ends soon
-				}
-				if KindOf(eerr) == KindTooLong {
-					f.opts.Logger.Warn("output dropped", "error", eerr)
-					continue
-				}
-				return true, eerr
 			}
 			continue
 		}

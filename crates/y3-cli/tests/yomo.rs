@@ -18,7 +18,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 use tokio::runtime::Runtime;
 use y3_transport::metadata::{self, Metadata};
-use y3_transport::sdk::{new_id, Backoff, ClientOptions, Sink, Source, StreamFunction, Transport};
+use y3_transport::sdk::{
+    new_id, Backoff, ClientOptions, Sink, Source, StreamFunction, Transport, Writer,
+};
 use y3_transport::tls::Trust;
 use y3_transport::{Data, GoawayCode, TransportError};
 
@@ -643,6 +645,158 @@ fn rust_targets_reach_only_the_yomo_functions_wanting_them() {
             assert_eq!(
                 report["received"],
                 2 * N,
+                "{kind:?} {}: {report}",
+                relay.what
+            );
+        }
+    }
+}
+
+/// A Rust stream function writes 300 outputs per input with `Writer::write` (YoMo's
+/// `ctx.Write` in a loop) and one with `Writer::write_with_target` to target "a": a Rust
+/// sink gets every one of the 3 × 300 outputs exactly once, each with its input's
+/// `yomo-tid` and the source's id; the targeted output reaches only the YoMo function that
+/// wants "a" (3 frames), never the one that wants "b" (0).
+///
+/// On `y3 serve`'s defaults this needs the router to cap loops per cycle rather than
+/// deliveries per `yomo-tid` (`limits.max_deliveries_per_message`, 128 before).
+#[test]
+fn rust_function_writes_300_outputs_per_input_and_one_to_a_target() {
+    const INPUTS: u64 = 3;
+    const FAN_OUT: u64 = 300;
+    let rt = Runtime::new().unwrap();
+    for kind in KINDS {
+        let router = Router::start(kind, "t");
+        let mut sink = rt
+            .block_on(Sink::connect(
+                router.client("rust-sink", "t"),
+                &[0x41, 0x47, 0x48],
+            ))
+            .unwrap();
+        let relays: Vec<Proc> = [("a", "0x47"), ("b", "0x48")]
+            .into_iter()
+            .map(|(target, emit)| {
+                let name = format!("relay-{target}");
+                let args = [
+                    "--observe",
+                    "0x42",
+                    "--emit",
+                    emit,
+                    "--wanted-target",
+                    target,
+                    "--name",
+                    &name,
+                ];
+                let relay = yomo_client(&router, "t", "sfn", &args);
+                relay.line("{\"connected\"");
+                relay
+            })
+            .collect();
+
+        let probed = Arc::new(Mutex::new(false));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let function = StreamFunction::new(router.client("rust-splitter", "t"), &[0x40]);
+        let handler_probed = probed.clone();
+        let splitter = rt.spawn(function.run_with_writer_until(
+            move |data: Data, out: Writer| {
+                let probed = handler_probed.clone();
+                async move {
+                    let Some(seq) = seq_of(&data.payload) else {
+                        return;
+                    };
+                    if seq >= PROBE {
+                        *lock(&probed) = true;
+                        return;
+                    }
+                    for i in 0..FAN_OUT {
+                        out.write(0x41, stamp(seq * 1000 + i, 32)).await.unwrap();
+                    }
+                    out.write_with_target(0x42, data.payload, "a")
+                        .await
+                        .unwrap();
+                }
+            },
+            async {
+                let _ = stopped.await;
+            },
+        ));
+
+        let got = rt.block_on(async {
+            let mut source = Source::connect(router.client("rust-source", "t"))
+                .await
+                .unwrap();
+            // The function says nothing once connected: probe until it has seen a probe.
+            let start = Instant::now();
+            for seq in PROBE.. {
+                source.send(0x40, stamp(seq, 32)).await.unwrap();
+                source.flush().await.unwrap();
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                if *lock(&probed) {
+                    break;
+                }
+                assert!(
+                    start.elapsed() < WAIT,
+                    "{kind:?}: the function got no probe"
+                );
+            }
+            let id = source.id().to_owned();
+            let mut tids = BTreeMap::new();
+            for seq in 0..INPUTS {
+                let tid = new_id();
+                let metadata = Metadata::from_pairs([
+                    (metadata::SOURCE_ID, id.as_str()),
+                    (metadata::TID, tid.as_str()),
+                ]);
+                let data = Data::new(0x40, stamp(seq, 32)).with_metadata(metadata);
+                source.send_data(data).await.unwrap();
+                tids.insert(seq, tid);
+            }
+            source.flush().await.unwrap();
+
+            let mut got: BTreeMap<u32, BTreeSet<u64>> = BTreeMap::new();
+            for _ in 0..INPUTS * (FAN_OUT + 1) {
+                let data = next(&mut sink).await;
+                let seq = seq_of(&data.payload).expect("stamped payload");
+                let input = if data.tag == 0x41 { seq / 1000 } else { seq };
+                assert_eq!(
+                    meta(&data, metadata::TID),
+                    tids[&input],
+                    "{kind:?}: {data:?}"
+                );
+                assert_eq!(meta(&data, metadata::SOURCE_ID), id, "{kind:?}: {data:?}");
+                assert_eq!(meta(&data, metadata::TARGET), "", "{kind:?}: {data:?}");
+                let fresh = got.entry(data.tag).or_default().insert(seq);
+                assert!(fresh, "{kind:?}: {:#x} seq {seq} twice", data.tag);
+            }
+            nothing_more(&mut sink).await;
+            let (closed, ()) = tokio::join!(source.close(), sink.close());
+            closed.unwrap();
+            got
+        });
+        let fanned: BTreeSet<u64> = (0..INPUTS)
+            .flat_map(|seq| (0..FAN_OUT).map(move |i| seq * 1000 + i))
+            .collect();
+        assert_eq!(got.get(&0x41), Some(&fanned), "{kind:?}: the 900 outputs");
+        let inputs: BTreeSet<u64> = (0..INPUTS).collect();
+        assert_eq!(
+            got.get(&0x47),
+            Some(&inputs),
+            "{kind:?}: relay-a (target a)"
+        );
+        assert_eq!(got.get(&0x48), None, "{kind:?}: relay-b (target b)");
+
+        stop.send(()).unwrap();
+        let splitter = rt.block_on(async { tokio::time::timeout(WAIT, splitter).await });
+        assert!(
+            matches!(splitter, Ok(Ok(Ok(())))),
+            "{kind:?} function: {splitter:?}"
+        );
+        for (mut relay, want) in relays.into_iter().zip([INPUTS, 0]) {
+            relay.terminate();
+            let (report, code) = relay.report();
+            assert_eq!(code, Some(0), "{kind:?} {}: {report}", relay.what);
+            assert_eq!(
+                report["received"], want,
                 "{kind:?} {}: {report}",
                 relay.what
             );

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, Union, cast
 
 from . import _y3
-from ._client import Backoff, DurableSource, Frame, Handler, Sink, Source, StreamFunction
+from ._client import Backoff, DurableSource, Frame, Handler, Output, Sink, Source, StreamFunction, Writer
 from ._errors import DecodeError, EncodeError, PathError, TransportError, Y3Error
 from ._schema import SCALAR_TYPES, Schema, SchemaLike, compiled
 
@@ -55,10 +55,12 @@ __all__ = [
     "Source",
     "DurableSource",
     "StreamFunction",
+    "Writer",
     "Sink",
     "Frame",
     "Backoff",
     "Handler",
+    "Output",
     "DIALECTS",
     "SCALAR_TYPES",
     "MAX_PATH_DEPTH",

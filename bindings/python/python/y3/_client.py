@@ -36,7 +36,7 @@ import inspect
 import logging
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping
 from os import PathLike
 from types import TracebackType
 from typing import Any, NamedTuple, Optional, Self, Union
@@ -50,10 +50,12 @@ __all__ = [
     "DurableSource",
     "Frame",
     "Handler",
+    "Output",
     "Sink",
     "Source",
     "StreamFunction",
     "TransportError",
+    "Writer",
 ]
 
 log = logging.getLogger("y3")
@@ -65,8 +67,15 @@ _SPIN_US = 50
 atexit.register(_y3.quiesce, 2.0)
 
 Buffer = Union[bytes, bytearray, memoryview]
-Reply = Optional[tuple[int, Buffer]]
-Handler = Callable[[Frame], Union[Awaitable[Reply], Reply]]
+#: One output of a stream function: ``(tag, data)``, or ``(tag, data, target)`` for the
+#: functions wanting ``target`` only.
+Output = Union[tuple[int, Buffer], tuple[int, Buffer, str]]
+#: What a handler returns: nothing, one output, or any number of them (a list, a generator;
+#: an async generator's outputs are written as it yields them).
+Reply = Union[None, Output, Iterable[Output], AsyncIterable[Output]]
+Handler = Callable[..., Union[Awaitable[Reply], Reply]]
+# The outputs handed to the native half: (tag, data, target), "" for no target.
+_Outputs = list[tuple[int, Buffer, str]]
 
 
 class Backoff(NamedTuple):
@@ -440,11 +449,73 @@ def _wake_sink(ref: weakref.ReferenceType[Sink]) -> None:
         sink._wake()
 
 
+class Writer:
+    """Writes the outputs of one input frame, as YoMo's ``ctx.Write`` and
+    ``ctx.WriteWithTarget`` do: a :class:`StreamFunction` handler taking two arguments
+    gets one as its second. Every output keeps the input's metadata (``yomo-tid``,
+    ``yomo-source-id``, custom keys; not ``yomo-target``) and one more hop.
+
+    Each write waits for room in the connection's send queue (never buffering without
+    bound) and raises :class:`TransportError` (``closed``) once the connection is gone or
+    the function stopped. A writer may be kept and used after the handler returned, while
+    the function runs.
+    """
+
+    __slots__ = ("_native", "_function")
+
+    def __init__(self, native: _y3.NativeWriter, function: StreamFunction) -> None:
+        self._native, self._function = native, function
+
+    async def write(self, tag: int, data: Buffer) -> None:
+        """Writes ``data`` under ``tag``."""
+        await self._native.write(tag, data, "")
+        self._function.emitted += 1
+
+    async def write_with_target(self, tag: int, data: Buffer, target: str) -> None:
+        """Writes ``data`` under ``tag`` for the functions wanting ``target`` only (an empty
+        ``target``: as :meth:`write`)."""
+        await self._native.write(tag, data, target)
+        self._function.emitted += 1
+
+
+def _takes_writer(handler: Callable[..., Any]) -> bool:
+    """Whether ``handler`` takes a second positional argument (a :class:`Writer`)."""
+    try:
+        params = inspect.signature(handler).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = 0
+    for p in params:
+        if p.kind is p.VAR_POSITIONAL:
+            return True
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            positional += 1
+    return positional >= 2
+
+
+def _output(out: Any) -> tuple[int, Buffer, str]:
+    """One output as ``(tag, data, target)``; ``TypeError`` for anything else."""
+    if isinstance(out, tuple) and len(out) in (2, 3):
+        tag, data, target = out if len(out) == 3 else (*out, "")
+        if (
+            isinstance(tag, int)
+            and isinstance(data, (bytes, bytearray, memoryview))
+            and isinstance(target, str)
+        ):
+            return tag, data, target
+    raise TypeError(f"an output is (tag: int, data: bytes) or (tag, data, target: str), not {out!r}")
+
+
 class StreamFunction:
     """A client that observes tags and answers frames: ``handler(frame)`` (``async`` or
-    not) runs once per frame, in arrival order, and may return ``(tag, data)`` to emit or
-    ``None``. The output keeps the input's metadata (``yomo-tid``, ``yomo-source-id``,
-    custom keys; not ``yomo-target``) and one more hop, as in YoMo.
+    not) runs once per frame, in arrival order, and returns its outputs: ``None``, one
+    ``(tag, data)``, or any number of them (a list or a generator of outputs; an ``async``
+    generator's are written as it yields them, each waiting for room). An output
+    ``(tag, data, target)`` reaches only the functions wanting ``target``. A handler taking
+    two arguments, ``handler(frame, writer)``, may also write through the :class:`Writer`
+    while it runs, as YoMo's ``ctx.Write`` / ``ctx.WriteWithTarget``. Every output keeps the
+    input's metadata (``yomo-tid``, ``yomo-source-id``, custom keys; not ``yomo-target``)
+    and one more hop, as in YoMo.
 
     One frame is in the handler's hands at a time and the next is read only after it
     returns, so a slow handler slows its input: nothing piles up between Rust and Python.
@@ -453,7 +524,9 @@ class StreamFunction:
     unstored (as :class:`DurableSource`; only for ``y3 serve``).
 
     A handler that raises is logged (logger ``"y3"``), counted in :attr:`errors`, passed to
-    ``on_error`` if given, and answered with ``None``; the function goes on.
+    ``on_error`` if given, and answered with ``None``; the function goes on. Returned
+    outputs that could not be written because the connection was gone are counted in
+    :attr:`unwritten` and logged.
 
     :meth:`run` connects (with backoff), reconnects when the connection is lost, and runs
     until :meth:`stop` or cancellation; it raises :class:`TransportError` for a refusal
@@ -495,14 +568,16 @@ class StreamFunction:
         self._observe = list(observe)
         self._options = _options(addr, filters=_filters(self._observe, where), **options)
         self._handler = handler
+        self._takes_writer = _takes_writer(handler)
         self._on_error = on_error
         self._native: _y3.NativeFunction | None = None
         self._task: asyncio.Task[None] | None = None
         self._waiter: asyncio.Future[None] | None = None
         #: Frames handled (the handler returned or raised).
         self.handled = 0
-        #: Frames answered with an output.
+        #: Outputs returned or written by the handler.
         self.emitted = 0
+        self._unwritten_logged = 0
         #: Handler calls that raised.
         self.errors = 0
 
@@ -518,7 +593,7 @@ class StreamFunction:
             watched = True
         except NotImplementedError:
             watched = False  # a loop without add_reader: await native.next()
-        reply: Reply = None
+        reply: _Outputs | None = None
         try:
             while True:
                 # While frames stream in, the next one is usually handed over within
@@ -535,6 +610,8 @@ class StreamFunction:
                 if frame is None:
                     break
                 reply = await self._call(frame)
+                if native.unwritten != self._unwritten_logged:
+                    self._log_unwritten(native.unwritten)
         finally:
             # Also on cancellation: the Rust side flushes the outputs handed over, closes
             # the connection and ends; nothing is left open.
@@ -542,6 +619,20 @@ class StreamFunction:
                 loop.remove_reader(native.fileno())
             native.stop()
         await native.result()
+
+    @property
+    def unwritten(self) -> int:
+        """Returned outputs not written because the connection was gone."""
+        return self._native.unwritten if self._native is not None else 0
+
+    def _log_unwritten(self, total: int) -> None:
+        log.warning(
+            "stream function %r: %d returned outputs not written (connection gone), %d in all",
+            self._options.name,
+            total - self._unwritten_logged,
+            total,
+        )
+        self._unwritten_logged = total
 
     def _on_readable(self) -> None:
         if self._native is not None:
@@ -553,17 +644,18 @@ class StreamFunction:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    async def _call(self, frame: Frame) -> Reply:
+    async def _call(self, frame: Frame) -> _Outputs | None:
         self.handled += 1
+        native = self._native
+        assert native is not None
         try:
-            out = self._handler(frame)
+            if self._takes_writer:
+                out = self._handler(frame, Writer(native.writer(), self))
+            else:
+                out = self._handler(frame)
             if inspect.isawaitable(out):
                 out = await out
-            if out is None:
-                return None
-            tag, data = out
-            if not isinstance(tag, int) or not isinstance(data, (bytes, bytearray, memoryview)):
-                raise TypeError(f"a handler returns (tag: int, data: bytes) or None, not {out!r}")
+            outputs = await self._outputs(native, out)
         except Exception as e:
             self.errors += 1
             if self._on_error is not None:
@@ -571,8 +663,26 @@ class StreamFunction:
             else:
                 log.exception("stream function handler raised on %r; the frame gets no answer", frame)
             return None
-        self.emitted += 1
-        return tag, data
+        self.emitted += len(outputs)
+        return outputs or None
+
+    async def _outputs(self, native: _y3.NativeFunction, out: Any) -> _Outputs:
+        """The outputs a handler returned, checked; an async iterable's are written as they
+        come (and counted) instead."""
+        if out is None:
+            return []
+        if isinstance(out, tuple) and out and isinstance(out[0], int):
+            return [_output(out)]
+        if isinstance(out, AsyncIterable):
+            writer = native.writer()
+            async for item in out:
+                tag, data, target = _output(item)
+                await writer.write(tag, data, target)
+                self.emitted += 1
+            return []
+        if isinstance(out, Iterable) and not isinstance(out, (bytes, bytearray, memoryview, str)):
+            return [_output(item) for item in out]
+        raise TypeError(f"a handler returns None, an output or outputs, not {out!r}")
 
     def stop(self) -> None:
         """Asks the function to stop; :meth:`run` then returns."""

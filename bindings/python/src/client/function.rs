@@ -1,19 +1,24 @@
-//! The native half of `y3.StreamFunction`: `sdk::StreamFunction::run_until` with a
-//! handler that hands each frame to Python and waits for its answer.
+//! The native half of `y3.StreamFunction`: `sdk::StreamFunction::run_with_writer_until`
+//! with a handler that hands each frame to Python and waits for its answer.
 //!
 //! The SDK runs the handler once per frame, in arrival order, and reads the next frame
 //! only after the handler returned; the handler here waits on a channel of one call, so at
 //! most one frame is in Python's hands and one on its way, and a slow Python handler slows
 //! the reads (the router then applies its queue policy). `next(reply)` answers the previous
-//! frame and awaits the next one: one crossing per frame.
+//! frame and awaits the next one: one crossing per frame. The answer is a list of outputs,
+//! any number, each `(tag, payload, target)` (`""`: no target), which the SDK's handler
+//! then writes in order through the frame's [`Writer`], each waiting for room in the send
+//! queue. A Python handler may also write while it runs, through the frame's
+//! [`NativeWriter`] (`writer()`), awaiting each write and seeing its error.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use pyo3::prelude::*;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-use y3_transport::sdk::StreamFunction;
+use y3_transport::sdk::{StreamFunction, Writer};
 use y3_transport::{Data, TransportError};
 
 use super::frame::MaybeFrame;
@@ -21,7 +26,8 @@ use super::wake::{wake_pair, WakeEnd, WatchedEnd};
 use super::{payload_of, Options};
 use crate::errors::transport_py_err;
 
-type Reply = Option<(u32, Bytes)>;
+/// The outputs Python answered a frame with: `(tag, payload, target)`, `""` for none.
+type Reply = Vec<(u32, Bytes, String)>;
 
 /// The SDK's task, until `result` takes it.
 type Running = Arc<tokio::sync::Mutex<Option<JoinHandle<Result<(), TransportError>>>>>;
@@ -29,15 +35,21 @@ type Running = Arc<tokio::sync::Mutex<Option<JoinHandle<Result<(), TransportErro
 /// A frame waiting for Python, and where its answer goes.
 struct Call {
     data: Data,
+    writer: Writer,
     reply: oneshot::Sender<Reply>,
 }
+
+/// The frame in Python's hands: where its answer goes, and its writer.
+type Pending = Arc<Mutex<Option<(oneshot::Sender<Reply>, Writer)>>>;
 
 /// The native half of `y3.StreamFunction`.
 #[pyclass(frozen, module = "y3._y3")]
 pub struct NativeFunction {
     calls: Arc<tokio::sync::Mutex<mpsc::Receiver<Call>>>,
-    /// The answer channel of the frame Python holds.
-    pending: Arc<Mutex<Option<oneshot::Sender<Reply>>>>,
+    /// The answer channel and writer of the frame Python holds.
+    pending: Pending,
+    /// Outputs of answers that could not be written (the connection was gone).
+    unwritten: Arc<AtomicU64>,
     stop: Mutex<Option<oneshot::Sender<()>>>,
     task: Running,
     /// Readable when a frame was handed over or the function ended (`fileno`).
@@ -64,18 +76,37 @@ pub fn function_start(
         function = function.durable();
     }
     let woken: Arc<WakeEnd> = wake.clone();
-    let handler = move |data: Data| {
-        let (tx, wake) = (tx.clone(), woken.clone());
+    let unwritten = Arc::new(AtomicU64::new(0));
+    let lost = unwritten.clone();
+    let handler = move |data: Data, writer: Writer| {
+        let (tx, wake, lost) = (tx.clone(), woken.clone(), lost.clone());
         async move {
             let (reply, answer) = oneshot::channel();
-            if tx.send(Call { data, reply }).await.is_err() {
-                return None;
+            let call = Call {
+                data,
+                writer: writer.clone(),
+                reply,
+            };
+            if tx.send(call).await.is_err() {
+                return;
             }
             wake.wake();
-            answer.await.ok().flatten()
+            let outputs = answer.await.unwrap_or_default();
+            let count = outputs.len();
+            for (i, (tag, payload, target)) in outputs.into_iter().enumerate() {
+                if writer
+                    .write_with_target(tag, payload, &target)
+                    .await
+                    .is_err()
+                {
+                    // Counted; the Python half logs it (`unwritten`).
+                    lost.fetch_add((count - i) as u64, Ordering::Relaxed);
+                    return;
+                }
+            }
         }
     };
-    let run = function.run_until(handler, async {
+    let run = function.run_with_writer_until(handler, async {
         let _ = stopped.await;
     });
     let task = pyo3_async_runtimes::tokio::get_runtime().spawn(async move {
@@ -87,6 +118,7 @@ pub fn function_start(
     Ok(NativeFunction {
         calls: Arc::new(tokio::sync::Mutex::new(rx)),
         pending: Arc::default(),
+        unwritten,
         stop: Mutex::new(Some(stop)),
         task: Arc::new(tokio::sync::Mutex::new(Some(task))),
         watched,
@@ -95,30 +127,24 @@ pub fn function_start(
 
 #[pymethods]
 impl NativeFunction {
-    /// Answers the frame last returned (`reply`: `(tag, payload)` to emit, or `None`), then
-    /// awaits the next frame: an awaitable of `Frame`, or of `None` once the function has
-    /// stopped (await `result` for why).
+    /// Answers the frame last returned (`reply`: the outputs to write, `(tag, payload,
+    /// target)` each, `""` for no target), then awaits the next frame: an awaitable of
+    /// `Frame`, or of `None` once the function has stopped (await `result` for why).
     #[pyo3(signature = (reply = None))]
     fn next<'py>(
         &self,
         py: Python<'py>,
-        reply: Option<(u32, Bound<'py, PyAny>)>,
+        reply: Option<Vec<(u32, Bound<'py, PyAny>, String)>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let reply = match reply {
-            Some((tag, payload)) => Some((tag, payload_of(&payload)?)),
-            None => None,
-        };
-        if let Some(pending) = lock(&self.pending).take() {
-            let _ = pending.send(reply);
-        }
+        self.answer(reply)?;
         let (calls, pending) = (self.calls.clone(), self.pending.clone());
         super::spawn_py(py, async move {
             let call = calls.lock().await.recv().await;
             Ok(MaybeFrame(call.map(|c| {
                 // Answered by the following `next`; should this awaitable be cancelled
                 // after this point, the answer channel is dropped there instead and the
-                // SDK's handler answers `None`.
-                *lock(&pending) = Some(c.reply);
+                // SDK's handler writes nothing.
+                *lock(&pending) = Some((c.reply, c.writer));
                 c.data
             })))
         })
@@ -144,16 +170,10 @@ impl NativeFunction {
     fn try_next<'py>(
         &self,
         py: Python<'py>,
-        reply: Option<(u32, Bound<'py, PyAny>)>,
+        reply: Option<Vec<(u32, Bound<'py, PyAny>, String)>>,
         spin_us: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let reply = match reply {
-            Some((tag, payload)) => Some((tag, payload_of(&payload)?)),
-            None => None,
-        };
-        if let Some(pending) = lock(&self.pending).take() {
-            let _ = pending.send(reply);
-        }
+        self.answer(reply)?;
         let calls = self.calls.clone();
         let got = py.detach(|| {
             let Ok(mut rx) = calls.try_lock() else {
@@ -175,7 +195,7 @@ impl NativeFunction {
         });
         match got {
             Ok(Some(call)) => {
-                *lock(&self.pending) = Some(call.reply);
+                *lock(&self.pending) = Some((call.reply, call.writer));
                 Ok(Bound::new(py, super::Frame::new(py, call.data))?.into_any())
             }
             Ok(None) => Ok(py.None().into_bound(py)),
@@ -183,7 +203,24 @@ impl NativeFunction {
         }
     }
 
-    /// Asks the function to stop: the frame in Python's hands is answered `None`, outputs
+    /// A writer for the outputs of the frame last returned, usable while the function runs
+    /// (also after the handler returned); `None` when no frame is in Python's hands.
+    fn writer(&self) -> Option<NativeWriter> {
+        lock(&self.pending)
+            .as_ref()
+            .map(|(_, writer)| NativeWriter {
+                writer: writer.clone(),
+            })
+    }
+
+    /// Outputs of answers that were not written because the connection was gone (each
+    /// logged); writes through a [`NativeWriter`] raise instead.
+    #[getter]
+    fn unwritten(&self) -> u64 {
+        self.unwritten.load(Ordering::Relaxed)
+    }
+
+    /// Asks the function to stop: the frame in Python's hands gets no outputs, outputs
     /// already handed over are flushed, and the connection is closed.
     fn stop(&self) {
         drop(lock(&self.pending).take());
@@ -209,6 +246,51 @@ impl NativeFunction {
                 Ok(result) => result.map_err(transport_py_err),
                 Err(_) => Err(transport_py_err(TransportError::Closed)),
             }
+        })
+    }
+}
+
+impl NativeFunction {
+    /// Hands `reply` (the outputs of the frame Python holds) to the SDK's handler.
+    fn answer(&self, reply: Option<Vec<(u32, Bound<'_, PyAny>, String)>>) -> PyResult<()> {
+        let mut outputs = Vec::with_capacity(reply.as_ref().map_or(0, Vec::len));
+        for (tag, payload, target) in reply.unwrap_or_default() {
+            outputs.push((tag, payload_of(&payload)?, target));
+        }
+        if let Some((pending, _)) = lock(&self.pending).take() {
+            let _ = pending.send(outputs);
+        }
+        Ok(())
+    }
+}
+
+/// Writes the outputs of one frame (`sdk::Writer`): each keeps the input's metadata minus
+/// `yomo-target`, with one more hop; a target adds `yomo-target`.
+#[pyclass(frozen, module = "y3._y3")]
+pub struct NativeWriter {
+    writer: Writer,
+}
+
+#[pymethods]
+impl NativeWriter {
+    /// Writes `payload` under `tag` (with `yomo-target` = `target` unless it is empty):
+    /// an awaitable that waits for room in the send queue and raises `TransportError`
+    /// (`closed`) once the connection is gone or the function stopped.
+    #[pyo3(signature = (tag, payload, target = String::new()))]
+    fn write<'py>(
+        &self,
+        py: Python<'py>,
+        tag: u32,
+        payload: Bound<'py, PyAny>,
+        target: String,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let payload = payload_of(&payload)?;
+        let writer = self.writer.clone();
+        super::spawn_py(py, async move {
+            writer
+                .write_with_target(tag, payload, &target)
+                .await
+                .map_err(transport_py_err)
         })
     }
 }

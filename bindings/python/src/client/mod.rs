@@ -9,7 +9,8 @@
 //! ```text
 //!  Source:   send() ─try_send/send─▶ [queue: send_queue] ─▶ bridge task ─▶ sdk::Source
 //!  Sink:     sdk::Sink [1024] ─▶ mover ─▶ [queue: 2 × batch] ─▶ take(batch) ─▶ list[Frame]
-//!  Function: sdk::StreamFunction::run_until ─▶ [1 call] ─▶ try_next / next(reply) ─▶ handler
+//!  Function: sdk::StreamFunction::run_with_writer_until ─▶ [1 call] ─▶ try_next / next(outputs) ─▶ handler
+//!                                 ◀── writer().write(tag, payload, target) ◀── handler
 //! ```
 //!
 //! The pure-Python half (`python/y3/_client.py`) holds the asyncio-facing classes; this
@@ -23,7 +24,7 @@ mod source;
 mod wake;
 
 pub use frame::Frame;
-pub use function::NativeFunction;
+pub use function::{NativeFunction, NativeWriter};
 pub use options::Options;
 pub use sink::NativeSink;
 pub use source::NativeSource;
@@ -103,6 +104,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeSource>()?;
     m.add_class::<NativeSink>()?;
     m.add_class::<NativeFunction>()?;
+    m.add_class::<NativeWriter>()?;
     m.add_function(wrap_pyfunction!(source::source_connect, m)?)?;
     m.add_function(wrap_pyfunction!(source::durable_source_connect, m)?)?;
     m.add_function(wrap_pyfunction!(sink::sink_connect, m)?)?;

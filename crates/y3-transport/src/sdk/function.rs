@@ -5,20 +5,27 @@ use std::future::Future;
 use bytes::Bytes;
 use futures_util::StreamExt;
 
-use super::link::{Hello, Link, LinkTx, Out, LINGER};
+use std::sync::Arc;
+
+use tokio::sync::Mutex;
+
+use super::link::{Hello, Link, LINGER};
 use super::window::Window;
+use super::writer::{Durable, Outputs, Writer};
 use super::ClientOptions;
 use crate::frame::{ClientType, Data, Frame};
-use crate::metadata;
 use crate::TransportError;
 
 /// A client that observes tags and answers some frames with a result frame.
 ///
-/// The handler runs once per received frame, in arrival order, and may return an output
-/// `(tag, payload)`. As in YoMo, the output keeps the input's metadata (`yomo-tid`,
-/// `yomo-source-id`, custom keys) without `yomo-target`, and carries one more hop; the
-/// router routes it to the output tag's observers (this function too, if it observes the
-/// output tag — the hop limit ends such loops).
+/// The handler runs once per received frame, in arrival order. With
+/// [`run`](StreamFunction::run) it may return one output `(tag, payload)`; with
+/// [`run_with_writer`](StreamFunction::run_with_writer) it gets a [`Writer`] and may write
+/// any number of outputs, to any tag, optionally to a target, as YoMo's `ctx.Write` and
+/// `ctx.WriteWithTarget` do. As in YoMo, every output keeps the input's metadata
+/// (`yomo-tid`, `yomo-source-id`, custom keys) without `yomo-target`, and carries one more
+/// hop; the router routes it to the output tag's observers (this function too, if it
+/// observes the output tag — the hop limit ends such loops).
 ///
 /// A [`durable`](StreamFunction::durable) function asks the router for stored
 /// acknowledgements of its outputs, as [`DurableSource`](super::DurableSource) does for
@@ -69,7 +76,10 @@ impl StreamFunction {
     }
 
     /// Connects and runs `handler` on every frame, reconnecting when the connection is
-    /// lost. Runs until reconnecting gives up or the router refuses the client.
+    /// lost: the handler's output, if any, is written with the input's metadata (as
+    /// [`Writer::write`] does). Runs until reconnecting gives up or the router refuses the
+    /// client. For more than one output per input, or a targeted one, see
+    /// [`run_with_writer`](StreamFunction::run_with_writer).
     ///
     /// # Errors
     /// [`TransportError::Goaway`] for a refused handshake, [`TransportError::GaveUp`].
@@ -95,47 +105,135 @@ impl StreamFunction {
         F: FnMut(Data) -> Fut,
         Fut: Future<Output = Option<(u32, Bytes)>>,
     {
+        let one_output = move |data: Data, writer: Writer| {
+            let output = handler(data);
+            async move {
+                if let Some((tag, payload)) = output.await {
+                    if let Err(error) = writer.write(tag, payload).await {
+                        // The run loop reconnects when it reads the end.
+                        tracing::debug!(%error, "function output not written");
+                    }
+                }
+            }
+        };
+        self.run_with_writer_until(one_output, stop).await
+    }
+
+    /// Connects and runs `handler` on every frame with a [`Writer`] for its outputs, as
+    /// YoMo's handlers get a context: it may write any number of outputs
+    /// ([`Writer::write`]) and address them to a target ([`Writer::write_with_target`]).
+    /// Handlers run one at a time, in arrival order; each write waits for room in the send
+    /// queue. Reconnects when the connection is lost; runs until reconnecting gives up or
+    /// the router refuses the client.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use y3_transport::sdk::{ClientOptions, StreamFunction, Writer};
+    /// use y3_transport::Data;
+    ///
+    /// # async fn demo() -> Result<(), y3_transport::TransportError> {
+    /// let options = ClientOptions::new("127.0.0.1:9000".parse().unwrap()).name("splitter");
+    /// StreamFunction::new(options, &[0x10])
+    ///     .run_with_writer(|data: Data, out: Writer| async move {
+    ///         // One output per line, and the whole input to the function wanting "audit".
+    ///         for line in data.payload.split(|b| *b == b'\n') {
+    ///             if out.write(0x11, line.to_vec()).await.is_err() {
+    ///                 return; // the connection is gone
+    ///             }
+    ///         }
+    ///         let _ = out.write_with_target(0x12, data.payload, "audit").await;
+    ///     })
+    ///     .await
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`run`](StreamFunction::run).
+    pub async fn run_with_writer<F, Fut>(self, handler: F) -> Result<(), TransportError>
+    where
+        F: FnMut(Data, Writer) -> Fut,
+        Fut: Future<Output = ()>,
+    {
+        self.run_with_writer_until(handler, std::future::pending())
+            .await
+    }
+
+    /// As [`run_with_writer`](StreamFunction::run_with_writer), until `stop` completes;
+    /// then the outputs written so far are flushed (a durable function waits, for as long
+    /// as a closing client lingers, for them to be stored) and the connection is closed.
+    /// Writes after that are errors.
+    ///
+    /// # Errors
+    /// As [`run`](StreamFunction::run).
+    pub async fn run_with_writer_until<F, Fut>(
+        self,
+        mut handler: F,
+        stop: impl Future<Output = ()>,
+    ) -> Result<(), TransportError>
+    where
+        F: FnMut(Data, Writer) -> Fut,
+        Fut: Future<Output = ()>,
+    {
+        let durable = self.durable.then(|| {
+            Arc::new(Mutex::new(Durable {
+                window: Window::default(),
+                tx: None,
+                max_unwritten: self.options.send_queue.max(1),
+            }))
+        });
+        let result = self.serve(&mut handler, stop, durable.as_ref()).await;
+        if let Some(durable) = durable {
+            // Writers that outlive the function are refused from now on.
+            durable.lock().await.tx = None;
+        }
+        result
+    }
+
+    /// The connection loop of [`run_with_writer_until`](StreamFunction::run_with_writer_until).
+    async fn serve<F, Fut>(
+        &self,
+        handler: &mut F,
+        stop: impl Future<Output = ()>,
+        durable: Option<&Arc<Mutex<Durable>>>,
+    ) -> Result<(), TransportError>
+    where
+        F: FnMut(Data, Writer) -> Fut,
+        Fut: Future<Output = ()>,
+    {
         let mut hello = Hello::new(ClientType::StreamFunction, &self.observed);
-        hello.wants_acks = self.durable;
-        // A durable function's outputs, kept until stored (a plain one's stay empty).
-        let mut window = Window::default();
+        hello.wants_acks = durable.is_some();
         let mut link = Link::connect_with_backoff(&self.options, &mut hello).await?;
+        if let Some(durable) = durable {
+            durable.lock().await.tx = Some(link.tx.out.clone());
+        }
         tokio::pin!(stop);
         loop {
             let frame = tokio::select! {
                 frame = link.reader.next() => frame,
                 _ = &mut stop => {
-                    if self.durable {
-                        linger_until_stored(&mut link, &mut window).await;
+                    if let Some(durable) = durable {
+                        // Writes from now on are refused, not kept for a connection to come.
+                        durable.lock().await.tx = None;
+                        linger_until_stored(&mut link, durable).await;
                     }
                     return link.tx.close().await;
                 }
             };
             let ended: Option<TransportError> = match frame {
                 Some(Ok(Frame::Data(data))) => {
-                    let (hops, metadata) = (data.hops, data.metadata.clone());
-                    match handler(data).await {
-                        Some((tag, payload)) => {
-                            // A metadata map the router let through is well formed; should
-                            // it not be, the output goes without it rather than not at all.
-                            let metadata = metadata.without(metadata::TARGET).unwrap_or_default();
-                            let mut out = Data::new(tag, payload).with_metadata(metadata);
-                            out.hops = hops.saturating_add(1);
-                            if self.durable {
-                                window.keep(out);
-                                write_pending(&link.tx, &mut window).await.err()
-                            } else {
-                                match link.tx.out.send(Out::Frame(out.into())).await {
-                                    Ok(()) => None,
-                                    Err(_) => Some(TransportError::Closed),
-                                }
-                            }
-                        }
-                        None => None,
-                    }
+                    let to = match durable {
+                        Some(durable) => Outputs::Durable(durable.clone()),
+                        None => Outputs::Plain(link.tx.out.clone()),
+                    };
+                    let writer = Writer::new(&data, to);
+                    handler(data, writer).await;
+                    None
                 }
                 Some(Ok(Frame::Stored(n))) => {
-                    window.stored(n);
+                    if let Some(durable) = durable {
+                        durable.lock().await.window.stored(n);
+                    }
                     None
                 }
                 Some(Ok(Frame::Goaway(g))) => {
@@ -148,52 +246,43 @@ impl StreamFunction {
                 None => Some(TransportError::Closed),
             };
             if let Some(error) = ended {
-                tracing::debug!(%error, unstored = window.len(), "function connection ended");
+                tracing::debug!(%error, "function connection ended");
                 let _ = link.tx.close().await;
                 if !error.is_retryable() {
                     return Err(error);
                 }
                 link = Link::connect_with_backoff(&self.options, &mut hello).await?;
-                window.reconnected();
-                if write_pending(&link.tx, &mut window).await.is_err() {
-                    // Noticed by the next read; the window keeps the frames.
-                    tracing::debug!("function connection ended while resending");
+                if let Some(durable) = durable {
+                    let mut durable = durable.lock().await;
+                    durable.window.reconnected();
+                    let tx = link.tx.out.clone();
+                    durable.tx = Some(tx.clone());
+                    // Should this connection end too, the next read notices; the window
+                    // keeps the outputs.
+                    durable.write_pending(&tx).await;
+                    tracing::debug!(resent = durable.window.resent(), "function reconnected");
                 }
-                tracing::debug!(resent = window.resent(), "function reconnected");
             }
         }
     }
 }
 
-/// Writes the outputs this connection has not carried yet.
-async fn write_pending(link: &LinkTx, window: &mut Window) -> Result<(), TransportError> {
-    while let Some(data) = window.next_unwritten() {
-        link.out
-            .send(Out::Frame(data.into()))
-            .await
-            .map_err(|_| TransportError::Closed)?;
-    }
-    Ok(())
-}
-
 /// Reads the router's stored counts until every output is stored, the connection ends or
 /// [`LINGER`] passed; inputs that arrive meanwhile are not handled.
-async fn linger_until_stored(link: &mut Link, window: &mut Window) {
+async fn linger_until_stored(link: &mut Link, durable: &Mutex<Durable>) {
     let deadline = tokio::time::Instant::now() + LINGER;
     if link.tx.flush().await.is_err() {
         return;
     }
-    while !window.is_empty() {
+    while !durable.lock().await.window.is_empty() {
         match tokio::time::timeout_at(deadline, link.reader.next()).await {
-            Ok(Some(Ok(Frame::Stored(n)))) => window.stored(n),
+            Ok(Some(Ok(Frame::Stored(n)))) => durable.lock().await.window.stored(n),
             Ok(Some(Ok(_))) => {}
             _ => break,
         }
     }
-    if !window.is_empty() {
-        tracing::warn!(
-            unstored = window.len(),
-            "function stopped with outputs not stored"
-        );
+    let unstored = durable.lock().await.window.len();
+    if unstored > 0 {
+        tracing::warn!(unstored, "function stopped with outputs not stored");
     }
 }

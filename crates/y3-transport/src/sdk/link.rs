@@ -197,9 +197,12 @@ impl LinkTx {
     }
 
     /// Flushes, shuts the write half down, waits for the writer and the router's close.
+    /// Frames queued so far are written; senders cloned from `out` (a function's
+    /// [`Writer`](super::Writer)s) are refused from now on.
     pub async fn close(self) -> Result<(), TransportError> {
-        let LinkTx { out, writer, .. } = self;
+        let LinkTx { out, writer, stop } = self;
         drop(out);
+        stop.cancel();
         match writer.await {
             Ok(result) => result,
             Err(_) => Err(TransportError::Closed),

@@ -49,6 +49,7 @@ mod sink;
 mod source;
 mod upstream;
 mod window;
+mod writer;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -59,6 +60,7 @@ pub use id::new_id;
 pub use sink::Sink;
 pub use source::Source;
 pub use upstream::Upstream;
+pub use writer::Writer;
 
 use crate::tls::{Identity, Trust, YomoTlsEnv, DEV_SERVER_NAME};
 use crate::DEFAULT_MAX_FRAME_LEN;

@@ -38,6 +38,11 @@ impl Window {
         self.unacked.is_empty()
     }
 
+    /// Frames kept that this connection has not carried yet.
+    pub fn unwritten(&self) -> usize {
+        self.unacked.len() - self.written
+    }
+
     /// Frames written again on a later connection so far.
     pub fn resent(&self) -> u64 {
         self.resent
@@ -100,7 +105,7 @@ mod tests {
         w.stored(2); // the same count again moves nothing
         assert_eq!(w.len(), 3);
         w.reconnected();
-        assert_eq!(w.resent(), 3);
+        assert_eq!((w.resent(), w.unwritten()), (3, 3));
         w.keep(Data::new(5, &b"x"[..]));
         assert_eq!(tags(&mut w), [2, 3, 4, 5]);
         // The new connection counts from 0.
