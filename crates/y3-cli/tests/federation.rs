@@ -772,6 +772,52 @@ fn durable_function_router_killed_mid_stream_outputs_resent_and_sink_gets_each_o
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A durable function that writes three outputs per input (fan-out: the outputs share their
+/// input's `yomo-tid`) on a durable tag: every output is stored in JetStream and reaches the
+/// sink on another router once. JetStream de-duplicated by tag and tid alone kept only the
+/// first output of each input (20 of 60 arrived, nothing counted).
+#[test]
+fn durable_fan_out_stores_every_output_of_an_input() {
+    let dir = temp_dir("durablefanout");
+    let nodes = cluster(&dir);
+    let (a, b, c) = three_routers(&dir, &nodes, &[0x62, 0x63]);
+    let rt = runtime();
+    rt.block_on(async {
+        let splitter = StreamFunction::new(b.options("splitter"), &[0x62]).durable();
+        let splitter = tokio::spawn(splitter.run_with_writer(|d, out| async move {
+            let text = String::from_utf8(d.payload.to_vec()).unwrap();
+            let (s, i) = text.split_once(':').unwrap();
+            let i: u64 = i.parse().unwrap();
+            for k in 0..3 {
+                out.write(0x63, format!("{s}:{}", i * 3 + k)).await.unwrap();
+            }
+        }));
+        let sink = Sink::connect(c.options("sink"), &[0x63]).await.unwrap();
+        wait_for("durable consumers on B and C", || {
+            b.metric("y3_router_federation_subscriptions") >= 1
+                && c.metric("y3_router_federation_subscriptions") >= 1
+        });
+        let inputs = 20u64;
+        let on_c = receiving(sink, 3 * inputs as usize, Duration::from_secs(10));
+        let mut source = DurableSource::connect(a.options("durable-source"))
+            .await
+            .unwrap();
+        for i in 0..inputs {
+            source.send_data(frame(0x62, "s", i)).await.unwrap();
+        }
+        assert!(source.close(Duration::from_secs(10)).await.unwrap());
+        let (_, got) = on_c.await.unwrap();
+        let Tally { missing, twice, .. } = tally(&got, 3 * inputs);
+        assert!(missing.is_empty(), "outputs never delivered: {missing:?}");
+        assert_eq!(twice, 0, "an output delivered twice");
+        assert_eq!(got.len(), 60);
+        assert_eq!(c.metric("y3_router_federation_duplicates_total"), 0);
+        splitter.abort();
+    });
+    drop((a, b, c, nodes));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A source faster than the NATS path, through a two-frame publish queue with one frame per
 /// NATS message: under the default `[queue]` policy (`block`) router A holds the source back
 /// and C gets every frame, in order; under `drop_oldest` A drops what does not fit and

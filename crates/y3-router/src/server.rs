@@ -109,7 +109,6 @@ impl Shared {
     }
 }
 
-
 /// Starts routers.
 #[derive(Debug, Clone, Copy)]
 pub struct Router;

@@ -781,7 +781,7 @@ fn durable_name(router: &str, name: &str, tag: u32) -> String {
 }
 
 /// One durable consumer: delivers `tag`'s stored frames to the local sessions of function
-/// `name`, each at least once, de-duplicated by `<tag>:<yomo-tid>`, acknowledged once
+/// `name`, each at least once, de-duplicated by `<tag>:<yomo-tid>:<content>`, acknowledged once
 /// written to every such session's socket (a frame dropped before that is refused, and
 /// delivered again). Retries until it has a consumer.
 async fn consume(

@@ -8,7 +8,7 @@
 //!  NATS <prefix>.tag.<tag> ─▶ subscription task (while a local function observes the tag)
 //!                              skip own origin, count sequence gaps ─▶ routing::route(Federation)
 //!  JetStream durable consumer per (router, function name, tag) ─▶ that function's sessions,
-//!                              de-duplicated by <tag>:<yomo-tid>, acknowledged once queued
+//!                              de-duplicated by <tag>:<yomo-tid>:<content>, acknowledged once queued
 //!  NATS <prefix>.interest.<router> ◀─▶ every router's observed tags (who wants what)
 //!  NATS <prefix>.name.<router>     ◀─▶ the claim of the router's name, refused to a second
 //!                                      router that starts with it (`claim.rs`)

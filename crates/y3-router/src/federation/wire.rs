@@ -7,7 +7,8 @@
 //!           Y3-Seq:      1, 2, 3, ... per (origin, epoch, subject): gaps are counted losses
 //!           Y3-Hops:     the frame's hops (stream functions passed)
 //!           Y3-Metadata: the frame's msgpack metadata, hex (absent: empty)
-//!           Nats-Msg-Id: <tag>:<yomo-tid> (durable tags: JetStream's de-duplication)
+//!           Nats-Msg-Id: <tag>:<yomo-tid>:<content, 16 hex> (durable tags: JetStream's
+//!                        de-duplication; see [`msg_id`])
 //!  payload  the frame's payload, as is
 //! ```
 //!
@@ -63,10 +64,28 @@ pub(crate) fn tag_of(prefix: &str, subject: &str) -> Option<u32> {
         .ok()
 }
 
-/// The JetStream message id of a frame: its tag and `yomo-tid` (`None` without a tid).
+/// The JetStream message id of a frame: its tag, its `yomo-tid` and a digest of its
+/// content (`None` without a tid).
+///
+/// ```text
+///  <tag, decimal> ":" <yomo-tid> ":" <FNV-1a 64 of metadata bytes, then payload bytes, 16 hex>
+/// ```
+///
+/// A frame written again after a reconnect (a durable client's resend) is the same frame,
+/// metadata and payload, so it gets the same id and JetStream stores it once. The outputs a
+/// stream function writes for one input share its `yomo-tid` but not their content, so each
+/// is stored: with the tid alone, 300 outputs of one input were stored as one. Outputs of one
+/// input that are byte for byte the same, metadata included, are one frame to the stream.
+/// FNV-1a is fixed by its definition, so routers of any version agree on an id.
 pub(crate) fn msg_id(data: &Data) -> Option<String> {
+    use std::hash::Hasher as _;
     match data.metadata.get(metadata::TID) {
-        Ok(Some(tid)) if !tid.is_empty() => Some(format!("{}:{tid}", data.tag)),
+        Ok(Some(tid)) if !tid.is_empty() => {
+            let mut content = fnv::FnvHasher::default();
+            content.write(data.metadata.as_bytes());
+            content.write(&data.payload);
+            Some(format!("{}:{tid}:{:016x}", data.tag, content.finish()))
+        }
         _ => None,
     }
 }
@@ -304,7 +323,11 @@ mod tests {
             seq: 42,
         };
         let h = headers(&data, &stamp);
-        assert_eq!(h.get(MSG_ID).unwrap().as_str(), "51:t1");
+        let id = h.get(MSG_ID).unwrap().as_str();
+        assert!(
+            id.starts_with("51:t1:") && id.len() == "51:t1:".len() + 16,
+            "{id}"
+        );
         assert_eq!(
             h.get(METADATA).unwrap().as_str(),
             hex::encode(data.metadata.as_bytes())
@@ -318,6 +341,29 @@ mod tests {
             data.metadata.to_map().unwrap()
         );
         assert_eq!(&back.payload[..], b"hello");
+    }
+
+    #[test]
+    fn outputs_of_one_input_have_their_own_ids_and_a_resend_the_same() {
+        let tid = Metadata::from_pairs([("yomo-tid", "t1")]);
+        let output = |payload: &'static [u8]| {
+            Data::new(0x33, Bytes::from_static(payload)).with_metadata(tid.clone())
+        };
+        let first = msg_id(&output(b"one")).unwrap();
+        assert_ne!(first, msg_id(&output(b"two")).unwrap());
+        assert_eq!(first, msg_id(&output(b"one")).unwrap());
+        let targeted =
+            Data::new(0x33, Bytes::from_static(b"one")).with_metadata(Metadata::from_pairs([
+                ("yomo-tid", "t1"),
+                ("yomo-target", "a"),
+            ]));
+        assert_ne!(first, msg_id(&targeted).unwrap());
+        // FNV-1a 64 of the metadata bytes, then the payload: fixed across versions.
+        let mut fnv = 0xcbf2_9ce4_8422_2325_u64;
+        for b in tid.as_bytes().iter().chain(b"one") {
+            fnv = (fnv ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        assert_eq!(first, format!("51:t1:{fnv:016x}"));
     }
 
     #[test]
