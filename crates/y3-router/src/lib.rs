@@ -82,6 +82,7 @@ mod routing;
 mod server;
 pub mod session;
 mod shared;
+pub mod state;
 pub mod table;
 pub mod throttle;
 

@@ -278,14 +278,18 @@ impl Router {
             }));
         }
         if let Some(addr) = listen.quic {
+            // Kept across restarts: a restarted router resets its predecessor's
+            // connections at once (state.rs).
+            let secret = crate::state::reset_secret(&config.state)?;
             let server =
-                QuicServer::bind(addr, identity.server_config()?, codec).map_err(|e| match e {
-                    TransportError::Io(source) => RouterError::Bind {
-                        what: "quic",
-                        source,
-                    },
-                    other => RouterError::Transport(other),
-                })?;
+                QuicServer::bind_with_secret(addr, identity.server_config()?, codec, &secret)
+                    .map_err(|e| match e {
+                        TransportError::Io(source) => RouterError::Bind {
+                            what: "quic",
+                            source,
+                        },
+                        other => RouterError::Transport(other),
+                    })?;
             handle.quic = Some(server.local_addr().map_err(|source| RouterError::Bind {
                 what: "quic",
                 source,

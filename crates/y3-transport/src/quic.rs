@@ -4,9 +4,23 @@
 //!
 //! The client opens the stream and writes its handshake at once, which is what makes the
 //! stream visible to the server's `accept_bi`. Parameters and close codes follow YoMo's
-//! zipper (see `spec/frames.md`): ALPN `yomo`, keep-alives every 2 s, application code
-//! 0x13 for "do not come back" and [`CLOSE_RETRY`] for "come back".
+//! zipper (see `spec/frames.md`): ALPN `yomo`, application code 0x13 for "do not come
+//! back" and [`CLOSE_RETRY`] for "come back"; the idle timeout is shorter than YoMo's
+//! ([`IDLE_TIMEOUT`]).
+//!
+//! Crash recovery: a server endpoint derives its stateless-reset key and its connection-ID
+//! key from a [`ResetSecret`] and its bound address. A router that keeps the secret across
+//! restarts answers the first packet of each client of its crashed predecessor with a
+//! stateless reset (the client knows the token, so it believes it), and the client
+//! reconnects at once instead of waiting out its idle timeout:
+//!
+//! ```text
+//!  router killed ─ restarted (same secret, same address)
+//!  old client ── packet, old connection ID ──▶ new endpoint: CID valid (same key), unknown
+//!  old client ◀── stateless reset (token = HMAC(reset key, CID)) ── ⇒ reconnects now
+//! ```
 
+use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,12 +33,19 @@ use crate::error::TransportError;
 use crate::frame::{Goaway, GoawayCode};
 use crate::stream::{Connection, Guard, TransportKind};
 
-/// Keep-alive interval of both sides. YoMo's zipper pings every 2 s and advertises a 5 s
-/// idle timeout; YoMo's clients keep the connection up by answering.
-pub const KEEP_ALIVE: Duration = Duration::from_secs(2);
+/// Keep-alive interval of both sides: a packet at least this often, so that a connection
+/// is never idle for [`IDLE_TIMEOUT`] while its peer lives (three chances per timeout),
+/// and a y3 client of a router restarted after a crash sends a packet (and draws its
+/// stateless reset) within this long.
+pub const KEEP_ALIVE: Duration = Duration::from_millis(600);
 
-/// Idle timeout: a peer silent this long (keep-alives unanswered) is gone.
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Idle timeout: a peer silent this long (keep-alives unanswered) is gone. YoMo's zipper
+/// advertises 5 s. The negotiated timeout is the smaller of both sides', and YoMo's clients
+/// (quic-go) send their keep-alive after half of it without a packet: 2 s makes a YoMo
+/// client of a crashed router send within 1 s of its last packet, so a restarted router
+/// resets it (see the module docs) about 1 s after the crash, and a vanished peer is noticed
+/// within 2 s.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// UDP socket buffers asked of the kernel (it grants up to `net.core.rmem_max` /
 /// `wmem_max`). At the default ~208 KiB a burst of YoMo's one-packet-per-message writes
@@ -103,17 +124,94 @@ pub fn goaway_from_io(error: &std::io::Error) -> Option<Goaway> {
     }
 }
 
+/// The secret a server endpoint's stateless-reset and connection-ID keys are derived from
+/// (with its bound address, so that listeners sharing a secret never share keys). Keep it
+/// across restarts to reset a crashed predecessor's connections at once (module docs);
+/// it must stay private: whoever has it can reset this listener's connections.
+#[derive(Clone)]
+pub struct ResetSecret([u8; ResetSecret::LEN]);
+
+impl fmt::Debug for ResetSecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ResetSecret(..)")
+    }
+}
+
+impl ResetSecret {
+    /// Bytes of a secret.
+    pub const LEN: usize = 32;
+
+    /// A fresh random secret (what a listener without a kept one uses).
+    ///
+    /// # Errors
+    /// [`TransportError::Config`] when the system random source fails.
+    pub fn random() -> Result<ResetSecret, TransportError> {
+        let mut bytes = [0u8; Self::LEN];
+        ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes)
+            .map_err(|_| TransportError::Config("the system random source failed"))?;
+        Ok(ResetSecret(bytes))
+    }
+
+    /// A secret from its bytes (as kept by the caller).
+    pub fn from_bytes(bytes: [u8; Self::LEN]) -> ResetSecret {
+        ResetSecret(bytes)
+    }
+
+    /// The secret's bytes, to keep.
+    pub fn as_bytes(&self) -> &[u8; Self::LEN] {
+        &self.0
+    }
+
+    /// HMAC-SHA256 of `label` and the address: one key per purpose and listener.
+    fn derive(&self, label: &str, local: SocketAddr) -> ring::hmac::Tag {
+        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &self.0);
+        let mut ctx = ring::hmac::Context::with_key(&key);
+        ctx.update(label.as_bytes());
+        ctx.update(b"\0");
+        ctx.update(local.to_string().as_bytes());
+        ctx.sign()
+    }
+
+    /// The endpoint configuration of a server bound to `local`: its stateless-reset key,
+    /// and a connection-ID generator whose IDs a successor with the same secret recognises
+    /// as its own (quinn answers a packet for an unknown connection with a reset only when
+    /// the ID validates).
+    fn endpoint_config(&self, local: SocketAddr) -> EndpointConfig {
+        let reset = self.derive("y3 quic stateless reset", local);
+        let mut config = EndpointConfig::new(Arc::new(ring::hmac::Key::new(
+            ring::hmac::HMAC_SHA256,
+            reset.as_ref(),
+        )));
+        let cid = self.derive("y3 quic connection id", local);
+        let mut key = [0u8; 8];
+        key.copy_from_slice(&cid.as_ref()[..8]);
+        let key = u64::from_le_bytes(key);
+        config.cid_generator(move || {
+            Box::new(quinn_proto::HashedConnectionIdGenerator::from_key(key))
+        });
+        config
+    }
+}
+
 /// A UDP endpoint on `addr` with [`SOCKET_BUFFER`]-sized socket buffers (as large as the
-/// kernel allows; smaller is not an error).
-fn endpoint(addr: SocketAddr, server: Option<quinn::ServerConfig>) -> std::io::Result<Endpoint> {
+/// kernel allows; smaller is not an error); a server's keys come from `secret`.
+fn endpoint(
+    addr: SocketAddr,
+    server: Option<(quinn::ServerConfig, &ResetSecret)>,
+) -> std::io::Result<Endpoint> {
     use socket2::{Domain, Protocol, Socket, Type};
     let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
     let _ = socket.set_recv_buffer_size(SOCKET_BUFFER);
     let _ = socket.set_send_buffer_size(SOCKET_BUFFER);
     socket.bind(&addr.into())?;
+    let socket: std::net::UdpSocket = socket.into();
     let runtime = quinn::default_runtime()
         .ok_or_else(|| std::io::Error::other("QUIC needs a tokio runtime"))?;
-    Endpoint::new(EndpointConfig::default(), server, socket.into(), runtime)
+    let (config, server) = match server {
+        Some((server, secret)) => (secret.endpoint_config(socket.local_addr()?), Some(server)),
+        None => (EndpointConfig::default(), None),
+    };
+    Endpoint::new(config, server, socket, runtime)
 }
 
 fn transport_config() -> Arc<TransportConfig> {
@@ -137,22 +235,37 @@ pub struct QuicServer {
 }
 
 impl QuicServer {
-    /// Binds a UDP socket on `addr` and serves `tls` (which must allow TLS 1.3).
+    /// Binds a UDP socket on `addr` and serves `tls` (which must allow TLS 1.3), with a
+    /// fresh random [`ResetSecret`].
     ///
     /// # Errors
-    /// [`TransportError::Config`] for a TLS config QUIC cannot use, [`TransportError::Io`]
-    /// for the bind.
+    /// As [`QuicServer::bind_with_secret`].
     pub fn bind(
         addr: SocketAddr,
         tls: Arc<rustls::ServerConfig>,
         codec: FrameCodec,
+    ) -> Result<QuicServer, TransportError> {
+        QuicServer::bind_with_secret(addr, tls, codec, &ResetSecret::random()?)
+    }
+
+    /// Binds a UDP socket on `addr` and serves `tls` (which must allow TLS 1.3), its
+    /// stateless resets and connection IDs keyed by `secret` (see the module docs).
+    ///
+    /// # Errors
+    /// [`TransportError::Config`] for a TLS config QUIC cannot use, [`TransportError::Io`]
+    /// for the bind.
+    pub fn bind_with_secret(
+        addr: SocketAddr,
+        tls: Arc<rustls::ServerConfig>,
+        codec: FrameCodec,
+        secret: &ResetSecret,
     ) -> Result<QuicServer, TransportError> {
         let crypto = QuicServerConfig::try_from(tls)
             .map_err(|_| TransportError::Config("the TLS config offers no QUIC cipher suite"))?;
         let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
         config.transport_config(transport_config());
         Ok(QuicServer {
-            endpoint: endpoint(addr, Some(config))?,
+            endpoint: endpoint(addr, Some((config, secret)))?,
             codec,
         })
     }
