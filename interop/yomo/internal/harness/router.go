@@ -33,6 +33,9 @@ type Options struct {
 	// name (y3's [[filters.attach]], spec/filters.md). YoMo's zipper has none: Start skips
 	// a YoMo router asked for filters.
 	Filters []Filter
+	// Config is TOML appended to y3's config file (e.g. "[limits]\nmax_frame_len = 65536").
+	// YoMo's zipper has no such settings: Start leaves it out for a YoMo router.
+	Config string
 }
 
 // Filter is one [[filters.attach]] entry: frames on Tag reach the functions named Function
