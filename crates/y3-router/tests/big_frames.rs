@@ -183,3 +183,26 @@ async fn sixteen_mib_pass_on_the_defaults_and_the_sdk_refuses_what_is_over_its_l
     assert_eq!(router.metrics().skipped("too_long"), 0);
     router.shutdown().await;
 }
+
+/// A y3 sink whose own `max_frame_len` is below the router's skips (and logs) a frame over
+/// it and receives the next one: its connection stays up too.
+#[tokio::test]
+async fn a_sink_skips_what_is_over_its_own_limit_and_goes_on() {
+    let router = router(|_| {}).await;
+    let mut small = options(&router, Transport::Tcp, "small-sink");
+    small.max_frame_len = LIMIT;
+    let mut sink = Sink::connect(small, &[0x10]).await.unwrap();
+    let mut source = Source::connect(options(&router, Transport::Tcp, "source"))
+        .await
+        .unwrap();
+    source.send(0x10, vec![1u8; 4 * LIMIT]).await.unwrap();
+    source.send(0x10, &b"next"[..]).await.unwrap();
+    source.flush().await.unwrap();
+    let got = within("the next frame", sink.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(&got.payload[..], b"next");
+    source.close().await.unwrap();
+    router.shutdown().await;
+}

@@ -103,7 +103,7 @@ impl StreamFunction {
         tokio::pin!(stop);
         loop {
             let frame = tokio::select! {
-                frame = link.reader.next() => frame,
+                frame = super::link::next(&mut link.reader) => frame,
                 _ = &mut stop => {
                     if self.durable {
                         linger_until_stored(&mut link, &mut window).await;
