@@ -36,8 +36,11 @@
 //!   full for `queue.block_timeout_ms` is disconnected as a slow consumer (counted), so one
 //!   stuck client cannot stall the rest forever.
 //! - Under [`Policy::DropOldest`] sources never wait; every dropped frame is counted.
-//! - Memory is bounded: frames by `limits.max_frame_len` (checked from the header), queues
-//!   by `queue.capacity` and `queue.max_bytes`, connections by `limits.max_connections`.
+//! - Memory is bounded: frames by `limits.max_frame_len` (checked from the header; a longer
+//!   frame is skipped as it streams past, never buffered, counted, and the connection goes
+//!   on), one partial frame per connection (so at most `limits.max_connections` times
+//!   `max_frame_len` being read), queues by `queue.capacity` and `queue.max_bytes` per
+//!   subscriber and `limits.max_queued_bytes` in all.
 //! - A malformed frame, a wrong token or a silent client ends that connection with a
 //!   reason (a rejected or goaway frame, and over QUIC a close code that tells YoMo clients
 //!   whether to come back) and a counted metric; every other connection goes on.
