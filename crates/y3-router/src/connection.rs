@@ -389,6 +389,8 @@ async fn read_loop(
     let stall = shared.config.frame_stall_timeout();
     let timer = tokio::time::sleep(stall);
     let mut partial_since: Option<Instant> = None;
+    // Frames skipped on this connection so far (the first skip is logged as a warning).
+    let mut skips = 0u64;
     tokio::pin!(close_all, drain_sources, evicted, timer);
     loop {
         // Checked between frames with plain loads: the select below polls the reader
@@ -411,7 +413,7 @@ async fn read_loop(
             return End::Evicted;
         }
         if let Some(skipped) = reader.decoder_mut().take_skipped() {
-            skipped_too_long(shared, skipped, id, hello, acks);
+            skipped_too_long(shared, skipped, id, hello, acks, &mut skips);
         }
         let buffered = !reader.read_buffer().is_empty();
         // A frame that is already complete in the buffer (or on the socket) is taken without
@@ -422,7 +424,7 @@ async fn read_loop(
         let frame = match next_or_skipped(reader).now_or_never() {
             Some(Next::Frame(frame)) => frame,
             Some(Next::Skipped(skipped)) => {
-                skipped_too_long(shared, skipped, id, hello, acks);
+                skipped_too_long(shared, skipped, id, hello, acks, &mut skips);
                 continue;
             }
             None => {
@@ -439,7 +441,7 @@ async fn read_loop(
                     next = next_or_skipped(reader) => match next {
                         Next::Frame(frame) => frame,
                         Next::Skipped(skipped) => {
-                            skipped_too_long(shared, skipped, id, hello, acks);
+                            skipped_too_long(shared, skipped, id, hello, acks, &mut skips);
                             continue;
                         }
                     },
@@ -475,7 +477,7 @@ async fn read_loop(
         let frame = match frame {
             None => {
                 if let Some(skipped) = reader.decoder_mut().take_skipped() {
-                    skipped_too_long(shared, skipped, id, hello, acks);
+                    skipped_too_long(shared, skipped, id, hello, acks, &mut skips);
                 }
                 return End::Eof;
             }
@@ -540,28 +542,46 @@ async fn read_loop(
 }
 
 /// Counts and logs frames the codec skipped for being over `limits.max_frame_len` (the
-/// connection stays up). For a client that wants stored acknowledgements, each skipped data
-/// frame is handled (dropped and counted), as a looping one is, so the count stays in step.
+/// connection stays up): the first skip of a connection as a warning with who sent it, later
+/// ones at debug level with the connection's running total (`skips`). For a client that wants
+/// stored acknowledgements, each skipped data frame is handled (dropped and counted), as a
+/// looping one is, so the count stays in step.
 fn skipped_too_long(
     shared: &Shared,
     skipped: Skipped,
     id: SessionId,
     hello: &Peer,
     acks: Option<&Arc<Acks>>,
+    skips: &mut u64,
 ) {
     shared.metrics.skip("too_long", skipped.frames);
-    tracing::warn!(
-        session = id,
-        name = %hello.name,
-        id = %hello.id,
-        client_type = hello.client_type.name(),
-        frames = skipped.frames,
-        bytes = skipped.bytes,
-        last_frame = y3_transport::frame::kind::name(skipped.last_kind),
-        last_len = skipped.last_len,
-        limit = shared.config.limits.max_frame_len,
-        "skipped frames over limits.max_frame_len"
-    );
+    let first = *skips == 0;
+    *skips += skipped.frames;
+    let last_frame = y3_transport::frame::kind::name(skipped.last_kind);
+    let limit = shared.config.limits.max_frame_len;
+    if first {
+        tracing::warn!(
+            session = id,
+            name = %hello.name,
+            id = %hello.id,
+            client_type = hello.client_type.name(),
+            frames = skipped.frames,
+            last_frame,
+            last_len = skipped.last_len,
+            limit,
+            "skipped a frame over limits.max_frame_len (further ones on this connection are \
+             logged at debug level)"
+        );
+    } else {
+        tracing::debug!(
+            session = id,
+            frames = skipped.frames,
+            total = *skips,
+            last_len = skipped.last_len,
+            limit,
+            "skipped frames over limits.max_frame_len"
+        );
+    }
     if let Some(acks) = acks {
         for _ in 0..skipped.data {
             acks.take().done();
