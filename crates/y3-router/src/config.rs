@@ -53,7 +53,7 @@
 //! drain_timeout_ms = 5000     # upper bound of a graceful shutdown
 //! quiet_ms = 100              # no traffic for this long means "drained"
 //!
-//! [state]                     # what survives a restart: the QUIC reset secret (state.rs)
+//! [state]                     # what survives a restart: the QUIC reset secret and clients (state.rs)
 //! dir = ""                    # empty: $STATE_DIRECTORY, else $XDG_STATE_HOME/y3, else
 //!                             # ~/.local/state/y3 (made 0700)
 //! persist = true              # false: keep nothing, a new secret every start
@@ -132,8 +132,8 @@ pub struct RouterConfig {
 }
 
 /// `[state]`: the router's state directory, which keeps the secret its QUIC listener's
-/// stateless-reset key derives from (`state.rs`), so that after a crash and restart the
-/// old connections' clients are reset at once and reconnect.
+/// stateless-reset key derives from and the listener's clients (`state.rs`), so that after
+/// a crash and restart the old connections' clients are reset at once and reconnect.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StateConfig {

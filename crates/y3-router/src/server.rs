@@ -280,9 +280,9 @@ impl Router {
         if let Some(addr) = listen.quic {
             // Kept across restarts: a restarted router resets its predecessor's
             // connections at once (state.rs).
-            let secret = crate::state::reset_secret(&config.state)?;
+            let recovery = crate::state::recovery(&config.state)?;
             let server =
-                QuicServer::bind_with_secret(addr, identity.server_config()?, codec, &secret)
+                QuicServer::bind_recovering(addr, identity.server_config()?, codec, &recovery)
                     .map_err(|e| match e {
                         TransportError::Io(source) => RouterError::Bind {
                             what: "quic",

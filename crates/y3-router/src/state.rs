@@ -3,6 +3,8 @@
 //! ```text
 //!  <dir>/                     0700, made when missing
 //!    quic-reset.secret        0600, 32 random bytes, written once (never replaced)
+//!    quic-peers-<address>     0600, the QUIC clients of the listener on <address>, kept
+//!                             while it runs, read and removed by its successor
 //! ```
 //!
 //! The QUIC listener derives its stateless-reset and connection-ID keys from the secret and
@@ -18,7 +20,7 @@ use std::fs;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
-use y3_transport::quic::ResetSecret;
+use y3_transport::quic::{Recovery, ResetSecret};
 
 use crate::config::StateConfig;
 use crate::error::RouterError;
@@ -49,14 +51,26 @@ fn default_dir(env: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathB
     env("HOME").map(|home| PathBuf::from(home).join(".local/state/y3"))
 }
 
-/// The QUIC reset secret: the one kept in the state directory (made on first use), or a
-/// fresh one when `[state] persist = false` or the directory cannot be used (logged).
+/// What the QUIC listener keeps across restarts: the reset secret and,
+/// when that is kept in the state directory, the directory for its peers file (the clients
+/// a successor resets at once, `y3_transport::quic::Recovery`).
 ///
 /// # Errors
 /// [`RouterError::Transport`] only when the system random source fails.
-pub(crate) fn reset_secret(config: &StateConfig) -> Result<ResetSecret, RouterError> {
+pub(crate) fn recovery(config: &StateConfig) -> Result<Recovery, RouterError> {
+    let (secret, kept) = secret_kept(config)?;
+    Ok(Recovery {
+        secret,
+        peers_dir: kept,
+    })
+}
+
+/// The QUIC reset secret and the directory it is kept in: the one kept in the state
+/// directory (made on first use), or a fresh one (`None`) when `[state] persist = false` or
+/// the directory cannot be used (logged).
+fn secret_kept(config: &StateConfig) -> Result<(ResetSecret, Option<PathBuf>), RouterError> {
     if !config.persist {
-        return Ok(ResetSecret::random()?);
+        return Ok((ResetSecret::random()?, None));
     }
     let Some(dir) = dir(config) else {
         tracing::warn!(
@@ -64,10 +78,10 @@ pub(crate) fn reset_secret(config: &StateConfig) -> Result<ResetSecret, RouterEr
              QUIC reset secret for this run only; after a crash, clients reconnect only once \
              their idle timeout passes"
         );
-        return Ok(ResetSecret::random()?);
+        return Ok((ResetSecret::random()?, None));
     };
     match load_or_create(&dir) {
-        Ok(secret) => Ok(secret),
+        Ok(secret) => Ok((secret, Some(dir))),
         Err(e) => {
             tracing::warn!(
                 dir = %dir.display(),
@@ -75,7 +89,7 @@ pub(crate) fn reset_secret(config: &StateConfig) -> Result<ResetSecret, RouterEr
                 "state directory unusable: a new QUIC reset secret for this run only; after a \
                  crash, clients reconnect only once their idle timeout passes"
             );
-            Ok(ResetSecret::random()?)
+            Ok((ResetSecret::random()?, None))
         }
     }
 }
@@ -236,8 +250,8 @@ mod tests {
             dir: dir.clone(),
             persist: true,
         };
-        let first = reset_secret(&config).unwrap();
-        let second = reset_secret(&config).unwrap();
+        let first = recovery(&config).unwrap().secret;
+        let second = recovery(&config).unwrap().secret;
         assert_eq!(first.as_bytes(), second.as_bytes());
         #[cfg(unix)]
         {
@@ -257,7 +271,7 @@ mod tests {
             dir: dir.clone(),
             persist: false,
         };
-        assert_ne!(reset_secret(&off).unwrap().as_bytes(), first.as_bytes());
+        assert_ne!(recovery(&off).unwrap().secret.as_bytes(), first.as_bytes());
         fs::remove_dir_all(dir.parent().unwrap()).unwrap();
     }
 
@@ -273,8 +287,8 @@ mod tests {
             persist: true,
         };
         assert!(load_or_create(&file).is_err());
-        let a = reset_secret(&config(&file)).unwrap();
-        let b = reset_secret(&config(&file)).unwrap();
+        let a = recovery(&config(&file)).unwrap().secret;
+        let b = recovery(&config(&file)).unwrap().secret;
         assert_ne!(a.as_bytes(), b.as_bytes());
         // A secret file of the wrong length or open to others is not used.
         let dir = base.join("state");

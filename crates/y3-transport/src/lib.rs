@@ -43,6 +43,8 @@ pub mod metadata;
 mod plain_write;
 #[cfg(feature = "quic")]
 pub mod quic;
+#[cfg(feature = "quic")]
+mod quic_peers;
 pub mod sdk;
 mod stream;
 #[cfg(feature = "tcp")]

@@ -18,6 +18,10 @@
 //!  old client ── packet, old connection ID ──▶ new endpoint: CID valid (same key), unknown
 //!  old client ◀── stateless reset (token = HMAC(reset key, CID)) ── ⇒ reconnects now
 //! ```
+//!
+//! A client that sends nothing is reset too, before the successor serves: with a peers
+//! directory ([`Recovery`]) the listener keeps who addressed which connection ID
+//! (`quic_peers.rs`).
 
 use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -170,16 +174,18 @@ impl ResetSecret {
         ctx.sign()
     }
 
+    /// The stateless-reset key of a server bound to `local`.
+    fn reset_key(&self, local: SocketAddr) -> ring::hmac::Key {
+        let reset = self.derive("y3 quic stateless reset", local);
+        ring::hmac::Key::new(ring::hmac::HMAC_SHA256, reset.as_ref())
+    }
+
     /// The endpoint configuration of a server bound to `local`: its stateless-reset key,
     /// and a connection-ID generator whose IDs a successor with the same secret recognises
     /// as its own (quinn answers a packet for an unknown connection with a reset only when
     /// the ID validates).
     fn endpoint_config(&self, local: SocketAddr) -> EndpointConfig {
-        let reset = self.derive("y3 quic stateless reset", local);
-        let mut config = EndpointConfig::new(Arc::new(ring::hmac::Key::new(
-            ring::hmac::HMAC_SHA256,
-            reset.as_ref(),
-        )));
+        let mut config = EndpointConfig::new(Arc::new(self.reset_key(local)));
         // Every old client's packet is answered, not one per 20 ms (quinn's default): after
         // a restart, clients' packets arrive together, and one left unanswered backs off
         // for seconds before it sends again. A reset is always smaller than the packet that
@@ -196,12 +202,47 @@ impl ResetSecret {
     }
 }
 
+/// What a server keeps across restarts so that a successor on the same address resets its
+/// connections at once (module docs).
+#[derive(Debug, Clone)]
+pub struct Recovery {
+    /// The secret its keys derive from.
+    pub secret: ResetSecret,
+    /// Where to keep the clients it serves (`quic-peers-<address>` in it), so that a
+    /// successor resets even those that send nothing (`quic_peers.rs`); `None`: only
+    /// clients that send are reset, when they do.
+    pub peers_dir: Option<std::path::PathBuf>,
+}
+
+/// The peers file of a listener on `local` in `dir`.
+fn peers_file(dir: &std::path::Path, local: SocketAddr) -> std::path::PathBuf {
+    let name: String = local
+        .to_string()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    dir.join(format!("quic-peers-{name}"))
+}
+
+/// A bound server endpoint and the task keeping its peers file.
+struct Bound {
+    endpoint: Endpoint,
+    peers: Option<(tokio::task::JoinHandle<()>, std::path::PathBuf)>,
+}
+
 /// A UDP endpoint on `addr` with [`SOCKET_BUFFER`]-sized socket buffers (as large as the
-/// kernel allows; smaller is not an error); a server's keys come from `secret`.
+/// kernel allows; smaller is not an error); a server's keys come from its [`Recovery`], and
+/// before it serves it resets the clients its predecessor kept.
 fn endpoint(
     addr: SocketAddr,
-    server: Option<(quinn::ServerConfig, &ResetSecret)>,
-) -> std::io::Result<Endpoint> {
+    server: Option<(quinn::ServerConfig, &Recovery)>,
+) -> std::io::Result<Bound> {
     use socket2::{Domain, Protocol, Socket, Type};
     let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
     let _ = socket.set_recv_buffer_size(SOCKET_BUFFER);
@@ -210,11 +251,43 @@ fn endpoint(
     let socket: std::net::UdpSocket = socket.into();
     let runtime = quinn::default_runtime()
         .ok_or_else(|| std::io::Error::other("QUIC needs a tokio runtime"))?;
-    let (config, server) = match server {
-        Some((server, secret)) => (secret.endpoint_config(socket.local_addr()?), Some(server)),
-        None => (EndpointConfig::default(), None),
+    let Some((server, recovery)) = server else {
+        let endpoint = Endpoint::new(EndpointConfig::default(), None, socket, runtime)?;
+        return Ok(Bound {
+            endpoint,
+            peers: None,
+        });
     };
-    Endpoint::new(config, server, socket, runtime)
+    let local = socket.local_addr()?;
+    let config = recovery.secret.endpoint_config(local);
+    let Some(dir) = &recovery.peers_dir else {
+        let endpoint = Endpoint::new(config, Some(server), socket, runtime)?;
+        return Ok(Bound {
+            endpoint,
+            peers: None,
+        });
+    };
+    let file = peers_file(dir, local);
+    let old = crate::quic_peers::take(&file);
+    if !old.is_empty() {
+        crate::quic_peers::reset_all(&socket, &recovery.secret.reset_key(local), &old);
+        tracing::info!(
+            clients = old.len(),
+            "reset the QUIC clients of the previous run"
+        );
+    }
+    let log = Arc::new(crate::quic_peers::PeerLog::new(file.clone()));
+    let watched = crate::quic_peers::Watched {
+        inner: runtime.wrap_udp_socket(socket)?,
+        log: log.clone(),
+    };
+    let endpoint =
+        Endpoint::new_with_abstract_socket(config, Some(server), Arc::new(watched), runtime)?;
+    let writer = log.spawn_writer();
+    Ok(Bound {
+        endpoint,
+        peers: Some((writer, file)),
+    })
 }
 
 fn transport_config() -> Arc<TransportConfig> {
@@ -235,41 +308,59 @@ fn transport_config() -> Arc<TransportConfig> {
 pub struct QuicServer {
     endpoint: Endpoint,
     codec: FrameCodec,
+    /// The task keeping the peers file, and the file.
+    peers: Option<(tokio::task::JoinHandle<()>, std::path::PathBuf)>,
+}
+
+impl Drop for QuicServer {
+    fn drop(&mut self) {
+        if let Some((writer, _)) = &self.peers {
+            writer.abort();
+        }
+    }
 }
 
 impl QuicServer {
     /// Binds a UDP socket on `addr` and serves `tls` (which must allow TLS 1.3), with a
-    /// fresh random [`ResetSecret`].
+    /// fresh random [`ResetSecret`] and no peers file.
     ///
     /// # Errors
-    /// As [`QuicServer::bind_with_secret`].
+    /// As [`QuicServer::bind_recovering`].
     pub fn bind(
         addr: SocketAddr,
         tls: Arc<rustls::ServerConfig>,
         codec: FrameCodec,
     ) -> Result<QuicServer, TransportError> {
-        QuicServer::bind_with_secret(addr, tls, codec, &ResetSecret::random()?)
+        let recovery = Recovery {
+            secret: ResetSecret::random()?,
+            peers_dir: None,
+        };
+        QuicServer::bind_recovering(addr, tls, codec, &recovery)
     }
 
     /// Binds a UDP socket on `addr` and serves `tls` (which must allow TLS 1.3), its
-    /// stateless resets and connection IDs keyed by `secret` (see the module docs).
+    /// stateless resets and connection IDs keyed by `recovery`'s secret; with a peers
+    /// directory, it first resets the clients its predecessor kept there, and keeps its own
+    /// (see the module docs).
     ///
     /// # Errors
     /// [`TransportError::Config`] for a TLS config QUIC cannot use, [`TransportError::Io`]
     /// for the bind.
-    pub fn bind_with_secret(
+    pub fn bind_recovering(
         addr: SocketAddr,
         tls: Arc<rustls::ServerConfig>,
         codec: FrameCodec,
-        secret: &ResetSecret,
+        recovery: &Recovery,
     ) -> Result<QuicServer, TransportError> {
         let crypto = QuicServerConfig::try_from(tls)
             .map_err(|_| TransportError::Config("the TLS config offers no QUIC cipher suite"))?;
         let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
         config.transport_config(transport_config());
+        let bound = endpoint(addr, Some((config, recovery)))?;
         Ok(QuicServer {
-            endpoint: endpoint(addr, Some((config, secret)))?,
+            endpoint: bound.endpoint,
             codec,
+            peers: bound.peers,
         })
     }
 
@@ -296,11 +387,15 @@ impl QuicServer {
     }
 
     /// Closes every connection with `goaway` and waits (at most `linger`) for the peers to
-    /// acknowledge.
+    /// acknowledge. The peers file goes: the clients were told, none needs a reset.
     pub async fn close(&self, goaway: &Goaway, linger: Duration) {
         let reason = close_reason(goaway);
         self.endpoint
             .close(close_code(goaway.code).into(), reason.as_bytes());
+        if let Some((writer, file)) = &self.peers {
+            writer.abort();
+            let _ = std::fs::remove_file(file);
+        }
         let _ = tokio::time::timeout(linger, self.endpoint.wait_idle()).await;
     }
 }
@@ -356,7 +451,7 @@ pub async fn connect(
         (false, true) => SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)),
         (false, false) => SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0)),
     };
-    let endpoint = endpoint(bind, None)?;
+    let endpoint = endpoint(bind, None)?.endpoint;
     let conn = endpoint.connect_with(config, addr, server_name)?.await?;
     let (send, recv) = conn.open_bi().await?;
     let mut framed = Connection::new(recv, send, codec, TransportKind::Quic, Some(addr));
