@@ -74,6 +74,8 @@ impl PeerLog {
     fn note(&self, bufs: &[IoSliceMut<'_>], meta: &[RecvMeta]) {
         let tick = self.tick.load(Ordering::Relaxed);
         let mut seen = None;
+        // Datagrams of one receive mostly come from one client: look each client up once.
+        let mut last: Option<(SocketAddr, Cid)> = None;
         for (buf, meta) in bufs.iter().zip(meta) {
             let len = meta.len.min(meta.stride.max(1)).min(buf.len());
             let dgram = &buf[..len];
@@ -83,6 +85,10 @@ impl PeerLog {
             }
             let mut cid = [0u8; CID_LEN];
             cid.copy_from_slice(&dgram[1..1 + CID_LEN]);
+            if last == Some((meta.addr, cid)) {
+                continue;
+            }
+            last = Some((meta.addr, cid));
             let seen = seen.get_or_insert_with(|| self.lock());
             let room = seen.len() < MAX_PEERS;
             match seen.get_mut(&meta.addr) {
@@ -302,6 +308,42 @@ mod tests {
         )
         .unwrap();
         assert_eq!(take(&path).len(), 1);
+    }
+
+    #[test]
+    fn short_header_datagrams_are_noted_by_address_long_headers_are_not() {
+        let log = PeerLog::new(temp("note"));
+        let a: SocketAddr = "127.0.0.1:4000".parse().unwrap();
+        let b: SocketAddr = "127.0.0.1:4001".parse().unwrap();
+        let short = |cid: u8| {
+            let mut d = vec![0x41, cid, cid, cid, cid, cid, cid, cid, cid];
+            d.extend_from_slice(&[0; 20]);
+            d
+        };
+        let long = vec![0xc3; 40];
+        let mut datagrams = [short(1), short(1), long, short(2)];
+        let meta = |addr, len| RecvMeta {
+            addr,
+            len,
+            stride: len,
+            ..RecvMeta::default()
+        };
+        let metas = [
+            meta(a, datagrams[0].len()),
+            meta(a, datagrams[1].len()),
+            meta(b, datagrams[2].len()),
+            meta(b, datagrams[3].len()),
+        ];
+        let bufs: Vec<IoSliceMut<'_>> = datagrams
+            .iter_mut()
+            .map(|d| IoSliceMut::new(&mut d[..]))
+            .collect();
+        log.note(&bufs, &metas);
+        let seen = log.lock().clone();
+        assert_eq!(seen.len(), 2);
+        assert_eq!(seen[&a].0, [1; CID_LEN]);
+        assert_eq!(seen[&b].0, [2; CID_LEN]);
+        assert!(log.changed.load(Ordering::Relaxed));
     }
 
     #[test]
