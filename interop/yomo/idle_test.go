@@ -15,7 +15,7 @@ import (
 )
 
 // idle is how long the connections below carry no data: longer than the idle timeout YoMo's
-// zipper advertises (5 s) and than y3's (10 s), so a connection that lives through it is kept
+// zipper advertises (5 s) and than y3's (5 s), so a connection that lives through it is kept
 // up by QUIC keep-alives, not by traffic.
 const idle = 12 * time.Second
 

@@ -41,8 +41,10 @@ const Version = "2024-01-03"
 // router then sends them goaway frames and y3 codes.
 const ExtensionLevel uint32 = 1
 
-// DefaultMaxFrameLen is the default largest frame body: 1 MiB, as the router's.
-const DefaultMaxFrameLen = 1 << 20
+// DefaultMaxFrameLen is the default largest frame body, as the router's
+// (y3_transport::DEFAULT_MAX_FRAME_LEN): a 16 MiB payload plus 64 KiB for its tag, metadata
+// and field headers.
+const DefaultMaxFrameLen = 16<<20 + 64<<10
 
 // maxDepth is the nesting a frame may have: the frame and its fields (a nested node inside
 // a field is skipped, never entered).

@@ -46,7 +46,8 @@
 //! evicted_backoff_ms = 0      # refuse an evicted client that comes back sooner (0: never)
 //!
 //! [limits]
-//! max_frame_len = 1048576
+//! max_frame_len = 16842752    # 16 MiB payload + 64 KiB; a longer frame is skipped as it
+//!                             # streams in (counted: y3_router_skipped_frames_total)
 //! max_connections = 10000
 //! handshake_timeout_ms = 5000
 //! frame_stall_timeout_ms = 30000 # a frame must arrive whole within this of its first byte
@@ -60,6 +61,11 @@
 //! [shutdown]
 //! drain_timeout_ms = 5000     # upper bound of a graceful shutdown
 //! quiet_ms = 100              # no traffic for this long means "drained"
+//!
+//! [state]                     # what survives a restart: the QUIC reset secret and clients (state.rs)
+//! dir = ""                    # empty: $STATE_DIRECTORY, else $XDG_STATE_HOME/y3, else
+//!                             # ~/.local/state/y3 (made 0700)
+//! persist = true              # false: keep nothing, a new secret every start
 //!
 //! [mesh]
 //! name = "y3-router"          # this router's name, sent when dialing downstream zippers
@@ -140,6 +146,31 @@ pub struct RouterConfig {
     pub filters: FiltersConfig,
     /// Routers federated over NATS (`federation/config.rs`, `spec/federation.md`).
     pub federation: crate::federation::FederationConfig,
+    /// What the router keeps across restarts.
+    pub state: StateConfig,
+}
+
+/// `[state]`: the router's state directory, which keeps the secret its QUIC listener's
+/// stateless-reset key derives from and the listener's clients (`state.rs`), so that after
+/// a crash and restart the old connections' clients are reset at once and reconnect.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StateConfig {
+    /// The directory; empty: `$STATE_DIRECTORY` (systemd's `StateDirectory=`), else
+    /// `$XDG_STATE_HOME/y3`, else `$HOME/.local/state/y3`.
+    pub dir: PathBuf,
+    /// Keep state there; `false`: nothing is written, and each start uses a new secret
+    /// (a restarted router's old clients then wait out their idle timeout).
+    pub persist: bool,
+}
+
+impl Default for StateConfig {
+    fn default() -> Self {
+        StateConfig {
+            dir: PathBuf::new(),
+            persist: true,
+        }
+    }
 }
 
 /// `[listen]`: where to listen. An empty string turns a listener off.
@@ -512,7 +543,12 @@ impl Default for QueueConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LimitsConfig {
-    /// Largest frame body accepted.
+    /// Largest frame body accepted. A longer frame is skipped as its bytes arrive (never
+    /// buffered), counted (`y3_router_skipped_frames_total{reason="too_long"}`) and logged;
+    /// the connection stays up. An accepted frame is buffered whole: a connection holds at
+    /// most one partial frame, so partial frames take at most `max_connections` times this,
+    /// and queued ones are bounded by `queue.max_bytes` per subscriber and
+    /// `max_queued_bytes` in all.
     pub max_frame_len: usize,
     /// Most simultaneous connections.
     pub max_connections: usize,
@@ -731,12 +767,13 @@ impl RouterConfig {
     }
 
     /// A configuration for tests and embedding: every listener on an ephemeral loopback
-    /// port, metrics off.
+    /// port, metrics off, no state kept.
     pub fn ephemeral() -> RouterConfig {
         let mut config = RouterConfig::default();
         config.listen.tcp = "127.0.0.1:0".into();
         config.listen.quic = "127.0.0.1:0".into();
         config.listen.metrics = String::new();
+        config.state.persist = false;
         config
     }
 

@@ -9,7 +9,10 @@ use std::time::{Duration, Instant};
 
 use futures_util::{FutureExt, SinkExt, StreamExt};
 use y3_transport::frame::{ClientType, Frame, Goaway, GoawayCode};
-use y3_transport::{Connection, FrameError, FrameReader, FrameWriter, Guard, TransportKind};
+use y3_transport::{
+    mid_frame, next_or_skipped, Connection, FrameError, FrameReader, FrameWriter, Guard, Next,
+    Skipped, TransportKind,
+};
 
 use crate::acks::Acks;
 use crate::filters::RouteFilter;
@@ -439,6 +442,8 @@ async fn read_loop(
     let stall = shared.config.frame_stall_timeout();
     let timer = tokio::time::sleep(stall);
     let mut partial_since: Option<Instant> = None;
+    // Frames skipped on this connection so far (the first skip is logged as a warning).
+    let mut skips = 0u64;
     tokio::pin!(close_all, drain_sources, evicted, timer);
     loop {
         // Checked between frames with plain loads: the select below polls the reader
@@ -460,17 +465,24 @@ async fn read_loop(
         if outbox.is_evicted() {
             return End::Evicted;
         }
+        if let Some(skipped) = reader.decoder_mut().take_skipped() {
+            skipped_too_long(shared, skipped, id, hello, acks, &mut skips);
+        }
         let buffered = !reader.read_buffer().is_empty();
         // A frame that is already complete in the buffer (or on the socket) is taken without
         // touching the timer. A wait re-arms it: for the frame begun in the buffer, the stall
         // timeout from when the wait first saw it; with nothing buffered, half of it, to look
         // again. A partial frame is therefore cut between one and one and a half stall
         // timeouts after its first bytes, however slowly the rest trickles in.
-        let frame = match reader.next().now_or_never() {
-            Some(frame) => frame,
+        let frame = match next_or_skipped(reader).now_or_never() {
+            Some(Next::Frame(frame)) => frame,
+            Some(Next::Skipped(skipped)) => {
+                skipped_too_long(shared, skipped, id, hello, acks, &mut skips);
+                continue;
+            }
             None => {
                 let waiting = Instant::now();
-                let deadline = if reader.read_buffer().is_empty() {
+                let deadline = if !mid_frame(reader) {
                     partial_since = None;
                     waiting + stall / 2
                 } else {
@@ -479,13 +491,19 @@ async fn read_loop(
                 timer.as_mut().reset(deadline.into());
                 tokio::select! {
                     biased;
-                    frame = reader.next() => frame,
+                    next = next_or_skipped(reader) => match next {
+                        Next::Frame(frame) => frame,
+                        Next::Skipped(skipped) => {
+                            skipped_too_long(shared, skipped, id, hello, acks, &mut skips);
+                            continue;
+                        }
+                    },
                     _ = &mut close_all => return End::Shutdown,
                     _ = &mut drain_sources, if sender_only && !told_to_stop => continue,
                     _ = &mut evicted => return End::Evicted,
                     _ = &mut timer => {
                         let since = match partial_since {
-                            _ if reader.read_buffer().is_empty() => continue,
+                            _ if !mid_frame(reader) => continue,
                             Some(since) => since,
                             None => {
                                 partial_since = Some(Instant::now());
@@ -497,8 +515,9 @@ async fn read_loop(
                         }
                         shared.metrics.protocol_error("frame_stalled");
                         let reason = format!(
-                            "frame stalled: {} bytes buffered for {} ms",
+                            "frame stalled: {} bytes buffered{} for {} ms",
                             reader.read_buffer().len(),
+                            if reader.decoder().skipping() { " (skipping an over-long frame)" } else { "" },
                             since.elapsed().as_millis()
                         );
                         return End::ProtocolError(Goaway::new(GoawayCode::ProtocolError, reason));
@@ -509,7 +528,12 @@ async fn read_loop(
         // A frame completed: what is buffered now (if anything) is the next frame's start.
         partial_since = None;
         let frame = match frame {
-            None => return End::Eof,
+            None => {
+                if let Some(skipped) = reader.decoder_mut().take_skipped() {
+                    skipped_too_long(shared, skipped, id, hello, acks, &mut skips);
+                }
+                return End::Eof;
+            }
             Some(Err(FrameError::Io(e))) => {
                 tracing::debug!(session = id, error = %e, "read failed");
                 return End::ReadError;
@@ -577,6 +601,54 @@ async fn read_loop(
                 return End::ProtocolError(goaway);
             }
             Event::Admitted(..) | Event::Nothing => {}
+        }
+    }
+}
+
+/// Counts and logs frames the codec skipped for being over `limits.max_frame_len` (the
+/// connection stays up): the first skip of a connection as a warning with who sent it, later
+/// ones at debug level with the connection's running total (`skips`). For a client that wants
+/// stored acknowledgements, each skipped data frame is handled (dropped and counted), as a
+/// looping one is, so the count stays in step.
+fn skipped_too_long(
+    shared: &Shared,
+    skipped: Skipped,
+    id: SessionId,
+    hello: &Peer,
+    acks: Option<&Arc<Acks>>,
+    skips: &mut u64,
+) {
+    shared.metrics.skip("too_long", skipped.frames);
+    let first = *skips == 0;
+    *skips += skipped.frames;
+    let last_frame = y3_transport::frame::kind::name(skipped.last_kind);
+    let limit = shared.config.limits.max_frame_len;
+    if first {
+        tracing::warn!(
+            session = id,
+            name = %hello.name,
+            id = %hello.id,
+            client_type = hello.client_type.name(),
+            frames = skipped.frames,
+            last_frame,
+            last_len = skipped.last_len,
+            limit,
+            "skipped a frame over limits.max_frame_len (further ones on this connection are \
+             logged at debug level)"
+        );
+    } else {
+        tracing::debug!(
+            session = id,
+            frames = skipped.frames,
+            total = *skips,
+            last_len = skipped.last_len,
+            limit,
+            "skipped frames over limits.max_frame_len"
+        );
+    }
+    if let Some(acks) = acks {
+        for _ in 0..skipped.data {
+            acks.take().done();
         }
     }
 }

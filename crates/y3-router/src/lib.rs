@@ -40,9 +40,11 @@
 //!   disconnected as a slow consumer (counted, logged), so one stuck client cannot stall
 //!   the rest.
 //! - Under [`Policy::DropOldest`] sources never wait; every dropped frame is counted.
-//! - Memory is bounded: frames by `limits.max_frame_len` (checked from the header), queues
-//!   by twice `queue.capacity` and `queue.max_bytes` each and by `limits.max_queued_bytes`
-//!   together, connections by `limits.max_connections`.
+//! - Memory is bounded: frames by `limits.max_frame_len` (checked from the header; a longer
+//!   frame is skipped as it streams past, never buffered, counted, and the connection goes
+//!   on), one partial frame per connection (so at most `limits.max_connections` times
+//!   `max_frame_len` being read), queues by twice `queue.capacity` and `queue.max_bytes`
+//!   each and by `limits.max_queued_bytes` together.
 //! - A malformed frame, a wrong token or a silent client ends that connection with a
 //!   reason (a rejected or goaway frame, and over QUIC a close code that tells YoMo clients
 //!   whether to come back) and a counted metric; every other connection goes on.
@@ -87,6 +89,7 @@ mod routing;
 mod server;
 pub mod session;
 mod shared;
+pub mod state;
 pub mod table;
 pub mod throttle;
 pub mod yomo_yaml;

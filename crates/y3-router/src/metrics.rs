@@ -8,6 +8,7 @@
 //! y3_router_tarpitted_total                   counter  of those, wrong credentials refused
 //!                                                      after a tarpit delay (`throttle.rs`)
 //! y3_router_protocol_errors_total{kind}       counter  malformed input (frame error kind)
+//! y3_router_skipped_frames_total{reason}      counter  frames read past, not routed (`too_long`)
 //! y3_router_frames_in_total{tag}              counter  data frames read from clients
 //! y3_router_bytes_in_total{tag}               counter  payload bytes read
 //! y3_router_frames_out_total{tag}             counter  data frames written to subscribers
@@ -258,6 +259,7 @@ pub struct Metrics {
     accepted: Family<TransportLabel, Counter>,
     rejected: Family<ReasonLabel, Counter>,
     protocol_errors: Family<KindLabel, Counter>,
+    skipped: Family<ReasonLabel, Counter>,
     frames_in: Family<TagLabel, Counter>,
     bytes_in: Family<TagLabel, Counter>,
     frames_out: Family<TagLabel, Counter>,
@@ -299,6 +301,7 @@ impl Metrics {
             accepted: Family::default(),
             rejected: Family::default(),
             protocol_errors: Family::default(),
+            skipped: Family::default(),
             frames_in: Family::default(),
             bytes_in: Family::default(),
             frames_out: Family::default(),
@@ -341,6 +344,11 @@ impl Metrics {
             "protocol_errors",
             "Malformed input by frame error kind",
             m.protocol_errors.clone(),
+        );
+        registry.register(
+            "skipped_frames",
+            "Frames read past without routing them, by reason (too_long: over limits.max_frame_len)",
+            m.skipped.clone(),
         );
         registry.register(
             "frames_in",
@@ -621,6 +629,20 @@ impl Metrics {
         self.protocol_errors
             .get_or_create(&KindLabel { kind })
             .inc();
+    }
+
+    pub(crate) fn skip(&self, reason: &'static str, frames: u64) {
+        self.skipped
+            .get_or_create(&ReasonLabel { reason })
+            .inc_by(frames);
+    }
+
+    /// Frames read past without routing them for `reason` (`too_long`: over
+    /// `limits.max_frame_len`, skipped as they streamed in; the connection stays up).
+    pub fn skipped(&self, reason: &'static str) -> u64 {
+        self.skipped
+            .get(&ReasonLabel { reason })
+            .map_or(0, |c| c.get())
     }
 
     pub(crate) fn accepted(&self, transport: &'static str) {

@@ -237,10 +237,14 @@ impl Router {
             }));
         }
         if let Some(addr) = listen.quic {
-            let server = QuicServer::bind(
+            // Kept across restarts: a restarted router resets its predecessor's
+            // connections at once (state.rs).
+            let recovery = crate::state::recovery(&config.state)?;
+            let server = QuicServer::bind_recovering(
                 addr,
                 identity.server_config_with(client_ca.as_ref())?,
                 codec,
+                &recovery,
             )
             .map_err(|e| match e {
                 TransportError::Io(source) => RouterError::Bind {

@@ -5,8 +5,25 @@
 //! decoded without another syscall; there is no read-header-then-read-body pair.
 //! `FramedWrite` (or `Framed`) encodes frames into one buffer and writes it in as few calls
 //! as the socket allows; feeding many frames before one flush batches them.
+//!
+//! A frame longer than the codec's limit is not an error: its header is read, its body is
+//! discarded as it streams past (never buffered), and the frame is noted in [`Skipped`]
+//! for the connection's owner to count and log ([`FrameCodec::take_skipped`]). The next
+//! frame is read normally.
+//!
+//! ```text
+//!  bytes in:  | frame ≤ limit | hdr ─ body > limit ─────────── | frame ≤ limit |
+//!  decoded:   |   Frame       | skipped: discarded as it comes |   Frame       |
+//! ```
+//!
+//! Memory: an accepted frame is buffered whole, so one connection holds at most one
+//! partial frame of up to `max_frame_len` bytes (grown as bytes arrive, at most
+//! [`MAX_RESERVE`] or double what arrived ahead of them). A frame larger than a read
+//! buffer ([`crate::READ_BUFFER`]) gets an allocation of its own, exactly its size once
+//! complete, so a queued big frame keeps only its own bytes alive and the reads after it
+//! go to a fresh read buffer.
 
-use bytes::BytesMut;
+use bytes::{Buf, BytesMut};
 use tokio_util::codec::{Decoder, Encoder};
 use y3::tag::Header;
 use y3::{Config, DecodeError};
@@ -14,19 +31,40 @@ use y3::{Config, DecodeError};
 use crate::error::FrameError;
 use crate::frame::{self, kind, Frame};
 
-/// Default largest frame body: 1 MiB.
-pub const DEFAULT_MAX_FRAME_LEN: usize = 1 << 20;
+/// Default largest frame body: a 16 MiB payload plus 64 KiB for its tag, metadata and
+/// field headers. YoMo has no limit; 16 MiB covers the payloads real apps send (images,
+/// model outputs) while one partial frame per connection stays bounded.
+pub const DEFAULT_MAX_FRAME_LEN: usize = (16 << 20) + (64 << 10);
 
 /// Most bytes reserved at once while waiting for the rest of a frame. A peer that declares a
 /// large frame and then trickles it in makes the buffer grow with what actually arrives,
 /// never ahead of it by more than this.
 pub const MAX_RESERVE: usize = 64 * 1024;
 
+/// Frames a codec skipped for being longer than its limit, since they were last taken.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Skipped {
+    /// How many frames.
+    pub frames: u64,
+    /// How many of them were data frames.
+    pub data: u64,
+    /// Their declared body lengths, summed.
+    pub bytes: u64,
+    /// The last one's frame type key ([`kind`]).
+    pub last_kind: u32,
+    /// The last one's declared body length.
+    pub last_len: u64,
+}
+
 /// Decodes and encodes [`Frame`]s: one top-level Y3 packet each.
 ///
 /// The declared length of every frame is checked against `max_frame_len` as soon as its
-/// header (at most 6 bytes) has arrived, before any of the body is buffered; a 2 GiB
-/// declaration fails at once with [`FrameError::TooLong`].
+/// header (at most 6 bytes) has arrived, before any of the body is buffered; a longer
+/// frame (up to 2 GiB) is skipped as its bytes arrive and noted in [`Skipped`]. Encoding a
+/// frame over the limit fails with [`FrameError::TooLong`].
+///
+/// Each connection's reader holds its own codec (it is `Copy`; a copy starts where the
+/// original was, so copy only a fresh one).
 ///
 /// # Examples
 ///
@@ -48,7 +86,13 @@ pub const MAX_RESERVE: usize = 64 * 1024;
 #[derive(Debug, Clone, Copy)]
 pub struct FrameCodec {
     config: Config,
+    /// `config` without a length limit: headers are parsed with it, and the length
+    /// compared with `max_frame_len` here, so that an over-long frame can be skipped.
+    scan: Config,
     max_frame_len: usize,
+    /// Body bytes of a skipped frame still to discard.
+    skip_left: u64,
+    skipped: Skipped,
 }
 
 impl Default for FrameCodec {
@@ -58,19 +102,52 @@ impl Default for FrameCodec {
 }
 
 impl FrameCodec {
-    /// A codec refusing frames whose body exceeds `max_frame_len` bytes (capped at
-    /// `i32::MAX`, the largest Y3 length).
+    /// A codec skipping (decoding) and refusing (encoding) frames whose body exceeds
+    /// `max_frame_len` bytes (capped at `i32::MAX`, the largest Y3 length).
     pub fn new(max_frame_len: usize) -> FrameCodec {
         let max_frame_len = max_frame_len.min(i32::MAX as usize);
         FrameCodec {
             config: frame::config(max_frame_len),
+            scan: frame::config(i32::MAX as usize),
             max_frame_len,
+            skip_left: 0,
+            skipped: Skipped::default(),
         }
     }
 
     /// The frame body limit.
     pub fn max_frame_len(&self) -> usize {
         self.max_frame_len
+    }
+
+    /// Whether the decoder is inside a frame it skips (its body is still arriving): the
+    /// reader is mid-frame although its buffer may be empty.
+    pub fn skipping(&self) -> bool {
+        self.skip_left > 0
+    }
+
+    /// The frames skipped since the last call, if any.
+    pub fn take_skipped(&mut self) -> Option<Skipped> {
+        (self.skipped.frames > 0).then(|| std::mem::take(&mut self.skipped))
+    }
+
+    /// Makes room for the rest of a `total`-byte frame of which `src` holds the start.
+    fn reserve(src: &mut BytesMut, total: usize) {
+        let want = (total - src.len()).min(MAX_RESERVE);
+        if src.capacity() - src.len() >= want {
+            return;
+        }
+        if total <= crate::READ_BUFFER {
+            src.reserve(want);
+            return;
+        }
+        // A frame larger than a read buffer gets its own allocation, grown geometrically
+        // (amortised copies) but never beyond the frame: once complete it owns exactly its
+        // bytes, and a queued frame pins nothing else.
+        let cap = total.min((src.len() * 2).max(src.len() + MAX_RESERVE));
+        let mut grown = BytesMut::with_capacity(cap);
+        grown.extend_from_slice(src);
+        *src = grown;
     }
 }
 
@@ -102,49 +179,76 @@ impl Decoder for FrameCodec {
 
     /// Splits the first complete frame off `src` and decodes it.
     ///
+    /// A frame longer than `max_frame_len` is skipped: its body is discarded as it
+    /// arrives, it is noted for [`take_skipped`](FrameCodec::take_skipped), and decoding
+    /// goes on with the next frame.
+    ///
     /// # Errors
-    /// [`FrameError::TooLong`] and [`FrameError::UnknownFrame`] from the header alone, and
-    /// the errors of [`Frame::decode`] once the frame is complete.
+    /// [`FrameError::UnknownFrame`] from the first byte, and the errors of
+    /// [`Frame::decode`] once the frame is complete.
     fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
-        // Refuse garbage on its first byte rather than buffering its "body": a frame's tag
-        // byte is the node flag plus a known frame type.
-        let Some(&first) = src.first() else {
-            rewind(src);
-            return Ok(None);
-        };
-        if first & 0xc0 == 0x40 {
-            return Err(DecodeError::InvalidTag { tag: first as u32 }.into());
-        }
-        if first & 0xc0 != 0x80 || !kind::is_known((first & 0x3f) as u32) {
-            return Err(FrameError::UnknownFrame {
-                tag: (first & 0x3f) as u32,
-            });
-        }
-        let head = match Header::parse(src, &self.config) {
-            Ok(Some(head)) => head,
-            Ok(None) => return Ok(None),
-            Err(DecodeError::TooLong { declared, limit }) => {
-                return Err(FrameError::TooLong { declared, limit })
+        loop {
+            if self.skip_left > 0 {
+                let n = (src.len() as u64).min(self.skip_left);
+                src.advance(n as usize);
+                self.skip_left -= n;
+                if self.skip_left > 0 {
+                    rewind(src);
+                    return Ok(None);
+                }
             }
-            Err(e) => return Err(e.into()),
-        };
-        // `head.len` was checked against `max_frame_len`, at most `i32::MAX`.
-        let total = head.head_len + head.len as usize;
-        if src.len() < total {
-            src.reserve((total - src.len()).min(MAX_RESERVE));
-            return Ok(None);
+            // Refuse garbage on its first byte rather than buffering its "body": a frame's
+            // tag byte is the node flag plus a known frame type.
+            let Some(&first) = src.first() else {
+                rewind(src);
+                return Ok(None);
+            };
+            if first & 0xc0 == 0x40 {
+                return Err(DecodeError::InvalidTag { tag: first as u32 }.into());
+            }
+            if first & 0xc0 != 0x80 || !kind::is_known((first & 0x3f) as u32) {
+                return Err(FrameError::UnknownFrame {
+                    tag: (first & 0x3f) as u32,
+                });
+            }
+            let head = match Header::parse(src, &self.scan) {
+                Ok(Some(head)) => head,
+                Ok(None) => return Ok(None),
+                Err(e) => return Err(e.into()),
+            };
+            if head.len > self.max_frame_len as u64 {
+                self.skipped.frames += 1;
+                self.skipped.data += u64::from(head.tag.id() == kind::DATA);
+                self.skipped.bytes += head.len;
+                self.skipped.last_kind = head.tag.id();
+                self.skipped.last_len = head.len;
+                src.advance(head.head_len);
+                self.skip_left = head.len;
+                continue;
+            }
+            // `head.len` is at most `max_frame_len`, at most `i32::MAX`.
+            let total = head.head_len + head.len as usize;
+            if src.len() < total {
+                Self::reserve(src, total);
+                return Ok(None);
+            }
+            let frame = src.split_to(total).freeze();
+            if total > crate::READ_BUFFER && src.capacity() < crate::READ_BUFFER {
+                // The frame took its own allocation along: the reads after it get a new
+                // read buffer rather than growing from nothing.
+                src.reserve(crate::READ_BUFFER);
+            }
+            // The header is not parsed again: the frame decoder starts at the fields.
+            return Frame::decode_parsed(frame, head.tag, head.head_len, &self.config).map(Some);
         }
-        let frame = src.split_to(total).freeze();
-        // The header is not parsed again: the frame decoder starts at the fields.
-        Frame::decode_parsed(frame, head.tag, head.head_len, &self.config).map(Some)
     }
 
-    /// As [`decode`](Self::decode); bytes left over at the end of the stream are a
-    /// [`FrameError::Truncated`] frame.
+    /// As [`decode`](Self::decode); bytes left over at the end of the stream (or a
+    /// skipped frame's body still missing) are a [`FrameError::Truncated`] frame.
     fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
         match self.decode(src)? {
             Some(frame) => Ok(Some(frame)),
-            None if src.is_empty() => Ok(None),
+            None if src.is_empty() && self.skip_left == 0 => Ok(None),
             None => Err(FrameError::Truncated {
                 buffered: src.len() as u64,
             }),
@@ -252,18 +356,26 @@ mod tests {
     }
 
     #[test]
-    fn huge_declared_length_fails_from_the_header() {
+    fn huge_declared_length_is_skipped_from_the_header() {
         let mut codec = FrameCodec::new(1024);
         // Data frame declaring 2^31-1 bytes: bf, then PVarInt 7fffffff = 87 ff ff ff 7f.
-        let mut buf = BytesMut::from(&hex!("bf 87ffffff7f")[..]);
-        let err = codec.decode(&mut buf).unwrap_err();
-        assert!(matches!(
-            err,
-            FrameError::TooLong {
-                declared: 2147483647,
-                limit: 1024
-            }
-        ));
+        let mut buf = BytesMut::from(&hex!("bf 87ffffff7f 0101")[..]);
+        assert!(codec.decode(&mut buf).unwrap().is_none());
+        assert!(buf.is_empty() && codec.skipping());
+        assert!(buf.capacity() <= 64, "{}", buf.capacity());
+        assert_eq!(
+            codec.take_skipped(),
+            Some(Skipped {
+                frames: 1,
+                data: 1,
+                bytes: 2147483647,
+                last_kind: kind::DATA,
+                last_len: 2147483647
+            })
+        );
+        assert_eq!(codec.take_skipped(), None);
+        let err = codec.decode_eof(&mut buf).unwrap_err();
+        assert_eq!(err.kind(), "truncated");
         // Just under the limit: accepted, waiting for the body, with a bounded reservation.
         let mut codec = FrameCodec::new(16 << 20);
         let mut buf = BytesMut::from(&hex!("bf 84808000")[..]);

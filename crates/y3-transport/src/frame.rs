@@ -473,6 +473,26 @@ impl Data {
         data_fields(self, |f| len += f.len());
         len
     }
+
+    /// As [`Frame::check_len`] for this data frame.
+    ///
+    /// # Errors
+    /// [`FrameError::TooLong`] when the body exceeds `max_len`.
+    pub fn check_len(&self, max_len: usize) -> Result<usize, FrameError> {
+        fits(self.body_len(), max_len)
+    }
+}
+
+/// `body` if it is within `max_len` (at most `i32::MAX`), else [`FrameError::TooLong`].
+fn fits(body: usize, max_len: usize) -> Result<usize, FrameError> {
+    let limit = max_len.min(i32::MAX as usize);
+    if body > limit {
+        return Err(FrameError::TooLong {
+            declared: body as u64,
+            limit: limit as u64,
+        });
+    }
+    Ok(body)
 }
 
 /// Any frame.
@@ -764,6 +784,16 @@ impl Frame {
         Header::encoded_len(Tag::node(self.kind()), body, D) + body
     }
 
+    /// The frame's body length, checked against `max_len` (the receiver's limit; at most
+    /// `i32::MAX`): what [`encode`](Frame::encode) checks first, for a sender that wants
+    /// to refuse a frame before queueing it.
+    ///
+    /// # Errors
+    /// [`FrameError::TooLong`] when the body exceeds the limit.
+    pub fn check_len(&self, max_len: usize) -> Result<usize, FrameError> {
+        fits(self.body_len(), max_len)
+    }
+
     /// Appends the frame to `dst`, reserving the room first. A decoded data frame whose
     /// fields are unchanged is copied out as the bytes it arrived as.
     ///
@@ -782,27 +812,13 @@ impl Frame {
     /// # Ok::<(), y3_transport::FrameError>(())
     /// ```
     pub fn encode(&self, dst: &mut BytesMut, max_len: usize) -> Result<(), FrameError> {
-        let limit = max_len.min(i32::MAX as usize);
+        let body = self.check_len(max_len)?;
         if let Frame::Data(d) = self {
             if let Some(wire) = d.wire() {
-                // Its header was checked against the reader's limit; check ours.
-                let body = d.body_len();
-                if body > limit {
-                    return Err(FrameError::TooLong {
-                        declared: body as u64,
-                        limit: limit as u64,
-                    });
-                }
+                // Its header was checked against the reader's limit, and ours above.
                 dst.put_slice(wire);
                 return Ok(());
             }
-        }
-        let body = self.body_len();
-        if body > limit {
-            return Err(FrameError::TooLong {
-                declared: body as u64,
-                limit: limit as u64,
-            });
         }
         dst.reserve(Header::encoded_len(Tag::node(self.kind()), body, D) + body);
         let mut out = Staged::new();

@@ -7,7 +7,8 @@
 //!   clock.
 //! - [`FrameCodec`]: tokio-util `Decoder`/`Encoder` over [`frame`], shared by every
 //!   adapter. It decodes every complete frame in whatever the socket returned and checks
-//!   declared lengths against `max_frame_len` before buffering anything.
+//!   declared lengths against `max_frame_len` before buffering anything; a longer frame
+//!   is skipped as it streams past and noted ([`Skipped`]), the next one read normally.
 //! - [`tcp`] (feature `tcp`) and [`quic`] (feature `quic`): adapters that produce a
 //!   [`Connection`], a framed reader and writer. [`tls`] holds the certificate handling
 //!   both share (self-signed development certificates, pinning).
@@ -42,18 +43,20 @@ pub mod metadata;
 mod plain_write;
 #[cfg(feature = "quic")]
 pub mod quic;
+#[cfg(feature = "quic")]
+mod quic_peers;
 pub mod sdk;
 mod stream;
 #[cfg(feature = "tcp")]
 pub mod tcp;
 pub mod tls;
 
-pub use codec::{FrameCodec, DEFAULT_MAX_FRAME_LEN};
+pub use codec::{FrameCodec, Skipped, DEFAULT_MAX_FRAME_LEN};
 pub use error::{FrameError, TransportError};
 pub use frame::{ClientType, Data, Frame, Goaway, GoawayCode};
 pub use metadata::Metadata;
 pub use plain_write::PlainWrite;
 pub use stream::{
-    BoxRead, BoxWrite, Connection, FrameReader, FrameWriter, Guard, TransportKind, READ_BUFFER,
-    WRITE_BUFFER,
+    mid_frame, next_or_skipped, BoxRead, BoxWrite, Connection, FrameReader, FrameWriter, Guard,
+    Next, TransportKind, READ_BUFFER, WRITE_BUFFER,
 };

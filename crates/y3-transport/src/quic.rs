@@ -4,9 +4,26 @@
 //!
 //! The client opens the stream and writes its handshake at once, which is what makes the
 //! stream visible to the server's `accept_bi`. Parameters and close codes follow YoMo's
-//! zipper (see `spec/frames.md`): ALPN `yomo`, keep-alives every 2 s, application code
-//! 0x13 for "do not come back" and [`CLOSE_RETRY`] for "come back".
+//! zipper (see `spec/frames.md`): ALPN `yomo`, application code 0x13 for "do not come
+//! back" and [`CLOSE_RETRY`] for "come back"; YoMo's idle timeout ([`IDLE_TIMEOUT`]).
+//!
+//! Crash recovery: a server endpoint derives its stateless-reset key and its connection-ID
+//! key from a [`ResetSecret`] and its bound address. A router that keeps the secret across
+//! restarts answers the first packet of each client of its crashed predecessor with a
+//! stateless reset (the client knows the token, so it believes it), and the client
+//! reconnects at once instead of waiting out its idle timeout:
+//!
+//! ```text
+//!  router killed ─ restarted (same secret, same address)
+//!  old client ── packet, old connection ID ──▶ new endpoint: CID valid (same key), unknown
+//!  old client ◀── stateless reset (token = HMAC(reset key, CID)) ── ⇒ reconnects now
+//! ```
+//!
+//! A client that sends nothing is reset too, before the successor serves: with a peers
+//! directory ([`Recovery`]) the listener keeps who addressed which connection ID
+//! (`quic_peers.rs`).
 
+use std::fmt;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,12 +36,18 @@ use crate::error::TransportError;
 use crate::frame::{Goaway, GoawayCode};
 use crate::stream::{Connection, Guard, TransportKind};
 
-/// Keep-alive interval of both sides. YoMo's zipper pings every 2 s and advertises a 5 s
-/// idle timeout; YoMo's clients keep the connection up by answering.
-pub const KEEP_ALIVE: Duration = Duration::from_secs(2);
+/// Keep-alive interval of both sides: a packet at least this often, so that a connection
+/// is never idle for [`IDLE_TIMEOUT`] while its peer lives (five chances per timeout), and
+/// a y3 client of a router restarted after a crash sends a packet (and draws its stateless
+/// reset, see the module docs) within this long.
+pub const KEEP_ALIVE: Duration = Duration::from_secs(1);
 
-/// Idle timeout: a peer silent this long (keep-alives unanswered) is gone.
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Idle timeout: a peer silent this long (keep-alives unanswered) is gone. YoMo's zipper
+/// advertises 5 s, and less would not help YoMo's clients: quic-go raises a peer's idle
+/// timeout below 5 s to 5 s and sends its keep-alive after half of it, so a YoMo client
+/// whose router crashed sends its next packet (and is reset by the restarted router) at
+/// most 2.5 s after the last packet it received.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// UDP socket buffers asked of the kernel (it grants up to `net.core.rmem_max` /
 /// `wmem_max`). At the default ~208 KiB a burst of YoMo's one-packet-per-message writes
@@ -103,17 +126,168 @@ pub fn goaway_from_io(error: &std::io::Error) -> Option<Goaway> {
     }
 }
 
+/// The secret a server endpoint's stateless-reset and connection-ID keys are derived from
+/// (with its bound address, so that listeners sharing a secret never share keys). Keep it
+/// across restarts to reset a crashed predecessor's connections at once (module docs);
+/// it must stay private: whoever has it can reset this listener's connections.
+#[derive(Clone)]
+pub struct ResetSecret([u8; ResetSecret::LEN]);
+
+impl fmt::Debug for ResetSecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ResetSecret(..)")
+    }
+}
+
+impl ResetSecret {
+    /// Bytes of a secret.
+    pub const LEN: usize = 32;
+
+    /// A fresh random secret (what a listener without a kept one uses).
+    ///
+    /// # Errors
+    /// [`TransportError::Config`] when the system random source fails.
+    pub fn random() -> Result<ResetSecret, TransportError> {
+        let mut bytes = [0u8; Self::LEN];
+        ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes)
+            .map_err(|_| TransportError::Config("the system random source failed"))?;
+        Ok(ResetSecret(bytes))
+    }
+
+    /// A secret from its bytes (as kept by the caller).
+    pub fn from_bytes(bytes: [u8; Self::LEN]) -> ResetSecret {
+        ResetSecret(bytes)
+    }
+
+    /// The secret's bytes, to keep.
+    pub fn as_bytes(&self) -> &[u8; Self::LEN] {
+        &self.0
+    }
+
+    /// HMAC-SHA256 of `label` and the address: one key per purpose and listener.
+    fn derive(&self, label: &str, local: SocketAddr) -> ring::hmac::Tag {
+        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &self.0);
+        let mut ctx = ring::hmac::Context::with_key(&key);
+        ctx.update(label.as_bytes());
+        ctx.update(b"\0");
+        ctx.update(local.to_string().as_bytes());
+        ctx.sign()
+    }
+
+    /// The stateless-reset key of a server bound to `local`.
+    fn reset_key(&self, local: SocketAddr) -> ring::hmac::Key {
+        let reset = self.derive("y3 quic stateless reset", local);
+        ring::hmac::Key::new(ring::hmac::HMAC_SHA256, reset.as_ref())
+    }
+
+    /// The endpoint configuration of a server bound to `local`: its stateless-reset key,
+    /// and a connection-ID generator whose IDs a successor with the same secret recognises
+    /// as its own (quinn answers a packet for an unknown connection with a reset only when
+    /// the ID validates).
+    fn endpoint_config(&self, local: SocketAddr) -> EndpointConfig {
+        let mut config = EndpointConfig::new(Arc::new(self.reset_key(local)));
+        // Every old client's packet is answered, not one per 20 ms (quinn's default): after
+        // a restart, clients' packets arrive together, and one left unanswered backs off
+        // for seconds before it sends again. A reset is always smaller than the packet that
+        // drew it, so answering each one amplifies nothing.
+        config.min_reset_interval(Duration::ZERO);
+        let cid = self.derive("y3 quic connection id", local);
+        let mut key = [0u8; 8];
+        key.copy_from_slice(&cid.as_ref()[..8]);
+        let key = u64::from_le_bytes(key);
+        config.cid_generator(move || {
+            Box::new(quinn_proto::HashedConnectionIdGenerator::from_key(key))
+        });
+        config
+    }
+}
+
+/// What a server keeps across restarts so that a successor on the same address resets its
+/// connections at once (module docs).
+#[derive(Debug, Clone)]
+pub struct Recovery {
+    /// The secret its keys derive from.
+    pub secret: ResetSecret,
+    /// Where to keep the clients it serves (`quic-peers-<address>` in it), so that a
+    /// successor resets even those that send nothing (`quic_peers.rs`); `None`: only
+    /// clients that send are reset, when they do.
+    pub peers_dir: Option<std::path::PathBuf>,
+}
+
+/// The peers file of a listener on `local` in `dir`.
+fn peers_file(dir: &std::path::Path, local: SocketAddr) -> std::path::PathBuf {
+    let name: String = local
+        .to_string()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    dir.join(format!("quic-peers-{name}"))
+}
+
+/// A bound server endpoint and the task keeping its peers file.
+struct Bound {
+    endpoint: Endpoint,
+    peers: Option<(tokio::task::JoinHandle<()>, std::path::PathBuf)>,
+}
+
 /// A UDP endpoint on `addr` with [`SOCKET_BUFFER`]-sized socket buffers (as large as the
-/// kernel allows; smaller is not an error).
-fn endpoint(addr: SocketAddr, server: Option<quinn::ServerConfig>) -> std::io::Result<Endpoint> {
+/// kernel allows; smaller is not an error); a server's keys come from its [`Recovery`], and
+/// before it serves it resets the clients its predecessor kept.
+fn endpoint(
+    addr: SocketAddr,
+    server: Option<(quinn::ServerConfig, &Recovery)>,
+) -> std::io::Result<Bound> {
     use socket2::{Domain, Protocol, Socket, Type};
     let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
     let _ = socket.set_recv_buffer_size(SOCKET_BUFFER);
     let _ = socket.set_send_buffer_size(SOCKET_BUFFER);
     socket.bind(&addr.into())?;
+    let socket: std::net::UdpSocket = socket.into();
     let runtime = quinn::default_runtime()
         .ok_or_else(|| std::io::Error::other("QUIC needs a tokio runtime"))?;
-    Endpoint::new(EndpointConfig::default(), server, socket.into(), runtime)
+    let Some((server, recovery)) = server else {
+        let endpoint = Endpoint::new(EndpointConfig::default(), None, socket, runtime)?;
+        return Ok(Bound {
+            endpoint,
+            peers: None,
+        });
+    };
+    let local = socket.local_addr()?;
+    let config = recovery.secret.endpoint_config(local);
+    let Some(dir) = &recovery.peers_dir else {
+        let endpoint = Endpoint::new(config, Some(server), socket, runtime)?;
+        return Ok(Bound {
+            endpoint,
+            peers: None,
+        });
+    };
+    let file = peers_file(dir, local);
+    let old = crate::quic_peers::take(&file);
+    if !old.is_empty() {
+        crate::quic_peers::reset_all(&socket, &recovery.secret.reset_key(local), &old);
+        tracing::info!(
+            clients = old.len(),
+            "reset the QUIC clients of the previous run"
+        );
+    }
+    let log = Arc::new(crate::quic_peers::PeerLog::new(file.clone()));
+    let watched = crate::quic_peers::Watched {
+        inner: runtime.wrap_udp_socket(socket)?,
+        log: log.clone(),
+    };
+    let endpoint =
+        Endpoint::new_with_abstract_socket(config, Some(server), Arc::new(watched), runtime)?;
+    let writer = log.spawn_writer();
+    Ok(Bound {
+        endpoint,
+        peers: Some((writer, file)),
+    })
 }
 
 fn transport_config() -> Arc<TransportConfig> {
@@ -134,26 +308,59 @@ fn transport_config() -> Arc<TransportConfig> {
 pub struct QuicServer {
     endpoint: Endpoint,
     codec: FrameCodec,
+    /// The task keeping the peers file, and the file.
+    peers: Option<(tokio::task::JoinHandle<()>, std::path::PathBuf)>,
+}
+
+impl Drop for QuicServer {
+    fn drop(&mut self) {
+        if let Some((writer, _)) = &self.peers {
+            writer.abort();
+        }
+    }
 }
 
 impl QuicServer {
-    /// Binds a UDP socket on `addr` and serves `tls` (which must allow TLS 1.3).
+    /// Binds a UDP socket on `addr` and serves `tls` (which must allow TLS 1.3), with a
+    /// fresh random [`ResetSecret`] and no peers file.
     ///
     /// # Errors
-    /// [`TransportError::Config`] for a TLS config QUIC cannot use, [`TransportError::Io`]
-    /// for the bind.
+    /// As [`QuicServer::bind_recovering`].
     pub fn bind(
         addr: SocketAddr,
         tls: Arc<rustls::ServerConfig>,
         codec: FrameCodec,
     ) -> Result<QuicServer, TransportError> {
+        let recovery = Recovery {
+            secret: ResetSecret::random()?,
+            peers_dir: None,
+        };
+        QuicServer::bind_recovering(addr, tls, codec, &recovery)
+    }
+
+    /// Binds a UDP socket on `addr` and serves `tls` (which must allow TLS 1.3), its
+    /// stateless resets and connection IDs keyed by `recovery`'s secret; with a peers
+    /// directory, it first resets the clients its predecessor kept there, and keeps its own
+    /// (see the module docs).
+    ///
+    /// # Errors
+    /// [`TransportError::Config`] for a TLS config QUIC cannot use, [`TransportError::Io`]
+    /// for the bind.
+    pub fn bind_recovering(
+        addr: SocketAddr,
+        tls: Arc<rustls::ServerConfig>,
+        codec: FrameCodec,
+        recovery: &Recovery,
+    ) -> Result<QuicServer, TransportError> {
         let crypto = QuicServerConfig::try_from(tls)
             .map_err(|_| TransportError::Config("the TLS config offers no QUIC cipher suite"))?;
         let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
         config.transport_config(transport_config());
+        let bound = endpoint(addr, Some((config, recovery)))?;
         Ok(QuicServer {
-            endpoint: endpoint(addr, Some(config))?,
+            endpoint: bound.endpoint,
             codec,
+            peers: bound.peers,
         })
     }
 
@@ -180,11 +387,15 @@ impl QuicServer {
     }
 
     /// Closes every connection with `goaway` and waits (at most `linger`) for the peers to
-    /// acknowledge.
+    /// acknowledge. The peers file goes: the clients were told, none needs a reset.
     pub async fn close(&self, goaway: &Goaway, linger: Duration) {
         let reason = close_reason(goaway);
         self.endpoint
             .close(close_code(goaway.code).into(), reason.as_bytes());
+        if let Some((writer, file)) = &self.peers {
+            writer.abort();
+            let _ = std::fs::remove_file(file);
+        }
         let _ = tokio::time::timeout(linger, self.endpoint.wait_idle()).await;
     }
 }
@@ -240,7 +451,7 @@ pub async fn connect(
         (false, true) => SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)),
         (false, false) => SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0)),
     };
-    let endpoint = endpoint(bind, None)?;
+    let endpoint = endpoint(bind, None)?.endpoint;
     let conn = endpoint.connect_with(config, addr, server_name)?.await?;
     let (send, recv) = conn.open_bi().await?;
     let mut framed = Connection::new(recv, send, codec, TransportKind::Quic, Some(addr));

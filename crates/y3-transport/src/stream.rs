@@ -4,13 +4,17 @@
 use std::fmt;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::task::Poll;
 use std::time::Duration;
+
+use futures_util::StreamExt;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::{FramedRead, FramedWrite};
 
-use crate::codec::FrameCodec;
-use crate::frame::Goaway;
+use crate::codec::{FrameCodec, Skipped};
+use crate::error::FrameError;
+use crate::frame::{Frame, Goaway};
 use crate::plain_write::PlainWrite;
 
 /// Initial read buffer: one read syscall takes up to this many bytes of frames.
@@ -27,6 +31,36 @@ pub type BoxWrite = Pin<Box<dyn AsyncWrite + Send>>;
 pub type FrameReader = FramedRead<BoxRead, FrameCodec>;
 /// The framed write half of a [`Connection`]: a `Sink<Frame>`; `feed` many, `flush` once.
 pub type FrameWriter = FramedWrite<BoxWrite, FrameCodec>;
+
+/// Whether `reader` is inside a frame: some of it buffered, or the body of a frame it
+/// skips ([`FrameCodec::skipping`]) still arriving. What a frame-stall timeout watches.
+pub fn mid_frame(reader: &FrameReader) -> bool {
+    !reader.read_buffer().is_empty() || reader.decoder().skipping()
+}
+
+/// What [`next_or_skipped`] saw first.
+#[derive(Debug)]
+pub enum Next {
+    /// The next frame (or error, or the end of the stream), as `reader.next()` gives it.
+    Frame(Option<Result<Frame, FrameError>>),
+    /// No frame yet, but the codec skipped over-long frames: these (taken from it).
+    Skipped(Skipped),
+}
+
+/// As `reader.next()`, but also ready as soon as the codec has skipped a frame while no
+/// frame is complete, so that a skip is counted when it starts, not when the next frame
+/// comes. (A skip followed by a complete frame in the same read is left in the codec for
+/// [`FrameCodec::take_skipped`].)
+pub async fn next_or_skipped(reader: &mut FrameReader) -> Next {
+    std::future::poll_fn(|cx| match reader.poll_next_unpin(cx) {
+        Poll::Ready(frame) => Poll::Ready(Next::Frame(frame)),
+        Poll::Pending => match reader.decoder_mut().take_skipped() {
+            Some(skipped) => Poll::Ready(Next::Skipped(skipped)),
+            None => Poll::Pending,
+        },
+    })
+    .await
+}
 
 /// Which adapter a connection came through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -169,7 +169,9 @@ impl DurableSource {
     /// bound (16,384 frames).
     ///
     /// # Errors
-    /// A refusal by the router ([`TransportError::Goaway`]), or reconnecting gave up.
+    /// A refusal by the router ([`TransportError::Goaway`]), or reconnecting gave up;
+    /// [`FrameError::TooLong`](crate::FrameError::TooLong) for a frame over
+    /// [`ClientOptions::max_frame_len`](super::ClientOptions::max_frame_len).
     pub async fn send(
         &mut self,
         tag: u32,
@@ -189,6 +191,9 @@ impl DurableSource {
     /// # Errors
     /// As [`DurableSource::send`].
     pub async fn send_data(&mut self, data: Data) -> Result<(), TransportError> {
+        // Over the limit the writer could not encode it, and it would be resent forever.
+        data.check_len(self.options.max_frame_len)
+            .map_err(TransportError::Frame)?;
         loop {
             let moved = self.moved.clone();
             let notified = moved.notified();

@@ -210,7 +210,7 @@ impl StreamFunction {
         tokio::pin!(stop);
         loop {
             let frame = tokio::select! {
-                frame = link.reader.next() => frame,
+                frame = super::link::next(&mut link.reader) => frame,
                 _ = &mut stop => {
                     if let Some(durable) = durable {
                         // Writes from now on are refused, not kept for a connection to come.

@@ -18,6 +18,34 @@ pub(crate) const LINGER: Duration = Duration::from_secs(2);
 /// Most frames fed into the write buffer between flushes.
 const MAX_BATCH: usize = 1024;
 
+/// The next frame from the router, as `reader.next()`; frames over this client's
+/// `max_frame_len` that the codec skipped on the way are logged (never silent).
+pub(crate) async fn next(reader: &mut FrameReader) -> Option<Result<Frame, crate::FrameError>> {
+    loop {
+        match crate::next_or_skipped(reader).await {
+            crate::Next::Frame(frame) => {
+                if let Some(skipped) = reader.decoder_mut().take_skipped() {
+                    warn_skipped(skipped, reader.decoder().max_frame_len());
+                }
+                return frame;
+            }
+            crate::Next::Skipped(skipped) => {
+                warn_skipped(skipped, reader.decoder().max_frame_len());
+            }
+        }
+    }
+}
+
+fn warn_skipped(skipped: crate::Skipped, limit: usize) {
+    tracing::warn!(
+        frames = skipped.frames,
+        bytes = skipped.bytes,
+        last_len = skipped.last_len,
+        limit,
+        "skipped frames from the router over this client's max_frame_len"
+    );
+}
+
 /// A message to the writer task.
 pub(crate) enum Out {
     Frame(Frame),

@@ -1,6 +1,5 @@
 //! [`Sink`]: receives data frames on observed tags.
 
-use futures_util::StreamExt;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -100,7 +99,7 @@ async fn pump(link: &mut Link, tx: &mpsc::Sender<Result<Data, TransportError>>) 
     tokio::pin!(closed);
     loop {
         let frame = tokio::select! {
-            frame = link.reader.next() => frame,
+            frame = super::link::next(&mut link.reader) => frame,
             _ = &mut closed => return Pumped::ReceiverGone,
         };
         match frame {

@@ -130,7 +130,9 @@ impl Source {
     ///
     /// # Errors
     /// [`TransportError::Goaway`] once after the router closed the connection with a
-    /// reason, and for good after a refusal; connection errors when reconnecting fails.
+    /// reason, and for good after a refusal; connection errors when reconnecting fails;
+    /// [`FrameError::TooLong`](crate::FrameError::TooLong) (kind `too_long`) for a frame
+    /// over [`ClientOptions::max_frame_len`], before anything is sent.
     pub async fn send(
         &mut self,
         tag: u32,
@@ -182,6 +184,10 @@ impl Source {
             });
         }
         let mut frame = Frame::Data(data);
+        // Over the limit the writer could not encode it: say so here, not by a lost link.
+        frame
+            .check_len(self.options.max_frame_len)
+            .map_err(TransportError::Frame)?;
         for _ in 0..2 {
             let active = self.ensure().await?;
             if lock(&active.seen).goaway.is_some() {

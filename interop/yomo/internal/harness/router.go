@@ -36,6 +36,9 @@ type Options struct {
 	// TCPTLS serves TLS on y3's TCP listener (`--tcp-tls`), as mutual TLS requires. YoMo's
 	// zipper has no TCP listener.
 	TCPTLS bool
+	// Config is TOML appended to y3's config file (e.g. "[limits]\nmax_frame_len = 65536").
+	// YoMo's zipper has no such settings: Start leaves it out for a YoMo router.
+	Config string
 }
 
 // Filter is one [[filters.attach]] entry: frames on Tag reach the functions named Function

@@ -37,6 +37,7 @@ type y3Router struct {
 	bin    string
 	opts   Options
 	config string // the TOML config file with the [mesh] section; "" without a mesh
+	state  string // $XDG_STATE_HOME of every start: the QUIC reset secret survives restarts
 
 	mu      sync.Mutex
 	addr    string
@@ -47,8 +48,8 @@ type y3Router struct {
 func startY3(t testing.TB, opts Options, addr string) *y3Router {
 	t.Helper()
 	bin := Y3Bin(t)
-	r := &y3Router{t: t, bin: bin, opts: opts}
-	if len(opts.Mesh) > 0 || len(opts.Filters) > 0 {
+	r := &y3Router{t: t, bin: bin, opts: opts, state: t.TempDir()}
+	if len(opts.Mesh) > 0 || len(opts.Filters) > 0 || opts.Config != "" {
 		r.config = writeY3Config(t, opts)
 	}
 	if addr == "" {
@@ -78,6 +79,9 @@ func y3Config(opts Options) string {
 	for _, f := range opts.Filters {
 		fmt.Fprintf(&cfg, "\n[[filters.attach]]\nfunction = %s\ntag = %d\nfilter = %s\n",
 			tomlString(f.Function), f.Tag, tomlString(f.Text))
+	}
+	if opts.Config != "" {
+		fmt.Fprintf(&cfg, "\n%s\n", opts.Config)
 	}
 	return cfg.String()
 }
@@ -113,7 +117,7 @@ func (r *y3Router) start(quicAddr string) {
 	if r.opts.TCPTLS {
 		args = append(args, "--tcp-tls")
 	}
-	var env []string
+	env := []string{"XDG_STATE_HOME=" + r.state, "STATE_DIRECTORY="}
 	if os.Getenv("RUST_LOG") == "" {
 		env = append(env, "RUST_LOG=warn")
 	}
