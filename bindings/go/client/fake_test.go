@@ -678,8 +678,9 @@ func TestFakeSinkReconnects(t *testing.T) {
 			_ = c.send(client.Data{Tag: 1, Payload: []byte("one")})
 			return false // dropped
 		case 2:
-			// A data frame declaring 2 MiB: refused from its header.
-			_ = c.write([]byte{0xbf, 0x81, 0x80, 0x80, 0x00})
+			// A data frame declaring 32 MiB, over DefaultMaxFrameLen (16 MiB + 64 KiB):
+			// refused from its header.
+			_ = c.write([]byte{0xbf, 0x90, 0x80, 0x80, 0x00})
 			_ = c.write(bytes.Repeat([]byte{0}, 1000))
 			return true
 		case 3:
