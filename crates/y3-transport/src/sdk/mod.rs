@@ -54,12 +54,13 @@ mod writer;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-pub use durable::DurableSource;
+pub use durable::{Closed, DurableSource};
 pub use function::StreamFunction;
 pub use id::new_id;
 pub use sink::Sink;
 pub use source::Source;
 pub use upstream::Upstream;
+pub use window::{Refusals, Refused, MAX_REFUSALS_KEPT};
 pub use writer::Writer;
 
 use crate::tls::{Identity, Trust, YomoTlsEnv, DEV_SERVER_NAME};
