@@ -527,13 +527,13 @@ async fn read_loop(
         };
         // A frame completed: what is buffered now (if anything) is the next frame's start.
         partial_since = None;
+        // Frames the codec skipped on its way to this one came before it: handled first, so
+        // that a client's stored count numbers its frames in the order it wrote them.
+        if let Some(skipped) = reader.decoder_mut().take_skipped() {
+            skipped_too_long(shared, skipped, id, hello, acks, &mut skips);
+        }
         let frame = match frame {
-            None => {
-                if let Some(skipped) = reader.decoder_mut().take_skipped() {
-                    skipped_too_long(shared, skipped, id, hello, acks, &mut skips);
-                }
-                return End::Eof;
-            }
+            None => return End::Eof,
             Some(Err(FrameError::Io(e))) => {
                 tracing::debug!(session = id, error = %e, "read failed");
                 return End::ReadError;
