@@ -1316,10 +1316,15 @@ mod tests {
             },
         ];
         assert!(runs[0].contains(u32::MAX) && runs[0].contains(0) && !runs[0].contains(1));
-        roundtrip(Frame::Stored(Stored {
+        let bytes = roundtrip(Frame::Stored(Stored {
             count: 400,
             refused: runs,
         }));
+        // The Go client's vector of the same frame (bindings/go/client/frame_test.go).
+        assert_eq!(
+            &bytes[..],
+            hex!("b318 30020190 3112 ffffffff 02000000 02 07000000 2c010000 c8")
+        );
         // A run that is not 9 bytes is an invalid frame.
         let bad = Bytes::from_static(&hex!("b3 0d 30 01 03 31 08 01000000 01000000"));
         let err = Frame::decode(bad, &cfg()).unwrap_err();
