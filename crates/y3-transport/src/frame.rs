@@ -742,7 +742,7 @@ fn read_filters(mut bytes: &[u8]) -> Result<Vec<(u32, String)>, FrameError> {
 
 /// Reads the refused runs of a stored frame: 9 bytes each.
 fn read_refused(bytes: &[u8]) -> Result<Vec<RefusedRun>, FrameError> {
-    if bytes.len() % RefusedRun::LEN != 0 {
+    if !bytes.len().is_multiple_of(RefusedRun::LEN) {
         return Err(FrameError::InvalidField {
             frame: "stored",
             field: "refused",
