@@ -20,7 +20,8 @@
 //! Delivery to the router is at most once, as in YoMo. Against a y3 router, a
 //! [`DurableSource`] and a [`durable`](StreamFunction::durable) stream function ask for
 //! stored acknowledgements instead: they keep what they wrote until the router stored it and
-//! write it again after a reconnect (at least once; `spec/frames.md`).
+//! write it again after a reconnect (at least once; `spec/frames.md`). A frame the router
+//! refuses by its rules is reported with its reason ([`Refusals`]) and not written again.
 //!
 //! [`Upstream`] is the raw client side of a mesh link (client type `0x5e`), for a router
 //! that forwards to a downstream zipper; it leaves batching and reconnection to its caller.
