@@ -172,9 +172,10 @@ pub(crate) enum Origin {
 /// as `no_subscriber`.
 ///
 /// `ticket` (a client that wants stored acknowledgements) is settled here unless the
-/// federation's publisher took it (a durable tag): done once the frame is queued for its
-/// recipients, or when it has none; refused as `loop` when every recipient it had dropped
-/// it as a loop (it reached no one: no downstream zipper, not the federation).
+/// federation's publisher took it (a durable tag): done once its recipients are chosen,
+/// before it is queued to them, or when it has none; refused as `loop` when every
+/// recipient it had dropped it as a loop (it reached no one: no downstream zipper, not the
+/// federation).
 pub(crate) async fn route(
     routes: &Routes,
     cache: &mut RouteCache,
