@@ -121,8 +121,14 @@ func decodePacket(p y3.Packet, t FrameType) (Frame, error) {
 	case TypeStored:
 		var st Stored
 		err := fields(p, func(f y3.Packet) (err error) {
-			if f.ID() == fCount {
+			switch f.ID() {
+			case fCount:
 				st.Count, err = f.Uint32()
+			case fRefused:
+				var b []byte
+				if b, err = f.BytesValue(); err == nil {
+					st.Refused, err = decodeRefused(b)
+				}
 			}
 			return err
 		})
@@ -205,6 +211,19 @@ func decodeHandshake(p y3.Packet) (Frame, error) {
 		}
 	}
 	return h, nil
+}
+
+// decodeRefused reads a stored frame's refused runs: first u32 LE | frames u32 LE | reason.
+func decodeRefused(b []byte) ([]RefusedRun, error) {
+	if len(b)%refusedRunLen != 0 {
+		return nil, &Error{Kind: KindInvalidField, Frame: "stored", FieldName: "refused"}
+	}
+	out := make([]RefusedRun, 0, len(b)/refusedRunLen)
+	for ; len(b) > 0; b = b[refusedRunLen:] {
+		out = append(out, RefusedRun{First: binary.LittleEndian.Uint32(b),
+			Frames: binary.LittleEndian.Uint32(b[4:]), Reason: RefusedReason(b[8])})
+	}
+	return out, nil
 }
 
 // decodeFilters reads the handshake's filters field: tag u32 LE | length u32 LE | text.

@@ -23,7 +23,9 @@
 // (ConnectDurableSource) and a durable StreamFunction (ConnectDurableStreamFunction) ask
 // for stored acknowledgements (spec/frames.md), keep what they wrote until the router has
 // stored it, and write it again, with the same yomo-tid, after a reconnect: at least once
-// across a router killed mid-stream.
+// across a router killed mid-stream. A frame the router refuses by its rules (over its
+// frame limit, past its hop limit, a loop) is reported with its reason (Refused, Refusals)
+// and not written again.
 //
 // Lost connections are re-established with exponential Backoff; refusals (a rejected
 // handshake, a goaway or QUIC close whose code is not retryable, an untrusted certificate)

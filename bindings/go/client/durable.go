@@ -15,6 +15,11 @@ import (
 // ended. Delivery is at least once; a frame written twice carries the same yomo-tid, which
 // the federation's durable tags de-duplicate.
 //
+// A frame the router refuses (over its frame limit, past its hop limit, a loop:
+// spec/frames.md) is handled but delivered to no one: it is not written again, it is
+// counted in Refused with its reason (Refusals), the first of each reason is logged, and
+// Close reports it (error kind refused).
+//
 // Routers that do not know the extension (YoMo's zipper) never acknowledge: use Source
 // with them. A DurableSource is safe for concurrent use; its calls are serialized.
 type DurableSource struct {
@@ -75,6 +80,19 @@ func (s *DurableSource) Resent() uint64 {
 	return n
 }
 
+// Refused is how many frames the router refused so far (delivered to no one, not sent
+// again).
+func (s *DurableSource) Refused() uint64 {
+	n, _ := refusedCounts(&s.wmu, &s.win)
+	return n
+}
+
+// Refusals lists the first MaxRefusalsKept refused frames, with each one's reason.
+func (s *DurableSource) Refusals() []Refused {
+	_, kept := refusedCounts(&s.wmu, &s.win)
+	return kept
+}
+
 // Send queues payload under tag, with the metadata yomo-source-id and a fresh yomo-tid
 // (returned); the frame is kept until stored. It waits while Unacked is at its bound
 // (16,384 frames).
@@ -125,8 +143,8 @@ func (s *DurableSource) SendData(ctx context.Context, d Data) error {
 	}
 }
 
-// WaitStored waits until the router has stored every frame sent so far, reconnecting and
-// writing again as needed.
+// WaitStored waits until the router has handled every frame sent so far, reconnecting and
+// writing again as needed. Frames the router refused are not waited for: see Refused.
 //
 // Errors: ctx.Err() when ctx ends first (frames are still kept); a refusal, gave_up,
 // closed.
@@ -168,9 +186,10 @@ func (s *DurableSource) wait(ctx context.Context, moved <-chan struct{}) error {
 	return nil
 }
 
-// Close waits (bounded by ctx) until everything is stored, then ends the connection, and
-// every later call returns closed. It returns ctx.Err() when frames were left unstored.
-// Close is idempotent.
+// Close waits (bounded by ctx) until everything is handled, then ends the connection, and
+// every later call returns closed. It returns ctx.Err() when frames were left unstored,
+// and an *Error of kind refused (field Frames) when the router refused any: Close returns
+// nil only when every frame sent was stored. A second Close returns nil.
 func (s *DurableSource) Close(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -186,6 +205,9 @@ func (s *DurableSource) Close(ctx context.Context) error {
 	if a := s.active; a != nil {
 		s.active = nil
 		_ = closeLink(a.l, a.readerDone, s.opts.Linger)
+	}
+	if n := s.Refused(); err == nil && n > 0 {
+		err = &Error{Kind: KindRefused, Frames: n}
 	}
 	return err
 }
@@ -256,17 +278,17 @@ func (s *DurableSource) writePending(ctx context.Context) error {
 // rejection, and marks the link broken when it ends.
 func (s *DurableSource) read(a *durableLink) {
 	defer close(a.readerDone)
-	watch(a.l, &s.opts, &a.end, "durable source", func(count uint32) { s.signal(a.gen, &count) })
+	watch(a.l, &s.opts, &a.end, "durable source", func(st Stored) { s.signal(a.gen, &st) })
 	a.broken.Store(true)
 	s.signal(a.gen, nil)
 }
 
 // signal applies a stored count of connection gen (if any) and wakes the waiters.
-func (s *DurableSource) signal(gen uint64, stored *uint32) {
+func (s *DurableSource) signal(gen uint64, stored *Stored) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if stored != nil && gen == s.gen {
-		s.win.ack(*stored)
+		s.win.ack(*stored, s.opts.Logger)
 	}
 	close(s.moved)
 	s.moved = make(chan struct{})

@@ -58,6 +58,10 @@ const (
 	KindGaveUp Kind = "gave_up"
 	// KindQUICConnect: a QUIC connection could not be started (see package quicdial).
 	KindQUICConnect Kind = "quic_connect"
+	// KindRefused: frames a durable client sent were refused by the router (handled,
+	// delivered to no one: over its frame limit, past its hop limit, a loop), returned by
+	// DurableSource.Close. Field: Frames (how many; Refusals lists them).
+	KindRefused Kind = "refused"
 	// KindQUICConnection: a QUIC connection failed (an idle timeout, a stateless reset; see
 	// package quicdial). Retried.
 	KindQUICConnection Kind = "quic_connection"
@@ -113,6 +117,7 @@ type Error struct {
 	Found     string // unexpected_frame
 	What      string // timeout
 	Attempts  int    // gave_up
+	Frames    uint64 // refused
 	Err       error  // the cause: io and tls failures, codec errors, gave_up's last error
 }
 
@@ -140,6 +145,8 @@ func (e *Error) Error() string {
 		msg = fmt.Sprintf("gave up after %d connection attempts", e.Attempts)
 	case KindConfig:
 		msg = "invalid configuration"
+	case KindRefused:
+		msg = fmt.Sprintf("the router refused %d frames (delivered to no one)", e.Frames)
 	default:
 		if isRefusalKind(e.Kind) {
 			msg = "refused: " + string(e.Kind)

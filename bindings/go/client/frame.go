@@ -26,7 +26,15 @@ import (
 //	0x3f  bf    data           01 tag (NVarInt u32) | 03 metadata (msgpack) | 02 payload
 //	                           | 30 hops u32
 //	0x33  b3    stored (y3)    30 count u32 (always written): the first count data frames of
-//	                           this connection are stored (router → a client that set 32)
+//	                           this connection are handled (router → a client that set 32)
+//	                           | 31 refused runs (only when any)
+//
+// The stored frame's refused runs (field 31): the frames of the count the router refused
+// rather than delivered, 9 bytes per run:
+//
+//	run = first index u32 LE | frames u32 LE | reason u8 (1 too_long, 2 hop_limit, 3 loop)
+//
+// Stored 3, frame 1 refused as too long: b3 0e 30 01 03 31 09 01 00 00 00 01 00 00 00 01.
 //
 // Integers are NVarInt: the shortest big-endian two's complement of the value read as an
 // int32 (tag 0x80 is 00 80, tag 0xffffffff is ff). Every YoMo field is written, an empty one
@@ -170,10 +178,47 @@ func codeOf(k Kind) (Code, bool) {
 
 // Stored is the router's acknowledgement (y3 only, spec/frames.md "Stored acknowledgements")
 // to a client whose handshake set WantsAcks: the first Count data frames the client wrote
-// on this connection are stored (counted modulo 2^32).
+// on this connection are handled (counted modulo 2^32): stored, or, for those in Refused,
+// refused. A refused frame is listed in the stored frame whose count first covers it.
 type Stored struct {
-	Count uint32 // 30
+	Count   uint32       // 30
+	Refused []RefusedRun // 31, written only when not empty
 }
+
+// RefusedReason is why the router refused a data frame (handled, delivered to no one).
+type RefusedReason uint8
+
+// Refusal reasons; a router may send others, kept as their number.
+const (
+	RefusedTooLong  RefusedReason = 1 // over the router's limits.max_frame_len
+	RefusedHopLimit RefusedReason = 2 // past the router's limits.max_hops
+	RefusedLoop     RefusedReason = 3 // every recipient dropped it as a loop (limits.max_loop_returns)
+)
+
+// String is the reason's stable snake_case name: "too_long", "hop_limit", "loop" ("other"
+// otherwise).
+func (r RefusedReason) String() string {
+	switch r {
+	case RefusedTooLong:
+		return "too_long"
+	case RefusedHopLimit:
+		return "hop_limit"
+	case RefusedLoop:
+		return "loop"
+	}
+	return "other"
+}
+
+// RefusedRun is Frames consecutive data frames of a connection, from index First (counted
+// as Stored.Count counts), that the router refused for Reason.
+type RefusedRun struct {
+	First  uint32
+	Frames uint32
+	Reason RefusedReason
+}
+
+// refusedRunLen is the bytes of one run on the wire.
+const refusedRunLen = 9
 
 // Frame is one of Handshake, HandshakeAck, Rejected, Goaway, ConnectTo, Data and Stored
 // (values or pointers). DecodeFrame and FrameReader return values: switch on `case client.Data:`.
@@ -299,6 +344,7 @@ const (
 	fWantedTarget   = 0x08
 	fExtensionLevel = 0x30
 	fFilters        = 0x31
+	fRefused        = 0x31
 	fWantsAcks      = 0x32
 	fCount          = 0x30
 	fMessage        = 0x01
@@ -431,8 +477,26 @@ func (g Goaway) appendBody(dst []byte) []byte {
 	return putCode(putStr(dst, fMessage, g.Message), g.Code, g.HasCode)
 }
 
-func (s Stored) bodyLen() int                 { return u32Len(s.Count) }
-func (s Stored) appendBody(dst []byte) []byte { return putU32(dst, fCount, s.Count) }
+func (s Stored) bodyLen() int {
+	n := u32Len(s.Count)
+	if len(s.Refused) > 0 {
+		n += primLen(refusedRunLen * len(s.Refused))
+	}
+	return n
+}
+
+func (s Stored) appendBody(dst []byte) []byte {
+	dst = putU32(dst, fCount, s.Count)
+	if len(s.Refused) > 0 {
+		dst, _ = y3.AppendHeader(dst, dialect, y3.PrimitiveTag(fRefused), refusedRunLen*len(s.Refused))
+		for _, r := range s.Refused {
+			dst = binary.LittleEndian.AppendUint32(dst, r.First)
+			dst = binary.LittleEndian.AppendUint32(dst, r.Frames)
+			dst = append(dst, byte(r.Reason))
+		}
+	}
+	return dst
+}
 
 func (c ConnectTo) bodyLen() int                 { return primLen(len(c.Endpoint)) }
 func (c ConnectTo) appendBody(dst []byte) []byte { return putStr(dst, fEndpoint, c.Endpoint) }

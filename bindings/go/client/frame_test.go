@@ -132,6 +132,13 @@ func TestFrameLayouts(t *testing.T) {
 			"b12f 010173 0305 6162632d30 02015f 0600 0405746f6b656e 050178 070a 323032342d30312d3033 0900 0800 300101 320101"},
 		{"stored 300 (spec example)", client.Stored{Count: 300}, "b304 3002012c"},
 		{"stored 0: the count is always written", client.Stored{}, "b303 300100"},
+		{"stored 3, frame 1 refused as too long (spec example, shared with the Rust SDK)", client.Stored{Count: 3,
+			Refused: []client.RefusedRun{{First: 1, Frames: 1, Reason: client.RefusedTooLong}}},
+			"b30e 300103 3109 01000000 01000000 01"},
+		{"stored 400, two runs, an unknown reason kept as its number", client.Stored{Count: 400,
+			Refused: []client.RefusedRun{{First: 0xffffffff, Frames: 2, Reason: client.RefusedHopLimit},
+				{First: 7, Frames: 300, Reason: 200}}},
+			"b318 30020190 3112 ffffffff 02000000 02 07000000 2c010000 c8"},
 		{"rejected with a y3 code (spec example)", client.Rejected{Message: "invalid token",
 			Code: client.CodeUnauthorized}, "b912 010d 696e76616c696420746f6b656e 300102"},
 		{"rejected, YoMo's (no code)", client.Rejected{Message: "no"}, "b904 01026e6f"},
@@ -230,17 +237,18 @@ func TestBadFrames(t *testing.T) {
 		{"bf03 010101 00", "trailing_bytes"},
 		{"a900 00", "trailing_bytes"},
 		{"bf02 4100", "invalid_tag"},
-		{"b100", "invalid_field"},                  // no client type
-		{"b102 0200", "invalid_field"},             // an empty client type (crashes YoMo's zipper)
-		{"b104 02025f5f", "invalid_field"},         // two bytes
-		{"bf04 0302 81a0", "bad_metadata"},         // a key without a value
-		{"bf05 0303 91a0a0", "bad_metadata"},       // an array
-		{"bf05 0303 81a001", "bad_metadata"},       // an integer value
-		{"bf05 0303 81a0c0", "bad_metadata"},       // a nil value
-		{"bf05 0303 81c400", "bad_metadata"},       // a bin key
-		{"bf06 0304 80a0a0a0", "bad_metadata"},     // bytes after the map
-		{"bf07 0305 dfffffffff", "bad_metadata"},   // a map32 of 2^32-1 pairs in 0 bytes
-		{"bf08 0306 81dbffffffff", "bad_metadata"}, // a str32 of 4 GiB in 0 bytes
+		{"b100", "invalid_field"},                              // no client type
+		{"b102 0200", "invalid_field"},                         // an empty client type (crashes YoMo's zipper)
+		{"b104 02025f5f", "invalid_field"},                     // two bytes
+		{"b30d 300103 3108 0100000001000000", "invalid_field"}, // a refused run of 8 bytes
+		{"bf04 0302 81a0", "bad_metadata"},                     // a key without a value
+		{"bf05 0303 91a0a0", "bad_metadata"},                   // an array
+		{"bf05 0303 81a001", "bad_metadata"},                   // an integer value
+		{"bf05 0303 81a0c0", "bad_metadata"},                   // a nil value
+		{"bf05 0303 81c400", "bad_metadata"},                   // a bin key
+		{"bf06 0304 80a0a0a0", "bad_metadata"},                 // bytes after the map
+		{"bf07 0305 dfffffffff", "bad_metadata"},               // a map32 of 2^32-1 pairs in 0 bytes
+		{"bf08 0306 81dbffffffff", "bad_metadata"},             // a str32 of 4 GiB in 0 bytes
 	}
 	for _, c := range cases {
 		_, err := client.DecodeFrame(unhex(t, c.hex), 0)

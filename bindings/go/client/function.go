@@ -140,6 +140,20 @@ func (f *StreamFunction) Resent() uint64 {
 	return n
 }
 
+// Refused is how many outputs of a durable function the router refused so far (over its
+// frame limit, past its hop limit, a loop): delivered to no one, not written again, the
+// first of each reason logged (0 for a plain function).
+func (f *StreamFunction) Refused() uint64 {
+	n, _ := refusedCounts(&f.wmu, &f.win)
+	return n
+}
+
+// Refusals lists the first MaxRefusalsKept refused outputs, with each one's reason.
+func (f *StreamFunction) Refusals() []Refused {
+	_, kept := refusedCounts(&f.wmu, &f.win)
+	return kept
+}
+
 // ID is the function's client id without its reconnect suffix.
 func (f *StreamFunction) ID() string { return f.who.id.base }
 
@@ -250,9 +264,9 @@ func (f *StreamFunction) keep(ctx context.Context, out Data) error {
 
 // ack applies the router's stored count; once stopping, the write side ends when every
 // output is stored.
-func (f *StreamFunction) ack(l *link, count uint32, stopped <-chan struct{}) {
+func (f *StreamFunction) ack(l *link, st Stored, stopped <-chan struct{}) {
 	f.wmu.Lock()
-	f.win.ack(count)
+	f.win.ack(st, f.opts.Logger)
 	empty := f.win.len() == 0
 	f.wmu.Unlock()
 	select {
@@ -311,7 +325,7 @@ func (f *StreamFunction) serveLink(ctx context.Context, l *link, h WriterHandler
 		case <-stopped:
 			if rerr == nil {
 				if st, ok := fr.(Stored); ok {
-					f.ack(l, st.Count, stopped)
+					f.ack(l, st, stopped)
 				}
 				continue // discard the data that arrives while closing
 			}
@@ -340,7 +354,7 @@ func (f *StreamFunction) serveLink(ctx context.Context, l *link, h WriterHandler
 			continue
 		}
 		if st, ok := fr.(Stored); ok {
-			f.ack(l, st.Count, stopped)
+			f.ack(l, st, stopped)
 			continue
 		}
 		if err := refusal(fr, &f.opts); err != nil {

@@ -124,7 +124,7 @@ func (s *Source) read(a *sourceLink) {
 // without stored (a plain source) stops sending at a goaway or rejection, flushing what is
 // queued and ending the write side, while a durable one keeps reading for the counts the
 // router sends before it closes. who names the client in the logs.
-func watch(l *link, o *Options, end *atomic.Pointer[Error], who string, stored func(uint32)) {
+func watch(l *link, o *Options, end *atomic.Pointer[Error], who string, stored func(Stored)) {
 	var d Data
 	for {
 		f, err := l.nextData(&d)
@@ -138,7 +138,7 @@ func watch(l *link, o *Options, end *atomic.Pointer[Error], who string, stored f
 		switch f := f.(type) {
 		case Stored:
 			if stored != nil {
-				stored(f.Count)
+				stored(f)
 			}
 		case Goaway:
 			o.Logger.Debug(who+" got goaway", "code", f.Code, "message", f.Message)

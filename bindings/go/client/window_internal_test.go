@@ -1,6 +1,8 @@
 package client
 
 import (
+	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -31,8 +33,8 @@ func TestWindowDrainsOnStoredAndResendsInOrder(t *testing.T) {
 	if got := writeAll(w); !slices.Equal(got, []uint32{0, 1, 2, 3, 4}) {
 		t.Fatal(got)
 	}
-	w.ack(2)
-	w.ack(2) // the same count again moves nothing
+	w.ack(Stored{Count: 2}, nil)
+	w.ack(Stored{Count: 2}, nil) // the same count again moves nothing
 	if w.len() != 3 {
 		t.Fatal(w.len())
 	}
@@ -44,11 +46,11 @@ func TestWindowDrainsOnStoredAndResendsInOrder(t *testing.T) {
 	if got := writeAll(w); !slices.Equal(got, []uint32{2, 3, 4, 5}) {
 		t.Fatal(got)
 	}
-	w.ack(3) // the new connection counts from 0
+	w.ack(Stored{Count: 3}, nil) // the new connection counts from 0
 	if w.len() != 1 {
 		t.Fatal(w.len())
 	}
-	w.ack(4)
+	w.ack(Stored{Count: 4}, nil)
 	if w.len() != 0 {
 		t.Fatal(w.len())
 	}
@@ -58,14 +60,14 @@ func TestWindowForgetsNoMoreThanWrittenAndWraps(t *testing.T) {
 	w := windowOf(4)
 	w.peekUnwritten()
 	w.wrote()
-	w.ack(1000)
+	w.ack(Stored{Count: 1000}, nil)
 	if got := writeAll(w); w.len() != 3 || !slices.Equal(got, []uint32{1, 2, 3}) {
 		t.Fatal(w.len(), got)
 	}
 	w = windowOf(3)
 	w.stored = ^uint32(0)
 	writeAll(w)
-	w.ack(1) // 2^32 - 1 + 2
+	w.ack(Stored{Count: 1}, nil) // 2^32 - 1 + 2
 	if w.len() != 1 {
 		t.Fatal(w.len())
 	}
@@ -79,5 +81,31 @@ func TestWindowKeepsCopies(t *testing.T) {
 	d, _ := w.peekUnwritten()
 	if string(d.Payload) != "abc" || d.RawMetadata[1] == 'x' {
 		t.Fatalf("%q %x", d.Payload, d.RawMetadata)
+	}
+}
+
+// Refused runs: the frames they cover leave the window, are recorded with their reason
+// and tid, and are never written again; a run outside what the count covers is ignored.
+func TestWindowRecordsRefusedFrames(t *testing.T) {
+	var w window
+	for i := range 6 {
+		md := appendMetadataPairs(nil, MetaTID, fmt.Sprintf("t%d", i))
+		w.keep(Data{Tag: uint32(i), RawMetadata: md, Payload: []byte("x")})
+	}
+	for range 6 {
+		w.wrote()
+	}
+	w.ack(Stored{Count: 4, Refused: []RefusedRun{
+		{First: 1, Frames: 1, Reason: RefusedTooLong},
+		{First: 3, Frames: 5, Reason: RefusedHopLimit}, // only frame 3 is covered
+		{First: 100, Frames: 1, Reason: RefusedLoop},
+	}}, nil)
+	want := []Refused{{Tag: 1, TID: "t1", Reason: RefusedTooLong}, {Tag: 3, TID: "t3", Reason: RefusedHopLimit}}
+	if !reflect.DeepEqual(w.refused.kept, want) || w.refused.count != 2 || w.len() != 2 {
+		t.Fatalf("%+v (count %d, len %d)", w.refused.kept, w.refused.count, w.len())
+	}
+	w.reconnected()
+	if d, _ := w.peekUnwritten(); d.Tag != 4 {
+		t.Fatalf("next %d, want 4", d.Tag)
 	}
 }

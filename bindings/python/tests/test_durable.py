@@ -181,3 +181,37 @@ def test_durable_function_and_source_through_one_router(tmp_path: Path) -> None:
         router.stop()
     assert stored
     assert got == [str(i).encode() for i in range(n)]
+
+
+@needs_y3
+def test_durable_source_learns_which_frames_the_router_refused(tmp_path: Path) -> None:
+    """A frame over the router's ``max_frame_len`` is refused, not stored: the source
+    counts and lists it (tag, yomo-tid, reason), does not send it again, and ``close``
+    returns ``False``; the sink gets the others once each."""
+    router = Y3Router(tmp_path, config="[limits]\nmax_frame_len = 1024\n")
+
+    async def main() -> tuple[list[bytes], int, list[tuple[int, str, str]], bool, int]:
+        async with y3.Sink(router.addr, [0x74], name="refused-sink", **router.options()) as sink:
+            await router.wait_connections(1, "stream_function")
+            source = await y3.DurableSource(router.addr, name="refused-source", **router.options()).connect()
+            for i in range(5):
+                data = bytes(4096) if i == 2 else str(i).encode()
+                await source.send(0x74, data, metadata={"yomo-tid": f"tid-{i}"})
+            assert await source.wait_stored(10.0)
+            refused, refusals, resent = source.refused, source.refusals, source.resent
+            closed = await source.close(5.0)
+            got = [(await asyncio.wait_for(anext(sink), 10.0)).payload for _ in range(4)]
+            try:
+                extra = await asyncio.wait_for(anext(sink), 0.3)
+                got.append(extra.payload)
+            except (TimeoutError, StopAsyncIteration):
+                pass
+        return got, refused, refusals, closed, resent
+
+    try:
+        got, refused, refusals, closed, resent = asyncio.run(asyncio.wait_for(main(), 60))
+    finally:
+        router.stop()
+    assert got == [b"0", b"1", b"3", b"4"]
+    assert (refused, refusals, resent) == (1, [(0x74, "tid-2", "too_long")], 0)
+    assert closed is False

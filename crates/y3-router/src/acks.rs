@@ -2,12 +2,22 @@
 //! asked for them, the router tells it how many of its data frames are stored, so that it
 //! can forget them. A frame is stored once routed locally and, for a durable tag of the
 //! federation, once JetStream has it; frames complete out of order (durable ones later),
-//! the count only moves over a contiguous prefix.
+//! the count only moves over a contiguous prefix. A frame the router drops by its rules
+//! (over `limits.max_frame_len`, past the hop limit, a loop) is *refused*: handled like a
+//! stored one (the client must not resend it), and listed with its reason in the stored
+//! frame whose count first covers it, so that no client is told "stored" for a frame that
+//! reached no one.
 //!
 //! ```text
 //!  reader: data frame ─▶ Acks::take (index i) ─▶ route ─▶ done now, or by the publisher
-//!  ack task: every few ms, when the prefix grew ─▶ outbox ◀─ Frame::Stored(prefix)
+//!                                                      └▶ refused(reason): noted as a run
+//!  ack task: every few ms, when the prefix grew ─▶ outbox ◀─ Frame::Stored(prefix, runs)
 //! ```
+//!
+//! Runs are noted under the same lock that moves the prefix, and the task takes both under
+//! one lock, so a count never passes a refusal it does not carry. Consecutive refusals of
+//! one reason are one run. At most [`MAX_RUNS`] runs wait; a refusal past them leaves its
+//! frame unacknowledged (the client resends it later), never counted as stored.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -15,12 +25,17 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
-use y3_transport::frame::Frame;
+use y3_transport::frame::{Frame, RefusedReason, RefusedRun, Stored};
 
 use crate::outbox::Outbox;
 
 /// How long the ack task lets completions gather before it writes one frame for them.
 const GATHER: Duration = Duration::from_millis(5);
+
+/// Refused runs waiting to be sent, at most (a client that does not read its stored
+/// frames cannot make them grow without bound); also the most one stored frame carries
+/// (9 bytes each).
+pub(crate) const MAX_RUNS: usize = 1024;
 
 #[derive(Debug, Default)]
 struct State {
@@ -30,6 +45,29 @@ struct State {
     stored: u32,
     /// Stored frames past the prefix.
     early: BTreeSet<u32>,
+    /// Refused frames not yet sent, in index order of refusal.
+    refused: Vec<RefusedRun>,
+}
+
+impl State {
+    /// Notes `index` as refused; false when [`MAX_RUNS`] runs already wait.
+    fn note_refused(&mut self, index: u32, reason: RefusedReason) -> bool {
+        if let Some(last) = self.refused.last_mut() {
+            if last.reason == reason && last.first.wrapping_add(last.frames) == index {
+                last.frames += 1;
+                return true;
+            }
+        }
+        if self.refused.len() >= MAX_RUNS {
+            return false;
+        }
+        self.refused.push(RefusedRun {
+            first: index,
+            frames: 1,
+            reason,
+        });
+        true
+    }
 }
 
 /// One connection's acknowledgements.
@@ -51,6 +89,11 @@ impl Ticket {
     pub fn done(self) {
         self.acks.done(self.index);
     }
+
+    /// The frame was dropped by the router's rules: handled, reported as refused.
+    pub fn refused(self, reason: RefusedReason) {
+        self.acks.refused(self.index, reason);
+    }
 }
 
 impl Acks {
@@ -69,8 +112,22 @@ impl Acks {
         }
     }
 
-    fn done(&self, index: u32) {
+    fn refused(&self, index: u32, reason: RefusedReason) {
         let mut s = self.lock();
+        if !s.note_refused(index, reason) {
+            // Left unacknowledged: the prefix stops before it, nothing is said wrongly.
+            tracing::debug!(index, "refused runs full: frame left unacknowledged");
+            return;
+        }
+        self.done_locked(s, index);
+    }
+
+    fn done(&self, index: u32) {
+        let s = self.lock();
+        self.done_locked(s, index);
+    }
+
+    fn done_locked(&self, mut s: std::sync::MutexGuard<'_, State>, index: u32) {
         if index != s.stored {
             s.early.insert(index);
             return;
@@ -87,26 +144,67 @@ impl Acks {
         self.moved.notify_one();
     }
 
-    /// How many frames are stored.
-    pub fn stored(&self) -> u32 {
+    /// How many frames are handled (stored or refused).
+    #[cfg(test)]
+    fn stored(&self) -> u32 {
         self.lock().stored
     }
 
+    /// The stored frame to send now, if the count moved since `sent`: the count and every
+    /// refused run waiting, taken under one lock. The runs leave the state; the caller
+    /// puts them back ([`Acks::unsend`]) if the frame could not be queued.
+    fn take_frame(&self, sent: u32) -> Option<Stored> {
+        let mut s = self.lock();
+        if s.stored == sent {
+            return None;
+        }
+        // Waiting runs lie at or past `sent` (a frame is handled once); the prefix passes a
+        // run whole (its frames are all handled), so a run starting before the count is in.
+        let newly = s.stored.wrapping_sub(sent);
+        let covered = s
+            .refused
+            .iter()
+            .take_while(|r| r.first.wrapping_sub(sent) < newly)
+            .count();
+        Some(Stored {
+            count: s.stored,
+            refused: s.refused.drain(..covered).collect(),
+        })
+    }
+
+    /// Puts back the runs of a stored frame that was not queued, ahead of newer ones.
+    fn unsend(&self, mut runs: Vec<RefusedRun>) {
+        let mut s = self.lock();
+        runs.append(&mut s.refused);
+        s.refused = runs;
+    }
+
     /// Writes a [`Frame::Stored`] into `outbox` whenever the count moved, until `stop`.
+    /// While the outbox's control queue is full (the client does not read), it tries
+    /// again every few milliseconds: no count or refusal is lost.
     pub async fn run(self: Arc<Self>, outbox: Arc<Outbox>, stop: CancellationToken) {
         let mut sent = 0u32;
+        let mut retry = false;
         loop {
-            tokio::select! {
-                _ = self.moved.notified() => {}
-                _ = stop.cancelled() => return,
+            if !retry {
+                tokio::select! {
+                    _ = self.moved.notified() => {}
+                    _ = stop.cancelled() => return,
+                }
+            } else if stop.is_cancelled() {
+                return;
             }
             tokio::time::sleep(GATHER).await;
-            let stored = self.stored();
-            if stored != sent {
-                sent = stored;
-                if !outbox.push_control(Frame::Stored(stored)) {
-                    return;
-                }
+            retry = false;
+            let Some(frame) = self.take_frame(sent) else {
+                continue;
+            };
+            let count = frame.count;
+            if outbox.push_control(Frame::Stored(frame.clone())) {
+                sent = count;
+            } else {
+                self.unsend(frame.refused);
+                retry = true;
             }
         }
     }
@@ -135,5 +233,59 @@ mod tests {
         assert_eq!(acks.stored(), 2);
         t2.done();
         assert_eq!(acks.stored(), 4);
+    }
+
+    #[test]
+    fn refusals_are_runs_carried_with_the_count_that_covers_them() {
+        let acks = Arc::new(Acks::default());
+        let t: Vec<Ticket> = (0..4).map(|_| acks.take()).collect();
+        let mut t = t.into_iter();
+        t.next().unwrap().done();
+        t.next().unwrap().refused(RefusedReason::TooLong);
+        t.next().unwrap().refused(RefusedReason::TooLong);
+        t.next().unwrap().refused(RefusedReason::HopLimit);
+        let frame = acks.take_frame(0).unwrap();
+        assert_eq!(frame.count, 4);
+        let runs: Vec<(u32, u32, RefusedReason)> = frame
+            .refused
+            .iter()
+            .map(|r| (r.first, r.frames, r.reason))
+            .collect();
+        assert_eq!(
+            runs,
+            [
+                (1, 2, RefusedReason::TooLong),
+                (3, 1, RefusedReason::HopLimit)
+            ]
+        );
+        // Not queued: put back, and sent again with the count.
+        acks.unsend(frame.refused.clone());
+        assert_eq!(acks.take_frame(0), Some(frame));
+        assert_eq!(acks.take_frame(4), None);
+        // A refusal past the prefix waits for the count that covers it.
+        let (t4, t5) = (acks.take(), acks.take());
+        t5.refused(RefusedReason::Loop);
+        assert_eq!(acks.take_frame(4), None);
+        t4.done();
+        let later = acks.take_frame(4).unwrap();
+        assert_eq!((later.count, later.refused.len()), (6, 1));
+        assert_eq!(later.refused[0].first, 5);
+    }
+
+    #[test]
+    fn refusals_past_the_bound_stay_unacknowledged() {
+        let acks = Arc::new(Acks::default());
+        for i in 0..MAX_RUNS as u32 * 2 {
+            // Alternating reasons: one run each.
+            let reason = if i % 2 == 0 {
+                RefusedReason::Loop
+            } else {
+                RefusedReason::HopLimit
+            };
+            acks.take().refused(reason);
+        }
+        assert_eq!(acks.stored(), MAX_RUNS as u32);
+        let frame = acks.take_frame(0).unwrap();
+        assert_eq!(frame.refused.len(), MAX_RUNS);
     }
 }

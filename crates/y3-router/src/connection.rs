@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::{FutureExt, SinkExt, StreamExt};
-use y3_transport::frame::{ClientType, Frame, Goaway, GoawayCode};
+use y3_transport::frame::{ClientType, Frame, Goaway, GoawayCode, RefusedReason};
 use y3_transport::{
     mid_frame, next_or_skipped, Connection, FrameError, FrameReader, FrameWriter, Guard, Next,
     Skipped, TransportKind,
@@ -527,13 +527,13 @@ async fn read_loop(
         };
         // A frame completed: what is buffered now (if anything) is the next frame's start.
         partial_since = None;
+        // Frames the codec skipped on its way to this one came before it: handled first, so
+        // that a client's stored count numbers its frames in the order it wrote them.
+        if let Some(skipped) = reader.decoder_mut().take_skipped() {
+            skipped_too_long(shared, skipped, id, hello, acks, &mut skips);
+        }
         let frame = match frame {
-            None => {
-                if let Some(skipped) = reader.decoder_mut().take_skipped() {
-                    skipped_too_long(shared, skipped, id, hello, acks, &mut skips);
-                }
-                return End::Eof;
-            }
+            None => return End::Eof,
             Some(Err(FrameError::Io(e))) => {
                 tracing::debug!(session = id, error = %e, "read failed");
                 return End::ReadError;
@@ -586,9 +586,10 @@ async fn read_loop(
                          further ones from this client are counted as loop, not logged"
                     );
                 }
-                // Handled (dropped and counted): sending it again would not help.
+                // Handled (dropped and counted): sending it again would not help; an
+                // acknowledging client learns it was refused.
                 if let Some(acks) = acks {
-                    acks.take().done();
+                    acks.take().refused(RefusedReason::HopLimit);
                 }
             }
             Event::Close(goaway) => {
@@ -608,8 +609,9 @@ async fn read_loop(
 /// Counts and logs frames the codec skipped for being over `limits.max_frame_len` (the
 /// connection stays up): the first skip of a connection as a warning with who sent it, later
 /// ones at debug level with the connection's running total (`skips`). For a client that wants
-/// stored acknowledgements, each skipped data frame is handled (dropped and counted), as a
-/// looping one is, so the count stays in step.
+/// stored acknowledgements, each skipped data frame is handled (dropped and counted) and
+/// reported to it as refused (`too_long`), so the count stays in step and the client does
+/// not take it for stored.
 fn skipped_too_long(
     shared: &Shared,
     skipped: Skipped,
@@ -648,7 +650,7 @@ fn skipped_too_long(
     }
     if let Some(acks) = acks {
         for _ in 0..skipped.data {
-            acks.take().done();
+            acks.take().refused(RefusedReason::TooLong);
         }
     }
 }

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use y3_transport::frame::Frame;
+use y3_transport::frame::{Frame, RefusedReason};
 
 use y3_transport::metadata;
 
@@ -170,6 +170,12 @@ pub(crate) enum Origin {
 /// frame only if the filter matches its payload; each distinct filter is evaluated once per
 /// frame, and a frame every subscriber's filter withholds is counted by the filters, not
 /// as `no_subscriber`.
+///
+/// `ticket` (a client that wants stored acknowledgements) is settled here unless the
+/// federation's publisher took it (a durable tag): done once its recipients are chosen,
+/// before it is queued to them, or when it has none; refused as `loop` when every
+/// recipient it had dropped it as a loop (it reached no one: no downstream zipper, not the
+/// federation).
 pub(crate) async fn route(
     routes: &Routes,
     cache: &mut RouteCache,
@@ -180,6 +186,7 @@ pub(crate) async fn route(
     ticket: Option<Ticket>,
 ) {
     let Routed { data, target } = routed;
+    let mut ticket = ticket;
     let target = target.as_deref();
     let subscribers = cache.table(routes).routes(data.tag);
     let subscribers: &[_] = subscribers.as_deref().unwrap_or(&[]);
@@ -187,13 +194,8 @@ pub(crate) async fn route(
         Origin::Mesh | Origin::Federation => (&[], false),
         _ => match &routes.federation {
             // The federation's publisher acknowledges durable frames once stored.
-            Some(federation) => (&routes.mesh, federation.offer(&data, ticket).await),
-            None => {
-                if let Some(ticket) = ticket {
-                    ticket.done();
-                }
-                (&routes.mesh, false)
-            }
+            Some(federation) => (&routes.mesh, federation.offer(&data, &mut ticket).await),
+            None => (&routes.mesh, false),
         },
     };
     let filters = &mut cache.filters;
@@ -215,6 +217,9 @@ pub(crate) async fn route(
         (Origin::Mesh | Origin::Federation, _) => Some(Writer::Outside),
     };
     if left == 0 {
+        if let Some(ticket) = ticket.take() {
+            ticket.done();
+        }
         // No delivery is owed for a frame that only filters withheld (their counters
         // account for it), nor for one that went to the federation.
         if !filtered && !federated {
@@ -269,11 +274,21 @@ pub(crate) async fn route(
                         cache.loops.report(sender, tid, data.tag, report, at);
                     }
                     if left == 0 {
+                        if let Some(ticket) = ticket.take() {
+                            if federated {
+                                ticket.done();
+                            } else {
+                                ticket.refused(RefusedReason::Loop);
+                            }
+                        }
                         return;
                     }
                 }
             }
         }
+    }
+    if let Some(ticket) = ticket.take() {
+        ticket.done();
     }
     let mut data = Some(data);
     let mut dropped = passage.dropped.iter().copied().peekable();

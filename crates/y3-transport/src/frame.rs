@@ -22,6 +22,24 @@
 //! 0x3e  be    connect to     01 endpoint
 //! 0x3f  bf    data           01 tag (NVarUInt32) | 03 metadata (msgpack) | 02 payload
 //!                                                                      (y3: 30 hops)
+//! 0x33  b3    stored (y3)    30 count (always) | 31 refused runs (only when any)
+//! ```
+//!
+//! The stored frame's refused runs (y3, field `31`): the data frames of the count that the
+//! router refused rather than delivered, 9 bytes per run, any number of runs:
+//!
+//! ```text
+//! run = first index u32 LE | frames u32 LE | reason u8
+//!       (indexes count the connection's data frames from 0, as the count does;
+//!        reason: 1 too_long, 2 hop_limit, 3 loop; others are kept as a number)
+//! ```
+//!
+//! Stored 3, frame 1 refused as too long:
+//!
+//! ```text
+//! b3 0e                                    stored, 14 bytes of fields
+//!    30 01 03                              count 3
+//!    31 09 01 00 00 00 01 00 00 00 01      refused: from index 1, 1 frame, too_long
 //! ```
 //!
 //! A data frame as YoMo's encoder writes it: tag 0x33, metadata `{"yomo-tid": "tid-0001"}`,
@@ -68,9 +86,9 @@ pub mod kind {
     pub const CONNECT_TO: u32 = 0x3e;
     /// Data: one message on a tag.
     pub const DATA: u32 = 0x3f;
-    /// Stored (y3 only, `spec/frames.md`): the router has stored this many of the client's
-    /// data frames. Sent only to clients whose handshake asked for it: YoMo's clients
-    /// reconnect on a frame type they do not know.
+    /// Stored (y3 only, `spec/frames.md`): the router has handled this many of the client's
+    /// data frames, and which of them it refused. Sent only to clients whose handshake
+    /// asked for it: YoMo's clients reconnect on a frame type they do not know.
     pub const STORED: u32 = 0x33;
 
     /// Whether `key` is a frame type this crate knows.
@@ -333,6 +351,104 @@ impl Handshake {
     }
 }
 
+/// Why the router refused one of a client's data frames (a [`Stored`] frame's runs): it
+/// was handled (the client must not send it again) but delivered to no one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RefusedReason {
+    /// Over the router's `limits.max_frame_len`: skipped as it streamed past.
+    TooLong,
+    /// Past the router's `limits.max_hops`: a loop of y3 functions.
+    HopLimit,
+    /// Its message came back to every function it would reach more than the router's
+    /// `limits.max_loop_returns` times (a loop by `yomo-tid`).
+    Loop,
+    /// A reason this crate does not know.
+    Other(u8),
+}
+
+impl RefusedReason {
+    /// The byte on the wire.
+    pub const fn code(self) -> u8 {
+        match self {
+            RefusedReason::TooLong => 1,
+            RefusedReason::HopLimit => 2,
+            RefusedReason::Loop => 3,
+            RefusedReason::Other(b) => b,
+        }
+    }
+
+    /// The reason of a wire byte.
+    pub const fn from_code(code: u8) -> RefusedReason {
+        match code {
+            1 => RefusedReason::TooLong,
+            2 => RefusedReason::HopLimit,
+            3 => RefusedReason::Loop,
+            other => RefusedReason::Other(other),
+        }
+    }
+
+    /// The stable snake_case name.
+    pub const fn kind(self) -> &'static str {
+        match self {
+            RefusedReason::TooLong => "too_long",
+            RefusedReason::HopLimit => "hop_limit",
+            RefusedReason::Loop => "loop",
+            RefusedReason::Other(_) => "other",
+        }
+    }
+}
+
+impl fmt::Display for RefusedReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.kind())
+    }
+}
+
+/// Consecutive data frames of a connection that the router refused for one reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RefusedRun {
+    /// The first frame's index on the connection (counted from 0, modulo 2^32, as
+    /// [`Stored::count`] counts).
+    pub first: u32,
+    /// How many frames, from `first` on.
+    pub frames: u32,
+    /// Why.
+    pub reason: RefusedReason,
+}
+
+impl RefusedRun {
+    /// Bytes of one run on the wire.
+    pub const LEN: usize = 9;
+
+    /// Whether the frame of index `index` is in the run (modulo 2^32).
+    pub fn contains(&self, index: u32) -> bool {
+        index.wrapping_sub(self.first) < self.frames
+    }
+}
+
+/// y3's stored frame: the router has handled the first [`count`](Stored::count) data frames
+/// the client wrote on this connection (modulo 2^32): stored, or, for those in
+/// [`refused`](Stored::refused), refused. A refused frame is always listed in the frame
+/// whose count first moves past it (or an earlier one).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stored {
+    /// Data frames of this connection handled.
+    pub count: u32,
+    /// Frames among them refused (field `31`, left out when empty).
+    pub refused: Vec<RefusedRun>,
+}
+
+impl Stored {
+    /// A count with no refusals.
+    pub fn count(count: u32) -> Stored {
+        Stored {
+            count,
+            refused: Vec::new(),
+        }
+    }
+}
+
 /// A rejection or goaway: a message for people and, from y3 routers, a code for programs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Goaway {
@@ -510,10 +626,8 @@ pub enum Frame {
     ConnectTo(String),
     /// See [`Data`].
     Data(Data),
-    /// y3: the router has stored the first this-many data frames the client wrote on this
-    /// connection (modulo 2^32); only to clients whose handshake set
-    /// [`Handshake::wants_acks`].
-    Stored(u32),
+    /// y3: see [`Stored`]; only to clients whose handshake set [`Handshake::wants_acks`].
+    Stored(Stored),
 }
 
 // Field keys.
@@ -532,8 +646,9 @@ const F_PAYLOAD: u32 = 0x02;
 const F_METADATA: u32 = 0x03;
 /// y3's field in every frame that has one: extension level, code, hops, stored count.
 const F_EXT: u32 = 0x30;
-/// y3's handshake field of content filters.
+/// y3's handshake field of content filters; the stored frame's refused runs.
 const F_FILTERS: u32 = 0x31;
+const F_REFUSED: u32 = 0x31;
 /// y3's handshake field: the client wants stored acknowledgements.
 const F_ACKS: u32 = 0x32;
 
@@ -554,6 +669,8 @@ enum Field<'a> {
     OptInt(u32, u32),
     /// y3's filters: `tag u32 LE | length u32 LE | text` per entry, left out when empty.
     Filters(u32, &'a [(u32, String)]),
+    /// y3's refused runs: `first u32 LE | frames u32 LE | reason u8`, left out when empty.
+    Refused(u32, &'a [RefusedRun]),
 }
 
 impl Field<'_> {
@@ -568,6 +685,8 @@ impl Field<'_> {
             Field::OptInt(_, v) => scalar::int_len(D, u32_bits(v)),
             Field::Filters(_, []) => return 0,
             Field::Filters(_, filters) => filters_len(filters),
+            Field::Refused(_, []) => return 0,
+            Field::Refused(_, runs) => RefusedRun::LEN * runs.len(),
         };
         Header::encoded_len(Tag::primitive(self.key()), value, D) + value
     }
@@ -579,7 +698,8 @@ impl Field<'_> {
             | Field::TagsLe(k, _)
             | Field::Int(k, _)
             | Field::OptInt(k, _)
-            | Field::Filters(k, _) => k,
+            | Field::Filters(k, _)
+            | Field::Refused(k, _) => k,
         }
     }
 }
@@ -618,6 +738,24 @@ fn read_filters(mut bytes: &[u8]) -> Result<Vec<(u32, String)>, FrameError> {
         bytes = &bytes[8 + len..];
     }
     Ok(out)
+}
+
+/// Reads the refused runs of a stored frame: 9 bytes each.
+fn read_refused(bytes: &[u8]) -> Result<Vec<RefusedRun>, FrameError> {
+    if !bytes.len().is_multiple_of(RefusedRun::LEN) {
+        return Err(FrameError::InvalidField {
+            frame: "stored",
+            field: "refused",
+        });
+    }
+    Ok(bytes
+        .chunks_exact(RefusedRun::LEN)
+        .map(|r| RefusedRun {
+            first: u32::from_le_bytes([r[0], r[1], r[2], r[3]]),
+            frames: u32::from_le_bytes([r[4], r[5], r[6], r[7]]),
+            reason: RefusedReason::from_code(r[8]),
+        })
+        .collect())
 }
 
 /// Unsigned values travel as the signed 32-bit integer with the same bits (NVarUInt32).
@@ -712,6 +850,16 @@ impl Staged {
                     dst.put_slice(text.as_bytes());
                 }
             }
+            Field::Refused(_, []) => {}
+            Field::Refused(_, runs) => {
+                self.header(dst, Tag::primitive(key), RefusedRun::LEN * runs.len());
+                self.flush(dst);
+                for run in runs {
+                    dst.put_u32_le(run.first);
+                    dst.put_u32_le(run.frames);
+                    dst.put_u8(run.reason.code());
+                }
+            }
         }
     }
 }
@@ -762,7 +910,10 @@ impl Frame {
             }
             Frame::ConnectTo(endpoint) => f(Field::Bytes(F_MESSAGE, endpoint.as_bytes())),
             Frame::Data(d) => data_fields(d, f),
-            Frame::Stored(n) => f(Field::Int(F_EXT, *n)),
+            Frame::Stored(s) => {
+                f(Field::Int(F_EXT, s.count));
+                f(Field::Refused(F_REFUSED, &s.refused));
+            }
         }
     }
 
@@ -949,11 +1100,13 @@ impl Frame {
                 Ok(Frame::Handshake(Box::new(h)))
             }
             kind::STORED => {
-                let mut stored = 0;
+                let mut stored = Stored::default();
                 for field in packet.children()? {
                     let field = field?;
-                    if field.id() == F_EXT {
-                        stored = scalar::read_u32(D, field.bytes()?)?;
+                    match field.id() {
+                        F_EXT => stored.count = scalar::read_u32(D, field.bytes()?)?,
+                        F_REFUSED => stored.refused = read_refused(field.bytes()?)?,
+                        _ => {}
                     }
                 }
                 Ok(Frame::Stored(stored))
@@ -1133,9 +1286,54 @@ mod tests {
     #[test]
     fn stored_acknowledgements() {
         // y3 only: type 0x33, the count in field 30 (NVarUInt32).
-        assert_eq!(&roundtrip(Frame::Stored(0))[..], hex!("b3 03 30 01 00"));
-        assert_eq!(&roundtrip(Frame::Stored(300))[..], hex!("b3 04 30 02 012c"));
-        roundtrip(Frame::Stored(u32::MAX));
+        let stored = |n| Frame::Stored(Stored::count(n));
+        assert_eq!(&roundtrip(stored(0))[..], hex!("b3 03 30 01 00"));
+        assert_eq!(&roundtrip(stored(300))[..], hex!("b3 04 30 02 012c"));
+        roundtrip(stored(u32::MAX));
+        // Refused runs (field 31): the module doc's example, shared with the Go client.
+        let refused = Frame::Stored(Stored {
+            count: 3,
+            refused: vec![RefusedRun {
+                first: 1,
+                frames: 1,
+                reason: RefusedReason::TooLong,
+            }],
+        });
+        assert_eq!(
+            &roundtrip(refused)[..],
+            hex!("b3 0e 30 01 03 31 09 01000000 01000000 01")
+        );
+        let runs = vec![
+            RefusedRun {
+                first: u32::MAX,
+                frames: 2,
+                reason: RefusedReason::HopLimit,
+            },
+            RefusedRun {
+                first: 7,
+                frames: 300,
+                reason: RefusedReason::Other(200),
+            },
+        ];
+        assert!(runs[0].contains(u32::MAX) && runs[0].contains(0) && !runs[0].contains(1));
+        let bytes = roundtrip(Frame::Stored(Stored {
+            count: 400,
+            refused: runs,
+        }));
+        // The Go client's vector of the same frame (bindings/go/client/frame_test.go).
+        assert_eq!(
+            &bytes[..],
+            hex!("b318 30020190 3112 ffffffff 02000000 02 07000000 2c010000 c8")
+        );
+        // A run that is not 9 bytes is an invalid frame.
+        let bad = Bytes::from_static(&hex!("b3 0d 30 01 03 31 08 01000000 01000000"));
+        let err = Frame::decode(bad, &cfg()).unwrap_err();
+        assert_eq!(err.to_string(), "invalid refused in stored frame");
+        for code in 0..=255u8 {
+            let reason = RefusedReason::from_code(code);
+            assert_eq!(reason.code(), code);
+        }
+        assert_eq!(RefusedReason::Loop.kind(), "loop");
         // Handshake field 32: present only when the client wants acknowledgements.
         let mut h = Handshake::new(ClientType::Source, "s", "id-0");
         let plain = roundtrip(h.clone().into());

@@ -53,7 +53,7 @@ pub mod tls;
 
 pub use codec::{FrameCodec, Skipped, DEFAULT_MAX_FRAME_LEN};
 pub use error::{FrameError, TransportError};
-pub use frame::{ClientType, Data, Frame, Goaway, GoawayCode};
+pub use frame::{ClientType, Data, Frame, Goaway, GoawayCode, RefusedReason, Stored};
 pub use metadata::Metadata;
 pub use plain_write::PlainWrite;
 pub use stream::{

@@ -270,7 +270,9 @@ class DurableSource(_Sending):
     serve``: YoMo's zipper never acknowledges.
 
     ``send`` is :class:`Source`'s; :meth:`wait_stored` waits until everything sent is
-    stored, and :meth:`close` does too before it closes.
+    stored, and :meth:`close` does too before it closes. A frame the router refuses (over
+    its frame limit, past its hop limit, a loop) is not written again: it is counted in
+    :attr:`refused` and listed in :attr:`refusals`, and :meth:`close` returns ``False``.
 
     >>> async def main(addr):
     ...     async with y3.DurableSource(addr, name="meter") as source:
@@ -285,14 +287,16 @@ class DurableSource(_Sending):
     _connect = staticmethod(_y3.durable_source_connect)
 
     async def wait_stored(self, timeout: float) -> bool:
-        """Waits at most ``timeout`` seconds until the router stored every frame sent so
-        far, reconnecting and writing again as needed; whether it did. Raises
+        """Waits at most ``timeout`` seconds until the router handled every frame sent so
+        far (stored it, or refused it: see :attr:`refused`), reconnecting and writing again
+        as needed; whether it did. Raises
         :class:`TransportError` for a refusal or a reconnection that gave up."""
         return await self._native_or_raise().flush(timeout)
 
     async def close(self, timeout: float = 10.0) -> bool:
-        """Waits at most ``timeout`` seconds until everything is stored, then closes;
-        whether everything was stored (what was not is lost with this object)."""
+        """Waits at most ``timeout`` seconds until everything is handled, then closes;
+        whether everything was stored: ``False`` too when the router refused a frame (what
+        was not stored is lost with this object)."""
         if self._native is None:
             return True
         return await self._native.close(timeout)
@@ -301,6 +305,17 @@ class DurableSource(_Sending):
     def resent(self) -> int:
         """Frames written again after a reconnect, as of the last :meth:`wait_stored`."""
         return self._native_or_raise().resent
+
+    @property
+    def refused(self) -> int:
+        """Frames the router refused so far: delivered to no one, not written again."""
+        return self._native_or_raise().refused
+
+    @property
+    def refusals(self) -> list[tuple[int, str, str]]:
+        """The first refused frames (up to 1,024), each ``(tag, yomo-tid, reason)``; the
+        reason is ``"too_long"``, ``"hop_limit"`` or ``"loop"``."""
+        return self._native_or_raise().refusals
 
 
 class Sink:

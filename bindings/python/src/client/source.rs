@@ -17,7 +17,7 @@ use bytes::Bytes;
 use pyo3::prelude::*;
 use tokio::sync::{mpsc, oneshot};
 use y3_transport::metadata::{self, Metadata};
-use y3_transport::sdk::{new_id, ClientOptions, DurableSource, Source};
+use y3_transport::sdk::{new_id, ClientOptions, DurableSource, Refusals, Source};
 use y3_transport::{Data, TransportError};
 
 use super::{payload_of, Options};
@@ -58,6 +58,10 @@ trait Sending: Send + 'static {
     ) -> impl Future<Output = Result<bool, TransportError>> + Send;
     /// Frames written again after a reconnect (a durable source's).
     fn resent(&self) -> u64;
+    /// The record of frames the router refused (a durable source's; none for a plain one).
+    fn refusals(&self) -> Refusals {
+        Refusals::default()
+    }
 }
 
 impl Sending for Source {
@@ -116,6 +120,10 @@ impl Sending for DurableSource {
     fn resent(&self) -> u64 {
         DurableSource::resent(self)
     }
+
+    fn refusals(&self) -> Refusals {
+        DurableSource::refusals(self)
+    }
 }
 
 /// YoMo's source metadata (`yomo-source-id`, a fresh `yomo-tid`, `yomo-target` if given),
@@ -166,6 +174,7 @@ pub struct NativeSource {
     failed: Arc<Failed>,
     done: Done,
     resent: Arc<AtomicU64>,
+    refusals: Refusals,
     id: String,
 }
 
@@ -195,6 +204,7 @@ async fn start<S: Sending, F: Future<Output = Result<S, TransportError>>>(
     let queue = options.send_queue;
     let source = connect(options).await.map_err(transport_py_err)?;
     let id = source.id().to_owned();
+    let refusals = source.refusals();
     let (tx, rx) = mpsc::channel(queue);
     let (done_tx, done_rx) = oneshot::channel();
     let failed = Arc::new(Failed::default());
@@ -205,6 +215,7 @@ async fn start<S: Sending, F: Future<Output = Result<S, TransportError>>>(
         failed,
         done: Arc::new(tokio::sync::Mutex::new(Some(done_rx))),
         resent,
+        refusals,
         id,
     })
 }
@@ -368,6 +379,24 @@ impl NativeSource {
     #[getter]
     fn resent(&self) -> u64 {
         self.resent.load(Ordering::Relaxed)
+    }
+
+    /// Frames the router refused so far (a durable source's): delivered to no one, not
+    /// sent again.
+    #[getter]
+    fn refused(&self) -> u64 {
+        self.refusals.count()
+    }
+
+    /// The first refused frames (up to 1,024), each `(tag, yomo-tid, reason)` with the
+    /// reason's stable name (`too_long`, `hop_limit`, `loop`).
+    #[getter]
+    fn refusals(&self) -> Vec<(u32, String, &'static str)> {
+        self.refusals
+            .list()
+            .into_iter()
+            .map(|r| (r.tag, r.tid, r.reason.kind()))
+            .collect()
     }
 
     /// Closes without waiting: what is queued is still written and the connection closed,

@@ -169,14 +169,15 @@ impl Federation {
     }
 
     /// Offers a local frame to the federation. Returns whether the frame was meant for it
-    /// (queued, or dropped and counted as [`Lost::QueueFull`]). `ticket` is done when the
-    /// frame is stored: at once, unless the tag is durable, then by the publisher.
+    /// (queued, or dropped and counted as [`Lost::QueueFull`]). For a durable tag it takes
+    /// `ticket`, done by the publisher once JetStream stored the frame; otherwise the
+    /// ticket stays with the caller (routing settles it).
     ///
     /// Waits only for room in a full queue: under the block policy while the publisher makes
     /// progress (see the module's notes), and always for a durable frame of a client that
     /// wants acknowledgements (its frames must be stored, and it keeps them until then).
     /// Only the offering client waits; everyone else's frames go on being routed.
-    pub async fn offer(&self, data: &Data, ticket: Option<Ticket>) -> bool {
+    pub async fn offer(&self, data: &Data, ticket: &mut Option<Ticket>) -> bool {
         let tag = data.tag;
         let durable = self.config.is_durable(tag);
         let wanted = self.config.federates(tag)
@@ -187,12 +188,10 @@ impl Federation {
                     .unwrap_or_else(|e| e.into_inner())
                     .tags
                     .contains(&tag));
-        let ticket = match ticket {
-            Some(ticket) if !(wanted && durable) => {
-                ticket.done();
-                None
-            }
-            ticket => ticket,
+        let ticket = if wanted && durable {
+            ticket.take()
+        } else {
+            None
         };
         if !wanted {
             return false;

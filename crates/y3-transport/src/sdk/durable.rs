@@ -9,7 +9,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use super::link::{Hello, Link, LinkTx, Out};
-use super::window::Window;
+use super::window::{Refusals, Refused, Window};
 use super::{new_id, ClientOptions};
 use crate::frame::{ClientType, Data, Frame, GoawayCode};
 use crate::metadata::{self, Metadata};
@@ -36,12 +36,36 @@ struct Active {
     reader: JoinHandle<()>,
 }
 
+/// What [`DurableSource::finish`] found when it closed the source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Closed {
+    /// Frames not acknowledged when the wait ended (0: every frame was handled).
+    pub unstored: usize,
+    /// Frames the router refused over the source's life (delivered to no one).
+    pub refused: u64,
+    /// The first [`MAX_REFUSALS_KEPT`](super::MAX_REFUSALS_KEPT) of them.
+    pub refusals: Vec<Refused>,
+}
+
+impl Closed {
+    /// Whether every frame sent was stored: none left unacknowledged, none refused.
+    pub fn all_stored(&self) -> bool {
+        self.unstored == 0 && self.refused == 0
+    }
+}
+
 /// A source whose frames survive a lost connection and a restarted router: it asks the
 /// router for stored acknowledgements (handshake field `32`, `spec/frames.md`), keeps
 /// every frame until the router says it is stored (routed, and for a durable tag of the
 /// federation, in JetStream), and sends again, in order, whatever was not acknowledged
 /// when a connection ended. Delivery is at least once; a frame sent twice carries the same
 /// `yomo-tid`, which the federation's durable tags de-duplicate.
+///
+/// A frame the router refuses (over its `limits.max_frame_len`, past its hop limit, a
+/// loop: `spec/frames.md`) is handled but delivered to no one: it is not sent again, it is
+/// counted in [`refused`](DurableSource::refused) with its reason
+/// ([`refusals`](DurableSource::refusals)), the first of each reason is logged, and
+/// [`close`](DurableSource::close) does not report success.
 ///
 /// Routers that do not know the extension (YoMo's zipper) never acknowledge: use
 /// [`Source`](super::Source) with them.
@@ -84,6 +108,16 @@ impl DurableSource {
         lock(&self.state).window.resent()
     }
 
+    /// Frames the router refused so far (delivered to no one, not sent again).
+    pub fn refused(&self) -> u64 {
+        lock(&self.state).window.refusals.count()
+    }
+
+    /// The record of refused frames, with each one's reason: a handle that stays current.
+    pub fn refusals(&self) -> Refusals {
+        lock(&self.state).window.refusals.clone()
+    }
+
     /// Frames written and not yet acknowledged.
     pub fn unacked(&self) -> usize {
         lock(&self.state).window.len()
@@ -120,7 +154,7 @@ impl DurableSource {
                         return;
                     }
                     match frame {
-                        Some(Ok(Frame::Stored(n))) => w.window.stored(n),
+                        Some(Ok(Frame::Stored(s))) => w.window.stored(&s),
                         Some(Ok(Frame::Goaway(g) | Frame::Rejected(g))) => {
                             if !g.code.is_retryable() && g.code != GoawayCode::Unspecified {
                                 w.refused = Some(TransportError::Goaway {
@@ -225,8 +259,10 @@ impl DurableSource {
         }
     }
 
-    /// Waits until the router has stored every frame sent so far, reconnecting and sending
-    /// again as needed, for at most `timeout`. Returns whether everything is stored.
+    /// Waits until the router has handled every frame sent so far, reconnecting and sending
+    /// again as needed, for at most `timeout`. Returns whether nothing is left
+    /// unacknowledged; frames the router refused are not waited for: see
+    /// [`refused`](DurableSource::refused).
     ///
     /// # Errors
     /// As [`DurableSource::send`].
@@ -260,18 +296,33 @@ impl DurableSource {
         }
     }
 
-    /// Waits (at most `timeout`) until everything is stored, then closes. Returns whether
-    /// everything was stored.
+    /// Waits (at most `timeout`) until everything is handled, then closes. Returns whether
+    /// every frame sent was stored: `false` when some were left unacknowledged **or the
+    /// router refused any** ([`finish`](DurableSource::finish) tells which).
     ///
     /// # Errors
     /// As [`DurableSource::send`].
-    pub async fn close(mut self, timeout: Duration) -> Result<bool, TransportError> {
-        let stored = self.wait_stored(timeout).await?;
+    pub async fn close(self, timeout: Duration) -> Result<bool, TransportError> {
+        Ok(self.finish(timeout).await?.all_stored())
+    }
+
+    /// As [`close`](DurableSource::close), returning what was left unacknowledged and
+    /// what the router refused.
+    ///
+    /// # Errors
+    /// As [`DurableSource::send`].
+    pub async fn finish(mut self, timeout: Duration) -> Result<Closed, TransportError> {
+        self.wait_stored(timeout).await?;
         if let Some(active) = self.active.take() {
             let _ = active.link.close().await;
             active.reader.abort();
         }
-        Ok(stored)
+        let s = lock(&self.state);
+        Ok(Closed {
+            unstored: s.window.len(),
+            refused: s.window.refusals.count(),
+            refusals: s.window.refusals.list(),
+        })
     }
 }
 

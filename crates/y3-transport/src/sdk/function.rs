@@ -10,7 +10,7 @@ use std::sync::Arc;
 use tokio::sync::Mutex;
 
 use super::link::{Hello, Link, LINGER};
-use super::window::Window;
+use super::window::{Refusals, Window};
 use super::writer::{Durable, Outputs, Writer};
 use super::ClientOptions;
 use crate::frame::{ClientType, Data, Frame};
@@ -32,6 +32,9 @@ use crate::TransportError;
 /// its frames: it keeps every output until the router says it is stored (for a durable tag
 /// of the federation, in JetStream) and writes again, in order, what was not stored when a
 /// connection ended, with the same metadata (`yomo-tid`, which durable tags de-duplicate).
+/// An output the router refuses (too long, past the hop limit, a loop) is not written
+/// again; it is counted with its reason in [`refusals`](StreamFunction::refusals), and the
+/// first of each reason is logged.
 ///
 /// # Examples
 ///
@@ -53,6 +56,7 @@ pub struct StreamFunction {
     options: ClientOptions,
     observed: Vec<u32>,
     durable: bool,
+    refusals: Refusals,
 }
 
 impl StreamFunction {
@@ -62,6 +66,7 @@ impl StreamFunction {
             options,
             observed: observed.to_vec(),
             durable: false,
+            refusals: Refusals::default(),
         }
     }
 
@@ -73,6 +78,13 @@ impl StreamFunction {
     pub fn durable(mut self) -> Self {
         self.durable = true;
         self
+    }
+
+    /// The record of a durable function's outputs that the router refused, with each
+    /// one's reason: a handle that stays current while the function runs (take it before
+    /// [`run`](StreamFunction::run)). Always empty for a function that is not durable.
+    pub fn refusals(&self) -> Refusals {
+        self.refusals.clone()
     }
 
     /// Connects and runs `handler` on every frame, reconnecting when the connection is
@@ -177,7 +189,7 @@ impl StreamFunction {
     {
         let durable = self.durable.then(|| {
             Arc::new(Mutex::new(Durable {
-                window: Window::default(),
+                window: Window::recording_to(self.refusals.clone()),
                 tx: None,
                 max_unwritten: self.options.send_queue.max(1),
             }))
@@ -230,9 +242,9 @@ impl StreamFunction {
                     handler(data, writer).await;
                     None
                 }
-                Some(Ok(Frame::Stored(n))) => {
+                Some(Ok(Frame::Stored(s))) => {
                     if let Some(durable) = durable {
-                        durable.lock().await.window.stored(n);
+                        durable.lock().await.window.stored(&s);
                     }
                     None
                 }
@@ -276,7 +288,7 @@ async fn linger_until_stored(link: &mut Link, durable: &Mutex<Durable>) {
     }
     while !durable.lock().await.window.is_empty() {
         match tokio::time::timeout_at(deadline, link.reader.next()).await {
-            Ok(Some(Ok(Frame::Stored(n)))) => durable.lock().await.window.stored(n),
+            Ok(Some(Ok(Frame::Stored(s)))) => durable.lock().await.window.stored(&s),
             Ok(Some(Ok(_))) => {}
             _ => break,
         }

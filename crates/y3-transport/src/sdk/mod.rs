@@ -20,7 +20,8 @@
 //! Delivery to the router is at most once, as in YoMo. Against a y3 router, a
 //! [`DurableSource`] and a [`durable`](StreamFunction::durable) stream function ask for
 //! stored acknowledgements instead: they keep what they wrote until the router stored it and
-//! write it again after a reconnect (at least once; `spec/frames.md`).
+//! write it again after a reconnect (at least once; `spec/frames.md`). A frame the router
+//! refuses by its rules is reported with its reason ([`Refusals`]) and not written again.
 //!
 //! [`Upstream`] is the raw client side of a mesh link (client type `0x5e`), for a router
 //! that forwards to a downstream zipper; it leaves batching and reconnection to its caller.
@@ -54,12 +55,13 @@ mod writer;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-pub use durable::DurableSource;
+pub use durable::{Closed, DurableSource};
 pub use function::StreamFunction;
 pub use id::new_id;
 pub use sink::Sink;
 pub use source::Source;
 pub use upstream::Upstream;
+pub use window::{Refusals, Refused, MAX_REFUSALS_KEPT};
 pub use writer::Writer;
 
 use crate::tls::{Identity, Trust, YomoTlsEnv, DEV_SERVER_NAME};
