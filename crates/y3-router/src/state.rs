@@ -101,7 +101,7 @@ fn refuse(what: &str) -> io::Error {
 /// Reads `<dir>/quic-reset.secret`, or makes it: a fresh secret written to a file of its own
 /// and linked into place only if no other router did so first (then theirs is read).
 fn load_or_create(dir: &Path) -> io::Result<ResetSecret> {
-    private_dir(dir)?;
+    y3_transport::tls::private_dir(dir)?;
     let path = dir.join(SECRET_FILE);
     for _ in 0..3 {
         match read_secret(&path) {
@@ -133,30 +133,6 @@ fn load_or_create(dir: &Path) -> io::Result<ResetSecret> {
 fn fastrand_u64() -> u64 {
     use std::hash::{BuildHasher, RandomState};
     RandomState::new().hash_one(std::time::SystemTime::now())
-}
-
-/// Makes `dir` (0700) when missing; refuses a symbolic link or a non-directory.
-fn private_dir(dir: &Path) -> io::Result<()> {
-    if let Err(e) = fs::symlink_metadata(dir) {
-        if e.kind() != io::ErrorKind::NotFound {
-            return Err(e);
-        }
-        let mut builder = fs::DirBuilder::new();
-        builder.recursive(true);
-        #[cfg(unix)]
-        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-        builder.create(dir)?;
-    }
-    let meta = fs::symlink_metadata(dir)?;
-    if meta.file_type().is_symlink() {
-        return Err(refuse(
-            "the state directory is a symbolic link (not followed)",
-        ));
-    }
-    if !meta.is_dir() {
-        return Err(refuse("the state directory is not a directory"));
-    }
-    Ok(())
 }
 
 /// Writes `bytes` to the new file `path` (0600, `O_EXCL`), synced.

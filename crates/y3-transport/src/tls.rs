@@ -93,8 +93,12 @@ fn refuse(what: &str) -> io::Error {
 
 /// Checks (creating it 0700 when missing) the directory a private file goes in: a real
 /// directory, not a symbolic link, that no other user can write to (unless sticky, as the
-/// temp directory is).
-fn private_dir(dir: &Path) -> io::Result<fs::Metadata> {
+/// temp directory is). The one check for every directory y3 keeps secrets in (the dev
+/// certificate here, the router's state directory).
+///
+/// # Errors
+/// The directory cannot be made or read, or it fails a check (`PermissionDenied`).
+pub fn private_dir(dir: &Path) -> io::Result<fs::Metadata> {
     if let Err(e) = fs::symlink_metadata(dir) {
         if e.kind() != io::ErrorKind::NotFound {
             return Err(e);

@@ -1,9 +1,6 @@
 package harness
 
 import (
-	"fmt"
-	"io"
-	"net/http"
 	"time"
 )
 
@@ -51,23 +48,7 @@ func (r *yomoRouter) CrashRestart() (killed, listening time.Time) {
 // Counter sums the series of the Prometheus counter name (e.g.
 // `y3_router_skipped_frames_total`) of a running y3 router.
 func (r *y3Router) Counter(name string) (int, error) {
-	r.mu.Lock()
-	url := r.metrics
-	r.mu.Unlock()
-	client := http.Client{Timeout: 5 * time.Second}
-	resp, err := client.Get(url)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return sumCounter(string(body), name)
+	return r.Metric(name)
 }
 
 // Counters is implemented by routers with Prometheus counters (y3).
