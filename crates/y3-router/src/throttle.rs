@@ -150,18 +150,9 @@ impl Tarpit {
         if self.is_off() {
             return Ok(());
         }
-        let key = key(ip);
-        if !self.table.contains_key(&key) && self.table.len() >= self.capacity {
-            self.make_room(now);
-        }
-        let window = self.config.window;
-        let entry = self.table.entry(key).or_insert(Entry {
-            failures: 0,
-            last: now,
-            in_flight: 0,
-            reported: false,
-        });
-        if entry.in_flight >= self.config.max_in_flight {
+        let (window, max_in_flight) = (self.config.window, self.config.max_in_flight);
+        let entry = self.entry(ip, now);
+        if entry.in_flight >= max_in_flight {
             let first = !entry.reported;
             entry.reported = true;
             return Err(Full { first });
@@ -174,6 +165,20 @@ impl Tarpit {
         }
         entry.in_flight += 1;
         Ok(())
+    }
+
+    /// The entry of `ip`'s address, made (room made first, in a full table) when missing.
+    fn entry(&mut self, ip: IpAddr, now: Instant) -> &mut Entry {
+        let key = key(ip);
+        if !self.table.contains_key(&key) && self.table.len() >= self.capacity {
+            self.make_room(now);
+        }
+        self.table.entry(key).or_insert(Entry {
+            failures: 0,
+            last: now,
+            in_flight: 0,
+            reported: false,
+        })
     }
 
     /// Gives back a slot of `ip` taken with [`Tarpit::enter`].
@@ -198,23 +203,15 @@ impl Tarpit {
         if self.is_off() {
             return Duration::ZERO;
         }
-        let key = key(ip);
-        if !self.table.contains_key(&key) && self.table.len() >= self.capacity {
-            self.make_room(now);
-        }
         let window = self.config.window;
-        let entry = self.table.entry(key).or_insert(Entry {
-            failures: 0,
-            last: now,
-            in_flight: 0,
-            reported: false,
-        });
+        let entry = self.entry(ip, now);
         if now.saturating_duration_since(entry.last) > window {
             entry.failures = 0;
         }
         entry.failures = entry.failures.saturating_add(1);
         entry.last = now;
-        self.config.delay(entry.failures)
+        let failures = entry.failures;
+        self.config.delay(failures)
     }
 
     /// Frees at least one slot of the table.
