@@ -23,6 +23,7 @@ use crate::queue::OVERDRAFT;
 use crate::routing;
 use crate::session::{DropReason, Event, Peer, Session};
 use crate::shared::Shared;
+use crate::status::{ConnCounters, Kind, Registration};
 use crate::table::SessionId;
 
 /// Most frames written per flush.
@@ -33,18 +34,21 @@ const LINGER: Duration = Duration::from_secs(1);
 
 /// Per-connection cache of tag counter handles, so that counting a frame is a hash lookup
 /// and two atomic adds rather than a lock on the metric family.
+/// It counts the connection's own totals (`/connz`) too.
 pub(crate) struct TagCache {
     metrics: Arc<Metrics>,
     direction: Direction,
     map: HashMap<u32, TagCounters>,
+    conn: ConnCounters,
 }
 
 impl TagCache {
-    pub fn new(metrics: Arc<Metrics>, direction: Direction) -> TagCache {
+    pub fn new(metrics: Arc<Metrics>, direction: Direction, conn: ConnCounters) -> TagCache {
         TagCache {
             metrics,
             direction,
             map: HashMap::new(),
+            conn,
         }
     }
 
@@ -53,10 +57,19 @@ impl TagCache {
             // A client cycling through tags: keep the cache bounded.
             self.map.clear();
         }
-        let (metrics, direction) = (&self.metrics, self.direction);
+        let (metrics, direction, conn) = (&self.metrics, self.direction, &self.conn);
+        match direction {
+            Direction::In => conn.count_in(bytes),
+            Direction::Out => conn.count_out(1, bytes as u64),
+        }
         self.map
             .entry(tag)
-            .or_insert_with(|| metrics.tag_counters(direction, tag))
+            .or_insert_with(|| {
+                if direction == Direction::In {
+                    conn.published(tag);
+                }
+                metrics.tag_counters(direction, tag)
+            })
             .add(bytes);
     }
 }
@@ -225,6 +238,29 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
     let _live = shared.admitted(client_type, drained);
 
     let outbox = Arc::new(Outbox::new(&shared.config.queue, shared.metrics.clone()));
+    let registered = shared.connections.register(Registration {
+        id,
+        name: hello.name.clone(),
+        client_id: hello.id.clone(),
+        kind: Kind::of(client_type),
+        protocol: if y3 { "y3" } else { "yomo" },
+        transport: transport.name(),
+        remote: peer,
+        observed: if client_type.receives() {
+            hello.observed.clone()
+        } else {
+            Vec::new()
+        },
+        filters: hello
+            .filters
+            .iter()
+            .map(|(tag, f)| (*tag, f.as_str().to_owned()))
+            .collect(),
+    });
+    let probe = Arc::downgrade(&outbox);
+    registered.set_queue(Box::new(move || {
+        probe.upgrade().map(|o| o.queue_state()).unwrap_or_default()
+    }));
     outbox.push_control(Frame::HandshakeAck);
     if client_type.receives() {
         let filters: Vec<_> = hello
@@ -251,6 +287,7 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
         writer,
         outbox.clone(),
         shared.metrics.clone(),
+        registered.counters(),
     )));
 
     // Stored acknowledgements, for a y3 client that asked (never a YoMo client: an unknown
@@ -266,7 +303,7 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
         &mut session,
         &mut reader,
         &outbox,
-        id,
+        (id, registered.counters()),
         &hello,
         acks.as_ref(),
     )
@@ -414,7 +451,7 @@ async fn read_loop(
     session: &mut Session,
     reader: &mut FrameReader,
     outbox: &Outbox,
-    id: SessionId,
+    (id, conn): (SessionId, ConnCounters),
     hello: &Peer,
     acks: Option<&Arc<Acks>>,
 ) -> End {
@@ -429,7 +466,7 @@ async fn read_loop(
     let mut told_to_stop = false;
     // Whether a hop-limit drop of this client was logged (once per connection).
     let mut hops_reported = false;
-    let mut tags = TagCache::new(shared.metrics.clone(), Direction::In);
+    let mut tags = TagCache::new(shared.metrics.clone(), Direction::In, conn);
     // Frames decoded from one read arrived together: one clock read serves them all
     // (refreshed at least every 64 frames).
     let mut now = Instant::now();
@@ -675,6 +712,7 @@ async fn write_loop(
     mut writer: FrameWriter,
     outbox: Arc<Outbox>,
     metrics: Arc<Metrics>,
+    conn: ConnCounters,
 ) -> Result<(), FrameError> {
     let mut batch: Vec<Queued> = Vec::with_capacity(MAX_BATCH);
     let mut written = InFlight {
@@ -682,7 +720,7 @@ async fn write_loop(
         metrics: metrics.clone(),
     };
     let mut latencies = LocalLatency::default();
-    let mut tags = TagCache::new(metrics.clone(), Direction::Out);
+    let mut tags = TagCache::new(metrics.clone(), Direction::Out, conn);
     // Those who wait for frames of the batch to be flushed (durable consumers).
     let mut told = Vec::new();
     let result = async {

@@ -74,7 +74,9 @@
 mod acks;
 mod budget;
 pub mod config;
+pub mod config_reference;
 mod connection;
+mod dashboard;
 mod error;
 pub mod federation;
 pub mod filters;
@@ -90,6 +92,7 @@ mod server;
 pub mod session;
 mod shared;
 pub mod state;
+pub mod status;
 pub mod table;
 pub mod throttle;
 pub mod yomo_yaml;

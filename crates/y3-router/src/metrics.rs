@@ -1,5 +1,6 @@
 //! Prometheus metrics (prometheus-client) and a tiny hyper HTTP/1.1 server for
-//! `GET /metrics`.
+//! `GET /metrics`, the JSON status endpoints and the dashboard (`status/`, `dashboard/`).
+//! The process metrics and `y3_build_info` are listed in `status/process.rs`.
 //!
 //! ```text
 //! y3_router_connections{client_type}          gauge    open sessions by client type
@@ -294,7 +295,11 @@ impl Default for Metrics {
 impl Metrics {
     /// Registers every metric.
     pub fn new() -> Metrics {
-        let mut registry = Registry::with_prefix("y3_router");
+        // The router's families under `y3_router_`; the process metrics and the build info
+        // (`status/process.rs`) at the top level, under the names Prometheus's clients use.
+        let mut root = Registry::default();
+        root.register_collector(Box::new(crate::status::ProcessCollector));
+        let registry = root.sub_registry_with_prefix("y3_router");
         let m = Metrics {
             registry: Registry::default(),
             connections: Family::default(),
@@ -446,8 +451,11 @@ impl Metrics {
             "Withheld frames whose payload was not Y3, by tag and filter",
             m.filters.malformed.clone(),
         );
-        m.federation.register(&mut registry);
-        Metrics { registry, ..m }
+        m.federation.register(registry);
+        Metrics {
+            registry: root,
+            ..m
+        }
     }
 
     fn filter_label(tag: u32, text: &str) -> FilterLabel {
@@ -548,6 +556,63 @@ impl Metrics {
         self.evictions
             .get_or_create(&ClientLabel { client: name })
             .inc();
+    }
+
+    /// Every tag label counted so far (`0x10`-style, and `other`), with its totals:
+    /// `(label, frames in, bytes in, frames out, bytes out)` (`/tagz`, `/varz`).
+    pub fn tag_totals(&self) -> Vec<(String, [u64; 4])> {
+        let mut tags: Vec<u32> = self
+            .labelled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .copied()
+            .collect();
+        tags.sort_unstable();
+        let mut labels: Vec<String> = tags.iter().map(|t| format!("0x{t:02x}")).collect();
+        labels.push("other".to_owned());
+        let get =
+            |f: &Family<TagLabel, Counter>, label: &TagLabel| f.get(label).map_or(0, |c| c.get());
+        labels
+            .into_iter()
+            .filter_map(|tag| {
+                let label = TagLabel { tag };
+                let totals = [
+                    get(&self.frames_in, &label),
+                    get(&self.bytes_in, &label),
+                    get(&self.frames_out, &label),
+                    get(&self.bytes_out, &label),
+                ];
+                (label.tag != "other" || totals.iter().any(|&n| n > 0))
+                    .then_some((label.tag, totals))
+            })
+            .collect()
+    }
+
+    /// Slow consumers evicted, by (capped) client name (`/varz`).
+    pub fn evictions(&self) -> Vec<(String, u64)> {
+        let names: Vec<String> = self
+            .evicted_names
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned()
+            .chain(std::iter::once("other".to_owned()))
+            .collect();
+        let mut out: Vec<(String, u64)> = names
+            .into_iter()
+            .filter_map(|client| {
+                let n = self
+                    .evictions
+                    .get(&ClientLabel {
+                        client: client.clone(),
+                    })?
+                    .get();
+                Some((client, n))
+            })
+            .collect();
+        out.sort();
+        out
     }
 
     /// The metrics in the Prometheus/OpenMetrics text format.
@@ -817,12 +882,14 @@ impl Stats {
     }
 }
 
-/// Serves `GET /metrics` (and `GET /healthz`) until `stop` is cancelled. With a `token`,
-/// `/metrics` answers `401` unless the request carries `Authorization: Bearer <token>`
-/// (`/healthz` stays open: it tells nothing).
+/// Serves `GET /metrics`, the JSON status endpoints (`/varz`, `/connz`, `/tagz`:
+/// `status/`), the dashboard (`/`, `/dashboard`) and `GET /healthz` until `stop` is
+/// cancelled. With a `token`, `/metrics` and the JSON endpoints answer `401` unless the
+/// request carries `Authorization: Bearer <token>` (`/healthz` and the dashboard's static
+/// page stay open: they tell nothing).
 pub(crate) async fn serve(
     listener: TcpListener,
-    metrics: Arc<Metrics>,
+    status: Arc<crate::status::Status>,
     stop: CancellationToken,
     token: Option<Arc<str>>,
 ) {
@@ -838,16 +905,16 @@ pub(crate) async fn serve(
             },
             _ = stop.cancelled() => return,
         };
-        let metrics = metrics.clone();
+        let status = status.clone();
         let stop = stop.clone();
         let token = token.clone();
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req: Request<Incoming>| {
                 let response = match &token {
-                    Some(token) if req.uri().path() != "/healthz" && !bearer(&req, token) => {
+                    Some(token) if !open(req.uri().path()) && !bearer(&req, token) => {
                         unauthorized()
                     }
-                    _ => respond(&metrics, &req),
+                    _ => respond(&status, &req),
                 };
                 async move { Ok::<_, Infallible>(response) }
             });
@@ -859,6 +926,12 @@ pub(crate) async fn serve(
             }
         });
     }
+}
+
+/// Paths served without the metrics token: they tell nothing about the router (the
+/// dashboard's page asks for the token and sends it with its requests).
+fn open(path: &str) -> bool {
+    matches!(path, "/healthz" | "/" | "/dashboard")
 }
 
 /// Whether `req` carries `Authorization: Bearer <token>` (compared in constant time).
@@ -886,13 +959,25 @@ fn unauthorized() -> Response<Full<Bytes>> {
     response
 }
 
-fn respond(metrics: &Metrics, req: &Request<Incoming>) -> Response<Full<Bytes>> {
-    let (status, content_type, body) = match (req.method(), req.uri().path()) {
+fn respond(state: &crate::status::Status, req: &Request<Incoming>) -> Response<Full<Bytes>> {
+    let path = req.uri().path();
+    let json = (req.method() == Method::GET)
+        .then(|| state.respond(path, req.uri().query()))
+        .flatten();
+    let (status, content_type, body) = match (req.method(), path) {
         (&Method::GET, "/metrics") => (
             StatusCode::OK,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            metrics.encode(),
+            state.metrics.encode(),
         ),
+        (&Method::GET, "/" | "/dashboard") => (
+            StatusCode::OK,
+            "text/html; charset=utf-8",
+            crate::dashboard::INDEX.to_owned(),
+        ),
+        (&Method::GET, _) if json.is_some() => {
+            (StatusCode::OK, "application/json", json.unwrap_or_default())
+        }
         (&Method::GET, "/healthz") => (StatusCode::OK, "text/plain", "ok\n".to_owned()),
         _ => (
             StatusCode::NOT_FOUND,

@@ -153,6 +153,8 @@ pub(crate) struct Outbox {
     /// A downstream zipper's outbox (mesh.rs): its drops are counted as [`Drop::Mesh`] and
     /// in this per-downstream counter too.
     downstream: Option<prometheus_client::metrics::counter::Counter>,
+    /// Frames of this outbox dropped, any reason (`/connz`).
+    drops: std::sync::atomic::AtomicU64,
 }
 
 impl Outbox {
@@ -174,6 +176,7 @@ impl Outbox {
             block_timeout: Duration::from_millis(config.block_timeout_ms),
             write_deadline: Duration::from_millis(config.write_deadline_ms),
             downstream: None,
+            drops: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -199,6 +202,7 @@ impl Outbox {
     /// Counts `n` frames of this outbox as dropped for `reason` (for a downstream's,
     /// always [`Drop::Mesh`]).
     pub fn count_drops(&self, reason: Drop, n: u64) {
+        self.drops.fetch_add(n, Ordering::Relaxed);
         match &self.downstream {
             Some(counter) => {
                 counter.inc_by(n);
@@ -461,6 +465,19 @@ impl Outbox {
     /// Completes when the subscriber has been evicted.
     pub fn evicted(&self) -> tokio_util::sync::WaitForCancellationFuture<'_> {
         self.evicted.cancelled()
+    }
+
+    /// Its queue now, and its drops so far (`/connz`).
+    pub fn queue_state(&self) -> crate::status::QueueState {
+        let (frames, bytes) = {
+            let inner = self.lock();
+            (inner.queue.len() as u64, inner.queue.bytes() as u64)
+        };
+        crate::status::QueueState {
+            frames,
+            bytes,
+            dropped: self.drops.load(Ordering::Relaxed),
+        }
     }
 
     /// Data frames queued.

@@ -42,6 +42,7 @@ use crate::penalty::Penalties;
 use crate::routing::Routes;
 use crate::session::Admission;
 use crate::shared::{first_session_id, Open, Shared};
+use crate::status::Status;
 use crate::throttle::Tarpit;
 
 impl Shared {
@@ -186,6 +187,7 @@ impl Router {
             tarpit: Mutex::new(Tarpit::new(config.auth.tarpit())),
             penalties: Mutex::new(Penalties::default()),
             federation: federation.clone(),
+            connections: Arc::default(),
         });
         let mut background = Vec::new();
         let mut handle = RouterHandle {
@@ -283,9 +285,18 @@ impl Router {
                     source,
                 })?;
             handle.metrics = listener.local_addr().ok();
+            let status = Arc::new(Status {
+                metrics,
+                connections: shared.connections.clone(),
+                config: config.clone(),
+                addrs: [handle.tcp, handle.quic, handle.metrics],
+                started: std::time::SystemTime::now(),
+                started_at: Instant::now(),
+                rates: Default::default(),
+            });
             background.push(tokio::spawn(metrics::serve(
                 listener,
-                metrics,
+                status,
                 shared.kill.clone(),
                 metrics_token.map(Arc::from),
             )));
@@ -374,6 +385,12 @@ impl RouterHandle {
     /// The metrics registry (its text form is what `GET /metrics` serves).
     pub fn metrics(&self) -> &Metrics {
         &self.shared.metrics
+    }
+
+    /// Every admitted connection: what `/connz` lists. A listener of another protocol
+    /// registers its connections here ([`Connections::register`](crate::status::Connections::register)).
+    pub fn connections(&self) -> &Arc<crate::status::Connections> {
+        &self.shared.connections
     }
 
     /// The metrics registry, shared: it outlives the router (for a final report after

@@ -50,6 +50,8 @@ pub(crate) struct Shared {
     pub penalties: Mutex<Penalties>,
     /// `[federation]`, when on.
     pub federation: Option<Arc<crate::federation::Federation>>,
+    /// Every admitted connection, for `/connz` and `/tagz` (`status/registry.rs`).
+    pub connections: Arc<crate::status::Connections>,
 }
 
 /// A handshake's slot in the tarpit (`throttle.rs`), given back when dropped.
