@@ -118,7 +118,8 @@ pub struct ServeArgs {
     /// (tls.client_ca; YoMo: YOMO_TLS_VERIFY_PEER=true with YOMO_TLS_CACERT_FILE).
     #[arg(long, value_name = "FILE")]
     pub client_ca: Option<PathBuf>,
-    /// Print the effective configuration as TOML and exit.
+    /// Print the effective configuration as TOML, each key under its documentation, and
+    /// exit (the same text as docs/configuration.md).
     #[arg(long)]
     pub print_config: bool,
     /// After the drain, write the final metrics (Prometheus text) to FILE: the totals of
@@ -283,7 +284,13 @@ impl StopSignal {
 /// still drains before the error is returned.
 pub fn run(args: &ServeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     if args.print_config {
-        write!(out, "{}", args.config_without_env()?.to_toml())?;
+        // Each key under its doc comment (`y3_router::config_reference`).
+        let config = args.config_without_env()?;
+        write!(
+            out,
+            "{}",
+            y3_router::config_reference::commented_toml(&config)
+        )?;
         out.flush()?;
         return Ok(());
     }

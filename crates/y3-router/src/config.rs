@@ -4,9 +4,9 @@
 //! [listen]
 //! tcp = "127.0.0.1:9000"      # "" turns the listener off
 //! quic = "127.0.0.1:9000"     # UDP; same port number as TCP is fine
-//! metrics = "127.0.0.1:9090"  # Prometheus text at GET /metrics
+//! metrics = "127.0.0.1:9090"  # GET /metrics, /varz, /connz, /tagz, dashboard at /
 //! tcp_tls = false             # TLS 1.3 on the TCP listener
-//! metrics_token = ""          # GET /metrics needs `Authorization: Bearer <it>`; empty: open
+//! metrics_token = ""          # /metrics and /*z need `Authorization: Bearer <it>`; empty: open
 //! metrics_token_file = ""     # ... or read it from this file
 //!
 //! [tls]
@@ -181,11 +181,15 @@ pub struct ListenConfig {
     pub tcp: String,
     /// QUIC (UDP) listener address.
     pub quic: String,
-    /// Metrics HTTP listener address.
+    /// Metrics HTTP listener address: Prometheus text at `GET /metrics`, the JSON status
+    /// endpoints `/varz`, `/connz` and `/tagz`, the live dashboard at `/` and `/healthz`
+    /// (docs/operations.md).
     pub metrics: String,
     /// Serve TLS 1.3 on the TCP listener.
     pub tcp_tls: bool,
-    /// Bearer token `GET /metrics` requires (`401` without it); empty: none.
+    /// Bearer token `/metrics` and the JSON status endpoints require (`401` without it);
+    /// empty: none. `/healthz` and the dashboard's page stay open (the page asks for the
+    /// token and sends it with its requests).
     pub metrics_token: String,
     /// A file holding the metrics token (instead of `metrics_token`).
     pub metrics_token_file: PathBuf,

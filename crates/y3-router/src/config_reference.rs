@@ -36,6 +36,30 @@ pub struct FieldDoc {
 /// Every config struct, from `build.rs`.
 pub static STRUCTS: &[StructDoc] = include!(concat!(env!("OUT_DIR"), "/config_docs.rs"));
 
+/// An enum a config value may be: its values (snake_case, as in TOML) and their docs.
+#[derive(Debug, Clone, Copy)]
+pub struct EnumDoc {
+    /// Its Rust name.
+    pub name: &'static str,
+    /// `(value, doc)` for each variant.
+    pub variants: &'static [(&'static str, &'static str)],
+}
+
+/// Every enum of the config files (and `queue.rs`'s `Policy`), from `build.rs`.
+pub static ENUMS: &[EnumDoc] = include!(concat!(env!("OUT_DIR"), "/config_enums.rs"));
+
+/// A field's doc, followed by the values it takes when its type is one of [`ENUMS`].
+pub fn field_text(field: &FieldDoc) -> String {
+    let mut text = field.doc.to_owned();
+    if let Some(e) = ENUMS.iter().find(|e| e.name == field.ty) {
+        text.push_str("\nOne of:");
+        for (value, doc) in e.variants {
+            let _ = write!(text, "\n  \"{value}\": {}", one_line(doc));
+        }
+    }
+    text
+}
+
 /// The environment variables the router reads (their one home), with what each does.
 pub const ENVIRONMENT: &[(&str, &str)] = &[
     (
@@ -81,8 +105,9 @@ fn comment(out: &mut String, indent: &str, text: &str) {
 }
 
 /// `config` as TOML, each key under its doc comment: what `y3 serve --print-config` prints.
-/// It reads back as `config`. Keys that are unset (`Option` fields) and empty lists of
-/// tables are shown commented out, with their docs.
+/// It reads back as `config`. Keys that are unset (`Option` fields) are shown commented
+/// out; an empty list of tables is shown as `key = []` followed by a commented template of
+/// one entry, its fields under their docs.
 pub fn commented_toml(config: &RouterConfig) -> String {
     let value = toml::Value::try_from(config).unwrap_or(toml::Value::Table(Default::default()));
     let mut out = String::from(
@@ -91,6 +116,10 @@ pub fn commented_toml(config: &RouterConfig) -> String {
     );
     if let toml::Value::Table(table) = &value {
         render_table(&mut out, "", "RouterConfig", table);
+    }
+    out.push_str("\n# Environment variables the router reads:\n");
+    for (name, doc) in ENVIRONMENT {
+        comment(&mut out, "", &format!("{name}: {doc}"));
     }
     out
 }
@@ -121,10 +150,8 @@ fn render_table(out: &mut String, path: &str, ty: &str, table: &toml::Table) {
     for f in doc.fields {
         match table.get(f.name) {
             Some(v) if is_table(v) || is_table_array(v) => {}
-            // An empty list of tables: a commented template.
-            Some(toml::Value::Array(a)) if a.is_empty() && struct_doc(f.ty).is_some() => {}
             Some(v) => {
-                comment(out, "", f.doc);
+                comment(out, "", &field_text(f));
                 let _ = writeln!(out, "{} = {}", f.name, v);
             }
             None => {
@@ -138,6 +165,9 @@ fn render_table(out: &mut String, path: &str, ty: &str, table: &toml::Table) {
             Some(toml::Value::Table(t)) => {
                 let _ = writeln!(out);
                 comment(out, "", f.doc);
+                if let Some(inner) = struct_doc(f.ty).filter(|d| struct_text(d.doc).is_some()) {
+                    comment(out, "", inner.doc);
+                }
                 let _ = writeln!(out, "[{}]", child(f.name));
                 render_table(out, &child(f.name), f.ty, t);
             }
@@ -155,9 +185,14 @@ fn render_table(out: &mut String, path: &str, ty: &str, table: &toml::Table) {
                 if let Some(item) = struct_doc(f.ty) {
                     let _ = writeln!(out);
                     comment(out, "", f.doc);
-                    let _ = writeln!(out, "# [[{}]]   (none)", child(f.name));
+                    let _ = writeln!(
+                        out,
+                        "# [[{}]]   (none: to add one, drop `{} = []` above and write)",
+                        child(f.name),
+                        f.name
+                    );
                     for field in item.fields {
-                        comment(out, "", field.doc);
+                        comment(out, "", &field_text(field));
                         let _ = writeln!(out, "# {} = ...", field.name);
                     }
                 }
@@ -197,8 +232,21 @@ pub fn markdown() -> String {
     out
 }
 
+/// A doc on one line, rustdoc's link brackets (``[`x`]``) dropped.
 fn one_line(doc: &str) -> String {
-    doc.lines().map(str::trim).collect::<Vec<_>>().join(" ")
+    doc.lines()
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace("[`", "`")
+        .replace("`]", "`")
+}
+
+/// A struct's doc, unless it only names its section (``[limits]`.``).
+fn struct_text(doc: &str) -> Option<String> {
+    let text = one_line(doc);
+    let bare = text.starts_with("`[") && text.trim_end_matches('.').ends_with("]`");
+    (!text.is_empty() && !bare).then_some(text)
 }
 
 fn section_md(
@@ -218,8 +266,8 @@ fn section_md(
     };
     let _ = writeln!(out, "\n{} `{header}`\n", "#".repeat(depth.min(4)));
     let _ = writeln!(out, "{}\n", one_line(field.doc));
-    if !doc.doc.is_empty() && doc.doc != field.doc {
-        let _ = writeln!(out, "{}\n", one_line(doc.doc));
+    if let Some(text) = struct_text(doc.doc).filter(|_| doc.doc != field.doc) {
+        let _ = writeln!(out, "{text}\n");
     }
     let mut nested = Vec::new();
     for f in doc.fields {
@@ -228,16 +276,20 @@ fn section_md(
             continue;
         }
         let default = match table.and_then(|t| t.get(f.name)) {
-            Some(v) => format!("`{v}`"),
-            None if field.array => "—".to_owned(),
-            None => "unset".to_owned(),
+            Some(v) => format!(" (default `{v}`)"),
+            None if field.array => String::new(),
+            None => " (default: unset)".to_owned(),
         };
-        let _ = writeln!(
-            out,
-            "- **`{}`** (default {default}): {}",
-            f.name,
-            one_line(f.doc)
-        );
+        let mut text = one_line(f.doc);
+        if let Some(e) = ENUMS.iter().find(|e| e.name == f.ty) {
+            let values: Vec<String> = e
+                .variants
+                .iter()
+                .map(|(v, d)| format!("`\"{v}\"` ({})", one_line(d).trim_end_matches('.')))
+                .collect();
+            let _ = write!(text, " One of: {}.", values.join("; "));
+        }
+        let _ = writeln!(out, "- **`{}`**{default}: {text}", f.name);
     }
     for f in nested {
         let sub = match table.and_then(|t| t.get(f.name)) {
