@@ -103,6 +103,8 @@ for _ in $(seq 100); do grep -q "listening" "$serve_log" && break; sleep 0.1; do
 YOMO_ZIPPER="127.0.0.1:$port" "$target_dir/yomo-app" || { kill "$serve_pid"; exit 1; }
 kill "$serve_pid"; wait "$serve_pid" || true
 
+step "dashboard: the live page in headless chromium"; scripts/test-dashboard.sh
+
 # Mixed load and chaos for 60 s (killed functions, a stalling consumer, garbage, partial
 # frames, connection storms, a router restart): every frame accounted, healthy flows in
 # order. The lab's 30-minute soak is scripts/soak.sh.
