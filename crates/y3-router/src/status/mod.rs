@@ -12,7 +12,7 @@
 //! GET /tagz    every tag: publishers, subscribers, counts and rates, filters
 //! ```
 //!
-//! Rates are per second over the last sampling window ([`rates::WINDOW`], 1 s): each
+//! Rates are per second over the last sampling window (`rates::WINDOW`, 1 s): each
 //! request older than the window takes a new sample, so any number of pollers share one
 //! window. The same bearer token as `/metrics` guards them (`listen.metrics_token`).
 
