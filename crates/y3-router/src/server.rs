@@ -292,7 +292,7 @@ impl Router {
                 addrs: [handle.tcp, handle.quic, handle.metrics],
                 started: std::time::SystemTime::now(),
                 started_at: Instant::now(),
-                rates: Default::default(),
+                rates: std::sync::Mutex::new(crate::status::rates::Sampler::new(Instant::now())),
             });
             background.push(tokio::spawn(metrics::serve(
                 listener,

@@ -12,9 +12,10 @@
 //! GET /tagz    every tag: publishers, subscribers, counts and rates, filters
 //! ```
 //!
-//! Rates are per second over the last sampling window (`rates::WINDOW`, 1 s): each
-//! request older than the window takes a new sample, so any number of pollers share one
-//! window. The same bearer token as `/metrics` guards them (`listen.metrics_token`).
+//! Rates are per second over the last sampling window: a request at least
+//! `rates::WINDOW` (1 s) after the last sample takes a new one, so any number of pollers
+//! share one window; the first window starts with the router. `/varz` says how long the
+//! window was (`rates.window_seconds`). The same bearer token as `/metrics` guards them (`listen.metrics_token`).
 
 mod connz;
 mod process;

@@ -7,35 +7,57 @@ use std::time::{Duration, Instant};
 /// The shortest window a rate is computed over.
 pub const WINDOW: Duration = Duration::from_secs(1);
 
-/// Rates by counter name (per second); a name not present has no rate yet.
-pub type Rates = Arc<HashMap<String, f64>>;
+/// The rates of one window.
+#[derive(Debug, Default)]
+pub struct RateSet {
+    /// Per second, by counter name.
+    pub per_second: HashMap<String, f64>,
+    /// The window they were measured over, seconds (0: none yet).
+    pub window_seconds: f64,
+}
+
+/// The rates of the last window (shared).
+pub type Rates = Arc<RateSet>;
 
 /// The last sample and the rates it gave.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Sampler {
-    last: Option<(Instant, HashMap<String, u64>)>,
+    /// When the last sample was taken, and its counters (a counter it lacks was 0).
+    last: (Instant, HashMap<String, u64>),
     rates: Rates,
 }
 
 impl Sampler {
+    /// A sampler whose first window starts at `start` with every counter at 0 (a router's
+    /// counters start at 0), so the first request already reads a rate.
+    pub fn new(start: Instant) -> Sampler {
+        Sampler {
+            last: (start, HashMap::new()),
+            rates: Rates::default(),
+        }
+    }
+
     /// Takes `counters` as the sample at `now` if the last one is at least [`WINDOW`] old
-    /// (rates: their increase since, per second), and returns the current rates.
+    /// (rates: their increase since, per second), and returns the current rates. A window
+    /// is as long as the time between requests: a poller every second reads the last
+    /// second, a first request the time since the start.
     pub fn sample(&mut self, now: Instant, counters: Vec<(String, u64)>) -> Rates {
-        match &self.last {
-            Some((at, _)) if now.saturating_duration_since(*at) < WINDOW => {}
-            Some((at, before)) => {
-                let dt = now.saturating_duration_since(*at).as_secs_f64();
-                let rates = counters
-                    .iter()
-                    .map(|(name, n)| {
-                        let was = before.get(name).copied().unwrap_or(0);
-                        (name.clone(), n.saturating_sub(was) as f64 / dt)
-                    })
-                    .collect();
-                self.rates = Arc::new(rates);
-                self.last = Some((now, counters.into_iter().collect()));
-            }
-            None => self.last = Some((now, counters.into_iter().collect())),
+        let (at, before) = &self.last;
+        let dt = now.saturating_duration_since(*at);
+        if dt >= WINDOW {
+            let secs = dt.as_secs_f64();
+            let per_second = counters
+                .iter()
+                .map(|(name, n)| {
+                    let was = before.get(name).copied().unwrap_or(0);
+                    (name.clone(), n.saturating_sub(was) as f64 / secs)
+                })
+                .collect();
+            self.rates = Arc::new(RateSet {
+                per_second,
+                window_seconds: secs,
+            });
+            self.last = (now, counters.into_iter().collect());
         }
         self.rates.clone()
     }
@@ -43,7 +65,7 @@ impl Sampler {
 
 /// The rate of `name`, 0 before a window has passed.
 pub fn rate(rates: &Rates, name: &str) -> f64 {
-    rates.get(name).copied().unwrap_or(0.0)
+    rates.per_second.get(name).copied().unwrap_or(0.0)
 }
 
 #[cfg(test)]
@@ -52,14 +74,18 @@ mod tests {
 
     #[test]
     fn rates_over_the_window() {
-        let mut s = Sampler::default();
         let t0 = Instant::now();
-        let r = s.sample(t0, vec![("a".into(), 10)]);
-        assert_eq!(rate(&r, "a"), 0.0);
-        // Within the window: the same (no) rate, no new sample.
-        let r = s.sample(t0 + Duration::from_millis(500), vec![("a".into(), 15)]);
-        assert_eq!(rate(&r, "a"), 0.0);
-        let r = s.sample(t0 + Duration::from_secs(2), vec![("a".into(), 30)]);
-        assert_eq!(rate(&r, "a"), 10.0);
+        let mut s = Sampler::new(t0);
+        // Within the first window: no rate yet.
+        let r = s.sample(t0 + Duration::from_millis(500), vec![("a".into(), 10)]);
+        assert_eq!((rate(&r, "a"), r.window_seconds), (0.0, 0.0));
+        // The first window runs from the start, where every counter was 0.
+        let r = s.sample(t0 + Duration::from_secs(2), vec![("a".into(), 10)]);
+        assert_eq!((rate(&r, "a"), r.window_seconds), (5.0, 2.0));
+        // Within the window: the same rates, no new sample.
+        let r = s.sample(t0 + Duration::from_millis(2500), vec![("a".into(), 15)]);
+        assert_eq!(rate(&r, "a"), 5.0);
+        let r = s.sample(t0 + Duration::from_secs(4), vec![("a".into(), 30)]);
+        assert_eq!((rate(&r, "a"), r.window_seconds), (10.0, 2.0));
     }
 }

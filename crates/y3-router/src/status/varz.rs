@@ -87,6 +87,7 @@ pub(super) fn varz(s: &Status) -> Value {
             "frames_in": rate(&rates, "frames_in"),
             "frames_out": rate(&rates, "frames_out"),
             "drops": rate(&rates, "drops"),
+            "window_seconds": rates.window_seconds,
         },
         "queued": stats.queued,
         "queued_bytes": stats.queued_bytes,
