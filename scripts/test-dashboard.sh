@@ -69,6 +69,9 @@ pids+=($!)
 ) &
 pids+=($!)
 
+# The binary names the commit it was built from (y3_build_info, /varz, the page's header).
+Y3_EXPECT_GIT="$(git rev-parse --short=12 HEAD 2>/dev/null || true)"
+export Y3_EXPECT_GIT
 log "headless chromium: $("$chromium" --version 2>/dev/null | head -n 1)"
 node scripts/dashboard/check.mjs "http://127.0.0.1:$metrics_port/dashboard" "$token" "$screenshot" || {
     echo "--- serve.log" >&2; tail -n 20 "$work/serve.log" >&2

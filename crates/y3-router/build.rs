@@ -1,10 +1,9 @@
 //! Build script: the configuration's field docs, taken from the doc comments of the config
 //! structs (their one home), for `y3 serve --print-config` and `docs/configuration.md`
-//! (`src/config_reference.rs`); and the git commit, for `y3_build_info` and `/varz`.
+//! (`src/config_reference.rs`).
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::process::Command;
 
 /// The files whose structs make up `RouterConfig`.
 const CONFIG_FILES: [&str; 2] = ["src/config.rs", "src/federation/config.rs"];
@@ -77,8 +76,6 @@ fn main() {
     }
     enums.push_str("]\n");
     std::fs::write(Path::new(&dir).join("config_enums.rs"), enums).expect("write config_enums.rs");
-
-    println!("cargo:rustc-env=Y3_GIT_COMMIT={}", git_commit());
 }
 
 /// `DropOldest` → `drop_oldest` (serde's `rename_all = "snake_case"`).
@@ -131,29 +128,4 @@ fn inner_type(ty: &syn::Type, array: bool) -> (String, bool) {
         }
     }
     (String::new(), array)
-}
-
-/// `git rev-parse --short=12 HEAD` (the commit; local changes on top are not marked), or
-/// `unknown` without git. Rebuilt when HEAD or the branch it names moves.
-fn git_commit() -> String {
-    let git = |args: &[&str]| -> Option<String> {
-        let out = Command::new("git").args(args).output().ok()?;
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
-    };
-    for path in ["HEAD", "packed-refs"] {
-        if let Some(p) = git(&["rev-parse", "--git-path", path]) {
-            println!("cargo:rerun-if-changed={p}");
-        }
-    }
-    if let Some(head) = git(&["symbolic-ref", "-q", "HEAD"]) {
-        if let Some(p) = git(&["rev-parse", "--git-path", &head]) {
-            println!("cargo:rerun-if-changed={p}");
-        }
-    }
-    let Some(commit) = git(&["rev-parse", "--short=12", "HEAD"]) else {
-        return "unknown".to_owned();
-    };
-    commit
 }

@@ -65,6 +65,11 @@ try {
   const unaccounted = second.ledger.find((r) => r[0] === "unaccounted");
   if (!unaccounted) fail("the ledger's unaccounted row is missing", seen);
 
+  // The binary's build info, when the script knows the commit it was built from.
+  const git = process.env.Y3_EXPECT_GIT;
+  const version = await page.evaluate(() => document.getElementById("version").textContent);
+  if (git && !version.includes(`(${git})`)) fail(`version "${version}" does not name commit ${git}`, seen);
+
   const rss = second.process.find((r) => r[0] === "resident memory");
   if (!rss || !/[KMG]iB$/.test(rss[1])) fail("the process's resident memory is not shown", seen);
   const pid = second.process.find((r) => r[0] === "pid");

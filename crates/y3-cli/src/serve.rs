@@ -295,6 +295,7 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         return Ok(());
     }
     let config = args.config()?;
+    y3_router::status::set_git_commit(env!("Y3_GIT_COMMIT"));
     init_tracing("info");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

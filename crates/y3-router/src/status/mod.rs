@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
 pub(crate) use process::ProcessCollector;
-pub use process::{ProcessStats, GIT, VERSION};
+pub use process::{git_commit, set_git_commit, ProcessStats, UNKNOWN_GIT, VERSION};
 pub use registry::{
     ConnCounters, ConnectionSnapshot, Connections, Kind, QueueProbe, QueueState, Registered,
     Registration, MAX_PUBLISHED_TAGS,

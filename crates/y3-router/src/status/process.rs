@@ -23,8 +23,22 @@ use prometheus_client::metrics::MetricType;
 /// The crate version this router was built from.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// The git commit it was built from (`unknown` outside a git checkout), set by `build.rs`.
-pub const GIT: &str = env!("Y3_GIT_COMMIT");
+/// The git commit shown when the binary did not set one ([`set_git_commit`]).
+pub const UNKNOWN_GIT: &str = "unknown";
+
+static GIT: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
+/// Sets the git commit the program was built from, for `y3_build_info` and `/varz` (the
+/// `y3` binary does at start, from its build script: only the binary is rebuilt when
+/// HEAD moves, not this library and everything on it). The first call wins.
+pub fn set_git_commit(commit: &'static str) {
+    let _ = GIT.set(commit);
+}
+
+/// The git commit set by [`set_git_commit`], or [`UNKNOWN_GIT`].
+pub fn git_commit() -> &'static str {
+    GIT.get().copied().unwrap_or(UNKNOWN_GIT)
+}
 
 /// Clock ticks per second in `/proc` times: USER_HZ, 100 on every Linux architecture.
 const USER_HZ: f64 = 100.0;
@@ -79,8 +93,10 @@ pub(crate) struct ProcessCollector;
 
 impl Collector for ProcessCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let build =
-            prometheus_client::metrics::info::Info::new(vec![("version", VERSION), ("git", GIT)]);
+        let build = prometheus_client::metrics::info::Info::new(vec![
+            ("version", VERSION),
+            ("git", git_commit()),
+        ]);
         build.encode(encoder.encode_descriptor(
             "y3_build",
             "The y3 version and git commit this router was built from",

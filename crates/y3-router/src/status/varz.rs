@@ -6,7 +6,7 @@ use std::time::SystemTime;
 use serde_json::{json, Value};
 
 use super::rates::rate;
-use super::{unix_seconds, ProcessStats, Status, GIT, VERSION};
+use super::{git_commit, unix_seconds, ProcessStats, Status, VERSION};
 
 /// The `/varz` document.
 pub(super) fn varz(s: &Status) -> Value {
@@ -66,7 +66,7 @@ pub(super) fn varz(s: &Status) -> Value {
         "server": "y3",
         "server_name": s.config.mesh.name,
         "version": VERSION,
-        "git_commit": GIT,
+        "git_commit": git_commit(),
         "start_time_seconds": unix_seconds(s.started),
         "now_seconds": unix_seconds(SystemTime::now()),
         "uptime_seconds": s.started_at.elapsed().as_secs_f64(),
