@@ -295,3 +295,69 @@ impl ConnCounters {
         self.0.bytes_out.fetch_add(bytes, Ordering::Relaxed);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn registration(id: u64, kind: Kind) -> Registration {
+        Registration {
+            id,
+            name: format!("c{id}"),
+            client_id: String::new(),
+            kind,
+            protocol: "mqtt",
+            transport: "tcp",
+            remote: None,
+            observed: vec![0x10],
+            filters: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn listed_while_registered_and_counted() {
+        let registry = Arc::new(Connections::default());
+        let a = registry.register(registration(1, Kind::Function));
+        let b = registry.register(registration(2, Kind::Source));
+        b.counters().count_in(10);
+        b.counters().published(0x11);
+        a.counters().count_out(3, 30);
+        a.set_queue(Box::new(|| QueueState {
+            frames: 4,
+            bytes: 40,
+            dropped: 1,
+        }));
+        let snap = registry.snapshot();
+        assert_eq!(snap.len(), 2);
+        assert_eq!(
+            (snap[0].kind, snap[0].frames_out, snap[0].bytes_out),
+            ("sink", 3, 30)
+        );
+        assert_eq!(snap[0].queue.dropped, 1);
+        assert_eq!(
+            (snap[1].kind, snap[1].frames_in, snap[1].bytes_in),
+            ("source", 1, 10)
+        );
+        assert_eq!(snap[1].published, vec![0x11]);
+        // A function that wrote is shown as one.
+        a.counters().count_in(1);
+        assert_eq!(registry.snapshot()[0].kind, "function");
+        let counters = b.counters();
+        drop(b);
+        counters.count_in(1); // harmless after removal
+        assert_eq!(registry.len(), 1);
+        assert_eq!(registry.total(), 2);
+        drop(a);
+        assert!(registry.is_empty());
+    }
+
+    #[test]
+    fn published_tags_are_bounded() {
+        let registry = Arc::new(Connections::default());
+        let a = registry.register(registration(1, Kind::Source));
+        for tag in 0..(MAX_PUBLISHED_TAGS as u32 + 100) {
+            a.counters().published(tag);
+        }
+        assert_eq!(registry.snapshot()[0].published.len(), MAX_PUBLISHED_TAGS);
+    }
+}
