@@ -215,3 +215,29 @@ impl Connection {
         )
     }
 }
+
+/// Bytes `reader` has buffered of a frame still arriving (0 between frames): what a memory
+/// budget charges for it. Its allocation may be ahead of this by at most
+/// [`crate::codec::MAX_RESERVE`] (or double what arrived, for a frame larger than a read
+/// buffer), and only the bytes written are resident.
+pub fn partial_len(reader: &FrameReader) -> usize {
+    reader.read_buffer().len()
+}
+
+/// As [`next_or_skipped`], telling `meter` the partial frame's buffered length
+/// ([`partial_len`]) each time the reader waits for more bytes; `None` as soon as `meter`
+/// returns false (the caller cuts the connection).
+pub async fn next_metered(
+    reader: &mut FrameReader,
+    mut meter: impl FnMut(usize) -> bool,
+) -> Option<Next> {
+    std::future::poll_fn(|cx| match reader.poll_next_unpin(cx) {
+        Poll::Ready(frame) => Poll::Ready(Some(Next::Frame(frame))),
+        Poll::Pending => match reader.decoder_mut().take_skipped() {
+            Some(skipped) => Poll::Ready(Some(Next::Skipped(skipped))),
+            None if !meter(partial_len(reader)) => Poll::Ready(None),
+            None => Poll::Pending,
+        },
+    })
+    .await
+}
