@@ -74,6 +74,9 @@ enum End {
     ReadError,
     /// Disconnected as a slow consumer.
     Evicted,
+    /// A partial frame cut for the memory budget (`budget.rs`): closed at once, nothing
+    /// more read.
+    Cut(Goaway),
 }
 
 /// Aborts a task when dropped (the writer must not outlive its connection).
@@ -325,6 +328,17 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
             outbox.abort(None, Drop::Disconnected);
             (Duration::ZERO, false, None)
         }
+        End::Cut(goaway) => {
+            tracing::warn!(
+                session = id,
+                name = %hello.name,
+                ?peer,
+                reason = %goaway.reason,
+                "partial frame cut"
+            );
+            outbox.abort(tail(&goaway), Drop::Disconnected);
+            (Duration::ZERO, false, Some(goaway))
+        }
         End::Evicted => {
             let queue = &shared.config.queue;
             let why = outbox.eviction().unwrap_or(Eviction::Deadline);
@@ -535,7 +549,7 @@ async fn read_loop(
                                  memory budget (limits.max_queued_bytes) is full",
                                 partial_len(reader)
                             );
-                            return End::ProtocolError(Goaway::new(GoawayCode::TooManyConnections, reason));
+                            return End::Cut(Goaway::new(GoawayCode::TooManyConnections, reason));
                         }
                     },
                     _ = &mut close_all => return End::Shutdown,

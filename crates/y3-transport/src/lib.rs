@@ -50,6 +50,7 @@ mod stream;
 #[cfg(feature = "tcp")]
 pub mod tcp;
 pub mod tls;
+mod yielding;
 
 pub use codec::{FrameCodec, Skipped, DEFAULT_MAX_FRAME_LEN};
 pub use error::{FrameError, TransportError};

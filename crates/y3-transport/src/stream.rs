@@ -189,6 +189,8 @@ impl Connection {
         transport: TransportKind,
         peer: Option<SocketAddr>,
     ) -> Connection {
+        // Yielding: the owner sees a partial frame every YIELD_EVERY bytes (yielding.rs).
+        let read = crate::yielding::Yielding::new(Box::pin(read) as BoxRead);
         let reader = FramedRead::with_capacity(Box::pin(read) as BoxRead, codec, READ_BUFFER);
         // One contiguous buffer: a plain write, not a one-element writev (see PlainWrite).
         let write = PlainWrite::new(write);
