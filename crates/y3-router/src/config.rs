@@ -496,10 +496,15 @@ fn secret(value: &str, file: &Path, field: &'static str) -> Result<Option<String
 /// It is evicted (`slow_consumer`: its queue counted as dropped, the client logged with
 /// its name, id and address and counted in `y3_router_evictions_total`) when it has taken
 /// nothing for `write_deadline_ms` while frames waited for it, or when, taking nothing,
-/// it falls twice the limits behind. Every queued byte also counts against the router's
-/// `limits.max_queued_bytes`: a frame that does not fit it is dropped as `memory_budget`
-/// (with the defaults, once the subscribers together are 512 MiB behind: eight at their
-/// 64 MiB, or four stalled ones at twice that).
+/// it falls twice the limits behind. A publisher held by several subscribers that stopped
+/// at once waits one block timeout in all (each one's clock runs from its last batch).
+/// Queued frames also count against the router's `limits.max_queued_bytes` (a frame shared
+/// by many queues once): when it is full, the subscribers that took nothing for the block
+/// timeout are evicted first, largest backlog first (`memory_budget`), and a reading
+/// subscriber's publisher waits rather than lose a frame. The two promises together: a
+/// pause shorter than the write deadline (10 s) within 64 MiB loses nothing, and
+/// subscribers that do not read cannot take the memory, or more than a block timeout, of
+/// anyone else.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct QueueConfig {
@@ -550,9 +555,9 @@ pub struct LimitsConfig {
     /// Largest frame body accepted. A longer frame is skipped as its bytes arrive (never
     /// buffered), counted (`y3_router_skipped_frames_total{reason="too_long"}`) and logged;
     /// the connection stays up. An accepted frame is buffered whole: a connection holds at
-    /// most one partial frame, so partial frames take at most `max_connections` times this,
-    /// and queued ones are bounded by `queue.max_bytes` per subscriber and
-    /// `max_queued_bytes` in all.
+    /// most one partial frame, charged to `max_queued_bytes` as it arrives (a handshake to
+    /// `max_unauthenticated_bytes`), so partial frames and queued ones together are bounded
+    /// by it.
     pub max_frame_len: usize,
     /// Most simultaneous connections.
     pub max_connections: usize,

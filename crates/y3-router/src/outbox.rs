@@ -239,10 +239,9 @@ impl Outbox {
         metrics: Arc<Metrics>,
         dropped: prometheus_client::metrics::counter::Counter,
     ) -> Outbox {
-        Outbox {
-            downstream: Some(dropped),
-            ..Outbox::new(config, metrics)
-        }
+        let mut outbox = Outbox::new(config, metrics);
+        outbox.downstream = Some(dropped);
+        outbox
     }
 
     /// Counts `n` data frames of this downstream outbox as written to its zipper.
@@ -593,6 +592,16 @@ impl Outbox {
     }
 }
 
+impl std::ops::Drop for Outbox {
+    /// Gives back the budget of the slots still queued (their frames' charges go with the
+    /// frames themselves).
+    fn drop(&mut self) {
+        let inner = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
+        let left = inner.queue.len();
+        self.metrics.budget.changed(left * FRAME_OVERHEAD, 0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -744,6 +753,59 @@ mod tests {
         reader.await.unwrap();
         assert_eq!(metrics.stats().drops(Drop::SlowConsumer), 0);
         assert!(!outbox.is_evicted());
+    }
+
+    fn kib(id: u8) -> Frame {
+        Frame::Data(Data::new(0x10, vec![id; 1024]))
+    }
+
+    /// A frame pushed to many queues is charged once, plus a slot per queue, and all of it
+    /// is given back when the queues go.
+    #[tokio::test]
+    async fn a_frame_in_many_queues_is_charged_once() {
+        let metrics = Arc::new(Metrics::new());
+        let outboxes: Vec<_> = (0..10)
+            .map(|_| Outbox::new(&config(100, Policy::Block, 100), metrics.clone()))
+            .collect();
+        let Frame::Data(mut d) = kib(1) else {
+            unreachable!()
+        };
+        charge_frame(&metrics, &mut d);
+        for o in &outboxes {
+            assert_eq!(o.push(Frame::Data(d.clone()), Instant::now()).await, Pushed::Queued);
+        }
+        drop(d);
+        let one = 1024 + crate::budget::CHARGE_OVERHEAD;
+        assert_eq!(metrics.budget.used(), one + 10 * FRAME_OVERHEAD);
+        let mut out = Vec::new();
+        assert!(outboxes[0].pop_batch(&mut out, 10).await);
+        drop(out);
+        assert_eq!(metrics.budget.used(), one + 9 * FRAME_OVERHEAD);
+        drop(outboxes);
+        assert_eq!(metrics.budget.used(), 0);
+    }
+
+    /// Over the budget, the subscriber that took nothing for its block timeout is evicted
+    /// (`memory_budget`), and the reading one's frame is queued, not dropped.
+    #[tokio::test]
+    async fn over_the_budget_the_non_reader_goes_not_the_readers_frame() {
+        let metrics = Arc::new(Metrics::new());
+        let cfg = config(1000, Policy::Block, 50);
+        let stuck = Arc::new(Outbox::new(&cfg, metrics.clone()));
+        let reading = Arc::new(Outbox::new(&cfg, metrics.clone()));
+        metrics.budget.register_consumer(&stuck);
+        metrics.budget.register_consumer(&reading);
+        for i in 0..20 {
+            assert_eq!(stuck.push(kib(i), Instant::now()).await, Pushed::Queued);
+        }
+        metrics.budget.set_limit(metrics.budget.used() + 100);
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        assert_eq!(reading.push(kib(99), Instant::now()).await, Pushed::Queued);
+        assert_eq!(stuck.eviction(), Some(Eviction::Budget));
+        let stats = metrics.stats();
+        assert_eq!(stats.drops(Drop::MemoryBudget), 0);
+        assert_eq!(stats.drops(Drop::SlowConsumer), 20);
+        assert!(metrics.budget.fits(0));
     }
 
     #[tokio::test]
