@@ -772,7 +772,10 @@ mod tests {
         };
         charge_frame(&metrics, &mut d);
         for o in &outboxes {
-            assert_eq!(o.push(Frame::Data(d.clone()), Instant::now()).await, Pushed::Queued);
+            assert_eq!(
+                o.push(Frame::Data(d.clone()), Instant::now()).await,
+                Pushed::Queued
+            );
         }
         drop(d);
         let one = 1024 + crate::budget::CHARGE_OVERHEAD;
