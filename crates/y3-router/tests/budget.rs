@@ -7,11 +7,11 @@
 
 mod common;
 
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use futures_util::SinkExt;
 use tokio::io::AsyncWriteExt;
+use tokio::sync::Mutex;
 use y3_router::metrics::Drop;
 use y3_transport::frame::{ClientType, Data, Frame};
 
@@ -21,11 +21,7 @@ const KIB: usize = 1024;
 const MIB: usize = 1024 * 1024;
 
 /// One test at a time: each measures the process's memory.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
+static SERIAL: Mutex<()> = Mutex::const_new(());
 
 /// Resident memory of this process, bytes.
 fn rss() -> usize {
@@ -78,7 +74,7 @@ async fn stuck_over_tcp(router: &y3_router::RouterHandle, tag: u32) -> tokio::ne
 /// (the probe before: 89,802 of 224,985 lost).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_non_readers_cannot_take_a_healthy_block_streams_frames() {
-    let _serial = serial();
+    let _serial = SERIAL.lock().await;
     const LIMIT: usize = 8 * MIB;
     let router = router(|c| {
         c.limits.max_queued_bytes = LIMIT;
@@ -166,7 +162,7 @@ async fn fifty_non_readers_cannot_take_a_healthy_block_streams_frames() {
 /// within 1.5× of the process's resident memory growth.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gauge_counts_a_shared_frame_once() {
-    let _serial = serial();
+    let _serial = SERIAL.lock().await;
     let router = router(|_| {}).await;
     let tag = 0xa0;
     let mut stuck = Vec::new();
@@ -223,7 +219,7 @@ async fn the_gauge_counts_a_shared_frame_once() {
 /// the same tag gets every frame; the stuck ones are evicted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_stuck_on_one_tag_stall_their_publisher_once() {
-    let _serial = serial();
+    let _serial = SERIAL.lock().await;
     let router = router(|c| c.queue.max_bytes = 64 * KIB).await;
     let tag = 0xb0;
     // Over in-memory pipes (256 KiB each): what they do not take stays in the router.
@@ -326,7 +322,7 @@ async fn settle(router: &y3_router::RouterHandle) -> u64 {
 /// `limits.max_unauthenticated_bytes` (16 MiB); the rest are cut (the probe before: 1.1 GB).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_partial_handshakes_are_bounded() {
-    let _serial = serial();
+    let _serial = SERIAL.lock().await;
     let router = router(|c| {
         c.limits.max_connections = 5_000;
         // Held until measured, not timed out first.
@@ -402,7 +398,7 @@ async fn a_thousand_partial_handshakes_are_bounded() {
 /// counted (the probe before: 1.09 GB held for 43 s).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_partial_frames_after_the_handshake_are_bounded() {
-    let _serial = serial();
+    let _serial = SERIAL.lock().await;
     const LIMIT: usize = 32 * MIB;
     let router = router(|c| {
         c.limits.max_connections = 5_000;
