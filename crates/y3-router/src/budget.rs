@@ -28,9 +28,9 @@
 //!
 //! Every eviction and cut is counted in `y3_router_budget_actions_total{action}`.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak};
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::{Duration, Instant};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -91,7 +91,19 @@ pub(crate) struct Budget {
     consumers: Mutex<Vec<Weak<Outbox>>>,
     /// One reclaim at a time; others go on (and look again).
     reclaiming: AtomicBool,
+    /// When the last reclaim scanned the subscribers (ns since [`base`]): at most one scan
+    /// per [`RESCAN`], so that pushers waiting on a full budget do not each walk them all.
+    scanned_at: AtomicU64,
     actions: Family<ActionLabel, Counter>,
+}
+
+/// Least time between two scans of the subscribers by [`Budget::reclaim`].
+const RESCAN: Duration = Duration::from_millis(1);
+
+/// A fixed instant of this process, to keep instants in an atomic.
+fn base() -> Instant {
+    static BASE: OnceLock<Instant> = OnceLock::new();
+    *BASE.get_or_init(Instant::now)
 }
 
 /// Bytes a frame's charge itself costs: its `Arc` and the shared header of its buffer.
@@ -223,9 +235,15 @@ impl Budget {
     /// budget is under 7/8 of its limit (or none is left). Returns how many it evicted.
     pub fn reclaim(&self, now: Instant) -> usize {
         let limit = self.limit();
-        if limit == 0 || self.reclaiming.swap(true, Ordering::Acquire) {
+        let at = now.saturating_duration_since(base()).as_nanos() as u64;
+        let last = self.scanned_at.load(Ordering::Relaxed);
+        if limit == 0
+            || (last != 0 && at.saturating_sub(last) < RESCAN.as_nanos() as u64)
+            || self.reclaiming.swap(true, Ordering::Acquire)
+        {
             return 0;
         }
+        self.scanned_at.store(at.max(1), Ordering::Relaxed);
         let mut stuck: Vec<(usize, Arc<Outbox>)> = {
             let mut consumers = self.consumers.lock().unwrap_or_else(|e| e.into_inner());
             consumers.retain(|w| w.strong_count() > 0);
