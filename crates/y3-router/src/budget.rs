@@ -1,31 +1,158 @@
-//! The process-wide budget of queued bytes: every subscriber's queue has its own byte
-//! limit (`queue.max_bytes`), and all of them together stay within `limits.max_queued_bytes`,
-//! however many subscribers there are. A frame that does not fit the budget is dropped
-//! (counted as `memory_budget`), under either policy: `block` is lossless within the budget.
+//! The router's memory budget (`limits.max_queued_bytes`): the bytes the router actually
+//! holds for its clients, counted once each, against one limit.
 //!
 //! ```text
-//!  outbox push ──fits?──▶ queue ──▶ used += weight        outbox pop / clear ──▶ used -= weight
-//!             └─no──▶ drop, counted `memory_budget`
+//!  held = Σ unique frame buffers      a routed frame is charged once (a [`Charge`] token it
+//!                                     carries; every queue's clone shares it) and released
+//!                                     when the last queue lets go of it
+//!       + Σ queue slots               FRAME_OVERHEAD per queued frame per queue (outbox.rs)
+//!       + Σ partial frames            bytes a reader buffered of a frame still arriving
+//!                                     ([`Partial`]), before and after the handshake
 //! ```
+//!
+//! One atomic counter, which is also the `y3_router_queued_bytes` gauge: charging and
+//! releasing are an `fetch_add`/`fetch_sub` each, no lock on the per-frame path.
+//!
+//! When a push finds the budget over its limit, [`Budget::reclaim`] evicts the largest
+//! *non-reading* subscribers first (data waiting, no batch taken for their block timeout),
+//! all of them in one pass until the budget is back under 7/8 of its limit, so that many
+//! stuck subscribers go together and a reading subscriber's frames are never dropped for
+//! their backlog. A reading subscriber under `block` that still finds the budget full waits
+//! (its publisher is held back) rather than losing a frame. A partial frame that would grow
+//! past the budget (after a reclaim) is cut: its connection is closed.
+//!
+//! Unauthenticated connections have a budget of their own ([`Budget::set_unauthenticated`]):
+//! a handshake is at most `limits.max_handshake_len` (the codec refuses a longer one from
+//! its header) and all partial handshakes together at most
+//! `limits.max_unauthenticated_bytes`; a handshake that would grow past it is cut.
+//!
+//! Every eviction and cut is counted in `y3_router_budget_actions_total{action}`.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::{Duration, Instant};
 
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
 
-/// Queued bytes, router-wide, against a limit.
+use crate::outbox::{Eviction, Outbox};
+
+/// What the budget did to free memory (label of `y3_router_budget_actions_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Action {
+    /// A subscriber that took nothing for its block timeout, evicted while the budget was
+    /// over its limit.
+    EvictNonReader,
+    /// A partial frame of an admitted client that would have grown past the budget: cut.
+    CutPartialFrame,
+    /// A partial handshake that would have grown past the unauthenticated budget: cut.
+    CutPartialHandshake,
+}
+
+impl Action {
+    /// Every action.
+    pub const ALL: [Action; 3] = [
+        Action::EvictNonReader,
+        Action::CutPartialFrame,
+        Action::CutPartialHandshake,
+    ];
+
+    /// The snake_case name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Action::EvictNonReader => "evict_non_reader",
+            Action::CutPartialFrame => "cut_partial_frame",
+            Action::CutPartialHandshake => "cut_partial_handshake",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ActionLabel {
+    action: &'static str,
+}
+
+/// The router-wide memory budget.
 #[derive(Debug, Default)]
 pub(crate) struct Budget {
-    used: AtomicUsize,
+    /// Bytes held; `y3_router_queued_bytes`. Its atomic is the counter itself.
+    held: Gauge,
     /// 0: no budget.
     limit: AtomicUsize,
-    /// `y3_router_queued_bytes`.
-    gauge: Gauge,
+    /// Bytes of partial handshakes (also in `held`).
+    unauthenticated: AtomicUsize,
+    /// 0: no separate budget for them.
+    unauthenticated_limit: AtomicUsize,
+    /// Subscribers' outboxes, to find the non-reading ones. Locked only on registration and
+    /// when the budget is over its limit.
+    consumers: Mutex<Vec<Weak<Outbox>>>,
+    /// One reclaim at a time; others go on (and look again).
+    reclaiming: AtomicBool,
+    /// When the last reclaim scanned the subscribers (ns since [`base`]): at most one scan
+    /// per [`RESCAN`], so that pushers waiting on a full budget do not each walk them all.
+    scanned_at: AtomicU64,
+    actions: Family<ActionLabel, Counter>,
+}
+
+/// Least time between two scans of the subscribers by [`Budget::reclaim`].
+const RESCAN: Duration = Duration::from_millis(1);
+
+/// A fixed instant of this process, to keep instants in an atomic.
+fn base() -> Instant {
+    static BASE: OnceLock<Instant> = OnceLock::new();
+    *BASE.get_or_init(Instant::now)
+}
+
+/// Bytes a frame's charge itself costs: its `Arc` and the shared header of its buffer.
+pub(crate) const CHARGE_OVERHEAD: usize = 64;
+
+/// A frame's bytes, charged to the budget until the last clone of the frame is dropped
+/// (attached to it as its [`y3_transport::frame::Token`]).
+#[derive(Debug)]
+pub(crate) struct Charge {
+    bytes: usize,
+    held: Gauge,
+}
+
+impl std::ops::Drop for Charge {
+    fn drop(&mut self) {
+        self.held.dec_by(self.bytes as i64);
+    }
+}
+
+/// Why a partial frame was cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Cut {
+    /// Bytes of it buffered.
+    pub buffered: usize,
+    /// The limit it would have passed.
+    pub limit: usize,
+    /// Whether it was a handshake (unauthenticated budget).
+    pub handshake: bool,
 }
 
 impl Budget {
-    /// The gauge to register.
+    /// The gauge to register as `queued_bytes`.
     pub fn gauge(&self) -> Gauge {
-        self.gauge.clone()
+        self.held.clone()
+    }
+
+    /// Registers the action counters.
+    pub fn register(&self, registry: &mut Registry) {
+        for action in Action::ALL {
+            drop(self.actions.get_or_create(&ActionLabel {
+                action: action.name(),
+            }));
+        }
+        registry.register(
+            "budget_actions",
+            "What the memory budget did to stay within its limit: non-reading subscribers \
+             evicted, partial frames and handshakes cut",
+            self.actions.clone(),
+        );
     }
 
     /// Sets the limit in bytes (0: none).
@@ -33,26 +160,214 @@ impl Budget {
         self.limit.store(bytes, Ordering::Relaxed);
     }
 
-    /// Whether `weight` more bytes fit.
-    pub fn fits(&self, weight: usize) -> bool {
-        let limit = self.limit.load(Ordering::Relaxed);
-        limit == 0 || self.used.load(Ordering::Relaxed) + weight <= limit
+    /// Sets the budget of all partial handshakes together (0: only the main budget).
+    pub fn set_unauthenticated(&self, bytes: usize) {
+        self.unauthenticated_limit.store(bytes, Ordering::Relaxed);
     }
 
-    /// Accounts a change of queued bytes from `before` to `after` (one queue's).
-    pub fn changed(&self, before: usize, after: usize) {
-        if after > before {
-            self.used.fetch_add(after - before, Ordering::Relaxed);
-            self.gauge.inc_by((after - before) as i64);
-        } else if before > after {
-            self.used.fetch_sub(before - after, Ordering::Relaxed);
-            self.gauge.dec_by((before - after) as i64);
+    /// The limit (0: none).
+    pub fn limit(&self) -> usize {
+        self.limit.load(Ordering::Relaxed)
+    }
+
+    /// Bytes held now.
+    pub fn used(&self) -> usize {
+        self.held.get().max(0) as usize
+    }
+
+    /// Bytes of partial handshakes held now.
+    #[cfg(test)]
+    pub fn unauthenticated(&self) -> usize {
+        self.unauthenticated.load(Ordering::Relaxed)
+    }
+
+    /// Whether `more` bytes fit.
+    pub fn fits(&self, more: usize) -> bool {
+        let limit = self.limit();
+        limit == 0 || self.used().saturating_add(more) <= limit
+    }
+
+    /// Charges `bytes` until the returned charge is dropped.
+    pub fn charge(&self, bytes: usize) -> Charge {
+        self.held.inc_by(bytes as i64);
+        Charge {
+            bytes,
+            held: self.held.clone(),
         }
     }
 
-    /// Bytes queued now.
-    pub fn used(&self) -> usize {
-        self.used.load(Ordering::Relaxed)
+    /// Accounts `before` → `after` bytes held outside frames (queue slots).
+    pub fn changed(&self, before: usize, after: usize) {
+        if after != before {
+            self.held.inc_by(after as i64 - before as i64);
+        }
+    }
+
+    /// How many times `action` was taken.
+    #[cfg(test)]
+    pub fn actions(&self, action: Action) -> u64 {
+        self.actions
+            .get_or_create(&ActionLabel {
+                action: action.name(),
+            })
+            .get()
+    }
+
+    fn count(&self, action: Action) {
+        self.actions
+            .get_or_create(&ActionLabel {
+                action: action.name(),
+            })
+            .inc();
+    }
+
+    /// Lets [`reclaim`](Budget::reclaim) find `outbox` while it lives.
+    pub fn register_consumer(&self, outbox: &Arc<Outbox>) {
+        let mut consumers = self.consumers.lock().unwrap_or_else(|e| e.into_inner());
+        // Forget the gone ones now and then (amortised: when the list doubled).
+        if consumers.len() >= 64 && consumers.len().is_power_of_two() {
+            consumers.retain(|w| w.strong_count() > 0);
+        }
+        consumers.push(Arc::downgrade(outbox));
+    }
+
+    /// Over the limit: evicts non-reading subscribers, largest backlog first, until the
+    /// budget is under 7/8 of its limit (or none is left). Returns how many it evicted.
+    pub fn reclaim(&self, now: Instant) -> usize {
+        let limit = self.limit();
+        let at = now.saturating_duration_since(base()).as_nanos() as u64;
+        let last = self.scanned_at.load(Ordering::Relaxed);
+        if limit == 0
+            || (last != 0 && at.saturating_sub(last) < RESCAN.as_nanos() as u64)
+            || self.reclaiming.swap(true, Ordering::Acquire)
+        {
+            return 0;
+        }
+        self.scanned_at.store(at.max(1), Ordering::Relaxed);
+        let mut stuck: Vec<(usize, Arc<Outbox>)> = {
+            let mut consumers = self.consumers.lock().unwrap_or_else(|e| e.into_inner());
+            consumers.retain(|w| w.strong_count() > 0);
+            consumers
+                .iter()
+                .filter_map(Weak::upgrade)
+                .filter_map(|o| o.non_reading(now).map(|bytes| (bytes, o)))
+                .collect()
+        };
+        stuck.sort_unstable_by_key(|(bytes, _)| std::cmp::Reverse(*bytes));
+        let low = limit - limit / 8;
+        let mut evicted = 0;
+        for (_, outbox) in stuck {
+            if self.used() <= low {
+                break;
+            }
+            outbox.evict(Eviction::Budget);
+            self.count(Action::EvictNonReader);
+            evicted += 1;
+        }
+        self.reclaiming.store(false, Ordering::Release);
+        evicted
+    }
+}
+
+/// The bytes of one connection's partial frame, charged to the budget as they grow and
+/// released when the frame completes or the connection goes.
+#[derive(Debug)]
+pub(crate) struct Partial<'a> {
+    budget: &'a Budget,
+    held: usize,
+    /// Before the handshake: charged to the unauthenticated budget too.
+    handshake: bool,
+}
+
+impl<'a> Partial<'a> {
+    /// A partial frame of a connection not yet admitted (`handshake`) or admitted.
+    pub fn new(budget: &'a Budget, handshake: bool) -> Partial<'a> {
+        Partial {
+            budget,
+            held: 0,
+            handshake,
+        }
+    }
+
+    /// The partial frame now holds `len` bytes.
+    ///
+    /// # Errors
+    /// [`Cut`] (counted) when growing to `len` would pass the unauthenticated budget (a
+    /// handshake), or the main budget even after a [`reclaim`](Budget::reclaim): the
+    /// connection must be closed. What was charged stays charged until this is dropped.
+    pub fn set(&mut self, len: usize) -> Result<(), Cut> {
+        if len <= self.held {
+            self.release(self.held - len);
+            return Ok(());
+        }
+        let more = len - self.held;
+        if self.handshake {
+            let limit = self.budget.unauthenticated_limit.load(Ordering::Relaxed);
+            let now = self
+                .budget
+                .unauthenticated
+                .fetch_add(more, Ordering::Relaxed);
+            if limit != 0 && now + more > limit {
+                self.budget
+                    .unauthenticated
+                    .fetch_sub(more, Ordering::Relaxed);
+                self.budget.count(Action::CutPartialHandshake);
+                return Err(Cut {
+                    buffered: len,
+                    limit,
+                    handshake: true,
+                });
+            }
+        }
+        if !self.budget.fits(more) {
+            self.budget.reclaim(Instant::now());
+            if !self.budget.fits(more) {
+                if self.handshake {
+                    self.budget
+                        .unauthenticated
+                        .fetch_sub(more, Ordering::Relaxed);
+                }
+                self.budget.count(if self.handshake {
+                    Action::CutPartialHandshake
+                } else {
+                    Action::CutPartialFrame
+                });
+                return Err(Cut {
+                    buffered: len,
+                    limit: self.budget.limit(),
+                    handshake: self.handshake,
+                });
+            }
+        }
+        self.budget.held.inc_by(more as i64);
+        self.held = len;
+        Ok(())
+    }
+
+    /// The frame completed (its bytes are charged with it now) or none is begun.
+    pub fn clear(&mut self) {
+        if self.held > 0 {
+            self.release(self.held);
+        }
+    }
+
+    fn release(&mut self, less: usize) {
+        if less == 0 {
+            return;
+        }
+        if self.handshake {
+            self.budget
+                .unauthenticated
+                .fetch_sub(less, Ordering::Relaxed);
+        }
+        self.budget.held.dec_by(less as i64);
+        self.held -= less;
+    }
+}
+
+impl std::ops::Drop for Partial<'_> {
+    fn drop(&mut self) {
+        self.release(self.held);
     }
 }
 
@@ -70,5 +385,63 @@ mod tests {
         b.changed(60, 10);
         assert_eq!((b.used(), b.gauge().get()), (10, 10));
         assert!(b.fits(90));
+    }
+
+    /// A charge shared by clones is counted once and released with the last clone.
+    #[test]
+    fn a_shared_charge_counts_once() {
+        let b = Budget::default();
+        let token: Arc<Charge> = Arc::new(b.charge(1000));
+        let clones: Vec<_> = (0..50).map(|_| token.clone()).collect();
+        assert_eq!(b.used(), 1000);
+        drop(token);
+        assert_eq!(b.used(), 1000);
+        drop(clones);
+        assert_eq!(b.used(), 0);
+    }
+
+    #[test]
+    fn partial_handshakes_have_a_budget_of_their_own() {
+        let b = Budget::default();
+        b.set_limit(1 << 20);
+        b.set_unauthenticated(100);
+        let mut one = Partial::new(&b, true);
+        let mut two = Partial::new(&b, true);
+        one.set(60).unwrap();
+        assert_eq!(
+            two.set(50),
+            Err(Cut {
+                buffered: 50,
+                limit: 100,
+                handshake: true
+            })
+        );
+        two.set(40).unwrap();
+        assert_eq!((b.used(), b.unauthenticated()), (100, 100));
+        drop(one);
+        let mut admitted = Partial::new(&b, false);
+        admitted.set(10_000).unwrap();
+        assert_eq!((b.used(), b.unauthenticated()), (10_040, 40));
+        drop(two);
+        drop(admitted);
+        assert_eq!(b.used(), 0);
+        assert_eq!(b.actions(Action::CutPartialHandshake), 1);
+    }
+
+    #[test]
+    fn partial_frames_cannot_pass_the_budget() {
+        let b = Budget::default();
+        b.set_limit(1000);
+        let mut frames: Vec<_> = (0..10).map(|_| Partial::new(&b, false)).collect();
+        let mut cut = 0;
+        for p in &mut frames {
+            if p.set(300).is_err() {
+                cut += 1;
+            }
+        }
+        assert_eq!((cut, b.used()), (7, 900));
+        assert_eq!(b.actions(Action::CutPartialFrame), 7);
+        drop(frames);
+        assert_eq!(b.used(), 0);
     }
 }

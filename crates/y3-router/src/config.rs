@@ -54,7 +54,11 @@
 //! max_hops = 8
 //! max_loop_returns = 8        # times one yomo-tid may come back to a function whose
 //!                             # output led to it (a loop); fan-out is not limited
-//! max_queued_bytes = 536870912 # all subscribers' queues together (0: no budget)
+//! max_queued_bytes = 536870912 # the memory budget: queued frames (each once, however many
+//!                             # queues hold it), queue slots and partial frames; when full,
+//!                             # non-reading subscribers are evicted, largest first (0: none)
+//! max_handshake_len = 65536   # longest handshake frame; a longer one is refused from its header
+//! max_unauthenticated_bytes = 16777216 # all partial handshakes together; past it, cut
 //! max_observed_tags = 1024    # tags one client may observe
 //! max_name_len = 1024         # bytes in a client's name, id or wanted target
 //!
@@ -496,10 +500,15 @@ fn secret(value: &str, file: &Path, field: &'static str) -> Result<Option<String
 /// It is evicted (`slow_consumer`: its queue counted as dropped, the client logged with
 /// its name, id and address and counted in `y3_router_evictions_total`) when it has taken
 /// nothing for `write_deadline_ms` while frames waited for it, or when, taking nothing,
-/// it falls twice the limits behind. Every queued byte also counts against the router's
-/// `limits.max_queued_bytes`: a frame that does not fit it is dropped as `memory_budget`
-/// (with the defaults, once the subscribers together are 512 MiB behind: eight at their
-/// 64 MiB, or four stalled ones at twice that).
+/// it falls twice the limits behind. A publisher held by several subscribers that stopped
+/// at once waits one block timeout in all (each one's clock runs from its last batch).
+/// Queued frames also count against the router's `limits.max_queued_bytes` (a frame shared
+/// by many queues once): when it is full, the subscribers that took nothing for the block
+/// timeout are evicted first, largest backlog first (`memory_budget`), and a reading
+/// subscriber's publisher waits rather than lose a frame. The two promises together: a
+/// pause shorter than the write deadline (10 s) within 64 MiB loses nothing, and
+/// subscribers that do not read cannot take the memory, or more than a block timeout, of
+/// anyone else.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct QueueConfig {
@@ -550,9 +559,9 @@ pub struct LimitsConfig {
     /// Largest frame body accepted. A longer frame is skipped as its bytes arrive (never
     /// buffered), counted (`y3_router_skipped_frames_total{reason="too_long"}`) and logged;
     /// the connection stays up. An accepted frame is buffered whole: a connection holds at
-    /// most one partial frame, so partial frames take at most `max_connections` times this,
-    /// and queued ones are bounded by `queue.max_bytes` per subscriber and
-    /// `max_queued_bytes` in all.
+    /// most one partial frame, charged to `max_queued_bytes` as it arrives (a handshake to
+    /// `max_unauthenticated_bytes`), so partial frames and queued ones together are bounded
+    /// by it.
     pub max_frame_len: usize,
     /// Most simultaneous connections.
     pub max_connections: usize,
@@ -563,9 +572,26 @@ pub struct LimitsConfig {
     pub frame_stall_timeout_ms: u64,
     /// Data frames with more hops than this are dropped (function loops).
     pub max_hops: u32,
-    /// Bytes queued over all subscribers together (the router's memory budget; 0: none). A
-    /// frame that does not fit is dropped, counted as `memory_budget`, whatever the policy.
+    /// The router's memory budget (0: none): the bytes it holds for clients — queued frames,
+    /// each charged once however many queues hold it, a slot per queued frame, and partial
+    /// frames as they arrive (before and after the handshake). When a frame finds it full,
+    /// the subscribers that took nothing for their block timeout are evicted, largest
+    /// backlog first, all in one pass (`budget.rs`); a reading `block` subscriber's
+    /// publisher then waits rather than lose a frame (dropped as `memory_budget` only after
+    /// the write deadline), a `drop_oldest` one's frame is dropped (counted); a partial
+    /// frame that would grow past it is cut. 512 MiB: eight subscribers paused at their
+    /// 64 MiB with nothing shared, far more when they share a tag.
     pub max_queued_bytes: usize,
+    /// Longest handshake frame, in bytes: the codec refuses a longer one from its header
+    /// (`too_long`), before buffering any of it. 64 KiB: a real handshake (names, token,
+    /// up to `max_observed_tags` tags) is a few KiB at most.
+    pub max_handshake_len: usize,
+    /// Bytes of partial handshakes held at once, all connections together (also counted in
+    /// the memory budget); a handshake that would grow past it is cut, counted in
+    /// `y3_router_budget_actions_total{action="cut_partial_handshake"}`. 16 MiB: 256
+    /// handshakes of the largest size at once, thousands of real ones; 1,000 clients each
+    /// trickling a large handshake hold no more than this.
+    pub max_unauthenticated_bytes: usize,
     /// Times one message (`yomo-tid`) may come back to a stream function whose own output
     /// led to it — a turn around a loop: a function observing a tag it writes, a ring of
     /// functions — before further such deliveries are dropped, counted as `loop` (see
@@ -589,6 +615,8 @@ impl Default for LimitsConfig {
             max_hops: 8,
             max_loop_returns: 8,
             max_queued_bytes: 512 << 20,
+            max_handshake_len: 64 << 10,
+            max_unauthenticated_bytes: 16 << 20,
             max_observed_tags: 1024,
             max_name_len: 1024,
         }

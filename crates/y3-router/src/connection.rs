@@ -10,15 +10,16 @@ use std::time::{Duration, Instant};
 use futures_util::{FutureExt, SinkExt, StreamExt};
 use y3_transport::frame::{ClientType, Frame, Goaway, GoawayCode, RefusedReason};
 use y3_transport::{
-    mid_frame, next_or_skipped, Connection, FrameError, FrameReader, FrameWriter, Guard, Next,
-    Skipped, TransportKind,
+    mid_frame, next_metered, next_or_skipped, partial_len, Connection, FrameError, FrameReader,
+    FrameWriter, Guard, Next, Skipped, TransportKind,
 };
 
 use crate::acks::Acks;
+use crate::budget::Partial;
 use crate::filters::RouteFilter;
 use crate::histogram::LocalLatency;
 use crate::metrics::{Direction, Drop, Metrics, TagCounters};
-use crate::outbox::{frame_bytes, Eviction, Outbox, Queued, COPY_BELOW};
+use crate::outbox::{charge_frame, frame_bytes, Eviction, Outbox, Queued, COPY_BELOW};
 use crate::queue::OVERDRAFT;
 use crate::routing;
 use crate::session::{DropReason, Event, Peer, Session};
@@ -86,6 +87,9 @@ enum End {
     ReadError,
     /// Disconnected as a slow consumer.
     Evicted,
+    /// A partial frame cut for the memory budget (`budget.rs`): closed at once, nothing
+    /// more read.
+    Cut(Goaway),
 }
 
 /// Aborts a task when dropped (the writer must not outlive its connection).
@@ -126,8 +130,32 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
     // a wrong credential waits (`throttle.rs`).
     let mut slot = None;
     let deadline = session.poll_timeout().unwrap_or_else(Instant::now);
-    let event = tokio::select! {
-        frame = reader.next() => match frame {
+    // The handshake is read under its own small limit (a longer one is refused from its
+    // header) and its bytes are charged to the unauthenticated budget as they arrive.
+    let full_limit = reader.decoder().max_frame_len();
+    let handshake_limit = shared.config.limits.max_handshake_len.min(full_limit);
+    reader.decoder_mut().set_limit(handshake_limit, true);
+    let mut partial = Partial::new(&shared.metrics.budget, true);
+    let first = tokio::select! {
+        next = next_metered(&mut reader, |len| partial.set(len).is_ok()) => match next {
+            Some(Next::Frame(frame)) => Some(frame),
+            _ => {
+                tracing::info!(session = id, ?peer, "partial handshake cut: limits.max_unauthenticated_bytes reached");
+                shared.metrics.rejected("memory_budget");
+                guard.close_with(&Goaway::new(
+                    GoawayCode::TooManyConnections,
+                    "partial handshake cut: the router's budget for handshakes is full; try again shortly",
+                ));
+                return;
+            }
+        },
+        _ = tokio::time::sleep_until(deadline.into()) => None,
+        _ = shared.close_all.cancelled() => return,
+    };
+    drop(partial);
+    let event = match first {
+        None => session.handle_timeout(Instant::now()),
+        Some(frame) => match frame {
             None => return,
             Some(Err(e)) => {
                 shared.metrics.protocol_error(e.kind());
@@ -166,8 +194,6 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
                 session.handle_frame(Instant::now(), frame)
             }
         },
-        _ = tokio::time::sleep_until(deadline.into()) => session.handle_timeout(Instant::now()),
-        _ = shared.close_all.cancelled() => return,
     };
     let hello = match event {
         Event::Admitted(hello) => {
@@ -218,6 +244,7 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
         refuse(&mut reader, &mut writer, guard, transport, goaway, coded).await;
         return;
     }
+    reader.decoder_mut().set_limit(full_limit, false);
     let client_type = hello.client_type;
     // y3 sources understand goaway: the shutdown tells them to stop and reads them to
     // their end. YoMo's would give up for good on a goaway; they are closed to reconnect.
@@ -263,6 +290,7 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
     }));
     outbox.push_control(Frame::HandshakeAck);
     if client_type.receives() {
+        shared.metrics.budget.register_consumer(&outbox);
         let filters: Vec<_> = hello
             .filters
             .iter()
@@ -337,6 +365,17 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
             outbox.abort(None, Drop::Disconnected);
             (Duration::ZERO, false, None)
         }
+        End::Cut(goaway) => {
+            tracing::warn!(
+                session = id,
+                name = %hello.name,
+                ?peer,
+                reason = %goaway.reason,
+                "partial frame cut"
+            );
+            outbox.abort(tail(&goaway), Drop::Disconnected);
+            (Duration::ZERO, false, Some(goaway))
+        }
         End::Evicted => {
             let queue = &shared.config.queue;
             let why = outbox.eviction().unwrap_or(Eviction::Deadline);
@@ -350,6 +389,11 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
                     queue.block_timeout_ms,
                     queue.max_bytes.saturating_mul(OVERDRAFT),
                     queue.capacity.saturating_mul(OVERDRAFT)
+                ),
+                Eviction::Budget => format!(
+                    "took nothing for {} ms while the router's memory budget \
+                     (limits.max_queued_bytes) was full",
+                    queue.block_timeout_ms
                 ),
             };
             tracing::warn!(
@@ -479,6 +523,8 @@ async fn read_loop(
     let stall = shared.config.frame_stall_timeout();
     let timer = tokio::time::sleep(stall);
     let mut partial_since: Option<Instant> = None;
+    // The bytes of the frame being read, charged to the memory budget as they arrive.
+    let mut partial = Partial::new(&shared.metrics.budget, false);
     // Frames skipped on this connection so far (the first skip is logged as a warning).
     let mut skips = 0u64;
     tokio::pin!(close_all, drain_sources, evicted, timer);
@@ -528,11 +574,19 @@ async fn read_loop(
                 timer.as_mut().reset(deadline.into());
                 tokio::select! {
                     biased;
-                    next = next_or_skipped(reader) => match next {
-                        Next::Frame(frame) => frame,
-                        Next::Skipped(skipped) => {
+                    next = next_metered(reader, |len| partial.set(len).is_ok()) => match next {
+                        Some(Next::Frame(frame)) => frame,
+                        Some(Next::Skipped(skipped)) => {
                             skipped_too_long(shared, skipped, id, hello, acks, &mut skips);
                             continue;
+                        }
+                        None => {
+                            let reason = format!(
+                                "memory_budget: partial frame of {} bytes cut, the router's \
+                                 memory budget (limits.max_queued_bytes) is full",
+                                partial_len(reader)
+                            );
+                            return End::Cut(Goaway::new(GoawayCode::TooManyConnections, reason));
                         }
                     },
                     _ = &mut close_all => return End::Shutdown,
@@ -562,8 +616,10 @@ async fn read_loop(
                 }
             }
         };
-        // A frame completed: what is buffered now (if anything) is the next frame's start.
+        // A frame completed: what is buffered now (if anything) is the next frame's start;
+        // the frame's own bytes are charged with it (`charge_frame`).
         partial_since = None;
+        partial.clear();
         // Frames the codec skipped on its way to this one came before it: handled first, so
         // that a client's stored count numbers its frames in the order it wrote them.
         if let Some(skipped) = reader.decoder_mut().take_skipped() {
@@ -595,6 +651,8 @@ async fn read_loop(
                     // Queued, it would keep the whole read buffer alive (see outbox.rs).
                     routed.data.detach();
                 }
+                // Charged once, for every queue it is routed to.
+                charge_frame(&shared.metrics, &mut routed.data);
                 tags.count(routed.data.tag, routed.data.payload.len());
                 shared.metrics.frames_in(1);
                 shared.routing.fetch_add(1, Ordering::Relaxed);

@@ -19,7 +19,10 @@
 //! y3_router_evictions_total{client}           counter  slow consumers disconnected, by name
 //! y3_router_self_loops_total                  counter  functions seen writing a tag they observe
 //! y3_router_queue_depth                       gauge    frames queued over all subscribers
-//! y3_router_queued_bytes                      gauge    bytes queued, against limits.max_queued_bytes
+//! y3_router_queued_bytes                      gauge    bytes held (queued frames once, slots,
+//!                                                      partial frames), against limits.max_queued_bytes
+//! y3_router_budget_actions_total{action}      counter  non-readers evicted, partial frames cut
+//!                                                      for the memory budget (`budget.rs`)
 //! y3_router_handler_latency_seconds           histogram  frame read → written to subscriber
 //! y3_router_mesh_connected{downstream}        gauge    1 while the link to a downstream is up
 //! y3_router_mesh_connects_total{downstream}   counter  links established (reconnections)
@@ -408,9 +411,11 @@ impl Metrics {
         );
         registry.register(
             "queued_bytes",
-            "Bytes queued over all subscribers (the memory budget's use)",
+            "Bytes the router holds for its clients against limits.max_queued_bytes: queued \
+             frames (a frame shared by many queues once), queue slots, partial frames",
             m.budget.gauge(),
         );
+        m.budget.register(&mut registry);
         registry.register(
             "handler_latency_seconds",
             "Time from reading a data frame to writing it to a subscriber",

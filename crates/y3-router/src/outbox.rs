@@ -25,7 +25,19 @@
 //! and one that takes nothing holds each publisher (and that publisher's other tags) at
 //! most `block_timeout_ms` per stall. An evicted subscriber's queue is counted as dropped
 //! (`slow_consumer`), every waiting source is released, and the connection task closes it.
-//! Every window is measured from the frame's read time (`at`) and the last batch taken.
+//! Every window is measured from the frame's read time (`at`) and the last batch taken: a
+//! publisher held by a full queue waits until the block timeout after the subscriber's
+//! *last batch*, not after the push began, so a publisher meeting fifty subscribers that
+//! all stopped at once waits one block timeout, not fifty.
+//!
+//! The router-wide memory budget (`budget.rs`) charges a queued frame's bytes once however
+//! many queues hold it (its [`Charge`](crate::budget::Charge) token, attached by
+//! [`charge_frame`] before routing), plus [`FRAME_OVERHEAD`] per queue slot. A push that
+//! finds the budget over its limit first evicts the non-reading subscribers
+//! ([`Budget::reclaim`](crate::budget::Budget::reclaim)); if it is still over, a `block`
+//! subscriber's publisher waits (retrying every [`BUDGET_RETRY`]) for up to the write
+//! deadline, and only then is the frame dropped as `memory_budget`; a `drop_oldest`
+//! subscriber's frame is dropped at once (counted).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -54,7 +66,10 @@ pub(crate) struct Queued {
 /// bookkeeping of its buffer (a frame copied out of its read buffer has an allocation of
 /// its own). With the queues holding up to millions of small frames, this is what keeps
 /// `max_bytes` and the router's `max_queued_bytes` true of the memory they hold.
-const FRAME_OVERHEAD: usize = std::mem::size_of::<Queued>() + 32;
+pub(crate) const FRAME_OVERHEAD: usize = std::mem::size_of::<Queued>() + 32;
+
+/// How often a `block` push that found the memory budget full looks again.
+pub(crate) const BUDGET_RETRY: Duration = Duration::from_millis(5);
 
 /// Data frames smaller than this are copied out of the read buffer before they are queued
 /// (one small copy), so that queued frames never pin read buffers: 6,800 queued 16-byte
@@ -64,6 +79,27 @@ pub(crate) const COPY_BELOW: usize = 8 * 1024;
 /// Payload and metadata bytes of a data frame.
 pub(crate) fn frame_bytes(d: &y3_transport::Data) -> usize {
     d.payload.len() + d.metadata.as_bytes().len()
+}
+
+/// Bytes of memory a data frame's buffer holds: its own allocation (a copied small frame,
+/// or a frame larger than a read buffer, which the codec gives one of its own), or the
+/// whole read buffer it keeps alive; plus its charge's own overhead.
+pub(crate) fn held_bytes(d: &y3_transport::Data) -> usize {
+    let bytes = frame_bytes(d);
+    let buffer = if (COPY_BELOW..=READ_BUFFER).contains(&bytes) {
+        READ_BUFFER
+    } else {
+        bytes
+    };
+    buffer + crate::budget::CHARGE_OVERHEAD
+}
+
+/// Charges `d`'s bytes to the router's memory budget once, for every clone made of it after
+/// this (the clones routed to many queues share the charge), unless it carries one already.
+pub(crate) fn charge_frame(metrics: &Metrics, d: &mut y3_transport::Data) {
+    if !d.has_token() {
+        d.set_token(Arc::new(metrics.budget.charge(held_bytes(d))));
+    }
 }
 
 impl Weighted for Queued {
@@ -98,6 +134,9 @@ pub(crate) enum Eviction {
     /// It took nothing for the block timeout and fell [`OVERDRAFT`](crate::queue::OVERDRAFT) times its limits
     /// behind.
     Backlog,
+    /// It took nothing for the block timeout while the router's memory budget was over its
+    /// limit (`budget.rs`): non-readers go first, largest backlog first.
+    Budget,
 }
 
 impl Eviction {
@@ -106,6 +145,7 @@ impl Eviction {
         match self {
             Eviction::Deadline => "deadline",
             Eviction::Backlog => "backlog",
+            Eviction::Budget => "memory_budget",
         }
     }
 }
@@ -119,11 +159,24 @@ struct Inner {
     /// Since when the subscriber has taken nothing while frames waited for it: the last
     /// batch taken, or the push into an empty queue after it.
     idle_since: Instant,
+    /// `idle_since` on the runtime's clock (what a held publisher's wait is measured on).
+    progress: tokio::time::Instant,
     /// No batch was taken for the block timeout while full: pushes go into the overdraft
     /// without waiting, until the writer takes a batch again.
     stalled: bool,
     /// Set once, when evicted.
     eviction: Option<Eviction>,
+}
+
+/// One push attempt's outcome.
+enum Attempt {
+    /// Done: queued, dropped, or not queued for good.
+    Done(Pushed),
+    /// The queue is full (`block`): the item back, and since when the subscriber has taken
+    /// nothing (on the runtime's clock).
+    Full(Queued, tokio::time::Instant),
+    /// The memory budget is over its limit and nobody could be evicted (`block`).
+    OverBudget(Queued),
 }
 
 /// What happened to a pushed frame.
@@ -165,6 +218,7 @@ impl Outbox {
                 phase: Phase::Open,
                 waiting: 0,
                 idle_since: Instant::now(),
+                progress: tokio::time::Instant::now(),
                 stalled: false,
                 eviction: None,
             }),
@@ -188,10 +242,9 @@ impl Outbox {
         metrics: Arc<Metrics>,
         dropped: prometheus_client::metrics::counter::Counter,
     ) -> Outbox {
-        Outbox {
-            downstream: Some(dropped),
-            ..Outbox::new(config, metrics)
-        }
+        let mut outbox = Outbox::new(config, metrics);
+        outbox.downstream = Some(dropped);
+        outbox
     }
 
     /// Counts `n` data frames of this downstream outbox as written to its zipper.
@@ -231,30 +284,47 @@ impl Outbox {
         at: Instant,
         written: Option<oneshot::Sender<()>>,
     ) -> Pushed {
-        let item = Queued { frame, at, written };
+        let mut item = Queued { frame, at, written };
+        if let Frame::Data(d) = &mut item.frame {
+            charge_frame(&self.metrics, d);
+        }
         // Fast path: room in the queue, no waiter registration.
         let mut item = match self.try_push(item, at, false) {
-            Ok(pushed) => return pushed,
-            Err(item) => item,
+            Attempt::Done(pushed) => return pushed,
+            Attempt::Full(item, _) => item,
+            Attempt::OverBudget(item) => match self.wait_for_budget(item, at).await {
+                Ok(pushed) => return pushed,
+                Err(back) => back,
+            },
         };
-        // Past the budget: held back while the subscriber makes progress. Every batch its
-        // writer takes (what wakes us) restarts the clock; one that takes nothing for the
-        // block timeout is stalled, and this frame (and the next) go into the overdraft.
-        let mut until = tokio::time::Instant::now() + self.block_timeout;
+        // Past the queue's limits: held back while the subscriber makes progress. Every
+        // batch its writer takes (what wakes us) restarts the clock; one that took nothing
+        // for the block timeout (since its last batch, which may be before this push) is
+        // stalled, and this frame (and the next) go into the overdraft.
         loop {
             let notified = self.writable.notified();
             tokio::pin!(notified);
             // Register before looking again, so a batch taken in between still wakes us.
             notified.as_mut().enable();
-            item = match self.try_push(item, at, true) {
-                Ok(pushed) => return pushed,
-                Err(item) => item,
-            };
-            let expired = tokio::select! {
-                _ = notified => {
-                    until = tokio::time::Instant::now() + self.block_timeout;
-                    false
+            let idle_since = match self.try_push(item, at, true) {
+                Attempt::Done(pushed) => return pushed,
+                Attempt::Full(back, since) => {
+                    item = back;
+                    since
                 }
+                Attempt::OverBudget(back) => match self.wait_for_budget(back, at).await {
+                    Ok(pushed) => return pushed,
+                    // The queue is full now: wait for its writer (registered afresh).
+                    Err(back) => {
+                        item = back;
+                        continue;
+                    }
+                },
+            };
+            let now = tokio::time::Instant::now();
+            let until = (idle_since + self.block_timeout).min(now + self.block_timeout);
+            let expired = tokio::select! {
+                _ = notified => false,
                 _ = self.evicted.cancelled() => {
                     self.lock().waiting -= 1;
                     return Pushed::Evicted;
@@ -272,16 +342,50 @@ impl Outbox {
         }
     }
 
+    /// A `block` push that found the memory budget full (after evicting the non-readers):
+    /// looks again every [`BUDGET_RETRY`] (evicting whoever stopped reading meanwhile),
+    /// for up to the write deadline; then the frame is dropped, counted as `memory_budget`.
+    /// `Err(item)` when the queue itself is full now (the caller waits for the writer).
+    #[allow(clippy::result_large_err)]
+    async fn wait_for_budget(&self, mut item: Queued, at: Instant) -> Result<Pushed, Queued> {
+        let give_up = tokio::time::Instant::now() + self.write_deadline;
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(BUDGET_RETRY) => {}
+                _ = self.evicted.cancelled() => return Ok(Pushed::Evicted),
+            }
+            item = match self.try_push(item, at, false) {
+                Attempt::Done(pushed) => return Ok(pushed),
+                Attempt::Full(item, _) => return Err(item),
+                Attempt::OverBudget(item) => item,
+            };
+            if tokio::time::Instant::now() >= give_up {
+                self.count_drops(Drop::MemoryBudget, 1);
+                return Ok(Pushed::DroppedOldest);
+            }
+        }
+    }
+
+    /// Bytes queued, if this subscriber is not reading: data waits for it and it took no
+    /// batch for the block timeout (what the memory budget evicts first).
+    pub fn non_reading(&self, now: Instant) -> Option<usize> {
+        let inner = self.lock();
+        (matches!(inner.phase, Phase::Open)
+            && !inner.queue.no_data()
+            && now.saturating_duration_since(inner.idle_since) >= self.block_timeout)
+            .then(|| inner.queue.bytes())
+    }
+
     /// One attempt: queued (or dropped-oldest, closed, evicted), or the item back when
     /// full and the subscriber not stalled. With `wait`, that records one more waiting
     /// pusher (the caller waits next).
     // The item comes back by value to be pushed again; boxing it would cost an allocation
     // per routed frame.
     #[allow(clippy::result_large_err)]
-    fn try_push(&self, item: Queued, at: Instant, wait: bool) -> Result<Pushed, Queued> {
+    fn try_push(&self, item: Queued, at: Instant, wait: bool) -> Attempt {
         let mut inner = self.lock();
         if !matches!(inner.phase, Phase::Open) {
-            return Ok(if self.is_evicted() {
+            return Attempt::Done(if self.is_evicted() {
                 Pushed::Evicted
             } else {
                 Pushed::Closed
@@ -293,18 +397,35 @@ impl Outbox {
         {
             drop(inner);
             self.evict(Eviction::Deadline);
-            return Ok(Pushed::Evicted);
+            return Attempt::Done(Pushed::Evicted);
         }
-        if !self.metrics.budget.fits(item.weight()) {
-            // Over the router-wide budget: dropped and counted, under either policy.
+        // The frame's bytes are charged already (once, however many queues take it); this
+        // queue adds its slot.
+        if !self.metrics.budget.fits(FRAME_OVERHEAD) {
             drop(inner);
-            self.count_drops(Drop::MemoryBudget, 1);
-            return Ok(Pushed::DroppedOldest);
+            // The non-readers go first; this subscriber may be one of them.
+            self.metrics.budget.reclaim(Instant::now());
+            if self.is_evicted() {
+                return Attempt::Done(Pushed::Evicted);
+            }
+            if !self.metrics.budget.fits(FRAME_OVERHEAD) {
+                if block {
+                    return Attempt::OverBudget(item);
+                }
+                self.count_drops(Drop::MemoryBudget, 1);
+                return Attempt::Done(Pushed::DroppedOldest);
+            }
+            inner = self.lock();
+            if !matches!(inner.phase, Phase::Open) {
+                return Attempt::Done(Pushed::Closed);
+            }
         }
         if empty {
             inner.idle_since = inner.idle_since.max(at);
+            // (No clock read per frame: the frame's read time, on the runtime's clock.)
+            inner.progress = inner.progress.max(tokio::time::Instant::from_std(at));
         }
-        let before = inner.queue.bytes();
+        let before = inner.queue.len();
         let mut pushed = inner.queue.push(item);
         if inner.stalled {
             if let Push::Full(back) = pushed {
@@ -312,32 +433,34 @@ impl Outbox {
                     Push::Full(_) => {
                         drop(inner);
                         self.evict(Eviction::Backlog);
-                        return Ok(Pushed::Evicted);
+                        return Attempt::Done(Pushed::Evicted);
                     }
                     queued => queued,
                 };
             }
         }
-        self.metrics.budget.changed(before, inner.queue.bytes());
+        self.metrics
+            .budget
+            .changed(before * FRAME_OVERHEAD, inner.queue.len() * FRAME_OVERHEAD);
         match pushed {
             Push::Queued => {
                 drop(inner);
                 self.metrics.queued(1);
                 self.readable.notify_one();
-                Ok(Pushed::Queued)
+                Attempt::Done(Pushed::Queued)
             }
             Push::DroppedOldest(n) => {
                 drop(inner);
                 self.metrics.queued(1 - n as i64);
                 self.count_drops(Drop::QueueFull, n as u64);
                 self.readable.notify_one();
-                Ok(Pushed::DroppedOldest)
+                Attempt::Done(Pushed::DroppedOldest)
             }
             Push::Full(back) => {
                 if wait {
                     inner.waiting += 1;
                 }
-                Err(back)
+                Attempt::Full(back, inner.progress)
             }
         }
     }
@@ -367,11 +490,11 @@ impl Outbox {
             {
                 let mut inner = self.lock();
                 let before = out.len();
-                let bytes = inner.queue.bytes();
                 let data = inner.queue.pop_batch(out, max);
-                self.metrics.budget.changed(bytes, inner.queue.bytes());
+                self.metrics.budget.changed(data * FRAME_OVERHEAD, 0);
                 if data > 0 {
                     inner.idle_since = Instant::now();
+                    inner.progress = tokio::time::Instant::now();
                     inner.stalled = false;
                 }
                 if out.len() > before {
@@ -430,9 +553,8 @@ impl Outbox {
                 });
             }
             inner.phase = Phase::Aborted;
-            let bytes = inner.queue.bytes();
             let dropped = inner.queue.clear();
-            self.metrics.budget.changed(bytes, inner.queue.bytes());
+            self.metrics.budget.changed(dropped * FRAME_OVERHEAD, 0);
             dropped
         };
         self.metrics.queued(-(dropped as i64));
@@ -484,6 +606,16 @@ impl Outbox {
     #[cfg(test)]
     pub fn depth(&self) -> usize {
         self.lock().queue.len()
+    }
+}
+
+impl std::ops::Drop for Outbox {
+    /// Gives back the budget of the slots still queued (their frames' charges go with the
+    /// frames themselves).
+    fn drop(&mut self) {
+        let inner = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
+        let left = inner.queue.len();
+        self.metrics.budget.changed(left * FRAME_OVERHEAD, 0);
     }
 }
 
@@ -638,6 +770,62 @@ mod tests {
         reader.await.unwrap();
         assert_eq!(metrics.stats().drops(Drop::SlowConsumer), 0);
         assert!(!outbox.is_evicted());
+    }
+
+    fn kib(id: u8) -> Frame {
+        Frame::Data(Data::new(0x10, vec![id; 1024]))
+    }
+
+    /// A frame pushed to many queues is charged once, plus a slot per queue, and all of it
+    /// is given back when the queues go.
+    #[tokio::test]
+    async fn a_frame_in_many_queues_is_charged_once() {
+        let metrics = Arc::new(Metrics::new());
+        let outboxes: Vec<_> = (0..10)
+            .map(|_| Outbox::new(&config(100, Policy::Block, 100), metrics.clone()))
+            .collect();
+        let Frame::Data(mut d) = kib(1) else {
+            unreachable!()
+        };
+        charge_frame(&metrics, &mut d);
+        for o in &outboxes {
+            assert_eq!(
+                o.push(Frame::Data(d.clone()), Instant::now()).await,
+                Pushed::Queued
+            );
+        }
+        drop(d);
+        let one = 1024 + crate::budget::CHARGE_OVERHEAD;
+        assert_eq!(metrics.budget.used(), one + 10 * FRAME_OVERHEAD);
+        let mut out = Vec::new();
+        assert!(outboxes[0].pop_batch(&mut out, 10).await);
+        drop(out);
+        assert_eq!(metrics.budget.used(), one + 9 * FRAME_OVERHEAD);
+        drop(outboxes);
+        assert_eq!(metrics.budget.used(), 0);
+    }
+
+    /// Over the budget, the subscriber that took nothing for its block timeout is evicted
+    /// (`memory_budget`), and the reading one's frame is queued, not dropped.
+    #[tokio::test]
+    async fn over_the_budget_the_non_reader_goes_not_the_readers_frame() {
+        let metrics = Arc::new(Metrics::new());
+        let cfg = config(1000, Policy::Block, 50);
+        let stuck = Arc::new(Outbox::new(&cfg, metrics.clone()));
+        let reading = Arc::new(Outbox::new(&cfg, metrics.clone()));
+        metrics.budget.register_consumer(&stuck);
+        metrics.budget.register_consumer(&reading);
+        for i in 0..20 {
+            assert_eq!(stuck.push(kib(i), Instant::now()).await, Pushed::Queued);
+        }
+        metrics.budget.set_limit(metrics.budget.used() + 100);
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        assert_eq!(reading.push(kib(99), Instant::now()).await, Pushed::Queued);
+        assert_eq!(stuck.eviction(), Some(Eviction::Budget));
+        let stats = metrics.stats();
+        assert_eq!(stats.drops(Drop::MemoryBudget), 0);
+        assert_eq!(stats.drops(Drop::SlowConsumer), 20);
+        assert!(metrics.budget.fits(0));
     }
 
     #[tokio::test]

@@ -144,6 +144,9 @@ impl Router {
         let codec = FrameCodec::new(config.limits.max_frame_len);
         let metrics = Arc::new(Metrics::new());
         metrics.budget.set_limit(config.limits.max_queued_bytes);
+        metrics
+            .budget
+            .set_unauthenticated(config.limits.max_unauthenticated_bytes);
         let mesh = mesh::Link::from_config(&config, &metrics)?;
         // The federation's publish queue follows the local queues' policy.
         let hold = (config.queue.policy == crate::queue::Policy::Block)

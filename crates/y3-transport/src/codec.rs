@@ -90,6 +90,9 @@ pub struct FrameCodec {
     /// compared with `max_frame_len` here, so that an over-long frame can be skipped.
     scan: Config,
     max_frame_len: usize,
+    /// Whether a frame over `max_frame_len` is an error ([`FrameError::TooLong`]) rather
+    /// than skipped: for a handshake, which must be small and cannot be done without.
+    refuse_too_long: bool,
     /// Body bytes of a skipped frame still to discard.
     skip_left: u64,
     skipped: Skipped,
@@ -110,6 +113,7 @@ impl FrameCodec {
             config: frame::config(max_frame_len),
             scan: frame::config(i32::MAX as usize),
             max_frame_len,
+            refuse_too_long: false,
             skip_left: 0,
             skipped: Skipped::default(),
         }
@@ -118,6 +122,17 @@ impl FrameCodec {
     /// The frame body limit.
     pub fn max_frame_len(&self) -> usize {
         self.max_frame_len
+    }
+
+    /// Changes the frame body limit (capped at `i32::MAX`) for the frames decoded from now
+    /// on; with `refuse`, a longer frame is a [`FrameError::TooLong`] error from its header
+    /// (nothing of it buffered) instead of being skipped. A router reads a handshake with a
+    /// small limit, refused, then the data frames with its full one.
+    pub fn set_limit(&mut self, max_frame_len: usize, refuse: bool) {
+        let max_frame_len = max_frame_len.min(i32::MAX as usize);
+        self.config = frame::config(max_frame_len);
+        self.max_frame_len = max_frame_len;
+        self.refuse_too_long = refuse;
     }
 
     /// Whether the decoder is inside a frame it skips (its body is still arriving): the
@@ -217,6 +232,12 @@ impl Decoder for FrameCodec {
                 Err(e) => return Err(e.into()),
             };
             if head.len > self.max_frame_len as u64 {
+                if self.refuse_too_long {
+                    return Err(FrameError::TooLong {
+                        declared: head.len,
+                        limit: self.max_frame_len as u64,
+                    });
+                }
                 self.skipped.frames += 1;
                 self.skipped.data += u64::from(head.tag.id() == kind::DATA);
                 self.skipped.bytes += head.len;
@@ -381,6 +402,24 @@ mod tests {
         let mut buf = BytesMut::from(&hex!("bf 84808000")[..]);
         assert!(codec.decode(&mut buf).unwrap().is_none());
         assert!(buf.capacity() <= MAX_RESERVE + 64, "{}", buf.capacity());
+    }
+
+    #[test]
+    fn a_refusing_limit_fails_from_the_header() {
+        let mut codec = FrameCodec::default();
+        codec.set_limit(64 << 10, true);
+        // A handshake (0x31, node: 0xb1) declaring megabytes.
+        let mut buf = BytesMut::from(&hex!("b1 84808000 01")[..]);
+        let err = codec.decode(&mut buf).unwrap_err();
+        assert!(
+            matches!(err, FrameError::TooLong { declared, limit: 65536 } if declared > 1 << 20),
+            "{err:?}"
+        );
+        // Back to the full limit, skipping.
+        codec.set_limit(DEFAULT_MAX_FRAME_LEN, false);
+        let mut buf = BytesMut::from(&hex!("bf 84808000")[..]);
+        assert!(codec.decode(&mut buf).unwrap().is_none());
+        assert!(!codec.skipping(), "waits for the body");
     }
 
     #[test]

@@ -502,7 +502,14 @@ pub struct Data {
     /// messages past its hop limit, which breaks function loops.
     pub hops: u32,
     wire: Option<Wire>,
+    /// Dropped with the last clone of this frame: see [`Data::set_token`].
+    token: Option<Token>,
 }
+
+/// Something a frame carries along and drops with its last clone (a router's charge
+/// against its memory budget: the bytes of one frame shared by many queues are charged
+/// once, and released when the last queue lets go). Cloning a frame clones the `Arc`.
+pub type Token = std::sync::Arc<dyn std::any::Any + Send + Sync>;
 
 impl fmt::Debug for Data {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -535,7 +542,20 @@ impl Data {
             payload: payload.into(),
             hops: 0,
             wire: None,
+            token: None,
         }
+    }
+
+    /// Attaches `token` to this frame, replacing any it had: every clone made after this
+    /// shares it, and it is dropped with the last of them. Not part of the frame's value
+    /// (ignored by `==`, `Debug` and encoding).
+    pub fn set_token(&mut self, token: Token) {
+        self.token = Some(token);
+    }
+
+    /// Whether a token is attached ([`Data::set_token`]).
+    pub fn has_token(&self) -> bool {
+        self.token.is_some()
     }
 
     /// Sets the metadata.
@@ -1060,6 +1080,7 @@ impl Frame {
                     payload,
                     hops,
                     wire: Some(wire),
+                    token: None,
                 }))
             }
             kind::HANDSHAKE => {

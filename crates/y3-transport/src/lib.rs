@@ -50,6 +50,7 @@ mod stream;
 #[cfg(feature = "tcp")]
 pub mod tcp;
 pub mod tls;
+mod yielding;
 
 pub use codec::{FrameCodec, Skipped, DEFAULT_MAX_FRAME_LEN};
 pub use error::{FrameError, TransportError};
@@ -57,6 +58,6 @@ pub use frame::{ClientType, Data, Frame, Goaway, GoawayCode, RefusedReason, Stor
 pub use metadata::Metadata;
 pub use plain_write::PlainWrite;
 pub use stream::{
-    mid_frame, next_or_skipped, BoxRead, BoxWrite, Connection, FrameReader, FrameWriter, Guard,
-    Next, TransportKind, READ_BUFFER, WRITE_BUFFER,
+    mid_frame, next_metered, next_or_skipped, partial_len, BoxRead, BoxWrite, Connection,
+    FrameReader, FrameWriter, Guard, Next, TransportKind, READ_BUFFER, WRITE_BUFFER,
 };

@@ -189,6 +189,8 @@ impl Connection {
         transport: TransportKind,
         peer: Option<SocketAddr>,
     ) -> Connection {
+        // Yielding: the owner sees a partial frame every YIELD_EVERY bytes (yielding.rs).
+        let read = crate::yielding::Yielding::new(Box::pin(read) as BoxRead);
         let reader = FramedRead::with_capacity(Box::pin(read) as BoxRead, codec, READ_BUFFER);
         // One contiguous buffer: a plain write, not a one-element writev (see PlainWrite).
         let write = PlainWrite::new(write);
@@ -214,4 +216,30 @@ impl Connection {
             Connection::new(br, bw, codec, TransportKind::Memory, None),
         )
     }
+}
+
+/// Bytes `reader` has buffered of a frame still arriving (0 between frames): what a memory
+/// budget charges for it. Its allocation may be ahead of this by at most
+/// [`crate::codec::MAX_RESERVE`] (or double what arrived, for a frame larger than a read
+/// buffer), and only the bytes written are resident.
+pub fn partial_len(reader: &FrameReader) -> usize {
+    reader.read_buffer().len()
+}
+
+/// As [`next_or_skipped`], telling `meter` the partial frame's buffered length
+/// ([`partial_len`]) each time the reader waits for more bytes; `None` as soon as `meter`
+/// returns false (the caller cuts the connection).
+pub async fn next_metered(
+    reader: &mut FrameReader,
+    mut meter: impl FnMut(usize) -> bool,
+) -> Option<Next> {
+    std::future::poll_fn(|cx| match reader.poll_next_unpin(cx) {
+        Poll::Ready(frame) => Poll::Ready(Some(Next::Frame(frame))),
+        Poll::Pending => match reader.decoder_mut().take_skipped() {
+            Some(skipped) => Poll::Ready(Some(Next::Skipped(skipped))),
+            None if !meter(partial_len(reader)) => Poll::Ready(None),
+            None => Poll::Pending,
+        },
+    })
+    .await
 }
