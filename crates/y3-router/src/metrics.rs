@@ -415,7 +415,7 @@ impl Metrics {
              frames (a frame shared by many queues once), queue slots, partial frames",
             m.budget.gauge(),
         );
-        m.budget.register(&mut registry);
+        m.budget.register(registry);
         registry.register(
             "handler_latency_seconds",
             "Time from reading a data frame to writing it to a subscriber",
