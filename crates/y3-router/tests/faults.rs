@@ -846,8 +846,8 @@ async fn client_options_without_trust_fail_clearly_for_quic() {
     router.shutdown().await;
 }
 
-/// Clients ride out a router restart: the source reports the goaway once and reconnects on
-/// its next send; the sink reconnects by itself with backoff.
+/// Clients ride out a router restart: the source reconnects on its next send (the goaway
+/// that invites it back is not an error); the sink reconnects by itself with backoff.
 #[tokio::test]
 async fn clients_reconnect_after_a_router_restart() {
     let first = router(|c| c.listen.quic = String::new()).await;
