@@ -293,6 +293,25 @@ def test_reconnect_after_a_router_restart(y3_router: Y3Router) -> None:
     run(main())
 
 
+def test_a_limited_client_gives_up_naming_the_address_and_the_cause() -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        addr = f"127.0.0.1:{s.getsockname()[1]}"
+
+    async def main() -> None:
+        with pytest.raises(y3.TransportError) as caught:
+            async with y3.Source(addr, backoff=y3.Backoff(initial=0.01, max=0.01, attempts=2)):
+                pass
+        e = caught.value
+        assert e.kind == "gave_up" and e.details["attempts"] == 2 and e.details["addr"] == addr, e
+        for part in (addr, "after 2 attempts", "refused", "running"):
+            assert part in str(e), (part, str(e))
+
+    run(main())
+
+
 # --- cancellation -----------------------------------------------------------------------
 
 
