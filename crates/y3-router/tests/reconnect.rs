@@ -46,7 +46,7 @@ async fn clients_outlive_a_router_outage_by_default() {
                 // lost: at most once); the next send reconnects.
                 let _ = source.flush().await;
                 match tokio::time::timeout(Duration::from_millis(200), sink.recv()).await {
-                    Ok(Some(Ok(d))) if &d.payload[..] == payload.to_ascii_uppercase() => break,
+                    Ok(Some(Ok(d))) if d.payload[..] == payload.to_ascii_uppercase() => break,
                     Ok(Some(Ok(_))) | Err(_) => {}
                     Ok(other) => panic!("the sink ended: {other:?}"),
                 }
