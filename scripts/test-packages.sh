@@ -10,7 +10,8 @@
 #   3. the Go modules: a module proxy made from the repository's own modules at the
 #      workspace version (packaging/go/module-proxy.py; what the tags bindings/go/vX.Y.Z
 #      and bindings/go/client/vX.Y.Z publish), and a consumer module with no `replace`
-#      (packaging/go/consumer) resolved through it, built, and run against `y3 serve`.
+#      (packaging/go/consumer) resolved through it, built, and run against `y3 serve`;
+#   4. the README's `y3 encode` / `get` / `inspect` examples print what it says.
 #
 # The package carries the debug build that scripts/test.sh has already built (stripped):
 # a release build would cost minutes on 2 cores for the same test. The wheel is built with
@@ -135,5 +136,13 @@ cp packaging/go/consumer/go.mod.in "$work/consumer/go.mod"
 port="$(serve "$target/debug/y3" "$work/go-serve.log")"
 "$work/consumer/consumer" "127.0.0.1:$port"
 echo "tags for this version: git tag bindings/go/$gover && git tag bindings/go/client/$gover"
+
+# The README's `y3` command examples, with the outputs it shows.
+step "README: the y3 command's examples"
+y3="$target/debug/y3"
+[ "$(echo '{"tag":16,"node":[{"tag":17,"float32":40}]}' | "$y3" encode)" = 900411024220 ]
+[ "$("$y3" get --hex 900411024220 --path 0x10/0x11 --as float32)" = 40.0 ]
+"$y3" inspect --hex 9017110242201206aec8bbba800013093132372e302e302e31 | grep -q float32=40.0
+echo "encode, get and inspect print what the README says"
 
 printf '\npackages: all installed and used\n'
