@@ -3,7 +3,8 @@
 #
 #   1. the Debian package (packaging/deb/build-deb.sh): `dpkg -i`, the installed
 #      /usr/bin/y3 runs (--version, a router with a frame sent and observed through it), the
-#      unit passes `systemd-analyze verify` with no finding, `dpkg -r` removes it all;
+#      unit passes `systemd-analyze verify` with no finding, `dpkg -r` removes it (the
+#      settings stay, a conffile) and `dpkg --purge` the settings too;
 #   2. the Python wheel (maturin build): `pip install` into a fresh virtualenv, with no
 #      index, then imported and used (a vector encoded and decoded, a frame routed
 #      through `y3 serve`) by packaging/python/smoke.py;
@@ -37,10 +38,11 @@ need go
 
 work="$(mktemp -d)"
 pids=()
+installed=""  # set once this script installed the package: the cleanup purges it
 cleanup() {
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    if dpkg-query -W -f='${Status}' y3 2>/dev/null | grep -q "ok installed"; then
-        as_root dpkg -r y3 >/dev/null || true
+    if [ -n "$installed" ] && dpkg-query -W y3 >/dev/null 2>&1; then
+        as_root dpkg --purge y3 >/dev/null || true
     fi
     rm -rf "$work"
 }
@@ -69,10 +71,11 @@ step "debian package"
 started=$SECONDS
 deb="$(packaging/deb/build-deb.sh "$target/debug/y3" "$work/deb")"
 echo "built $(basename "$deb") ($(du -h "$deb" | cut -f1)) in $((SECONDS - started)) s"
-if dpkg-query -W -f='${Status}' y3 2>/dev/null | grep -q "ok installed"; then
-    echo "test-packages: a y3 package is already installed; remove it first (dpkg -r y3)" >&2
+if dpkg-query -W y3 >/dev/null 2>&1; then
+    echo "test-packages: a y3 package is already installed; remove it first (dpkg --purge y3)" >&2
     exit 1
 fi
+installed=yes
 as_root dpkg -i "$deb"
 [ "$(/usr/bin/y3 --version)" = "y3 $version" ]
 [ -f /etc/y3/y3.toml ] && [ -f /usr/lib/systemd/system/y3.service ]
@@ -98,8 +101,11 @@ if [ -n "$findings" ]; then
     exit 1
 fi
 echo "systemd-analyze verify y3.service: clean ($(systemd-analyze --version | head -n 1))"
+# Removed, the settings stay (a conffile, as Debian keeps them); purged, they go too.
 as_root dpkg -r y3
-[ ! -e /usr/bin/y3 ] && [ ! -e /usr/lib/systemd/system/y3.service ]
+[ ! -e /usr/bin/y3 ] && [ ! -e /usr/lib/systemd/system/y3.service ] && [ -f /etc/y3/y3.toml ]
+as_root dpkg --purge y3
+[ ! -e /etc/y3/y3.toml ]
 
 step "python wheel"
 venv="$work/wheel-builder"
