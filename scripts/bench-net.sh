@@ -15,7 +15,7 @@
 #   scripts/bench-net.sh --big                plus ping-pong at 10 000 sessions, one run per
 #                                             cell (~45 min more on 2 cores)
 #   scripts/bench-net.sh --quick              CI-sized (~3 min)
-#   scripts/bench-net.sh --docs               also refresh docs/bench and README.md's sections
+#   scripts/bench-net.sh --docs               also refresh docs/bench and docs/benchmarks.md's sections
 #   scripts/bench-net.sh --suites pingpong,echo   only these suites
 # Other arguments go to every measuring `y3-lab net` command. Results:
 # bench-results/net-*.{json,md,svg} (the 10 000-session part: net-pingpong-10k.json, joined
@@ -30,7 +30,7 @@ docs=()
 big=0
 while [ $# -gt 0 ]; do
     case "$1" in
-        --docs) docs=(--docs docs/bench --readme README.md) ;;
+        --docs) docs=(--docs docs/bench --readme docs/benchmarks.md) ;;
         --big) big=1 ;;
         --suites) IFS=, read -r -a suites <<<"$2"; shift ;;
         *) args+=("$1") ;;
@@ -70,6 +70,6 @@ for suite in "${suites[@]}"; do
             --json bench-results/net-pingpong-10k.json "${args[@]}"
         parts="$parts,bench-results/net-pingpong-10k.json"
     fi
-    # The report (and, with --docs, docs/bench and README.md) from every part of the suite.
+    # The report (and, with --docs, docs/bench and docs/benchmarks.md) from every part of the suite.
     "$lab" net "$suite" --from "$parts" "${docs[@]}"
 done

@@ -123,4 +123,6 @@ if [ -x scripts/python-test.sh ]; then
     scripts/python-test.sh
 fi
 
+step "packages: the .deb, the wheel and the Go modules, installed and used"; scripts/test-packages.sh
+
 printf '\nall checks passed\n'

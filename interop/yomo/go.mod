@@ -26,8 +26,8 @@ require (
 	github.com/vmihailenco/msgpack/v5 v5.4.1 // indirect
 	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
 	github.com/wk8/go-ordered-map/v2 v2.1.8 // indirect
-	github.com/y3-dev/y3/bindings/go v0.0.0 // indirect
-	github.com/y3-dev/y3/bindings/go/client v0.0.0
+	github.com/y3-dev/y3/bindings/go v0.1.0 // indirect
+	github.com/y3-dev/y3/bindings/go/client v0.1.0
 	github.com/yomorun/go-openai v1.50.3 // indirect
 	github.com/yomorun/y3 v1.0.5 // indirect
 	go.opentelemetry.io/auto/sdk v1.1.0 // indirect

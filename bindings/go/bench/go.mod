@@ -4,7 +4,7 @@ go 1.24
 
 require (
 	github.com/tidwall/gjson v1.20.1
-	github.com/y3-dev/y3/bindings/go v0.0.0
+	github.com/y3-dev/y3/bindings/go v0.1.0
 	github.com/yomorun/y3-codec-golang v1.7.3
 )
 

@@ -27,7 +27,8 @@
 // frame limit, past its hop limit, a loop) is reported with its reason (Refused, Refusals)
 // and not written again.
 //
-// Lost connections are re-established with exponential Backoff; refusals (a rejected
+// Lost connections are re-established with exponential Backoff, forever by default (a
+// client outlives a router restart); refusals (a rejected
 // handshake, a goaway or QUIC close whose code is not retryable, an untrusted certificate)
 // are returned at once as *Error values whose Kind is the stable snake_case name shared
 // with Rust and Python (unauthorized, rejected, shutting_down, gave_up, ...).

@@ -53,8 +53,8 @@ const (
 	KindClosed Kind = "closed"
 	// KindTimeout: something did not happen in time. Field: What.
 	KindTimeout Kind = "timeout"
-	// KindGaveUp: reconnecting gave up after Backoff.Attempts. Fields: Attempts, Err (the
-	// last attempt's error).
+	// KindGaveUp: connecting gave up after Backoff.Attempts (by default a client never
+	// gives up). Fields: Addr, Attempts, Err (the last attempt's error).
 	KindGaveUp Kind = "gave_up"
 	// KindQUICConnect: a QUIC connection could not be started (see package quicdial).
 	KindQUICConnect Kind = "quic_connect"
@@ -117,6 +117,7 @@ type Error struct {
 	Found     string // unexpected_frame
 	What      string // timeout
 	Attempts  int    // gave_up
+	Addr      string // gave_up: the address tried
 	Frames    uint64 // refused
 	Err       error  // the cause: io and tls failures, codec errors, gave_up's last error
 }
@@ -142,7 +143,13 @@ func (e *Error) Error() string {
 	case KindTimeout:
 		msg = "timed out waiting for " + e.What
 	case KindGaveUp:
-		msg = fmt.Sprintf("gave up after %d connection attempts", e.Attempts)
+		at := ""
+		if e.Addr != "" {
+			at = " at " + e.Addr
+		}
+		msg = fmt.Sprintf("cannot reach the router%s after %d attempts (is it running there, "+
+			"on that port and transport? a client retries forever unless Backoff.Attempts is set)",
+			at, e.Attempts)
 	case KindConfig:
 		msg = "invalid configuration"
 	case KindRefused:

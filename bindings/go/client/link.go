@@ -187,8 +187,13 @@ func readError(err error) error {
 	return ioError(err)
 }
 
-// dialWithBackoff connects, retrying retryable failures up to Backoff.Attempts times and
-// following connect-to redirections at once; refusals are returned at once.
+// warnEvery is the number of failed connection attempts between two warnings.
+const warnEvery = 20
+
+// dialWithBackoff connects, retrying retryable failures up to Backoff.Attempts times
+// (forever by default) and following connect-to redirections at once; refusals are
+// returned at once. The first failure, and every warnEvery-th after it, is logged at warn
+// with the address and the cause.
 func dialWithBackoff(ctx context.Context, addr string, o *Options, who *identity) (*link, error) {
 	attempts := o.Backoff.Attempts
 	target, redirects := addr, 0
@@ -213,12 +218,17 @@ func dialWithBackoff(ctx context.Context, addr string, o *Options, who *identity
 			return nil, err
 		}
 		attempt++
-		if attempt >= attempts {
-			o.Logger.Warn("giving up connecting", "error", err, "attempts", attempts)
-			return nil, &Error{Kind: KindGaveUp, Attempts: attempts, Err: err}
+		if attempts != AttemptsForever && attempt >= attempts {
+			o.Logger.Warn("giving up connecting", "addr", addr, "error", err, "attempts", attempts)
+			return nil, &Error{Kind: KindGaveUp, Attempts: attempts, Addr: addr, Err: err}
 		}
 		delay := o.Backoff.Delay(attempt - 1)
-		o.Logger.Debug("connect failed; retrying", "error", err, "attempt", attempt, "delay", delay)
+		if attempt%warnEvery == 1 {
+			o.Logger.Warn("cannot reach the router; retrying (is it running there?)",
+				"addr", addr, "error", err, "attempt", attempt, "delay", delay)
+		} else {
+			o.Logger.Debug("connect failed; retrying", "error", err, "attempt", attempt, "delay", delay)
+		}
 		t := time.NewTimer(delay)
 		select {
 		case <-t.C:

@@ -40,15 +40,20 @@ type Dialer interface {
 }
 
 // Backoff is the exponential backoff between connection attempts. Zero fields take the
-// defaults (100 ms, 5 s, 10 attempts).
+// defaults (100 ms, 5 s, and attempts forever: a client outlives a router restart or
+// outage of any length, retrying every Max at worst).
 type Backoff struct {
 	// Initial is the delay after the first failed attempt.
 	Initial time.Duration
 	// Max is the largest delay.
 	Max time.Duration
-	// Attempts per (re)connection before giving up with gave_up; at least 1.
+	// Attempts per (re)connection before giving up with gave_up; 0 (the default, also
+	// AttemptsForever) never gives up.
 	Attempts int
 }
+
+// AttemptsForever is Backoff.Attempts that never gives up (the default).
+const AttemptsForever = 0
 
 func (b Backoff) norm() Backoff {
 	if b.Initial <= 0 {
@@ -60,8 +65,8 @@ func (b Backoff) norm() Backoff {
 	if b.Max < b.Initial {
 		b.Max = b.Initial
 	}
-	if b.Attempts <= 0 {
-		b.Attempts = 10
+	if b.Attempts < 0 {
+		b.Attempts = AttemptsForever
 	}
 	return b
 }

@@ -22,9 +22,10 @@ const (
 // Every frame carries the metadata yomo-source-id (the source's id, see ID) and a fresh
 // yomo-tid, as YoMo's sources write them. Send encodes the frame at once (the payload may
 // be reused when it returns) and queues it for the writer goroutine, which writes queued
-// frames in batches. A lost connection is re-established, with Options.Backoff, on the
-// next Send; a goaway from the router (it is shutting down) is returned once as an *Error
-// of its kind (shutting_down), and the Send after that reconnects. A refusal that is not
+// frames in batches. A lost connection is re-established, with Options.Backoff (forever
+// by default), on the next Send, which waits for it: a source outlives a router restart.
+// A goaway that invites the client back (shutting_down) is passed to Options.OnGoaway and
+// logged, and the next Send reconnects. A refusal that is not
 // retryable (a rejected frame, a goaway or QUIC close whose code says so) ends the source:
 // every later Send returns it.
 //
@@ -168,9 +169,14 @@ func (s *Source) dropBroken(a *sourceLink) error {
 	a.l.closeWrite()
 	a.l.close()
 	if e := a.end.Load(); e != nil {
-		if !e.Retryable() {
-			s.fatal = e
+		if e.Retryable() {
+			// The router invites the client back (it is shutting down or restarting):
+			// not an error; the next send reconnects.
+			s.opts.Logger.Info("the router closed the connection; reconnecting",
+				"addr", s.addr, "kind", e.Kind, "reason", e.Reason)
+			return nil
 		}
+		s.fatal = e
 		return e
 	}
 	return nil
@@ -179,9 +185,10 @@ func (s *Source) dropBroken(a *sourceLink) error {
 // Send queues payload under tag, with the metadata yomo-source-id and a fresh yomo-tid,
 // which it returns.
 //
-// Errors: reserved_tag for a tag in 0xf000..0xffff (nothing is sent); a refusal kind once
-// after the router sent a goaway (shutting_down), for good when it is not retryable;
-// gave_up or a refusal when reconnecting fails; too_long for a frame above MaxFrameLen;
+// Errors: reserved_tag for a tag in 0xf000..0xffff (nothing is sent); a refusal kind, for
+// good, after the router sent a goaway that is not retryable (a goaway that invites the
+// client back, shutting_down, is logged and the send reconnects, waiting for the router
+// with Options.Backoff, forever by default); gave_up or a refusal when reconnecting fails; too_long for a frame above MaxFrameLen;
 // closed after Close.
 func (s *Source) Send(tag uint32, payload []byte) (tid string, err error) {
 	return s.SendContext(context.Background(), tag, payload)
@@ -273,7 +280,10 @@ func (s *Source) sendLocked(ctx context.Context, d Data) error {
 			return err
 		}
 		if e := a.end.Load(); e != nil {
-			return s.dropBroken(a)
+			if err := s.dropBroken(a); err != nil {
+				return err
+			}
+			continue // a goaway inviting the client back: reconnect
 		}
 		err = enqueue(ctx, s.done, a.l, d)
 		if err == nil {

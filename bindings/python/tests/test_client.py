@@ -259,9 +259,12 @@ def test_wrong_token_is_a_typed_refusal(kind: str, tmp_path: Path) -> None:
 
 @needs_y3
 def test_reconnect_after_a_router_restart(y3_router: Y3Router) -> None:
+    """With the default attempts (forever) both clients outlive a 2 s outage, ~30
+    attempts at these delays (the old default gave up after 10), and no send raises."""
     router = y3_router
+    assert y3.Backoff().attempts is None
     # The restarted router has a new dev certificate: a pin would (rightly) refuse it.
-    opts: dict[str, Any] = {"transport": "quic", "insecure": True, "backoff": y3.Backoff(initial=0.05, max=0.5, attempts=100)}
+    opts: dict[str, Any] = {"transport": "quic", "insecure": True, "backoff": y3.Backoff(initial=0.02, max=0.1)}
 
     async def main() -> None:
         async with y3.Sink(router.addr, [0x50], **opts) as sink, y3.Source(router.addr, **opts) as source:
@@ -271,15 +274,12 @@ def test_reconnect_after_a_router_restart(y3_router: Y3Router) -> None:
             await got.wait_for(10)
             assert sorted(got.seqs) == list(range(10))
 
-            router.restart()  # same ports; the old one drained and said `shutting_down`
-            errors: list[y3.TransportError] = []
+            router.stop()  # the old one drained and said `shutting_down`
+            await asyncio.sleep(2)  # the outage
+            router.start()  # same ports
 
             async def probe() -> None:
-                try:
-                    await source.send(0x50, b"probe")
-                except y3.TransportError as e:
-                    assert e.retryable, e
-                    errors.append(e)
+                await source.send(0x50, b"probe")  # waits out the outage; never raises
 
             probes = got.probes
             await until_routed(probe, lambda: got.probes > probes, timeout=20)
@@ -289,7 +289,25 @@ def test_reconnect_after_a_router_restart(y3_router: Y3Router) -> None:
             await asyncio.sleep(0.2)
             await got.stop()
             assert sorted(got.seqs) == list(range(10)) + list(range(100, 200))
-            assert all(e.kind in ("shutting_down", "closed", "normal") for e in errors), errors
+
+    run(main())
+
+
+def test_a_limited_client_gives_up_naming_the_address_and_the_cause() -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        addr = f"127.0.0.1:{s.getsockname()[1]}"
+
+    async def main() -> None:
+        with pytest.raises(y3.TransportError) as caught:
+            async with y3.Source(addr, backoff=y3.Backoff(initial=0.01, max=0.01, attempts=2)):
+                pass
+        e = caught.value
+        assert e.kind == "gave_up" and e.details["attempts"] == 2 and e.details["addr"] == addr, e
+        for part in (addr, "after 2 attempts", "refused", "running"):
+            assert part in str(e), (part, str(e))
 
     run(main())
 

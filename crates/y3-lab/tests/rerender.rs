@@ -1,5 +1,5 @@
 //! Re-rendering the recorded results committed under `docs/bench/` gives the committed
-//! reports, charts and README sections byte for byte: the lab's data model and report
+//! reports, charts and benchmark sections (docs/benchmarks.md) byte for byte: the lab's data model and report
 //! writers may change, what they publish from the same figures may not.
 //!
 //! The ping-pong, echo and e2e pages have no recorded results in `docs/bench/`; for them,
@@ -40,9 +40,13 @@ fn rerender(json: &str) {
     }
     std::fs::remove_dir_all(dir).unwrap();
 
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
-    let rewritten = replace_section(&readme, name, &results.summary("docs/bench")).unwrap();
-    assert!(rewritten == readme, "README section {name} differs");
+    // The README's benchmark sections live in docs/benchmarks.md (links relative to docs/).
+    let readme = std::fs::read_to_string(repo().join("docs/benchmarks.md")).unwrap();
+    let rewritten = replace_section(&readme, name, &results.summary("bench")).unwrap();
+    assert!(
+        rewritten == readme,
+        "docs/benchmarks.md section {name} differs"
+    );
 }
 
 #[test]

@@ -846,8 +846,8 @@ async fn client_options_without_trust_fail_clearly_for_quic() {
     router.shutdown().await;
 }
 
-/// Clients ride out a router restart: the source reports the goaway once and reconnects on
-/// its next send; the sink reconnects by itself with backoff.
+/// Clients ride out a router restart: the source reconnects on its next send (the goaway
+/// that invites it back is not an error); the sink reconnects by itself with backoff.
 #[tokio::test]
 async fn clients_reconnect_after_a_router_restart() {
     let first = router(|c| c.listen.quic = String::new()).await;
@@ -955,13 +955,15 @@ async fn shutdown_drains_in_flight_frames() {
             let accepted = accepted.clone();
             tokio::spawn(async move {
                 for i in 0..100_000u64 {
-                    match source.send(0x60, i.to_be_bytes().to_vec()).await {
-                        Ok(_) => accepted.fetch_add(1, Ordering::Relaxed),
-                        Err(TransportError::Goaway { code, .. }) => {
-                            assert_eq!(code, GoawayCode::ShuttingDown);
-                            break;
-                        }
-                        Err(e) => panic!("{e}"),
+                    // The shutdown's goaway invites the source back: its next send reconnects,
+                    // and the router is gone; the 3 attempts run out, or (QUIC, a draining
+                    // endpoint) a send waits on. Either ends the run; a send cut short by the
+                    // timeout queued nothing.
+                    let send = source.send(0x60, i.to_be_bytes().to_vec());
+                    match tokio::time::timeout(Duration::from_secs(3), send).await {
+                        Ok(Ok(_)) => accepted.fetch_add(1, Ordering::Relaxed),
+                        Ok(Err(TransportError::GaveUp { .. })) | Err(_) => break,
+                        Ok(Err(e)) => panic!("{e}"),
                     };
                 }
                 let _ = source.close().await;

@@ -139,11 +139,24 @@ pub enum TransportError {
         /// What was awaited.
         what: &'static str,
     },
-    /// Reconnecting gave up after the configured attempts.
-    #[error("gave up after {attempts} connection attempts")]
+    /// Connecting gave up after the configured attempts
+    /// ([`Backoff::attempts`](crate::sdk::Backoff::attempts); by default a client never
+    /// gives up). The message names the address, the transport and the last failure, and
+    /// says what to try.
+    #[error(
+        "cannot reach the router at {addr} over {transport} after {attempts} attempts: \
+         {cause} (is the router running there, on that port and transport? a client \
+         retries forever unless its backoff sets attempts)"
+    )]
     GaveUp {
         /// Attempts made.
         attempts: u32,
+        /// The address tried.
+        addr: std::net::SocketAddr,
+        /// The transport tried (`tcp`, `tcp+tls`, `quic`).
+        transport: &'static str,
+        /// The last attempt's failure, as text.
+        cause: String,
     },
     /// An option combination that cannot work (TLS without a trust setting, ...).
     #[error("invalid configuration: {0}")]

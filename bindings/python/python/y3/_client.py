@@ -82,16 +82,21 @@ class Backoff(NamedTuple):
     """Exponential backoff between connection attempts (``sdk::Backoff``).
 
     ``initial`` seconds after the first failure, doubling up to ``max``, with up to a
-    quarter of jitter; after ``attempts`` failed attempts the client gives up with
-    ``TransportError("gave_up")``.
+    quarter of jitter. ``attempts=None`` (the default) never gives up: a client outlives
+    a router restart or outage, retrying every ``max`` seconds at worst and logging a
+    warning with the address and the cause. With a number, after that many failed
+    attempts the client gives up with ``TransportError("gave_up")``, whose message names
+    the address and the last failure (``details["addr"]``, ``details["attempts"]``).
 
     >>> y3.Backoff(initial=0.05, attempts=3)
     Backoff(initial=0.05, max=5.0, attempts=3)
+    >>> y3.Backoff()
+    Backoff(initial=0.1, max=5.0, attempts=None)
     """
 
     initial: float = 0.1
     max: float = 5.0
-    attempts: int = 10
+    attempts: int | None = None
 
 
 def _options(

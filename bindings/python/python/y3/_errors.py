@@ -59,7 +59,7 @@ class TransportError(_Kinded):
     ``forbidden``, ``reserved_tag``, ``protocol_error``, ``bad_handshake``,
     ``shutting_down``, ``rejected``, ...; its number in ``details["code"]``), or ``io``,
     ``tls``, ``certificate``, ``quic_connect``, ``quic_connection``, ``closed``,
-    ``timeout``, ``gave_up`` (``attempts``), ``redirected``, ``unexpected_frame``,
+    ``timeout``, ``gave_up`` (``attempts``, ``addr``), ``redirected``, ``unexpected_frame``,
     ``config``, or a frame error's kind. ``retryable`` says whether trying again later may
     succeed (a lost connection) rather than repeat a refusal.
     """

@@ -119,7 +119,7 @@ class Options:
         handshake_timeout: float = 5.0,
         backoff_initial: float = 0.1,
         backoff_max: float = 5.0,
-        backoff_attempts: int = 10,
+        backoff_attempts: int | None = None,
         send_queue: int = 1024,
         filters: list[tuple[int, str]] = ...,
     ) -> None: ...

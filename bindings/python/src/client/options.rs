@@ -43,7 +43,7 @@ impl Options {
         addr, *, transport = "tcp", name = "", token = None, credential = None, pin = None,
         ca = None, insecure = false, server_name = None, wanted_target = "",
         max_frame_len = None, handshake_timeout = 5.0, backoff_initial = 0.1,
-        backoff_max = 5.0, backoff_attempts = 10, send_queue = 1024, filters = Vec::new()
+        backoff_max = 5.0, backoff_attempts = None, send_queue = 1024, filters = Vec::new()
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -62,7 +62,7 @@ impl Options {
         handshake_timeout: f64,
         backoff_initial: f64,
         backoff_max: f64,
-        backoff_attempts: u32,
+        backoff_attempts: Option<u32>,
         send_queue: usize,
         filters: Vec<(u32, String)>,
     ) -> PyResult<Options> {
@@ -104,7 +104,8 @@ impl Options {
             .backoff(Backoff {
                 initial: duration(backoff_initial, "backoff initial")?,
                 max: duration(backoff_max, "backoff max")?,
-                attempts: backoff_attempts.max(1),
+                // None: never give up (the SDK's default).
+                attempts: backoff_attempts.map_or(Backoff::FOREVER, |n| n.max(1)),
             });
         for (tag, filter) in filters {
             inner = inner.filter(tag, filter);

@@ -123,24 +123,48 @@ impl Link {
     }
 
     /// Connects with backoff: retryable failures are retried up to `backoff.attempts`
-    /// times; refusals are returned at once.
+    /// times (forever by default); refusals are returned at once. The first failure and
+    /// every `WARN_EVERY`th after it are logged at warn with the address and the cause.
     pub async fn connect_with_backoff(
         options: &ClientOptions,
         hello: &mut Hello,
     ) -> Result<Link, TransportError> {
         let attempts = options.backoff.attempts.max(1);
-        let mut attempt = 0;
+        let mut attempt: u32 = 0;
         loop {
             match Link::connect(options, hello).await {
-                Ok(link) => return Ok(link),
+                Ok(link) => {
+                    if attempt > 0 {
+                        tracing::info!(addr = %options.addr, attempts = attempt + 1, "connected to the router");
+                    }
+                    return Ok(link);
+                }
                 Err(e) if e.is_retryable() => {
-                    attempt += 1;
+                    attempt = attempt.saturating_add(1);
+                    let transport = options.transport.name();
                     if attempt >= attempts {
-                        tracing::warn!(error = %e, attempts, "giving up connecting");
-                        return Err(TransportError::GaveUp { attempts });
+                        let error = TransportError::GaveUp {
+                            attempts,
+                            addr: options.addr,
+                            transport,
+                            cause: e.to_string(),
+                        };
+                        tracing::warn!(%error, "giving up connecting");
+                        return Err(error);
                     }
                     let delay = options.backoff.delay(attempt - 1);
-                    tracing::debug!(error = %e, attempt, ?delay, "connect failed; retrying");
+                    if attempt % WARN_EVERY == 1 {
+                        tracing::warn!(
+                            addr = %options.addr,
+                            transport,
+                            error = %e,
+                            attempt,
+                            ?delay,
+                            "cannot reach the router; retrying (is it running there?)"
+                        );
+                    } else {
+                        tracing::debug!(error = %e, attempt, ?delay, "connect failed; retrying");
+                    }
                     tokio::time::sleep(delay).await;
                 }
                 Err(e) => return Err(e),
@@ -148,6 +172,9 @@ impl Link {
         }
     }
 }
+
+/// Failed connection attempts between two warnings (the first failure always warns).
+pub(crate) const WARN_EVERY: u32 = 20;
 
 /// Connects to `options.addr` over `options.transport`, sends `hello` and waits for the
 /// router's ack: the connection, ready for data frames, or the refusal as a typed error

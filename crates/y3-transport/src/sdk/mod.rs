@@ -79,6 +79,17 @@ pub enum Transport {
     Quic,
 }
 
+impl Transport {
+    /// The name errors and logs use: `tcp`, `tcp+tls`, `quic`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Tcp => "tcp",
+            Transport::TcpTls => "tcp+tls",
+            Transport::Quic => "quic",
+        }
+    }
+}
+
 /// Exponential backoff between connection attempts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Backoff {
@@ -88,6 +99,8 @@ pub struct Backoff {
     pub max: Duration,
     /// Attempts per (re)connection before giving up with
     /// [`TransportError::GaveUp`](crate::TransportError::GaveUp); at least 1.
+    /// [`Backoff::FOREVER`], the default, never gives up: a client outlives a router
+    /// restart or outage of any length, retrying every [`max`](Backoff::max) at worst.
     pub attempts: u32,
 }
 
@@ -96,12 +109,20 @@ impl Default for Backoff {
         Backoff {
             initial: Duration::from_millis(100),
             max: Duration::from_secs(5),
-            attempts: 10,
+            attempts: Backoff::FOREVER,
         }
     }
 }
 
 impl Backoff {
+    /// [`Backoff::attempts`] that never gives up (the default).
+    pub const FOREVER: u32 = u32::MAX;
+
+    /// Whether these attempts never give up.
+    pub fn is_forever(&self) -> bool {
+        self.attempts == Backoff::FOREVER
+    }
+
     /// The delay after failed attempt number `attempt` (0-based): `initial * 2^attempt`,
     /// capped at `max`, minus up to a quarter of jitter so that clients restarted together
     /// do not reconnect in lockstep.

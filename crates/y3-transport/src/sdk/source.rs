@@ -37,9 +37,10 @@ struct Active {
 /// `reserved_tag`, a protocol error) stops reading there, and the error is returned by the
 /// next `send`, `flush` or `close`. Like YoMo's sources, every frame carries the metadata `yomo-source-id` (this
 /// client's id) and a fresh `yomo-tid`. A lost connection is re-established (with
-/// [`ClientOptions::backoff`]) on the next send; a goaway from the router (it is shutting
-/// down, or refused the client) is returned once as [`TransportError::Goaway`], and the
-/// send after that reconnects unless the goaway said not to come back.
+/// [`ClientOptions::backoff`], forever by default) on the next send, which waits for it:
+/// a source outlives a router restart. A goaway that invites the client back (the router
+/// is shutting down) is logged and the next send reconnects; one that says not to come
+/// back (a refusal) is returned as [`TransportError::Goaway`] by every later send.
 ///
 /// Delivery is at most once: frames queued on a connection that breaks are lost.
 pub struct Source {
@@ -110,15 +111,24 @@ impl Source {
         Ok(self.active.as_ref().expect("active link"))
     }
 
-    /// Drops the current connection, returning the goaway it ended with, if any; a goaway
-    /// that says not to come back is kept and returned by every later send.
+    /// Drops the current connection, returning the refusal it ended with, if any; a goaway
+    /// that says not to come back is kept and returned by every later send. A goaway that
+    /// invites the client back (the router is shutting down or restarting) is logged and
+    /// not returned: the next send reconnects.
     fn take_broken(&mut self) -> Option<TransportError> {
         let active = self.active.take()?;
         active.reader.abort();
         let goaway = lock(&active.seen).goaway.take()?;
-        if !goaway.code.is_retryable() {
-            self.refused = Some(goaway.clone());
+        if goaway.code.is_retryable() {
+            tracing::info!(
+                addr = %self.options.addr,
+                code = goaway.code.kind(),
+                reason = %goaway.reason,
+                "the router closed the connection; reconnecting"
+            );
+            return None;
         }
+        self.refused = Some(goaway.clone());
         Some(TransportError::Goaway {
             code: goaway.code,
             message: goaway.reason,
