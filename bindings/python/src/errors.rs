@@ -200,7 +200,7 @@ pub fn transport_error(py: Python<'_>, err: y3_transport::TransportError) -> PyE
         kwargs.set_item("retryable", err.is_retryable())?;
         match &err {
             E::Goaway { code, .. } => kwargs.set_item("code", code.code())?,
-            E::GaveUp { attempts } => kwargs.set_item("attempts", *attempts)?,
+            E::GaveUp { attempts, .. } => kwargs.set_item("attempts", *attempts)?,
             _ => {}
         }
         let instance = cls.call((err.kind(), err.to_string()), Some(&kwargs))?;

@@ -120,7 +120,7 @@ pub fn run(args: &ObserveArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     runtime.block_on(async {
         let mut sink = y3_transport::sdk::Sink::connect(options, &args.tags)
             .await
-            .map_err(crate::send::net_error)?;
+            .map_err(|e| crate::reach::connect_error(e, &args.client))?;
         let mut seen = 0u64;
         let idle = args.idle_exit_ms.map(Duration::from_millis);
         // Ctrl-C or SIGTERM ends the loop and the sink closes its connection.

@@ -2,7 +2,7 @@
 //! `send` and `observe` share.
 
 use std::io::{self, BufRead, Write};
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -51,9 +51,9 @@ pub fn warn(message: &str) {
 /// How to reach the router: shared by `send` and `observe`.
 #[derive(Debug, Clone, Args)]
 pub struct ClientArgs {
-    /// Router address.
-    #[arg(long, value_name = "IP:PORT", default_value = "127.0.0.1:9000")]
-    pub addr: SocketAddr,
+    /// Router address: an IP or a host name, and a port (`localhost:9000`).
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:9000")]
+    pub addr: String,
     /// Transport.
     #[arg(long, value_enum, default_value_t)]
     pub transport: TransportArg,
@@ -91,6 +91,33 @@ pub struct ClientArgs {
 }
 
 impl ClientArgs {
+    /// The router's address, a host name resolved (the first address it has).
+    ///
+    /// # Errors
+    /// `bad_address` (exit 2) for text that is not `HOST:PORT`, or a name that does not
+    /// resolve.
+    pub fn socket_addr(&self) -> anyhow::Result<SocketAddr> {
+        let bad = |why: String| {
+            CliError::bad_input("bad_address", format!("--addr {:?}: {why}", self.addr))
+                .hint("give HOST:PORT, e.g. --addr 127.0.0.1:9000 or --addr localhost:9000")
+        };
+        let mut addrs = self
+            .addr
+            .to_socket_addrs()
+            .map_err(|e| bad(e.to_string()))?;
+        Ok(addrs
+            .next()
+            .ok_or_else(|| bad("the name has no address".to_owned()))?)
+    }
+
+    /// The TLS server name to ask for: the host of `--addr` when it is a name, else the
+    /// name dev certificates carry (`localhost`), which also covers their IP addresses.
+    fn server_name(&self) -> Option<&str> {
+        let (host, _) = self.addr.rsplit_once(':')?;
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        (host.parse::<std::net::IpAddr>().is_err() && !host.is_empty()).then_some(host)
+    }
+
     /// The token: `--token`, else the contents of `--token-file`, else `Y3_TOKEN`, else
     /// none.
     ///
@@ -148,7 +175,10 @@ impl ClientArgs {
         } else {
             Trust::Unset
         };
-        let mut options = ClientOptions::new(self.addr).trust(trust);
+        let mut options = ClientOptions::new(self.socket_addr()?).trust(trust);
+        if let Some(name) = self.server_name() {
+            options.server_name = name.to_owned();
+        }
         if let (Some(cert), Some(key)) = (&self.cert, &self.key) {
             let identity = Identity::client_from_pem_files(cert, key)
                 .with_context(|| format!("reading {} and {}", cert.display(), key.display()))?;
@@ -184,10 +214,16 @@ impl ClientArgs {
     }
 }
 
-/// A transport error as a CLI error: its stable kind (`unauthorized`, `gave_up`, ...) is
-/// what `error: KIND: ...` prints; exit status 2.
+/// A transport error once connected, as a CLI error: its stable kind (`forbidden`,
+/// `closed`, ...) is what `error: KIND: ...` prints, with the exit status of
+/// [`crate::error::transport_code`] (3 lost, 4 refused, 2 a bad setting).
 pub fn net_error(err: y3_transport::TransportError) -> anyhow::Error {
-    CliError::bad_input(err.kind(), err.to_string()).into()
+    CliError::new(
+        err.kind(),
+        crate::error::transport_code(&err),
+        err.to_string(),
+    )
+    .into()
 }
 
 /// Parses a data tag: `0x10` or `16`.
@@ -301,7 +337,9 @@ pub fn run(args: &SendArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     let (sent, bytes) = runtime.block_on(async {
-        let mut source = Source::connect(options).await.map_err(net_error)?;
+        let mut source = Source::connect(options)
+            .await
+            .map_err(|e| crate::reach::connect_error(e, &args.client))?;
         let (mut sent, mut bytes, mut n) = (0u64, 0usize, 0usize);
         while let Some(line) = lines.recv().await {
             n += 1;

@@ -9,6 +9,7 @@ use clap::{Args, ValueEnum};
 use y3_router::{yomo_yaml, Policy, Router, RouterConfig};
 use y3_transport::tls::{default_dev_cert_path, fingerprint_hex, YomoTlsEnv};
 
+use crate::error::CliError;
 use crate::send::TOKEN_ENV;
 
 /// The queue policy, as the command line spells it.
@@ -208,19 +209,69 @@ impl ServeArgs {
     }
 }
 
-/// A TOML config error, with a hint when the file is YoMo's zipper YAML under another name
-/// (YAML is told by the name: `yomo_yaml::is_yaml_path`).
+/// A TOML config error as `FILE:LINE:COL: what is wrong`, with a hint when the file is
+/// YoMo's zipper YAML under another name (YAML is told by the name:
+/// `yomo_yaml::is_yaml_path`).
 fn toml_error(e: y3_router::RouterError, path: &std::path::Path) -> anyhow::Error {
-    let yaml = matches!(e, y3_router::RouterError::ConfigToml(_))
-        && std::fs::read_to_string(path).is_ok_and(|text| yomo_yaml::from_yaml_str(&text).is_ok());
-    let e = anyhow::Error::from(e);
+    use y3_router::RouterError as R;
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let yaml = matches!(e, R::ConfigToml(_)) && yomo_yaml::from_yaml_str(&text).is_ok();
+    let file = path.display();
+    let error = match &e {
+        R::ConfigToml(toml) => {
+            let at = toml.span().map_or_else(String::new, |span| {
+                let (line, col) = line_col(&text, span.start);
+                format!(":{line}:{col}")
+            });
+            let message = toml.message().trim_end();
+            CliError::bad_input(e.kind(), format!("{file}{at}: {message}"))
+                .hint("`y3 serve --print-config` prints every key with its default")
+        }
+        R::ConfigIo(io) => CliError::bad_input(
+            e.kind(),
+            format!("cannot read the config file {file}: {io}"),
+        ),
+        _ => return anyhow::Error::from(e).context(format!("config file {file}")),
+    };
     if yaml {
-        e.context(format!(
-            "{} is YoMo's zipper YAML: name it .yaml or .yml to have it read as such",
-            path.display()
-        ))
+        error
+            .hint(format!(
+                "{file} is YoMo's zipper YAML: name it .yaml or .yml to have it read as such"
+            ))
+            .into()
     } else {
-        e
+        error.into()
+    }
+}
+
+/// The 1-based line and column (in characters) of byte `offset` of `text`.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+/// A router that could not start, with what to try: another process holds a port, ...
+fn start_error(e: y3_router::RouterError) -> anyhow::Error {
+    use y3_router::RouterError as R;
+    match &e {
+        R::Bind { what, addr, source } => {
+            let flag = match *what {
+                "tcp" => "--tcp",
+                "quic" => "--quic",
+                _ => "--metrics",
+            };
+            let hint = if source.kind() == std::io::ErrorKind::AddrInUse {
+                format!("another process holds {addr} (another y3 serve? `ss -lntup | grep {}`): stop it, or pick another address with {flag} (\"\" turns the listener off)", addr.port())
+            } else {
+                format!("pick another address with {flag}")
+            };
+            CliError::new(e.kind(), crate::error::EXIT_RUNTIME, e.to_string())
+                .hint(hint)
+                .into()
+        }
+        _ => e.into(),
     }
 }
 
@@ -296,7 +347,7 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     crate::memory::spawn_reclaimer(runtime.handle().clone());
     runtime.block_on(async {
         let stop = StopSignal::register();
-        let router = Router::start(config.clone()).await?;
+        let router = Router::start(config.clone()).await.map_err(start_error)?;
         let show = |addr: Option<std::net::SocketAddr>| {
             addr.map_or_else(|| "off".to_owned(), |a| a.to_string())
         };
@@ -415,9 +466,11 @@ mod tests {
             .unwrap_err();
         assert_eq!(crate::error::classify(&err).0, "config_toml");
         let text = format!("{err:#}");
+        assert!(text.contains("zipper.conf:1:"), "{text}");
+        let hint = err.downcast_ref::<CliError>().unwrap().hint.clone();
         assert!(
-            text.contains("zipper.conf is YoMo's zipper YAML: name it .yaml"),
-            "{text}"
+            hint.contains("zipper.conf is YoMo's zipper YAML: name it .yaml"),
+            "{hint}"
         );
         // A key y3 does not have: refused with its kind, exit status 2.
         std::fs::write(&yaml, "name: z\nhost: 127.0.0.1\nport: 1\nbridge: {}\n").unwrap();

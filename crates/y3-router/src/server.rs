@@ -210,10 +210,12 @@ impl Router {
                     .await
                     .map_err(|source| RouterError::Bind {
                         what: "tcp",
+                        addr,
                         source,
                     })?;
             handle.tcp = Some(server.local_addr().map_err(|source| RouterError::Bind {
                 what: "tcp",
+                addr,
                 source,
             })?);
             let shared = shared.clone();
@@ -249,12 +251,14 @@ impl Router {
             .map_err(|e| match e {
                 TransportError::Io(source) => RouterError::Bind {
                     what: "quic",
+                    addr,
                     source,
                 },
                 other => RouterError::Transport(other),
             })?;
             handle.quic = Some(server.local_addr().map_err(|source| RouterError::Bind {
                 what: "quic",
+                addr,
                 source,
             })?);
             let server = Arc::new(server);
@@ -280,6 +284,7 @@ impl Router {
                 .await
                 .map_err(|source| RouterError::Bind {
                     what: "metrics",
+                    addr,
                     source,
                 })?;
             handle.metrics = listener.local_addr().ok();

@@ -140,10 +140,13 @@ pub enum TransportError {
         what: &'static str,
     },
     /// Reconnecting gave up after the configured attempts.
-    #[error("gave up after {attempts} connection attempts")]
+    #[error("gave up after {attempts} connection attempts: {last}")]
     GaveUp {
         /// Attempts made.
         attempts: u32,
+        /// Why the last attempt failed (connection refused, a timeout, ...).
+        #[source]
+        last: Box<TransportError>,
     },
     /// An option combination that cannot work (TLS without a trust setting, ...).
     #[error("invalid configuration: {0}")]

@@ -476,6 +476,148 @@ pub fn client_cert_refusal(error: &TransportError) -> Option<ClientCertRefusal> 
     }
 }
 
+/// Whether a client's connect error is the router refusing its client certificate (or
+/// the lack of one): the alert the router sent over TLS/TCP, or closed QUIC with.
+pub fn client_cert_refused(error: &TransportError) -> Option<ClientCertRefusal> {
+    let of_alert = |alert: u8| {
+        if alert == CERTIFICATE_REQUIRED {
+            Some(ClientCertRefusal::Missing)
+        } else if CERTIFICATE_ALERTS.contains(&alert) {
+            Some(ClientCertRefusal::Invalid)
+        } else {
+            None
+        }
+    };
+    let of_rustls = |e: &rustls::Error| match e {
+        rustls::Error::AlertReceived(alert) => of_alert(u8::from(*alert)),
+        _ => None,
+    };
+    #[cfg(feature = "quic")]
+    let of_close = |lost: &quinn::ConnectionError| match lost {
+        quinn::ConnectionError::ConnectionClosed(close) => {
+            let code = u64::from(close.error_code);
+            of_alert(code.checked_sub(0x100).filter(|a| *a < 0x100)? as u8)
+        }
+        _ => None,
+    };
+    match error {
+        TransportError::Tls(e) => of_rustls(e),
+        TransportError::Io(e) => {
+            let inner = e.get_ref()?;
+            if let Some(e) = inner.downcast_ref::<rustls::Error>() {
+                return of_rustls(e);
+            }
+            // Over QUIC, the first read or write after the handshake learns of the close.
+            #[cfg(feature = "quic")]
+            {
+                let lost = if let Some(quinn::ReadError::ConnectionLost(e)) = inner.downcast_ref() {
+                    Some(e)
+                } else if let Some(quinn::WriteError::ConnectionLost(e)) = inner.downcast_ref() {
+                    Some(e)
+                } else {
+                    inner.downcast_ref::<quinn::ConnectionError>()
+                };
+                return lost.and_then(of_close);
+            }
+            #[allow(unreachable_code)]
+            None
+        }
+        #[cfg(feature = "quic")]
+        TransportError::QuicConnection(e) => of_close(e),
+        TransportError::GaveUp { last, .. } => client_cert_refused(last),
+        _ => None,
+    }
+}
+
+/// Why a client did not trust the router it reached, in plain words (the raw rustls error
+/// names `ApplicationVerificationFailure`, `BadSignature`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TrustFailure {
+    /// The certificate's SHA-256 fingerprint is not the pinned one (`--pin`).
+    #[error("its certificate is not the one pinned: the fingerprint differs (a different router, or one that made a new certificate)")]
+    WrongPin,
+    /// The certificate is not issued by (or is not) a certificate the client trusts.
+    #[error("its certificate is not one you trust (not issued by the CA file, or not the pinned certificate)")]
+    Untrusted,
+    /// The certificate has expired or is not valid yet.
+    #[error("its certificate has expired or is not valid yet")]
+    Expired,
+    /// The certificate is not issued for the name the client asked for.
+    #[error("its certificate is not issued for the server name asked for")]
+    WrongName,
+    /// The port answered something that is not TLS (a plaintext listener).
+    #[error("the port does not speak TLS (a plaintext listener?)")]
+    NotTls,
+}
+
+impl TrustFailure {
+    /// The stable snake_case name.
+    pub fn kind(self) -> &'static str {
+        match self {
+            TrustFailure::WrongPin => "wrong_pin",
+            TrustFailure::Untrusted => "untrusted_certificate",
+            TrustFailure::Expired => "expired_certificate",
+            TrustFailure::WrongName => "wrong_server_name",
+            TrustFailure::NotTls => "not_tls",
+        }
+    }
+
+    fn of_rustls(error: &rustls::Error) -> Option<TrustFailure> {
+        use rustls::CertificateError as C;
+        match error {
+            // Only the fingerprint verifier (`Verifier`) fails this way.
+            rustls::Error::InvalidCertificate(C::ApplicationVerificationFailure) => {
+                Some(TrustFailure::WrongPin)
+            }
+            rustls::Error::InvalidCertificate(
+                C::Expired
+                | C::NotValidYet
+                | C::ExpiredContext { .. }
+                | C::NotValidYetContext { .. },
+            ) => Some(TrustFailure::Expired),
+            rustls::Error::InvalidCertificate(
+                C::NotValidForName | C::NotValidForNameContext { .. },
+            ) => Some(TrustFailure::WrongName),
+            rustls::Error::InvalidCertificate(_) => Some(TrustFailure::Untrusted),
+            rustls::Error::InvalidMessage(_) => Some(TrustFailure::NotTls),
+            _ => None,
+        }
+    }
+
+    /// Over QUIC, quinn keeps only the rustls error's text.
+    fn of_text(text: &str) -> Option<TrustFailure> {
+        if !text.contains("invalid peer certificate") {
+            return None;
+        }
+        Some(if text.contains("ApplicationVerificationFailure") {
+            TrustFailure::WrongPin
+        } else if text.contains("Expired") || text.contains("NotValidYet") {
+            TrustFailure::Expired
+        } else if text.contains("NotValidForName") {
+            TrustFailure::WrongName
+        } else {
+            TrustFailure::Untrusted
+        })
+    }
+
+    /// Whether a client's connect error is a TLS trust failure, and which.
+    pub fn of(error: &TransportError) -> Option<TrustFailure> {
+        match error {
+            TransportError::Tls(e) => TrustFailure::of_rustls(e),
+            TransportError::Io(e) => e
+                .get_ref()
+                .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+                .and_then(TrustFailure::of_rustls),
+            #[cfg(feature = "quic")]
+            TransportError::QuicConnection(quinn::ConnectionError::TransportError(e)) => {
+                TrustFailure::of_text(&e.reason)
+            }
+            TransportError::GaveUp { last, .. } => TrustFailure::of(last),
+            _ => None,
+        }
+    }
+}
+
 /// YoMo v1.22's TLS environment variables, as its `pkg/tls` reads them: an empty value is
 /// unset, `YOMO_TLS_VERIFY_PEER` is on only when it says `true` (any case).
 ///

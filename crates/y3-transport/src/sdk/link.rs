@@ -137,7 +137,10 @@ impl Link {
                     attempt += 1;
                     if attempt >= attempts {
                         tracing::warn!(error = %e, attempts, "giving up connecting");
-                        return Err(TransportError::GaveUp { attempts });
+                        return Err(TransportError::GaveUp {
+                            attempts,
+                            last: Box::new(e),
+                        });
                     }
                     let delay = options.backoff.delay(attempt - 1);
                     tracing::debug!(error = %e, attempt, ?delay, "connect failed; retrying");
