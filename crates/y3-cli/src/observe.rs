@@ -16,7 +16,10 @@ use crate::send::{parse_tag, ClientArgs};
 #[command(
     about = "Print the data frames a router routes to you, as JSON lines",
     long_about = "Connect to a router as a sink observing --tag (repeatable) and print one JSON line
-per data frame: {\"tag\":16,\"hops\":0,\"payload_hex\":\"...\",\"metadata\":{\"yomo-tid\":\"...\"}}.
+per data frame: {\"frame_tag\":16,\"tag\":16,\"hops\":0,\"payload_hex\":\"...\",\"metadata\":{...}}
+(\"frame_tag\" is the frame's tag, the name `y3 send` takes; \"tag\" repeats it and is
+deprecated). With --text, print each payload as text on a line of its own instead
+(invalid UTF-8 shown as U+FFFD), as `mosquitto_sub` does.
 
 With --path, the payload is read as a Y3 packet with the streaming observer and the value
 at that key path is added as \"value\" (typed with --as; null when absent).
@@ -27,6 +30,7 @@ exists, and/or/not, parentheses. A path's bytes are read as its :type (i32 i64 u
 f32 f64 str bool), by default as the literal says (integer: i64, \"text\": str).",
     after_help = "Examples:
   y3 observe --tag 0x10
+  y3 observe --tag 0x33 --text
   y3 observe --tag 0x10 --path 0x10/0x11 --as float32 --count 5
   y3 observe --tag 0x10 --where '0x10/0x11:f32 > 60 and 0x10/0x13 != \"lab\"'
   Y3_TOKEN=secret y3 observe --tag 0x11 --transport quic
@@ -54,6 +58,9 @@ pub struct ObserveArgs {
     /// Content filter evaluated by the router, e.g. '0x10/0x11:f32 > 60'.
     #[arg(long = "where", value_name = "FILTER")]
     pub filter: Option<String>,
+    /// Print each payload as a line of text instead of a JSON line.
+    #[arg(long, conflicts_with = "path")]
+    pub text: bool,
     /// Exit after this many frames.
     #[arg(long)]
     pub count: Option<u64>,
@@ -68,7 +75,9 @@ pub struct ObserveArgs {
 /// in hex when they are not a string map) and the observed value, if any.
 pub fn frame_json(data: &y3_transport::Data, value: Option<&str>) -> String {
     let mut line = format!(
-        "{{\"tag\":{},\"hops\":{},\"payload_hex\":\"{}\"",
+        "{{\"{}\":{},\"tag\":{},\"hops\":{},\"payload_hex\":\"{}\"",
+        crate::send::FRAME_TAG_KEY,
+        data.tag,
         data.tag,
         data.hops,
         hex::encode(&data.payload)
@@ -147,13 +156,24 @@ pub fn run(args: &ObserveArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                     Err(e) => format!("null,\"error\":\"{}\"", crate::error::classify(&e).0),
                 }
             });
-            writeln!(out, "{}", frame_json(&data, value.as_deref()))?;
+            if args.text {
+                out.write_all(&text_line(&data.payload))?;
+            } else {
+                writeln!(out, "{}", frame_json(&data, value.as_deref()))?;
+            }
             out.flush()?;
             seen += 1;
         }
         sink.close().await;
         anyhow::Ok(())
     })
+}
+
+/// A payload as a line of text: invalid UTF-8 as U+FFFD, a newline added.
+pub fn text_line(payload: &[u8]) -> Vec<u8> {
+    let mut line = String::from_utf8_lossy(payload).into_owned().into_bytes();
+    line.push(b'\n');
+    line
 }
 
 #[cfg(test)]
@@ -165,12 +185,13 @@ mod tests {
         let data = y3_transport::Data::new(16, vec![0x11, 0x01, 0x2a]);
         assert_eq!(
             frame_json(&data, Some("42")),
-            r#"{"tag":16,"hops":0,"payload_hex":"11012a","value":42}"#
+            r#"{"frame_tag":16,"tag":16,"hops":0,"payload_hex":"11012a","value":42}"#
         );
         let md = y3_transport::Metadata::from_pairs([("yomo-tid", "t1")]);
         assert_eq!(
             frame_json(&data.with_metadata(md), None),
-            r#"{"tag":16,"hops":0,"payload_hex":"11012a","metadata":{"yomo-tid":"t1"}}"#
+            r#"{"frame_tag":16,"tag":16,"hops":0,"payload_hex":"11012a","metadata":{"yomo-tid":"t1"}}"#
         );
+        assert_eq!(text_line(b"hi\xff"), "hi\u{fffd}\n".as_bytes());
     }
 }
