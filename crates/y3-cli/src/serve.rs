@@ -6,7 +6,8 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
-use y3_router::{yomo_yaml, Policy, Router, RouterConfig};
+use y3_router::config::LogFormat;
+use y3_router::{yomo_yaml, Policy, Router, RouterConfig, RouterHandle};
 use y3_transport::tls::{default_dev_cert_path, fingerprint_hex, YomoTlsEnv};
 
 use crate::error::CliError;
@@ -30,6 +31,24 @@ impl From<PolicyArg> for Policy {
     }
 }
 
+/// The log format, as the command line spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormatArg {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+impl From<LogFormatArg> for LogFormat {
+    fn from(arg: LogFormatArg) -> LogFormat {
+        match arg {
+            LogFormatArg::Text => LogFormat::Text,
+            LogFormatArg::Json => LogFormat::Json,
+        }
+    }
+}
+
 /// Options of `y3 serve`.
 #[derive(Debug, Clone, Args)]
 #[command(
@@ -40,7 +59,7 @@ that makes them reconnect to the router's successor, in-flight frames are delive
 
 The router speaks YoMo v1.22's wire protocol (QUIC, ALPN yomo): existing YoMo sources, stream
 functions and zippers connect unchanged (spec/frames.md). Every setting has a default (TCP and
-QUIC on 127.0.0.1:9000, metrics on 127.0.0.1:9090, block policy, no token, no mesh);
+QUIC on 127.0.0.1:9000, metrics on 127.0.0.1:9002, block policy, no token, no mesh);
 -c/--config reads a TOML file (see --print-config for every key), or YoMo's zipper YAML
 (`yomo serve -c zipper.yaml`) when the file name ends in .yaml or .yml: name, host, port, auth
 and mesh map onto y3's settings (QUIC on host:port, TCP and metrics off unless the flags turn
@@ -49,6 +68,17 @@ TOML it maps to. Y3_TOKEN overrides the file's token and flags override both. Wi
 certificate: its SHA-256 fingerprint is printed (`y3 send/observe --pin HEX`) and, once the
 listeners are bound, it is written (mode 0600) to a per-user directory ($XDG_RUNTIME_DIR/y3
 or ~/.cache/y3), where `y3 send/observe --transport quic` find it.
+
+SIGHUP reloads the configuration without dropping a connection: tokens, their permissions,
+content filters and [log] level apply at once (to connections made from then on); any other
+change is logged as \"needs restart\" and not applied; a file that does not load is refused
+and the running configuration kept. Under systemd (NOTIFY_SOCKET, Type=notify) it reports
+READY=1, RELOADING=1 around a reload, and STOPPING=1.
+
+Logs go to stderr, as text or --log-format json; RUST_LOG (e.g. \"info,y3_router=debug\")
+overrides [log] level, and a filter that does not parse stops y3 serve with an error naming
+it. Connects and closes are logged at debug; a summary line (connections, frames, drops)
+at info every [log] summary_secs (60).
 
 Listening beyond loopback (e.g. --tcp 0.0.0.0:9000) needs a token (--token-file, Y3_TOKEN,
 auth.token_file) or --allow-insecure. Wrong tokens are slowed down per address (a tarpit); a
@@ -119,6 +149,9 @@ pub struct ServeArgs {
     /// (tls.client_ca; YoMo: YOMO_TLS_VERIFY_PEER=true with YOMO_TLS_CACERT_FILE).
     #[arg(long, value_name = "FILE")]
     pub client_ca: Option<PathBuf>,
+    /// Log format on stderr (`[log] format`): text, or one JSON object per line.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub log_format: Option<LogFormatArg>,
     /// Print the effective configuration as TOML and exit.
     #[arg(long)]
     pub print_config: bool,
@@ -200,6 +233,9 @@ impl ServeArgs {
         if let Some(ca) = &self.client_ca {
             config.tls.client_ca = ca.clone();
         }
+        if let Some(format) = self.log_format {
+            config.log.format = format.into();
+        }
         if let Some(out) = &self.dev_cert_out {
             config.tls.dev_cert_out = out.clone();
         } else if config.tls.dev_cert_out.as_os_str().is_empty() {
@@ -275,18 +311,96 @@ fn start_error(e: y3_router::RouterError) -> anyhow::Error {
     }
 }
 
-/// Logs to stderr; `RUST_LOG` overrides `default`. A stderr that cannot be written loses
-/// the logs, nothing else (by default the subscriber would report that on stderr again,
-/// with `eprintln!`, which panics).
-pub fn init_tracing(default: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .log_internal_errors(false)
-        .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
-        .try_init();
+/// SIGHUP (on Unix), registered before the router announces itself: a reload, never the
+/// end of the process (its default action).
+struct Hangup {
+    #[cfg(unix)]
+    signal: Option<tokio::signal::unix::Signal>,
+}
+
+impl Hangup {
+    /// Installs the handler now (inside the runtime).
+    fn register() -> Hangup {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Hangup {
+                signal: signal(SignalKind::hangup()).ok(),
+            }
+        }
+        #[cfg(not(unix))]
+        Hangup {}
+    }
+
+    /// Waits for the next SIGHUP (forever where there is none).
+    async fn recv(&mut self) {
+        #[cfg(unix)]
+        if let Some(signal) = &mut self.signal {
+            if signal.recv().await.is_some() {
+                return;
+            }
+        }
+        std::future::pending::<()>().await;
+    }
+}
+
+/// Reloads what a running router can take (SIGHUP): tokens, permissions, filters (the
+/// router, `y3_router::Reloaded`) and the log level; the rest is logged as needing a
+/// restart. A configuration that does not load is refused whole, logged, and the running
+/// one kept.
+fn reload(args: &ServeArgs, router: &RouterHandle, log: &crate::logging::LogHandle) {
+    crate::notify::notify(crate::notify::State::Reloading);
+    let loaded = args.config().and_then(|config| {
+        crate::logging::parse_filter(&config.log.level, "[log] level")?;
+        let reloaded = router.reload(&config)?;
+        Ok((config, reloaded))
+    });
+    match loaded {
+        Ok((config, reloaded)) => {
+            let level = match log.set_level(&config.log.level) {
+                Ok(true) => config.log.level.clone(),
+                _ => "unchanged (RUST_LOG)".to_owned(),
+            };
+            tracing::info!(
+                applied = reloaded.applied,
+                needs_restart = ?reloaded.needs_restart,
+                log_level = %level,
+                "reloaded on SIGHUP"
+            );
+        }
+        Err(e) => tracing::error!(
+            error = %crate::error::message(&e),
+            "reload refused: the configuration does not load; the running one is kept"
+        ),
+    }
+    crate::notify::notify(crate::notify::State::Ready);
+}
+
+/// Logs a summary line at info every `every`: connections open, frames in and out, drops,
+/// and how many of each since the last line.
+async fn summaries(
+    metrics: std::sync::Arc<y3_router::metrics::Metrics>,
+    every: std::time::Duration,
+) {
+    let mut tick = tokio::time::interval(every);
+    tick.tick().await;
+    let (mut last_in, mut last_out, mut last_drops) = (0, 0, 0);
+    loop {
+        tick.tick().await;
+        let stats = metrics.stats();
+        let drops = stats.total_drops();
+        tracing::info!(
+            connections = stats.connections,
+            frames_in = stats.frames_in,
+            frames_out = stats.frames_out,
+            dropped = drops,
+            new_frames_in = stats.frames_in - last_in.min(stats.frames_in),
+            new_frames_out = stats.frames_out - last_out.min(stats.frames_out),
+            new_dropped = drops - last_drops.min(drops),
+            "summary"
+        );
+        (last_in, last_out, last_drops) = (stats.frames_in, stats.frames_out, drops);
+    }
 }
 
 /// Ctrl-C (or SIGTERM on Unix), registered before the router announces itself: a signal sent
@@ -339,7 +453,7 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         return Ok(());
     }
     let config = args.config()?;
-    init_tracing("info");
+    let log = crate::logging::init(&config.log.level, config.log.format)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .on_thread_park(crate::memory::on_park)
@@ -347,6 +461,7 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     crate::memory::spawn_reclaimer(runtime.handle().clone());
     runtime.block_on(async {
         let stop = StopSignal::register();
+        let mut hangup = Hangup::register();
         let router = Router::start(config.clone()).await.map_err(start_error)?;
         let show = |addr: Option<std::net::SocketAddr>| {
             addr.map_or_else(|| "off".to_owned(), |a| a.to_string())
@@ -385,13 +500,29 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         }
         writeln!(
             out,
-            "policy {}, queue {} MiB/subscriber, token {}; Ctrl-C to stop",
+            "policy {}, queue {} MiB/subscriber, token {}; Ctrl-C to stop, SIGHUP to reload",
             config.queue.policy.name(),
             config.queue.max_bytes >> 20,
             if config.auth.has_token() { "on" } else { "off" }
         )?;
         out.flush()?;
-        stop.wait().await;
+        crate::notify::notify(crate::notify::State::Ready);
+        let summary = (config.log.summary_secs > 0).then(|| {
+            let every = std::time::Duration::from_secs(config.log.summary_secs);
+            tokio::spawn(summaries(router.metrics_handle(), every))
+        });
+        let stop = stop.wait();
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                () = &mut stop => break,
+                () = hangup.recv() => reload(args, &router, &log),
+            }
+        }
+        crate::notify::notify(crate::notify::State::Stopping);
+        if let Some(summary) = summary {
+            summary.abort();
+        }
         // From here the drain happens whatever stdout does; its first error is returned.
         let draining = writeln!(out, "draining...").and_then(|()| out.flush());
         let metrics = router.metrics_handle();

@@ -40,7 +40,6 @@ use crate::mesh;
 use crate::metrics::{self, Metrics, Stats};
 use crate::penalty::Penalties;
 use crate::routing::Routes;
-use crate::session::Admission;
 use crate::shared::{first_session_id, Open, Shared};
 use crate::throttle::Tarpit;
 
@@ -153,18 +152,11 @@ impl Router {
             hold,
             metrics.federation.clone(),
         )?;
-        let admission = Arc::new(Admission {
-            token,
-            grants,
-            max_observed_tags: config.limits.max_observed_tags,
-            max_name_len: config.limits.max_name_len,
-            max_hops: config.limits.max_hops,
-            filter_limits: config.filters.limits(),
-            attached: config.filters.attach.clone(),
-        });
+        let admission = Arc::new(crate::reload::admission(&config, token, grants));
         let shared = Arc::new(Shared {
             config: config.clone(),
-            admission,
+            admission: RwLock::new(admission),
+            loaded: Mutex::new(config.clone()),
             metrics: metrics.clone(),
             routes: Routes::new(
                 mesh.iter().map(mesh::Link::outbox).collect(),
@@ -319,8 +311,8 @@ impl Router {
             quic = ?handle.quic,
             metrics = ?handle.metrics,
             policy = config.queue.policy.name(),
-            auth = shared.admission.requires_token(),
-            tokens = shared.admission.grants.len(),
+            auth = shared.admission().requires_token(),
+            tokens = shared.admission().grants.len(),
             cert_sha256 = %y3_transport::tls::fingerprint_hex(&identity.fingerprint()),
             downstreams,
             "router listening"
@@ -369,6 +361,18 @@ impl RouterHandle {
     /// development certificate; a CA-issued one is verified through its CA instead).
     pub fn trust(&self) -> Trust {
         Trust::Pinned(vec![self.identity.certificate().clone()])
+    }
+
+    /// Applies what of `config` a running router can take (SIGHUP): tokens, their
+    /// permissions and the content filters, for connections made from now on (the open
+    /// ones keep theirs and are not dropped). Returns the sections that changed and need a
+    /// restart (`listen`, `tls`, ...), which are not applied.
+    ///
+    /// # Errors
+    /// [`RouterError::Config`] for invalid values, [`RouterError::Secret`] for an
+    /// unreadable token file: nothing is applied then.
+    pub fn reload(&self, config: &RouterConfig) -> Result<crate::Reloaded, RouterError> {
+        crate::reload::reload(&self.shared, config)
     }
 
     /// Current totals.
