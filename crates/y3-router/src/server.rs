@@ -116,7 +116,8 @@ impl Router {
     /// Binds the configured listeners and starts serving.
     ///
     /// Without a configured certificate a self-signed development certificate is
-    /// generated for QUIC (and TLS over TCP); [`RouterHandle::trust`] pins it for
+    /// generated for QUIC (and TLS over TCP), and kept in the state directory for the next
+    /// start on the same address (`state.rs`); [`RouterHandle::trust`] pins it for
     /// in-process clients, and `tls.dev_cert_out` writes it for others once every listener
     /// is bound (a router that cannot start never replaces the certificate of one that
     /// runs), mode 0600, never through a symbolic link
@@ -134,7 +135,7 @@ impl Router {
             tracing::warn!("{warning}");
         }
         let identity = if config.tls.cert.as_os_str().is_empty() {
-            Identity::self_signed()?
+            crate::state::dev_identity(&config.state, listen.quic.or(listen.tcp))?
         } else {
             Identity::from_pem_files(&config.tls.cert, &config.tls.key)?
         };

@@ -24,6 +24,7 @@
 use std::ffi::OsString;
 use std::fs;
 use std::io::{self, Write};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -187,6 +188,110 @@ fn write_private(path: &Path, contents: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
+/// Days a generated development certificate is valid.
+pub const DEV_CERT_VALIDITY_DAYS: u64 = 365;
+
+/// A kept development certificate is made anew when fewer days than this are left.
+pub const DEV_CERT_RENEW_DAYS: u64 = 30;
+
+/// The first line of a kept development identity: its expiry, in days since 1970.
+const KEPT_HEADER: &str = "# y3 development certificate; not after day ";
+
+/// Whether [`Identity::kept_self_signed`] reused the kept certificate or made one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kept {
+    /// The kept one, still valid long enough.
+    Reused,
+    /// A new one (none kept, expiring soon, or damaged), now kept.
+    Made,
+}
+
+/// Where the development identity of the listener on `listener` is kept in `dir`:
+///
+/// ```text
+///  <dir>/dev-identity-127.0.0.1_9000.pem   0600
+///    # y3 development certificate; not after day 20855
+///    -----BEGIN CERTIFICATE----- ... -----END CERTIFICATE-----
+///    -----BEGIN PRIVATE KEY----- ... -----END PRIVATE KEY-----
+/// ```
+pub fn dev_identity_path(dir: &Path, listener: SocketAddr) -> PathBuf {
+    let name: String = listener
+        .to_string()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    dir.join(format!("dev-identity-{name}.pem"))
+}
+
+/// Reads a kept identity and its expiry day; refuses a file others may read.
+fn read_kept(path: &Path) -> io::Result<(Identity, i64)> {
+    let meta = fs::symlink_metadata(path)?;
+    if !meta.is_file() {
+        return Err(refuse("the kept dev identity is not a plain file"));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if meta.permissions().mode() & 0o077 != 0 {
+            return Err(refuse("the kept dev identity is readable by other users"));
+        }
+    }
+    let text = fs::read_to_string(path)?;
+    let invalid = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_owned());
+    let not_after = text
+        .lines()
+        .next()
+        .and_then(|line| line.strip_prefix(KEPT_HEADER))
+        .and_then(|day| day.trim().parse::<i64>().ok())
+        .ok_or_else(|| invalid("no expiry line"))?;
+    let chain = CertificateDer::pem_slice_iter(text.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| invalid("invalid certificate PEM"))?;
+    let key = PrivateKeyDer::from_pem_slice(text.as_bytes()).map_err(|_| invalid("no key"))?;
+    if chain.len() != 1 {
+        return Err(invalid("not one certificate"));
+    }
+    let identity = Identity {
+        chain,
+        key,
+        self_signed: true,
+    };
+    // A key that does not match its certificate is damage: made anew.
+    identity
+        .server_config()
+        .map_err(|_| invalid("key and certificate differ"))?;
+    Ok((identity, not_after))
+}
+
+/// Days since 1970-01-01 now.
+fn unix_days_now() -> i64 {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    (secs / 86_400) as i64
+}
+
+/// The civil date (year, month, day) of `days` since 1970-01-01 (proleptic Gregorian).
+fn civil_from_days(days: i64) -> (i32, u8, u8) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    // Days near now: the year fits an i32, month and day a u8.
+    (year as i32, month as u8, day as u8)
+}
+
 /// A server's certificate chain and private key.
 #[derive(Debug)]
 pub struct Identity {
@@ -207,25 +312,75 @@ impl Clone for Identity {
 
 impl Identity {
     /// A fresh self-signed certificate for `localhost`, `127.0.0.1` and `::1`, for
-    /// development. Clients pin it with [`Trust::Pinned`] of [`Identity::certificate`].
+    /// development, valid from a day ago for [`DEV_CERT_VALIDITY_DAYS`]. Clients pin it
+    /// with [`Trust::Pinned`] of [`Identity::certificate`].
     ///
     /// # Errors
     /// [`TransportError::Certificate`] when key generation fails.
     pub fn self_signed() -> Result<Identity, TransportError> {
+        Identity::self_signed_until(unix_days_now() + DEV_CERT_VALIDITY_DAYS as i64)
+            .map(|(id, _)| id)
+    }
+
+    /// [`Identity::self_signed`], valid until the start of day `not_after_days` (days
+    /// since 1970): the identity and its PEM (certificate, then private key).
+    fn self_signed_until(not_after_days: i64) -> Result<(Identity, String), TransportError> {
+        let bad = || TransportError::Certificate("cannot generate a self-signed certificate");
         let names = vec![
             DEV_SERVER_NAME.to_owned(),
             "127.0.0.1".to_owned(),
             "::1".to_owned(),
         ];
-        let certified = rcgen::generate_simple_self_signed(names).map_err(|_| {
-            TransportError::Certificate("cannot generate a self-signed certificate")
-        })?;
-        let key = PrivatePkcs8KeyDer::from(certified.signing_key.serialize_der());
-        Ok(Identity {
-            chain: vec![certified.cert.der().clone()],
+        let mut params = rcgen::CertificateParams::new(names).map_err(|_| bad())?;
+        let date = |days: i64| {
+            let (y, m, d) = civil_from_days(days);
+            rcgen::date_time_ymd(y, m, d)
+        };
+        params.not_before = date(unix_days_now() - 1);
+        params.not_after = date(not_after_days);
+        let key = rcgen::KeyPair::generate().map_err(|_| bad())?;
+        let cert = params.self_signed(&key).map_err(|_| bad())?;
+        let pem = format!("{}{}", cert.pem(), key.serialize_pem());
+        let key = PrivatePkcs8KeyDer::from(key.serialize_der());
+        let identity = Identity {
+            chain: vec![cert.der().clone()],
             key: PrivateKeyDer::Pkcs8(key),
             self_signed: true,
-        })
+        };
+        Ok((identity, pem))
+    }
+
+    /// The development certificate kept for the listener on `listener` in the state
+    /// directory `dir` ([`dev_identity_path`]), reused while more than
+    /// [`DEV_CERT_RENEW_DAYS`] of its validity are left (so that clients' pins survive
+    /// restarts), else made anew and kept there (0600, in a directory only this user can
+    /// write to). Each listener address has its own, so routers sharing a directory do
+    /// not share or overwrite keys.
+    ///
+    /// # Errors
+    /// IO errors of the directory or the file (the caller falls back to
+    /// [`Identity::self_signed`]); a kept file readable by others is refused.
+    pub fn kept_self_signed(dir: &Path, listener: SocketAddr) -> io::Result<(Identity, Kept)> {
+        private_dir(dir)?;
+        let path = dev_identity_path(dir, listener);
+        let today = unix_days_now();
+        match read_kept(&path) {
+            Ok((identity, not_after_days))
+                if not_after_days - today > DEV_CERT_RENEW_DAYS as i64 =>
+            {
+                return Ok((identity, Kept::Reused));
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => return Err(e),
+            // A damaged file is replaced.
+            Err(_) => {}
+        }
+        let not_after = today + DEV_CERT_VALIDITY_DAYS as i64;
+        let (identity, pem) = Identity::self_signed_until(not_after).map_err(io::Error::other)?;
+        let text = format!("{KEPT_HEADER}{not_after}\n{pem}");
+        write_private(&path, text.as_bytes())?;
+        Ok((identity, Kept::Made))
     }
 
     /// Loads a PEM certificate chain and a PEM private key.
@@ -903,6 +1058,45 @@ fn base64_encode(data: &[u8], out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+        assert_eq!(civil_from_days(19_782), (2024, 2, 29));
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+    }
+
+    #[test]
+    fn the_dev_identity_is_kept_per_listener_until_near_expiry() {
+        let dir = std::env::temp_dir().join(format!("y3-kept-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let a: SocketAddr = "127.0.0.1:9000".parse().unwrap();
+        let b: SocketAddr = "[::1]:9000".parse().unwrap();
+        let (first, kept) = Identity::kept_self_signed(&dir, a).unwrap();
+        assert_eq!(kept, Kept::Made);
+        let (again, kept) = Identity::kept_self_signed(&dir, a).unwrap();
+        assert_eq!(kept, Kept::Reused);
+        assert_eq!(again.fingerprint(), first.fingerprint());
+        again.server_config().unwrap();
+        // Another listener has its own.
+        let (other, _) = Identity::kept_self_signed(&dir, b).unwrap();
+        assert_ne!(other.fingerprint(), first.fingerprint());
+        assert!(dev_identity_path(&dir, b).ends_with("dev-identity-___1__9000.pem"));
+        // Near expiry: made anew.
+        let path = dev_identity_path(&dir, a);
+        let text = fs::read_to_string(&path).unwrap();
+        let soon = unix_days_now() + DEV_CERT_RENEW_DAYS as i64 - 1;
+        let body = text.split_once('\n').unwrap().1;
+        write_private(&path, format!("{KEPT_HEADER}{soon}\n{body}").as_bytes()).unwrap();
+        let (renewed, kept) = Identity::kept_self_signed(&dir, a).unwrap();
+        assert_eq!(kept, Kept::Made);
+        assert_ne!(renewed.fingerprint(), first.fingerprint());
+        // Damaged: made anew too.
+        write_private(&path, b"garbage").unwrap();
+        assert_eq!(Identity::kept_self_signed(&dir, a).unwrap().1, Kept::Made);
+        let _ = fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn base64() {
