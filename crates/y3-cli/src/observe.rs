@@ -6,6 +6,9 @@ use std::time::Duration;
 use clap::Args;
 use y3::Config;
 
+use y3_transport::sdk::{ClientOptions, Sink};
+use y3_transport::TransportError;
+
 use crate::args::DialectArg;
 use crate::error::CliError;
 use crate::get::{self, ValueType};
@@ -23,6 +26,9 @@ deprecated). With --text, print each payload as text on a line of its own instea
 
 With --path, the payload is read as a Y3 packet with the streaming observer and the value
 at that key path is added as \"value\" (typed with --as; null when absent).
+
+When the router goes away (a restart), observe says so on stderr, waits, and reconnects
+(frames routed meanwhile are not delivered to it); --no-reconnect exits instead.
 
 With --where, the router delivers only frames whose payload matches the content filter
 (spec/filters.md), on every observed tag: comparisons on key paths (== != < <= > >=),
@@ -61,6 +67,9 @@ pub struct ObserveArgs {
     /// Print each payload as a line of text instead of a JSON line.
     #[arg(long, conflicts_with = "path")]
     pub text: bool,
+    /// Exit when the connection to the router is lost, instead of reconnecting.
+    #[arg(long)]
+    pub no_reconnect: bool,
     /// Exit after this many frames.
     #[arg(long)]
     pub count: Option<u64>,
@@ -100,8 +109,9 @@ pub fn frame_json(data: &y3_transport::Data, value: Option<&str>) -> String {
     line
 }
 
-/// Runs `y3 observe` until `--count` frames, `--idle-exit-ms` of silence, Ctrl-C, or the
-/// connection gives up.
+/// Runs `y3 observe` until `--count` frames, `--idle-exit-ms` of silence, Ctrl-C, or a
+/// refusal. A lost router is waited for and reconnected to (a warning on stderr each way),
+/// unless `--no-reconnect`.
 ///
 /// # Errors
 /// Path syntax errors, connection errors.
@@ -127,7 +137,7 @@ pub fn run(args: &ObserveArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let mut sink = y3_transport::sdk::Sink::connect(options, &args.tags)
+        let mut sink = y3_transport::sdk::Sink::connect(options.clone(), &args.tags)
             .await
             .map_err(|e| crate::reach::connect_error(e, &args.client))?;
         let mut seen = 0u64;
@@ -147,7 +157,23 @@ pub fn run(args: &ObserveArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                 _ = &mut stop => None,
             };
             let Some(data) = data else { break };
-            let data = data.map_err(crate::send::net_error)?;
+            let data = match data {
+                Ok(data) => data,
+                Err(e) if !args.no_reconnect && lost(&e) => {
+                    crate::send::warn(&format!(
+                        "lost the router at {} ({e}); reconnecting until it is back (Ctrl-C to stop)",
+                        args.client.addr
+                    ));
+                    let back = tokio::select! {
+                        back = reconnect(&options, &args.tags) => back,
+                        _ = &mut stop => break,
+                    };
+                    sink = back.map_err(|e| crate::reach::connect_error(e, &args.client))?;
+                    crate::send::warn(&format!("reconnected to {}", args.client.addr));
+                    continue;
+                }
+                Err(e) => return Err(crate::send::net_error(e)),
+            };
             // A payload that is not what --path expects is reported on its line, not fatal.
             let value = path.as_ref().map(|path| {
                 match get::observe(&mut &data.payload[..], path, config, args.value_type) {
@@ -168,6 +194,28 @@ pub fn run(args: &ObserveArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         anyhow::Ok(())
     })
 }
+
+/// Whether a sink's error is a lost router (worth waiting for), not a refusal.
+fn lost(e: &TransportError) -> bool {
+    match e {
+        TransportError::GaveUp { last, .. } => lost(last),
+        e => e.is_retryable(),
+    }
+}
+
+/// Connects a sink again, retrying (each try with the options' backoff) every
+/// [`RECONNECT_PAUSE`] while the router is away; a refusal ends it.
+async fn reconnect(options: &ClientOptions, tags: &[u32]) -> Result<Sink, TransportError> {
+    loop {
+        match Sink::connect(options.clone(), tags).await {
+            Err(e) if lost(&e) => tokio::time::sleep(RECONNECT_PAUSE).await,
+            other => return other,
+        }
+    }
+}
+
+/// The pause between reconnection rounds of `y3 observe`.
+const RECONNECT_PAUSE: Duration = Duration::from_millis(500);
 
 /// A payload as a line of text: invalid UTF-8 as U+FFFD, a newline added.
 pub fn text_line(payload: &[u8]) -> Vec<u8> {

@@ -164,3 +164,34 @@ fn inspect_tells_binary_stdin_to_use_file_dash() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("0x11: 42"));
 }
+
+#[test]
+fn observe_outlives_a_router_restart() {
+    let mut serve = router();
+    let mut sink = observe(&serve, &["--tag", "0x37", "--text", "--count", "1"]);
+    serve.stop();
+    // Down longer than one round of the SDK's own reconnection attempts.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    serve.restart();
+    // Resubscribed: the restarted router counts the observer's connection.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while serve.metric("y3_router_connections") < 1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "observe did not come back"
+        );
+        assert!(sink.try_wait().unwrap().is_none(), "observe exited");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = send(&serve, &["--text", "--tag", "0x37"], b"after the restart\n");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let got = wait(sink, "y3 observe across a restart");
+    assert!(got.status.success(), "{}", stderr(&got));
+    assert_eq!(
+        String::from_utf8(got.stdout.clone()).unwrap(),
+        "after the restart\n"
+    );
+    let text = stderr(&got);
+    assert!(text.contains("lost the router at"), "{text}");
+    assert!(text.contains("reconnected to"), "{text}");
+}
