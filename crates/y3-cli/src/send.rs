@@ -10,7 +10,9 @@ use clap::{Args, ValueEnum};
 use serde_json::Value as Json;
 use y3::Dialect;
 use y3_transport::sdk::{Backoff, ClientOptions, Source, Transport};
-use y3_transport::tls::{default_dev_cert_path, Identity, Trust, YomoTlsEnv};
+use y3_transport::tls::{
+    default_dev_cert_path, default_dev_cert_path_for, Identity, Trust, YomoTlsEnv,
+};
 
 use crate::args::DialectArg;
 use crate::error::CliError;
@@ -58,7 +60,8 @@ pub struct ClientArgs {
     #[arg(long, value_enum, default_value_t)]
     pub transport: TransportArg,
     /// PEM certificate to trust for tls/quic (default: the dev certificate `y3 serve`
-    /// writes to $XDG_RUNTIME_DIR/y3 or ~/.cache/y3, if present).
+    /// writes to $XDG_RUNTIME_DIR/y3 or ~/.cache/y3 for this --addr, dev-cert-ADDRESS.pem,
+    /// else dev-cert.pem, if present).
     #[arg(long, value_name = "FILE")]
     pub ca: Option<PathBuf>,
     /// Trust only the certificate with this SHA-256 fingerprint (64 hex digits, as
@@ -188,12 +191,19 @@ impl ClientArgs {
         options = options
             .yomo_tls_env(yomo)
             .context("reading the files YOMO_TLS_* name")?;
-        let default_cert = default_dev_cert_path();
-        if matches!(options.trust, Trust::Unset)
-            && self.transport != TransportArg::Tcp
-            && default_cert.exists()
-        {
-            options.trust = Trust::from_pem_file(&default_cert)?;
+        // The router's own file (`y3 serve` names it after its address), else the shared one.
+        let default_cert = [
+            default_dev_cert_path_for(options.addr),
+            default_dev_cert_path(),
+        ]
+        .into_iter()
+        .find(|path| path.exists());
+        if let (Trust::Unset, true, Some(cert)) = (
+            &options.trust,
+            self.transport != TransportArg::Tcp,
+            default_cert,
+        ) {
+            options.trust = Trust::from_pem_file(&cert)?;
         }
         let options = options
             .transport(self.transport.into())

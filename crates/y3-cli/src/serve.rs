@@ -8,7 +8,9 @@ use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use y3_router::config::LogFormat;
 use y3_router::{yomo_yaml, Policy, Router, RouterConfig, RouterHandle};
-use y3_transport::tls::{default_dev_cert_path, fingerprint_hex, YomoTlsEnv};
+use y3_transport::tls::{
+    default_dev_cert_path, default_dev_cert_path_for, fingerprint_hex, YomoTlsEnv,
+};
 
 use crate::error::CliError;
 use crate::send::TOKEN_ENV;
@@ -65,9 +67,11 @@ QUIC on 127.0.0.1:9000, metrics on 127.0.0.1:9002, block policy, no token, no me
 and mesh map onto y3's settings (QUIC on host:port, TCP and metrics off unless the flags turn
 them on) and keys y3 does not have (bridge, ...) are refused by name; --print-config shows the
 TOML it maps to. Y3_TOKEN overrides the file's token and flags override both. Without a certificate, QUIC uses a generated self-signed
-certificate: its SHA-256 fingerprint is printed (`y3 send/observe --pin HEX`) and, once the
-listeners are bound, it is written (mode 0600) to a per-user directory ($XDG_RUNTIME_DIR/y3
-or ~/.cache/y3), where `y3 send/observe --transport quic` find it.
+certificate, kept with its key in the state directory ([state] dir) per listener address and
+reused until 30 days before it expires, so its SHA-256 fingerprint (printed: `y3
+send/observe --pin HEX`) survives restarts. Once the listeners are bound, the certificate is
+written (mode 0600) to a per-user directory ($XDG_RUNTIME_DIR/y3 or ~/.cache/y3, one file
+per address), where `y3 send/observe --transport quic` find it.
 
 SIGHUP reloads the configuration without dropping a connection: tokens, their permissions,
 content filters and [log] level apply at once (to connections made from then on); any other
@@ -136,7 +140,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N")]
     pub queue_capacity: Option<usize>,
     /// Where to write a generated dev certificate (default: $XDG_RUNTIME_DIR/y3 or
-    /// ~/.cache/y3, dev-cert.pem).
+    /// ~/.cache/y3, dev-cert-ADDRESS.pem after the QUIC, else TCP, listener; dev-cert.pem
+    /// for an ephemeral port).
     #[arg(long, value_name = "FILE")]
     pub dev_cert_out: Option<PathBuf>,
     /// PEM certificate chain to serve (tls.cert; YoMo: YOMO_TLS_CERT_FILE).
@@ -239,7 +244,12 @@ impl ServeArgs {
         if let Some(out) = &self.dev_cert_out {
             config.tls.dev_cert_out = out.clone();
         } else if config.tls.dev_cert_out.as_os_str().is_empty() {
-            config.tls.dev_cert_out = default_dev_cert_path();
+            // Named after the QUIC listener (else TCP's): routers on one host keep theirs.
+            let listener = [&config.listen.quic, &config.listen.tcp]
+                .into_iter()
+                .find_map(|addr| addr.parse::<std::net::SocketAddr>().ok());
+            config.tls.dev_cert_out =
+                listener.map_or_else(default_dev_cert_path, default_dev_cert_path_for);
         }
         Ok(config)
     }

@@ -55,8 +55,18 @@ fn launch(dir: &TempDir, port: u16) -> Launch {
 }
 
 fn send_pinned(addr: &str, pin: &str) -> Output {
-    let mut child = y3()
-        .args(["send", "--addr", addr, "--transport", "quic", "--pin", pin])
+    send_with(&mut y3(), addr, &["--pin", pin])
+}
+
+/// `y3 send --transport quic` trusting the certificate file `y3 serve` wrote in `dir`.
+fn send_found(dir: &TempDir, addr: &str) -> Output {
+    send_with(y3().env("XDG_RUNTIME_DIR", dir.0.join("run")), addr, &[])
+}
+
+fn send_with(cmd: &mut std::process::Command, addr: &str, extra: &[&str]) -> Output {
+    let mut child = cmd
+        .args(["send", "--addr", addr, "--transport", "quic"])
+        .args(extra)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -65,7 +75,7 @@ fn send_pinned(addr: &str, pin: &str) -> Output {
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(b"{\"payload_hex\":\"01\"}\n").unwrap();
     drop(stdin);
-    wait(child, "y3 send --pin")
+    wait(child, "y3 send --transport quic")
 }
 
 #[test]
@@ -104,9 +114,21 @@ fn pins_survive_a_restart_and_routers_keep_their_own() {
         String::from_utf8_lossy(&out.stderr)
     );
 
-    // Another router in the same state directory, on another address: its own.
-    let other = launch(&dir, free_port()).start();
+    // Another router in the same state directory, on another address: its own, in a
+    // certificate file of its own; clients find each router's.
+    let other_port = free_port();
+    let other = launch(&dir, other_port).start();
     assert_ne!(other.pin(), pin);
+    for port in [port, other_port] {
+        let file = dir.0.join(format!("run/y3/dev-cert-127.0.0.1_{port}.pem"));
+        assert!(file.is_file(), "{} missing", file.display());
+        let out = send_found(&dir, &format!("127.0.0.1:{port}"));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     drop(other);
     drop(serve);
     let serve = launch(&dir, port).start();

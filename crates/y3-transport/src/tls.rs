@@ -88,6 +88,19 @@ pub fn default_dev_cert_path() -> PathBuf {
     dir.join("dev-cert.pem")
 }
 
+/// Where `y3 serve` writes the dev certificate of the router listening on `listener`
+/// unless told otherwise, and where `y3 send`/`observe` look for it first: beside
+/// [`default_dev_cert_path`], one file per address (`dev-cert-127.0.0.1_9000.pem`), so two
+/// routers on a host do not overwrite one file. An ephemeral port (0) has no name of its
+/// own: [`default_dev_cert_path`].
+pub fn default_dev_cert_path_for(listener: SocketAddr) -> PathBuf {
+    let shared = default_dev_cert_path();
+    if listener.port() == 0 {
+        return shared;
+    }
+    shared.with_file_name(format!("dev-cert-{}.pem", address_name(listener)))
+}
+
 fn refuse(what: &str) -> io::Error {
     io::Error::new(io::ErrorKind::PermissionDenied, what.to_owned())
 }
@@ -215,8 +228,12 @@ pub enum Kept {
 ///    -----BEGIN PRIVATE KEY----- ... -----END PRIVATE KEY-----
 /// ```
 pub fn dev_identity_path(dir: &Path, listener: SocketAddr) -> PathBuf {
-    let name: String = listener
-        .to_string()
+    dir.join(format!("dev-identity-{}.pem", address_name(listener)))
+}
+
+/// An address as part of a file name: `127.0.0.1:9000` → `127.0.0.1_9000`.
+fn address_name(addr: SocketAddr) -> String {
+    addr.to_string()
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '.' {
@@ -225,8 +242,7 @@ pub fn dev_identity_path(dir: &Path, listener: SocketAddr) -> PathBuf {
                 '_'
             }
         })
-        .collect();
-    dir.join(format!("dev-identity-{name}.pem"))
+        .collect()
 }
 
 /// Reads a kept identity and its expiry day; refuses a file others may read.
