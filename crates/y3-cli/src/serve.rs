@@ -109,13 +109,13 @@ pub struct ServeArgs {
     #[arg(short = 'c', long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// TCP listen address ("" turns it off).
-    #[arg(long, value_name = "IP:PORT")]
+    #[arg(long, value_name = "HOST:PORT")]
     pub tcp: Option<String>,
     /// QUIC listen address ("" turns it off).
-    #[arg(long, value_name = "IP:PORT")]
+    #[arg(long, value_name = "HOST:PORT")]
     pub quic: Option<String>,
     /// Metrics listen address ("" turns it off).
-    #[arg(long, value_name = "IP:PORT")]
+    #[arg(long, value_name = "HOST:PORT")]
     pub metrics: Option<String>,
     /// Serve TLS on the TCP listener too.
     #[arg(long)]
@@ -180,6 +180,13 @@ impl ServeArgs {
             crate::send::warn("YOMO_TLS_CA_CERT_FILE is ignored (as YoMo ignores it): YoMo and y3 read YOMO_TLS_CACERT_FILE");
         }
         config.tls.merge_yomo_env(&yomo)?;
+        for (flag, addr) in [
+            ("--tcp", &mut config.listen.tcp),
+            ("--quic", &mut config.listen.quic),
+            ("--metrics", &mut config.listen.metrics),
+        ] {
+            resolve_listen(flag, addr)?;
+        }
         let env = std::env::var(TOKEN_ENV).unwrap_or_default();
         if self.token.is_none() && self.token_file.is_none() && !env.trim().is_empty() {
             config.auth.token = env.trim().to_owned();
@@ -253,6 +260,29 @@ impl ServeArgs {
         }
         Ok(config)
     }
+}
+
+/// A listen address given by host name (`localhost:9000`) as the address it names: its
+/// first IPv4 address, else its first. An IP address (or "", off) is left as it is.
+///
+/// # Errors
+/// `bad_address` for a name that does not resolve.
+fn resolve_listen(flag: &str, addr: &mut String) -> Result<(), CliError> {
+    use std::net::ToSocketAddrs;
+    if addr.is_empty() || addr.parse::<std::net::SocketAddr>().is_ok() {
+        return Ok(());
+    }
+    let Ok(found) = addr.to_socket_addrs() else {
+        // Not HOST:PORT at all: the config's own check names the field.
+        return Ok(());
+    };
+    let found: Vec<_> = found.collect();
+    let Some(first) = found.iter().find(|a| a.is_ipv4()).or(found.first()) else {
+        let message = format!("{flag} {addr:?}: the name has no address");
+        return Err(CliError::bad_input("bad_address", message));
+    };
+    *addr = first.to_string();
+    Ok(())
 }
 
 /// A TOML config error as `FILE:LINE:COL: what is wrong`, with a hint when the file is

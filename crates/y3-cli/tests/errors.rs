@@ -111,6 +111,19 @@ fn host_names_are_addresses_and_bad_ones_are_usage_errors() {
     let by_name = format!("localhost:{}", serve.tcp.port());
     let out = run(&["send", "--addr", &by_name], LINE, &dir);
     assert!(out.status.success(), "{}", stderr(&out));
+    // And y3 serve listens on a name.
+    let named = Launch::default()
+        .tcp("localhost:0")
+        .quic("")
+        .env("XDG_RUNTIME_DIR", &dir.0)
+        .start();
+    assert!(named.tcp.ip().is_loopback(), "{}", named.tcp);
+    let out = run(
+        &["send", "--addr", &format!("localhost:{}", named.tcp.port())],
+        LINE,
+        &dir,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
     let out = run(&["send", "--addr", "no-such-host.invalid:9000"], LINE, &dir);
     assert_error(
         &out,
