@@ -320,6 +320,27 @@ fn toml_error(e: y3_router::RouterError, path: &std::path::Path) -> anyhow::Erro
     }
 }
 
+/// The 1-based line of TOML `text` that sets `field` (`section.key`): the first line
+/// starting with `key` after the `[section]` header, before the next header.
+fn key_line(text: &str, field: &str) -> Option<usize> {
+    let (section, key) = field.split_once('.')?;
+    let mut inside = false;
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            inside = line.trim_matches(['[', ']']).trim() == section;
+            continue;
+        }
+        let sets = line
+            .strip_prefix(key)
+            .is_some_and(|rest| rest.trim_start().starts_with('='));
+        if inside && sets {
+            return Some(n + 1);
+        }
+    }
+    None
+}
+
 /// The 1-based line and column (in characters) of byte `offset` of `text`.
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = text.get(..offset).unwrap_or(text);
@@ -329,9 +350,23 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 }
 
 /// A router that could not start, with what to try: another process holds a port, ...
-fn start_error(e: y3_router::RouterError) -> anyhow::Error {
+fn start_error(e: y3_router::RouterError, file: Option<&std::path::Path>) -> anyhow::Error {
     use y3_router::RouterError as R;
     match &e {
+        R::Config { field, .. } => {
+            let text = file.and_then(|f| std::fs::read_to_string(f).ok());
+            let at = file.zip(text.as_deref().and_then(|t| key_line(t, field)));
+            let hint = match at {
+                Some((file, line)) => format!(
+                    "{field} is set at {}:{line} (a flag for it overrides the file)",
+                    file.display()
+                ),
+                None => format!("set {field} in the config file (-c) or by its flag; `y3 serve --print-config` shows them all"),
+            };
+            CliError::bad_input(e.kind(), e.to_string())
+                .hint(hint)
+                .into()
+        }
         R::Bind { what, addr, source } => {
             let flag = match *what {
                 "tcp" => "--tcp",
@@ -502,7 +537,9 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     runtime.block_on(async {
         let stop = StopSignal::register();
         let mut hangup = Hangup::register();
-        let router = Router::start(config.clone()).await.map_err(start_error)?;
+        let router = Router::start(config.clone())
+            .await
+            .map_err(|e| start_error(e, args.config.as_deref()))?;
         let show = |addr: Option<std::net::SocketAddr>| {
             addr.map_or_else(|| "off".to_owned(), |a| a.to_string())
         };
@@ -603,6 +640,15 @@ mod tests {
     }
 
     /// `-c` takes YoMo's zipper YAML by its extension; flags still override what it says.
+    #[test]
+    fn a_field_is_found_on_its_line() {
+        let text = "[auth]\ntoken = \"x\"\n[listen]\n# tcp = no\ntcp_tls = true\ntcp = \"nope\"\n";
+        assert_eq!(key_line(text, "listen.tcp"), Some(6));
+        assert_eq!(key_line(text, "auth.token"), Some(2));
+        assert_eq!(key_line(text, "listen.quic"), None);
+        assert_eq!(line_col("ab\ncd", 4), (2, 2));
+    }
+
     #[test]
     fn dash_c_reads_yomo_yaml_and_flags_override_it() {
         let dir = std::env::temp_dir().join(format!("y3-serve-yaml-{}", std::process::id()));

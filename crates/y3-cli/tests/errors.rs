@@ -166,6 +166,20 @@ fn config_errors_name_file_line_and_column_once() {
         &[&format!("{path}:2:7: ")],
         "expected a string",
     );
+    // A value the schema takes but the router refuses: the field, and where the file sets it.
+    let file = dir.file("values.toml", "[listen]\nquic = \"\"\ntcp = \"nowhere\"\n");
+    let out = run(
+        &["serve", "-c", file.to_str().unwrap(), "--metrics", ""],
+        "",
+        &dir,
+    );
+    assert_error(
+        &out,
+        2,
+        "config",
+        &["listen.tcp", &format!("{}:3", file.display())],
+        "not an IP:port",
+    );
     let file = dir.file("broken.toml", "[listen\n");
     let out = run(&["serve", "-c", file.to_str().unwrap()], "", &dir);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
