@@ -271,7 +271,7 @@ By default each line is JSON: either a typed JSON packet, as `y3 encode` takes i
 encoding becomes the payload under --tag, or a raw frame {\"frame_tag\": 16,
 \"payload_hex\": \"...\"} whose tag (optional, default --tag) and payload are given directly
 (\"tag\" beside \"payload_hex\" still works, deprecated: in typed JSON \"tag\" is the packet's
-key). Blank lines are skipped. --text sends each line's text as a payload (as
+key). Blank lines are skipped. --text sends each non-empty line's text as a payload (as
 `mosquitto_pub -l`); --raw sends the whole input, bytes as they are, as one payload (as
 `mosquitto_pub -s`).
 
