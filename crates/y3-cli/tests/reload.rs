@@ -180,18 +180,32 @@ fn systemd_hears_ready_reloading_and_stopping() {
 fn json_logs_and_a_bad_rust_log() {
     let dir = TempDir::new("json");
     let log = dir.0.join("stderr.log");
+    let config = dir.0.join("router.toml");
+    std::fs::write(&config, "[log]\nsummary_secs = 1\n").unwrap();
     let mut serve = Launch::default()
         .quic("")
+        .arg_path("--config", &config)
         .args(["--log-format", "json"])
         .env("RUST_LOG", "info")
         .stderr_to(&log)
         .start();
+    // A client comes and goes: at debug, so not in an info log; the summary counts it.
+    assert!(send(&serve, "").status.success());
+    wait_for_text(&log, "\"frames_in\":1");
     serve.stop();
     let text = wait_for_text(&log, "router stopped");
+    let mut summaries = 0;
     for line in text.lines() {
         let value: serde_json::Value = serde_json::from_str(line).unwrap();
-        assert!(value["fields"]["message"].is_string(), "{line}");
+        let message = value["fields"]["message"].as_str().unwrap();
+        assert!(!message.contains("client admitted"), "{line}");
+        if message == "summary" {
+            summaries += 1;
+            assert!(value["fields"]["connections"].is_u64(), "{line}");
+            assert!(value["fields"]["dropped"].is_u64(), "{line}");
+        }
     }
+    assert!(summaries >= 1, "{text}");
     let out = wait(
         y3().args([
             "serve",
