@@ -172,7 +172,7 @@ pub fn run(args: &ObserveArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                     crate::send::warn(&format!("reconnected to {}", args.client.addr));
                     continue;
                 }
-                Err(e) => return Err(crate::send::net_error(e)),
+                Err(e) => return Err(crate::reach::session_error(e, &args.client)),
             };
             // A payload that is not what --path expects is reported on its line, not fatal.
             let value = path.as_ref().map(|path| {

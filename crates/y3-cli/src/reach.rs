@@ -98,6 +98,29 @@ pub fn connect_error(err: TransportError, client: &ClientArgs) -> anyhow::Error 
         .into()
 }
 
+/// A connection that failed after the handshake (a refused frame, a lost router), as a CLI
+/// error naming the router, with the exit status of [`transport_code`].
+pub fn session_error(err: TransportError, client: &ClientArgs) -> anyhow::Error {
+    let addr = &client.addr;
+    let code = transport_code(&err);
+    if let TransportError::Goaway {
+        code: goaway,
+        message,
+    } = &err
+    {
+        let hint = match goaway {
+            GoawayCode::Forbidden => {
+                "this token may not use that tag: see the router's [[auth.tokens]] permissions"
+            }
+            _ => "",
+        };
+        let text = format!("the router at {addr} closed the connection: {message}");
+        return CliError::new(goaway.kind(), code, text).hint(hint).into();
+    }
+    let text = format!("the connection to the router at {addr} failed: {err}");
+    CliError::new(err.kind(), code, text).into()
+}
+
 /// The transport as `--transport` spells it.
 fn transport_name(transport: TransportArg) -> &'static str {
     match transport {

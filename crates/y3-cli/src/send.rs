@@ -488,11 +488,14 @@ pub fn run(args: &SendArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                 Some(target) => source.send_with_target(tag, payload, target).await,
                 None => source.send(tag, payload).await,
             }
-            .map_err(net_error)?;
+            .map_err(|e| crate::reach::session_error(e, &args.client))?;
             sent += 1;
         }
         // What came before a bad line is sent all the same, as the error says.
-        source.close().await.map_err(net_error)?;
+        source
+            .close()
+            .await
+            .map_err(|e| crate::reach::session_error(e, &args.client))?;
         if let Some(failed) = failed {
             return Err(failed);
         }

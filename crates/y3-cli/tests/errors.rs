@@ -284,6 +284,28 @@ fn a_wrong_token_is_refused_with_status_4() {
         &[&addr, "Y3_TOKEN"],
         "invalid token",
     );
+
+    // A tag the token may not publish: refused once connected, the router named.
+    let config = dir.0.join("router.toml");
+    std::fs::write(
+        &config,
+        "[[auth.tokens]]\nname = \"s\"\ntoken = \"pub\"\npublish = [0x10]\n",
+    )
+    .unwrap();
+    let serve = Launch::default()
+        .quic("")
+        .arg_path("--config", &config)
+        .start();
+    let addr = serve.tcp.to_string();
+    let args = ["send", "--addr", &addr, "--token", "pub", "--tag", "0x11"];
+    let out = run(&args, LINE, &dir);
+    assert_error(
+        &out,
+        4,
+        "forbidden",
+        &[&format!("router at {addr}"), "[[auth.tokens]]"],
+        "may not publish tag 0x11",
+    );
 }
 
 #[test]
