@@ -149,7 +149,7 @@ fn ms(d: Duration) -> String {
 /// # Errors
 /// Router start and connection errors.
 pub fn run(args: &DemoArgs, out: &mut dyn Write) -> anyhow::Result<()> {
-    crate::serve::init_tracing("warn");
+    crate::logging::init("warn", y3_router::config::LogFormat::Text)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

@@ -125,7 +125,10 @@ pub fn observe(
         // Without a match, `feed` consumes its whole input ("feed me more").
         let fed = observer.feed(&buf[..n])?;
         if let Some(found) = fed.observed {
-            return Ok(Some(render(&found.packet, value_type)?));
+            return match render(&found.packet, value_type) {
+                Ok(json) => Ok(Some(json)),
+                Err(e) => Err(wrong_type_hint(e, &found.packet, value_type, path).into()),
+            };
         }
     }
 }
@@ -147,6 +150,52 @@ pub fn render(packet: &Packet<'_>, value_type: ValueType) -> Result<String, Deco
         // Raw bytes of any packet, node or not.
         ValueType::Bytes => json_string(&hex::encode(packet.value())),
     })
+}
+
+/// A value that does not read as `asked`, with what it does read as: an integer asked of
+/// a float says so and names `--as float64` (the codec alone says `trailing_bytes`).
+fn wrong_type_hint(
+    err: DecodeError,
+    packet: &Packet<'_>,
+    asked: ValueType,
+    path: &[u32],
+) -> CliError {
+    let at = path_text(path);
+    let message = format!(
+        "the value at {at} does not read as {}: {err}",
+        type_name(asked)
+    );
+    let mut error = CliError::bad_input(err.kind(), message);
+    let integer = matches!(
+        asked,
+        ValueType::Int32
+            | ValueType::Int64
+            | ValueType::Uint32
+            | ValueType::Uint64
+            | ValueType::Bool
+    );
+    if packet.is_node() {
+        error = error.hint("it is a node: give the path of one of its children, or --as bytes");
+    } else if integer {
+        let float = match (packet.f64(), packet.f32()) {
+            (Ok(v), _) => Some(("float64", json_f64(v))),
+            (_, Ok(v)) => Some(("float32", json_f32(v))),
+            _ => None,
+        };
+        if let Some((name, value)) = float {
+            error = error.hint(format!(
+                "it reads as the {name} {value}: use --as {name} (or --as bytes to see its bytes)"
+            ));
+        }
+    }
+    error
+}
+
+/// A type as `--as` spells it.
+fn type_name(value_type: ValueType) -> String {
+    value_type
+        .to_possible_value()
+        .map_or_else(String::new, |v| v.get_name().to_owned())
 }
 
 fn json_string(s: &str) -> String {

@@ -43,7 +43,7 @@ impl InputArgs {
     /// nothing was given and stdin is a terminal.
     pub fn open(&self) -> anyhow::Result<Source> {
         match (&self.hex, &self.file) {
-            (Some(text), _) if text == "-" => Ok(Source::Bytes(decode_hex(&read_stdin_text()?)?)),
+            (Some(text), _) if text == "-" => Ok(Source::Bytes(read_stdin_hex()?)),
             (Some(text), _) => Ok(Source::Bytes(decode_hex(text)?)),
             (None, Some(path)) if path.as_os_str() == "-" => {
                 Ok(Source::Stream(Box::new(io::stdin())))
@@ -62,7 +62,7 @@ impl InputArgs {
                     )
                     .into());
                 }
-                Ok(Source::Bytes(decode_hex(&read_stdin_text()?)?))
+                Ok(Source::Bytes(read_stdin_hex()?))
             }
         }
     }
@@ -83,12 +83,33 @@ impl InputArgs {
     }
 }
 
-fn read_stdin_text() -> anyhow::Result<String> {
-    let mut text = String::new();
-    io::stdin().read_to_string(&mut text).map_err(|e| {
+/// Hex text from stdin, decoded; raw bytes there are told apart and pointed at `--file -`.
+fn read_stdin_hex() -> anyhow::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    io::stdin().read_to_end(&mut bytes).map_err(|e| {
         CliError::bad_input("invalid_hex", format!("cannot read hex from stdin: {e}"))
     })?;
-    Ok(text)
+    Ok(stdin_hex(&bytes)?)
+}
+
+/// [`decode_hex`] of stdin's bytes, with what to do when they are raw bytes, not hex text.
+fn stdin_hex(bytes: &[u8]) -> Result<Vec<u8>, CliError> {
+    let raw_hint =
+        "stdin holds raw bytes? Read them with --file - (e.g. `y3 inspect --file - < packet.bin`)";
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        CliError::bad_input(
+            "invalid_hex",
+            format!(
+                "stdin is not hex text: byte {} is not UTF-8",
+                e.valid_up_to()
+            ),
+        )
+        .hint(raw_hint)
+    })?;
+    decode_hex(text).map_err(|e| {
+        let message = format!("stdin is not hex text: {}", e.message);
+        CliError::bad_input(e.kind, message).hint(raw_hint)
+    })
 }
 
 /// Decodes hex text, ignoring ASCII whitespace and one leading `0x`.
@@ -140,6 +161,23 @@ mod tests {
         assert_eq!(decode_hex(" 0x9006\n110101 120161\n").unwrap().len(), 8);
         assert_eq!(decode_hex("").unwrap(), [] as [u8; 0]);
         assert_eq!(decode_hex("AbCd").unwrap(), [0xab, 0xcd]);
+    }
+
+    #[test]
+    fn raw_bytes_on_stdin_point_at_file_dash() {
+        let err = stdin_hex(&[0x90, 0x03, 0x11, 0x01, 0x42]).unwrap_err();
+        assert!(
+            err.message.starts_with("stdin is not hex text"),
+            "{}",
+            err.message
+        );
+        assert!(err.hint.contains("--file -"), "{}", err.hint);
+        let err = stdin_hex(b"\x11\x01\x05").unwrap_err();
+        assert!(err.hint.contains("--file -"), "{}", err.hint);
+        assert_eq!(
+            stdin_hex(b"9003110142\n").unwrap(),
+            [0x90, 3, 0x11, 1, 0x42]
+        );
     }
 
     #[test]

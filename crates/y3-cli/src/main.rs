@@ -3,10 +3,12 @@
 //! Each subcommand lives in its own module and exposes `XArgs` (clap) and
 //! `run(&XArgs, &mut dyn Write)`; `main` only parses, dispatches and reports errors.
 //!
-//! Exit status: 0 success, 1 not found (`get`), 2 bad input, decode error or usage error.
-//! Errors print one line on stderr, `error: KIND: MESSAGE`, where KIND is the codec's
-//! stable error kind (`negative_length`, `unexpected_end`, ...) or a CLI kind
-//! (`invalid_hex`, `invalid_json`, `invalid_packet`, `not_found`, `io`).
+//! Exit status ([`error::EXIT_HELP`]): 0 success, 1 runtime failure or not found (`get`),
+//! 2 bad input or usage, 3 cannot connect, 4 refused by the router. Errors print one line
+//! on stderr, `error: KIND: MESSAGE`, where KIND is the codec's stable error kind
+//! (`negative_length`, `unexpected_end`, ...) or a CLI kind (`invalid_hex`, `invalid_json`,
+//! `unreachable`, `wrong_pin`, `not_found`, `io`), and a `  try: ...` line when there is
+//! something to try.
 
 mod args;
 mod demo;
@@ -15,8 +17,11 @@ mod error;
 mod get;
 mod input;
 mod inspect;
+mod logging;
 mod memory;
+mod notify;
 mod observe;
+mod reach;
 mod send;
 mod serve;
 mod typed_json;
@@ -37,17 +42,26 @@ use clap::{Parser, Subcommand};
 Dialects (--dialect): golang (y3-codec-golang v1.7.3, the default), nvarint (yomorun/y3
 v1.0.5) and draft02 (varint tags, no node flag on the wire).",
     arg_required_else_help = true,
-    after_help = "Exit status: 0 ok, 1 not found (get), 2 bad input, decode error or usage.
-Errors print `error: KIND: MESSAGE` on stderr; KIND is a stable snake_case name.
-
-Examples:
-  echo '{\"tag\":16,\"node\":[{\"tag\":17,\"int32\":42}]}' | y3 encode
-  y3 get --hex 9003110142 --path 0x10/0x11 --as int32
-  y3 inspect --hex 9003110142"
+    after_help = after_help()
 )]
 struct Cli {
     #[command(subcommand)]
     command: Command,
+}
+
+/// `y3 --help`'s tail: exit statuses, the error line, examples.
+fn after_help() -> String {
+    format!(
+        "{}
+Errors print `error: KIND: MESSAGE` on stderr (KIND is a stable snake_case name), then
+`  try: ...` when there is something to try.
+
+Examples:
+  echo '{{\"tag\":16,\"node\":[{{\"tag\":17,\"int32\":42}}]}}' | y3 encode
+  y3 get --hex 9003110142 --path 0x10/0x11 --as int32
+  y3 inspect --hex 9003110142",
+        error::EXIT_HELP
+    )
 }
 
 #[derive(Debug, Subcommand)]

@@ -6,6 +6,9 @@ use std::time::Duration;
 use clap::Args;
 use y3::Config;
 
+use y3_transport::sdk::{ClientOptions, Sink};
+use y3_transport::TransportError;
+
 use crate::args::DialectArg;
 use crate::error::CliError;
 use crate::get::{self, ValueType};
@@ -16,10 +19,16 @@ use crate::send::{parse_tag, ClientArgs};
 #[command(
     about = "Print the data frames a router routes to you, as JSON lines",
     long_about = "Connect to a router as a sink observing --tag (repeatable) and print one JSON line
-per data frame: {\"tag\":16,\"hops\":0,\"payload_hex\":\"...\",\"metadata\":{\"yomo-tid\":\"...\"}}.
+per data frame: {\"frame_tag\":16,\"tag\":16,\"hops\":0,\"payload_hex\":\"...\",\"metadata\":{...}}
+(\"frame_tag\" is the frame's tag, the name `y3 send` takes; \"tag\" repeats it and is
+deprecated). With --text, print each payload as text on a line of its own instead
+(invalid UTF-8 shown as U+FFFD), as `mosquitto_sub` does.
 
 With --path, the payload is read as a Y3 packet with the streaming observer and the value
 at that key path is added as \"value\" (typed with --as; null when absent).
+
+When the router goes away (a restart), observe says so on stderr, waits, and reconnects
+(frames routed meanwhile are not delivered to it); --no-reconnect exits instead.
 
 With --where, the router delivers only frames whose payload matches the content filter
 (spec/filters.md), on every observed tag: comparisons on key paths (== != < <= > >=),
@@ -27,6 +36,7 @@ exists, and/or/not, parentheses. A path's bytes are read as its :type (i32 i64 u
 f32 f64 str bool), by default as the literal says (integer: i64, \"text\": str).",
     after_help = "Examples:
   y3 observe --tag 0x10
+  y3 observe --tag 0x33 --text
   y3 observe --tag 0x10 --path 0x10/0x11 --as float32 --count 5
   y3 observe --tag 0x10 --where '0x10/0x11:f32 > 60 and 0x10/0x13 != \"lab\"'
   Y3_TOKEN=secret y3 observe --tag 0x11 --transport quic
@@ -54,6 +64,12 @@ pub struct ObserveArgs {
     /// Content filter evaluated by the router, e.g. '0x10/0x11:f32 > 60'.
     #[arg(long = "where", value_name = "FILTER")]
     pub filter: Option<String>,
+    /// Print each payload as a line of text instead of a JSON line.
+    #[arg(long, conflicts_with = "path")]
+    pub text: bool,
+    /// Exit when the connection to the router is lost, instead of reconnecting.
+    #[arg(long)]
+    pub no_reconnect: bool,
     /// Exit after this many frames.
     #[arg(long)]
     pub count: Option<u64>,
@@ -68,7 +84,9 @@ pub struct ObserveArgs {
 /// in hex when they are not a string map) and the observed value, if any.
 pub fn frame_json(data: &y3_transport::Data, value: Option<&str>) -> String {
     let mut line = format!(
-        "{{\"tag\":{},\"hops\":{},\"payload_hex\":\"{}\"",
+        "{{\"{}\":{},\"tag\":{},\"hops\":{},\"payload_hex\":\"{}\"",
+        crate::send::FRAME_TAG_KEY,
+        data.tag,
         data.tag,
         data.hops,
         hex::encode(&data.payload)
@@ -91,8 +109,9 @@ pub fn frame_json(data: &y3_transport::Data, value: Option<&str>) -> String {
     line
 }
 
-/// Runs `y3 observe` until `--count` frames, `--idle-exit-ms` of silence, Ctrl-C, or the
-/// connection gives up.
+/// Runs `y3 observe` until `--count` frames, `--idle-exit-ms` of silence, Ctrl-C, or a
+/// refusal. A lost router is waited for and reconnected to (a warning on stderr each way),
+/// unless `--no-reconnect`.
 ///
 /// # Errors
 /// Path syntax errors, connection errors.
@@ -118,9 +137,9 @@ pub fn run(args: &ObserveArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let mut sink = y3_transport::sdk::Sink::connect(options, &args.tags)
+        let mut sink = y3_transport::sdk::Sink::connect(options.clone(), &args.tags)
             .await
-            .map_err(crate::send::net_error)?;
+            .map_err(|e| crate::reach::connect_error(e, &args.client))?;
         let mut seen = 0u64;
         let idle = args.idle_exit_ms.map(Duration::from_millis);
         // Ctrl-C or SIGTERM ends the loop and the sink closes its connection.
@@ -138,7 +157,23 @@ pub fn run(args: &ObserveArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                 _ = &mut stop => None,
             };
             let Some(data) = data else { break };
-            let data = data.map_err(crate::send::net_error)?;
+            let data = match data {
+                Ok(data) => data,
+                Err(e) if !args.no_reconnect && lost(&e) => {
+                    crate::send::warn(&format!(
+                        "lost the router at {} ({e}); reconnecting until it is back (Ctrl-C to stop)",
+                        args.client.addr
+                    ));
+                    let back = tokio::select! {
+                        back = reconnect(&options, &args.tags) => back,
+                        _ = &mut stop => break,
+                    };
+                    sink = back.map_err(|e| crate::reach::connect_error(e, &args.client))?;
+                    crate::send::warn(&format!("reconnected to {}", args.client.addr));
+                    continue;
+                }
+                Err(e) => return Err(crate::reach::session_error(e, &args.client)),
+            };
             // A payload that is not what --path expects is reported on its line, not fatal.
             let value = path.as_ref().map(|path| {
                 match get::observe(&mut &data.payload[..], path, config, args.value_type) {
@@ -147,13 +182,46 @@ pub fn run(args: &ObserveArgs, out: &mut dyn Write) -> anyhow::Result<()> {
                     Err(e) => format!("null,\"error\":\"{}\"", crate::error::classify(&e).0),
                 }
             });
-            writeln!(out, "{}", frame_json(&data, value.as_deref()))?;
+            if args.text {
+                out.write_all(&text_line(&data.payload))?;
+            } else {
+                writeln!(out, "{}", frame_json(&data, value.as_deref()))?;
+            }
             out.flush()?;
             seen += 1;
         }
         sink.close().await;
         anyhow::Ok(())
     })
+}
+
+/// Whether a sink's error is a lost router (worth waiting for), not a refusal.
+fn lost(e: &TransportError) -> bool {
+    match e {
+        TransportError::GaveUp { last, .. } => lost(last),
+        e => e.is_retryable(),
+    }
+}
+
+/// Connects a sink again, retrying (each try with the options' backoff) every
+/// [`RECONNECT_PAUSE`] while the router is away; a refusal ends it.
+async fn reconnect(options: &ClientOptions, tags: &[u32]) -> Result<Sink, TransportError> {
+    loop {
+        match Sink::connect(options.clone(), tags).await {
+            Err(e) if lost(&e) => tokio::time::sleep(RECONNECT_PAUSE).await,
+            other => return other,
+        }
+    }
+}
+
+/// The pause between reconnection rounds of `y3 observe`.
+const RECONNECT_PAUSE: Duration = Duration::from_millis(500);
+
+/// A payload as a line of text: invalid UTF-8 as U+FFFD, a newline added.
+pub fn text_line(payload: &[u8]) -> Vec<u8> {
+    let mut line = String::from_utf8_lossy(payload).into_owned().into_bytes();
+    line.push(b'\n');
+    line
 }
 
 #[cfg(test)]
@@ -165,12 +233,13 @@ mod tests {
         let data = y3_transport::Data::new(16, vec![0x11, 0x01, 0x2a]);
         assert_eq!(
             frame_json(&data, Some("42")),
-            r#"{"tag":16,"hops":0,"payload_hex":"11012a","value":42}"#
+            r#"{"frame_tag":16,"tag":16,"hops":0,"payload_hex":"11012a","value":42}"#
         );
         let md = y3_transport::Metadata::from_pairs([("yomo-tid", "t1")]);
         assert_eq!(
             frame_json(&data.with_metadata(md), None),
-            r#"{"tag":16,"hops":0,"payload_hex":"11012a","metadata":{"yomo-tid":"t1"}}"#
+            r#"{"frame_tag":16,"tag":16,"hops":0,"payload_hex":"11012a","metadata":{"yomo-tid":"t1"}}"#
         );
+        assert_eq!(text_line(b"hi\xff"), "hi\u{fffd}\n".as_bytes());
     }
 }

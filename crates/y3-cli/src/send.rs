@@ -1,8 +1,8 @@
 //! `y3 send`: JSON lines in, data frames out to a router. Also the client options that
 //! `send` and `observe` share.
 
-use std::io::{self, BufRead, Write};
-use std::net::SocketAddr;
+use std::io::{self, BufRead, Read, Write};
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -10,7 +10,9 @@ use clap::{Args, ValueEnum};
 use serde_json::Value as Json;
 use y3::Dialect;
 use y3_transport::sdk::{Backoff, ClientOptions, Source, Transport};
-use y3_transport::tls::{default_dev_cert_path, Identity, Trust, YomoTlsEnv};
+use y3_transport::tls::{
+    default_dev_cert_path, default_dev_cert_path_for, Identity, Trust, YomoTlsEnv,
+};
 
 use crate::args::DialectArg;
 use crate::error::CliError;
@@ -51,14 +53,15 @@ pub fn warn(message: &str) {
 /// How to reach the router: shared by `send` and `observe`.
 #[derive(Debug, Clone, Args)]
 pub struct ClientArgs {
-    /// Router address.
-    #[arg(long, value_name = "IP:PORT", default_value = "127.0.0.1:9000")]
-    pub addr: SocketAddr,
+    /// Router address: an IP or a host name, and a port (`localhost:9000`).
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:9000")]
+    pub addr: String,
     /// Transport.
     #[arg(long, value_enum, default_value_t)]
     pub transport: TransportArg,
     /// PEM certificate to trust for tls/quic (default: the dev certificate `y3 serve`
-    /// writes to $XDG_RUNTIME_DIR/y3 or ~/.cache/y3, if present).
+    /// writes to $XDG_RUNTIME_DIR/y3 or ~/.cache/y3 for this --addr, dev-cert-ADDRESS.pem,
+    /// else dev-cert.pem, if present).
     #[arg(long, value_name = "FILE")]
     pub ca: Option<PathBuf>,
     /// Trust only the certificate with this SHA-256 fingerprint (64 hex digits, as
@@ -91,6 +94,33 @@ pub struct ClientArgs {
 }
 
 impl ClientArgs {
+    /// The router's address, a host name resolved (the first address it has).
+    ///
+    /// # Errors
+    /// `bad_address` (exit 2) for text that is not `HOST:PORT`, or a name that does not
+    /// resolve.
+    pub fn socket_addr(&self) -> anyhow::Result<SocketAddr> {
+        let bad = |why: String| {
+            CliError::bad_input("bad_address", format!("--addr {:?}: {why}", self.addr))
+                .hint("give HOST:PORT, e.g. --addr 127.0.0.1:9000 or --addr localhost:9000")
+        };
+        let mut addrs = self
+            .addr
+            .to_socket_addrs()
+            .map_err(|e| bad(e.to_string()))?;
+        Ok(addrs
+            .next()
+            .ok_or_else(|| bad("the name has no address".to_owned()))?)
+    }
+
+    /// The TLS server name to ask for: the host of `--addr` when it is a name, else the
+    /// name dev certificates carry (`localhost`), which also covers their IP addresses.
+    fn server_name(&self) -> Option<&str> {
+        let (host, _) = self.addr.rsplit_once(':')?;
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        (host.parse::<std::net::IpAddr>().is_err() && !host.is_empty()).then_some(host)
+    }
+
     /// The token: `--token`, else the contents of `--token-file`, else `Y3_TOKEN`, else
     /// none.
     ///
@@ -148,7 +178,10 @@ impl ClientArgs {
         } else {
             Trust::Unset
         };
-        let mut options = ClientOptions::new(self.addr).trust(trust);
+        let mut options = ClientOptions::new(self.socket_addr()?).trust(trust);
+        if let Some(name) = self.server_name() {
+            options.server_name = name.to_owned();
+        }
         if let (Some(cert), Some(key)) = (&self.cert, &self.key) {
             let identity = Identity::client_from_pem_files(cert, key)
                 .with_context(|| format!("reading {} and {}", cert.display(), key.display()))?;
@@ -158,12 +191,19 @@ impl ClientArgs {
         options = options
             .yomo_tls_env(yomo)
             .context("reading the files YOMO_TLS_* name")?;
-        let default_cert = default_dev_cert_path();
-        if matches!(options.trust, Trust::Unset)
-            && self.transport != TransportArg::Tcp
-            && default_cert.exists()
-        {
-            options.trust = Trust::from_pem_file(&default_cert)?;
+        // The router's own file (`y3 serve` names it after its address), else the shared one.
+        let default_cert = [
+            default_dev_cert_path_for(options.addr),
+            default_dev_cert_path(),
+        ]
+        .into_iter()
+        .find(|path| path.exists());
+        if let (Trust::Unset, true, Some(cert)) = (
+            &options.trust,
+            self.transport != TransportArg::Tcp,
+            default_cert,
+        ) {
+            options.trust = Trust::from_pem_file(&cert)?;
         }
         let options = options
             .transport(self.transport.into())
@@ -184,10 +224,16 @@ impl ClientArgs {
     }
 }
 
-/// A transport error as a CLI error: its stable kind (`unauthorized`, `gave_up`, ...) is
-/// what `error: KIND: ...` prints; exit status 2.
+/// A transport error once connected, as a CLI error: its stable kind (`forbidden`,
+/// `closed`, ...) is what `error: KIND: ...` prints, with the exit status of
+/// [`crate::error::transport_code`] (3 lost, 4 refused, 2 a bad setting).
 pub fn net_error(err: y3_transport::TransportError) -> anyhow::Error {
-    CliError::bad_input(err.kind(), err.to_string()).into()
+    CliError::new(
+        err.kind(),
+        crate::error::transport_code(&err),
+        err.to_string(),
+    )
+    .into()
 }
 
 /// Parses a data tag: `0x10` or `16`.
@@ -199,26 +245,50 @@ pub fn parse_tag(text: &str) -> Result<u32, String> {
     parsed.map_err(|_| format!("invalid tag {text:?} (expected 0x10 or 16)"))
 }
 
+/// The JSON key of a frame's tag, in `y3 send`'s input and `y3 observe`'s output (one
+/// name for one thing: in typed JSON, `"tag"` is a packet's key).
+pub const FRAME_TAG_KEY: &str = "frame_tag";
+
+/// How `y3 send` reads its input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum PayloadMode {
+    /// One JSON line per frame: typed JSON, or {"frame_tag":16,"payload_hex":"..."}.
+    #[default]
+    Json,
+    /// One frame per line, the line's text (without its newline) as the payload.
+    Text,
+    /// The whole input, bytes as they are, as one frame.
+    Raw,
+}
+
 /// Options of `y3 send`.
 #[derive(Debug, Clone, Args)]
 #[command(
-    about = "Send JSON lines to a router as data frames",
-    long_about = "Read JSON lines and send each as one data frame to a router (see `y3 serve`).
+    about = "Send JSON lines, text lines or raw bytes to a router as data frames",
+    long_about = "Read lines and send each as one data frame to a router (see `y3 serve`).
 
-Each line is either a typed JSON packet, as `y3 encode` takes it, whose Y3 encoding becomes
-the payload under --tag, or a raw frame {\"tag\": 16, \"payload_hex\": \"...\"} whose tag
-(optional, default --tag) and payload are given directly. Blank lines are skipped.
+By default each line is JSON: either a typed JSON packet, as `y3 encode` takes it, whose Y3
+encoding becomes the payload under --tag, or a raw frame {\"frame_tag\": 16,
+\"payload_hex\": \"...\"} whose tag (optional, default --tag) and payload are given directly
+(\"tag\" beside \"payload_hex\" still works, deprecated: in typed JSON \"tag\" is the packet's
+key). Blank lines are skipped. --text sends each non-empty line's text as a payload (as
+`mosquitto_pub -l`); --raw sends the whole input, bytes as they are, as one payload (as
+`mosquitto_pub -s`).
 
 At the end it prints {\"sent\":N,\"payload_bytes\":B}, and only once every frame has been
 written to the connection and the router closed it without refusing any (a frame its token
-may not publish is refused as `forbidden`, exit status 2). \"sent\" does not mean routed: a
-frame for a tag nobody observes is dropped by the router (and counted there).
+may not publish is refused as `forbidden`, exit status 4). \"sent\" does not mean routed: a
+frame for a tag nobody observes is dropped by the router (and counted there). A bad line
+stops the run: the frames before it are sent, and the error names its line number and how
+many were sent.
 
 The token comes from --token-file, or Y3_TOKEN (--token works too, but shows in the process
 list); over plain TCP beyond loopback it would cross the network in clear (a warning).",
     after_help = "Examples:
   echo '{\"tag\":16,\"node\":[{\"tag\":17,\"float32\":40}]}' | y3 send --tag 0x10
-  echo '{\"payload_hex\":\"0102\"}' | y3 send --tag 0x33 --transport quic
+  echo hello | y3 send --text --tag 0x33
+  y3 send --raw --tag 0x34 < image.png
+  echo '{\"frame_tag\":51,\"payload_hex\":\"0102\"}' | y3 send --transport quic
   echo '{\"payload_hex\":\"0102\"}' | y3 send --transport quic --pin SHA256HEX --token-file t
   y3 observe --tag 0x10 --path 0x10/0x11 --as float32   # in another terminal"
 )]
@@ -226,9 +296,15 @@ pub struct SendArgs {
     /// Data tag of the frames.
     #[arg(long, value_parser = parse_tag, default_value = "0x10")]
     pub tag: u32,
-    /// JSON lines file (default: stdin; `-` is stdin).
+    /// Input file (default: stdin; `-` is stdin).
     #[arg(value_name = "FILE")]
     pub input: Option<PathBuf>,
+    /// Each line's text is a payload (no JSON).
+    #[arg(long, conflicts_with = "raw")]
+    pub text: bool,
+    /// The whole input, bytes as they are, is one payload.
+    #[arg(long)]
+    pub raw: bool,
     /// Dialect of typed JSON payloads.
     #[arg(long, value_enum, default_value_t)]
     pub dialect: DialectArg,
@@ -239,28 +315,61 @@ pub struct SendArgs {
     pub client: ClientArgs,
 }
 
-/// One line turned into a frame: its tag and payload.
+impl SendArgs {
+    /// The payload mode the flags choose.
+    pub fn mode(&self) -> PayloadMode {
+        if self.raw {
+            PayloadMode::Raw
+        } else if self.text {
+            PayloadMode::Text
+        } else {
+            PayloadMode::Json
+        }
+    }
+}
+
+/// Whether a line used the deprecated `"tag"` beside `"payload_hex"` (warned once).
+static DEPRECATED_TAG_WARNED: std::sync::Once = std::sync::Once::new();
+
+/// One JSON line turned into a frame: its tag and payload.
 pub fn line_to_frame(
     line: &str,
     default_tag: u32,
     dialect: Dialect,
 ) -> anyhow::Result<(u32, Vec<u8>)> {
-    let json: Json = serde_json::from_str(line)
-        .map_err(|e| CliError::bad_input("invalid_json", format!("not JSON: {e}")))?;
+    let json: Json = serde_json::from_str(line).map_err(|e| {
+        CliError::bad_input("invalid_json", format!("not JSON: {e}"))
+            .hint("send text lines with --text, raw bytes with --raw")
+    })?;
     if let Some(hex) = json.get("payload_hex") {
         let Some(hex) = hex.as_str() else {
             return Err(CliError::bad_input("invalid_json", "payload_hex must be a string").into());
         };
-        let tag = match json.get("tag") {
+        let tag = match (json.get(FRAME_TAG_KEY), json.get("tag")) {
+            (Some(_), Some(_)) => {
+                let message =
+                    format!("both \"{FRAME_TAG_KEY}\" and \"tag\": give \"{FRAME_TAG_KEY}\" only");
+                return Err(CliError::bad_input("invalid_json", message).into());
+            }
+            (Some(tag), None) => Some(tag),
+            (None, Some(tag)) => {
+                DEPRECATED_TAG_WARNED.call_once(|| {
+                    warn(&format!("\"tag\" beside \"payload_hex\" is deprecated: name the frame's tag \"{FRAME_TAG_KEY}\""));
+                });
+                Some(tag)
+            }
+            (None, None) => None,
+        };
+        let tag = match tag {
             None => default_tag,
             Some(Json::Number(n)) => n
                 .as_u64()
                 .and_then(|n| u32::try_from(n).ok())
-                .ok_or_else(|| CliError::bad_input("invalid_json", "tag out of range"))?,
+                .ok_or_else(|| CliError::bad_input("invalid_json", "frame tag out of range"))?,
             Some(Json::String(s)) => {
                 parse_tag(s).map_err(|e| CliError::bad_input("invalid_json", e))?
             }
-            Some(_) => return Err(CliError::bad_input("invalid_json", "invalid tag").into()),
+            Some(_) => return Err(CliError::bad_input("invalid_json", "invalid frame tag").into()),
         };
         return Ok((tag, decode_hex(hex)?));
     }
@@ -272,10 +381,64 @@ pub fn line_to_frame(
     Ok((default_tag, payload))
 }
 
+/// What the input thread hands over: a line (its number and bytes, newline removed), or
+/// the whole input in raw mode.
+type Chunk = io::Result<(usize, Vec<u8>)>;
+
+/// Reads `reader` on a thread of its own, as `mode` splits it.
+fn read_input(
+    mut reader: Box<dyn BufRead + Send>,
+    mode: PayloadMode,
+) -> tokio::sync::mpsc::Receiver<Chunk> {
+    // A blocking read on the runtime's thread would hold back the writer (frames sent only
+    // when the input ends) and the connection's keep-alives.
+    let (tx, rx) = tokio::sync::mpsc::channel::<Chunk>(1024);
+    std::thread::spawn(move || {
+        if mode == PayloadMode::Raw {
+            let mut all = Vec::new();
+            let read = reader.read_to_end(&mut all).map(|_| (1, all));
+            let _ = tx.blocking_send(read);
+            return;
+        }
+        let mut n = 0;
+        loop {
+            let mut line = Vec::new();
+            match reader.read_until(b'\n', &mut line) {
+                Ok(0) => return,
+                Ok(_) => {
+                    n += 1;
+                    if line.last() == Some(&b'\n') {
+                        line.pop();
+                        if line.last() == Some(&b'\r') {
+                            line.pop();
+                        }
+                    }
+                    if tx.blocking_send(Ok((n, line))).is_err() {
+                        return;
+                    }
+                }
+                Err(e) => {
+                    let _ = tx.blocking_send(Err(e));
+                    return;
+                }
+            }
+        }
+    });
+    rx
+}
+
+/// A bad line, with where it was and what had been sent before it.
+fn bad_line(err: anyhow::Error, line: usize, sent: u64) -> anyhow::Error {
+    let frames = if sent == 1 { "frame" } else { "frames" };
+    err.context(format!(
+        "line {line} (the {sent} {frames} before it were sent; nothing after it)"
+    ))
+}
+
 /// Runs `y3 send`.
 ///
 /// # Errors
-/// Bad lines (with their line number), connection errors.
+/// Bad lines (with their line number and the count sent before them), connection errors.
 pub fn run(args: &SendArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     let reader: Box<dyn BufRead + Send> = match &args.input {
         Some(path) if path.as_os_str() != "-" => {
@@ -285,41 +448,57 @@ pub fn run(args: &SendArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         }
         _ => Box::new(io::BufReader::new(io::stdin())),
     };
-    // Input is read on a thread of its own: a blocking read on the runtime's thread would
-    // hold back the writer (frames sent only when the input ends) and the connection's
-    // keep-alives (an idle connection lost while waiting for the next line).
-    let (lines_tx, mut lines) = tokio::sync::mpsc::channel::<io::Result<String>>(1024);
-    std::thread::spawn(move || {
-        for line in reader.lines() {
-            if lines_tx.blocking_send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let mode = args.mode();
+    let mut lines = read_input(reader, mode);
     let options = args.client.options("y3-send")?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let (sent, bytes) = runtime.block_on(async {
-        let mut source = Source::connect(options).await.map_err(net_error)?;
-        let (mut sent, mut bytes, mut n) = (0u64, 0usize, 0usize);
-        while let Some(line) = lines.recv().await {
-            n += 1;
-            let line = line?;
-            if line.trim().is_empty() {
-                continue;
-            }
-            let (tag, payload) = line_to_frame(&line, args.tag, args.dialect.into())
-                .with_context(|| format!("line {n}"))?;
+        let mut source = Source::connect(options)
+            .await
+            .map_err(|e| crate::reach::connect_error(e, &args.client))?;
+        let (mut sent, mut bytes) = (0u64, 0usize);
+        let mut failed = None;
+        while let Some(chunk) = lines.recv().await {
+            let (n, line) = chunk?;
+            let frame = match mode {
+                PayloadMode::Raw => Ok((args.tag, line)),
+                PayloadMode::Text if line.is_empty() => continue,
+                PayloadMode::Text => Ok((args.tag, line)),
+                PayloadMode::Json => match std::str::from_utf8(&line) {
+                    Ok(text) if text.trim().is_empty() => continue,
+                    Ok(text) => line_to_frame(text, args.tag, args.dialect.into()),
+                    Err(e) => Err(
+                        CliError::bad_input("invalid_json", format!("not UTF-8: {e}"))
+                            .hint("send raw bytes with --raw")
+                            .into(),
+                    ),
+                },
+            };
+            let (tag, payload) = match frame {
+                Ok(frame) => frame,
+                Err(e) => {
+                    failed = Some(bad_line(e, n, sent));
+                    break;
+                }
+            };
             bytes += payload.len();
             match &args.target {
                 Some(target) => source.send_with_target(tag, payload, target).await,
                 None => source.send(tag, payload).await,
             }
-            .map_err(net_error)?;
+            .map_err(|e| crate::reach::session_error(e, &args.client))?;
             sent += 1;
         }
-        source.close().await.map_err(net_error)?;
+        // What came before a bad line is sent all the same, as the error says.
+        source
+            .close()
+            .await
+            .map_err(|e| crate::reach::session_error(e, &args.client))?;
+        if let Some(failed) = failed {
+            return Err(failed);
+        }
         anyhow::Ok((sent, bytes))
     })?;
     writeln!(out, "{{\"sent\":{sent},\"payload_bytes\":{bytes}}}")?;
@@ -378,9 +557,16 @@ mod tests {
             (0x10, vec![0x11, 0x01, 0x2a])
         );
         assert_eq!(
-            line_to_frame(r#"{"tag":"0x33","payload_hex":"0102"}"#, 0x10, d).unwrap(),
+            line_to_frame(r#"{"frame_tag":"0x33","payload_hex":"0102"}"#, 0x10, d).unwrap(),
             (0x33, vec![1, 2])
         );
+        // The old spelling still works (with a warning); both at once is refused.
+        assert_eq!(
+            line_to_frame(r#"{"tag":51,"payload_hex":"0102"}"#, 0x10, d).unwrap(),
+            (0x33, vec![1, 2])
+        );
+        let both = r#"{"tag":51,"frame_tag":51,"payload_hex":""}"#;
+        assert!(line_to_frame(both, 0x10, d).is_err());
         assert_eq!(
             line_to_frame(r#"{"payload_hex":""}"#, 0x10, d).unwrap(),
             (0x10, vec![])

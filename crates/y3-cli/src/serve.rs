@@ -6,9 +6,13 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
-use y3_router::{yomo_yaml, Policy, Router, RouterConfig};
-use y3_transport::tls::{default_dev_cert_path, fingerprint_hex, YomoTlsEnv};
+use y3_router::config::LogFormat;
+use y3_router::{yomo_yaml, Policy, Router, RouterConfig, RouterHandle};
+use y3_transport::tls::{
+    default_dev_cert_path, default_dev_cert_path_for, fingerprint_hex, YomoTlsEnv,
+};
 
+use crate::error::CliError;
 use crate::send::TOKEN_ENV;
 
 /// The queue policy, as the command line spells it.
@@ -29,6 +33,24 @@ impl From<PolicyArg> for Policy {
     }
 }
 
+/// The log format, as the command line spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormatArg {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+impl From<LogFormatArg> for LogFormat {
+    fn from(arg: LogFormatArg) -> LogFormat {
+        match arg {
+            LogFormatArg::Text => LogFormat::Text,
+            LogFormatArg::Json => LogFormat::Json,
+        }
+    }
+}
+
 /// Options of `y3 serve`.
 #[derive(Debug, Clone, Args)]
 #[command(
@@ -39,15 +61,28 @@ that makes them reconnect to the router's successor, in-flight frames are delive
 
 The router speaks YoMo v1.22's wire protocol (QUIC, ALPN yomo): existing YoMo sources, stream
 functions and zippers connect unchanged (spec/frames.md). Every setting has a default (TCP and
-QUIC on 127.0.0.1:9000, metrics on 127.0.0.1:9090, block policy, no token, no mesh);
+QUIC on 127.0.0.1:9000, metrics on 127.0.0.1:9002, block policy, no token, no mesh);
 -c/--config reads a TOML file (see --print-config for every key), or YoMo's zipper YAML
 (`yomo serve -c zipper.yaml`) when the file name ends in .yaml or .yml: name, host, port, auth
 and mesh map onto y3's settings (QUIC on host:port, TCP and metrics off unless the flags turn
 them on) and keys y3 does not have (bridge, ...) are refused by name; --print-config shows the
 TOML it maps to. Y3_TOKEN overrides the file's token and flags override both. Without a certificate, QUIC uses a generated self-signed
-certificate: its SHA-256 fingerprint is printed (`y3 send/observe --pin HEX`) and, once the
-listeners are bound, it is written (mode 0600) to a per-user directory ($XDG_RUNTIME_DIR/y3
-or ~/.cache/y3), where `y3 send/observe --transport quic` find it.
+certificate, kept with its key in the state directory ([state] dir) per listener address and
+reused until 30 days before it expires, so its SHA-256 fingerprint (printed: `y3
+send/observe --pin HEX`) survives restarts. Once the listeners are bound, the certificate is
+written (mode 0600) to a per-user directory ($XDG_RUNTIME_DIR/y3 or ~/.cache/y3, one file
+per address), where `y3 send/observe --transport quic` find it.
+
+SIGHUP reloads the configuration without dropping a connection: tokens, their permissions,
+content filters and [log] level apply at once (to connections made from then on); any other
+change is logged as \"needs restart\" and not applied; a file that does not load is refused
+and the running configuration kept. Under systemd (NOTIFY_SOCKET, Type=notify) it reports
+READY=1, RELOADING=1 around a reload, and STOPPING=1.
+
+Logs go to stderr, as text or --log-format json; RUST_LOG (e.g. \"info,y3_router=debug\")
+overrides [log] level, and a filter that does not parse stops y3 serve with an error naming
+it. Connects and closes are logged at debug; a summary line (connections, frames, drops)
+at info every [log] summary_secs (60).
 
 Listening beyond loopback (e.g. --tcp 0.0.0.0:9000) needs a token (--token-file, Y3_TOKEN,
 auth.token_file) or --allow-insecure. Wrong tokens are slowed down per address (a tarpit); a
@@ -74,13 +109,13 @@ pub struct ServeArgs {
     #[arg(short = 'c', long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// TCP listen address ("" turns it off).
-    #[arg(long, value_name = "IP:PORT")]
+    #[arg(long, value_name = "HOST:PORT")]
     pub tcp: Option<String>,
     /// QUIC listen address ("" turns it off).
-    #[arg(long, value_name = "IP:PORT")]
+    #[arg(long, value_name = "HOST:PORT")]
     pub quic: Option<String>,
     /// Metrics listen address ("" turns it off).
-    #[arg(long, value_name = "IP:PORT")]
+    #[arg(long, value_name = "HOST:PORT")]
     pub metrics: Option<String>,
     /// Serve TLS on the TCP listener too.
     #[arg(long)]
@@ -105,7 +140,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N")]
     pub queue_capacity: Option<usize>,
     /// Where to write a generated dev certificate (default: $XDG_RUNTIME_DIR/y3 or
-    /// ~/.cache/y3, dev-cert.pem).
+    /// ~/.cache/y3, dev-cert-ADDRESS.pem after the QUIC, else TCP, listener; dev-cert.pem
+    /// for an ephemeral port).
     #[arg(long, value_name = "FILE")]
     pub dev_cert_out: Option<PathBuf>,
     /// PEM certificate chain to serve (tls.cert; YoMo: YOMO_TLS_CERT_FILE).
@@ -118,6 +154,9 @@ pub struct ServeArgs {
     /// (tls.client_ca; YoMo: YOMO_TLS_VERIFY_PEER=true with YOMO_TLS_CACERT_FILE).
     #[arg(long, value_name = "FILE")]
     pub client_ca: Option<PathBuf>,
+    /// Log format on stderr (`[log] format`): text, or one JSON object per line.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub log_format: Option<LogFormatArg>,
     /// Print the effective configuration as TOML, each key under its documentation, and
     /// exit (the same text as docs/configuration.md).
     #[arg(long)]
@@ -142,6 +181,13 @@ impl ServeArgs {
             crate::send::warn("YOMO_TLS_CA_CERT_FILE is ignored (as YoMo ignores it): YoMo and y3 read YOMO_TLS_CACERT_FILE");
         }
         config.tls.merge_yomo_env(&yomo)?;
+        for (flag, addr) in [
+            ("--tcp", &mut config.listen.tcp),
+            ("--quic", &mut config.listen.quic),
+            ("--metrics", &mut config.listen.metrics),
+        ] {
+            resolve_listen(flag, addr)?;
+        }
         let env = std::env::var(TOKEN_ENV).unwrap_or_default();
         if self.token.is_none() && self.token_file.is_none() && !env.trim().is_empty() {
             config.auth.token = env.trim().to_owned();
@@ -200,43 +246,237 @@ impl ServeArgs {
         if let Some(ca) = &self.client_ca {
             config.tls.client_ca = ca.clone();
         }
+        if let Some(format) = self.log_format {
+            config.log.format = format.into();
+        }
         if let Some(out) = &self.dev_cert_out {
             config.tls.dev_cert_out = out.clone();
         } else if config.tls.dev_cert_out.as_os_str().is_empty() {
-            config.tls.dev_cert_out = default_dev_cert_path();
+            // Named after the QUIC listener (else TCP's): routers on one host keep theirs.
+            let listener = [&config.listen.quic, &config.listen.tcp]
+                .into_iter()
+                .find_map(|addr| addr.parse::<std::net::SocketAddr>().ok());
+            config.tls.dev_cert_out =
+                listener.map_or_else(default_dev_cert_path, default_dev_cert_path_for);
         }
         Ok(config)
     }
 }
 
-/// A TOML config error, with a hint when the file is YoMo's zipper YAML under another name
-/// (YAML is told by the name: `yomo_yaml::is_yaml_path`).
+/// A listen address given by host name (`localhost:9000`) as the address it names: its
+/// first IPv4 address, else its first. An IP address (or "", off) is left as it is.
+///
+/// # Errors
+/// `bad_address` for a name that does not resolve.
+fn resolve_listen(flag: &str, addr: &mut String) -> Result<(), CliError> {
+    use std::net::ToSocketAddrs;
+    if addr.is_empty() || addr.parse::<std::net::SocketAddr>().is_ok() {
+        return Ok(());
+    }
+    let Ok(found) = addr.to_socket_addrs() else {
+        // Not HOST:PORT at all: the config's own check names the field.
+        return Ok(());
+    };
+    let found: Vec<_> = found.collect();
+    let Some(first) = found.iter().find(|a| a.is_ipv4()).or(found.first()) else {
+        let message = format!("{flag} {addr:?}: the name has no address");
+        return Err(CliError::bad_input("bad_address", message));
+    };
+    *addr = first.to_string();
+    Ok(())
+}
+
+/// A TOML config error as `FILE:LINE:COL: what is wrong`, with a hint when the file is
+/// YoMo's zipper YAML under another name (YAML is told by the name:
+/// `yomo_yaml::is_yaml_path`).
 fn toml_error(e: y3_router::RouterError, path: &std::path::Path) -> anyhow::Error {
-    let yaml = matches!(e, y3_router::RouterError::ConfigToml(_))
-        && std::fs::read_to_string(path).is_ok_and(|text| yomo_yaml::from_yaml_str(&text).is_ok());
-    let e = anyhow::Error::from(e);
+    use y3_router::RouterError as R;
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let yaml = matches!(e, R::ConfigToml(_)) && yomo_yaml::from_yaml_str(&text).is_ok();
+    let file = path.display();
+    let error = match &e {
+        R::ConfigToml(toml) => {
+            let at = toml.span().map_or_else(String::new, |span| {
+                let (line, col) = line_col(&text, span.start);
+                format!(":{line}:{col}")
+            });
+            let message = toml.message().trim_end();
+            CliError::bad_input(e.kind(), format!("{file}{at}: {message}"))
+                .hint("`y3 serve --print-config` prints every key with its default")
+        }
+        R::ConfigIo(io) => CliError::bad_input(
+            e.kind(),
+            format!("cannot read the config file {file}: {io}"),
+        ),
+        _ => return anyhow::Error::from(e).context(format!("config file {file}")),
+    };
     if yaml {
-        e.context(format!(
-            "{} is YoMo's zipper YAML: name it .yaml or .yml to have it read as such",
-            path.display()
-        ))
+        error
+            .hint(format!(
+                "{file} is YoMo's zipper YAML: name it .yaml or .yml to have it read as such"
+            ))
+            .into()
     } else {
-        e
+        error.into()
     }
 }
 
-/// Logs to stderr; `RUST_LOG` overrides `default`. A stderr that cannot be written loses
-/// the logs, nothing else (by default the subscriber would report that on stderr again,
-/// with `eprintln!`, which panics).
-pub fn init_tracing(default: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .log_internal_errors(false)
-        .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
-        .try_init();
+/// The 1-based line of TOML `text` that sets `field` (`section.key`): the first line
+/// starting with `key` after the `[section]` header, before the next header.
+fn key_line(text: &str, field: &str) -> Option<usize> {
+    let (section, key) = field.split_once('.')?;
+    let mut inside = false;
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            inside = line.trim_matches(['[', ']']).trim() == section;
+            continue;
+        }
+        let sets = line
+            .strip_prefix(key)
+            .is_some_and(|rest| rest.trim_start().starts_with('='));
+        if inside && sets {
+            return Some(n + 1);
+        }
+    }
+    None
+}
+
+/// The 1-based line and column (in characters) of byte `offset` of `text`.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+/// A router that could not start, with what to try: another process holds a port, ...
+fn start_error(e: y3_router::RouterError, file: Option<&std::path::Path>) -> anyhow::Error {
+    use y3_router::RouterError as R;
+    match &e {
+        R::Config { field, .. } => {
+            let text = file.and_then(|f| std::fs::read_to_string(f).ok());
+            let at = file.zip(text.as_deref().and_then(|t| key_line(t, field)));
+            let hint = match at {
+                Some((file, line)) => format!(
+                    "{field} is set at {}:{line} (a flag for it overrides the file)",
+                    file.display()
+                ),
+                None => format!("set {field} in the config file (-c) or by its flag; `y3 serve --print-config` shows them all"),
+            };
+            CliError::bad_input(e.kind(), e.to_string())
+                .hint(hint)
+                .into()
+        }
+        R::Bind { what, addr, source } => {
+            let flag = match *what {
+                "tcp" => "--tcp",
+                "quic" => "--quic",
+                _ => "--metrics",
+            };
+            let hint = if source.kind() == std::io::ErrorKind::AddrInUse {
+                format!("another process holds {addr} (another y3 serve? `ss -lntup | grep {}`): stop it, or pick another address with {flag} (\"\" turns the listener off)", addr.port())
+            } else {
+                format!("pick another address with {flag}")
+            };
+            CliError::new(e.kind(), crate::error::EXIT_RUNTIME, e.to_string())
+                .hint(hint)
+                .into()
+        }
+        _ => e.into(),
+    }
+}
+
+/// SIGHUP (on Unix), registered before the router announces itself: a reload, never the
+/// end of the process (its default action).
+struct Hangup {
+    #[cfg(unix)]
+    signal: Option<tokio::signal::unix::Signal>,
+}
+
+impl Hangup {
+    /// Installs the handler now (inside the runtime).
+    fn register() -> Hangup {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Hangup {
+                signal: signal(SignalKind::hangup()).ok(),
+            }
+        }
+        #[cfg(not(unix))]
+        Hangup {}
+    }
+
+    /// Waits for the next SIGHUP (forever where there is none).
+    async fn recv(&mut self) {
+        #[cfg(unix)]
+        if let Some(signal) = &mut self.signal {
+            if signal.recv().await.is_some() {
+                return;
+            }
+        }
+        std::future::pending::<()>().await;
+    }
+}
+
+/// Reloads what a running router can take (SIGHUP): tokens, permissions, filters (the
+/// router, `y3_router::Reloaded`) and the log level; the rest is logged as needing a
+/// restart. A configuration that does not load is refused whole, logged, and the running
+/// one kept.
+fn reload(args: &ServeArgs, router: &RouterHandle, log: &crate::logging::LogHandle) {
+    crate::notify::notify(crate::notify::State::Reloading);
+    let loaded = args.config().and_then(|config| {
+        crate::logging::parse_filter(&config.log.level, "[log] level")?;
+        let reloaded = router.reload(&config)?;
+        Ok((config, reloaded))
+    });
+    match loaded {
+        Ok((config, reloaded)) => {
+            let level = match log.set_level(&config.log.level) {
+                Ok(true) => config.log.level.clone(),
+                _ => "unchanged (RUST_LOG)".to_owned(),
+            };
+            tracing::info!(
+                applied = reloaded.applied,
+                needs_restart = ?reloaded.needs_restart,
+                log_level = %level,
+                "reloaded on SIGHUP"
+            );
+        }
+        Err(e) => tracing::error!(
+            error = %crate::error::message(&e),
+            "reload refused: the configuration does not load; the running one is kept"
+        ),
+    }
+    crate::notify::notify(crate::notify::State::Ready);
+}
+
+/// Logs a summary line at info every `every`: connections open, frames in and out, drops,
+/// and how many of each since the last line.
+async fn summaries(
+    metrics: std::sync::Arc<y3_router::metrics::Metrics>,
+    every: std::time::Duration,
+) {
+    let mut tick = tokio::time::interval(every);
+    tick.tick().await;
+    let (mut last_in, mut last_out, mut last_drops) = (0, 0, 0);
+    loop {
+        tick.tick().await;
+        let stats = metrics.stats();
+        let drops = stats.total_drops();
+        tracing::info!(
+            connections = stats.connections,
+            frames_in = stats.frames_in,
+            frames_out = stats.frames_out,
+            dropped = drops,
+            new_frames_in = stats.frames_in - last_in.min(stats.frames_in),
+            new_frames_out = stats.frames_out - last_out.min(stats.frames_out),
+            new_dropped = drops - last_drops.min(drops),
+            "summary"
+        );
+        (last_in, last_out, last_drops) = (stats.frames_in, stats.frames_out, drops);
+    }
 }
 
 /// Ctrl-C (or SIGTERM on Unix), registered before the router announces itself: a signal sent
@@ -296,7 +536,7 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     }
     let config = args.config()?;
     y3_router::status::set_git_commit(env!("Y3_GIT_COMMIT"));
-    init_tracing("info");
+    let log = crate::logging::init(&config.log.level, config.log.format)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .on_thread_park(crate::memory::on_park)
@@ -304,7 +544,10 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
     crate::memory::spawn_reclaimer(runtime.handle().clone());
     runtime.block_on(async {
         let stop = StopSignal::register();
-        let router = Router::start(config.clone()).await?;
+        let mut hangup = Hangup::register();
+        let router = Router::start(config.clone())
+            .await
+            .map_err(|e| start_error(e, args.config.as_deref()))?;
         let show = |addr: Option<std::net::SocketAddr>| {
             addr.map_or_else(|| "off".to_owned(), |a| a.to_string())
         };
@@ -342,13 +585,29 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         }
         writeln!(
             out,
-            "policy {}, queue {} MiB/subscriber, token {}; Ctrl-C to stop",
+            "policy {}, queue {} MiB/subscriber, token {}; Ctrl-C to stop, SIGHUP to reload",
             config.queue.policy.name(),
             config.queue.max_bytes >> 20,
             if config.auth.has_token() { "on" } else { "off" }
         )?;
         out.flush()?;
-        stop.wait().await;
+        crate::notify::notify(crate::notify::State::Ready);
+        let summary = (config.log.summary_secs > 0).then(|| {
+            let every = std::time::Duration::from_secs(config.log.summary_secs);
+            tokio::spawn(summaries(router.metrics_handle(), every))
+        });
+        let stop = stop.wait();
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                () = &mut stop => break,
+                () = hangup.recv() => reload(args, &router, &log),
+            }
+        }
+        crate::notify::notify(crate::notify::State::Stopping);
+        if let Some(summary) = summary {
+            summary.abort();
+        }
         // From here the drain happens whatever stdout does; its first error is returned.
         let draining = writeln!(out, "draining...").and_then(|()| out.flush());
         let metrics = router.metrics_handle();
@@ -390,6 +649,15 @@ mod tests {
 
     /// `-c` takes YoMo's zipper YAML by its extension; flags still override what it says.
     #[test]
+    fn a_field_is_found_on_its_line() {
+        let text = "[auth]\ntoken = \"x\"\n[listen]\n# tcp = no\ntcp_tls = true\ntcp = \"nope\"\n";
+        assert_eq!(key_line(text, "listen.tcp"), Some(6));
+        assert_eq!(key_line(text, "auth.token"), Some(2));
+        assert_eq!(key_line(text, "listen.quic"), None);
+        assert_eq!(line_col("ab\ncd", 4), (2, 2));
+    }
+
+    #[test]
     fn dash_c_reads_yomo_yaml_and_flags_override_it() {
         let dir = std::env::temp_dir().join(format!("y3-serve-yaml-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -423,9 +691,11 @@ mod tests {
             .unwrap_err();
         assert_eq!(crate::error::classify(&err).0, "config_toml");
         let text = format!("{err:#}");
+        assert!(text.contains("zipper.conf:1:"), "{text}");
+        let hint = err.downcast_ref::<CliError>().unwrap().hint.clone();
         assert!(
-            text.contains("zipper.conf is YoMo's zipper YAML: name it .yaml"),
-            "{text}"
+            hint.contains("zipper.conf is YoMo's zipper YAML: name it .yaml"),
+            "{hint}"
         );
         // A key y3 does not have: refused with its kind, exit status 2.
         std::fs::write(&yaml, "name: z\nhost: 127.0.0.1\nport: 1\nbridge: {}\n").unwrap();

@@ -97,20 +97,20 @@ fn serve_with_unwritable_stdout_or_stderr_exits_nonzero_without_a_panic() {
             .spawn()
             .unwrap()
     };
-    // stdout at /dev/full: exit status 2 and a one-line error, no panic.
+    // stdout at /dev/full: exit status 1 (a runtime failure) and a one-line error, no panic.
     let out = wait(serve(Stdio::piped()), "serve > /dev/full");
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
     assert!(stderr(&out).contains("error: io: "), "{}", stderr(&out));
-    // stderr at /dev/full too (logs and the error line are lost): still 2, not 101.
+    // stderr at /dev/full too (logs and the error line are lost): still 1, not 101.
     let full = std::fs::File::create("/dev/full").unwrap();
     let out = wait(serve(Stdio::from(full)), "serve > /dev/full 2> /dev/full");
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(1));
     // stderr a pipe nobody reads (EPIPE): the same.
     let mut child = serve(Stdio::piped());
     drop(child.stderr.take());
     let out = wait(child, "serve 2> closed pipe");
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(1));
     // A client whose stderr is gone reports its error by exit status alone.
     let child = y3()
         .args([
@@ -198,14 +198,14 @@ fn tokens_come_from_files_and_the_environment_not_the_command_line() {
         &[],
     ));
     let wrong = send(&["--addr", &addr], &[("Y3_TOKEN", "guess")]);
-    assert_eq!(wrong.status.code(), Some(2));
+    assert_eq!(wrong.status.code(), Some(4));
     assert!(
         stderr(&wrong).contains("error: unauthorized"),
         "{}",
         stderr(&wrong)
     );
     let none = send(&["--addr", &addr], &[]);
-    assert_eq!(none.status.code(), Some(2));
+    assert_eq!(none.status.code(), Some(4));
     let missing = send(&["--addr", &addr, "--token-file", "/nonexistent/t"], &[]);
     assert_eq!(missing.status.code(), Some(2));
     assert!(
@@ -259,7 +259,7 @@ fn a_token_may_publish_and_observe_only_its_tags() {
     let pubkey = [("Y3_TOKEN", "pub-key")];
     assert_sent(&send(&["--addr", &addr, "--tag", "0x10"], &pubkey));
     let refused = send(&["--addr", &addr, "--tag", "0x11"], &pubkey);
-    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert_eq!(refused.status.code(), Some(4), "{}", stderr(&refused));
     let text = stderr(&refused);
     assert!(text.starts_with("error: forbidden: "), "{text}");
     assert!(
@@ -281,7 +281,7 @@ fn a_token_may_publish_and_observe_only_its_tags() {
         )
     };
     let forbidden = observe("0x20", "sink-key");
-    assert_eq!(forbidden.status.code(), Some(2));
+    assert_eq!(forbidden.status.code(), Some(4));
     let text = stderr(&forbidden);
     assert!(text.starts_with("error: forbidden: "), "{text}");
     assert!(
@@ -388,7 +388,7 @@ fn the_dev_certificate_is_private_pinned_and_never_replaced_by_a_failed_start() 
         &pin[1..]
     );
     let out = send(&[&over_quic[..], &["--pin", &wrong]].concat(), &[]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let bad = send(&[&over_quic[..], &["--pin", "abc"]].concat(), &[]);
     let text = stderr(&bad);
     assert!(text.starts_with("error: config: "), "{text}");
@@ -413,7 +413,7 @@ fn the_dev_certificate_is_private_pinned_and_never_replaced_by_a_failed_start() 
         .unwrap(),
         "second serve",
     );
-    assert_eq!(second.status.code(), Some(2));
+    assert_eq!(second.status.code(), Some(1));
     assert!(
         stderr(&second).contains("cannot listen on tcp"),
         "{}",

@@ -134,7 +134,7 @@ fn client_certificates_from_flags_and_from_yomos_variables() {
     assert!(out.status.success(), "{}", stderr(&out));
     // Without one: refused, exit status 2, and counted.
     let out = send(&serve, &["--ca", &ca], &[]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     assert!(stderr(&out).starts_with("error: "), "{}", stderr(&out));
     // The router's own certificate is not a client certificate.
     let out = send(
@@ -149,7 +149,7 @@ fn client_certificates_from_flags_and_from_yomos_variables() {
         ],
         &[],
     );
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     // Each refused once (not retried: the refusal would repeat), never admitted.
     for (metric, want) in [
         (
@@ -190,7 +190,7 @@ fn yomos_variables_configure_the_router_and_conflicts_stop_it() {
     let serve = launch_with(&env, &pki.dir).args(["--tcp-tls"]).start();
     let ca = pki.path("ca.pem");
     let out = send(&serve, &["--ca", &ca], &[]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     let (cert, key) = (pki.path("client.pem"), pki.path("client.key"));
     let out = send(&serve, &["--ca", &ca, "--cert", &cert, "--key", &key], &[]);
     assert!(out.status.success(), "{}", stderr(&out));

@@ -194,7 +194,7 @@ fn observe_where_gets_only_matching_frames_and_the_router_counts_the_rest() {
 fn wrong_token_is_a_clear_error_and_garbage_does_not_stop_the_router() {
     let server = start(&["--token", "s3cret"]);
     let out = send(&server, &["--token", "guess"], "{\"payload_hex\":\"00\"}\n");
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(4));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("error: unauthorized"), "{stderr}");
 

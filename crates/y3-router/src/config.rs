@@ -4,7 +4,7 @@
 //! [listen]
 //! tcp = "127.0.0.1:9000"      # "" turns the listener off
 //! quic = "127.0.0.1:9000"     # UDP; same port number as TCP is fine
-//! metrics = "127.0.0.1:9090"  # GET /metrics, /varz, /connz, /tagz, dashboard at /
+//! metrics = "127.0.0.1:9002"  # /metrics, /varz, /connz, /tagz, dashboard at / (not 9090: Prometheus's own)
 //! tcp_tls = false             # TLS 1.3 on the TCP listener
 //! metrics_token = ""          # /metrics and /*z need `Authorization: Bearer <it>`; empty: open
 //! metrics_token_file = ""     # ... or read it from this file
@@ -70,6 +70,13 @@
 //! dir = ""                    # empty: $STATE_DIRECTORY, else $XDG_STATE_HOME/y3, else
 //!                             # ~/.local/state/y3 (made 0700)
 //! persist = true              # false: keep nothing, a new secret every start
+//!
+//! [log]                       # the process's log on stderr (`y3 serve`)
+//! level = "info"              # tracing filter directives ("warn", "info,y3_router=debug");
+//!                             # RUST_LOG overrides it; SIGHUP reloads it
+//! format = "text"             # "text" or "json" (one JSON object per line)
+//! summary_secs = 60           # an info line every this many seconds: connections, frames,
+//!                             # drops (0: none)
 //!
 //! [mesh]
 //! name = "y3-router"          # this router's name, sent when dialing downstream zippers
@@ -152,6 +159,44 @@ pub struct RouterConfig {
     pub federation: crate::federation::FederationConfig,
     /// What the router keeps across restarts.
     pub state: StateConfig,
+    /// The process's log (`y3 serve`).
+    pub log: LogConfig,
+}
+
+/// `[log]`: the log `y3 serve` writes on stderr. Connects and closes are logged at debug;
+/// a summary at info every `summary_secs`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogConfig {
+    /// Filter directives, as `RUST_LOG` takes them (`"info"`, `"warn,y3_router=debug"`);
+    /// `RUST_LOG`, when set, overrides it. A reload (SIGHUP) applies a new value.
+    pub level: String,
+    /// `"text"` (human-readable) or `"json"` (one JSON object per line).
+    pub format: LogFormat,
+    /// Seconds between the periodic summary lines at info (connections, frames, drops);
+    /// 0: none.
+    pub summary_secs: u64,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            level: "info".into(),
+            format: LogFormat::Text,
+            summary_secs: 60,
+        }
+    }
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line (tracing-subscriber's JSON format).
+    Json,
 }
 
 /// `[state]`: the router's state directory, which keeps the secret its QUIC listener's
@@ -177,6 +222,13 @@ impl Default for StateConfig {
     }
 }
 
+/// The metrics listener's default address. Port 9002 sits beside the router's 9000 and
+/// clear of the ports monitoring tools own: 9090-9094 (Prometheus, its Pushgateway and
+/// Alertmanager), 9100-9999 (Prometheus's exporter allocations, all taken), 9464
+/// (OpenTelemetry's Prometheus exporter), 8222 (NATS monitoring), and 9001 (supervisord's
+/// and MinIO's consoles by default).
+pub const DEFAULT_METRICS_ADDR: &str = "127.0.0.1:9002";
+
 /// `[listen]`: where to listen. An empty string turns a listener off.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -185,9 +237,9 @@ pub struct ListenConfig {
     pub tcp: String,
     /// QUIC (UDP) listener address.
     pub quic: String,
-    /// Metrics HTTP listener address: Prometheus text at `GET /metrics`, the JSON status
-    /// endpoints `/varz`, `/connz` and `/tagz`, the live dashboard at `/` and `/healthz`
-    /// (docs/operations.md).
+    /// Metrics HTTP listener address (by default [`DEFAULT_METRICS_ADDR`]): Prometheus text
+    /// at `GET /metrics`, the JSON status endpoints `/varz`, `/connz` and `/tagz`, the live
+    /// dashboard at `/` and `/healthz` (docs/operations.md).
     pub metrics: String,
     /// Serve TLS 1.3 on the TCP listener.
     pub tcp_tls: bool,
@@ -204,7 +256,7 @@ impl Default for ListenConfig {
         ListenConfig {
             tcp: "127.0.0.1:9000".into(),
             quic: "127.0.0.1:9000".into(),
-            metrics: "127.0.0.1:9090".into(),
+            metrics: DEFAULT_METRICS_ADDR.into(),
             tcp_tls: false,
             metrics_token: String::new(),
             metrics_token_file: PathBuf::new(),

@@ -114,7 +114,7 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
     let mut session = Session::new(
         id,
         Instant::now() + shared.config.handshake_timeout(),
-        shared.admission.clone(),
+        shared.admission(),
     );
     if shared.over_connection_limit() {
         let goaway = Goaway::new(GoawayCode::TooManyConnections, "connection limit reached");
@@ -250,7 +250,7 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
     // their end. YoMo's would give up for good on a goaway; they are closed to reconnect.
     let y3 = hello.extension >= 1;
     let drained = y3 && !client_type.receives();
-    tracing::info!(
+    tracing::debug!(
         session = id,
         client_type = client_type.name(),
         name = %hello.name,
@@ -415,7 +415,7 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
             // back at once: the close with code 0x13 must reach it first.
             drop(writer_task);
             guard.close_with(goaway);
-            tracing::info!(
+            tracing::debug!(
                 session = id,
                 client_type = client_type.name(),
                 "client closed"
@@ -447,7 +447,7 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
         Some(goaway) => guard.close_with(&goaway),
         None => guard.close(),
     }
-    tracing::info!(
+    tracing::debug!(
         session = id,
         client_type = client_type.name(),
         "client closed"

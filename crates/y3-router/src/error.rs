@@ -25,10 +25,12 @@ pub enum RouterError {
     #[error("invalid config: {0}")]
     ConfigToml(#[from] toml::de::Error),
     /// A listener could not be bound.
-    #[error("cannot listen on {what}: {source}")]
+    #[error("cannot listen on {what} {addr}: {source}")]
     Bind {
         /// `tcp`, `quic` or `metrics`.
         what: &'static str,
+        /// The address it was to listen on.
+        addr: std::net::SocketAddr,
         /// The bind error.
         #[source]
         source: io::Error,

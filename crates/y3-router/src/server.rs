@@ -40,7 +40,6 @@ use crate::mesh;
 use crate::metrics::{self, Metrics, Stats};
 use crate::penalty::Penalties;
 use crate::routing::Routes;
-use crate::session::Admission;
 use crate::shared::{first_session_id, Open, Shared};
 use crate::status::Status;
 use crate::throttle::Tarpit;
@@ -118,7 +117,8 @@ impl Router {
     /// Binds the configured listeners and starts serving.
     ///
     /// Without a configured certificate a self-signed development certificate is
-    /// generated for QUIC (and TLS over TCP); [`RouterHandle::trust`] pins it for
+    /// generated for QUIC (and TLS over TCP), and kept in the state directory for the next
+    /// start on the same address (`state.rs`); [`RouterHandle::trust`] pins it for
     /// in-process clients, and `tls.dev_cert_out` writes it for others once every listener
     /// is bound (a router that cannot start never replaces the certificate of one that
     /// runs), mode 0600, never through a symbolic link
@@ -136,7 +136,7 @@ impl Router {
             tracing::warn!("{warning}");
         }
         let identity = if config.tls.cert.as_os_str().is_empty() {
-            Identity::self_signed()?
+            crate::state::dev_identity(&config.state, listen.quic.or(listen.tcp))?
         } else {
             Identity::from_pem_files(&config.tls.cert, &config.tls.key)?
         };
@@ -157,18 +157,11 @@ impl Router {
             hold,
             metrics.federation.clone(),
         )?;
-        let admission = Arc::new(Admission {
-            token,
-            grants,
-            max_observed_tags: config.limits.max_observed_tags,
-            max_name_len: config.limits.max_name_len,
-            max_hops: config.limits.max_hops,
-            filter_limits: config.filters.limits(),
-            attached: config.filters.attach.clone(),
-        });
+        let admission = Arc::new(crate::reload::admission(&config, token, grants));
         let shared = Arc::new(Shared {
             config: config.clone(),
-            admission,
+            admission: RwLock::new(admission),
+            loaded: Mutex::new(config.clone()),
             metrics: metrics.clone(),
             routes: Routes::new(
                 mesh.iter().map(mesh::Link::outbox).collect(),
@@ -215,10 +208,12 @@ impl Router {
                     .await
                     .map_err(|source| RouterError::Bind {
                         what: "tcp",
+                        addr,
                         source,
                     })?;
             handle.tcp = Some(server.local_addr().map_err(|source| RouterError::Bind {
                 what: "tcp",
+                addr,
                 source,
             })?);
             let shared = shared.clone();
@@ -254,12 +249,14 @@ impl Router {
             .map_err(|e| match e {
                 TransportError::Io(source) => RouterError::Bind {
                     what: "quic",
+                    addr,
                     source,
                 },
                 other => RouterError::Transport(other),
             })?;
             handle.quic = Some(server.local_addr().map_err(|source| RouterError::Bind {
                 what: "quic",
+                addr,
                 source,
             })?);
             let server = Arc::new(server);
@@ -285,6 +282,7 @@ impl Router {
                 .await
                 .map_err(|source| RouterError::Bind {
                     what: "metrics",
+                    addr,
                     source,
                 })?;
             handle.metrics = listener.local_addr().ok();
@@ -328,8 +326,8 @@ impl Router {
             quic = ?handle.quic,
             metrics = ?handle.metrics,
             policy = config.queue.policy.name(),
-            auth = shared.admission.requires_token(),
-            tokens = shared.admission.grants.len(),
+            auth = shared.admission().requires_token(),
+            tokens = shared.admission().grants.len(),
             cert_sha256 = %y3_transport::tls::fingerprint_hex(&identity.fingerprint()),
             downstreams,
             "router listening"
@@ -378,6 +376,18 @@ impl RouterHandle {
     /// development certificate; a CA-issued one is verified through its CA instead).
     pub fn trust(&self) -> Trust {
         Trust::Pinned(vec![self.identity.certificate().clone()])
+    }
+
+    /// Applies what of `config` a running router can take (SIGHUP): tokens, their
+    /// permissions and the content filters, for connections made from now on (the open
+    /// ones keep theirs and are not dropped). Returns the sections that changed and need a
+    /// restart (`listen`, `tls`, ...), which are not applied.
+    ///
+    /// # Errors
+    /// [`RouterError::Config`] for invalid values, [`RouterError::Secret`] for an
+    /// unreadable token file: nothing is applied then.
+    pub fn reload(&self, config: &RouterConfig) -> Result<crate::Reloaded, RouterError> {
+        crate::reload::reload(&self.shared, config)
     }
 
     /// Current totals.

@@ -24,7 +24,12 @@ use crate::throttle::{Full, Tarpit};
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub config: RouterConfig,
-    pub admission: Arc<Admission>,
+    /// Who may connect and what they may do: swapped whole by a reload (`reload.rs`); a
+    /// connection keeps the one it was admitted under.
+    pub admission: RwLock<Arc<Admission>>,
+    /// The configuration last loaded (at start, or by a reload): what the next reload is
+    /// compared with.
+    pub loaded: Mutex<RouterConfig>,
     pub metrics: Arc<Metrics>,
     pub routes: Routes,
     pub next_session: AtomicU64,

@@ -1,8 +1,11 @@
-//! The router's state directory (`[state]`): what survives a restart. One file today:
+//! The router's state directory (`[state]`): what survives a restart.
 //!
 //! ```text
 //!  <dir>/                     0700, made when missing
 //!    quic-reset.secret        0600, 32 random bytes, written once (never replaced)
+//!    dev-identity-<address>.pem  0600, the generated dev certificate and key of the router
+//!                             listening on <address> (QUIC's, else TCP's), reused until 30
+//!                             days before it expires, so that clients' pins survive restarts
 //!    quic-peers-<address>     0600, the QUIC clients of the listener on <address>, kept
 //!                             while it runs, read and removed by its successor
 //! ```
@@ -21,6 +24,7 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 use y3_transport::quic::{Recovery, ResetSecret};
+use y3_transport::tls::{Identity, Kept};
 
 use crate::config::StateConfig;
 use crate::error::RouterError;
@@ -49,6 +53,45 @@ fn default_dir(env: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathB
         return Some(PathBuf::from(state).join("y3"));
     }
     env("HOME").map(|home| PathBuf::from(home).join(".local/state/y3"))
+}
+
+/// The development certificate of a router without `[tls] cert`: the one kept in the state
+/// directory for its listener address (QUIC's, else TCP's; `y3_transport::tls::
+/// Identity::kept_self_signed`), or, without a usable directory, with `persist = false` or
+/// on an ephemeral port (nothing to recognize it by next time), a fresh one for this run.
+///
+/// # Errors
+/// [`RouterError::Transport`] only when no certificate can be generated at all.
+pub(crate) fn dev_identity(
+    config: &StateConfig,
+    listener: Option<std::net::SocketAddr>,
+) -> Result<Identity, RouterError> {
+    let kept = match (config.persist, dir(config), listener) {
+        (true, Some(dir), Some(addr)) if addr.port() != 0 => Some((dir, addr)),
+        _ => None,
+    };
+    let Some((dir, addr)) = kept else {
+        return Ok(Identity::self_signed()?);
+    };
+    match Identity::kept_self_signed(&dir, addr) {
+        Ok((identity, kept)) => {
+            tracing::info!(
+                path = %y3_transport::tls::dev_identity_path(&dir, addr).display(),
+                reused = kept == Kept::Reused,
+                "dev certificate"
+            );
+            Ok(identity)
+        }
+        Err(e) => {
+            tracing::warn!(
+                dir = %dir.display(),
+                error = %e,
+                "cannot keep the dev certificate in the state directory: a new one for this run \
+                 only; clients' pins break at the next restart"
+            );
+            Ok(Identity::self_signed()?)
+        }
+    }
 }
 
 /// What the QUIC listener keeps across restarts: the reset secret and,

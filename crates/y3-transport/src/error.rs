@@ -141,11 +141,11 @@ pub enum TransportError {
     },
     /// Connecting gave up after the configured attempts
     /// ([`Backoff::attempts`](crate::sdk::Backoff::attempts); by default a client never
-    /// gives up). The message names the address, the transport and the last failure, and
-    /// says what to try.
+    /// gives up). The message names the address, the transport and the last failure (once:
+    /// `last` is not also a `source`), and says what to try.
     #[error(
         "cannot reach the router at {addr} over {transport} after {attempts} attempts: \
-         {cause} (is the router running there, on that port and transport? a client \
+         {last} (is the router running there, on that port and transport? a client \
          retries forever unless its backoff sets attempts)"
     )]
     GaveUp {
@@ -155,8 +155,8 @@ pub enum TransportError {
         addr: std::net::SocketAddr,
         /// The transport tried (`tcp`, `tcp+tls`, `quic`).
         transport: &'static str,
-        /// The last attempt's failure, as text.
-        cause: String,
+        /// Why the last attempt failed (connection refused, a timeout, a TLS failure, ...).
+        last: Box<TransportError>,
     },
     /// An option combination that cannot work (TLS without a trust setting, ...).
     #[error("invalid configuration: {0}")]

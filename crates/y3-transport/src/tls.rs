@@ -24,6 +24,7 @@
 use std::ffi::OsString;
 use std::fs;
 use std::io::{self, Write};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -85,6 +86,19 @@ pub fn default_dev_cert_path() -> PathBuf {
         std::env::temp_dir().join(format!("y3-{user}"))
     };
     dir.join("dev-cert.pem")
+}
+
+/// Where `y3 serve` writes the dev certificate of the router listening on `listener`
+/// unless told otherwise, and where `y3 send`/`observe` look for it first: beside
+/// [`default_dev_cert_path`], one file per address (`dev-cert-127.0.0.1_9000.pem`), so two
+/// routers on a host do not overwrite one file. An ephemeral port (0) has no name of its
+/// own: [`default_dev_cert_path`].
+pub fn default_dev_cert_path_for(listener: SocketAddr) -> PathBuf {
+    let shared = default_dev_cert_path();
+    if listener.port() == 0 {
+        return shared;
+    }
+    shared.with_file_name(format!("dev-cert-{}.pem", address_name(listener)))
 }
 
 fn refuse(what: &str) -> io::Error {
@@ -187,6 +201,113 @@ fn write_private(path: &Path, contents: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
+/// Days a generated development certificate is valid.
+pub const DEV_CERT_VALIDITY_DAYS: u64 = 365;
+
+/// A kept development certificate is made anew when fewer days than this are left.
+pub const DEV_CERT_RENEW_DAYS: u64 = 30;
+
+/// The first line of a kept development identity: its expiry, in days since 1970.
+const KEPT_HEADER: &str = "# y3 development certificate; not after day ";
+
+/// Whether [`Identity::kept_self_signed`] reused the kept certificate or made one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kept {
+    /// The kept one, still valid long enough.
+    Reused,
+    /// A new one (none kept, expiring soon, or damaged), now kept.
+    Made,
+}
+
+/// Where the development identity of the listener on `listener` is kept in `dir`:
+///
+/// ```text
+///  <dir>/dev-identity-127.0.0.1_9000.pem   0600
+///    # y3 development certificate; not after day 20855
+///    -----BEGIN CERTIFICATE----- ... -----END CERTIFICATE-----
+///    -----BEGIN PRIVATE KEY----- ... -----END PRIVATE KEY-----
+/// ```
+pub fn dev_identity_path(dir: &Path, listener: SocketAddr) -> PathBuf {
+    dir.join(format!("dev-identity-{}.pem", address_name(listener)))
+}
+
+/// An address as part of a file name: `127.0.0.1:9000` → `127.0.0.1_9000`.
+fn address_name(addr: SocketAddr) -> String {
+    addr.to_string()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Reads a kept identity and its expiry day; refuses a file others may read.
+fn read_kept(path: &Path) -> io::Result<(Identity, i64)> {
+    let meta = fs::symlink_metadata(path)?;
+    if !meta.is_file() {
+        return Err(refuse("the kept dev identity is not a plain file"));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if meta.permissions().mode() & 0o077 != 0 {
+            return Err(refuse("the kept dev identity is readable by other users"));
+        }
+    }
+    let text = fs::read_to_string(path)?;
+    let invalid = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_owned());
+    let not_after = text
+        .lines()
+        .next()
+        .and_then(|line| line.strip_prefix(KEPT_HEADER))
+        .and_then(|day| day.trim().parse::<i64>().ok())
+        .ok_or_else(|| invalid("no expiry line"))?;
+    let chain = CertificateDer::pem_slice_iter(text.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| invalid("invalid certificate PEM"))?;
+    let key = PrivateKeyDer::from_pem_slice(text.as_bytes()).map_err(|_| invalid("no key"))?;
+    if chain.len() != 1 {
+        return Err(invalid("not one certificate"));
+    }
+    let identity = Identity {
+        chain,
+        key,
+        self_signed: true,
+    };
+    // A key that does not match its certificate is damage: made anew.
+    identity
+        .server_config()
+        .map_err(|_| invalid("key and certificate differ"))?;
+    Ok((identity, not_after))
+}
+
+/// Days since 1970-01-01 now.
+fn unix_days_now() -> i64 {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    (secs / 86_400) as i64
+}
+
+/// The civil date (year, month, day) of `days` since 1970-01-01 (proleptic Gregorian).
+fn civil_from_days(days: i64) -> (i32, u8, u8) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    // Days near now: the year fits an i32, month and day a u8.
+    (year as i32, month as u8, day as u8)
+}
+
 /// A server's certificate chain and private key.
 #[derive(Debug)]
 pub struct Identity {
@@ -207,25 +328,75 @@ impl Clone for Identity {
 
 impl Identity {
     /// A fresh self-signed certificate for `localhost`, `127.0.0.1` and `::1`, for
-    /// development. Clients pin it with [`Trust::Pinned`] of [`Identity::certificate`].
+    /// development, valid from a day ago for [`DEV_CERT_VALIDITY_DAYS`]. Clients pin it
+    /// with [`Trust::Pinned`] of [`Identity::certificate`].
     ///
     /// # Errors
     /// [`TransportError::Certificate`] when key generation fails.
     pub fn self_signed() -> Result<Identity, TransportError> {
+        Identity::self_signed_until(unix_days_now() + DEV_CERT_VALIDITY_DAYS as i64)
+            .map(|(id, _)| id)
+    }
+
+    /// [`Identity::self_signed`], valid until the start of day `not_after_days` (days
+    /// since 1970): the identity and its PEM (certificate, then private key).
+    fn self_signed_until(not_after_days: i64) -> Result<(Identity, String), TransportError> {
+        let bad = || TransportError::Certificate("cannot generate a self-signed certificate");
         let names = vec![
             DEV_SERVER_NAME.to_owned(),
             "127.0.0.1".to_owned(),
             "::1".to_owned(),
         ];
-        let certified = rcgen::generate_simple_self_signed(names).map_err(|_| {
-            TransportError::Certificate("cannot generate a self-signed certificate")
-        })?;
-        let key = PrivatePkcs8KeyDer::from(certified.signing_key.serialize_der());
-        Ok(Identity {
-            chain: vec![certified.cert.der().clone()],
+        let mut params = rcgen::CertificateParams::new(names).map_err(|_| bad())?;
+        let date = |days: i64| {
+            let (y, m, d) = civil_from_days(days);
+            rcgen::date_time_ymd(y, m, d)
+        };
+        params.not_before = date(unix_days_now() - 1);
+        params.not_after = date(not_after_days);
+        let key = rcgen::KeyPair::generate().map_err(|_| bad())?;
+        let cert = params.self_signed(&key).map_err(|_| bad())?;
+        let pem = format!("{}{}", cert.pem(), key.serialize_pem());
+        let key = PrivatePkcs8KeyDer::from(key.serialize_der());
+        let identity = Identity {
+            chain: vec![cert.der().clone()],
             key: PrivateKeyDer::Pkcs8(key),
             self_signed: true,
-        })
+        };
+        Ok((identity, pem))
+    }
+
+    /// The development certificate kept for the listener on `listener` in the state
+    /// directory `dir` ([`dev_identity_path`]), reused while more than
+    /// [`DEV_CERT_RENEW_DAYS`] of its validity are left (so that clients' pins survive
+    /// restarts), else made anew and kept there (0600, in a directory only this user can
+    /// write to). Each listener address has its own, so routers sharing a directory do
+    /// not share or overwrite keys.
+    ///
+    /// # Errors
+    /// IO errors of the directory or the file (the caller falls back to
+    /// [`Identity::self_signed`]); a kept file readable by others is refused.
+    pub fn kept_self_signed(dir: &Path, listener: SocketAddr) -> io::Result<(Identity, Kept)> {
+        private_dir(dir)?;
+        let path = dev_identity_path(dir, listener);
+        let today = unix_days_now();
+        match read_kept(&path) {
+            Ok((identity, not_after_days))
+                if not_after_days - today > DEV_CERT_RENEW_DAYS as i64 =>
+            {
+                return Ok((identity, Kept::Reused));
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => return Err(e),
+            // A damaged file is replaced.
+            Err(_) => {}
+        }
+        let not_after = today + DEV_CERT_VALIDITY_DAYS as i64;
+        let (identity, pem) = Identity::self_signed_until(not_after).map_err(io::Error::other)?;
+        let text = format!("{KEPT_HEADER}{not_after}\n{pem}");
+        write_private(&path, text.as_bytes())?;
+        Ok((identity, Kept::Made))
     }
 
     /// Loads a PEM certificate chain and a PEM private key.
@@ -473,6 +644,148 @@ pub fn client_cert_refusal(error: &TransportError) -> Option<ClientCertRefusal> 
             }
         }
         _ => None,
+    }
+}
+
+/// Whether a client's connect error is the router refusing its client certificate (or
+/// the lack of one): the alert the router sent over TLS/TCP, or closed QUIC with.
+pub fn client_cert_refused(error: &TransportError) -> Option<ClientCertRefusal> {
+    let of_alert = |alert: u8| {
+        if alert == CERTIFICATE_REQUIRED {
+            Some(ClientCertRefusal::Missing)
+        } else if CERTIFICATE_ALERTS.contains(&alert) {
+            Some(ClientCertRefusal::Invalid)
+        } else {
+            None
+        }
+    };
+    let of_rustls = |e: &rustls::Error| match e {
+        rustls::Error::AlertReceived(alert) => of_alert(u8::from(*alert)),
+        _ => None,
+    };
+    #[cfg(feature = "quic")]
+    let of_close = |lost: &quinn::ConnectionError| match lost {
+        quinn::ConnectionError::ConnectionClosed(close) => {
+            let code = u64::from(close.error_code);
+            of_alert(code.checked_sub(0x100).filter(|a| *a < 0x100)? as u8)
+        }
+        _ => None,
+    };
+    match error {
+        TransportError::Tls(e) => of_rustls(e),
+        TransportError::Io(e) => {
+            let inner = e.get_ref()?;
+            if let Some(e) = inner.downcast_ref::<rustls::Error>() {
+                return of_rustls(e);
+            }
+            // Over QUIC, the first read or write after the handshake learns of the close.
+            #[cfg(feature = "quic")]
+            {
+                let lost = if let Some(quinn::ReadError::ConnectionLost(e)) = inner.downcast_ref() {
+                    Some(e)
+                } else if let Some(quinn::WriteError::ConnectionLost(e)) = inner.downcast_ref() {
+                    Some(e)
+                } else {
+                    inner.downcast_ref::<quinn::ConnectionError>()
+                };
+                return lost.and_then(of_close);
+            }
+            #[allow(unreachable_code)]
+            None
+        }
+        #[cfg(feature = "quic")]
+        TransportError::QuicConnection(e) => of_close(e),
+        TransportError::GaveUp { last, .. } => client_cert_refused(last),
+        _ => None,
+    }
+}
+
+/// Why a client did not trust the router it reached, in plain words (the raw rustls error
+/// names `ApplicationVerificationFailure`, `BadSignature`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TrustFailure {
+    /// The certificate's SHA-256 fingerprint is not the pinned one (`--pin`).
+    #[error("its certificate is not the one pinned: the fingerprint differs (a different router, or one that made a new certificate)")]
+    WrongPin,
+    /// The certificate is not issued by (or is not) a certificate the client trusts.
+    #[error("its certificate is not one you trust (not issued by the CA file, or not the pinned certificate)")]
+    Untrusted,
+    /// The certificate has expired or is not valid yet.
+    #[error("its certificate has expired or is not valid yet")]
+    Expired,
+    /// The certificate is not issued for the name the client asked for.
+    #[error("its certificate is not issued for the server name asked for")]
+    WrongName,
+    /// The port answered something that is not TLS (a plaintext listener).
+    #[error("the port does not speak TLS (a plaintext listener?)")]
+    NotTls,
+}
+
+impl TrustFailure {
+    /// The stable snake_case name.
+    pub fn kind(self) -> &'static str {
+        match self {
+            TrustFailure::WrongPin => "wrong_pin",
+            TrustFailure::Untrusted => "untrusted_certificate",
+            TrustFailure::Expired => "expired_certificate",
+            TrustFailure::WrongName => "wrong_server_name",
+            TrustFailure::NotTls => "not_tls",
+        }
+    }
+
+    fn of_rustls(error: &rustls::Error) -> Option<TrustFailure> {
+        use rustls::CertificateError as C;
+        match error {
+            // Only the fingerprint verifier (`Verifier`) fails this way.
+            rustls::Error::InvalidCertificate(C::ApplicationVerificationFailure) => {
+                Some(TrustFailure::WrongPin)
+            }
+            rustls::Error::InvalidCertificate(
+                C::Expired
+                | C::NotValidYet
+                | C::ExpiredContext { .. }
+                | C::NotValidYetContext { .. },
+            ) => Some(TrustFailure::Expired),
+            rustls::Error::InvalidCertificate(
+                C::NotValidForName | C::NotValidForNameContext { .. },
+            ) => Some(TrustFailure::WrongName),
+            rustls::Error::InvalidCertificate(_) => Some(TrustFailure::Untrusted),
+            rustls::Error::InvalidMessage(_) => Some(TrustFailure::NotTls),
+            _ => None,
+        }
+    }
+
+    /// Over QUIC, quinn keeps only the rustls error's text.
+    fn of_text(text: &str) -> Option<TrustFailure> {
+        if !text.contains("invalid peer certificate") {
+            return None;
+        }
+        Some(if text.contains("ApplicationVerificationFailure") {
+            TrustFailure::WrongPin
+        } else if text.contains("Expired") || text.contains("NotValidYet") {
+            TrustFailure::Expired
+        } else if text.contains("NotValidForName") {
+            TrustFailure::WrongName
+        } else {
+            TrustFailure::Untrusted
+        })
+    }
+
+    /// Whether a client's connect error is a TLS trust failure, and which.
+    pub fn of(error: &TransportError) -> Option<TrustFailure> {
+        match error {
+            TransportError::Tls(e) => TrustFailure::of_rustls(e),
+            TransportError::Io(e) => e
+                .get_ref()
+                .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+                .and_then(TrustFailure::of_rustls),
+            #[cfg(feature = "quic")]
+            TransportError::QuicConnection(quinn::ConnectionError::TransportError(e)) => {
+                TrustFailure::of_text(&e.reason)
+            }
+            TransportError::GaveUp { last, .. } => TrustFailure::of(last),
+            _ => None,
+        }
     }
 }
 
@@ -761,6 +1074,45 @@ fn base64_encode(data: &[u8], out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+        assert_eq!(civil_from_days(19_782), (2024, 2, 29));
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+    }
+
+    #[test]
+    fn the_dev_identity_is_kept_per_listener_until_near_expiry() {
+        let dir = std::env::temp_dir().join(format!("y3-kept-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let a: SocketAddr = "127.0.0.1:9000".parse().unwrap();
+        let b: SocketAddr = "[::1]:9000".parse().unwrap();
+        let (first, kept) = Identity::kept_self_signed(&dir, a).unwrap();
+        assert_eq!(kept, Kept::Made);
+        let (again, kept) = Identity::kept_self_signed(&dir, a).unwrap();
+        assert_eq!(kept, Kept::Reused);
+        assert_eq!(again.fingerprint(), first.fingerprint());
+        again.server_config().unwrap();
+        // Another listener has its own.
+        let (other, _) = Identity::kept_self_signed(&dir, b).unwrap();
+        assert_ne!(other.fingerprint(), first.fingerprint());
+        assert!(dev_identity_path(&dir, b).ends_with("dev-identity-___1__9000.pem"));
+        // Near expiry: made anew.
+        let path = dev_identity_path(&dir, a);
+        let text = fs::read_to_string(&path).unwrap();
+        let soon = unix_days_now() + DEV_CERT_RENEW_DAYS as i64 - 1;
+        let body = text.split_once('\n').unwrap().1;
+        write_private(&path, format!("{KEPT_HEADER}{soon}\n{body}").as_bytes()).unwrap();
+        let (renewed, kept) = Identity::kept_self_signed(&dir, a).unwrap();
+        assert_eq!(kept, Kept::Made);
+        assert_ne!(renewed.fingerprint(), first.fingerprint());
+        // Damaged: made anew too.
+        write_private(&path, b"garbage").unwrap();
+        assert_eq!(Identity::kept_self_signed(&dir, a).unwrap().1, Kept::Made);
+        let _ = fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn base64() {

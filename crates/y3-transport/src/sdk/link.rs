@@ -147,7 +147,7 @@ impl Link {
                             attempts,
                             addr: options.addr,
                             transport,
-                            cause: e.to_string(),
+                            last: Box::new(e),
                         };
                         tracing::warn!(%error, "giving up connecting");
                         return Err(error);
