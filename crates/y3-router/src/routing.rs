@@ -223,8 +223,7 @@ pub(crate) async fn route(
         // No delivery is owed for a frame that only filters withheld (their counters
         // account for it), nor for one that went to the federation.
         if !filtered && !federated {
-            metrics.deliveries(1);
-            metrics.dropped(Drop::NoSubscriber, 1);
+            metrics.unrouted(Drop::NoSubscriber, 1);
         }
         // What went to the federation may come back through another router's functions:
         // the writer is on its message's way.

@@ -96,8 +96,11 @@ impl Metadata {
     pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Metadata {
         let pairs: Vec<(&str, &str)> = pairs.into_iter().collect();
         // Each key's last occurrence decides (linear: a hash map, not a rescan).
-        let last: std::collections::HashMap<&str, usize> =
-            pairs.iter().enumerate().map(|(i, (k, _))| (*k, i)).collect();
+        let last: std::collections::HashMap<&str, usize> = pairs
+            .iter()
+            .enumerate()
+            .map(|(i, (k, _))| (*k, i))
+            .collect();
         let kept: Vec<(&str, &str)> = pairs
             .iter()
             .enumerate()
@@ -262,7 +265,7 @@ pub struct MetadataLimits {
 }
 
 /// Metadata over a [`MetadataLimits`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
 pub enum MetadataTooLarge {
     /// More encoded bytes than allowed.
     #[error("metadata of {len} bytes is over the limit of {limit}")]
@@ -601,7 +604,10 @@ mod tests {
         );
         let big = many(100_000);
         let err = big.check_size(limits).unwrap_err();
-        assert!(matches!(err, MetadataTooLarge::Bytes { limit: 65536, .. }), "{err}");
+        assert!(
+            matches!(err, MetadataTooLarge::Bytes { limit: 65536, .. }),
+            "{err}"
+        );
         assert_eq!(err.kind(), "metadata_too_large");
         // Not a map: left to the walk.
         assert_eq!(md(&hex!("a3 616263")).check_size(limits), Ok(()));
