@@ -75,11 +75,14 @@ mod acks;
 mod budget;
 pub mod config;
 mod connection;
+mod cycles;
 mod error;
 pub mod federation;
 pub mod filters;
 mod histogram;
 mod journeys;
+#[cfg(test)]
+mod ledger_props;
 mod mesh;
 pub mod metrics;
 mod outbox;

@@ -17,8 +17,11 @@
 //! y3_router_dropped_total{reason}             counter  frames not delivered (see below)
 //! y3_router_deliveries_total                  counter  deliveries owed by routing (below)
 //! y3_router_unaccounted                       gauge    the ledger's balance (below), when read
+//! y3_router_writing                           gauge    data frames between a queue and a socket
 //! y3_router_evictions_total{client}           counter  slow consumers disconnected, by name
 //! y3_router_self_loops_total                  counter  functions seen writing a tag they observe
+//! y3_router_cycle_throttled_total             counter  functions whose outputs round a cycle of
+//!                                                      functions outran its inputs (`cycles.rs`)
 //! y3_router_queue_depth                       gauge    frames queued over all subscribers
 //! y3_router_queued_bytes                      gauge    bytes queued, against limits.max_queued_bytes
 //! y3_router_handler_latency_seconds           histogram  frame read → written to subscriber
@@ -270,9 +273,12 @@ pub struct Metrics {
     deliveries: Counter,
     /// The ledger's balance ([`Stats::unaccounted`]), set when the text is encoded.
     unaccounted: Gauge,
+    /// [`Stats::writing`], set when the text is encoded.
+    writing_gauge: Gauge,
     tarpitted: Counter,
     evictions: Family<ClientLabel, Counter>,
     self_loops: Counter,
+    cycles_throttled: Counter,
     evicted_names: Mutex<HashSet<String>>,
     queue_depth: Gauge,
     /// Queued bytes against the router's memory budget.
@@ -315,9 +321,11 @@ impl Metrics {
             dropped: Family::default(),
             deliveries: Counter::default(),
             unaccounted: Gauge::default(),
+            writing_gauge: Gauge::default(),
             tarpitted: Counter::default(),
             evictions: Family::default(),
             self_loops: Counter::default(),
+            cycles_throttled: Counter::default(),
             evicted_names: Mutex::new(HashSet::new()),
             queue_depth: Gauge::default(),
             budget: Budget::default(),
@@ -397,6 +405,11 @@ impl Metrics {
             m.unaccounted.clone(),
         );
         registry.register(
+            "writing",
+            "Data frames writers took from the queues and have not yet written or dropped",
+            m.writing_gauge.clone(),
+        );
+        registry.register(
             "tarpitted",
             "Wrong credentials refused after a tarpit delay (also counted in rejected)",
             m.tarpitted.clone(),
@@ -410,6 +423,12 @@ impl Metrics {
             "self_loops",
             "Stream functions seen writing a tag they observe (once per connection)",
             m.self_loops.clone(),
+        );
+        registry.register(
+            "cycle_throttled",
+            "Stream functions whose outputs round a cycle of functions outran its inputs \
+             (once per connection; the deliveries dropped count as loop)",
+            m.cycles_throttled.clone(),
         );
         registry.register(
             "queue_depth",
@@ -567,7 +586,9 @@ impl Metrics {
 
     /// The metrics in the Prometheus/OpenMetrics text format.
     pub fn encode(&self) -> String {
-        self.unaccounted.set(self.stats().unaccounted());
+        let stats = self.stats();
+        self.unaccounted.set(stats.unaccounted());
+        self.writing_gauge.set(stats.writing);
         let mut out = String::new();
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
@@ -626,6 +647,12 @@ impl Metrics {
     pub(crate) fn unrouted(&self, reason: Drop, n: u64) {
         self.deliveries(n);
         self.dropped(reason, n);
+    }
+
+    /// Counts a function whose deliveries round a cycle were throttled (once per
+    /// connection, `cycles.rs`).
+    pub(crate) fn cycle_throttled(&self) {
+        self.cycles_throttled.inc();
     }
 
     /// Counts a stream function seen writing a tag it observes (once per connection).

@@ -986,8 +986,8 @@ async fn shutdown_drains_in_flight_frames() {
             })
         };
         eventually("traffic flowing", || router.stats().frames_out > 500).await;
-        ledger(&router).await;
         let stats = within("shutdown", router.shutdown()).await;
+        ledger_of(&stats);
         within("source stopped", sending).await.unwrap();
         let accepted = accepted.load(Ordering::Relaxed);
         let mut received = 0u64;

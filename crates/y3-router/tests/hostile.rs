@@ -200,8 +200,8 @@ async fn loops_are_bounded_in_width() {
     assert!(delivered <= MESSAGES * 7 * (1 + returns), "{delivered}");
     assert!(stats.drops(y3_router::metrics::Drop::Loop) > 0);
     assert_eq!(stats.self_loops, 3);
-    ledger(&router).await;
     let last = router.shutdown().await;
+    ledger_of(&last);
     assert_eq!(last.unaccounted(), 0, "{last:?}");
 }
 
@@ -251,8 +251,8 @@ async fn a_stuck_subscriber_delays_other_tags_at_most_the_block_timeout() {
     eprintln!("stuck subscriber: the other tag's longest gap {worst:?}");
     assert!(worst < Duration::from_millis(250 + 200), "gap {worst:?}");
     assert_eq!(counter(&router, "evictions", "client", "stuck-sink"), 1);
-    ledger(&router).await;
     let last = router.shutdown().await;
+    ledger_of(&last);
     assert_eq!(last.unaccounted(), 0, "{last:?}");
 }
 
@@ -314,8 +314,8 @@ async fn a_stuck_subscriber_delays_nobody_on_other_publishers_tags() {
     let _flooding = flood.await.unwrap();
     eprintln!("stuck subscriber, other publisher: the healthy tag's longest gap {worst:?}");
     assert!(worst < Duration::from_millis(200), "gap {worst:?}");
-    ledger(&router).await;
     let last = router.shutdown().await;
+    ledger_of(&last);
     assert_eq!(last.unaccounted(), 0, "{last:?}");
 }
 
@@ -436,7 +436,7 @@ async fn all_queues_together_stay_within_the_memory_budget() {
     assert!(most <= BUDGET, "{most} bytes queued");
     assert!(dropped > 0);
     drop(stuck);
-    ledger(&router).await;
     let last = router.shutdown().await;
+    ledger_of(&last);
     assert_eq!(last.unaccounted(), 0, "{last:?}");
 }
