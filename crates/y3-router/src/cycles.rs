@@ -112,7 +112,11 @@ impl Cycles {
     pub fn refresh(&self, generation: &mut u64, map: &mut Arc<CycleMap>) {
         let now = self.generation.load(Ordering::Acquire);
         if now != *generation {
-            *map = self.current.read().unwrap_or_else(|e| e.into_inner()).clone();
+            *map = self
+                .current
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
             *generation = now;
         }
     }
@@ -150,7 +154,11 @@ impl Cycles {
     }
 
     fn rebuild<S: Clone>(&self, writes: &HashMap<SessionId, Writes>, table: &RoutingTable<S>) {
-        let old = self.current.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let old = self
+            .current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let map = cycles_of(writes, table, &old, self.returns);
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(map);
         self.generation.fetch_add(1, Ordering::Release);
@@ -193,7 +201,12 @@ fn cycles_of<S: Clone>(
     let observers = |tag: u32| -> Vec<usize> {
         table
             .routes(tag)
-            .map(|routes| routes.iter().filter_map(|r| index.get(&r.session).copied()).collect())
+            .map(|routes| {
+                routes
+                    .iter()
+                    .filter_map(|r| index.get(&r.session).copied())
+                    .collect()
+            })
             .unwrap_or_default()
     };
     let edges: Vec<Vec<usize>> = nodes

@@ -103,7 +103,10 @@ fn admission() -> Arc<Admission> {
 
 fn check(metrics: &Metrics, at: &str) -> Result<(), TestCaseError> {
     let ledger = metrics.stats().ledger();
-    prop_assert!(ledger.queued >= 0 && ledger.writing >= 0, "{at}: {ledger:?}");
+    prop_assert!(
+        ledger.queued >= 0 && ledger.writing >= 0,
+        "{at}: {ledger:?}"
+    );
     prop_assert!(ledger.unaccounted() >= 0, "{at}: {ledger:?}");
     Ok(())
 }
@@ -206,7 +209,9 @@ async fn run(steps: Vec<Step>) -> Result<(), TestCaseError> {
                     // As connection.rs: the hop limit owes its delivery, a refusal for
                     // metadata is a skip (no delivery owed).
                     Event::Drop(_, DropReason::Loop) => metrics.unrouted(Drop::Loop, 1),
-                    Event::Drop(_, DropReason::MetadataTooLarge(why)) => metrics.skip(why.kind(), 1),
+                    Event::Drop(_, DropReason::MetadataTooLarge(why)) => {
+                        metrics.skip(why.kind(), 1)
+                    }
                     other => prop_assert!(false, "unexpected {other:?}"),
                 }
             }

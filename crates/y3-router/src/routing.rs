@@ -60,7 +60,10 @@ impl Routes {
 
     /// The current table (a read lock; the rare path).
     fn current(&self) -> Arc<Table> {
-        self.current.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// These routes, offering local frames to `federation` too.
@@ -213,8 +216,7 @@ pub(crate) async fn route(
 ) {
     let Routed { data, target } = routed;
     let mut ticket = ticket;
-    if let (Origin::Function, Some((id, _)), Some(cycles)) =
-        (origin, &cache.sender, &routes.cycles)
+    if let (Origin::Function, Some((id, _)), Some(cycles)) = (origin, &cache.sender, &routes.cycles)
     {
         if cache.written.len() <= MAX_WRITTEN_TAGS && cache.written.insert(data.tag) {
             cycles.wrote(*id, data.tag, &routes.current());

@@ -226,7 +226,11 @@ impl Serve {
             if terms[2].1 == 0 {
                 return;
             }
-            assert!(start.elapsed() < WAIT, "ledger: {} unaccounted: {text}", terms[2].1);
+            assert!(
+                start.elapsed() < WAIT,
+                "ledger: {} unaccounted: {text}",
+                terms[2].1
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
