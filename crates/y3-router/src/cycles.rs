@@ -27,7 +27,7 @@
 //! at [`CREDIT_CAP`] inputs' worth. Functions that write to functions without closing a
 //! cycle (pipelines, fan-out of any width) are not limited.
 //!
-//! Cost: a connection reports a tag it writes once (its [`Written`] set); the graph is
+//! Cost: a connection reports a tag it writes once (its `written` set); the graph is
 //! rebuilt (Tarjan, linear in functions and edges) when a function writes a new tag or
 //! the table changes, and published as an `Arc` snapshot with a generation, as the table
 //! is. Per frame: one atomic load when no cycle exists; otherwise a map lookup per
@@ -235,10 +235,26 @@ fn cycles_of<S: Clone>(
             Some(c) if c.members == members => c.clone(),
             _ => {
                 let input = (returns + 1) * members.len() as i64;
+                // Members of earlier cycles bring what is left of their credit (a cycle
+                // that grows or splits is not granted a fresh start); only a cycle of
+                // functions in none starts with the initial credit.
+                let mut earlier: Vec<&Arc<Cycle>> =
+                    members.iter().filter_map(|m| old.cycle(*m)).collect();
+                earlier.sort_by_key(|c| Arc::as_ptr(c));
+                earlier.dedup_by(|a, b| Arc::ptr_eq(a, b));
+                let credit = if earlier.is_empty() {
+                    input * INITIAL_INPUTS
+                } else {
+                    earlier
+                        .iter()
+                        .map(|c| c.credit.load(Ordering::Relaxed).max(0))
+                        .sum::<i64>()
+                        .min(input.saturating_mul(CREDIT_CAP))
+                };
                 Arc::new(Cycle {
                     members: members.clone(),
                     input,
-                    credit: AtomicI64::new(input * INITIAL_INPUTS),
+                    credit: AtomicI64::new(credit),
                 })
             }
         };
@@ -333,10 +349,11 @@ mod tests {
         assert!(Arc::ptr_eq(map.cycle(1).unwrap(), map.cycle(2).unwrap()));
         assert!(map.cycle(3).is_none());
         assert_eq!(map.cycle(4).unwrap().members, [4]);
-        // Credit: the initial inputs' worth, then one input's worth (9 per member), spent
-        // round the cycle, then refused.
+        // Credit: the initial inputs' worth (1 wrote first: its self-loop's, 9 × 1,024,
+        // carried into the ring when 2 closed it), then one input's worth (9 per member),
+        // spent round the cycle, then refused.
         let ring = map.cycle(1).unwrap().clone();
-        assert_eq!((0..100_000).filter(|_| c.round(&ring)).count(), 18 * 1024);
+        assert_eq!((0..100_000).filter(|_| c.round(&ring)).count(), 9 * 1024);
         c.entered(&ring);
         assert_eq!((0..100).filter(|_| c.round(&ring)).count(), 18);
         // Capped at CREDIT_CAP inputs.
@@ -346,7 +363,8 @@ mod tests {
         let n = (0..1_000_000).filter(|_| c.round(&ring)).count();
         assert_eq!(n, 18 * 16_384);
         // A member leaving breaks the ring (1 still writes what it observes: a self-loop of
-        // its own, with fresh credit); the rebuilt map keeps the other self-loop's credit.
+        // its own, bringing what is left of the ring's credit, none); the rebuilt map keeps
+        // the other self-loop's credit.
         let four = map.cycle(4).unwrap().clone();
         while c.round(&four) {}
         c.entered(&four);
@@ -354,6 +372,7 @@ mod tests {
         c.refresh(&mut generation, &mut map);
         assert_eq!(map.cycle(1).unwrap().members, [1]);
         assert!(!Arc::ptr_eq(map.cycle(1).unwrap(), &ring));
+        assert!(!c.round(map.cycle(1).unwrap()));
         assert!(Arc::ptr_eq(map.cycle(4).unwrap(), &four));
         assert_eq!((0..100).filter(|_| c.round(&four)).count(), 9);
     }
