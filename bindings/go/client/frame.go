@@ -32,7 +32,8 @@ import (
 // The stored frame's refused runs (field 31): the frames of the count the router refused
 // rather than delivered, 9 bytes per run:
 //
-//	run = first index u32 LE | frames u32 LE | reason u8 (1 too_long, 2 hop_limit, 3 loop)
+//	run = first index u32 LE | frames u32 LE | reason u8 (1 too_long, 2 hop_limit, 3 loop,
+//	                                                     4 metadata_too_large)
 //
 // Stored 3, frame 1 refused as too long: b3 0e 30 01 03 31 09 01 00 00 00 01 00 00 00 01.
 //
@@ -193,10 +194,12 @@ const (
 	RefusedTooLong  RefusedReason = 1 // over the router's limits.max_frame_len
 	RefusedHopLimit RefusedReason = 2 // past the router's limits.max_hops
 	RefusedLoop     RefusedReason = 3 // every recipient dropped it as a loop (limits.max_loop_returns)
+	// RefusedMetadataTooLarge: metadata over limits.max_metadata_bytes or max_metadata_entries.
+	RefusedMetadataTooLarge RefusedReason = 4
 )
 
-// String is the reason's stable snake_case name: "too_long", "hop_limit", "loop" ("other"
-// otherwise).
+// String is the reason's stable snake_case name: "too_long", "hop_limit", "loop",
+// "metadata_too_large" ("other" otherwise).
 func (r RefusedReason) String() string {
 	switch r {
 	case RefusedTooLong:
@@ -205,6 +208,8 @@ func (r RefusedReason) String() string {
 		return "hop_limit"
 	case RefusedLoop:
 		return "loop"
+	case RefusedMetadataTooLarge:
+		return "metadata_too_large"
 	}
 	return "other"
 }

@@ -113,6 +113,7 @@ fn send_and_observe_through_serve_over_tcp_and_quic() {
         "{metrics}"
     );
     assert!(metrics.contains("y3_router_dropped_total{reason=\"no_subscriber\"} 1"));
+    server.ledger();
 }
 
 #[test]
@@ -169,6 +170,7 @@ fn observe_where_gets_only_matching_frames_and_the_router_counts_the_rest() {
     server.wait_metric(&format!("y3_router_filter_matched_total{label} 4"));
     server.wait_metric(&format!("y3_router_filter_withheld_total{label} 7"));
     server.wait_metric(&format!("y3_router_filter_malformed_total{label} 1"));
+    server.ledger();
 
     // A filter that does not parse is refused before connecting, with its kind.
     let bad = wait(
@@ -223,6 +225,7 @@ fn wrong_token_is_a_clear_error_and_garbage_does_not_stop_the_router() {
         "{metrics}"
     );
     assert!(metrics.contains("y3_router_protocol_errors_total{kind=\"unknown_frame\"} 1"));
+    server.ledger();
 }
 
 #[test]
@@ -278,6 +281,7 @@ fn sigterm_drains_and_reports() {
     let mut server = start(&[]);
     let out = send(&server, &[], "{\"payload_hex\":\"00\"}\n");
     assert!(out.status.success());
+    server.ledger();
     let out = server.stop().expect("running");
     assert!(out.status.success());
 }

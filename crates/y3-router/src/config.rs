@@ -61,6 +61,8 @@
 //! max_unauthenticated_bytes = 16777216 # all partial handshakes together; past it, cut
 //! max_observed_tags = 1024    # tags one client may observe
 //! max_name_len = 1024         # bytes in a client's name, id or wanted target
+//! max_metadata_bytes = 65536  # a data frame's metadata (msgpack map); a frame over either
+//! max_metadata_entries = 1024 # is refused, counted: skipped_frames_total{metadata_too_large}
 //!
 //! [shutdown]
 //! drain_timeout_ms = 5000     # upper bound of a graceful shutdown
@@ -655,6 +657,24 @@ pub struct LimitsConfig {
     pub max_observed_tags: usize,
     /// Longest client name, id or wanted target, in bytes.
     pub max_name_len: usize,
+    /// Most encoded bytes of a data frame's metadata (YoMo's apps carry a few short
+    /// pairs: a tid, a source id, a target). A frame over it is refused before its
+    /// metadata is walked: counted (`y3_router_skipped_frames_total{reason=
+    /// "metadata_too_large"}`), logged once per connection, reported to a client that wants
+    /// stored acknowledgements (refused, `metadata_too_large`); the connection stays up.
+    pub max_metadata_bytes: usize,
+    /// Most pairs in a data frame's metadata; over it, as over `max_metadata_bytes`.
+    pub max_metadata_entries: usize,
+}
+
+impl LimitsConfig {
+    /// The metadata limits, as the session checks them.
+    pub fn metadata(&self) -> y3_transport::metadata::MetadataLimits {
+        y3_transport::metadata::MetadataLimits {
+            max_bytes: self.max_metadata_bytes,
+            max_entries: self.max_metadata_entries,
+        }
+    }
 }
 
 impl Default for LimitsConfig {
@@ -671,6 +691,8 @@ impl Default for LimitsConfig {
             max_unauthenticated_bytes: 16 << 20,
             max_observed_tags: 1024,
             max_name_len: 1024,
+            max_metadata_bytes: 64 << 10,
+            max_metadata_entries: 1024,
         }
     }
 }

@@ -510,6 +510,8 @@ async fn read_loop(
     let mut told_to_stop = false;
     // Whether a hop-limit drop of this client was logged (once per connection).
     let mut hops_reported = false;
+    // Whether a refusal for metadata over its limits was logged (once per connection).
+    let mut metadata_reported = false;
     let mut tags = TagCache::new(shared.metrics.clone(), Direction::In, conn);
     // Frames decoded from one read arrived together: one clock read serves them all
     // (refreshed at least every 64 frames).
@@ -669,7 +671,8 @@ async fn read_loop(
                 shared.routing.fetch_sub(1, Ordering::Relaxed);
             }
             Event::Drop(data, DropReason::Loop) => {
-                shared.metrics.dropped(Drop::Loop, 1);
+                // One delivery owed (it has no recipient), settled as the drop.
+                shared.metrics.unrouted(Drop::Loop, 1);
                 if !hops_reported {
                     hops_reported = true;
                     tracing::warn!(
@@ -685,6 +688,26 @@ async fn read_loop(
                 // acknowledging client learns it was refused.
                 if let Some(acks) = acks {
                     acks.take().refused(RefusedReason::HopLimit);
+                }
+            }
+            Event::Drop(data, DropReason::MetadataTooLarge(why)) => {
+                // Refused unread, as a frame over max_frame_len is skipped: never routed,
+                // so no delivery is owed.
+                shared.metrics.skip(why.kind(), 1);
+                if !metadata_reported {
+                    metadata_reported = true;
+                    tracing::warn!(
+                        session = id,
+                        name = %hello.name,
+                        id = %hello.id,
+                        tag = format_args!("{:#x}", data.tag),
+                        "refused a data frame: {why} (limits.max_metadata_bytes, \
+                         limits.max_metadata_entries); further ones from this client are \
+                         counted, not logged"
+                    );
+                }
+                if let Some(acks) = acks {
+                    acks.take().refused(RefusedReason::MetadataTooLarge);
                 }
             }
             Event::Close(goaway) => {
@@ -760,8 +783,9 @@ struct InFlight {
 
 impl std::ops::Drop for InFlight {
     fn drop(&mut self) {
-        self.metrics
-            .dropped(Drop::Disconnected, self.frames.len() as u64);
+        let n = self.frames.len();
+        self.metrics.writing(-(n as i64));
+        self.metrics.dropped(Drop::Disconnected, n as u64);
     }
 }
 
@@ -789,6 +813,8 @@ async fn write_loop(
                     Frame::Data(d) => Some((d.tag, d.payload.len(), q.at)),
                     _ => None,
                 }));
+            // In the ledger, between the queue and the socket.
+            metrics.writing(written.frames.len() as i64);
             let sent = async {
                 for queued in batch.drain(..) {
                     told.extend(queued.written);
@@ -803,6 +829,8 @@ async fn write_loop(
             for flushed in told.drain(..) {
                 let _ = flushed.send(());
             }
+            // Out of `writing` before counted written: a reader never sees one twice.
+            metrics.writing(-(written.frames.len() as i64));
             metrics.frames_out(written.frames.len() as u64);
             let now = Instant::now();
             for (tag, len, at) in written.frames.drain(..) {

@@ -76,12 +76,15 @@ mod budget;
 pub mod config;
 pub mod config_reference;
 mod connection;
+mod cycles;
 mod dashboard;
 mod error;
 pub mod federation;
 pub mod filters;
 mod histogram;
 mod journeys;
+#[cfg(test)]
+mod ledger_props;
 mod mesh;
 pub mod metrics;
 mod outbox;

@@ -9,15 +9,20 @@
 //! y3_router_tarpitted_total                   counter  of those, wrong credentials refused
 //!                                                      after a tarpit delay (`throttle.rs`)
 //! y3_router_protocol_errors_total{kind}       counter  malformed input (frame error kind)
-//! y3_router_skipped_frames_total{reason}      counter  frames read past, not routed (`too_long`)
+//! y3_router_skipped_frames_total{reason}      counter  frames read past, not routed (`too_long`,
+//!                                                      `metadata_too_large`)
 //! y3_router_frames_in_total{tag}              counter  data frames read from clients
 //! y3_router_bytes_in_total{tag}               counter  payload bytes read
 //! y3_router_frames_out_total{tag}             counter  data frames written to subscribers
 //! y3_router_bytes_out_total{tag}              counter  payload bytes written
 //! y3_router_dropped_total{reason}             counter  frames not delivered (see below)
 //! y3_router_deliveries_total                  counter  deliveries owed by routing (below)
+//! y3_router_unaccounted                       gauge    the ledger's balance (below), when read
+//! y3_router_writing                           gauge    data frames between a queue and a socket
 //! y3_router_evictions_total{client}           counter  slow consumers disconnected, by name
 //! y3_router_self_loops_total                  counter  functions seen writing a tag they observe
+//! y3_router_cycle_throttled_total             counter  functions whose outputs round a cycle of
+//!                                                      functions outran its inputs (`cycles.rs`)
 //! y3_router_queue_depth                       gauge    frames queued over all subscribers
 //! y3_router_queued_bytes                      gauge    bytes held (queued frames once, slots,
 //!                                                      partial frames), against limits.max_queued_bytes
@@ -270,9 +275,14 @@ pub struct Metrics {
     bytes_out: Family<TagLabel, Counter>,
     dropped: Family<ReasonLabel, Counter>,
     deliveries: Counter,
+    /// The ledger's balance ([`Stats::unaccounted`]), set when the text is encoded.
+    unaccounted: Gauge,
+    /// [`Stats::writing`], set when the text is encoded.
+    writing_gauge: Gauge,
     tarpitted: Counter,
     evictions: Family<ClientLabel, Counter>,
     self_loops: Counter,
+    cycles_throttled: Counter,
     evicted_names: Mutex<HashSet<String>>,
     queue_depth: Gauge,
     /// Queued bytes against the router's memory budget.
@@ -287,6 +297,8 @@ pub struct Metrics {
     total_out: AtomicU64,
     total_forwarded: AtomicU64,
     depth: AtomicI64,
+    /// Data frames taken from the queues by writers and not yet written or dropped.
+    writing: AtomicI64,
 }
 
 impl Default for Metrics {
@@ -316,9 +328,12 @@ impl Metrics {
             bytes_out: Family::default(),
             dropped: Family::default(),
             deliveries: Counter::default(),
+            unaccounted: Gauge::default(),
+            writing_gauge: Gauge::default(),
             tarpitted: Counter::default(),
             evictions: Family::default(),
             self_loops: Counter::default(),
+            cycles_throttled: Counter::default(),
             evicted_names: Mutex::new(HashSet::new()),
             queue_depth: Gauge::default(),
             budget: Budget::default(),
@@ -332,6 +347,7 @@ impl Metrics {
             total_out: AtomicU64::new(0),
             total_forwarded: AtomicU64::new(0),
             depth: AtomicI64::new(0),
+            writing: AtomicI64::new(0),
         };
         registry.register(
             "connections",
@@ -355,7 +371,8 @@ impl Metrics {
         );
         registry.register(
             "skipped_frames",
-            "Frames read past without routing them, by reason (too_long: over limits.max_frame_len)",
+            "Frames read past without routing them, by reason (too_long: over limits.max_frame_len; \
+             metadata_too_large: over limits.max_metadata_bytes or max_metadata_entries)",
             m.skipped.clone(),
         );
         registry.register(
@@ -390,6 +407,17 @@ impl Metrics {
             m.deliveries.clone(),
         );
         registry.register(
+            "unaccounted",
+            "Deliveries owed that are neither written, forwarded, dropped and counted, nor \
+             queued (zero once idle; never negative)",
+            m.unaccounted.clone(),
+        );
+        registry.register(
+            "writing",
+            "Data frames writers took from the queues and have not yet written or dropped",
+            m.writing_gauge.clone(),
+        );
+        registry.register(
             "tarpitted",
             "Wrong credentials refused after a tarpit delay (also counted in rejected)",
             m.tarpitted.clone(),
@@ -403,6 +431,12 @@ impl Metrics {
             "self_loops",
             "Stream functions seen writing a tag they observe (once per connection)",
             m.self_loops.clone(),
+        );
+        registry.register(
+            "cycle_throttled",
+            "Stream functions whose outputs round a cycle of functions outran its inputs \
+             (once per connection; the deliveries dropped count as loop)",
+            m.cycles_throttled.clone(),
         );
         registry.register(
             "queue_depth",
@@ -622,6 +656,9 @@ impl Metrics {
 
     /// The metrics in the Prometheus/OpenMetrics text format.
     pub fn encode(&self) -> String {
+        let stats = self.stats();
+        self.unaccounted.set(stats.unaccounted());
+        self.writing_gauge.set(stats.writing);
         let mut out = String::new();
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
@@ -658,6 +695,12 @@ impl Metrics {
         self.total_out.fetch_add(n, Ordering::Relaxed);
     }
 
+    /// `delta` data frames more (or fewer) taken by writers and not yet settled: a
+    /// writer's batch between its queue and the socket.
+    pub(crate) fn writing(&self, delta: i64) {
+        self.writing.fetch_add(delta, Ordering::Relaxed);
+    }
+
     /// Counts `n` data frames written to downstream zippers of the mesh.
     pub(crate) fn forwarded(&self, n: u64) {
         self.total_forwarded.fetch_add(n, Ordering::Relaxed);
@@ -666,6 +709,20 @@ impl Metrics {
     /// Counts `n` deliveries owed by the routing of one frame (see [`Stats::deliveries`]).
     pub(crate) fn deliveries(&self, n: u64) {
         self.deliveries.inc_by(n);
+    }
+
+    /// Counts `n` frames dropped for `reason` before routing chose any recipient: each
+    /// owes one delivery (for "no recipient") and settles it as the drop, in one call, so
+    /// that no drop is ever counted against a delivery that was not owed.
+    pub(crate) fn unrouted(&self, reason: Drop, n: u64) {
+        self.deliveries(n);
+        self.dropped(reason, n);
+    }
+
+    /// Counts a function whose deliveries round a cycle were throttled (once per
+    /// connection, `cycles.rs`).
+    pub(crate) fn cycle_throttled(&self) {
+        self.cycles_throttled.inc();
     }
 
     /// Counts a stream function seen writing a tag it observes (once per connection).
@@ -789,6 +846,8 @@ impl Metrics {
             deliveries: self.deliveries.get(),
             self_loops: self.self_loops.get(),
             queued: self.depth.load(Ordering::Relaxed).max(0) as u64,
+            queue_depth: self.depth.load(Ordering::Relaxed),
+            writing: self.writing.load(Ordering::Relaxed),
             queued_bytes: self.budget.used() as u64,
             dropped,
             rejected,
@@ -858,6 +917,12 @@ pub struct Stats {
     pub self_loops: u64,
     /// Frames queued now.
     pub queued: u64,
+    /// The queue depth as counted, signed: below zero only if more frames left the queues
+    /// than entered them (a ledger fault [`Stats::ledger`] reports).
+    pub queue_depth: i64,
+    /// Data frames writers took from the queues and have not yet written (or dropped):
+    /// a batch on its way to a socket (signed, as `queue_depth`).
+    pub writing: i64,
     /// Bytes queued now, over all subscribers (see `limits.max_queued_bytes`).
     pub queued_bytes: u64,
     /// Drops by reason name (every reason present, zero included).
@@ -882,8 +947,104 @@ impl Stats {
     /// Deliveries owed that are neither written, dropped and counted, nor queued: zero for
     /// a router that loses nothing silently (read when no frame is being routed).
     pub fn unaccounted(&self) -> i64 {
-        let settled = self.frames_out + self.forwarded + self.total_drops() + self.queued;
-        self.deliveries as i64 - settled as i64
+        self.ledger().unaccounted()
+    }
+
+    /// The delivery ledger's terms.
+    pub fn ledger(&self) -> Ledger {
+        Ledger {
+            deliveries: self.deliveries,
+            written: self.frames_out,
+            forwarded: self.forwarded,
+            dropped: self.total_drops(),
+            queued: self.queue_depth,
+            writing: self.writing,
+        }
+    }
+}
+
+/// The delivery ledger: what routing owed, and where each delivery ended.
+///
+/// ```text
+/// deliveries = written + forwarded + dropped + queued + writing + unaccounted
+///   owed before any drop is counted against it: one per recipient chosen, one for
+///   "no recipient" (no_subscriber, the hop limit), none for a frame refused unread
+///   (skipped: too_long, metadata_too_large) or withheld by every content filter
+/// ```
+///
+/// While frames are routed `unaccounted` may be above zero (owed, not yet settled);
+/// it is never below zero, and zero once the router is idle.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ledger {
+    /// Deliveries owed by routing.
+    pub deliveries: u64,
+    /// Data frames written to subscribers.
+    pub written: u64,
+    /// Data frames written to downstream zippers of the mesh.
+    pub forwarded: u64,
+    /// Drops counted, every reason.
+    pub dropped: u64,
+    /// Frames queued now (signed: see [`Stats::queue_depth`]).
+    pub queued: i64,
+    /// Frames taken by writers, not yet written or dropped (see [`Stats::writing`]).
+    pub writing: i64,
+}
+
+impl Ledger {
+    /// Deliveries owed that are neither settled nor queued.
+    pub fn unaccounted(&self) -> i64 {
+        let settled =
+            (self.written + self.forwarded + self.dropped) as i64 + self.queued + self.writing;
+        self.deliveries as i64 - settled
+    }
+
+    /// Checks an idle router's ledger: no term below zero, nothing unaccounted.
+    ///
+    /// # Errors
+    /// [`LedgerError`] naming the first fault.
+    pub fn check(&self) -> Result<(), LedgerError> {
+        for (term, value) in [("queued", self.queued), ("writing", self.writing)] {
+            if value < 0 {
+                return Err(LedgerError::Negative { term, value });
+            }
+        }
+        match self.unaccounted() {
+            0 => Ok(()),
+            n if n < 0 => Err(LedgerError::Negative {
+                term: "unaccounted",
+                value: n,
+            }),
+            n => Err(LedgerError::Unaccounted { deliveries: n }),
+        }
+    }
+}
+
+/// A fault in the delivery [`Ledger`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum LedgerError {
+    /// A term below zero: more settled than owed (a drop counted against no delivery).
+    #[error("ledger term {term} is negative: {value}")]
+    Negative {
+        /// The term's name.
+        term: &'static str,
+        /// Its value.
+        value: i64,
+    },
+    /// Deliveries owed that ended nowhere (lost silently), on an idle router.
+    #[error("{deliveries} deliveries unaccounted")]
+    Unaccounted {
+        /// How many.
+        deliveries: i64,
+    },
+}
+
+impl LedgerError {
+    /// The stable snake_case kind.
+    pub const fn kind(&self) -> &'static str {
+        match self {
+            LedgerError::Negative { .. } => "ledger_negative",
+            LedgerError::Unaccounted { .. } => "ledger_unaccounted",
+        }
     }
 }
 

@@ -37,6 +37,7 @@ pub(crate) fn admission(config: &RouterConfig, token: String, grants: Vec<Grant>
         max_observed_tags: config.limits.max_observed_tags,
         max_name_len: config.limits.max_name_len,
         max_hops: config.limits.max_hops,
+        metadata_limits: config.limits.metadata(),
         filter_limits: config.filters.limits(),
         attached: config.filters.attach.clone(),
     }

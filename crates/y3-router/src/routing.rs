@@ -18,6 +18,7 @@ use y3_transport::frame::{Frame, RefusedReason};
 use y3_transport::metadata;
 
 use crate::acks::Ticket;
+use crate::cycles::{CycleMap, Cycles, MAX_WRITTEN_TAGS};
 use crate::filters::{Evaluators, RouteFilter};
 use crate::journeys::{Journeys, Passage, Writer};
 use crate::metrics::{Drop, Metrics};
@@ -39,18 +40,30 @@ pub(crate) struct Routes {
     mesh: Vec<Arc<Outbox>>,
     /// The functions each recent message passed through (loops, told from fan-out).
     journeys: Option<Journeys>,
+    /// Cycles of functions writing what they (or each other) observe, whatever their tids.
+    cycles: Option<Cycles>,
     /// `[federation]`: local frames are offered to it (`federation/`).
     federation: Option<Arc<crate::federation::Federation>>,
 }
 
 impl Routes {
-    /// Routes with the mesh's downstream outboxes and the loop detection.
-    pub fn new(mesh: Vec<Arc<Outbox>>, journeys: Journeys) -> Routes {
+    /// Routes with the mesh's downstream outboxes and the loop detection: by message
+    /// (`journeys`) and by connection (`cycles`).
+    pub fn new(mesh: Vec<Arc<Outbox>>, journeys: Journeys, cycles: Cycles) -> Routes {
         Routes {
             mesh,
             journeys: Some(journeys),
+            cycles: Some(cycles),
             ..Routes::default()
         }
+    }
+
+    /// The current table (a read lock; the rare path).
+    fn current(&self) -> Arc<Table> {
+        self.current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// These routes, offering local frames to `federation` too.
@@ -62,6 +75,9 @@ impl Routes {
         let _writer = self.write.lock().unwrap_or_else(|e| e.into_inner());
         let mut table = Table::clone(&self.current.read().unwrap_or_else(|e| e.into_inner()));
         change(&mut table);
+        if let Some(cycles) = &self.cycles {
+            cycles.table_changed(&table);
+        }
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(table);
         self.generation.fetch_add(1, Ordering::Release);
     }
@@ -84,6 +100,9 @@ impl Routes {
         self.update(|t| {
             t.unsubscribe(session);
         });
+        if let Some(cycles) = &self.cycles {
+            cycles.left(session, &self.current());
+        }
     }
 
     /// A cache holding the current table.
@@ -98,6 +117,9 @@ impl Routes {
             filters: Evaluators::default(),
             sender: None,
             loops: LoopLog::default(),
+            written: Default::default(),
+            cycle_generation: 0,
+            cycle_map: Arc::default(),
         }
     }
 
@@ -121,6 +143,11 @@ pub(crate) struct RouteCache {
     sender: Option<(SessionId, Box<str>)>,
     /// What this connection's loop reports have said.
     loops: LoopLog,
+    /// Tags this connection (a function) was seen writing, as told to [`Cycles`]
+    /// (at most [`MAX_WRITTEN_TAGS`] + 1).
+    written: std::collections::HashSet<u32>,
+    cycle_generation: u64,
+    cycle_map: Arc<CycleMap>,
 }
 
 /// Loop reports of one sending connection: its self-loop once, dropped returns at most
@@ -128,6 +155,8 @@ pub(crate) struct RouteCache {
 #[derive(Debug, Default)]
 struct LoopLog {
     self_loop: bool,
+    /// Whether this connection's deliveries round a cycle were throttled (logged once).
+    cycle: bool,
     last: Option<Instant>,
     /// Messages whose first drop was not logged since the last line.
     quiet: u64,
@@ -187,6 +216,12 @@ pub(crate) async fn route(
 ) {
     let Routed { data, target } = routed;
     let mut ticket = ticket;
+    if let (Origin::Function, Some((id, _)), Some(cycles)) = (origin, &cache.sender, &routes.cycles)
+    {
+        if cache.written.len() <= MAX_WRITTEN_TAGS && cache.written.insert(data.tag) {
+            cycles.wrote(*id, data.tag, &routes.current());
+        }
+    }
     let target = target.as_deref();
     let subscribers = cache.table(routes).routes(data.tag);
     let subscribers: &[_] = subscribers.as_deref().unwrap_or(&[]);
@@ -223,8 +258,7 @@ pub(crate) async fn route(
         // No delivery is owed for a frame that only filters withheld (their counters
         // account for it), nor for one that went to the federation.
         if !filtered && !federated {
-            metrics.deliveries(1);
-            metrics.dropped(Drop::NoSubscriber, 1);
+            metrics.unrouted(Drop::NoSubscriber, 1);
         }
         // What went to the federation may come back through another router's functions:
         // the writer is on its message's way.
@@ -287,11 +321,74 @@ pub(crate) async fn route(
             }
         }
     }
+    // Deliveries round a cycle of functions, within its credit (`cycles.rs`).
+    let mut dropped_at = passage.dropped;
+    if let Some(cycles) = &routes.cycles {
+        cycles.refresh(&mut cache.cycle_generation, &mut cache.cycle_map);
+        let map = &cache.cycle_map;
+        if !map.is_empty() {
+            let own = match writer {
+                Some(Writer::Function(id)) => map.cycle(id),
+                _ => None,
+            };
+            let mut throttled = Vec::new();
+            for (i, r) in chosen().enumerate() {
+                let Some(cycle) = map.cycle(r.session) else {
+                    continue;
+                };
+                if dropped_at.contains(&i) {
+                    continue;
+                }
+                match own {
+                    Some(own) if Arc::ptr_eq(own, cycle) => {
+                        if !cycles.round(cycle) {
+                            throttled.push(i);
+                        }
+                    }
+                    _ => cycles.entered(cycle),
+                }
+            }
+            if !throttled.is_empty() {
+                metrics.dropped(Drop::Loop, throttled.len() as u64);
+                left -= throttled.len();
+                if !cache.loops.cycle {
+                    cache.loops.cycle = true;
+                    metrics.cycle_throttled();
+                    let (session, name) = cache
+                        .sender
+                        .as_ref()
+                        .map_or((None, ""), |(id, n)| (Some(*id), &**n));
+                    tracing::warn!(
+                        function = name,
+                        session,
+                        tag = format_args!("{:#x}", data.tag),
+                        cycle = ?own.map(|c| &c.members),
+                        "loop: this function's outputs go round a cycle of functions faster \
+                         than inputs enter it (whatever their yomo-tid); deliveries round it \
+                         past limits.max_loop_returns per input are dropped, counted as loop \
+                         (logged once per connection)"
+                    );
+                }
+                dropped_at.extend(throttled);
+                dropped_at.sort_unstable();
+                if left == 0 {
+                    if let Some(ticket) = ticket.take() {
+                        if federated {
+                            ticket.done();
+                        } else {
+                            ticket.refused(RefusedReason::Loop);
+                        }
+                    }
+                    return;
+                }
+            }
+        }
+    }
     if let Some(ticket) = ticket.take() {
         ticket.done();
     }
     let mut data = Some(data);
-    let mut dropped = passage.dropped.iter().copied().peekable();
+    let mut dropped = dropped_at.iter().copied().peekable();
     let chosen = chosen().enumerate().filter_map(|(i, r)| {
         if dropped.next_if_eq(&i).is_some() {
             return None;

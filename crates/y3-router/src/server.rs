@@ -166,6 +166,7 @@ impl Router {
             routes: Routes::new(
                 mesh.iter().map(mesh::Link::outbox).collect(),
                 Journeys::new(config.limits.max_loop_returns, journeys::WINDOW),
+                crate::cycles::Cycles::new(config.limits.max_loop_returns),
             )
             .with_federation(federation.clone()),
             next_session: AtomicU64::new(first_session_id()),

@@ -3,7 +3,7 @@
 //! loop owns the socket and acts on the events; these tests drive the machine directly.
 //!
 //! ```text
-//!   AwaitHandshake ──handshake ok──▶ Open ──data──▶ Route | Drop (loop)
+//!   AwaitHandshake ──handshake ok──▶ Open ──data──▶ Route | Drop (loop, metadata too large)
 //!        │  (deadline)                 │
 //!        └──timeout, bad frame,        └──malformed or misplaced frame, bad metadata,
 //!           refused handshake              reserved tag ──▶ Closed (goaway code)
@@ -118,6 +118,8 @@ pub struct Admission {
     pub max_name_len: usize,
     /// Hop limit for data frames.
     pub max_hops: u32,
+    /// Bounds on a data frame's metadata (`limits.max_metadata_*`).
+    pub metadata_limits: metadata::MetadataLimits,
     /// Limits on content filters.
     pub filter_limits: FilterLimits,
     /// Filters the config attaches to functions by name.
@@ -132,6 +134,7 @@ impl fmt::Debug for Admission {
             .field("max_observed_tags", &self.max_observed_tags)
             .field("max_name_len", &self.max_name_len)
             .field("max_hops", &self.max_hops)
+            .field("metadata_limits", &self.metadata_limits)
             .field("filter_limits", &self.filter_limits)
             .field("attached", &self.attached)
             .finish()
@@ -300,6 +303,9 @@ pub struct Peer {
 pub enum DropReason {
     /// Its hop count exceeds the limit (a function loop).
     Loop,
+    /// Its metadata is over `limits.max_metadata_bytes` or `max_metadata_entries`
+    /// (checked before the map is walked).
+    MetadataTooLarge(metadata::MetadataTooLarge),
 }
 
 /// A data frame ready for routing, with what routing needs from its metadata.
@@ -467,6 +473,9 @@ impl Session {
                 if data.hops > self.admission.max_hops {
                     return Event::Drop(data, DropReason::Loop);
                 }
+                if let Err(e) = data.metadata.check_size(self.admission.metadata_limits) {
+                    return Event::Drop(data, DropReason::MetadataTooLarge(e));
+                }
                 match prepare(data, wanted_target.as_deref()) {
                     Ok(routed) => Event::Route(routed),
                     Err(e) => {
@@ -535,6 +544,10 @@ mod tests {
             max_observed_tags: 4,
             max_name_len: 16,
             max_hops: 2,
+            metadata_limits: metadata::MetadataLimits {
+                max_bytes: 64,
+                max_entries: 3,
+            },
             filter_limits: FilterLimits::DEFAULT,
             attached: vec![AttachConfig {
                 function: "n".into(),
@@ -676,6 +689,51 @@ mod tests {
         );
         let err = FrameError::UnknownFrame { tag: 1 };
         assert_eq!(g.handle_error(&err), Event::Nothing);
+    }
+
+    #[test]
+    fn metadata_over_its_limits_is_dropped_and_the_session_stays_open() {
+        let mut s = open("a");
+        let four = Metadata::from_pairs([("a", "1"), ("b", "2"), ("c", "3"), ("d", "4")]);
+        let event = s.handle_frame(
+            Instant::now(),
+            Frame::Data(Data::new(REDUCER_TAG, Bytes::new()).with_metadata(four)),
+        );
+        assert!(
+            matches!(
+                event,
+                Event::Drop(
+                    _,
+                    DropReason::MetadataTooLarge(metadata::MetadataTooLarge::Entries {
+                        count: 4,
+                        limit: 3
+                    })
+                )
+            ),
+            "{event:?}"
+        );
+        let long = "x".repeat(64);
+        let big = Metadata::from_pairs([("a", long.as_str())]);
+        let event = s.handle_frame(
+            Instant::now(),
+            Frame::Data(Data::new(0x33, Bytes::new()).with_metadata(big)),
+        );
+        assert!(
+            matches!(
+                event,
+                Event::Drop(
+                    _,
+                    DropReason::MetadataTooLarge(metadata::MetadataTooLarge::Bytes {
+                        limit: 64,
+                        ..
+                    })
+                )
+            ),
+            "{event:?}"
+        );
+        let three = Metadata::from_pairs([("a", "1"), ("b", "2"), ("c", "3")]);
+        let r = route(&mut s, Data::new(0x33, Bytes::new()).with_metadata(three));
+        assert_eq!(r.data.metadata.validate().unwrap(), 4);
     }
 
     #[test]

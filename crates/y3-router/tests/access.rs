@@ -123,6 +123,7 @@ async fn a_publish_outside_the_tokens_permissions_is_closed_forbidden_and_counte
     assert_eq!(&got.payload[..], b"fine");
     let got = within("main", sink.recv()).await.unwrap().unwrap();
     assert_eq!(&got.payload[..], b"main");
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -170,6 +171,7 @@ async fn a_handshake_observing_a_forbidden_tag_is_rejected() {
     ));
     assert_eq!(rejected(&router, "unauthorized"), 1);
     sink.close().await;
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -246,6 +248,7 @@ async fn wrong_credentials_are_slowed_down_and_a_right_one_never_waits() {
     let legit = options(&router, Transport::Tcp, "legit").token("s3cret");
     Source::connect(legit).await.unwrap().close().await.unwrap();
     assert_eq!(rejected(&router, "throttled"), 0);
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -302,6 +305,7 @@ async fn a_full_tarpit_turns_handshakes_away_unchecked_and_retryable() {
         let (_, answer) = h.await.unwrap();
         assert!(is_unauthorized(&answer), "{answer:?}");
     }
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -329,6 +333,7 @@ async fn bad_handshakes_do_not_throttle_the_address() {
     assert_eq!(answer, Frame::HandshakeAck);
     assert_eq!(rejected(&router, "throttled"), 0);
     assert_eq!(tarpitted(&router), 0);
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -353,6 +358,7 @@ async fn the_tarpit_can_be_turned_off() {
         (rejected(&router, "unauthorized"), tarpitted(&router)),
         (30, 0)
     );
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -393,6 +399,7 @@ async fn metrics_need_the_bearer_token() {
     assert_eq!(status, 200);
     assert!(body.contains("y3_router_queue_depth"), "{body}");
     assert_eq!(get(addr, "/healthz", None).await, (200, "ok\n".to_owned()));
+    ledger(&router).await;
     router.shutdown().await;
     // Without a token the endpoint stays open, as before.
     let open = router_with_metrics().await;
@@ -458,7 +465,9 @@ async fn the_dev_certificate_is_private_and_written_only_after_binding() {
     config.tls.dev_cert_out = link.join("dev-cert.pem");
     let err = Router::start(config).await.expect_err("refused");
     assert_eq!(err.kind(), "write", "{err}");
+    ledger(&first).await;
     first.shutdown().await;
+    ledger(&second).await;
     second.shutdown().await;
     std::fs::remove_dir_all(&base).unwrap();
 }
@@ -487,6 +496,7 @@ async fn clients_pin_the_certificate_fingerprint() {
             .expect("refused");
         assert!(!err.is_retryable(), "{transport:?}: {err}");
     }
+    ledger(&router).await;
     router.shutdown().await;
     // Every router generates its own certificate: another one has another fingerprint.
     let other = router_with_metrics().await;

@@ -83,6 +83,7 @@ async fn a_frame_over_the_limit_is_skipped_counted_and_the_connection_stays_up()
     assert_eq!(router.metrics().skipped("too_long"), 4);
     assert_eq!(router.stats().protocol_errors.get("too_long"), None);
     assert!(router.stats().rejected.values().all(|&n| n == 0));
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -138,6 +139,7 @@ async fn a_frame_being_skipped_still_stalls() {
     );
     assert_eq!(protocol_errors(&router, "frame_stalled"), 1);
     assert_eq!(router.metrics().skipped("too_long"), 1);
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -181,6 +183,7 @@ async fn sixteen_mib_pass_on_the_defaults_and_the_sdk_refuses_what_is_over_its_l
         source.close().await.unwrap();
     }
     assert_eq!(router.metrics().skipped("too_long"), 0);
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -204,5 +207,6 @@ async fn a_sink_skips_what_is_over_its_own_limit_and_goes_on() {
         .unwrap();
     assert_eq!(&got.payload[..], b"next");
     source.close().await.unwrap();
+    ledger(&router).await;
     router.shutdown().await;
 }

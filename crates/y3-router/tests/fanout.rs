@@ -123,6 +123,7 @@ async fn ten_thousand_outputs_per_input_are_all_delivered() {
     assert_eq!(stats.self_loops, 0);
     drop(sink);
     let last = router.shutdown().await;
+    ledger_of(&last);
     assert_eq!(last.unaccounted(), 0, "{last:?}");
 }
 
@@ -173,6 +174,7 @@ async fn honest_loops_die_out_after_their_returns_counted() {
     );
     drop(sink);
     let last = router.shutdown().await;
+    ledger_of(&last);
     assert_eq!(last.unaccounted(), 0, "{last:?}");
 }
 
@@ -220,6 +222,7 @@ async fn a_thousand_tags_and_a_kilobyte_name_are_served() {
         assert!(refusal.reason.contains(limit), "{}", refusal.reason);
     }
     assert_eq!(rejected(&router, "bad_handshake"), 2);
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -276,6 +279,8 @@ async fn a_loop_across_a_mesh_ends_too() {
     eprintln!("a loop across a mesh, {MESSAGES} messages: f {f}, g {g}; loop drops {on_a} on A, {on_b} on B");
     assert_eq!((f, g), (MESSAGES * (1 + returns), MESSAGES * (1 + returns)));
     assert_eq!((on_a, on_b), (MESSAGES, 0));
+    ledger(&a).await;
     a.shutdown().await;
+    ledger(&b).await;
     b.shutdown().await;
 }

@@ -124,6 +124,7 @@ async fn garbage_bytes_close_the_connection() {
     .await;
     assert_eq!(router.stats().rejected.get("protocol_error"), Some(&1));
     bystanders_still_served(&router, Transport::Tcp).await;
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -149,6 +150,7 @@ async fn truncated_frames_are_reported_at_end_of_stream() {
         Some(&1)
     );
     bystanders_still_served(&router, Transport::Tcp).await;
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -195,6 +197,7 @@ async fn oversized_declared_length_is_skipped_from_the_header() {
     assert_eq!(got.payload.len(), 64 * 1024 - 9);
     source.close().await.unwrap();
     bystanders_still_served(&router, Transport::Tcp).await;
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -237,6 +240,7 @@ async fn a_client_stalling_mid_frame_is_closed_after_the_stall_timeout() {
     );
     drop(tcp);
     bystanders_still_served(&router, Transport::Tcp).await;
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -287,6 +291,7 @@ async fn wrong_token_is_refused_over_tcp_and_quic_and_never_echoed() {
         }
     }
     assert_eq!(router.stats().rejected.get("unauthorized"), Some(&4));
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -318,6 +323,7 @@ async fn an_empty_client_type_is_refused_and_the_router_keeps_serving() {
     for transport in [Transport::Tcp, Transport::Quic] {
         bystanders_with_token(&router, transport, "s3cret").await;
     }
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -430,6 +436,7 @@ async fn quic_refusals_and_protocol_errors_close_with_0x13() {
     }
     assert_eq!(router.stats().rejected.get("unauthorized"), Some(&3));
     bystanders_with_token(&router, Transport::Quic, "s3cret").await;
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -459,6 +466,7 @@ async fn shutdown_closes_quic_clients_so_that_yomo_clients_come_back() {
         ));
     }
     eventually("all admitted", || router.stats().connections == 3).await;
+    ledger(&router).await;
     within("the shutdown", router.shutdown()).await;
     for (y3, watcher) in watchers {
         let (got, close) = within("the close", watcher).await.unwrap();
@@ -529,6 +537,7 @@ async fn a_y3_function_feeding_itself_stops_at_max_hops() {
     );
     echo.abort();
     source.close().await.unwrap();
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -607,6 +616,7 @@ async fn a_client_that_stops_reading_is_evicted_under_block_and_nothing_is_lost_
     assert!(stats.drops(Drop::SlowConsumer) > 0, "{stats:?}");
     assert_eq!(stats.connections, 2, "the stuck sink is gone: {stats:?}");
     source.close().await.unwrap();
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -636,6 +646,7 @@ async fn a_client_that_stops_reading_costs_counted_drops_under_drop_oldest() {
     assert!(stats.queued <= 64, "{stats:?}");
     bystanders_still_served(&router, Transport::Tcp).await;
     source.close().await.unwrap();
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -726,6 +737,7 @@ async fn a_function_killed_mid_stream_and_restarted() {
     bystanders_still_served(&router, Transport::Quic).await;
     f2.abort();
     source.close().await.unwrap();
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -805,6 +817,7 @@ async fn block_policy_is_lossless_through_a_pipeline() {
         eventually("clients gone", || router.stats().connections == 0).await;
     }
     assert_eq!(router.stats().total_drops(), 0, "{:?}", router.stats());
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -831,6 +844,7 @@ async fn metrics_endpoint_serves_prometheus_text() {
         text.contains("y3_router_handler_latency_seconds_bucket"),
         "{text}"
     );
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -843,6 +857,7 @@ async fn client_options_without_trust_fail_clearly_for_quic() {
         .err()
         .expect("no trust configured");
     assert_eq!(err.kind(), "config");
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -868,6 +883,7 @@ async fn clients_reconnect_after_a_router_restart() {
     let d = within("first frame", sink.recv()).await.unwrap().unwrap();
     assert_eq!(&d.payload[..], b"before");
 
+    ledger(&first).await;
     first.shutdown().await;
     let second = router(|c| {
         c.listen.tcp = addr.to_string();
@@ -907,6 +923,7 @@ async fn clients_reconnect_after_a_router_restart() {
     .await;
     assert_eq!(&got.payload[..], b"after");
     source.close().await.unwrap();
+    ledger(&second).await;
     second.shutdown().await;
 }
 
@@ -927,6 +944,7 @@ async fn quic_an_undecodable_handshake_gets_its_rejected_frame_before_the_close(
         assert_eq!(got.len(), 1, "the rejected frame, then the close: {got:?}");
         assert_eq!(rejection(&got).code, GoawayCode::BadHandshake);
     }
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -971,6 +989,7 @@ async fn shutdown_drains_in_flight_frames() {
         };
         eventually("traffic flowing", || router.stats().frames_out > 500).await;
         let stats = within("shutdown", router.shutdown()).await;
+        ledger_of(&stats);
         within("source stopped", sending).await.unwrap();
         let accepted = accepted.load(Ordering::Relaxed);
         let mut received = 0u64;
@@ -999,6 +1018,7 @@ async fn yomo_clients_get_rejections_without_a_y3_code() {
     let bytes = handshake(yomo_hello(ClientType::Source, &[]).credential("token:nope"));
     let got = frames(&raw_exchange(&router, &bytes, false).await);
     assert_eq!(rejection(&got).code, GoawayCode::Unspecified, "{got:?}");
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -1029,5 +1049,6 @@ async fn stats_report_every_protocol_error_kind() {
             "{kind}: {stats:?}"
         );
     }
+    ledger(&router).await;
     router.shutdown().await;
 }

@@ -100,10 +100,7 @@ async fn subscribers_receive_only_what_their_filter_matches() {
     );
     // Withheld frames are not `no_subscriber` drops, and every delivery owed is settled.
     assert_eq!(counter(&router, "dropped", "reason", "no_subscriber"), 0);
-    eventually("every delivery settled", || {
-        router.stats().unaccounted() == 0
-    })
-    .await;
+    ledger(&router).await;
 }
 
 #[tokio::test]
@@ -121,10 +118,7 @@ async fn a_frame_every_filter_withholds_is_not_a_drop() {
     let stats = router.metrics().filter_stats(TAG, "0x11 > 1000").unwrap();
     assert_eq!((stats.matched, stats.withheld), (1, 3));
     assert_eq!(counter(&router, "dropped", "reason", "no_subscriber"), 0);
-    eventually("every delivery settled", || {
-        router.stats().unaccounted() == 0
-    })
-    .await;
+    ledger(&router).await;
 }
 
 #[tokio::test]
@@ -200,6 +194,7 @@ async fn sdk_sink_with_a_filter() {
     assert!(err.to_string().contains("filter_syntax"), "{err}");
     source.close().await.unwrap();
     sink.close().await;
+    ledger(&router).await;
 }
 
 #[test]

@@ -76,6 +76,7 @@ async fn source_function_sink_pipeline() {
         "{text}"
     );
     drop(source);
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -127,6 +128,7 @@ async fn every_observing_function_gets_the_frame_the_sender_included() {
     })
     .await;
     drop(other);
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -183,6 +185,7 @@ async fn wanted_targets_select_functions() {
     );
     assert_eq!(seq(&next_data(&mut plain).await), 4);
     drop((fa, fb, plain, source));
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -244,6 +247,7 @@ async fn metadata_rules_of_the_router() {
     }
     assert_eq!(router.stats().total_drops(), 0);
     drop((fa, sink, source));
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -294,6 +298,7 @@ async fn unchanged_frames_pass_through_byte_identical() {
     assert_eq!(got.metadata.get(metadata::TID).unwrap(), Some("t-001"));
     assert_eq!(got.wire().map(|w| &w[..]), Some(&frame[..]));
     drop((source, raw));
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -329,6 +334,7 @@ async fn function_loops_stop_at_the_hop_limit() {
     send_all(&mut f2, 0x10, 9..10, b"again").await;
     assert_eq!(seq(&next_data(&mut f1).await), 9);
     drop(source);
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -379,6 +385,7 @@ async fn protocol_violations_close_the_connection() {
     send_all(&mut source, 0x10, 0..1, b"fine").await;
     assert_eq!(seq(&next_data(&mut sink).await), 0);
     drop((sink, source));
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -418,6 +425,7 @@ async fn reserved_tags_close_the_sender() {
         "reserved frames are not routed"
     );
     assert_eq!(leftover_data(&mut observer).await, []);
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -458,6 +466,7 @@ async fn undecodable_metadata_closes_the_sender() {
     assert_eq!(protocol_errors(&router, "bad_metadata"), 4);
     assert_eq!(router.stats().frames_in, 0);
     assert_eq!(leftover_data(&mut sink).await, []);
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -469,6 +478,7 @@ async fn silent_clients_time_out() {
     assert_eq!(rejection(&got).code, GoawayCode::HandshakeTimeout);
     assert_eq!(got.len(), 1, "closed after the rejection: {got:?}");
     assert_eq!(router.stats().rejected.get("handshake_timeout"), Some(&1));
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -489,6 +499,7 @@ async fn connection_limit() {
         Some(&1)
     );
     drop((a, b));
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -514,6 +525,7 @@ async fn drop_oldest_counts_what_a_stuck_subscriber_misses() {
     let mut live = join(&router, ClientType::StreamFunction, &[0x12]).await;
     send_all(&mut source, 0x12, 1000..1001, b"still here").await;
     assert_eq!(seq(&next_data(&mut live).await), 1000);
+    ledger(&router).await;
     drop(router);
     tokio::time::sleep(Duration::from_millis(10)).await;
 }

@@ -58,6 +58,7 @@ async fn partial_frames_are_cut_at_the_stall_timeout_however_they_arrive() {
         );
     }
     assert_eq!(protocol_errors(&router, "frame_stalled"), 2);
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -120,6 +121,7 @@ async fn queued_small_frames_do_not_pin_read_buffers() {
         PAIRS
     );
     drop(stuck);
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -199,6 +201,7 @@ async fn loops_are_bounded_in_width() {
     assert!(stats.drops(y3_router::metrics::Drop::Loop) > 0);
     assert_eq!(stats.self_loops, 3);
     let last = router.shutdown().await;
+    ledger_of(&last);
     assert_eq!(last.unaccounted(), 0, "{last:?}");
 }
 
@@ -249,6 +252,7 @@ async fn a_stuck_subscriber_delays_other_tags_at_most_the_block_timeout() {
     assert!(worst < Duration::from_millis(250 + 200), "gap {worst:?}");
     assert_eq!(counter(&router, "evictions", "client", "stuck-sink"), 1);
     let last = router.shutdown().await;
+    ledger_of(&last);
     assert_eq!(last.unaccounted(), 0, "{last:?}");
 }
 
@@ -311,6 +315,7 @@ async fn a_stuck_subscriber_delays_nobody_on_other_publishers_tags() {
     eprintln!("stuck subscriber, other publisher: the healthy tag's longest gap {worst:?}");
     assert!(worst < Duration::from_millis(200), "gap {worst:?}");
     let last = router.shutdown().await;
+    ledger_of(&last);
     assert_eq!(last.unaccounted(), 0, "{last:?}");
 }
 
@@ -334,6 +339,7 @@ async fn bare_frames_are_routed() {
         let got = next_data(&mut sink).await;
         assert_eq!((&got.payload[..], got.metadata.is_empty()), (payload, true));
     }
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -392,6 +398,7 @@ async fn an_evicted_slow_consumer_is_held_off() {
     let _other = tcp(named("healthy")).await;
     tokio::time::sleep(Duration::from_millis(1_100)).await;
     let _back = tcp(named("stuck")).await;
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -432,5 +439,6 @@ async fn all_queues_together_stay_within_the_memory_budget() {
     assert!(dropped > 0);
     drop(stuck);
     let last = router.shutdown().await;
+    ledger_of(&last);
     assert_eq!(last.unaccounted(), 0, "{last:?}");
 }

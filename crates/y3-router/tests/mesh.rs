@@ -2,6 +2,8 @@
 //! zipper, which delivers it locally and never forwards it again. Two real routers on
 //! loopback, QUIC and TCP links, every wait bounded.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::{SocketAddr, TcpListener, UdpSocket};
@@ -212,7 +214,9 @@ async fn forwards_every_frame(transport: MeshTransport) {
     // On A the frames had no local subscriber, yet none counts as dropped: B took them.
     assert_eq!(a.stats().total_drops(), 0, "{:?}", a.stats());
     source.close().await.unwrap();
+    common::ledger(&a).await;
     a.shutdown().await;
+    common::ledger(&b).await;
     b.shutdown().await;
 }
 
@@ -280,7 +284,9 @@ async fn routers_that_list_each_other_do_not_loop() {
     assert_eq!(b.stats().frames_in, N + M, "{:?}", b.stats());
     source_a.close().await.unwrap();
     source_b.close().await.unwrap();
+    common::ledger(&a).await;
     a.shutdown().await;
+    common::ledger(&b).await;
     b.shutdown().await;
 }
 
@@ -327,6 +333,7 @@ async fn a_reconnects_when_b_comes_up_and_after_b_restarts() {
 
     // B restarts on the same port: it tells A goaway, A dials until the new B is up.
     drop(sink);
+    common::ledger(&b).await;
     b.shutdown().await;
     eventually("A to see B gone", || {
         !a.metrics().downstream_stats("b").unwrap().connected
@@ -344,7 +351,9 @@ async fn a_reconnects_when_b_comes_up_and_after_b_restarts() {
     assert_eq!(seqs(&got), (300..400).collect::<Vec<_>>());
     quiet(&mut sink, "the new B's sink").await;
     source.close().await.unwrap();
+    common::ledger(&a).await;
     a.shutdown().await;
+    common::ledger(&b).await;
     b.shutdown().await;
 }
 
@@ -400,6 +409,7 @@ async fn a_dead_downstream_does_not_block_local_delivery() {
     drop(sink);
     let started = Instant::now();
     let stats = a.shutdown().await;
+    common::ledger_of(&stats);
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "the dead downstream held the shutdown for {:?}",
@@ -443,6 +453,8 @@ async fn the_credential_reaches_the_downstream() {
     let bad = a.metrics().downstream_stats("bad").unwrap();
     assert_eq!((bad.connected, bad.connects), (false, 0));
     source.close().await.unwrap();
+    common::ledger(&a).await;
     a.shutdown().await;
+    common::ledger(&b).await;
     b.shutdown().await;
 }

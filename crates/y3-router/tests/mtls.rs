@@ -193,6 +193,7 @@ async fn a_client_certificate_from_the_ca_is_served_and_others_are_refused() {
             + counter(&router, "accepted_connections", "transport", "tcp_tls"),
         4
     );
+    ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -251,6 +252,7 @@ async fn a_mesh_link_presents_the_routers_certificate() {
     .await;
     assert_eq!(&got.payload[..], &[7]);
     source.close().await.unwrap();
+    ledger(&a).await;
     a.shutdown().await;
     // The server-only certificate is not one for clients: refused, counted.
     let n = rejected(&b, "bad_client_certificate");
@@ -261,6 +263,7 @@ async fn a_mesh_link_presents_the_routers_certificate() {
     .await;
     a.shutdown().await;
     sink.close().await;
+    ledger(&b).await;
     b.shutdown().await;
 }
 
@@ -283,6 +286,7 @@ async fn client_certificates_leave_no_plain_door_open() {
     );
     config.listen.tcp = String::new();
     let router = Router::start(config).await.unwrap();
+    ledger(&router).await;
     router.shutdown().await;
     // A CA file that holds no certificate is an error, not mutual TLS turned off.
     let empty = pki.ca.dir.join("empty.pem");

@@ -81,6 +81,7 @@ async fn a_durable_source_learns_which_frames_were_refused_and_why() {
         .unwrap();
     clean.send(0x10, &b"fine"[..]).await.unwrap();
     assert!(clean.close(WAIT).await.unwrap());
+    ledger(&router).await;
 }
 
 /// The same over QUIC, with the limit hit by consecutive frames of one run and frames
@@ -113,6 +114,7 @@ async fn refusals_over_quic_keep_the_count_in_step() {
     assert_eq!(tids, (10..20).map(tid).collect::<Vec<_>>());
     assert_eq!((source.refused(), source.resent()), (10, 0));
     assert!(!source.close(WAIT).await.unwrap());
+    ledger(&router).await;
 }
 
 /// A durable function that observes the tag it writes (a self-loop) with
@@ -155,4 +157,5 @@ async fn a_durable_function_learns_its_looping_output_was_refused() {
     assert_eq!(inputs.load(Ordering::Relaxed), 2);
     assert_eq!(counter(&router, "dropped", "reason", "loop"), 1);
     task.abort();
+    ledger(&router).await;
 }

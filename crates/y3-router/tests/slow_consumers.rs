@@ -148,6 +148,7 @@ async fn a_subscriber_paused_3_s_loses_nothing_and_holds_nobody_on_the_default_q
         0
     );
     let last = router.shutdown().await;
+    ledger_of(&last);
     assert_eq!(last.unaccounted(), 0, "{last:?}");
 }
 
@@ -188,6 +189,7 @@ async fn past_its_budget_a_stuck_subscriber_holds_other_tags_once_and_loses_noth
         0
     );
     let last = router.shutdown().await;
+    ledger_of(&last);
     assert_eq!(last.unaccounted(), 0, "{last:?}");
 }
 
@@ -294,6 +296,7 @@ async fn a_subscriber_taking_nothing_is_evicted_at_the_write_deadline() {
     assert_eq!(counter(&router, "evictions", "client", "stuck-sink"), 1);
     drop(source);
     let last = router.shutdown().await;
+    ledger_of(&last);
     assert_eq!(last.unaccounted(), 0, "{last:?}");
     let text = logs.text();
     let lines: Vec<_> = text

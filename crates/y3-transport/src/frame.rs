@@ -31,7 +31,7 @@
 //! ```text
 //! run = first index u32 LE | frames u32 LE | reason u8
 //!       (indexes count the connection's data frames from 0, as the count does;
-//!        reason: 1 too_long, 2 hop_limit, 3 loop; others are kept as a number)
+//!        reason: 1 too_long, 2 hop_limit, 3 loop, 4 metadata_too_large; others are kept as a number)
 //! ```
 //!
 //! Stored 3, frame 1 refused as too long:
@@ -363,6 +363,9 @@ pub enum RefusedReason {
     /// Its message came back to every function it would reach more than the router's
     /// `limits.max_loop_returns` times (a loop by `yomo-tid`).
     Loop,
+    /// Its metadata is over the router's `limits.max_metadata_bytes` or
+    /// `limits.max_metadata_entries`.
+    MetadataTooLarge,
     /// A reason this crate does not know.
     Other(u8),
 }
@@ -374,6 +377,7 @@ impl RefusedReason {
             RefusedReason::TooLong => 1,
             RefusedReason::HopLimit => 2,
             RefusedReason::Loop => 3,
+            RefusedReason::MetadataTooLarge => 4,
             RefusedReason::Other(b) => b,
         }
     }
@@ -384,6 +388,7 @@ impl RefusedReason {
             1 => RefusedReason::TooLong,
             2 => RefusedReason::HopLimit,
             3 => RefusedReason::Loop,
+            4 => RefusedReason::MetadataTooLarge,
             other => RefusedReason::Other(other),
         }
     }
@@ -394,6 +399,7 @@ impl RefusedReason {
             RefusedReason::TooLong => "too_long",
             RefusedReason::HopLimit => "hop_limit",
             RefusedReason::Loop => "loop",
+            RefusedReason::MetadataTooLarge => "metadata_too_large",
             RefusedReason::Other(_) => "other",
         }
     }

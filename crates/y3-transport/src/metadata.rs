@@ -94,13 +94,19 @@ impl Metadata {
     /// Encodes `pairs` in the order given. Pairs with an empty value are left out, as
     /// YoMo's `Set("")` deletes a key; a key repeated keeps its last value.
     pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Metadata {
-        let mut kept: Vec<(&str, &str)> = Vec::new();
-        for (k, v) in pairs {
-            kept.retain(|(old, _)| *old != k);
-            if !v.is_empty() {
-                kept.push((k, v));
-            }
-        }
+        let pairs: Vec<(&str, &str)> = pairs.into_iter().collect();
+        // Each key's last occurrence decides (linear: a hash map, not a rescan).
+        let last: std::collections::HashMap<&str, usize> = pairs
+            .iter()
+            .enumerate()
+            .map(|(i, (k, _))| (*k, i))
+            .collect();
+        let kept: Vec<(&str, &str)> = pairs
+            .iter()
+            .enumerate()
+            .filter(|(i, (k, v))| last[k] == *i && !v.is_empty())
+            .map(|(_, p)| *p)
+            .collect();
         Metadata::encode(&kept)
     }
 
@@ -196,22 +202,93 @@ impl Metadata {
     }
 
     /// A copy with `set` merged over the pairs (empty values remove keys) and the keys in
-    /// `remove` left out: one walk, one encoding.
+    /// `remove` left out: one walk, one encoding. Linear in the map (a repeated key keeps
+    /// its last value, found through a hash map, never by rescanning the pairs kept).
     ///
     /// # Errors
     /// As [`Metadata::validate`].
     pub fn edit(&self, set: &[(&str, &str)], remove: &[&str]) -> Result<Metadata, MetadataError> {
         let mut pairs: Vec<(&str, &str)> = Vec::new();
+        // Where each key's last occurrence is in `pairs`: earlier ones are left out.
+        let mut last: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
         for entry in self.iter() {
             let (k, v) = entry?;
             if remove.contains(&k) || set.iter().any(|(s, _)| *s == k) {
                 continue;
             }
-            pairs.retain(|(old, _)| *old != k);
+            last.insert(k, pairs.len());
             pairs.push((k, v));
+        }
+        if last.len() < pairs.len() {
+            let mut i = 0;
+            pairs.retain(|(k, _)| {
+                i += 1;
+                last.get(k) == Some(&(i - 1))
+            });
         }
         pairs.extend(set.iter().filter(|(_, v)| !v.is_empty()).copied());
         Ok(Metadata::encode(&pairs))
+    }
+
+    /// Checks the map's size against `limits` without walking it: its encoded length,
+    /// then the pair count its head declares (a lying count is caught by the walk that
+    /// follows). Constant time, so a frame over a limit costs no more than reading it.
+    ///
+    /// # Errors
+    /// [`MetadataTooLarge`] over either limit.
+    pub fn check_size(&self, limits: MetadataLimits) -> Result<(), MetadataTooLarge> {
+        if self.0.len() > limits.max_bytes {
+            return Err(MetadataTooLarge::Bytes {
+                len: self.0.len(),
+                limit: limits.max_bytes,
+            });
+        }
+        // A head that is not a map is left to the walk (`bad_metadata`).
+        let declared = Entries::new(&self.0).left;
+        if declared > limits.max_entries as u64 {
+            return Err(MetadataTooLarge::Entries {
+                count: declared,
+                limit: limits.max_entries,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Bounds on a frame's metadata (the router's `[limits]` holds the values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetadataLimits {
+    /// Most encoded bytes.
+    pub max_bytes: usize,
+    /// Most pairs.
+    pub max_entries: usize,
+}
+
+/// Metadata over a [`MetadataLimits`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, thiserror::Error)]
+pub enum MetadataTooLarge {
+    /// More encoded bytes than allowed.
+    #[error("metadata of {len} bytes is over the limit of {limit}")]
+    Bytes {
+        /// Encoded length.
+        len: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// More pairs than allowed.
+    #[error("metadata of {count} pairs is over the limit of {limit}")]
+    Entries {
+        /// Pairs the map's head declares.
+        count: u64,
+        /// The limit.
+        limit: usize,
+    },
+}
+
+impl MetadataTooLarge {
+    /// The stable snake_case kind.
+    pub const fn kind(&self) -> &'static str {
+        "metadata_too_large"
     }
 }
 
@@ -469,5 +546,70 @@ mod tests {
         assert!(m.without("a").unwrap().get("a").unwrap().is_none());
         assert_eq!(m.with("a", "").unwrap().validate().unwrap(), 2);
         assert!(Metadata::empty().with("a", "").unwrap().is_empty());
+    }
+
+    #[test]
+    fn repeated_keys_keep_their_last_value_in_its_place() {
+        let m = md(&hex!("84 a161 a131 a162 a132 a161 a133 a163 a134"));
+        let e = m.edit(&[], &["c"]).unwrap();
+        let pairs: Vec<_> = e.iter().map(Result::unwrap).collect();
+        assert_eq!(pairs, [("b", "2"), ("a", "3")]);
+        let m = Metadata::from_pairs([("a", "1"), ("b", "2"), ("a", "3"), ("b", "")]);
+        let pairs: Vec<_> = m.iter().map(Result::unwrap).collect();
+        assert_eq!(pairs, [("a", "3")]);
+    }
+
+    fn many(n: usize) -> Metadata {
+        let keys: Vec<String> = (0..n).map(|i| format!("k{i}")).collect();
+        Metadata::from_pairs(keys.iter().map(|k| (k.as_str(), "v")))
+    }
+
+    /// The probe: 100k keys took 14.3 s of CPU per edit (quadratic). Linear work
+    /// makes 10× the keys cost about 10× the time; quadratic would be 100×. The best of
+    /// three runs of each is compared, with room for a loaded machine (bound 35×).
+    #[test]
+    fn edit_is_linear_in_the_keys() {
+        let best = |m: &Metadata| {
+            (0..3)
+                .map(|_| {
+                    let t = std::time::Instant::now();
+                    let e = m.edit(&[(WANTED_TARGET, "w")], &[TARGET]).unwrap();
+                    assert_eq!(e.get(WANTED_TARGET).unwrap(), Some("w"));
+                    t.elapsed()
+                })
+                .min()
+                .unwrap()
+        };
+        let (small, large) = (many(10_000), many(100_000));
+        let (t_small, t_large) = (best(&small), best(&large));
+        let ratio = t_large.as_secs_f64() / t_small.as_secs_f64().max(1e-9);
+        eprintln!("edit: 10k keys {t_small:?}, 100k keys {t_large:?}, ratio {ratio:.1}");
+        assert!(ratio < 35.0, "edit scales worse than linearly: {ratio:.1}x");
+        assert!(t_large < std::time::Duration::from_secs(2), "{t_large:?}");
+    }
+
+    #[test]
+    fn size_limits_are_checked_without_a_walk() {
+        let limits = MetadataLimits {
+            max_bytes: 64 << 10,
+            max_entries: 1024,
+        };
+        assert_eq!(many(1024).check_size(limits), Ok(()));
+        assert_eq!(
+            many(1025).check_size(limits),
+            Err(MetadataTooLarge::Entries {
+                count: 1025,
+                limit: 1024
+            })
+        );
+        let big = many(100_000);
+        let err = big.check_size(limits).unwrap_err();
+        assert!(
+            matches!(err, MetadataTooLarge::Bytes { limit: 65536, .. }),
+            "{err}"
+        );
+        assert_eq!(err.kind(), "metadata_too_large");
+        // Not a map: left to the walk.
+        assert_eq!(md(&hex!("a3 616263")).check_size(limits), Ok(()));
     }
 }

@@ -198,6 +198,43 @@ impl Serve {
             .sum::<f64>() as u64
     }
 
+    /// The router's delivery ledger (issue 26), at the end of a test that routed frames:
+    /// no term below zero (`y3_router_queue_depth`, `y3_router_writing`, and the balance
+    /// `y3_router_unaccounted`, which fails at once when negative) and, once what is in
+    /// flight settled (at most [`WAIT`]), nothing unaccounted.
+    pub fn ledger(&self) {
+        let start = Instant::now();
+        loop {
+            let text = self.metrics();
+            let value = |name: &str| -> i64 {
+                let prefix = format!("{name} ");
+                text.lines()
+                    .find_map(|l| l.strip_prefix(prefix.as_str()))
+                    .unwrap_or_else(|| panic!("no {name} in the metrics: {text}"))
+                    .trim()
+                    .parse()
+                    .unwrap()
+            };
+            let terms = [
+                ("y3_router_queue_depth", value("y3_router_queue_depth")),
+                ("y3_router_writing", value("y3_router_writing")),
+                ("y3_router_unaccounted", value("y3_router_unaccounted")),
+            ];
+            if let Some((name, v)) = terms.iter().find(|(_, v)| *v < 0) {
+                panic!("ledger: {name} is negative ({v}): {text}");
+            }
+            if terms[2].1 == 0 {
+                return;
+            }
+            assert!(
+                start.elapsed() < WAIT,
+                "ledger: {} unaccounted: {text}",
+                terms[2].1
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Waits (at most [`WAIT`]) until the metrics page contains `needle`.
     pub fn wait_metric(&self, needle: &str) {
         let start = Instant::now();

@@ -292,3 +292,31 @@ pub fn quic_close(conn: &Connection) -> impl Future<Output = QuicClose> + Send +
         }
     }
 }
+
+/// The router's delivery ledger (issue 26), checked at the end of every test that routes
+/// frames: no term below zero (a drop counted against no delivery owed would hide a real
+/// loss) and, once what is in flight has settled, nothing unaccounted. Waits at most
+/// [`WAIT`] for frames still being routed; a negative term fails at once.
+pub async fn ledger(router: &RouterHandle) {
+    let started = std::time::Instant::now();
+    loop {
+        let stats = router.stats();
+        match stats.ledger().check() {
+            Ok(()) => return,
+            Err(e @ y3_router::metrics::LedgerError::Negative { .. }) => {
+                panic!("ledger: {e} ({:?}; {stats:?})", stats.ledger())
+            }
+            Err(e) if started.elapsed() > WAIT => {
+                panic!("ledger: {e} ({:?}; {stats:?})", stats.ledger())
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+}
+
+/// As [`ledger`], for the totals a router's `shutdown` returned (nothing is in flight).
+pub fn ledger_of(stats: &y3_router::Stats) {
+    if let Err(e) = stats.ledger().check() {
+        panic!("ledger: {e} ({:?}; {stats:?})", stats.ledger());
+    }
+}
