@@ -827,17 +827,8 @@ fn full_publish_queue_holds_the_source_back_or_drops_and_counts() {
     let dir = temp_dir("hold");
     let nodes = cluster(&dir);
     let small = "publish_queue = 2\nbatch_frames = 1";
-    // A hold that sees no progress for `block_timeout_ms` drops: generous here, so that a
-    // loaded machine's pause is not taken for a stalled NATS.
-    let a = Router::start_with(
-        &dir,
-        &nodes,
-        0,
-        "a",
-        &[],
-        small,
-        "[queue]\nblock_timeout_ms = 5000\n",
-    );
+    // The default `[queue]` (block, 250 ms block timeout): lossless block as shipped.
+    let a = Router::start_with(&dir, &nodes, 0, "a", &[], small, "");
     let d = Router::start_with(
         &dir,
         &nodes,
