@@ -934,11 +934,17 @@ fn batches_only_to_routers_that_read_them() {
             if a.metric("y3_router_federation_remote_interest") >= 2 {
                 break;
             }
-            assert!(start.elapsed() < WAIT, "A never heard that the router reads batches");
+            assert!(
+                start.elapsed() < WAIT,
+                "A never heard that the router reads batches"
+            );
         }
         let (messages, frames, batches) = burst(a.options("s2"), "s2".into(), &mut sub).await;
         eprintln!("reads batches: {frames} frames in {messages} messages");
-        assert!(batches > 0, "no batch once the router reads them: {messages} messages");
+        assert!(
+            batches > 0,
+            "no batch once the router reads them: {messages} messages"
+        );
         assert!(messages < frames, "{messages} messages for {frames} frames");
     });
     assert_eq!(a.lost("queue_full"), 0);
