@@ -15,8 +15,11 @@
 #   scripts/bench-net.sh --big                plus ping-pong at 10 000 sessions, one run per
 #                                             cell (~45 min more on 2 cores)
 #   scripts/bench-net.sh --quick              CI-sized (~3 min)
-#   scripts/bench-net.sh --docs               also refresh docs/bench and docs/benchmarks.md's sections
+#   scripts/bench-net.sh --docs               also refresh docs/bench from the recorded JSON
 #   scripts/bench-net.sh --suites pingpong,echo   only these suites
+#   scripts/bench-net.sh --smoke              seconds: the debug lab ($Y3_LAB, else built
+#                                             here) without peers, tiny counts, results in a
+#                                             temporary directory (the test command's check)
 # Other arguments go to every measuring `y3-lab net` command. Results:
 # bench-results/net-*.{json,md,svg} (the 10 000-session part: net-pingpong-10k.json, joined
 # into the ping-pong report).
@@ -28,15 +31,44 @@ suites=(pingpong echo e2e yomo)
 args=()
 docs=()
 big=0
+smoke=0
 while [ $# -gt 0 ]; do
     case "$1" in
-        --docs) docs=(--docs docs/bench --readme docs/benchmarks.md) ;;
+        --docs) docs=(--docs docs/bench) ;;
         --big) big=1 ;;
+        --smoke) smoke=1 ;;
         --suites) IFS=, read -r -a suites <<<"$2"; shift ;;
         *) args+=("$1") ;;
     esac
     shift
 done
+
+results=bench-results
+if [ "$smoke" = 1 ]; then
+    [ ${#docs[@]} -eq 0 ] && [ "$big" = 0 ] || { echo "bench-net: --smoke writes no docs, runs no --big" >&2; exit 2; }
+    if [ -z "${Y3_LAB:-}" ]; then
+        cargo build --locked -p y3-lab -p y3-cli
+        Y3_LAB="${CARGO_TARGET_DIR:-target}/debug/y3-lab"
+    fi
+    results="$(mktemp -d)"
+    trap 'rm -rf "$results"' EXIT
+    # The YoMo suite runs with the debug y3 beside the debug lab (no release build).
+    export Y3_LAB_SMOKE=1
+    smoke_args=(--quick --runs 1)
+    for suite in "${suites[@]}"; do
+        case "$suite" in
+            pingpong) a=(--sessions 4 --threads 1 --total 64) ;;
+            echo) a=(--conns 2 --sizes 100 --seconds 0.2 --warmup 0.1) ;;
+            e2e) a=(--sizes 64 --subs 1 --messages 500 --paced 100) ;;
+            yomo) a=(--workloads sink --sizes 64 --messages 500 --paced 100) ;;
+            *) a=() ;;
+        esac
+        "$Y3_LAB" net "$suite" --json "$results/net-$suite.json" --out "$results" \
+            "${smoke_args[@]}" "${a[@]}" "${args[@]}"
+        "$Y3_LAB" net "$suite" --from "$results/net-$suite.json" --out "$results"
+    done
+    exit 0
+fi
 
 need_apt=()
 [ -f /usr/include/asio.hpp ] || need_apt+=(libasio-dev)
@@ -62,14 +94,14 @@ for suite in "${suites[@]}"; do
         echo "bench-net: go is not installed: the yomo suite is skipped" >&2
         continue
     fi
-    "$lab" net "$suite" --json "bench-results/net-$suite.json" "${args[@]}"
-    parts="bench-results/net-$suite.json"
+    "$lab" net "$suite" --json "$results/net-$suite.json" "${args[@]}"
+    parts="$results/net-$suite.json"
     if [ "$suite" = pingpong ] && [ "$big" = 1 ]; then
         # 10 000 sessions x 8192 messages is minutes per run: one run per cell.
         "$lab" net pingpong --sessions 10000 --runs 1 --limit-s 900 \
             --json bench-results/net-pingpong-10k.json "${args[@]}"
         parts="$parts,bench-results/net-pingpong-10k.json"
     fi
-    # The report (and, with --docs, docs/bench and docs/benchmarks.md) from every part of the suite.
+    # The report (and, with --docs, docs/bench and README.md) from every part of the suite.
     "$lab" net "$suite" --from "$parts" "${docs[@]}"
 done

@@ -21,16 +21,17 @@ import (
 )
 
 // The integration tests run the real router, `y3 serve` from crates/y3-cli. The binary is
-// $Y3_BIN, else target/debug/y3 at the repository root (../../../target/debug/y3 from
-// here), else it is built with `cargo build -p y3-cli` when cargo is on the PATH. Without
-// any of these the tests are skipped. `go test -short` skips them too, and so does a
-// binary that answers a handshake with y3's frames from before spec/frames.md took YoMo's
-// protocol (a stale target/debug/y3): rebuild it.
+// $Y3_BIN (the test command sets it: scripts/test.sh builds the router once), else
+// debug/y3 under $CARGO_TARGET_DIR or the repository's target/, built with
+// `cargo build -p y3-cli` when it is missing. A binary that cannot be found or built fails
+// the test (t.Fatal): a green run never hides a router that was not there. So does a binary
+// that answers a handshake with y3's frames from before spec/frames.md took YoMo's protocol
+// (a stale build, or a handshake regression). Only `go test -short` skips them, by request.
 
 var routerBin struct {
 	once sync.Once
 	path string
-	skip string
+	err  string // why there is no router binary, if there is none
 
 	probed sync.Once
 	stale  string // why the binary speaks the old protocol, if it does
@@ -62,7 +63,7 @@ func findRouter(t *testing.T) string {
 	routerBin.once.Do(func() {
 		if p := os.Getenv("Y3_BIN"); p != "" {
 			if _, err := os.Stat(p); err != nil {
-				routerBin.skip = fmt.Sprintf("Y3_BIN=%s: %v", p, err)
+				routerBin.err = fmt.Sprintf("Y3_BIN=%s: %v", p, err)
 				return
 			}
 			routerBin.path = p
@@ -70,17 +71,24 @@ func findRouter(t *testing.T) string {
 		}
 		root, ok := repoRoot()
 		if !ok {
-			routerBin.skip = "router binary not found: set Y3_BIN to a `y3` binary (crates/y3-cli)"
+			routerBin.err = "router binary not found: set Y3_BIN to a `y3` binary (crates/y3-cli)"
 			return
 		}
-		candidate := filepath.Join(root, "target", "debug", "y3")
+		targetDir := filepath.Join(root, "target")
+		if d := os.Getenv("CARGO_TARGET_DIR"); d != "" {
+			targetDir = d
+			if !filepath.IsAbs(d) {
+				targetDir = filepath.Join(root, d)
+			}
+		}
+		candidate := filepath.Join(targetDir, "debug", "y3")
 		if _, err := os.Stat(candidate); err == nil {
 			routerBin.path = candidate
 			return
 		}
 		cargo, err := exec.LookPath("cargo")
 		if err != nil {
-			routerBin.skip = "router binary not found: set Y3_BIN, or build it with `cargo build -p y3-cli` (no cargo on the PATH)"
+			routerBin.err = "router binary not found: set Y3_BIN, or build it with `cargo build -p y3-cli` (no cargo on the PATH)"
 			return
 		}
 		// A generous budget, but within `go test -timeout` (leaving a minute for the tests).
@@ -89,7 +97,7 @@ func findRouter(t *testing.T) string {
 			budget = min(budget, time.Until(deadline)-time.Minute)
 		}
 		if budget < 30*time.Second {
-			routerBin.skip = "router binary not found and no time left to build it: run `cargo build -p y3-cli` or set Y3_BIN"
+			routerBin.err = "router binary not found and no time left to build it: run `cargo build -p y3-cli` or set Y3_BIN"
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), budget)
@@ -99,17 +107,17 @@ func findRouter(t *testing.T) string {
 		cmd.Dir = root
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			routerBin.skip = fmt.Sprintf("`cargo build -p y3-cli` failed: %v\n%s", err, tail(string(out), 2000))
+			routerBin.err = fmt.Sprintf("`cargo build -p y3-cli` failed: %v\n%s", err, tail(string(out), 2000))
 			return
 		}
 		if _, err := os.Stat(candidate); err != nil {
-			routerBin.skip = "`cargo build -p y3-cli` did not produce " + candidate
+			routerBin.err = "`cargo build -p y3-cli` did not produce " + candidate
 			return
 		}
 		routerBin.path = candidate
 	})
-	if routerBin.skip != "" {
-		t.Skip(routerBin.skip)
+	if routerBin.err != "" {
+		t.Fatal(routerBin.err)
 	}
 	return routerBin.path
 }
@@ -239,7 +247,7 @@ func startRouter(t *testing.T, o routerOpts) *router {
 	}
 	routerBin.probed.Do(func() { routerBin.stale = probeProtocol(r.tcp, o) })
 	if routerBin.stale != "" {
-		t.Skipf("%s: %s; rebuild it (cargo build -p y3-cli) or set Y3_BIN", bin, routerBin.stale)
+		t.Fatalf("%s: %s; rebuild it (cargo build -p y3-cli) or set Y3_BIN", bin, routerBin.stale)
 	}
 	return r
 }

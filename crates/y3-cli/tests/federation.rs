@@ -827,17 +827,8 @@ fn full_publish_queue_holds_the_source_back_or_drops_and_counts() {
     let dir = temp_dir("hold");
     let nodes = cluster(&dir);
     let small = "publish_queue = 2\nbatch_frames = 1";
-    // A hold that sees no progress for `block_timeout_ms` drops: generous here, so that a
-    // loaded machine's pause is not taken for a stalled NATS.
-    let a = Router::start_with(
-        &dir,
-        &nodes,
-        0,
-        "a",
-        &[],
-        small,
-        "[queue]\nblock_timeout_ms = 5000\n",
-    );
+    // The default `[queue]` (block, 250 ms block timeout): lossless block as shipped.
+    let a = Router::start_with(&dir, &nodes, 0, "a", &[], small, "");
     let d = Router::start_with(
         &dir,
         &nodes,
@@ -893,7 +884,8 @@ fn full_publish_queue_holds_the_source_back_or_drops_and_counts() {
 
 /// A router older than batches (a NATS client that announces interest the way such a router
 /// does, without `Y3-Reads-Batches`) gets one frame per message; once it announces that it
-/// reads batches, a burst travels in batches.
+/// reads batches, a burst travels in batches. The second announcement adds a tag, so that
+/// A's `remote_interest` (tags over routers) tells when A has heard it: one burst then.
 #[test]
 fn batches_only_to_routers_that_read_them() {
     let dir = temp_dir("negotiate");
@@ -907,10 +899,13 @@ fn batches_only_to_routers_that_read_them() {
             let old = old.clone();
             async move {
                 let mut h = async_nats::HeaderMap::new();
-                if reads_batches {
+                let tags = if reads_batches {
                     h.insert("Y3-Reads-Batches", "1");
-                }
-                old.publish_with_headers("y3.interest.old", h, "20".into())
+                    "20,21"
+                } else {
+                    "20"
+                };
+                old.publish_with_headers("y3.interest.old", h, tags.into())
                     .await
                     .unwrap();
                 old.flush().await.unwrap();
@@ -931,21 +926,26 @@ fn batches_only_to_routers_that_read_them() {
         eprintln!("old router: {frames} frames in {messages} messages");
         assert_eq!((messages, batches), (frames, 0));
 
-        // Once A has heard the new announcement (bursts until one travels in batches).
-        announce(true).await;
+        // Once A has heard the new announcement (its two tags), one burst travels in batches.
         let start = Instant::now();
-        for round in 2.. {
-            let name = format!("s{round}");
-            let (messages, frames, batches) = burst(a.options(&name), name.clone(), &mut sub).await;
-            eprintln!("reads batches: {frames} frames in {messages} messages");
-            if batches > 0 {
+        loop {
+            announce(true).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if a.metric("y3_router_federation_remote_interest") >= 2 {
                 break;
             }
             assert!(
                 start.elapsed() < WAIT,
-                "no batch once the router reads them"
+                "A never heard that the router reads batches"
             );
         }
+        let (messages, frames, batches) = burst(a.options("s2"), "s2".into(), &mut sub).await;
+        eprintln!("reads batches: {frames} frames in {messages} messages");
+        assert!(
+            batches > 0,
+            "no batch once the router reads them: {messages} messages"
+        );
+        assert!(messages < frames, "{messages} messages for {frames} frames");
     });
     assert_eq!(a.lost("queue_full"), 0);
 }

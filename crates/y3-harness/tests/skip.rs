@@ -1,10 +1,36 @@
 //! The AVX-512 skip run (`src/skip.rs`) against its scalar reference, on chains of one-byte
 //! packets long enough to cross several 64-byte windows, with every kind of stop placed
 //! anywhere: the wanted key, a two-byte length, an invalid tag, a value past the end.
-//! On a CPU without AVX-512 VBMI both sides are the scalar walk.
+//! On a CPU without AVX-512 VBMI both sides are the scalar walk, and
+//! `the_vector_path_is_there_or_its_skip_reported` reports the comparison as skipped.
+
+use std::io::Write;
 
 use proptest::prelude::*;
 use y3_harness::skip_run;
+
+/// Where the CPU lacks AVX-512 VBMI there is no vector path to compare: that is reported as
+/// a skip (stderr, and a line of `$Y3_SKIP_DIR/rust.tsv`, which scripts/skips.py counts
+/// and checks against scripts/declared-skips.txt), never a silent pass.
+#[test]
+fn the_vector_path_is_there_or_its_skip_reported() {
+    if y3::__skip::run_vector(&[0u8; 80], 0, 1).is_some() {
+        return;
+    }
+    let test = "y3-harness skip::vector_skip_run";
+    let reason = "this CPU lacks AVX-512 VBMI: no vector skip run to compare with the scalar walk";
+    eprintln!("SKIPPED {test}: {reason}");
+    if let Some(dir) = std::env::var_os("Y3_SKIP_DIR") {
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(std::path::Path::new(&dir).join("rust.tsv"))
+            .unwrap();
+        f.write_all(format!("rust\t{test}\t{reason}\n").as_bytes())
+            .unwrap();
+    }
+}
 
 fn chain() -> impl Strategy<Value = Vec<u8>> {
     (

@@ -622,7 +622,9 @@ pub struct LimitsConfig {
     /// Time a new connection has to send its handshake.
     pub handshake_timeout_ms: u64,
     /// A frame must arrive whole within this long of its first bytes, or the connection is
-    /// closed (a client stalling or trickling mid-frame must not hold memory forever).
+    /// closed (a client stalling or trickling mid-frame must not hold memory forever): cut
+    /// between one and one and a half times this long after those bytes (the router looks
+    /// again every half timeout while idle; tests/hostile.rs measures it).
     pub frame_stall_timeout_ms: u64,
     /// Data frames with more hops than this are dropped (function loops).
     pub max_hops: u32,

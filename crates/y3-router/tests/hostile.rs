@@ -14,10 +14,13 @@ use common::*;
 
 /// A partial frame is cut at the stall timeout however it arrives: in a read of its own
 /// after the handshake, and trickled a byte at a time so that the connection never looks
-/// idle. Both are closed within one and a half stall timeouts (plus scheduling slack).
+/// idle. Both are closed between one and one and a half stall timeouts after the first
+/// bytes, as `limits.frame_stall_timeout_ms` says (the router looks again every half
+/// timeout while idle), plus at most 100 ms of a loaded machine's scheduling: 1.46-1.49 s
+/// measured for the 1 s timeout here.
 #[tokio::test]
 async fn partial_frames_are_cut_at_the_stall_timeout_however_they_arrive() {
-    const STALL: Duration = Duration::from_millis(300);
+    const STALL: Duration = Duration::from_millis(1_000);
     let router = router(|c| c.limits.frame_stall_timeout_ms = STALL.as_millis() as u64).await;
     // A data frame header declaring 1 MiB - 1 of fields (within max_frame_len).
     let header = [0xbf, 0x80, 0xbf, 0xff, 0x7f];
@@ -48,8 +51,9 @@ async fn partial_frames_are_cut_at_the_stall_timeout_however_they_arrive() {
             .unwrap();
         let took = started.elapsed();
         writer.abort();
+        eprintln!("partial frame (trickle {trickle}): cut after {took:?}");
         assert!(
-            took >= STALL && took < STALL * 3 / 2 + Duration::from_millis(400),
+            took >= STALL && took <= STALL * 3 / 2 + Duration::from_millis(100),
             "trickle {trickle}: closed after {took:?}"
         );
         assert_eq!(
@@ -209,8 +213,10 @@ async fn loops_are_bounded_in_width() {
 /// other tags, once its queue is full (64 frames here), for at most the block timeout
 /// (250 ms by default); then its frames go into the overdraft without holding anybody,
 /// and twice its queue behind it is evicted (`backlog`), named in the metrics. The healthy
-/// subscriber of the other tag sees no gap of 450 ms. (On the default 64 MiB queue the same
-/// holds past 64 MiB: tests/slow_consumers.rs.)
+/// subscriber of the other tag sees one gap of the block timeout (the hold) plus at most
+/// 50 ms (its own frame interval, 2 ms, and scheduling; 256 ms measured on a loaded 2-core
+/// machine), never more. (On the default 64 MiB queue the same holds past 64 MiB:
+/// tests/slow_consumers.rs.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stuck_subscriber_delays_other_tags_at_most_the_block_timeout() {
     let router = router(|c| c.queue.capacity = 64).await;
@@ -249,7 +255,13 @@ async fn a_stuck_subscriber_delays_other_tags_at_most_the_block_timeout() {
     }
     let _source = sender.await.unwrap();
     eprintln!("stuck subscriber: the other tag's longest gap {worst:?}");
-    assert!(worst < Duration::from_millis(250 + 200), "gap {worst:?}");
+    let block = router_block_timeout();
+    // The hold happened (the publisher was blocked), and lasted no longer than promised.
+    assert!(
+        worst >= block,
+        "gap {worst:?}: the stuck subscriber never held the publisher"
+    );
+    assert!(worst < block + Duration::from_millis(50), "gap {worst:?}");
     assert_eq!(counter(&router, "evictions", "client", "stuck-sink"), 1);
     let last = router.shutdown().await;
     ledger_of(&last);
@@ -260,12 +272,17 @@ async fn a_stuck_subscriber_delays_other_tags_at_most_the_block_timeout() {
 /// one publisher's tag, a healthy subscriber fed by another publisher sees no gap over
 /// 100 ms (13 ms measured; the stuck tag's own publisher is held up to the block timeout,
 /// then the stuck subscriber's frames go into its overdraft and, twice its 64-frame queue
-/// behind, it is evicted). On a starved CI machine running every test at
-/// once the bound is 200 ms: still below the 250 ms block timeout that any hold-up by the
-/// stuck subscriber would show.
+/// behind, it is evicted). The block timeout is 2 s here, so that any hold-up by the stuck
+/// subscriber would show as a gap of 2 s, far from the 500 ms bound that leaves a starved
+/// CI machine room (10-14 ms measured on a loaded 2-core machine).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stuck_subscriber_delays_nobody_on_other_publishers_tags() {
-    let router = router(|c| c.queue.capacity = 64).await;
+    const BLOCK: Duration = Duration::from_millis(2_000);
+    let router = router(|c| {
+        c.queue.capacity = 64;
+        c.queue.block_timeout_ms = BLOCK.as_millis() as u64;
+    })
+    .await;
     let _stuck = admit(
         router.connect_in_memory(),
         hello(ClientType::StreamFunction, &[0x52]),
@@ -313,7 +330,7 @@ async fn a_stuck_subscriber_delays_nobody_on_other_publishers_tags() {
     let _steady = sender.await.unwrap();
     let _flooding = flood.await.unwrap();
     eprintln!("stuck subscriber, other publisher: the healthy tag's longest gap {worst:?}");
-    assert!(worst < Duration::from_millis(200), "gap {worst:?}");
+    assert!(worst < BLOCK / 4, "gap {worst:?}");
     let last = router.shutdown().await;
     ledger_of(&last);
     assert_eq!(last.unaccounted(), 0, "{last:?}");

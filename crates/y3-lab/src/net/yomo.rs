@@ -725,10 +725,16 @@ pub(crate) fn git_revision() -> Option<String> {
     ))
 }
 
+/// The environment variable that makes a debug lab's YoMo and federation suites run with
+/// the debug binaries next to it (see [`Peers::build`]); `scripts/test-smoke.sh` sets it.
+pub const SMOKE_ENV: &str = "Y3_LAB_SMOKE";
+
 impl Peers {
     /// Builds `yomo-peer` (`go build`) and the release binaries it lacks: from a debug
     /// build of the lab, the release `y3` and `y3-lab` (`cargo build --release -p y3-cli
-    /// -p y3-lab`); from a release build, `y3` when it is not next to this binary.
+    /// -p y3-lab`); from a release build, `y3` when it is not next to this binary. With
+    /// [`SMOKE_ENV`] set, a debug lab measures with its own debug `y3` and itself instead:
+    /// the test command's smoke run (seconds, numbers meaningless, no release build).
     pub(crate) fn build(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Peers> {
         let target = target_dir()?;
         std::fs::create_dir_all(&target)?;
@@ -742,7 +748,8 @@ impl Peers {
                 .arg("./cmd/yomo-peer"),
             &format!("go build ./cmd/yomo-peer in {}", opts.yomo_dir.display()),
         )?;
-        let (y3, lab) = if cfg!(debug_assertions) {
+        let smoke = std::env::var_os(SMOKE_ENV).is_some_and(|v| !v.is_empty());
+        let (y3, lab) = if cfg!(debug_assertions) && !smoke {
             let build = ["build", "--release", "-p", "y3-cli", "-p", "y3-lab"];
             bar.set_message("yomo: cargo build --release -p y3-cli -p y3-lab");
             run_build(
