@@ -82,6 +82,7 @@ mod histogram;
 mod journeys;
 mod mesh;
 pub mod metrics;
+pub mod mqtt;
 mod outbox;
 mod penalty;
 pub mod queue;

@@ -278,6 +278,8 @@ pub struct Metrics {
     filters: FilterFamilies,
     /// `[federation]`'s counters (`federation/metrics.rs`).
     pub(crate) federation: crate::federation::FederationMetrics,
+    /// `[mqtt]`'s counters (`mqtt/metrics.rs`).
+    pub(crate) mqtt: crate::mqtt::MqttMetrics,
     labelled: Mutex<HashSet<u32>>,
     total_in: AtomicU64,
     total_out: AtomicU64,
@@ -319,6 +321,7 @@ impl Metrics {
             mesh: MeshFamilies::default(),
             filters: FilterFamilies::default(),
             federation: Default::default(),
+            mqtt: Default::default(),
             labelled: Mutex::new(HashSet::new()),
             total_in: AtomicU64::new(0),
             total_out: AtomicU64::new(0),
@@ -447,6 +450,7 @@ impl Metrics {
             m.filters.malformed.clone(),
         );
         m.federation.register(&mut registry);
+        m.mqtt.register(&mut registry);
         Metrics { registry, ..m }
     }
 

@@ -62,7 +62,7 @@ impl Shared {
     }
 
     /// Serves a connection from `peer` once `establish` (its TLS or QUIC handshake) is done.
-    fn spawn_connection<F>(self: &Arc<Self>, peer: Option<SocketAddr>, establish: F)
+    pub(crate) fn spawn_connection<F>(self: &Arc<Self>, peer: Option<SocketAddr>, establish: F)
     where
         F: std::future::Future<Output = Result<Connection, TransportError>> + Send + 'static,
     {
@@ -194,6 +194,7 @@ impl Router {
             tcp: None,
             quic: None,
             metrics: None,
+            mqtt: None,
             identity: identity.clone(),
             quic_server: None,
             background: Vec::new(),
@@ -290,6 +291,16 @@ impl Router {
                 metrics_token.map(Arc::from),
             )));
         }
+        if let Some(addr) = config.mqtt.validate()? {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|source| RouterError::Bind {
+                    what: "mqtt",
+                    source,
+                })?;
+            handle.mqtt = listener.local_addr().ok();
+            background.push(tokio::spawn(crate::mqtt::serve(listener, shared.clone())));
+        }
         handle.background = background;
         // Only now that every listener is bound: a second router that fails to bind must
         // not replace the certificate the clients of a running one trust.
@@ -334,6 +345,7 @@ pub struct RouterHandle {
     tcp: Option<std::net::SocketAddr>,
     quic: Option<std::net::SocketAddr>,
     metrics: Option<std::net::SocketAddr>,
+    mqtt: Option<std::net::SocketAddr>,
     identity: Identity,
     quic_server: Option<Arc<QuicServer>>,
     background: Vec<JoinHandle<()>>,
@@ -348,6 +360,11 @@ impl RouterHandle {
     /// The QUIC listener's address, if on.
     pub fn quic_addr(&self) -> Option<std::net::SocketAddr> {
         self.quic
+    }
+
+    /// The MQTT listener's address (`[mqtt] listen`), if on.
+    pub fn mqtt_addr(&self) -> Option<std::net::SocketAddr> {
+        self.mqtt
     }
 
     /// The metrics listener's address, if on.
