@@ -1,0 +1,482 @@
+//! Devices over MQTT (issue 31), against real MQTT software: Debian's `mosquitto_pub` and
+//! `mosquitto_sub` talk to the router's `[mqtt]` listener, y3 clients see the frames. A
+//! missing tool fails the test (`scripts/test-mqtt.sh` installs them).
+//!
+//! Proven here: QoS 0 and 1 with exact counts, both protocol versions, the topic in
+//! metadata `mqtt-topic`, wildcard subscriptions, a wrong password refused and counted, an
+//! unmapped topic refused with its reason (0x90 under MQTT 5) and counted, persistent
+//! sessions delivering what arrived while the subscriber was away, QoS 2 and hostile
+//! packets closed and counted with every other client served on.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::Command;
+use y3_router::config::TokenConfig;
+use y3_router::mqtt::{MqttConfig, PublishMap, SubscribeMap};
+use y3_router::{Router, RouterConfig, RouterHandle};
+use y3_transport::sdk::{ClientOptions, Sink, Source};
+
+/// Bounds generous enough for a loaded machine.
+const WAIT: Duration = Duration::from_secs(30);
+
+fn config() -> RouterConfig {
+    let mut config = RouterConfig::ephemeral();
+    config.auth.token = "main".into();
+    config.auth.tokens = vec![TokenConfig {
+        name: "sensors".into(),
+        token: "sensor-key".into(),
+        publish: Some(vec![0x10]),
+        observe: Some(Vec::new()),
+        ..TokenConfig::default()
+    }];
+    config.mqtt = MqttConfig {
+        listen: "127.0.0.1:0".into(),
+        publish: vec![
+            PublishMap {
+                topic: "sensors/+/noise".into(),
+                tag: 0x10,
+            },
+            PublishMap {
+                topic: "alerts/#".into(),
+                tag: 0x20,
+            },
+        ],
+        subscribe: vec![
+            SubscribeMap {
+                tag: 0x10,
+                topic: "sensors/+/noise".into(),
+            },
+            SubscribeMap {
+                tag: 0x20,
+                topic: "alerts/noise".into(),
+            },
+        ],
+        ..MqttConfig::default()
+    };
+    config
+}
+
+async fn start() -> RouterHandle {
+    Router::start(config()).await.expect("router starts")
+}
+
+fn tool(name: &str) -> Command {
+    let found = std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {name}")])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    assert!(
+        found,
+        "{name} is missing: install Debian's mosquitto-clients (scripts/test-mqtt.sh does)"
+    );
+    let mut c = Command::new(name);
+    c.kill_on_drop(true);
+    c
+}
+
+fn port(router: &RouterHandle) -> String {
+    router.mqtt_addr().unwrap().port().to_string()
+}
+
+/// `mosquitto_pub` of each line of `lines` on `topic`, as one connection; its exit status
+/// and stderr.
+async fn publish(
+    router: &RouterHandle,
+    extra: &[&str],
+    topic: &str,
+    lines: &[String],
+) -> (bool, String) {
+    let mut child = tool("mosquitto_pub")
+        .args(["-h", "127.0.0.1", "-p", &port(router), "-t", topic, "-l"])
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let body = lines.join("\n") + "\n";
+    stdin.write_all(body.as_bytes()).await.unwrap();
+    drop(stdin);
+    let out = tokio::time::timeout(WAIT, child.wait_with_output())
+        .await
+        .expect("mosquitto_pub ends")
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Starts `mosquitto_sub` for `count` messages, printing `topic payload` lines; waits
+/// until it is subscribed (its session appears in the router's metrics).
+async fn subscriber(
+    router: &RouterHandle,
+    extra: &[&str],
+    filter: &str,
+    count: usize,
+) -> tokio::process::Child {
+    let before = metric(router, "y3_router_mqtt_accepted_total");
+    let child = tool("mosquitto_sub")
+        .args(["-h", "127.0.0.1", "-p", &port(router), "-t", filter, "-v"])
+        .args(["-C", &count.to_string(), "-W", "60"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(|| metric(router, "y3_router_mqtt_accepted_total") > before).await;
+    // SUBSCRIBE follows CONNECT at once; give the downlink its handshake.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    child
+}
+
+async fn lines_of(child: tokio::process::Child) -> Vec<String> {
+    let out = tokio::time::timeout(WAIT, child.wait_with_output())
+        .await
+        .expect("mosquitto_sub ends")
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "mosquitto_sub failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A counter of the router's Prometheus text (labels included in `name`), 0 when absent.
+fn metric(router: &RouterHandle, name: &str) -> u64 {
+    let text = router.metrics().encode();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse::<f64>().ok())
+        .map_or(0, |v| v as u64)
+}
+
+async fn wait_for(mut ok: impl FnMut() -> bool) {
+    let until = tokio::time::Instant::now() + WAIT;
+    while !ok() {
+        assert!(tokio::time::Instant::now() < until, "timed out");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn numbered(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}-{i}")).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sensors_reach_y3_sinks_and_mqtt_subscribers_exactly() {
+    let router = start().await;
+    let options = ClientOptions::new(router.tcp_addr().unwrap()).token("main");
+    let mut sink = Sink::connect(options, &[0x10]).await.unwrap();
+    let n = 200;
+    for (version, qos) in [("mqttv311", "0"), ("mqttv311", "1"), ("mqttv5", "1")] {
+        let sub = subscriber(
+            &router,
+            &["-q", "1", "-V", version, "-u", "tester", "-P", "main"],
+            "sensors/#",
+            n,
+        )
+        .await;
+        let lines = numbered(&format!("{version}-q{qos}"), n);
+        let (ok, err) = publish(
+            &router,
+            &["-q", qos, "-V", version, "-u", "dev-a", "-P", "sensor-key"],
+            "sensors/a/noise",
+            &lines,
+        )
+        .await;
+        assert!(ok, "mosquitto_pub failed: {err}");
+        let got = lines_of(sub).await;
+        let want: Vec<String> = lines
+            .iter()
+            .map(|l| format!("sensors/a/noise {l}"))
+            .collect();
+        assert_eq!(
+            got, want,
+            "{version} QoS {qos}: every message once, in order"
+        );
+        for line in &lines {
+            let data = tokio::time::timeout(WAIT, sink.recv())
+                .await
+                .unwrap()
+                .unwrap()
+                .unwrap();
+            assert_eq!(data.payload, line.as_bytes());
+            assert_eq!(
+                data.metadata.get("mqtt-topic").unwrap(),
+                Some("sensors/a/noise")
+            );
+        }
+    }
+    assert_eq!(
+        metric(&router, "y3_router_mqtt_published_total"),
+        3 * n as u64
+    );
+    let stats = router.shutdown().await;
+    assert_eq!(stats.unaccounted(), 0, "{stats:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wildcards_select_topics_and_y3_frames_reach_mqtt() {
+    let router = start().await;
+    let alerts = subscriber(
+        &router,
+        &["-q", "1", "-u", "tester", "-P", "main"],
+        "alerts/+",
+        3,
+    )
+    .await;
+    let one_sensor = subscriber(
+        &router,
+        &["-q", "0", "-u", "tester", "-P", "main"],
+        "sensors/b/+",
+        2,
+    )
+    .await;
+    // Frames of a y3 source reach MQTT subscribers under the mapped topic.
+    let options = ClientOptions::new(router.tcp_addr().unwrap()).token("main");
+    let mut source = Source::connect(options).await.unwrap();
+    for i in 0..3 {
+        source.send(0x20, format!("alert-{i}")).await.unwrap();
+    }
+    source.flush().await.unwrap();
+    for s in ["a", "b", "c", "b"] {
+        let (ok, err) = publish(
+            &router,
+            &["-q", "1", "-u", "sensor", "-P", "sensor-key"],
+            &format!("sensors/{s}/noise"),
+            &[format!("from-{s}")],
+        )
+        .await;
+        assert!(ok, "{err}");
+    }
+    assert_eq!(
+        lines_of(alerts).await,
+        [
+            "alerts/noise alert-0",
+            "alerts/noise alert-1",
+            "alerts/noise alert-2"
+        ]
+    );
+    assert_eq!(
+        lines_of(one_sensor).await,
+        ["sensors/b/noise from-b", "sensors/b/noise from-b"]
+    );
+    source.close().await.unwrap();
+    router.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_password_and_unmapped_topics_are_refused_and_counted() {
+    let router = start().await;
+    let line = vec!["x".to_owned()];
+    for version in ["mqttv311", "mqttv5"] {
+        let (ok, err) = publish(
+            &router,
+            &["-V", version, "-u", "tester", "-P", "wrong"],
+            "sensors/a/noise",
+            &line,
+        )
+        .await;
+        assert!(!ok, "a wrong password is refused ({version})");
+        assert!(
+            err.to_lowercase().contains("password") || err.to_lowercase().contains("auth"),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        metric(
+            &router,
+            "y3_router_mqtt_refused_total{reason=\"bad_credentials\"}"
+        ),
+        2
+    );
+    // sensor-key may publish 0x10 only; alerts map to 0x20.
+    for version in ["mqttv311", "mqttv5"] {
+        let (ok, _) = publish(
+            &router,
+            &["-q", "1", "-V", version, "-u", "sensor", "-P", "sensor-key"],
+            "alerts/x",
+            &line,
+        )
+        .await;
+        assert!(
+            !ok,
+            "a tag the token may not publish is refused ({version})"
+        );
+        let (ok, _) = publish(
+            &router,
+            &["-q", "1", "-V", version, "-u", "tester", "-P", "main"],
+            "elsewhere/x",
+            &line,
+        )
+        .await;
+        assert!(!ok, "an unmapped topic is refused ({version})");
+    }
+    assert_eq!(
+        metric(
+            &router,
+            "y3_router_mqtt_publish_refused_total{reason=\"unmapped_topic\"}"
+        ),
+        2
+    );
+    assert_eq!(
+        metric(
+            &router,
+            "y3_router_mqtt_publish_refused_total{reason=\"not_authorized\"}"
+        ),
+        2
+    );
+    assert_eq!(metric(&router, "y3_router_mqtt_published_total"), 0);
+    router.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn persistent_sessions_get_what_arrived_while_away() {
+    let router = start().await;
+    let persistent = [
+        "-q",
+        "1",
+        "-c",
+        "-i",
+        "dashboard-1",
+        "-u",
+        "tester",
+        "-P",
+        "main",
+    ];
+    // Subscribe once, then leave.
+    let first = subscriber(&router, &persistent, "sensors/+/noise", 1).await;
+    let (ok, err) = publish(
+        &router,
+        &["-q", "1", "-u", "sensor", "-P", "sensor-key"],
+        "sensors/a/noise",
+        &["before".into()],
+    )
+    .await;
+    assert!(ok, "{err}");
+    assert_eq!(lines_of(first).await, ["sensors/a/noise before"]);
+    let away = numbered("away", 50);
+    let (ok, err) = publish(
+        &router,
+        &["-q", "1", "-u", "sensor", "-P", "sensor-key"],
+        "sensors/a/noise",
+        &away,
+    )
+    .await;
+    assert!(ok, "{err}");
+    // Back: the same client id, no clean session; no new SUBSCRIBE needed.
+    let back = tool("mosquitto_sub")
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port(&router),
+            "-t",
+            "sensors/+/noise",
+            "-v",
+            "-C",
+            "50",
+            "-W",
+            "60",
+        ])
+        .args(persistent)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let want: Vec<String> = away
+        .iter()
+        .map(|l| format!("sensors/a/noise {l}"))
+        .collect();
+    assert_eq!(lines_of(back).await, want);
+    router.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_packets_are_closed_and_counted_and_others_served() {
+    let router = start().await;
+    let addr = router.mqtt_addr().unwrap();
+    let close_of = |bytes: &'static [u8]| async move {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(bytes).await.unwrap();
+        let mut buf = Vec::new();
+        // The router closes (after a CONNACK or DISCONNECT, if any).
+        tokio::time::timeout(WAIT, s.read_to_end(&mut buf))
+            .await
+            .expect("closed")
+            .ok();
+        buf
+    };
+    // A remaining length of 268435455 bytes, declared before CONNECT.
+    close_of(&[0x10, 0xFF, 0xFF, 0xFF, 0x7F]).await;
+    // A fifth remaining-length byte.
+    close_of(&[0x10, 0xFF, 0xFF, 0xFF, 0xFF, 0x01]).await;
+    // Something other than CONNECT first.
+    close_of(&[0xC0, 0x00]).await;
+    // MQTT 3.1 (level 3).
+    close_of(&[
+        0x10, 0x11, 0, 6, b'M', b'Q', b'I', b's', b'd', b'p', 3, 2, 0, 60, 0, 3, b'a', b'b', b'c',
+    ])
+    .await;
+    assert_eq!(
+        metric(&router, "y3_router_mqtt_closed_total{reason=\"too_large\"}"),
+        1
+    );
+    assert_eq!(
+        metric(&router, "y3_router_mqtt_closed_total{reason=\"malformed\"}"),
+        1
+    );
+    assert_eq!(
+        metric(&router, "y3_router_mqtt_closed_total{reason=\"protocol\"}"),
+        1
+    );
+    assert_eq!(
+        metric(
+            &router,
+            "y3_router_mqtt_closed_total{reason=\"unsupported_version\"}"
+        ),
+        1
+    );
+    // QoS 2 is refused (closed with 0x9B under MQTT 5).
+    let (ok, _) = publish(
+        &router,
+        &["-q", "2", "-V", "mqttv5", "-u", "tester", "-P", "main"],
+        "sensors/a/noise",
+        &["x".into()],
+    )
+    .await;
+    assert!(!ok);
+    assert_eq!(
+        metric(
+            &router,
+            "y3_router_mqtt_closed_total{reason=\"qos_not_supported\"}"
+        ),
+        1
+    );
+    // Everyone else is served.
+    let sub = subscriber(
+        &router,
+        &["-q", "1", "-u", "tester", "-P", "main"],
+        "sensors/#",
+        1,
+    )
+    .await;
+    let (ok, err) = publish(
+        &router,
+        &["-q", "1", "-u", "tester", "-P", "main"],
+        "sensors/z/noise",
+        &["still".into()],
+    )
+    .await;
+    assert!(ok, "{err}");
+    assert_eq!(lines_of(sub).await, ["sensors/z/noise still"]);
+    router.shutdown().await;
+}
