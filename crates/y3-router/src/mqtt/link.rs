@@ -82,7 +82,7 @@ impl Links {
             _ => return Err(gone()),
         }
         // The router admitted the same handshake: its permissions are these.
-        let permissions = permissions.map_err(|g| g)?;
+        let permissions = permissions?;
         Ok((client, permissions))
     }
 }
