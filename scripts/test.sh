@@ -29,6 +29,8 @@ if [ -z "${NATS_SERVER_BIN:-}" ]; then
 fi
 "$NATS_SERVER_BIN" --version
 
+step "mqtt: mosquitto, paho-mqtt and the paho tests (the Rust and Go MQTT tests need them)"; scripts/test-mqtt.sh
+
 step "rust: tests"
 cargo test --workspace --locked
 

@@ -29,13 +29,20 @@ use super::session::Session;
 use super::ConnInfo;
 use crate::session::Permissions;
 
+/// The router's shutdown, as an MQTT connection follows it: at `drain` it takes no more
+/// publishes (QoS 1 ones go unacknowledged, for the client to send again to the router's
+/// successor; QoS 0 ones are counted as dropped) but goes on delivering; at `close` it
+/// writes what its session holds and says goodbye (MQTT 5: DISCONNECT 0x8B).
+#[derive(Debug, Clone)]
+pub(crate) struct Stop {
+    /// Sources stop.
+    pub drain: CancellationToken,
+    /// Everyone closes.
+    pub close: CancellationToken,
+}
+
 /// Serves one MQTT client until it leaves, breaks a rule, or the router stops.
-pub(crate) async fn run(
-    broker: Arc<Broker>,
-    stream: TcpStream,
-    peer: SocketAddr,
-    stop: CancellationToken,
-) {
+pub(crate) async fn run(broker: Arc<Broker>, stream: TcpStream, peer: SocketAddr, stop: Stop) {
     let open = broker.metrics.open();
     open.inc();
     let _ = stream.set_nodelay(true);
@@ -82,6 +89,8 @@ struct Uplink {
     pending: std::collections::VecDeque<(u32, u16)>,
     /// Frames fed and not yet flushed.
     unflushed: bool,
+    /// The router closed the link (it is shutting down).
+    gone: bool,
 }
 
 impl Conn {
@@ -119,7 +128,7 @@ impl Conn {
         }
     }
 
-    async fn serve(&mut self, stop: CancellationToken) -> Result<(), MqttError> {
+    async fn serve(&mut self, stop: Stop) -> Result<(), MqttError> {
         let handshake = self.broker.links.shared.config.handshake_timeout();
         let first = tokio::time::timeout(handshake, self.next_packet(None))
             .await
@@ -148,6 +157,7 @@ impl Conn {
             will: connect.will.clone(),
             keep_alive: connect.keep_alive,
             refusals_logged: false,
+            draining: false,
         };
         let result = self.run_loop(&mut state, &mut uplink, &stop).await;
         let clean_exit = matches!(result, Ok(true));
@@ -258,6 +268,7 @@ impl Conn {
             next_index: 0,
             pending: Default::default(),
             unflushed: false,
+            gone: false,
         };
         Ok(Some((who, uplink, permissions, session, generation)))
     }
@@ -267,7 +278,7 @@ impl Conn {
         &mut self,
         state: &mut Loop,
         uplink: &mut Uplink,
-        stop: &CancellationToken,
+        stop: &Stop,
     ) -> Result<bool, MqttError> {
         let holder = state.session.lock().holder.clone().unwrap_or_default();
         let keep_alive = (state.keep_alive > 0)
@@ -279,16 +290,27 @@ impl Conn {
             self.flush_out().await?;
             tokio::select! {
                 _ = holder.cancelled() => return Err(MqttError::TakenOver),
-                _ = stop.cancelled() => {
+                _ = stop.drain.cancelled(), if !state.draining => state.draining = true,
+                _ = stop.close.cancelled() => {
+                    // The session's last messages, then goodbye (no will: the client did
+                    // nothing wrong).
+                    self.send_queued(&state.session)?;
                     if self.version == Version::V5 {
-                        let _ = self.send(&Outgoing::Disconnect(0x8B)).await;
+                        self.queue(&Outgoing::Disconnect(0x8B))?;
                     }
-                    return Ok(false);
+                    self.flush_out().await?;
+                    state.will = None;
+                    return Ok(true);
                 }
                 _ = state.session.ready.notified() => {}
                 _ = sleep_until(deadline) => return Err(MqttError::KeepAlive),
-                frame = uplink.conn.reader.next() => match frame {
+                frame = uplink.conn.reader.next(), if !uplink.gone => match frame {
                     Some(Ok(Frame::Stored(stored))) => self.stored(state, uplink, &stored)?,
+                    Some(Ok(Frame::Goaway(g))) if g.code == GoawayCode::ShuttingDown => {
+                        // The router drains: delivery goes on until it closes.
+                        state.draining = true;
+                        uplink.gone = true;
+                    }
                     Some(Ok(Frame::Goaway(g) | Frame::Rejected(g))) => return Err(MqttError::Router(g.reason)),
                     Some(Ok(_)) => {}
                     Some(Err(e)) => return Err(MqttError::Router(e.to_string())),
@@ -404,6 +426,12 @@ impl Conn {
     ) -> Result<(), MqttError> {
         if p.qos > 1 {
             return Err(MqttError::QosNotSupported);
+        }
+        if state.draining {
+            // QoS 1: no PUBACK, so the client sends it again to the router's successor;
+            // QoS 0: lost, counted here.
+            self.broker.metrics.publish_refused("shutting_down");
+            return Ok(());
         }
         if p.topic.is_empty() || !rumqttc::mqttbytes::valid_topic(&p.topic) {
             return Err(MqttError::Malformed(format!(
@@ -560,6 +588,8 @@ struct Loop {
     keep_alive: u16,
     /// The first refused publish of the connection was logged.
     refusals_logged: bool,
+    /// The router is shutting down: publishes are no longer taken.
+    draining: bool,
 }
 
 async fn sleep_until(deadline: Option<tokio::time::Instant>) {

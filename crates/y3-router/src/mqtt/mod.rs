@@ -70,8 +70,11 @@ pub(crate) async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>
         };
         match accepted {
             Ok((stream, peer)) => {
-                let (broker, stop) = (broker.clone(), shared.drain_sources.clone());
-                let kill = shared.kill.clone();
+                let stop = conn::Stop {
+                    drain: shared.drain_sources.clone(),
+                    close: shared.close_all.clone(),
+                };
+                let (broker, kill) = (broker.clone(), shared.kill.clone());
                 shared.tracker.spawn(async move {
                     tokio::select! {
                         _ = conn::run(broker, stream, peer, stop) => {}
