@@ -100,34 +100,40 @@ impl Broker {
     }
 
     /// Points the session's downlink at the tags its subscriptions need (a new link when
-    /// they changed; none when no tag).
-    pub fn refresh_downlink(self: &Arc<Self>, session: &Arc<Session>, who: &Who, tags: Vec<u32>) {
-        let mut s = session.lock();
-        if s.downlink.as_ref().is_some_and(|(t, _)| *t == tags) {
-            return;
-        }
-        if let Some((_, task)) = s.downlink.take() {
-            task.abort();
+    /// they changed; none when no tag). Returns once the router has admitted the new link,
+    /// so that a SUBACK sent after it promises delivery from then on.
+    pub async fn refresh_downlink(
+        self: &Arc<Self>,
+        session: &Arc<Session>,
+        who: &Who,
+        tags: Vec<u32>,
+    ) {
+        {
+            let mut s = session.lock();
+            if s.downlink.as_ref().is_some_and(|(t, _)| *t == tags) {
+                return;
+            }
+            if let Some((_, task)) = s.downlink.take() {
+                task.abort();
+            }
         }
         if tags.is_empty() {
             return;
         }
+        let mut conn = match self
+            .links
+            .open(who, ClientType::StreamFunction, &tags, false)
+            .await
+        {
+            Ok((conn, _)) => conn,
+            Err(g) => {
+                tracing::warn!(client = %who.client_id, reason = %g.reason, "mqtt downlink refused");
+                return;
+            }
+        };
         let broker = self.clone();
-        let who = who.clone();
         let weak = Arc::downgrade(session);
-        let observed = tags.clone();
         let task = tokio::spawn(async move {
-            let (mut conn, _) = match broker
-                .links
-                .open(&who, ClientType::StreamFunction, &observed, false)
-                .await
-            {
-                Ok(link) => link,
-                Err(g) => {
-                    tracing::warn!(client = %who.client_id, reason = %g.reason, "mqtt downlink refused");
-                    return;
-                }
-            };
             while let Some(frame) = conn.reader.next().await {
                 let Ok(Frame::Data(data)) = frame else { break };
                 let Some(session) = weak.upgrade() else { break };
@@ -139,7 +145,9 @@ impl Broker {
                 );
             }
         });
-        s.downlink = Some((tags, task));
+        if let Some((_, old)) = session.lock().downlink.replace((tags, task)) {
+            old.abort();
+        }
     }
 
     /// Offers a frame of `tag` to `session` under each topic it maps to that the session

@@ -343,6 +343,8 @@ impl Conn {
             }
             self.queue(&Outgoing::Publish(m))?;
             if self.out.len() > 64 * 1024 {
+                // The rest after this write, taking turns with the other events.
+                session.ready.notify_one();
                 break;
             }
         }
@@ -393,7 +395,7 @@ impl Conn {
                     self.broker.metrics.delivered.inc();
                 }
             }
-            Incoming::Subscribe(pkid, filters) => self.subscribe(state, pkid, filters)?,
+            Incoming::Subscribe(pkid, filters) => self.subscribe(state, pkid, filters).await?,
             Incoming::Unsubscribe(pkid, filters) => {
                 let n = filters.len();
                 state
@@ -401,7 +403,7 @@ impl Conn {
                     .lock()
                     .subscriptions
                     .retain(|(f, _)| !filters.contains(f));
-                self.refresh(state);
+                self.refresh(state).await;
                 self.queue(&Outgoing::UnsubAck(pkid, n))?;
             }
             Incoming::PingReq => self.queue(&Outgoing::PingResp)?,
@@ -502,7 +504,7 @@ impl Conn {
         Ok(())
     }
 
-    fn subscribe(
+    async fn subscribe(
         &mut self,
         state: &mut Loop,
         pkid: u16,
@@ -529,7 +531,7 @@ impl Conn {
             granted.push(Some(qos));
             new.push((filter, qos));
         }
-        self.refresh(state);
+        self.refresh(state).await;
         self.queue(&Outgoing::SubAck(pkid, granted))?;
         // Retained messages the new filters match, as subscribers see them.
         let retained = broker.retained.lock().unwrap_or_else(|e| e.into_inner());
@@ -563,7 +565,7 @@ impl Conn {
     }
 
     /// Points the downlink at the tags the subscriptions need and the token allows.
-    fn refresh(&self, state: &Loop) {
+    async fn refresh(&self, state: &Loop) {
         let mut tags: Vec<u32> = state
             .session
             .lock()
@@ -575,7 +577,8 @@ impl Conn {
         tags.sort_unstable();
         tags.dedup();
         self.broker
-            .refresh_downlink(&state.session, &state.who, tags);
+            .refresh_downlink(&state.session, &state.who, tags)
+            .await;
     }
 }
 
