@@ -195,6 +195,7 @@ impl Router {
             quic: None,
             metrics: None,
             mqtt: None,
+            mqtt_side: None,
             identity: identity.clone(),
             quic_server: None,
             background: Vec::new(),
@@ -299,7 +300,13 @@ impl Router {
                     source,
                 })?;
             handle.mqtt = listener.local_addr().ok();
-            background.push(tokio::spawn(crate::mqtt::serve(listener, shared.clone())));
+            let mqtt = crate::mqtt::Mqtt::new(&shared);
+            handle.mqtt_side = Some(mqtt.clone());
+            background.push(tokio::spawn(crate::mqtt::serve(
+                listener,
+                shared.clone(),
+                mqtt,
+            )));
         }
         handle.background = background;
         // Only now that every listener is bound: a second router that fails to bind must
@@ -346,6 +353,7 @@ pub struct RouterHandle {
     quic: Option<std::net::SocketAddr>,
     metrics: Option<std::net::SocketAddr>,
     mqtt: Option<std::net::SocketAddr>,
+    mqtt_side: Option<crate::mqtt::Mqtt>,
     identity: Identity,
     quic_server: Option<Arc<QuicServer>>,
     background: Vec<JoinHandle<()>>,
@@ -365,6 +373,15 @@ impl RouterHandle {
     /// The MQTT listener's address (`[mqtt] listen`), if on.
     pub fn mqtt_addr(&self) -> Option<std::net::SocketAddr> {
         self.mqtt
+    }
+
+    /// The MQTT connections open now (name, client id, address, subscriptions): what
+    /// `/connz` lists for them. Empty without `[mqtt] listen`.
+    pub fn mqtt_connections(&self) -> Vec<crate::mqtt::ConnInfo> {
+        self.mqtt_side
+            .as_ref()
+            .map(crate::mqtt::Mqtt::connections)
+            .unwrap_or_default()
     }
 
     /// The metrics listener's address, if on.

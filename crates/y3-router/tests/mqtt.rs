@@ -271,6 +271,15 @@ async fn wildcards_select_topics_and_y3_frames_reach_mqtt() {
         2,
     )
     .await;
+    // What /connz lists for them.
+    let conns = router.mqtt_connections();
+    assert_eq!(conns.len(), 2, "{conns:?}");
+    assert!(conns.iter().any(|c| c.name == "tester"
+        && c.remote.ip().is_loopback()
+        && c.subscriptions == [("alerts/+".to_string(), 1)]));
+    assert!(conns
+        .iter()
+        .any(|c| c.subscriptions == [("sensors/b/+".to_string(), 0)]));
     // Frames of a y3 source reach MQTT subscribers under the mapped topic.
     let options = ClientOptions::new(router.tcp_addr().unwrap()).token("main");
     let mut source = Source::connect(options).await.unwrap();

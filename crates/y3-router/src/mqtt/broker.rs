@@ -15,6 +15,20 @@ use super::metrics::MqttMetrics;
 use super::packet::Publish;
 use super::retained::Retained;
 use super::session::{Offered, Session};
+use super::ConnInfo;
+
+/// An open connection's entry in [`Broker::connections`], removed on drop.
+pub(crate) struct Listed(Arc<Broker>, u64);
+
+impl Drop for Listed {
+    fn drop(&mut self) {
+        self.0
+            .open
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.1);
+    }
+}
 
 /// The MQTT side of a router.
 #[derive(Debug)]
@@ -24,6 +38,9 @@ pub(crate) struct Broker {
     pub metrics: MqttMetrics,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     pub retained: Mutex<Retained>,
+    /// Open connections, by a number of their own: what `/connz` lists.
+    open: Mutex<HashMap<u64, (ConnInfo, Arc<Session>)>>,
+    next_conn: std::sync::atomic::AtomicU64,
 }
 
 impl Broker {
@@ -35,7 +52,35 @@ impl Broker {
             metrics,
             sessions: Mutex::default(),
             retained: Mutex::default(),
+            open: Mutex::default(),
+            next_conn: Default::default(),
         })
+    }
+
+    /// Lists an open connection until the returned guard drops.
+    pub fn opened(self: &Arc<Self>, info: ConnInfo, session: Arc<Session>) -> Listed {
+        let id = self
+            .next_conn
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.open
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, (info, session));
+        Listed(self.clone(), id)
+    }
+
+    /// The connections open now, with their subscriptions.
+    pub fn connections(&self) -> Vec<ConnInfo> {
+        let open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out: Vec<ConnInfo> = open
+            .values()
+            .map(|(info, session)| ConnInfo {
+                subscriptions: session.lock().subscriptions.clone(),
+                ..info.clone()
+            })
+            .collect();
+        out.sort_by(|a, b| a.client_id.cmp(&b.client_id));
+        out
     }
 
     fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Session>>> {

@@ -148,7 +148,9 @@ impl Conn {
             client_id: who.client_id.clone(),
             remote: self.peer,
             version: self.version.name(),
+            subscriptions: Vec::new(),
         };
+        let _listed = broker.opened(info.clone(), session.clone());
         tracing::info!(client = %info.client_id, name = %info.name, peer = %info.remote, version = info.version, "mqtt client connected");
         let mut state = Loop {
             who,

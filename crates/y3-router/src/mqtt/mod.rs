@@ -41,7 +41,9 @@ pub use metrics::MqttMetrics;
 
 use crate::shared::Shared;
 
-/// What `/connz` lists for an MQTT connection.
+/// What `/connz` lists for an MQTT connection ([`RouterHandle::mqtt_connections`]).
+///
+/// [`RouterHandle::mqtt_connections`]: crate::RouterHandle::mqtt_connections
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConnInfo {
     /// The client's name (its MQTT user name, else its client id).
@@ -52,17 +54,35 @@ pub struct ConnInfo {
     pub remote: SocketAddr,
     /// `3.1.1` or `5`.
     pub version: &'static str,
+    /// Its topic filters and their granted QoS.
+    pub subscriptions: Vec<(String, u8)>,
+}
+
+/// The MQTT side of a running router: its listener's task and what `/connz` reads.
+#[derive(Debug, Clone)]
+pub(crate) struct Mqtt(Arc<broker::Broker>);
+
+impl Mqtt {
+    /// The MQTT side of `shared`'s router.
+    pub fn new(shared: &Arc<Shared>) -> Mqtt {
+        Mqtt(broker::Broker::new(
+            shared.config.mqtt.clone(),
+            link::Links {
+                shared: shared.clone(),
+            },
+            shared.metrics.mqtt.clone(),
+        ))
+    }
+
+    /// The MQTT connections open now.
+    pub fn connections(&self) -> Vec<ConnInfo> {
+        self.0.connections()
+    }
 }
 
 /// Serves MQTT clients on `listener` until the router stops accepting.
-pub(crate) async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>) {
-    let broker = broker::Broker::new(
-        shared.config.mqtt.clone(),
-        link::Links {
-            shared: shared.clone(),
-        },
-        shared.metrics.mqtt.clone(),
-    );
+pub(crate) async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>, mqtt: Mqtt) {
+    let broker = mqtt.0;
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
