@@ -520,3 +520,82 @@ async fn hostile_packets_are_closed_and_counted_and_others_served() {
     assert_eq!(lines_of(sub).await, ["sensors/z/noise still"]);
     router.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retained_messages_wills_and_keep_alive() {
+    let router = start().await;
+    // Retained: published before anyone subscribes, received by a later subscriber.
+    let (ok, err) = publish_one(
+        &router,
+        &["-q", "1", "-r", "-u", "sensor", "-P", "sensor-key"],
+        "mqttv311",
+        "sensors/r/noise",
+    )
+    .await;
+    assert!(ok, "{err}");
+    let late = subscriber(
+        &router,
+        &["-q", "1", "-u", "tester", "-P", "main"],
+        "sensors/+/noise",
+        1,
+    )
+    .await;
+    assert_eq!(lines_of(late).await, ["sensors/r/noise x"]);
+    assert_eq!(metric(&router, "y3_router_mqtt_retained"), 1);
+
+    // A client with a will and a 5 s keep-alive (mosquitto's least), then frozen: the router
+    // closes it after 7.5 s without a packet and publishes its will.
+    let before = metric(&router, "y3_router_mqtt_accepted_total");
+    let watcher = subscriber(
+        &router,
+        &["-q", "1", "-u", "tester", "-P", "main"],
+        "sensors/will/noise",
+        1,
+    )
+    .await;
+    let frozen = tool("mosquitto_sub")
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port(&router),
+            "-t",
+            "nothing/here",
+            "-k",
+            "5",
+        ])
+        .args([
+            "-u",
+            "sensor",
+            "-P",
+            "sensor-key",
+            "--will-topic",
+            "sensors/will/noise",
+        ])
+        .args(["--will-payload", "gone", "--will-qos", "1"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Connected (and subscribed) before it freezes.
+    wait_for(|| metric(&router, "y3_router_mqtt_accepted_total") >= before + 2).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let pid = frozen.id().unwrap().to_string();
+    assert!(std::process::Command::new("kill")
+        .args(["-STOP", &pid])
+        .status()
+        .unwrap()
+        .success());
+    assert_eq!(lines_of(watcher).await, ["sensors/will/noise gone"]);
+    assert_eq!(
+        metric(
+            &router,
+            "y3_router_mqtt_closed_total{reason=\"keepalive_timeout\"}"
+        ),
+        1
+    );
+    let _ = std::process::Command::new("kill")
+        .args(["-CONT", &pid])
+        .status();
+    drop(frozen);
+    router.shutdown().await;
+}
