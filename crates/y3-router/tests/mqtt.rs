@@ -599,3 +599,29 @@ async fn retained_messages_wills_and_keep_alive() {
     drop(frozen);
     router.shutdown().await;
 }
+
+/// CONNECT and SUBSCRIBE in one TCP segment (as paho sends them): both answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn packets_that_arrive_with_connect_are_served() {
+    let router = start().await;
+    let mut s = tokio::net::TcpStream::connect(router.mqtt_addr().unwrap())
+        .await
+        .unwrap();
+    // Client id "c", user "u", password "main".
+    let connect = [
+        0x10, 22, 0, 4, b'M', b'Q', b'T', b'T', 4, 0xC2, 0, 60, 0, 1, b'c', 0, 1, b'u', 0, 4, b'm',
+        b'a', b'i', b'n',
+    ];
+    let subscribe = [0x82, 8, 0, 1, 0, 3, b'a', b'/', b'b', 1];
+    s.write_all(&[&connect[..], &subscribe[..]].concat())
+        .await
+        .unwrap();
+    let mut reply = [0u8; 9];
+    tokio::time::timeout(WAIT, s.read_exact(&mut reply))
+        .await
+        .expect("CONNACK and SUBACK")
+        .unwrap();
+    // CONNACK accepted, then SUBACK for packet 1 granting QoS 1.
+    assert_eq!(reply, [0x20, 2, 0, 0, 0x90, 3, 0, 1, 1]);
+    router.shutdown().await;
+}

@@ -288,6 +288,21 @@ impl Conn {
         let mut deadline = keep_alive.map(|k| tokio::time::Instant::now() + k);
         let max_packet = self.broker.config.max_packet_bytes;
         loop {
+            // Every whole packet read so far (CONNECT's read may have taken more).
+            while let Some(p) = packet::read(&mut self.buf, Some(self.version), max_packet)? {
+                if self.handle(state, uplink, p).await? {
+                    return Ok(true);
+                }
+            }
+            if uplink.unflushed {
+                uplink.unflushed = false;
+                uplink
+                    .conn
+                    .writer
+                    .flush()
+                    .await
+                    .map_err(|e| MqttError::Router(e.to_string()))?;
+            }
             self.send_queued(&state.session)?;
             self.flush_out().await?;
             tokio::select! {
@@ -323,15 +338,6 @@ impl Conn {
                         return Err(MqttError::Io(std::io::ErrorKind::UnexpectedEof.into()));
                     }
                     deadline = keep_alive.map(|k| tokio::time::Instant::now() + k);
-                    while let Some(p) = packet::read(&mut self.buf, Some(self.version), max_packet)? {
-                        if self.handle(state, uplink, p).await? {
-                            return Ok(true);
-                        }
-                    }
-                    if uplink.unflushed {
-                        uplink.unflushed = false;
-                        uplink.conn.writer.flush().await.map_err(|e| MqttError::Router(e.to_string()))?;
-                    }
                 }
             }
         }
