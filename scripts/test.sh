@@ -45,6 +45,8 @@ if [ -z "${NATS_SERVER_BIN:-}" ]; then
 fi
 "$NATS_SERVER_BIN" --version
 
+step "mqtt: mosquitto, paho-mqtt and the paho tests (the Rust and Go MQTT tests need them)"; scripts/test-mqtt.sh
+
 # The router binary every suite that runs one uses (Go client, YoMo interop, Python,
 # examples, smoke): built once, exported as Y3_BIN. A suite that cannot find it fails.
 step "rust: build y3 (Y3_BIN)"

@@ -99,6 +99,18 @@
 //! function = "noise-alert"    # unmodified YoMo functions (a y3 function's own filter on
 //! tag = 0x10                  # the same tag applies too: both must match)
 //! filter = "0x10/0x11:f32 > 60"
+//!
+//! [mqtt]                      # MQTT 3.1.1 and 5 devices (mqtt/config.rs, docs/mqtt.md)
+//! listen = ""                 # e.g. "127.0.0.1:1883"; "" (default): no MQTT listener
+//! max_packet_bytes = 1048576  # and the session, retained and in-flight bounds there
+//!
+//! [[mqtt.publish]]            # zero or more: publishes on matching topics become frames
+//! topic = "sensors/+/noise"   # of `tag`, with the topic in metadata `mqtt-topic`
+//! tag = 0x10
+//!
+//! [[mqtt.subscribe]]          # zero or more: frames of `tag` reach MQTT subscribers as
+//! tag = 0x20                  # `topic`
+//! topic = "alerts/noise"
 //! ```
 //!
 //! The mesh is YoMo's `mesh` configuration (`spec/frames.md`, "Routing"): the router dials
@@ -163,6 +175,8 @@ pub struct RouterConfig {
     pub state: StateConfig,
     /// The process's log (`y3 serve`).
     pub log: LogConfig,
+    /// The MQTT listener and its topic ↔ tag mapping (`mqtt/config.rs`, `docs/mqtt.md`).
+    pub mqtt: crate::mqtt::MqttConfig,
 }
 
 /// `[log]`: the log `y3 serve` writes on stderr. Connects and closes are logged at debug;

@@ -87,6 +87,7 @@ mod journeys;
 mod ledger_props;
 mod mesh;
 pub mod metrics;
+pub mod mqtt;
 mod outbox;
 mod penalty;
 pub mod queue;

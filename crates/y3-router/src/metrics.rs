@@ -292,6 +292,8 @@ pub struct Metrics {
     filters: FilterFamilies,
     /// `[federation]`'s counters (`federation/metrics.rs`).
     pub(crate) federation: crate::federation::FederationMetrics,
+    /// `[mqtt]`'s counters (`mqtt/metrics.rs`).
+    pub(crate) mqtt: crate::mqtt::MqttMetrics,
     labelled: Mutex<HashSet<u32>>,
     total_in: AtomicU64,
     total_out: AtomicU64,
@@ -342,6 +344,7 @@ impl Metrics {
             mesh: MeshFamilies::default(),
             filters: FilterFamilies::default(),
             federation: Default::default(),
+            mqtt: Default::default(),
             labelled: Mutex::new(HashSet::new()),
             total_in: AtomicU64::new(0),
             total_out: AtomicU64::new(0),
@@ -491,6 +494,7 @@ impl Metrics {
             m.filters.malformed.clone(),
         );
         m.federation.register(registry);
+        m.mqtt.register(registry);
         Metrics {
             registry: root,
             ..m

@@ -62,7 +62,7 @@ impl Shared {
     }
 
     /// Serves a connection from `peer` once `establish` (its TLS or QUIC handshake) is done.
-    fn spawn_connection<F>(self: &Arc<Self>, peer: Option<SocketAddr>, establish: F)
+    pub(crate) fn spawn_connection<F>(self: &Arc<Self>, peer: Option<SocketAddr>, establish: F)
     where
         F: std::future::Future<Output = Result<Connection, TransportError>> + Send + 'static,
     {
@@ -193,6 +193,8 @@ impl Router {
             tcp: None,
             quic: None,
             metrics: None,
+            mqtt: None,
+            mqtt_side: None,
             identity: identity.clone(),
             quic_server: None,
             background: Vec::new(),
@@ -303,6 +305,23 @@ impl Router {
                 metrics_token.map(Arc::from),
             )));
         }
+        if let Some(addr) = config.mqtt.validate()? {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|source| RouterError::Bind {
+                    what: "mqtt",
+                    addr,
+                    source,
+                })?;
+            handle.mqtt = listener.local_addr().ok();
+            let mqtt = crate::mqtt::Mqtt::new(&shared);
+            handle.mqtt_side = Some(mqtt.clone());
+            background.push(tokio::spawn(crate::mqtt::serve(
+                listener,
+                shared.clone(),
+                mqtt,
+            )));
+        }
         handle.background = background;
         // Only now that every listener is bound: a second router that fails to bind must
         // not replace the certificate the clients of a running one trust.
@@ -347,6 +366,8 @@ pub struct RouterHandle {
     tcp: Option<std::net::SocketAddr>,
     quic: Option<std::net::SocketAddr>,
     metrics: Option<std::net::SocketAddr>,
+    mqtt: Option<std::net::SocketAddr>,
+    mqtt_side: Option<crate::mqtt::Mqtt>,
     identity: Identity,
     quic_server: Option<Arc<QuicServer>>,
     background: Vec<JoinHandle<()>>,
@@ -361,6 +382,20 @@ impl RouterHandle {
     /// The QUIC listener's address, if on.
     pub fn quic_addr(&self) -> Option<std::net::SocketAddr> {
         self.quic
+    }
+
+    /// The MQTT listener's address (`[mqtt] listen`), if on.
+    pub fn mqtt_addr(&self) -> Option<std::net::SocketAddr> {
+        self.mqtt
+    }
+
+    /// The MQTT connections open now (name, client id, address, subscriptions): what
+    /// `/connz` lists for them. Empty without `[mqtt] listen`.
+    pub fn mqtt_connections(&self) -> Vec<crate::mqtt::ConnInfo> {
+        self.mqtt_side
+            .as_ref()
+            .map(crate::mqtt::Mqtt::connections)
+            .unwrap_or_default()
     }
 
     /// The metrics listener's address, if on.

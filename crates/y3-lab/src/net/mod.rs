@@ -31,6 +31,7 @@ pub mod e2e;
 pub mod echo;
 pub mod federation;
 pub mod filter;
+pub mod mqtt;
 pub mod pingpong;
 pub mod proc;
 pub mod report;

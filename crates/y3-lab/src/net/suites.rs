@@ -119,7 +119,51 @@ pub const SUITES: &[NetSuite] = &[
          one router",
         &report::federation::REPORT,
     ),
+    suite::<MqttArgs>(
+        "mqtt",
+        "MQTT publish → subscribe: y3's [mqtt] listener vs Mosquitto and nats-server's MQTT",
+        &report::mqtt::REPORT,
+    ),
 ];
+
+/// `y3-lab net mqtt`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Needs the release y3 (cargo build --release -p y3-cli), Debian's
+mosquitto and nats-server (NATS_SERVER_BIN or target/tools/bin, as scripts/test.sh installs it).
+
+Examples:
+  y3-lab net mqtt --quick
+  y3-lab net mqtt --messages 20000 --paced 2000 --rate 2000 --json bench-results/net-mqtt.json"
+)]
+pub struct MqttArgs {
+    /// Payload sizes in bytes (at least 8, for the stamp).
+    #[arg(long, value_delimiter = ',', default_values_t = [64usize, 1024])]
+    sizes: Vec<usize>,
+    /// QoS levels.
+    #[arg(long, value_delimiter = ',', default_values_t = [0u8, 1])]
+    qos: Vec<u8>,
+    #[command(flatten)]
+    load: LoadArgs,
+}
+
+impl SuiteArgs for MqttArgs {
+    fn measure(&self, s: &Shared, bar: &ProgressBar) -> Result<Results> {
+        let opts = crate::net::mqtt::Options {
+            sizes: self.sizes.iter().map(|&n| n.max(8)).collect(),
+            qos: self.qos.iter().map(|&q| q.min(1)).collect(),
+            load: self.load.load(s.quick, (20_000, 2_000)),
+            only: s.only.clone(),
+            command: s.command.clone(),
+            quick: s.quick,
+            programs: s.programs.clone(),
+        };
+        bar.set_length(
+            (opts.sizes.len() * opts.qos.len() * crate::net::mqtt::BROKERS.len()) as u64,
+        );
+        crate::net::mqtt::run(&opts, bar)
+    }
+}
 
 /// The suite named `name`.
 pub fn find(name: &str) -> Option<&'static NetSuite> {

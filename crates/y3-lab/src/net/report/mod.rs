@@ -22,6 +22,7 @@ pub(crate) mod e2e;
 pub(crate) mod echo;
 pub(crate) mod federation;
 pub(crate) mod filter;
+pub(crate) mod mqtt;
 pub(crate) mod pingpong;
 pub(crate) mod pipeline;
 pub(crate) mod yomo;

@@ -1,0 +1,385 @@
+//! `y3-lab net mqtt` (issue 31's benchmark): MQTT publish → subscribe through three
+//! brokers, with one client program for all (rumqttc, in this process).
+//!
+//! ```text
+//!  rumqttc publisher ─PUBLISH lab/t─▶ broker ─PUBLISH lab/t─▶ rumqttc subscriber
+//!  brokers: y3 serve [mqtt] (lab/t → tag 0x10 → lab/t) | mosquitto (Debian) |
+//!           nats-server's MQTT listener (JetStream on, as it requires)
+//! ```
+//!
+//! Per broker, payload size and QoS: **flat out**, `messages` published as fast as the
+//! client goes (QoS 1: rumqttc's window of 100 in flight), msg/s = messages received over
+//! first publish to last receipt (a broker that drops delivers fewer: noted);
+//! **paced**, `paced` messages at `rate` msg/s, one-way latency p50/p99 (receipt minus the
+//! stamp in the payload, both on this process's clock). Every broker runs on the same
+//! machine as the client, unpinned; each row is the median of `runs` runs.
+//!
+//! Not measured here yet: the end-to-end path sensor → YoMo function → MQTT subscriber
+//! against Mosquitto + a bridge process + YoMo's zipper.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS};
+
+use crate::measure::median;
+use crate::net::proc::{self, Child};
+use crate::net::{Load, Programs};
+use crate::record::{Dim, Metric, Record, Results};
+
+/// Client ids of one lab process are `lab-pub-N`, `lab-sub-N`.
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The brokers, in display order.
+pub const BROKERS: [&str; 3] = ["y3", "mosquitto", "nats-mqtt"];
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Payload sizes (at least 8: the stamp).
+    pub sizes: Vec<usize>,
+    /// QoS levels (0, 1).
+    pub qos: Vec<u8>,
+    /// Messages, pacing, runs.
+    pub load: Load,
+    /// Only brokers whose name contains one of these.
+    pub only: Vec<String>,
+    /// The command line.
+    pub command: String,
+    /// `--quick`.
+    pub quick: bool,
+    /// The lab's programs.
+    pub programs: Programs,
+}
+
+/// One measured run.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    rate: f64,
+    received: u64,
+    p50_us: f64,
+    p99_us: f64,
+}
+
+/// A running broker.
+struct Broker {
+    port: u16,
+    child: Child,
+    _dir: PathBuf,
+}
+
+fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+fn scratch(name: &str) -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("y3-lab-mqtt-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+fn start(name: &str, programs: &Programs) -> Result<Broker> {
+    let port = free_port()?;
+    let dir = scratch(name)?;
+    let (program, args, ready): (PathBuf, Vec<String>, &str) = match name {
+        "y3" => {
+            let config = dir.join("y3.toml");
+            std::fs::write(
+                &config,
+                format!(
+                    "[listen]\ntcp = \"127.0.0.1:{}\"\nquic = \"\"\nmetrics = \"\"\n[state]\npersist = false\n\
+                     [mqtt]\nlisten = \"127.0.0.1:{port}\"\n[[mqtt.publish]]\ntopic = \"lab/t\"\ntag = 0x10\n\
+                     [[mqtt.subscribe]]\ntag = 0x10\ntopic = \"lab/t\"\n",
+                    free_port()?
+                ),
+            )?;
+            (
+                programs.y3.clone(),
+                vec!["serve".into(), "-c".into(), config.display().to_string()],
+                "y3 router listening",
+            )
+        }
+        "mosquitto" => {
+            let config = dir.join("mosquitto.conf");
+            std::fs::write(
+                &config,
+                format!(
+                    "listener {port} 127.0.0.1\nallow_anonymous true\nmax_queued_messages 1000000\n\
+                     max_inflight_messages 100\npersistence false\n"
+                ),
+            )?;
+            let bin = proc::which("mosquitto")
+                .or_else(|| Some(PathBuf::from("/usr/sbin/mosquitto")).filter(|p| p.exists()))
+                .ok_or_else(|| anyhow!("mosquitto is not installed (apt-get install mosquitto)"))?;
+            (bin, vec!["-c".into(), config.display().to_string()], "")
+        }
+        "nats-mqtt" => {
+            let config = dir.join("nats.conf");
+            std::fs::write(
+                &config,
+                format!(
+                    "listen: \"127.0.0.1:{}\"\nserver_name: \"y3-lab\"\n\
+                     jetstream {{ store_dir: \"{}\" }}\nmqtt {{ listen: \"127.0.0.1:{port}\" }}\n",
+                    free_port()?,
+                    dir.join("js").display()
+                ),
+            )?;
+            let bin = std::env::var_os("NATS_SERVER_BIN")
+                .map(PathBuf::from)
+                .or_else(|| {
+                    Some(PathBuf::from("target/tools/bin/nats-server")).filter(|p| p.exists())
+                })
+                .or_else(|| proc::which("nats-server"))
+                .ok_or_else(|| {
+                    anyhow!("nats-server not found (NATS_SERVER_BIN, target/tools/bin)")
+                })?;
+            (bin, vec!["-c".into(), config.display().to_string()], "")
+        }
+        other => bail!("unknown broker {other}"),
+    };
+    let mut child = Child::spawn(name, &program, &args, None)?;
+    if !ready.is_empty() {
+        child.expect(ready, Duration::from_secs(20))?;
+    }
+    // Every broker: its MQTT port accepts.
+    let until = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if Instant::now() > until {
+            bail!("{name} did not listen on {port}: {}", child.stderr_tail());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(Broker {
+        port,
+        child,
+        _dir: dir,
+    })
+}
+
+fn qos_of(q: u8) -> QoS {
+    if q == 0 {
+        QoS::AtMostOnce
+    } else {
+        QoS::AtLeastOnce
+    }
+}
+
+/// One client connection, its event loop driven by a task; incoming publishes go to `tx`.
+async fn connect(
+    id: &str,
+    port: u16,
+    tx: Option<tokio::sync::mpsc::UnboundedSender<(Instant, bytes::Bytes)>>,
+) -> Result<(
+    AsyncClient,
+    tokio::task::JoinHandle<()>,
+    tokio::sync::oneshot::Receiver<()>,
+)> {
+    let mut options = MqttOptions::new(id, "127.0.0.1", port);
+    options.set_keep_alive(Duration::from_secs(30));
+    options.set_max_packet_size(1 << 20, 1 << 20);
+    options.set_inflight(100);
+    let (client, mut eventloop) = AsyncClient::new(options, 10_000);
+    let (ready_tx, ready) = tokio::sync::oneshot::channel();
+    let task = tokio::spawn(async move {
+        let mut ready_tx = Some(ready_tx);
+        loop {
+            match eventloop.poll().await {
+                Ok(Event::Incoming(Packet::ConnAck(_))) => {
+                    if let Some(r) = ready_tx.take() {
+                        let _ = r.send(());
+                    }
+                }
+                Ok(Event::Incoming(Packet::SubAck(_))) => {}
+                Ok(Event::Incoming(Packet::Publish(p))) => {
+                    if let Some(tx) = &tx {
+                        let _ = tx.send((Instant::now(), p.payload));
+                    }
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+    });
+    Ok((client, task, ready))
+}
+
+/// Publishes `n` messages of `size` bytes at `rate` (0: flat out); returns the run's figures.
+async fn one_run(
+    port: u16,
+    size: usize,
+    qos: u8,
+    n: u64,
+    rate: u64,
+    epoch: Instant,
+) -> Result<Run> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let tag = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let (sub, sub_task, ready) = connect(&format!("lab-sub-{tag}"), port, Some(tx)).await?;
+    tokio::time::timeout(Duration::from_secs(10), ready).await??;
+    sub.subscribe("lab/t", qos_of(qos)).await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (publisher, pub_task, ready) = connect(&format!("lab-pub-{tag}"), port, None).await?;
+    tokio::time::timeout(Duration::from_secs(10), ready).await??;
+    let started = Instant::now();
+    let interval = (rate > 0).then(|| Duration::from_secs_f64(1.0 / rate as f64));
+    let mut payload = vec![0u8; size.max(8)];
+    for i in 0..n {
+        if let Some(step) = interval {
+            let at = started + step * i as u32;
+            tokio::time::sleep_until(at.into()).await;
+        }
+        let stamp = epoch.elapsed().as_nanos() as u64;
+        payload[..8].copy_from_slice(&stamp.to_le_bytes());
+        publisher
+            .publish("lab/t", qos_of(qos), false, payload.clone())
+            .await?;
+    }
+    let mut latencies = Vec::with_capacity(n as usize);
+    let mut last = started;
+    let idle = Duration::from_secs(3);
+    while (latencies.len() as u64) < n {
+        match tokio::time::timeout(idle, rx.recv()).await {
+            Ok(Some((at, p))) => {
+                let stamp = u64::from_le_bytes(p[..8].try_into().unwrap_or_default());
+                let sent = epoch + Duration::from_nanos(stamp);
+                latencies.push(at.saturating_duration_since(sent).as_secs_f64() * 1e6);
+                last = at;
+            }
+            _ => break,
+        }
+    }
+    let _ = publisher.disconnect().await;
+    let _ = sub.disconnect().await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    pub_task.abort();
+    sub_task.abort();
+    let received = latencies.len() as u64;
+    latencies.sort_by(f64::total_cmp);
+    let pct = |q: f64| {
+        if latencies.is_empty() {
+            f64::NAN
+        } else {
+            latencies[((latencies.len() as f64 * q).ceil() as usize).clamp(1, latencies.len()) - 1]
+        }
+    };
+    let elapsed = last
+        .saturating_duration_since(started)
+        .as_secs_f64()
+        .max(1e-9);
+    Ok(Run {
+        rate: received as f64 / elapsed,
+        received,
+        p50_us: pct(0.50),
+        p99_us: pct(0.99),
+    })
+}
+
+/// Runs the suite.
+///
+/// # Errors
+/// Setup errors; a broker that fails becomes a note.
+pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("tokio runtime")?;
+    let epoch = Instant::now();
+    let mut records = Vec::new();
+    let mut notes = Vec::new();
+    let brokers: Vec<&str> = BROKERS
+        .iter()
+        .copied()
+        .filter(|b| opts.only.is_empty() || opts.only.iter().any(|o| b.contains(o.as_str())))
+        .collect();
+    for broker in brokers {
+        let mut b = match start(broker, &opts.programs) {
+            Ok(b) => b,
+            Err(e) => {
+                notes.push(format!("{broker}: {e:#}"));
+                continue;
+            }
+        };
+        for &size in &opts.sizes {
+            for &qos in &opts.qos {
+                let case = format!("{size} B, QoS {qos}");
+                bar.set_message(format!("mqtt {broker}: {case}"));
+                let mut flat = Vec::new();
+                let mut paced = Vec::new();
+                for _ in 0..opts.load.runs {
+                    match rt.block_on(one_run(b.port, size, qos, opts.load.messages, 0, epoch)) {
+                        Ok(r) => flat.push(r),
+                        Err(e) => notes.push(format!("{broker}, {case}, flat out: {e:#}")),
+                    }
+                    match rt.block_on(one_run(
+                        b.port,
+                        size,
+                        qos,
+                        opts.load.paced,
+                        opts.load.rate,
+                        epoch,
+                    )) {
+                        Ok(r) => paced.push(r),
+                        Err(e) => notes.push(format!("{broker}, {case}, paced: {e:#}")),
+                    }
+                }
+                bar.inc(1);
+                if flat.is_empty() || paced.is_empty() {
+                    continue;
+                }
+                let lost = flat
+                    .iter()
+                    .map(|r| opts.load.messages - r.received.min(opts.load.messages))
+                    .max()
+                    .unwrap_or(0);
+                if lost > 0 {
+                    notes.push(format!("{broker}, {case}: delivered {} fewer than the {} published in the flat-out run (dropped by the broker)", lost, opts.load.messages));
+                }
+                let med = |f: &dyn Fn(&Run) -> f64, runs: &[Run]| {
+                    median(&runs.iter().map(f).collect::<Vec<_>>()).0
+                };
+                records.push(
+                    Record::new("mqtt", broker, &case)
+                        .dim(Dim::Payload, size)
+                        .dim(Dim::Mode, format!("qos{qos}"))
+                        .dim(Dim::Rate, opts.load.rate as usize)
+                        .dim(Dim::Paced, opts.load.paced as usize)
+                        .metric(Metric::Messages, opts.load.messages as f64)
+                        .metric(Metric::MsgPerS, med(&|r| r.rate, &flat))
+                        .metric(Metric::P50Us, med(&|r| r.p50_us, &paced))
+                        .metric(Metric::P99Us, med(&|r| r.p99_us, &paced))
+                        .with_runs(flat.len()),
+                );
+            }
+        }
+        b.child.kill();
+    }
+    rt.shutdown_timeout(Duration::from_secs(2));
+    let versions = vec![
+        (
+            "rumqttc".to_string(),
+            crate::net::report::lock_version("rumqttc"),
+        ),
+        (
+            "mosquitto".to_string(),
+            proc::which("mosquitto")
+                .or_else(|| Some(PathBuf::from("/usr/sbin/mosquitto")))
+                .and_then(|p| proc::version_of(&p, &["-h"]))
+                .unwrap_or_default(),
+        ),
+    ];
+    Ok(Results::of(
+        crate::net::meta(
+            "mqtt",
+            &opts.command,
+            opts.quick,
+            "none: the brokers and the client process share every core".to_string(),
+            versions,
+        ),
+        records,
+        notes,
+    ))
+}

@@ -1,0 +1,234 @@
+//! What every MQTT connection shares: the configuration, the sessions by client id, the
+//! retained messages, the metrics, and the downlinks that feed sessions from the router.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use futures_util::StreamExt;
+use y3_transport::frame::ClientType;
+use y3_transport::Frame;
+
+use super::config::MqttConfig;
+use super::link::{Links, Who, TOPIC_KEY};
+use super::metrics::MqttMetrics;
+use super::packet::Publish;
+use super::retained::Retained;
+use super::session::{Offered, Session};
+use super::ConnInfo;
+
+/// An open connection's entry in [`Broker::connections`], removed on drop.
+pub(crate) struct Listed(Arc<Broker>, u64);
+
+impl Drop for Listed {
+    fn drop(&mut self) {
+        self.0
+            .open
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.1);
+    }
+}
+
+/// The MQTT side of a router.
+#[derive(Debug)]
+pub(crate) struct Broker {
+    pub config: MqttConfig,
+    pub links: Links,
+    pub metrics: MqttMetrics,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    pub retained: Mutex<Retained>,
+    /// Open connections, by a number of their own: what `/connz` lists.
+    open: Mutex<HashMap<u64, (ConnInfo, Arc<Session>)>>,
+    next_conn: std::sync::atomic::AtomicU64,
+}
+
+impl Broker {
+    /// A broker with no session.
+    pub fn new(config: MqttConfig, links: Links, metrics: MqttMetrics) -> Arc<Broker> {
+        Arc::new(Broker {
+            config,
+            links,
+            metrics,
+            sessions: Mutex::default(),
+            retained: Mutex::default(),
+            open: Mutex::default(),
+            next_conn: Default::default(),
+        })
+    }
+
+    /// Lists an open connection until the returned guard drops.
+    pub fn opened(self: &Arc<Self>, info: ConnInfo, session: Arc<Session>) -> Listed {
+        let id = self
+            .next_conn
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.open
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, (info, session));
+        Listed(self.clone(), id)
+    }
+
+    /// The connections open now, with their subscriptions.
+    pub fn connections(&self) -> Vec<ConnInfo> {
+        let open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out: Vec<ConnInfo> = open
+            .values()
+            .map(|(info, session)| ConnInfo {
+                subscriptions: session.lock().subscriptions.clone(),
+                ..info.clone()
+            })
+            .collect();
+        out.sort_by(|a, b| a.client_id.cmp(&b.client_id));
+        out
+    }
+
+    fn sessions(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Session>>> {
+        self.sessions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The session of `client_id` for a new connection: the kept one unless `clean`
+    /// (with whether it was present), or `None` when `max_sessions` are kept already.
+    pub fn take_session(&self, client_id: &str, clean: bool) -> Option<(Arc<Session>, bool)> {
+        let mut sessions = self.sessions();
+        let now = Instant::now();
+        sessions.retain(|_, s| {
+            let s2 = s.lock();
+            let keep = s2.holder.is_some() || s2.expires.is_none_or(|e| e > now);
+            drop(s2);
+            if !keep {
+                s.end();
+            }
+            keep
+        });
+        if let Some(old) = sessions.get(client_id).cloned() {
+            // A takeover: the old connection closes.
+            if let Some(holder) = old.lock().holder.take() {
+                holder.cancel();
+            }
+            if !clean {
+                return Some((old, true));
+            }
+            old.end();
+            sessions.remove(client_id);
+        }
+        if sessions.len() >= self.config.max_sessions {
+            return None;
+        }
+        let session = Session::new(client_id.to_owned());
+        sessions.insert(client_id.to_owned(), session.clone());
+        self.metrics.sessions.set(sessions.len() as i64);
+        Some((session, false))
+    }
+
+    /// The connection of `generation` that held `session` is gone: the session is kept
+    /// (persistent) or ended, unless another connection took it over meanwhile.
+    pub fn release(&self, session: &Arc<Session>, generation: u64) {
+        let mut s = session.lock();
+        if s.generation != generation {
+            return;
+        }
+        s.holder = None;
+        let keep = s.persistent;
+        drop(s);
+        if !keep {
+            session.end();
+            let mut sessions = self.sessions();
+            if sessions
+                .get(&session.client_id)
+                .is_some_and(|kept| Arc::ptr_eq(kept, session))
+            {
+                sessions.remove(&session.client_id);
+            }
+            self.metrics.sessions.set(sessions.len() as i64);
+        }
+    }
+
+    /// Points the session's downlink at the tags its subscriptions need (a new link when
+    /// they changed; none when no tag). Returns once the router has admitted the new link,
+    /// so that a SUBACK sent after it promises delivery from then on.
+    pub async fn refresh_downlink(
+        self: &Arc<Self>,
+        session: &Arc<Session>,
+        who: &Who,
+        tags: Vec<u32>,
+    ) {
+        {
+            let mut s = session.lock();
+            if s.downlink.as_ref().is_some_and(|(t, _)| *t == tags) {
+                return;
+            }
+            if let Some((_, task)) = s.downlink.take() {
+                task.abort();
+            }
+        }
+        if tags.is_empty() {
+            return;
+        }
+        let mut conn = match self
+            .links
+            .open(who, ClientType::StreamFunction, &tags, false)
+            .await
+        {
+            Ok((conn, _)) => conn,
+            Err(g) => {
+                tracing::warn!(client = %who.client_id, reason = %g.reason, "mqtt downlink refused");
+                return;
+            }
+        };
+        let broker = self.clone();
+        let weak = Arc::downgrade(session);
+        let task = tokio::spawn(async move {
+            while let Some(frame) = conn.reader.next().await {
+                let Ok(Frame::Data(data)) = frame else { break };
+                let Some(session) = weak.upgrade() else { break };
+                broker.deliver(
+                    &session,
+                    data.tag,
+                    data.metadata.get(TOPIC_KEY).ok().flatten(),
+                    &data.payload,
+                );
+            }
+        });
+        if let Some((_, old)) = session.lock().downlink.replace((tags, task)) {
+            old.abort();
+        }
+    }
+
+    /// Offers a frame of `tag` to `session` under each topic it maps to that the session
+    /// subscribes to.
+    fn deliver(&self, session: &Session, tag: u32, origin: Option<&str>, payload: &bytes::Bytes) {
+        let mut any = false;
+        for topic in self.config.topics_of(tag, origin) {
+            let qos = {
+                let s = session.lock();
+                s.subscriptions
+                    .iter()
+                    .filter(|(f, _)| rumqttc::mqttbytes::matches(topic, f))
+                    .map(|(_, q)| *q)
+                    .max()
+            };
+            let Some(qos) = qos else { continue };
+            any = true;
+            let message = Publish {
+                topic: topic.to_owned(),
+                qos,
+                pkid: 0,
+                retain: false,
+                dup: false,
+                payload: payload.clone(),
+            };
+            match session.offer(message, self.config.max_session_queue) {
+                Offered::Queued => {}
+                Offered::DroppedOldest => {
+                    self.metrics.dropped("session_full", 1);
+                }
+                Offered::Offline => self.metrics.dropped("offline_qos0", 1),
+            }
+        }
+        if !any {
+            // The tag's topic (or the frame's mqtt-topic) matches none of the filters.
+            self.metrics.dropped("no_topic", 1);
+        }
+    }
+}

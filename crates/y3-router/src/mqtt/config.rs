@@ -1,0 +1,248 @@
+//! `[mqtt]`: the MQTT listener, its limits, and the mapping between MQTT topics and data tags.
+//!
+//! ```toml
+//! [mqtt]
+//! listen = "127.0.0.1:1883"   # "" (the default): no MQTT listener
+//! max_packet_bytes = 1048576  # an MQTT packet's remaining length, at most (checked from
+//!                             # the fixed header, before anything is buffered)
+//! max_subscriptions = 64      # topic filters one session may hold
+//! max_session_queue = 10000   # messages kept for one session (offline or in flight); past
+//!                             # it the oldest is dropped (counted: mqtt_dropped "session_full")
+//! max_inflight = 64           # QoS 1 messages sent to one client and not yet acknowledged
+//! max_sessions = 10000        # persistent sessions kept; past it a new one is refused
+//! max_retained = 1024         # retained messages kept (one per topic); past it refused, counted
+//! max_retained_bytes = 1048576 # their payloads together
+//!
+//! [[mqtt.publish]]            # a publish whose topic matches `topic` goes out under `tag`
+//! topic = "sensors/+/noise"   # (the first mapping that matches); none: refused (0x90)
+//! tag = 0x10
+//!
+//! [[mqtt.subscribe]]          # frames of `tag` reach MQTT subscribers as `topic`; with
+//! tag = 0x20                  # wildcards, as the frame's `mqtt-topic` when that matches it
+//! topic = "alerts/noise"
+//! ```
+//!
+//! Credentials: an MQTT client's password is a token of `[auth]` (the main one or one of
+//! `[[auth.tokens]]`, whose `publish`/`observe` lists then bound what it may publish and
+//! which mapped tags it may subscribe to); its user name is its name in logs.
+
+use std::net::SocketAddr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::RouterError;
+
+/// `[mqtt]`: see the module docs for the TOML and the defaults.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MqttConfig {
+    /// The MQTT (plain TCP) listener; empty: none.
+    pub listen: String,
+    /// Longest MQTT packet (its remaining length), bytes.
+    pub max_packet_bytes: usize,
+    /// Topic filters one session may hold.
+    pub max_subscriptions: usize,
+    /// Messages kept for one session, queued or in flight.
+    pub max_session_queue: usize,
+    /// QoS 1 messages in flight to one client.
+    pub max_inflight: usize,
+    /// Persistent sessions kept.
+    pub max_sessions: usize,
+    /// Retained messages kept.
+    pub max_retained: usize,
+    /// Bytes of retained payloads kept together.
+    pub max_retained_bytes: usize,
+    /// Topic filters → tags, for publishes.
+    pub publish: Vec<PublishMap>,
+    /// Tags → topics, for subscribers.
+    pub subscribe: Vec<SubscribeMap>,
+}
+
+impl Default for MqttConfig {
+    fn default() -> Self {
+        MqttConfig {
+            listen: String::new(),
+            max_packet_bytes: 1024 * 1024,
+            max_subscriptions: 64,
+            max_session_queue: 10_000,
+            max_inflight: 64,
+            max_sessions: 10_000,
+            max_retained: 1024,
+            max_retained_bytes: 1024 * 1024,
+            publish: Vec::new(),
+            subscribe: Vec::new(),
+        }
+    }
+}
+
+/// `[[mqtt.publish]]`: publishes on topics matching `topic` become frames of `tag`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PublishMap {
+    /// An MQTT topic filter (`+` and `#` allowed).
+    pub topic: String,
+    /// The data tag.
+    pub tag: u32,
+}
+
+/// `[[mqtt.subscribe]]`: frames of `tag` reach MQTT subscribers as `topic`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubscribeMap {
+    /// The data tag.
+    pub tag: u32,
+    /// A topic, or a filter: then the frame's `mqtt-topic` metadata, when it matches.
+    pub topic: String,
+}
+
+impl MqttConfig {
+    /// The listener's address, or `None` when off.
+    ///
+    /// # Errors
+    /// [`RouterError::Config`] for an address that does not parse, a mapping topic that is
+    /// not a valid filter, or a zero limit.
+    pub fn validate(&self) -> Result<Option<SocketAddr>, RouterError> {
+        let bad = |field, problem| Err(RouterError::Config { field, problem });
+        for m in &self.publish {
+            if !rumqttc::mqttbytes::valid_filter(&m.topic) {
+                return bad("mqtt.publish.topic", "not a valid MQTT topic filter");
+            }
+        }
+        for m in &self.subscribe {
+            if !rumqttc::mqttbytes::valid_filter(&m.topic) {
+                return bad("mqtt.subscribe.topic", "not a valid MQTT topic filter");
+            }
+        }
+        if self.max_packet_bytes == 0
+            || self.max_session_queue == 0
+            || self.max_inflight == 0
+            || self.max_subscriptions == 0
+        {
+            return bad("mqtt", "limits must be above 0");
+        }
+        if self.max_inflight > usize::from(u16::MAX) {
+            return bad("mqtt.max_inflight", "at most 65535 (packet ids)");
+        }
+        if self.listen.is_empty() {
+            return Ok(None);
+        }
+        match self.listen.parse() {
+            Ok(addr) => Ok(Some(addr)),
+            Err(_) => bad("mqtt.listen", "not a socket address (host:port)"),
+        }
+    }
+
+    /// The tag a publish on `topic` goes out under: the first mapping that matches.
+    pub fn tag_of(&self, topic: &str) -> Option<u32> {
+        self.publish
+            .iter()
+            .find(|m| rumqttc::mqttbytes::matches(topic, &m.topic))
+            .map(|m| m.tag)
+    }
+
+    /// The topic a frame of `tag` whose `mqtt-topic` metadata is `origin` reaches MQTT
+    /// subscribers as, for each subscribe mapping of `tag`.
+    pub fn topics_of<'a>(
+        &'a self,
+        tag: u32,
+        origin: Option<&'a str>,
+    ) -> impl Iterator<Item = &'a str> + 'a {
+        self.subscribe
+            .iter()
+            .filter(move |m| m.tag == tag)
+            .filter_map(move |m| {
+                if rumqttc::mqttbytes::has_wildcards(&m.topic) {
+                    origin.filter(|o| rumqttc::mqttbytes::matches(o, &m.topic))
+                } else {
+                    Some(m.topic.as_str())
+                }
+            })
+    }
+
+    /// The tags whose mapped topics a subscription to `filter` may receive.
+    pub fn tags_for_filter(&self, filter: &str) -> Vec<u32> {
+        let mut tags: Vec<u32> = self
+            .subscribe
+            .iter()
+            .filter(|m| filters_overlap(filter, &m.topic))
+            .map(|m| m.tag)
+            .collect();
+        tags.sort_unstable();
+        tags.dedup();
+        tags
+    }
+}
+
+/// Whether some topic matches both filters (a topic is a filter without wildcards).
+pub(crate) fn filters_overlap(a: &str, b: &str) -> bool {
+    let (mut x, mut y) = (a.split('/'), b.split('/'));
+    loop {
+        match (x.next(), y.next()) {
+            (Some("#"), _) | (_, Some("#")) => return true,
+            (None, None) => return true,
+            (Some(p), Some(q)) => {
+                if p != "+" && q != "+" && p != q {
+                    return false;
+                }
+            }
+            _ => return false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> MqttConfig {
+        toml::from_str(
+            r#"
+            listen = "127.0.0.1:0"
+            [[publish]]
+            topic = "sensors/+/noise"
+            tag = 0x10
+            [[subscribe]]
+            tag = 0x20
+            topic = "alerts/noise"
+            [[subscribe]]
+            tag = 0x10
+            topic = "sensors/+/noise"
+            "#,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn maps_topics_to_tags_and_back() {
+        let c = config();
+        assert!(c.validate().unwrap().is_some());
+        assert_eq!(c.tag_of("sensors/a/noise"), Some(0x10));
+        assert_eq!(c.tag_of("sensors/a/b/noise"), None);
+        assert_eq!(c.tag_of("other"), None);
+        assert_eq!(
+            c.topics_of(0x20, None).collect::<Vec<_>>(),
+            ["alerts/noise"]
+        );
+        assert_eq!(
+            c.topics_of(0x10, Some("sensors/x/noise"))
+                .collect::<Vec<_>>(),
+            ["sensors/x/noise"]
+        );
+        assert_eq!(c.topics_of(0x10, Some("elsewhere")).count(), 0);
+        assert_eq!(c.tags_for_filter("#"), [0x10, 0x20]);
+        assert_eq!(c.tags_for_filter("alerts/+"), [0x20]);
+        assert_eq!(c.tags_for_filter("sensors/k/noise"), [0x10]);
+        assert!(c.tags_for_filter("nothing/here").is_empty());
+    }
+
+    #[test]
+    fn refuses_bad_filters_and_addresses() {
+        let mut c = config();
+        c.publish[0].topic = "a/#/b".into();
+        assert!(c.validate().is_err());
+        let mut c = config();
+        c.listen = "nope".into();
+        assert!(c.validate().is_err());
+        assert_eq!(MqttConfig::default().validate().unwrap(), None);
+    }
+}

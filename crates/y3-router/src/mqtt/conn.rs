@@ -1,0 +1,611 @@
+//! One MQTT connection: CONNECT and its verdict, then one loop over the socket, the
+//! uplink's stored acknowledgements and the session's queue.
+//!
+//! ```text
+//!  socket ─▶ packet::read ─▶ PUBLISH ─▶ map topic → tag, check permission ─▶ uplink
+//!                                                QoS 1: (frame index, pkid) pending
+//!  uplink ◀─ Stored(count) ─▶ PUBACK for each pending index below count (after routing)
+//!  session queue ─▶ PUBLISH to the client (QoS 1 kept in flight until its PUBACK)
+//! ```
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use futures_util::{SinkExt, StreamExt};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_util::sync::CancellationToken;
+use y3_transport::frame::{ClientType, GoawayCode, Stored};
+use y3_transport::metadata::{self, Metadata};
+use y3_transport::{Connection, Data, Frame};
+
+use super::broker::Broker;
+use super::error::MqttError;
+use super::link::{Who, TOPIC_KEY};
+use super::packet::{self, ConnCode, Connect, Incoming, Outgoing, Publish, Version};
+use super::session::Session;
+use super::ConnInfo;
+use crate::session::Permissions;
+
+/// The router's shutdown, as an MQTT connection follows it: at `drain` it takes no more
+/// publishes (QoS 1 ones go unacknowledged, for the client to send again to the router's
+/// successor; QoS 0 ones are counted as dropped) but goes on delivering; at `close` it
+/// writes what its session holds and says goodbye (MQTT 5: DISCONNECT 0x8B).
+#[derive(Debug, Clone)]
+pub(crate) struct Stop {
+    /// Sources stop.
+    pub drain: CancellationToken,
+    /// Everyone closes.
+    pub close: CancellationToken,
+}
+
+/// Serves one MQTT client until it leaves, breaks a rule, or the router stops.
+pub(crate) async fn run(broker: Arc<Broker>, stream: TcpStream, peer: SocketAddr, stop: Stop) {
+    let open = broker.metrics.open();
+    open.inc();
+    let _ = stream.set_nodelay(true);
+    let (rd, wr) = stream.into_split();
+    let mut conn = Conn {
+        broker: broker.clone(),
+        rd,
+        wr,
+        buf: BytesMut::with_capacity(8 * 1024),
+        out: BytesMut::with_capacity(8 * 1024),
+        version: Version::V4,
+        peer,
+    };
+    if let Err(e) = conn.serve(stop).await {
+        broker.metrics.closed(e.kind());
+        match &e {
+            MqttError::Io(_) => tracing::debug!(%peer, error = %e, "mqtt connection lost"),
+            _ => tracing::warn!(%peer, reason = e.kind(), error = %e, "mqtt connection closed"),
+        }
+        if let (Version::V5, Some(code)) = (conn.version, e.reason_code()) {
+            let _ = conn.send(&Outgoing::Disconnect(code)).await;
+        }
+    }
+    let _ = conn.wr.shutdown().await;
+    open.dec();
+}
+
+struct Conn {
+    broker: Arc<Broker>,
+    rd: tokio::net::tcp::OwnedReadHalf,
+    wr: tokio::net::tcp::OwnedWriteHalf,
+    buf: BytesMut,
+    out: BytesMut,
+    version: Version,
+    peer: SocketAddr,
+}
+
+/// The internal source link of a connection and its publishes awaiting routing.
+struct Uplink {
+    conn: Connection,
+    /// Data frames written so far (the next one's index).
+    next_index: u32,
+    /// (frame index, packet id) of QoS 1 publishes not yet acknowledged.
+    pending: std::collections::VecDeque<(u32, u16)>,
+    /// Frames fed and not yet flushed.
+    unflushed: bool,
+    /// The router closed the link (it is shutting down).
+    gone: bool,
+}
+
+impl Conn {
+    fn queue(&mut self, packet: &Outgoing) -> Result<(), MqttError> {
+        packet::write(self.version, packet, &mut self.out)
+    }
+
+    async fn flush_out(&mut self) -> Result<(), MqttError> {
+        if !self.out.is_empty() {
+            self.wr.write_all(&self.out).await?;
+            self.out.clear();
+        }
+        Ok(())
+    }
+
+    async fn send(&mut self, packet: &Outgoing) -> Result<(), MqttError> {
+        self.queue(packet)?;
+        self.flush_out().await
+    }
+
+    /// The next packet, reading more as needed; `None` at the end of the stream.
+    async fn next_packet(
+        &mut self,
+        version: Option<Version>,
+    ) -> Result<Option<Incoming>, MqttError> {
+        loop {
+            if let Some(p) =
+                packet::read(&mut self.buf, version, self.broker.config.max_packet_bytes)?
+            {
+                return Ok(Some(p));
+            }
+            if self.rd.read_buf(&mut self.buf).await? == 0 {
+                return Ok(None);
+            }
+        }
+    }
+
+    async fn serve(&mut self, stop: Stop) -> Result<(), MqttError> {
+        let handshake = self.broker.links.shared.config.handshake_timeout();
+        let first = tokio::time::timeout(handshake, self.next_packet(None))
+            .await
+            .map_err(|_| MqttError::Protocol("no CONNECT in time"))??;
+        let Some(Incoming::Connect(connect)) = first else {
+            return Err(MqttError::Protocol("the first packet must be CONNECT"));
+        };
+        self.version = connect.version;
+        let Some((who, mut uplink, permissions, session, generation)) =
+            self.accept(&connect).await?
+        else {
+            return Ok(());
+        };
+        let broker = self.broker.clone();
+        let info = ConnInfo {
+            name: who.name.clone(),
+            client_id: who.client_id.clone(),
+            remote: self.peer,
+            version: self.version.name(),
+            subscriptions: Vec::new(),
+        };
+        let _listed = broker.opened(info.clone(), session.clone());
+        tracing::info!(client = %info.client_id, name = %info.name, peer = %info.remote, version = info.version, "mqtt client connected");
+        let mut state = Loop {
+            who,
+            permissions,
+            session: session.clone(),
+            will: connect.will.clone(),
+            keep_alive: connect.keep_alive,
+            refusals_logged: false,
+            draining: false,
+        };
+        let result = self.run_loop(&mut state, &mut uplink, &stop).await;
+        let clean_exit = matches!(result, Ok(true));
+        if !clean_exit {
+            if let Some(will) = state.will.take() {
+                let will = Publish {
+                    topic: will.topic,
+                    qos: will.qos.min(1),
+                    pkid: 0,
+                    retain: will.retain,
+                    dup: false,
+                    payload: will.payload,
+                };
+                if let Err(e) = self.publish(&mut state, &mut uplink, will).await {
+                    tracing::warn!(client = %state.who.client_id, error = %e, "mqtt will not published");
+                }
+                let _ = uplink.conn.writer.flush().await;
+            }
+        }
+        let _ = uplink.conn.writer.close().await;
+        if let Some(expiry) = connect.session_expiry {
+            let mut s = session.lock();
+            s.expires = (expiry != u32::MAX)
+                .then(|| Instant::now() + Duration::from_secs(u64::from(expiry)));
+        }
+        broker.release(&session, generation);
+        tracing::info!(client = %info.client_id, "mqtt client left");
+        result.map(|_| ())
+    }
+
+    /// CONNECT's verdict; `None` when refused (CONNACK sent, counted).
+    #[allow(clippy::type_complexity)]
+    async fn accept(
+        &mut self,
+        connect: &Connect,
+    ) -> Result<Option<(Who, Uplink, Arc<Permissions>, Arc<Session>, u64)>, MqttError> {
+        let broker = self.broker.clone();
+        let mut client_id = connect.client_id.clone();
+        if client_id.is_empty() {
+            if !connect.clean {
+                broker.metrics.refused("bad_client_id");
+                self.send(&Outgoing::ConnAck(ConnCode::BadClientId, false))
+                    .await?;
+                return Ok(None);
+            }
+            client_id = format!("auto-{}", y3_transport::sdk::new_id());
+        }
+        let (name, credential) = match &connect.login {
+            Some((user, password)) => (
+                if user.is_empty() {
+                    client_id.clone()
+                } else {
+                    user.clone()
+                },
+                if password.is_empty() {
+                    String::new()
+                } else {
+                    format!("token:{password}")
+                },
+            ),
+            None => (client_id.clone(), String::new()),
+        };
+        let who = Who {
+            peer: self.peer,
+            name,
+            client_id: client_id.clone(),
+            credential,
+        };
+        let (conn, permissions) = match broker.links.open(&who, ClientType::Source, &[], true).await
+        {
+            Ok(link) => link,
+            Err(g) => {
+                let (code, reason) = match g.code {
+                    GoawayCode::Unauthorized => (ConnCode::BadCredentials, "bad_credentials"),
+                    GoawayCode::Forbidden => (ConnCode::NotAuthorized, "not_authorized"),
+                    _ => (ConnCode::Busy, "router_refused"),
+                };
+                broker.metrics.refused(reason);
+                tracing::warn!(peer = %self.peer, client = %client_id, reason, detail = %g.reason, "mqtt connect refused");
+                self.send(&Outgoing::ConnAck(code, false)).await?;
+                return Ok(None);
+            }
+        };
+        let Some((session, present)) = broker.take_session(&client_id, connect.clean) else {
+            broker.metrics.refused("sessions_full");
+            tracing::warn!(peer = %self.peer, client = %client_id, "mqtt connect refused: mqtt.max_sessions kept");
+            self.send(&Outgoing::ConnAck(ConnCode::Busy, false)).await?;
+            return Ok(None);
+        };
+        let generation = {
+            let mut s = session.lock();
+            s.generation += 1;
+            s.holder = Some(CancellationToken::new());
+            s.persistent = match connect.session_expiry {
+                Some(expiry) => expiry > 0,
+                None => !connect.clean,
+            };
+            s.expires = None;
+            s.generation
+        };
+        let again = session.resume();
+        broker.metrics.redelivered.inc_by(again as u64);
+        broker.metrics.accepted.inc();
+        self.send(&Outgoing::ConnAck(ConnCode::Accepted, present))
+            .await?;
+        let uplink = Uplink {
+            conn,
+            next_index: 0,
+            pending: Default::default(),
+            unflushed: false,
+            gone: false,
+        };
+        Ok(Some((who, uplink, permissions, session, generation)))
+    }
+
+    /// The loop; `Ok(true)` after the client's DISCONNECT (no will).
+    async fn run_loop(
+        &mut self,
+        state: &mut Loop,
+        uplink: &mut Uplink,
+        stop: &Stop,
+    ) -> Result<bool, MqttError> {
+        let holder = state.session.lock().holder.clone().unwrap_or_default();
+        let keep_alive = (state.keep_alive > 0)
+            .then(|| Duration::from_millis(u64::from(state.keep_alive) * 1500));
+        let mut deadline = keep_alive.map(|k| tokio::time::Instant::now() + k);
+        let max_packet = self.broker.config.max_packet_bytes;
+        loop {
+            // Every whole packet read so far (CONNECT's read may have taken more).
+            while let Some(p) = packet::read(&mut self.buf, Some(self.version), max_packet)? {
+                if self.handle(state, uplink, p).await? {
+                    return Ok(true);
+                }
+            }
+            if uplink.unflushed {
+                uplink.unflushed = false;
+                uplink
+                    .conn
+                    .writer
+                    .flush()
+                    .await
+                    .map_err(|e| MqttError::Router(e.to_string()))?;
+            }
+            self.send_queued(&state.session)?;
+            self.flush_out().await?;
+            tokio::select! {
+                _ = holder.cancelled() => return Err(MqttError::TakenOver),
+                _ = stop.drain.cancelled(), if !state.draining => state.draining = true,
+                _ = stop.close.cancelled() => {
+                    // The session's last messages, then goodbye (no will: the client did
+                    // nothing wrong).
+                    self.send_queued(&state.session)?;
+                    if self.version == Version::V5 {
+                        self.queue(&Outgoing::Disconnect(0x8B))?;
+                    }
+                    self.flush_out().await?;
+                    state.will = None;
+                    return Ok(true);
+                }
+                _ = state.session.ready.notified() => {}
+                _ = sleep_until(deadline) => return Err(MqttError::KeepAlive),
+                frame = uplink.conn.reader.next(), if !uplink.gone => match frame {
+                    Some(Ok(Frame::Stored(stored))) => self.stored(state, uplink, &stored)?,
+                    Some(Ok(Frame::Goaway(g))) if g.code == GoawayCode::ShuttingDown => {
+                        // The router drains: delivery goes on until it closes.
+                        state.draining = true;
+                        uplink.gone = true;
+                    }
+                    Some(Ok(Frame::Goaway(g) | Frame::Rejected(g))) => return Err(MqttError::Router(g.reason)),
+                    Some(Ok(_)) => {}
+                    Some(Err(e)) => return Err(MqttError::Router(e.to_string())),
+                    None => return Err(MqttError::Router("the router closed the link".into())),
+                },
+                n = self.rd.read_buf(&mut self.buf) => {
+                    if n? == 0 {
+                        return Err(MqttError::Io(std::io::ErrorKind::UnexpectedEof.into()));
+                    }
+                    deadline = keep_alive.map(|k| tokio::time::Instant::now() + k);
+                }
+            }
+        }
+    }
+
+    /// Writes what the session has for the client (QoS 1 up to `max_inflight`).
+    fn send_queued(&mut self, session: &Session) -> Result<(), MqttError> {
+        while let Some(m) = session.next_to_send(self.broker.config.max_inflight) {
+            if m.qos == 0 {
+                self.broker.metrics.delivered.inc();
+            }
+            self.queue(&Outgoing::Publish(m))?;
+            if self.out.len() > 64 * 1024 {
+                // The rest after this write, taking turns with the other events.
+                session.ready.notify_one();
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// The router handled frames up to `stored.count`: PUBACK their QoS 1 publishes.
+    fn stored(
+        &mut self,
+        state: &mut Loop,
+        uplink: &mut Uplink,
+        stored: &Stored,
+    ) -> Result<(), MqttError> {
+        while let Some(&(index, pkid)) = uplink.pending.front() {
+            // index < count, modulo 2^32.
+            if stored.count.wrapping_sub(index).wrapping_sub(1) >= 1 << 31 {
+                break;
+            }
+            uplink.pending.pop_front();
+            let refused = stored.refused.iter().find(|r| r.contains(index));
+            let code = match refused {
+                None => 0,
+                Some(run) => {
+                    self.broker.metrics.publish_refused("refused_by_router");
+                    if !state.refusals_logged {
+                        state.refusals_logged = true;
+                        tracing::warn!(client = %state.who.client_id, reason = ?run.reason, "the router refused an mqtt publish (first of this connection)");
+                    }
+                    0x80
+                }
+            };
+            self.queue(&Outgoing::PubAck(pkid, code))?;
+        }
+        Ok(())
+    }
+
+    /// Acts on one packet; `true` after DISCONNECT without a will.
+    async fn handle(
+        &mut self,
+        state: &mut Loop,
+        uplink: &mut Uplink,
+        p: Incoming,
+    ) -> Result<bool, MqttError> {
+        match p {
+            Incoming::Publish(p) => self.publish(state, uplink, p).await?,
+            Incoming::PubAck(pkid) => {
+                if state.session.acked(pkid) {
+                    self.broker.metrics.delivered.inc();
+                }
+            }
+            Incoming::Subscribe(pkid, filters) => self.subscribe(state, pkid, filters).await?,
+            Incoming::Unsubscribe(pkid, filters) => {
+                let n = filters.len();
+                state
+                    .session
+                    .lock()
+                    .subscriptions
+                    .retain(|(f, _)| !filters.contains(f));
+                self.refresh(state).await;
+                self.queue(&Outgoing::UnsubAck(pkid, n))?;
+            }
+            Incoming::PingReq => self.queue(&Outgoing::PingResp)?,
+            Incoming::Disconnect(with_will) => {
+                if !with_will {
+                    state.will = None;
+                }
+                return Ok(!with_will);
+            }
+            Incoming::Connect(_) => return Err(MqttError::Protocol("a second CONNECT")),
+            Incoming::Unexpected(name) => return Err(MqttError::Protocol(name)),
+        }
+        Ok(false)
+    }
+
+    /// A publish from the client: mapped, checked, and fed to the uplink.
+    async fn publish(
+        &mut self,
+        state: &mut Loop,
+        uplink: &mut Uplink,
+        p: Publish,
+    ) -> Result<(), MqttError> {
+        if p.qos > 1 {
+            return Err(MqttError::QosNotSupported);
+        }
+        if state.draining {
+            // QoS 1: no PUBACK, so the client sends it again to the router's successor;
+            // QoS 0: lost, counted here.
+            self.broker.metrics.publish_refused("shutting_down");
+            return Ok(());
+        }
+        if p.topic.is_empty() || !rumqttc::mqttbytes::valid_topic(&p.topic) {
+            return Err(MqttError::Malformed(format!(
+                "topic {:?} is not a topic name",
+                p.topic
+            )));
+        }
+        let refusal = match self.broker.config.tag_of(&p.topic) {
+            None => Some((MqttError::Unmapped(p.topic.clone()), 0x90)),
+            Some(tag) if !state.permissions.may_publish(tag) => {
+                Some((MqttError::NotAuthorized(p.topic.clone()), 0x87))
+            }
+            Some(_) => None,
+        };
+        if let Some((error, code)) = refusal {
+            self.broker.metrics.publish_refused(error.kind());
+            if self.version == Version::V5 && p.qos == 1 {
+                // Refused with its reason; the connection goes on.
+                if !state.refusals_logged {
+                    state.refusals_logged = true;
+                    tracing::warn!(client = %state.who.client_id, error = %error, "mqtt publish refused (first of this connection)");
+                }
+                self.queue(&Outgoing::PubAck(p.pkid, code))?;
+                return Ok(());
+            }
+            // MQTT 3.1.1 (and QoS 0) have no negative acknowledgement: the close tells.
+            return Err(error);
+        }
+        let tag = self.broker.config.tag_of(&p.topic).unwrap_or_default();
+        if p.retain {
+            let mut retained = self
+                .broker
+                .retained
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            let c = &self.broker.config;
+            if !retained.put(
+                &p.topic,
+                tag,
+                p.payload.clone(),
+                c.max_retained,
+                c.max_retained_bytes,
+            ) {
+                self.broker.metrics.dropped("retained_full", 1);
+                tracing::warn!(client = %state.who.client_id, topic = %p.topic, "retained message not kept: mqtt.max_retained(_bytes) reached");
+            }
+            self.broker.metrics.retained.set(retained.len() as i64);
+        }
+        let tid = y3_transport::sdk::new_id();
+        let meta = Metadata::from_pairs([
+            (metadata::SOURCE_ID, state.who.client_id.as_str()),
+            (metadata::TID, tid.as_str()),
+            (TOPIC_KEY, p.topic.as_str()),
+        ]);
+        let data = Data::new(tag, p.payload).with_metadata(meta);
+        uplink
+            .conn
+            .writer
+            .feed(Frame::Data(data))
+            .await
+            .map_err(|e| MqttError::Router(e.to_string()))?;
+        uplink.unflushed = true;
+        if p.qos == 1 {
+            uplink.pending.push_back((uplink.next_index, p.pkid));
+        }
+        uplink.next_index = uplink.next_index.wrapping_add(1);
+        self.broker.metrics.published.inc();
+        Ok(())
+    }
+
+    async fn subscribe(
+        &mut self,
+        state: &mut Loop,
+        pkid: u16,
+        filters: Vec<(String, u8)>,
+    ) -> Result<(), MqttError> {
+        let broker = self.broker.clone();
+        let config = &broker.config;
+        let mut granted = Vec::with_capacity(filters.len());
+        let mut new = Vec::new();
+        for (filter, qos) in filters {
+            let qos = qos.min(1);
+            let tags = config.tags_for_filter(&filter);
+            let mut s = state.session.lock();
+            let known = s.subscriptions.iter().any(|(f, _)| *f == filter);
+            let ok = rumqttc::mqttbytes::valid_filter(&filter)
+                && (known || s.subscriptions.len() < config.max_subscriptions)
+                && (tags.is_empty() || tags.iter().any(|t| state.permissions.may_observe(*t)));
+            if !ok {
+                granted.push(None);
+                continue;
+            }
+            s.subscriptions.retain(|(f, _)| *f != filter);
+            s.subscriptions.push((filter.clone(), qos));
+            granted.push(Some(qos));
+            new.push((filter, qos));
+        }
+        self.refresh(state).await;
+        self.queue(&Outgoing::SubAck(pkid, granted))?;
+        // Retained messages the new filters match, as subscribers see them.
+        let retained = broker.retained.lock().unwrap_or_else(|e| e.into_inner());
+        for (origin, tag, payload) in retained.iter() {
+            if !state.permissions.may_observe(tag) {
+                continue;
+            }
+            for topic in config.topics_of(tag, Some(origin)) {
+                let Some(qos) = new
+                    .iter()
+                    .filter(|(f, _)| rumqttc::mqttbytes::matches(topic, f))
+                    .map(|(_, q)| *q)
+                    .max()
+                else {
+                    continue;
+                };
+                state.session.offer(
+                    Publish {
+                        topic: topic.to_owned(),
+                        qos,
+                        pkid: 0,
+                        retain: true,
+                        dup: false,
+                        payload: payload.clone(),
+                    },
+                    config.max_session_queue,
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Points the downlink at the tags the subscriptions need and the token allows.
+    async fn refresh(&self, state: &Loop) {
+        let mut tags: Vec<u32> = state
+            .session
+            .lock()
+            .subscriptions
+            .iter()
+            .flat_map(|(f, _)| self.broker.config.tags_for_filter(f))
+            .filter(|t| state.permissions.may_observe(*t))
+            .collect();
+        tags.sort_unstable();
+        tags.dedup();
+        self.broker
+            .refresh_downlink(&state.session, &state.who, tags)
+            .await;
+    }
+}
+
+/// What the loop keeps about the client.
+struct Loop {
+    who: Who,
+    permissions: Arc<Permissions>,
+    session: Arc<Session>,
+    will: Option<packet::Will>,
+    keep_alive: u16,
+    /// The first refused publish of the connection was logged.
+    refusals_logged: bool,
+    /// The router is shutting down: publishes are no longer taken.
+    draining: bool,
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}

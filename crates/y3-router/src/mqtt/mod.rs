@@ -1,0 +1,111 @@
+//! `[mqtt]`: devices speak MQTT (3.1.1 and 5, QoS 0 and 1) straight into the routing table
+//! that YoMo sources and stream functions use (`docs/mqtt.md`).
+//!
+//! ```text
+//!  sensor ─PUBLISH sensors/a/noise─▶ listener ─ [[mqtt.publish]] topic → tag ─▶ uplink ─▶ routing
+//!                                      metadata: yomo-source-id, yomo-tid, mqtt-topic
+//!  QoS 1: PUBACK once the router says the frame is routed (stored acknowledgement)
+//!  routing ─ tag ─▶ downlink ─ [[mqtt.subscribe]] tag → topic ─▶ session ─PUBLISH─▶ subscriber
+//! ```
+//!
+//! Each MQTT client reaches the router through internal in-memory links (`link.rs`) that
+//! the router serves as any client's connection: the client's password is checked as a y3
+//! token (`[[auth.tokens]]`, with the MQTT client's own address in the tarpit), the token's
+//! `publish`/`observe` tags bound what it may publish and subscribe to, and its frames go
+//! through the same queues, memory budget, filters, ledger and federation. The codec is
+//! rumqttc's (`packet.rs`); the session logic is here: `conn.rs` (one connection),
+//! `session.rs` (subscriptions, queued and in-flight messages), `broker.rs` (sessions by
+//! client id, retained messages, downlinks), `retained.rs`, `config.rs`, `metrics.rs`.
+//!
+//! Not supported, refused with MQTT's reason: QoS 2 publishes (`0x9B`; subscriptions are
+//! granted QoS 1 at most), topic aliases, shared subscriptions, MQTT 3.1 (level 3).
+//! Sessions live in memory: a restarted router starts with none.
+
+mod broker;
+pub mod config;
+mod conn;
+mod error;
+mod link;
+mod metrics;
+pub mod packet;
+mod retained;
+mod session;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+pub use config::{MqttConfig, PublishMap, SubscribeMap};
+pub use error::MqttError;
+pub use link::TOPIC_KEY;
+pub use metrics::MqttMetrics;
+
+use crate::shared::Shared;
+
+/// What `/connz` lists for an MQTT connection ([`RouterHandle::mqtt_connections`]).
+///
+/// [`RouterHandle::mqtt_connections`]: crate::RouterHandle::mqtt_connections
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnInfo {
+    /// The client's name (its MQTT user name, else its client id).
+    pub name: String,
+    /// Its MQTT client id.
+    pub client_id: String,
+    /// Its address.
+    pub remote: SocketAddr,
+    /// `3.1.1` or `5`.
+    pub version: &'static str,
+    /// Its topic filters and their granted QoS.
+    pub subscriptions: Vec<(String, u8)>,
+}
+
+/// The MQTT side of a running router: its listener's task and what `/connz` reads.
+#[derive(Debug, Clone)]
+pub(crate) struct Mqtt(Arc<broker::Broker>);
+
+impl Mqtt {
+    /// The MQTT side of `shared`'s router.
+    pub fn new(shared: &Arc<Shared>) -> Mqtt {
+        Mqtt(broker::Broker::new(
+            shared.config.mqtt.clone(),
+            link::Links {
+                shared: shared.clone(),
+            },
+            shared.metrics.mqtt.clone(),
+        ))
+    }
+
+    /// The MQTT connections open now.
+    pub fn connections(&self) -> Vec<ConnInfo> {
+        self.0.connections()
+    }
+}
+
+/// Serves MQTT clients on `listener` until the router stops accepting.
+pub(crate) async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>, mqtt: Mqtt) {
+    let broker = mqtt.0;
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = shared.stop_accepting.cancelled() => return,
+        };
+        match accepted {
+            Ok((stream, peer)) => {
+                let stop = conn::Stop {
+                    drain: shared.drain_sources.clone(),
+                    close: shared.close_all.clone(),
+                };
+                let (broker, kill) = (broker.clone(), shared.kill.clone());
+                shared.tracker.spawn(async move {
+                    tokio::select! {
+                        _ = conn::run(broker, stream, peer, stop) => {}
+                        _ = kill.cancelled() => {}
+                    }
+                });
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "mqtt accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
+    }
+}

@@ -1,0 +1,627 @@
+//! Devices over MQTT (issue 31), against real MQTT software: Debian's `mosquitto_pub` and
+//! `mosquitto_sub` talk to the router's `[mqtt]` listener, y3 clients see the frames. A
+//! missing tool fails the test (`scripts/test-mqtt.sh` installs them).
+//!
+//! Proven here: QoS 0 and 1 with exact counts, both protocol versions, the topic in
+//! metadata `mqtt-topic`, wildcard subscriptions, a wrong password refused and counted, an
+//! unmapped topic refused with its reason (0x90 under MQTT 5) and counted, persistent
+//! sessions delivering what arrived while the subscriber was away, QoS 2 and hostile
+//! packets closed and counted with every other client served on.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::Command;
+use y3_router::config::TokenConfig;
+use y3_router::mqtt::{MqttConfig, PublishMap, SubscribeMap};
+use y3_router::{Router, RouterConfig, RouterHandle};
+use y3_transport::sdk::{ClientOptions, Sink, Source};
+
+/// Bounds generous enough for a loaded machine.
+const WAIT: Duration = Duration::from_secs(30);
+
+fn config() -> RouterConfig {
+    let mut config = RouterConfig::ephemeral();
+    config.auth.token = "main".into();
+    config.auth.tokens = vec![TokenConfig {
+        name: "sensors".into(),
+        token: "sensor-key".into(),
+        publish: Some(vec![0x10]),
+        observe: Some(Vec::new()),
+        ..TokenConfig::default()
+    }];
+    config.mqtt = MqttConfig {
+        listen: "127.0.0.1:0".into(),
+        publish: vec![
+            PublishMap {
+                topic: "sensors/+/noise".into(),
+                tag: 0x10,
+            },
+            PublishMap {
+                topic: "alerts/#".into(),
+                tag: 0x20,
+            },
+        ],
+        subscribe: vec![
+            SubscribeMap {
+                tag: 0x10,
+                topic: "sensors/+/noise".into(),
+            },
+            SubscribeMap {
+                tag: 0x20,
+                topic: "alerts/noise".into(),
+            },
+        ],
+        ..MqttConfig::default()
+    };
+    config
+}
+
+async fn start() -> RouterHandle {
+    Router::start(config()).await.expect("router starts")
+}
+
+fn tool(name: &str) -> Command {
+    let found = std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {name}")])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    assert!(
+        found,
+        "{name} is missing: install Debian's mosquitto-clients (scripts/test-mqtt.sh does)"
+    );
+    let mut c = Command::new(name);
+    c.kill_on_drop(true);
+    c
+}
+
+fn port(router: &RouterHandle) -> String {
+    router.mqtt_addr().unwrap().port().to_string()
+}
+
+/// `mosquitto_pub` of each line of `lines` on `topic`, as one connection; its exit status
+/// and stderr.
+async fn publish(
+    router: &RouterHandle,
+    extra: &[&str],
+    topic: &str,
+    lines: &[String],
+) -> (bool, String) {
+    let mut child = tool("mosquitto_pub")
+        .args(["-h", "127.0.0.1", "-p", &port(router), "-t", topic, "-l"])
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let body = lines.join("\n") + "\n";
+    stdin.write_all(body.as_bytes()).await.unwrap();
+    drop(stdin);
+    let out = tokio::time::timeout(WAIT, child.wait_with_output())
+        .await
+        .expect("mosquitto_pub ends")
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `mosquitto_pub -m x` of one message on `topic`: exit status and all it printed.
+async fn publish_one(
+    router: &RouterHandle,
+    extra: &[&str],
+    version: &str,
+    topic: &str,
+) -> (bool, String) {
+    let out = tool("mosquitto_pub")
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port(router),
+            "-t",
+            topic,
+            "-m",
+            "x",
+            "-V",
+            version,
+        ])
+        .args(extra)
+        .output();
+    let out = tokio::time::timeout(WAIT, out)
+        .await
+        .expect("mosquitto_pub ends")
+        .unwrap();
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), text)
+}
+
+/// Starts `mosquitto_sub` for `count` messages, printing `topic payload` lines; waits
+/// until it is subscribed (its session appears in the router's metrics).
+async fn subscriber(
+    router: &RouterHandle,
+    extra: &[&str],
+    filter: &str,
+    count: usize,
+) -> tokio::process::Child {
+    let before = metric(router, "y3_router_mqtt_accepted_total");
+    let child = tool("mosquitto_sub")
+        .args(["-h", "127.0.0.1", "-p", &port(router), "-t", filter, "-v"])
+        .args(["-C", &count.to_string(), "-W", "60"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(|| metric(router, "y3_router_mqtt_accepted_total") > before).await;
+    // SUBSCRIBE follows CONNECT at once; give the downlink its handshake.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    child
+}
+
+async fn lines_of(child: tokio::process::Child) -> Vec<String> {
+    let out = tokio::time::timeout(WAIT, child.wait_with_output())
+        .await
+        .expect("mosquitto_sub ends")
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "mosquitto_sub failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A counter of the router's Prometheus text (labels included in `name`), 0 when absent.
+fn metric(router: &RouterHandle, name: &str) -> u64 {
+    let text = router.metrics().encode();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse::<f64>().ok())
+        .map_or(0, |v| v as u64)
+}
+
+async fn wait_for(mut ok: impl FnMut() -> bool) {
+    let until = tokio::time::Instant::now() + WAIT;
+    while !ok() {
+        assert!(tokio::time::Instant::now() < until, "timed out");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn numbered(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}-{i}")).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sensors_reach_y3_sinks_and_mqtt_subscribers_exactly() {
+    let router = start().await;
+    let options = ClientOptions::new(router.tcp_addr().unwrap()).token("main");
+    let mut sink = Sink::connect(options, &[0x10]).await.unwrap();
+    let n = 200;
+    for (version, qos) in [("mqttv311", "0"), ("mqttv311", "1"), ("mqttv5", "1")] {
+        let sub = subscriber(
+            &router,
+            &["-q", "1", "-V", version, "-u", "tester", "-P", "main"],
+            "sensors/#",
+            n,
+        )
+        .await;
+        let lines = numbered(&format!("{version}-q{qos}"), n);
+        let (ok, err) = publish(
+            &router,
+            &["-q", qos, "-V", version, "-u", "dev-a", "-P", "sensor-key"],
+            "sensors/a/noise",
+            &lines,
+        )
+        .await;
+        assert!(ok, "mosquitto_pub failed: {err}");
+        let got = lines_of(sub).await;
+        let want: Vec<String> = lines
+            .iter()
+            .map(|l| format!("sensors/a/noise {l}"))
+            .collect();
+        assert_eq!(
+            got, want,
+            "{version} QoS {qos}: every message once, in order"
+        );
+        for line in &lines {
+            let data = tokio::time::timeout(WAIT, sink.recv())
+                .await
+                .unwrap()
+                .unwrap()
+                .unwrap();
+            assert_eq!(data.payload, line.as_bytes());
+            assert_eq!(
+                data.metadata.get("mqtt-topic").unwrap(),
+                Some("sensors/a/noise")
+            );
+        }
+    }
+    assert_eq!(
+        metric(&router, "y3_router_mqtt_published_total"),
+        3 * n as u64
+    );
+    let stats = router.shutdown().await;
+    assert_eq!(stats.unaccounted(), 0, "{stats:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wildcards_select_topics_and_y3_frames_reach_mqtt() {
+    let router = start().await;
+    let alerts = subscriber(
+        &router,
+        &["-q", "1", "-u", "tester", "-P", "main"],
+        "alerts/+",
+        3,
+    )
+    .await;
+    let one_sensor = subscriber(
+        &router,
+        &["-q", "0", "-u", "tester", "-P", "main"],
+        "sensors/b/+",
+        2,
+    )
+    .await;
+    // What /connz lists for them.
+    let conns = router.mqtt_connections();
+    assert_eq!(conns.len(), 2, "{conns:?}");
+    assert!(conns.iter().any(|c| c.name == "tester"
+        && c.remote.ip().is_loopback()
+        && c.subscriptions == [("alerts/+".to_string(), 1)]));
+    assert!(conns
+        .iter()
+        .any(|c| c.subscriptions == [("sensors/b/+".to_string(), 0)]));
+    // Frames of a y3 source reach MQTT subscribers under the mapped topic.
+    let options = ClientOptions::new(router.tcp_addr().unwrap()).token("main");
+    let mut source = Source::connect(options).await.unwrap();
+    for i in 0..3 {
+        source.send(0x20, format!("alert-{i}")).await.unwrap();
+    }
+    source.flush().await.unwrap();
+    for s in ["a", "b", "c", "b"] {
+        let (ok, err) = publish(
+            &router,
+            &["-q", "1", "-u", "sensor", "-P", "sensor-key"],
+            &format!("sensors/{s}/noise"),
+            &[format!("from-{s}")],
+        )
+        .await;
+        assert!(ok, "{err}");
+    }
+    assert_eq!(
+        lines_of(alerts).await,
+        [
+            "alerts/noise alert-0",
+            "alerts/noise alert-1",
+            "alerts/noise alert-2"
+        ]
+    );
+    assert_eq!(
+        lines_of(one_sensor).await,
+        ["sensors/b/noise from-b", "sensors/b/noise from-b"]
+    );
+    source.close().await.unwrap();
+    router.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_password_and_unmapped_topics_are_refused_and_counted() {
+    let router = start().await;
+    let line = vec!["x".to_owned()];
+    for version in ["mqttv311", "mqttv5"] {
+        let (ok, err) = publish(
+            &router,
+            &["-V", version, "-u", "tester", "-P", "wrong"],
+            "sensors/a/noise",
+            &line,
+        )
+        .await;
+        assert!(!ok, "a wrong password is refused ({version})");
+        assert!(
+            err.to_lowercase().contains("password") || err.to_lowercase().contains("auth"),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        metric(
+            &router,
+            "y3_router_mqtt_refused_total{reason=\"bad_credentials\"}"
+        ),
+        2
+    );
+    // sensor-key may publish 0x10 only; alerts map to 0x20. MQTT 3.1.1 has no negative
+    // PUBACK: the connection is closed. MQTT 5 gets PUBACK with the reason, and goes on.
+    let sensor = ["-q", "1", "-u", "sensor", "-P", "sensor-key", "-d"];
+    let main = ["-q", "1", "-u", "tester", "-P", "main", "-d"];
+    for (version, expect) in [
+        ("mqttv311", None),
+        ("mqttv5", Some(("Not authorized", "Topic Name invalid"))),
+    ] {
+        let forbidden = publish_one(&router, &sensor, version, "alerts/x").await;
+        let unmapped = publish_one(&router, &main, version, "elsewhere/x").await;
+        match expect {
+            None => {
+                assert!(!forbidden.0, "closed: {}", forbidden.1);
+                assert!(!unmapped.0, "closed: {}", unmapped.1);
+            }
+            Some((no, invalid)) => {
+                assert!(forbidden.1.contains(no), "{}", forbidden.1);
+                assert!(unmapped.1.contains(invalid), "{}", unmapped.1);
+            }
+        }
+    }
+    assert_eq!(
+        metric(
+            &router,
+            "y3_router_mqtt_publish_refused_total{reason=\"unmapped_topic\"}"
+        ),
+        2
+    );
+    assert_eq!(
+        metric(
+            &router,
+            "y3_router_mqtt_publish_refused_total{reason=\"not_authorized\"}"
+        ),
+        2
+    );
+    assert_eq!(metric(&router, "y3_router_mqtt_published_total"), 0);
+    router.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn persistent_sessions_get_what_arrived_while_away() {
+    let router = start().await;
+    let persistent = [
+        "-q",
+        "1",
+        "-c",
+        "-i",
+        "dashboard-1",
+        "-u",
+        "tester",
+        "-P",
+        "main",
+    ];
+    // Subscribe once, then leave.
+    let first = subscriber(&router, &persistent, "sensors/+/noise", 1).await;
+    let (ok, err) = publish(
+        &router,
+        &["-q", "1", "-u", "sensor", "-P", "sensor-key"],
+        "sensors/a/noise",
+        &["before".into()],
+    )
+    .await;
+    assert!(ok, "{err}");
+    assert_eq!(lines_of(first).await, ["sensors/a/noise before"]);
+    let away = numbered("away", 50);
+    let (ok, err) = publish(
+        &router,
+        &["-q", "1", "-u", "sensor", "-P", "sensor-key"],
+        "sensors/a/noise",
+        &away,
+    )
+    .await;
+    assert!(ok, "{err}");
+    // Back: the same client id, no clean session; no new SUBSCRIBE needed.
+    let back = tool("mosquitto_sub")
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port(&router),
+            "-t",
+            "sensors/+/noise",
+            "-v",
+            "-C",
+            "50",
+            "-W",
+            "60",
+        ])
+        .args(persistent)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let want: Vec<String> = away
+        .iter()
+        .map(|l| format!("sensors/a/noise {l}"))
+        .collect();
+    assert_eq!(lines_of(back).await, want);
+    router.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_packets_are_closed_and_counted_and_others_served() {
+    let router = start().await;
+    let addr = router.mqtt_addr().unwrap();
+    let close_of = |bytes: &'static [u8]| async move {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(bytes).await.unwrap();
+        let mut buf = Vec::new();
+        // The router closes (after a CONNACK or DISCONNECT, if any).
+        tokio::time::timeout(WAIT, s.read_to_end(&mut buf))
+            .await
+            .expect("closed")
+            .ok();
+        buf
+    };
+    // A remaining length of 268435455 bytes, declared before CONNECT.
+    close_of(&[0x10, 0xFF, 0xFF, 0xFF, 0x7F]).await;
+    // A fifth remaining-length byte.
+    close_of(&[0x10, 0xFF, 0xFF, 0xFF, 0xFF, 0x01]).await;
+    // Something other than CONNECT first.
+    close_of(&[0xC0, 0x00]).await;
+    // MQTT 3.1 (level 3).
+    close_of(&[
+        0x10, 0x11, 0, 6, b'M', b'Q', b'I', b's', b'd', b'p', 3, 2, 0, 60, 0, 3, b'a', b'b', b'c',
+    ])
+    .await;
+    assert_eq!(
+        metric(&router, "y3_router_mqtt_closed_total{reason=\"too_large\"}"),
+        1
+    );
+    assert_eq!(
+        metric(&router, "y3_router_mqtt_closed_total{reason=\"malformed\"}"),
+        1
+    );
+    assert_eq!(
+        metric(&router, "y3_router_mqtt_closed_total{reason=\"protocol\"}"),
+        1
+    );
+    assert_eq!(
+        metric(
+            &router,
+            "y3_router_mqtt_closed_total{reason=\"unsupported_version\"}"
+        ),
+        1
+    );
+    // QoS 2 is refused: closed under MQTT 3.1.1 (MQTT 5 clients read "maximum QoS 1" in
+    // the CONNACK and do not send it; one that does is closed with 0x9B).
+    let (ok, _) = publish_one(
+        &router,
+        &["-q", "2", "-u", "tester", "-P", "main"],
+        "mqttv311",
+        "sensors/a/noise",
+    )
+    .await;
+    assert!(!ok);
+    assert_eq!(
+        metric(
+            &router,
+            "y3_router_mqtt_closed_total{reason=\"qos_not_supported\"}"
+        ),
+        1
+    );
+    // Everyone else is served.
+    let sub = subscriber(
+        &router,
+        &["-q", "1", "-u", "tester", "-P", "main"],
+        "sensors/#",
+        1,
+    )
+    .await;
+    let (ok, err) = publish(
+        &router,
+        &["-q", "1", "-u", "tester", "-P", "main"],
+        "sensors/z/noise",
+        &["still".into()],
+    )
+    .await;
+    assert!(ok, "{err}");
+    assert_eq!(lines_of(sub).await, ["sensors/z/noise still"]);
+    router.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retained_messages_wills_and_keep_alive() {
+    let router = start().await;
+    // Retained: published before anyone subscribes, received by a later subscriber.
+    let (ok, err) = publish_one(
+        &router,
+        &["-q", "1", "-r", "-u", "sensor", "-P", "sensor-key"],
+        "mqttv311",
+        "sensors/r/noise",
+    )
+    .await;
+    assert!(ok, "{err}");
+    let late = subscriber(
+        &router,
+        &["-q", "1", "-u", "tester", "-P", "main"],
+        "sensors/+/noise",
+        1,
+    )
+    .await;
+    assert_eq!(lines_of(late).await, ["sensors/r/noise x"]);
+    assert_eq!(metric(&router, "y3_router_mqtt_retained"), 1);
+
+    // A client with a will and a 5 s keep-alive (mosquitto's least), then frozen: the router
+    // closes it after 7.5 s without a packet and publishes its will.
+    let before = metric(&router, "y3_router_mqtt_accepted_total");
+    let watcher = subscriber(
+        &router,
+        &["-q", "1", "-u", "tester", "-P", "main"],
+        "sensors/will/noise",
+        1,
+    )
+    .await;
+    let frozen = tool("mosquitto_sub")
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port(&router),
+            "-t",
+            "nothing/here",
+            "-k",
+            "5",
+        ])
+        .args([
+            "-u",
+            "sensor",
+            "-P",
+            "sensor-key",
+            "--will-topic",
+            "sensors/will/noise",
+        ])
+        .args(["--will-payload", "gone", "--will-qos", "1"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Connected (and subscribed) before it freezes.
+    wait_for(|| metric(&router, "y3_router_mqtt_accepted_total") >= before + 2).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let pid = frozen.id().unwrap().to_string();
+    assert!(std::process::Command::new("kill")
+        .args(["-STOP", &pid])
+        .status()
+        .unwrap()
+        .success());
+    assert_eq!(lines_of(watcher).await, ["sensors/will/noise gone"]);
+    assert_eq!(
+        metric(
+            &router,
+            "y3_router_mqtt_closed_total{reason=\"keepalive_timeout\"}"
+        ),
+        1
+    );
+    let _ = std::process::Command::new("kill")
+        .args(["-CONT", &pid])
+        .status();
+    drop(frozen);
+    router.shutdown().await;
+}
+
+/// CONNECT and SUBSCRIBE in one TCP segment (as paho sends them): both answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn packets_that_arrive_with_connect_are_served() {
+    let router = start().await;
+    let mut s = tokio::net::TcpStream::connect(router.mqtt_addr().unwrap())
+        .await
+        .unwrap();
+    // Client id "c", user "u", password "main".
+    let connect = [
+        0x10, 22, 0, 4, b'M', b'Q', b'T', b'T', 4, 0xC2, 0, 60, 0, 1, b'c', 0, 1, b'u', 0, 4, b'm',
+        b'a', b'i', b'n',
+    ];
+    let subscribe = [0x82, 8, 0, 1, 0, 3, b'a', b'/', b'b', 1];
+    s.write_all(&[&connect[..], &subscribe[..]].concat())
+        .await
+        .unwrap();
+    let mut reply = [0u8; 9];
+    tokio::time::timeout(WAIT, s.read_exact(&mut reply))
+        .await
+        .expect("CONNACK and SUBACK")
+        .unwrap();
+    // CONNACK accepted, then SUBACK for packet 1 granting QoS 1.
+    assert_eq!(reply, [0x20, 2, 0, 0, 0x90, 3, 0, 1, 1]);
+    router.shutdown().await;
+}

@@ -1,0 +1,279 @@
+"""Devices over MQTT (issue 31) with the Eclipse paho-mqtt client against `y3 serve`.
+
+Run by scripts/test-mqtt.sh (which installs paho-mqtt into a virtual environment and builds
+`y3`); Y3_BIN names the binary. YoMo's zipper has no MQTT listener, so there is no YoMo
+control for these: the YoMo side of the path is in interop/yomo/mqtt_test.go.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+
+import paho.mqtt.client as mqtt
+import pytest
+
+Y3_BIN = os.environ.get("Y3_BIN", "")
+WAIT = 30.0  # generous: the machine may be loaded
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+CONFIG = """
+[listen]
+tcp = "127.0.0.1:{tcp}"
+quic = ""
+metrics = "127.0.0.1:{metrics}"
+[auth]
+token = "main"
+[[auth.tokens]]
+name = "sensors"
+token = "sensor-key"
+publish = [0x10]
+observe = []
+[state]
+persist = false
+[mqtt]
+listen = "127.0.0.1:{mqtt}"
+[[mqtt.publish]]
+topic = "sensors/+/noise"
+tag = 0x10
+[[mqtt.subscribe]]
+tag = 0x10
+topic = "sensors/+/noise"
+"""
+
+
+class Router:
+    """`y3 serve` with an [mqtt] listener on free ports; restartable on the same ports."""
+
+    def __init__(self):
+        assert Y3_BIN and os.access(Y3_BIN, os.X_OK), "Y3_BIN must name the y3 binary"
+        self.dir = tempfile.mkdtemp(prefix="y3-mqtt-")
+        self.mqtt = free_port()
+        self.path = os.path.join(self.dir, "y3.toml")
+        with open(self.path, "w") as f:
+            f.write(CONFIG.format(tcp=free_port(), metrics=free_port(), mqtt=self.mqtt))
+        self.proc = None
+        self.start()
+
+    def start(self):
+        log = open(os.path.join(self.dir, "serve.log"), "a")
+        self.proc = subprocess.Popen([Y3_BIN, "serve", "-c", self.path], stdout=log, stderr=log)
+        deadline = time.time() + WAIT
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.mqtt), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise AssertionError("y3 serve did not listen on its MQTT port")
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=WAIT)
+
+    def log(self):
+        with open(os.path.join(self.dir, "serve.log")) as f:
+            return f.read()
+
+
+@pytest.fixture
+def router():
+    r = Router()
+    yield r
+    if r.proc.poll() is None:
+        r.stop()
+
+
+def client(version, client_id="", clean=True, user="tester", password="main"):
+    proto = mqtt.MQTTv5 if version == 5 else mqtt.MQTTv311
+    kwargs = {} if version == 5 else {"clean_session": clean}
+    c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, protocol=proto, **kwargs)
+    c.username_pw_set(user, password)
+    return c
+
+
+def connect(c, router, version=4, clean=True):
+    done = threading.Event()
+    result = {}
+
+    def on_connect(_c, _u, _flags, reason, _props):
+        result["reason"] = reason
+        done.set()
+
+    c.on_connect = on_connect
+    if version == 5:
+        c.connect("127.0.0.1", router.mqtt, clean_start=clean,
+                  properties=session_expiry(0 if clean else 3600))
+    else:
+        c.connect("127.0.0.1", router.mqtt)
+    c.loop_start()
+    assert done.wait(WAIT), "no CONNACK"
+    return result["reason"]
+
+
+def session_expiry(seconds):
+    from paho.mqtt.packettypes import PacketTypes
+    from paho.mqtt.properties import Properties
+
+    p = Properties(PacketTypes.CONNECT)
+    p.SessionExpiryInterval = seconds
+    return p
+
+
+class Collector:
+    """Subscribes and collects (topic, payload) pairs."""
+
+    def __init__(self, c, filt, qos=1):
+        self.c, self.filt, self.qos = c, filt, qos
+        self.got = []
+        self.lock = threading.Lock()
+        self.subscribed = threading.Event()
+        c.on_message = self.on_message
+        c.on_subscribe = lambda *_a: self.subscribed.set()
+
+    def on_message(self, _c, _u, msg):
+        with self.lock:
+            self.got.append((msg.topic, msg.payload.decode()))
+
+    def subscribe(self):
+        self.subscribed.clear()
+        self.c.subscribe(self.filt, qos=self.qos)
+        assert self.subscribed.wait(WAIT), "no SUBACK"
+
+    def wait_for(self, n):
+        deadline = time.time() + WAIT
+        while time.time() < deadline:
+            with self.lock:
+                if len(self.got) >= n:
+                    break
+            time.sleep(0.02)
+        time.sleep(0.2)  # anything extra would show up now
+        with self.lock:
+            return list(self.got)
+
+
+@pytest.mark.parametrize("version", [4, 5])
+@pytest.mark.parametrize("qos", [0, 1])
+def test_exact_counts(router, version, qos):
+    sub = client(version)
+    assert connect(sub, router, version) == 0
+    col = Collector(sub, "sensors/#", qos=1)
+    col.subscribe()
+    pub = client(version, user="dev-7", password="sensor-key")
+    assert connect(pub, router, version) == 0
+    n = 500
+    infos = [pub.publish("sensors/dev-7/noise", f"m{i}", qos=qos) for i in range(n)]
+    for info in infos:
+        info.wait_for_publish(WAIT)
+        assert info.rc == 0
+    got = col.wait_for(n)
+    assert got == [("sensors/dev-7/noise", f"m{i}") for i in range(n)]
+    for c in (pub, sub):
+        c.disconnect()
+        c.loop_stop()
+
+
+@pytest.mark.parametrize("version", [4, 5])
+def test_wrong_password_refused(router, version):
+    c = client(version, password="nope")
+    reason = connect(c, router, version)
+    assert reason.is_failure and "password" in str(reason).lower(), reason
+    c.loop_stop()
+
+
+@pytest.mark.parametrize("version", [4, 5])
+def test_persistent_session_redelivers_after_reconnect(router, version):
+    sub = client(version, client_id=f"persist-{version}", clean=False)
+    assert connect(sub, router, version, clean=False) == 0
+    col = Collector(sub, "sensors/+/noise")
+    col.subscribe()
+    sub.disconnect()
+    sub.loop_stop()
+    pub = client(version, password="sensor-key")
+    assert connect(pub, router, version) == 0
+    n = 100
+    for i in range(n):
+        pub.publish("sensors/a/noise", f"away{i}", qos=1).wait_for_publish(WAIT)
+    # Back with the same id and no clean start: no SUBSCRIBE, the session has it.
+    back = client(version, client_id=f"persist-{version}", clean=False)
+    col2 = Collector(back, "unused")
+    flags = {}
+    back.on_connect = lambda _c, _u, f, _r, _p: flags.update(present=f.session_present)
+    back.connect("127.0.0.1", router.mqtt, **({"clean_start": False, "properties": session_expiry(3600)} if version == 5 else {}))
+    back.loop_start()
+    assert col2.wait_for(n) == [("sensors/a/noise", f"away{i}") for i in range(n)]
+    assert flags.get("present") is True
+    for c in (pub, back):
+        c.disconnect()
+        c.loop_stop()
+
+
+def test_router_restart_loses_nothing_pubacked(router):
+    """A QoS 1 sensor publishing through a router restart (SIGTERM, drain, a new process on
+    the same port): every message the router PUBACKed reached the subscriber (it reconnects
+    and subscribes again, first), and the sensor's unacknowledged ones are sent again by paho
+    and arrive too (at least once)."""
+    sub = client(4, client_id="restart-sub")
+    sub.reconnect_delay_set(min_delay=0.05, max_delay=0.1)
+    col = Collector(sub, "sensors/+/noise")
+    ready = threading.Event()
+
+    def on_connect(c, _u, _f, reason, _p):
+        if reason == 0:
+            c.subscribe("sensors/+/noise", qos=1)
+
+    sub.on_connect = on_connect
+    sub.on_subscribe = lambda *_a: ready.set()
+    sub.connect("127.0.0.1", router.mqtt)
+    sub.loop_start()
+    assert ready.wait(WAIT)
+
+    pub = client(4, client_id="restart-pub", clean=False, password="sensor-key")
+    # Back after the subscriber (which retries every 0.1 s): 2 s.
+    pub.reconnect_delay_set(min_delay=2, max_delay=2)
+    acked = set()
+    lock = threading.Lock()
+    mids = {}
+
+    def on_publish(_c, _u, mid, _rc, _p):
+        with lock:
+            acked.add(mid)
+
+    pub.on_publish = on_publish
+    pub.connect("127.0.0.1", router.mqtt)
+    pub.loop_start()
+    n = 600
+    for i in range(n):
+        info = pub.publish("sensors/r/noise", f"r{i}", qos=1)
+        with lock:
+            mids[info.mid] = f"r{i}"
+        if i == n // 3:
+            ready.clear()
+            router.stop()
+            router.start()
+            assert ready.wait(WAIT), "the subscriber did not come back"
+        time.sleep(0.002)
+    deadline = time.time() + WAIT * 2
+    while time.time() < deadline:
+        with lock:
+            if len(acked) >= n:
+                break
+        time.sleep(0.05)
+    with lock:
+        acked_now = {mids[m] for m in acked}
+    got = {p for _t, p in col.wait_for(n)}
+    assert len(acked_now) == n, f"paho saw {len(acked_now)} of {n} PUBACKed"
+    lost = acked_now - got
+    assert not lost, f"{len(lost)} PUBACKed messages never arrived, e.g. {sorted(lost)[:5]}\n{router.log()[-3000:]}"
+    for c in (pub, sub):
+        c.disconnect()
+        c.loop_stop()
