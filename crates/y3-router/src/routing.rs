@@ -172,10 +172,13 @@ pub(crate) enum Origin {
 /// as `no_subscriber`.
 ///
 /// `ticket` (a client that wants stored acknowledgements) is settled here unless the
-/// federation's publisher took it (a durable tag): done once its recipients are chosen,
-/// before it is queued to them, or when it has none; refused as `loop` when every
-/// recipient it had dropped it as a loop (it reached no one: no downstream zipper, not the
-/// federation).
+/// federation's publisher took it (a durable tag). "Stored" means stored: it is done only
+/// once the frame is queued to at least one recipient (a subscriber or a downstream
+/// zipper), went to the federation, or was withheld by every subscriber's content filter
+/// (the subscribers chose not to see it: sending it again would not change that). It is
+/// refused as `no_subscriber` when nobody takes the frame (no recipient, or every
+/// recipient had gone or was evicted: the durable client keeps it and sends it again
+/// later), and as `loop` when every recipient dropped it as a loop.
 pub(crate) async fn route(
     routes: &Routes,
     cache: &mut RouteCache,
@@ -218,7 +221,11 @@ pub(crate) async fn route(
     };
     if left == 0 {
         if let Some(ticket) = ticket.take() {
-            ticket.done();
+            if filtered || federated {
+                ticket.done();
+            } else {
+                ticket.refused(RefusedReason::NoSubscriber);
+            }
         }
         // No delivery is owed for a frame that only filters withheld (their counters
         // account for it), nor for one that went to the federation.
@@ -287,9 +294,6 @@ pub(crate) async fn route(
             }
         }
     }
-    if let Some(ticket) = ticket.take() {
-        ticket.done();
-    }
     let mut data = Some(data);
     let mut dropped = passage.dropped.iter().copied().peekable();
     let chosen = chosen().enumerate().filter_map(|(i, r)| {
@@ -298,14 +302,22 @@ pub(crate) async fn route(
         }
         Some(&r.target)
     });
+    let mut queued = federated;
     for outbox in chosen.chain(downstream).take(left) {
         left -= 1;
         let frame = if left > 0 { data.clone() } else { data.take() };
         let Some(frame) = frame else { break };
         match outbox.push(Frame::Data(frame), at).await {
-            Pushed::Queued | Pushed::DroppedOldest => {}
+            Pushed::Queued | Pushed::DroppedOldest => queued = true,
             Pushed::Closed => metrics.dropped(Drop::Disconnected, 1),
             Pushed::Evicted => metrics.dropped(Drop::SlowConsumer, 1),
+        }
+    }
+    if let Some(ticket) = ticket.take() {
+        if queued {
+            ticket.done();
+        } else {
+            ticket.refused(RefusedReason::NoSubscriber);
         }
     }
 }

@@ -352,7 +352,10 @@ impl Handshake {
 }
 
 /// Why the router refused one of a client's data frames (a [`Stored`] frame's runs): it
-/// was handled (the client must not send it again) but delivered to no one.
+/// was delivered to no one. For every reason but [`NoSubscriber`](RefusedReason::NoSubscriber)
+/// it was handled for good (the client must not send it again: that would not help); a
+/// frame refused as `no_subscriber` is *not stored*, and a durable client keeps it and
+/// sends it again later ([`RefusedReason::is_retried`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum RefusedReason {
@@ -363,6 +366,10 @@ pub enum RefusedReason {
     /// Its message came back to every function it would reach more than the router's
     /// `limits.max_loop_returns` times (a loop by `yomo-tid`).
     Loop,
+    /// Nobody subscribes to its tag (and it went to no downstream zipper and not to the
+    /// federation): not stored. A durable client keeps the frame and sends it again with
+    /// backoff until a subscriber takes it (or its own window is full).
+    NoSubscriber,
     /// A reason this crate does not know.
     Other(u8),
 }
@@ -374,6 +381,7 @@ impl RefusedReason {
             RefusedReason::TooLong => 1,
             RefusedReason::HopLimit => 2,
             RefusedReason::Loop => 3,
+            RefusedReason::NoSubscriber => 4,
             RefusedReason::Other(b) => b,
         }
     }
@@ -384,6 +392,7 @@ impl RefusedReason {
             1 => RefusedReason::TooLong,
             2 => RefusedReason::HopLimit,
             3 => RefusedReason::Loop,
+            4 => RefusedReason::NoSubscriber,
             other => RefusedReason::Other(other),
         }
     }
@@ -394,8 +403,15 @@ impl RefusedReason {
             RefusedReason::TooLong => "too_long",
             RefusedReason::HopLimit => "hop_limit",
             RefusedReason::Loop => "loop",
+            RefusedReason::NoSubscriber => "no_subscriber",
             RefusedReason::Other(_) => "other",
         }
+    }
+
+    /// Whether a durable client keeps a frame refused for this reason and sends it again
+    /// later (`no_subscriber`: a subscriber may come), rather than forgetting it.
+    pub const fn is_retried(self) -> bool {
+        matches!(self, RefusedReason::NoSubscriber)
     }
 }
 
@@ -1334,6 +1350,9 @@ mod tests {
             assert_eq!(reason.code(), code);
         }
         assert_eq!(RefusedReason::Loop.kind(), "loop");
+        assert_eq!(RefusedReason::from_code(4), RefusedReason::NoSubscriber);
+        assert_eq!(RefusedReason::NoSubscriber.kind(), "no_subscriber");
+        assert!(RefusedReason::NoSubscriber.is_retried() && !RefusedReason::Loop.is_retried());
         // Handshake field 32: present only when the client wants acknowledgements.
         let mut h = Handshake::new(ClientType::Source, "s", "id-0");
         let plain = roundtrip(h.clone().into());
