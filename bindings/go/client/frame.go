@@ -185,7 +185,9 @@ type Stored struct {
 	Refused []RefusedRun // 31, written only when not empty
 }
 
-// RefusedReason is why the router refused a data frame (handled, delivered to no one).
+// RefusedReason is why the router refused a data frame (delivered to no one). For every
+// reason but RefusedNoSubscriber the frame was handled for good; one refused as
+// no_subscriber was not stored, and durable clients keep it and send it again (Retried).
 type RefusedReason uint8
 
 // Refusal reasons; a router may send others, kept as their number.
@@ -193,10 +195,17 @@ const (
 	RefusedTooLong  RefusedReason = 1 // over the router's limits.max_frame_len
 	RefusedHopLimit RefusedReason = 2 // past the router's limits.max_hops
 	RefusedLoop     RefusedReason = 3 // every recipient dropped it as a loop (limits.max_loop_returns)
+	// RefusedNoSubscriber: nobody took it (no subscriber to its tag yet): not stored;
+	// durable clients keep it and send it again with backoff.
+	RefusedNoSubscriber RefusedReason = 4
 )
 
-// String is the reason's stable snake_case name: "too_long", "hop_limit", "loop" ("other"
-// otherwise).
+// Retried is whether a durable client keeps a frame refused for r and sends it again
+// later (no_subscriber: a subscriber may come) rather than forgetting it.
+func (r RefusedReason) Retried() bool { return r == RefusedNoSubscriber }
+
+// String is the reason's stable snake_case name: "too_long", "hop_limit", "loop",
+// "no_subscriber" ("other" otherwise).
 func (r RefusedReason) String() string {
 	switch r {
 	case RefusedTooLong:
@@ -205,6 +214,8 @@ func (r RefusedReason) String() string {
 		return "hop_limit"
 	case RefusedLoop:
 		return "loop"
+	case RefusedNoSubscriber:
+		return "no_subscriber"
 	}
 	return "other"
 }
