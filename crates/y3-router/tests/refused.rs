@@ -177,13 +177,19 @@ async fn frames_nobody_takes_are_not_stored_and_are_sent_again_until_a_subscribe
             .unwrap();
     }
     // Not stored: the wait ends with frames kept, none refused for good.
-    assert!(!source.wait_stored(Duration::from_millis(400)).await.unwrap());
+    assert!(!source
+        .wait_stored(Duration::from_millis(400))
+        .await
+        .unwrap());
     assert_eq!(source.unacked(), N as usize);
     assert!(source.retried() >= N, "retried {}", source.retried());
     assert_eq!(source.refused(), 0);
     assert!(counter(&router, "dropped", "reason", "no_subscriber") >= N);
     let mut sink = join(&router, ClientType::StreamFunction, &[0x12]).await;
-    assert!(source.wait_stored(WAIT).await.unwrap(), "all stored once a sink came");
+    assert!(
+        source.wait_stored(WAIT).await.unwrap(),
+        "all stored once a sink came"
+    );
     let mut got: Vec<u64> = Vec::new();
     for _ in 0..N {
         got.push(seq(&next_data(&mut sink).await));

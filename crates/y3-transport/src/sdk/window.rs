@@ -97,7 +97,10 @@ impl Refusals {
                  level"
             );
         } else {
-            tracing::debug!(tag = format_args!("{tag:#x}"), "frame kept: no subscriber yet");
+            tracing::debug!(
+                tag = format_args!("{tag:#x}"),
+                "frame kept: no subscriber yet"
+            );
         }
     }
 
@@ -325,7 +328,10 @@ mod tests {
         };
         w.stored_at(&none(1, 2), t0);
         // Not refused, not forgotten: deferred.
-        assert_eq!((w.len(), w.refusals.count(), w.refusals.retried()), (2, 0, 2));
+        assert_eq!(
+            (w.len(), w.refusals.count(), w.refusals.retried()),
+            (2, 0, 2)
+        );
         assert_eq!(w.next_due(), Some(t0 + RETRY_FIRST));
         assert_eq!(w.next_unwritten_at(t0), None);
         w.keep(Data::new(9, &b"x"[..]));
