@@ -200,3 +200,36 @@ async fn frames_nobody_takes_are_not_stored_and_are_sent_again_until_a_subscribe
     let closed = source.finish(WAIT).await.unwrap();
     assert!(closed.all_stored(), "{closed:?}");
 }
+
+/// The same for a durable function's outputs: its output tag has no subscriber at first,
+/// so its outputs are answered `no_subscriber`, kept and written again (the function's
+/// loop wakes for them with no new input); once a sink subscribes they all arrive.
+#[tokio::test]
+async fn a_durable_functions_outputs_nobody_takes_are_kept_until_a_subscriber_comes() {
+    const N: u64 = 20;
+    let router = router(|_| {}).await;
+    let function =
+        StreamFunction::new(options(&router, Transport::Tcp, "early-fn"), &[0x14]).durable();
+    let refusals = function.refusals();
+    let task = tokio::spawn(function.run(|data| async move { Some((0x15, data.payload)) }));
+    eventually("the function is subscribed", || {
+        router
+            .metrics()
+            .encode()
+            .contains("client_type=\"stream_function\"} 1")
+    })
+    .await;
+    let mut source = join(&router, ClientType::Source, &[]).await;
+    send_all(&mut source, 0x14, 0..N, b"out").await;
+    eventually("the outputs are retried", || refusals.retried() >= N).await;
+    assert_eq!(refusals.count(), 0, "not refused for good");
+    let mut sink = join(&router, ClientType::StreamFunction, &[0x15]).await;
+    let mut got = Vec::new();
+    for _ in 0..N {
+        got.push(seq(&next_data(&mut sink).await));
+    }
+    got.sort_unstable();
+    got.dedup();
+    assert_eq!(got.len() as u64, N, "every output reached the late sink");
+    task.abort();
+}

@@ -41,8 +41,8 @@ const GIVE_UP: Duration = Duration::from_secs(15);
 pub struct AttackCounts {
     /// Metadata bombs written whole to the router.
     pub bombs_sent: AtomicU64,
-    /// Metadata bombs after which the router closed the connection (refused it).
-    pub bombs_refused: AtomicU64,
+    /// Metadata bomb connections the router closed within 15 s (refused, or a restart).
+    pub bombs_closed: AtomicU64,
     /// Keys in each bomb's metadata.
     pub bomb_keys: AtomicU64,
     /// Hog subscribers admitted (handshake acknowledged).
@@ -89,7 +89,7 @@ pub async fn metadata_bombs(
             counts.bombs_sent.fetch_add(1, Ordering::Relaxed);
             // Refused: the router closes; taken: it stays open until the soak lets go.
             if let Ok(Some(())) = tokio::time::timeout(GIVE_UP, drain_to_close(&mut conn)).await {
-                counts.bombs_refused.fetch_add(1, Ordering::Relaxed);
+                counts.bombs_closed.fetch_add(1, Ordering::Relaxed);
             }
         });
         tokio::select! {

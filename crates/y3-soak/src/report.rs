@@ -425,13 +425,13 @@ impl Report {
         hello_held.sort_unstable();
         let _ = writeln!(
             s,
-            "Attacks: {} metadata bombs of {} keys written ({} refused: connection closed); \
+            "Attacks: {} metadata bombs of {} keys written ({} of their connections closed by the router); \
              {} budget hogs admitted (never reading); {} partial 1 MiB handshakes written, {} cut \
              ({} ms median, {} ms at most); {} garbage connections failed on the soak's side; \
              {} router restarts.",
             get(&a.bombs_sent),
             get(&a.bomb_keys),
-            get(&a.bombs_refused),
+            get(&a.bombs_closed),
             get(&a.hogs_admitted),
             get(&a.partial_hellos_sent),
             get(&a.partial_hellos_cut),
