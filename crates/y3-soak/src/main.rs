@@ -111,7 +111,19 @@ fn main() -> anyhow::Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let report = runtime.block_on(run(&args))?;
+    // A router frozen by an attack must fail the soak, not hang it: the whole run, wind
+    // down included, is bounded (dropping it kills the router).
+    let bound = args.duration + WIND_DOWN;
+    let report = runtime
+        .block_on(async { tokio::time::timeout(bound, run(&args)).await })
+        .map_err(|_| {
+            anyhow::anyhow!(
+                "soak failed: the run did not finish within {} s (the duration plus {} s to \
+                 wind down): a frozen router, or clients stuck on it",
+                bound.as_secs(),
+                WIND_DOWN.as_secs()
+            )
+        })??;
     let md = report.markdown();
     print!("{md}");
     std::fs::write(args.out.join("soak.md"), &md)?;
@@ -438,6 +450,10 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         rss_mib,
     })
 }
+
+/// How long the run may take past its duration: restarts' drains, the in-flight frames,
+/// the final drain (30 s at most) and the report.
+const WIND_DOWN: Duration = Duration::from_secs(120);
 
 /// The pausing sink's client name and tag.
 const PAUSING_SINK: &str = "pausing-sink";
