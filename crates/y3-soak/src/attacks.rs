@@ -65,8 +65,7 @@ pub async fn metadata_bombs(
     counts: Arc<AttackCounts>,
 ) {
     counts.bomb_keys.store(keys as u64, Ordering::Relaxed);
-    let names: Vec<String> = (0..keys).map(|i| format!("k{i}")).collect();
-    let metadata = Metadata::from_pairs(names.iter().map(|k| (k.as_str(), "v")));
+    let metadata = bomb_metadata(keys);
     let mut wire = BytesMut::new();
     let mut hello = Handshake::new(ClientType::Source, "bomb", "bomb-0");
     hello.wanted_target = "bomb-target".to_owned();
@@ -97,6 +96,27 @@ pub async fn metadata_bombs(
             _ = stop.cancelled() => {}
         }
     }
+}
+
+/// A msgpack map of `keys` distinct string keys (`k0`, `k1`, ...), each with value `v`,
+/// written directly (linear: the SDK's `Metadata::from_pairs` checks each key against
+/// the others, quadratic for a map this size).
+///
+/// ```text
+/// df | count u32 BE | (a0+len | "k<i>" | a1 | "v") × count
+/// ```
+fn bomb_metadata(keys: usize) -> Metadata {
+    let mut map = Vec::with_capacity(5 + keys * 10);
+    map.push(0xdf);
+    map.extend_from_slice(&(keys as u32).to_be_bytes());
+    for i in 0..keys {
+        let key = format!("k{i}");
+        // fixstr: keys up to 31 bytes (`k` and at most 20 digits).
+        map.push(0xa0 | key.len() as u8);
+        map.extend_from_slice(key.as_bytes());
+        map.extend_from_slice(&[0xa1, b'v']);
+    }
+    Metadata::from(bytes::Bytes::from(map))
 }
 
 /// `hogs` stream functions observing [`HOG_TAG`] that never read a byte after their
@@ -202,5 +222,18 @@ pub async fn drain_to_close(conn: &mut TcpStream) -> Option<()> {
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Some(()),
             Err(_) => return None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bomb_is_a_valid_map_of_distinct_keys() {
+        let m = bomb_metadata(1000);
+        assert_eq!(m.get("k0").unwrap(), Some("v"));
+        assert_eq!(m.get("k999").unwrap(), Some("v"));
+        assert_eq!(m.get("k1000").unwrap(), None);
     }
 }

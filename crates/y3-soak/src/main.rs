@@ -114,16 +114,17 @@ fn main() -> anyhow::Result<()> {
     // A router frozen by an attack must fail the soak, not hang it: the whole run, wind
     // down included, is bounded (dropping it kills the router).
     let bound = args.duration + WIND_DOWN;
-    let report = runtime
-        .block_on(async { tokio::time::timeout(bound, run(&args)).await })
-        .map_err(|_| {
-            anyhow::anyhow!(
-                "soak failed: the run did not finish within {} s (the duration plus {} s to \
+    let result = runtime.block_on(async { tokio::time::timeout(bound, run(&args)).await });
+    // Clients still stuck on a frozen router must not hold the exit.
+    runtime.shutdown_timeout(Duration::from_secs(5));
+    let report = result.map_err(|_| {
+        anyhow::anyhow!(
+            "soak failed: the run did not finish within {} s (the duration plus {} s to \
                  wind down): a frozen router, or clients stuck on it",
-                bound.as_secs(),
-                WIND_DOWN.as_secs()
-            )
-        })??;
+            bound.as_secs(),
+            WIND_DOWN.as_secs()
+        )
+    })??;
     let md = report.markdown();
     print!("{md}");
     std::fs::write(args.out.join("soak.md"), &md)?;
