@@ -6,10 +6,19 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 /// The files whose structs make up `RouterConfig`.
-const CONFIG_FILES: [&str; 2] = ["src/config.rs", "src/federation/config.rs"];
+const CONFIG_FILES: [&str; 3] = [
+    "src/config.rs",
+    "src/federation/config.rs",
+    "src/mqtt/config.rs",
+];
 
 /// The files whose enums are config values (serialized `snake_case`).
-const ENUM_FILES: [&str; 3] = ["src/config.rs", "src/federation/config.rs", "src/queue.rs"];
+const ENUM_FILES: [&str; 4] = [
+    "src/config.rs",
+    "src/federation/config.rs",
+    "src/mqtt/config.rs",
+    "src/queue.rs",
+];
 
 fn main() {
     let mut out = String::from(

@@ -20,6 +20,12 @@ import (
 // counted in Refused with its reason (Refusals), the first of each reason is logged, and
 // Close reports it (error kind refused).
 //
+// A frame nobody took (no subscriber to its tag yet: refused as no_subscriber) was not
+// stored: the source keeps it and writes it again after a backoff (RetryFirst, doubled per
+// retry of the frame, at most RetryMax) until a subscriber takes it, counting each retry in
+// Retried and logging the first. It stays in the window meanwhile, so a tag nobody
+// subscribes to eventually fills it and Send waits; Close reports such frames as unstored.
+//
 // Routers that do not know the extension (YoMo's zipper) never acknowledge: use Source
 // with them. A DurableSource is safe for concurrent use; its calls are serialized.
 type DurableSource struct {
@@ -87,6 +93,10 @@ func (s *DurableSource) Refused() uint64 {
 	return n
 }
 
+// Retried is how many times the router answered a frame no_subscriber (nobody took it) so
+// far: each time the frame was kept and written again after a backoff.
+func (s *DurableSource) Retried() uint64 { return retriedCount(&s.wmu, &s.win) }
+
 // Refusals lists the first MaxRefusalsKept refused frames, with each one's reason.
 func (s *DurableSource) Refusals() []Refused {
 	_, kept := refusedCounts(&s.wmu, &s.win)
@@ -137,6 +147,10 @@ func (s *DurableSource) SendData(ctx context.Context, d Data) error {
 		if !full {
 			return s.writePending(ctx)
 		}
+		// Frames nobody took wait in the window: write those that are due.
+		if err := s.writePending(ctx); err != nil {
+			return err
+		}
 		if err := s.wait(ctx, moved); err != nil {
 			return err
 		}
@@ -164,6 +178,9 @@ func (s *DurableSource) waitStored(ctx context.Context) error {
 		s.wmu.Unlock()
 		if empty {
 			return nil
+		}
+		if err := s.writePending(ctx); err != nil {
+			return err
 		}
 		if err := s.wait(ctx, moved); err != nil {
 			return err

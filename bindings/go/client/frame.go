@@ -186,7 +186,9 @@ type Stored struct {
 	Refused []RefusedRun // 31, written only when not empty
 }
 
-// RefusedReason is why the router refused a data frame (handled, delivered to no one).
+// RefusedReason is why the router refused a data frame (delivered to no one). For every
+// reason but RefusedNoSubscriber the frame was handled for good; one refused as
+// no_subscriber was not stored, and durable clients keep it and send it again (Retried).
 type RefusedReason uint8
 
 // Refusal reasons; a router may send others, kept as their number.
@@ -196,10 +198,17 @@ const (
 	RefusedLoop     RefusedReason = 3 // every recipient dropped it as a loop (limits.max_loop_returns)
 	// RefusedMetadataTooLarge: metadata over limits.max_metadata_bytes or max_metadata_entries.
 	RefusedMetadataTooLarge RefusedReason = 4
+	// RefusedNoSubscriber: nobody took it (no subscriber to its tag yet): not stored;
+	// durable clients keep it and send it again with backoff.
+	RefusedNoSubscriber RefusedReason = 5
 )
 
+// Retried is whether a durable client keeps a frame refused for r and sends it again
+// later (no_subscriber: a subscriber may come) rather than forgetting it.
+func (r RefusedReason) Retried() bool { return r == RefusedNoSubscriber }
+
 // String is the reason's stable snake_case name: "too_long", "hop_limit", "loop",
-// "metadata_too_large" ("other" otherwise).
+// "metadata_too_large", "no_subscriber" ("other" otherwise).
 func (r RefusedReason) String() string {
 	switch r {
 	case RefusedTooLong:
@@ -210,6 +219,8 @@ func (r RefusedReason) String() string {
 		return "loop"
 	case RefusedMetadataTooLarge:
 		return "metadata_too_large"
+	case RefusedNoSubscriber:
+		return "no_subscriber"
 	}
 	return "other"
 }

@@ -148,6 +148,11 @@ func (f *StreamFunction) Refused() uint64 {
 	return n
 }
 
+// Retried is how many times the router answered an output of a durable function
+// no_subscriber (nobody took it) so far: each time it was kept and written again after a
+// backoff (0 for a plain function).
+func (f *StreamFunction) Retried() uint64 { return retriedCount(&f.wmu, &f.win) }
+
 // Refusals lists the first MaxRefusalsKept refused outputs, with each one's reason.
 func (f *StreamFunction) Refusals() []Refused {
 	_, kept := refusedCounts(&f.wmu, &f.win)
@@ -268,7 +273,22 @@ func (f *StreamFunction) ack(l *link, st Stored, stopped <-chan struct{}) {
 	f.wmu.Lock()
 	f.win.ack(st, f.opts.Logger)
 	empty := f.win.len() == 0
+	due := f.win.nextDue()
 	f.wmu.Unlock()
+	if !due.IsZero() {
+		// Outputs nobody took (no_subscriber) are written again once due, on this link.
+		time.AfterFunc(time.Until(due), func() {
+			f.kmu.Lock()
+			defer f.kmu.Unlock()
+			f.mu.Lock()
+			cur, closed := f.l, f.closed
+			f.mu.Unlock()
+			if cur == nil || closed {
+				return
+			}
+			_ = writeKept(context.Background(), stopped, cur, &f.wmu, &f.win)
+		})
+	}
 	select {
 	case <-stopped:
 		if empty {

@@ -139,3 +139,50 @@ func TestRouterDurableFunctionLearnsLoopRefused(t *testing.T) {
 	cancel()
 	<-served
 }
+
+// "Stored" means stored: 30 frames to a tag nobody subscribes to are answered no_subscriber
+// (not stored, not refused for good); the durable source keeps them and writes them again
+// with backoff, and once a sink subscribes every one reaches it and Close returns nil.
+func TestRouterDurableSourceKeepsFramesNobodyTook(t *testing.T) {
+	r := startRouter(t, routerOpts{token: token})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	src, err := client.ConnectDurableSource(ctx, r.tcp, opts("early-source"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		if err := src.SendData(ctx, numberedData(0x13, i, []byte("kept"), 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	short, stop := context.WithTimeout(ctx, 400*time.Millisecond)
+	err = src.WaitStored(short)
+	stop()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("stored with no subscriber: %v", err)
+	}
+	if src.Unacked() != 30 || src.Refused() != 0 || src.Retried() < 30 {
+		t.Fatalf("unacked %d refused %d retried %d", src.Unacked(), src.Refused(), src.Retried())
+	}
+	sink, err := client.ConnectSink(ctx, r.tcp, opts("late-sink"), []uint32{0x13})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	if err := src.WaitStored(ctx); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for len(seen) < 30 {
+		d, err := sink.Recv(ctx)
+		if err != nil {
+			t.Fatalf("received %d of 30: %v", len(seen), err)
+		}
+		md, _ := client.DecodeMetadata(d.RawMetadata)
+		seen[md[client.MetaTID]] = true
+	}
+	if err := src.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"time"
 )
 
 // MaxRefusalsKept is how many refused frames a durable client keeps the details of (the
@@ -57,18 +58,74 @@ func (r *refusals) record(d *Data, reason RefusedReason, log *slog.Logger) {
 // maxUnacked is the most frames a DurableSource keeps unacknowledged; Send waits past it.
 const maxUnacked = 16 << 10
 
-// window holds the frames a durable client (DurableSource, a durable StreamFunction) keeps
-// until stored, oldest first, with the counts of the current connection: the Rust SDK's
-// sdk/window.rs. It is not safe for concurrent use: its owner guards it.
-type window struct {
-	unacked []Data // owned copies
-	written int    // frames of unacked written on this connection
-	stored  uint32 // the router's last count on this connection
-	resent  uint64 // frames written again on a later connection
-	refused refusals
+// RetryFirst is how long a frame the router refused as no_subscriber waits before a
+// durable client writes it again, the first time; each further retry of the frame doubles
+// the wait, up to RetryMax (the Rust SDK's RETRY_FIRST and RETRY_MAX).
+const RetryFirst = 100 * time.Millisecond
+
+// RetryMax is the longest wait before a frame refused as no_subscriber is written again.
+const RetryMax = 2 * time.Second
+
+// keptData is one frame a window keeps, with the times the router answered it
+// no_subscriber.
+type keptData struct {
+	d       Data
+	retries uint32
 }
 
-func (w *window) len() int { return len(w.unacked) }
+// deferredData is a frame nobody took, kept until due to be written again.
+type deferredData struct {
+	due time.Time
+	k   keptData
+}
+
+// window holds the frames a durable client (DurableSource, a durable StreamFunction) keeps
+// until stored, oldest first, with the counts of the current connection: the Rust SDK's
+// sdk/window.rs. A frame refused as no_subscriber is not forgotten but deferred: written
+// again once its backoff passed (RetryFirst doubling to RetryMax), ahead of newer frames;
+// deferred frames count in len. It is not safe for concurrent use: its owner guards it.
+type window struct {
+	unacked  []keptData     // owned copies: written on this connection, then to write
+	deferred []deferredData // refused as no_subscriber, in the order refused
+	written  int            // frames of unacked written on this connection
+	stored   uint32         // the router's last count on this connection
+	resent   uint64         // frames written again on a later connection
+	retried  uint64         // times a frame was answered no_subscriber and kept
+	refused  refusals
+}
+
+func (w *window) len() int { return len(w.unacked) + len(w.deferred) }
+
+// nextDue is when the first deferred frame is due (zero when none waits).
+func (w *window) nextDue() time.Time {
+	if len(w.deferred) == 0 {
+		return time.Time{}
+	}
+	return w.deferred[0].due
+}
+
+// promoteDue makes the deferred frames due at now (from the front) the next to write.
+func (w *window) promoteDue(now time.Time) {
+	n := 0
+	for n < len(w.deferred) && !w.deferred[n].due.After(now) {
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	out := make([]keptData, 0, len(w.unacked)+n)
+	out = append(out, w.unacked[:w.written]...)
+	for _, d := range w.deferred[:n] {
+		out = append(out, d.k)
+	}
+	out = append(out, w.unacked[w.written:]...)
+	w.unacked = out
+	clear(w.deferred[:n])
+	w.deferred = w.deferred[n:]
+	if len(w.deferred) == 0 {
+		w.deferred = nil
+	}
+}
 
 // keep keeps a copy of d (payload and raw metadata) until stored.
 func (w *window) keep(d Data) {
@@ -76,8 +133,8 @@ func (w *window) keep(d Data) {
 	if raw == nil && len(d.Metadata) > 0 {
 		raw = AppendMetadata(nil, d.Metadata)
 	}
-	w.unacked = append(w.unacked, Data{Tag: d.Tag, Hops: d.Hops,
-		RawMetadata: append([]byte{}, raw...), Payload: append([]byte{}, d.Payload...)})
+	w.unacked = append(w.unacked, keptData{d: Data{Tag: d.Tag, Hops: d.Hops,
+		RawMetadata: append([]byte{}, raw...), Payload: append([]byte{}, d.Payload...)}})
 }
 
 // peekUnwritten is the oldest frame this connection has not carried yet.
@@ -85,7 +142,7 @@ func (w *window) peekUnwritten() (Data, bool) {
 	if w.written >= len(w.unacked) {
 		return Data{}, false
 	}
-	return w.unacked[w.written], true
+	return w.unacked[w.written].d, true
 }
 
 // wrote counts the frame peekUnwritten gave as written.
@@ -94,16 +151,52 @@ func (w *window) wrote() { w.written++ }
 // ack applies the router's stored frame: the first st.Count frames of this connection
 // (modulo 2^32) are handled, those in st.Refused refused (recorded, logged to log when not
 // nil). A count past what was written forgets no more than was written; a run outside the
-// frames the count newly covers is ignored.
+// frames the count newly covers is ignored. Frames refused as no_subscriber are deferred.
 func (w *window) ack(st Stored, log *slog.Logger) {
+	w.ackAt(st, log, time.Now())
+}
+
+// ackAt is ack as of now.
+func (w *window) ackAt(st Stored, log *slog.Logger, now time.Time) {
 	n := st.Count
 	newly := int(min(uint64(n-w.stored), uint64(w.written)))
+	var retry map[int]bool
 	for _, run := range st.Refused {
 		from := uint64(run.First - w.stored)
 		to := min(from+uint64(run.Frames), uint64(newly))
 		for i := from; i < to; i++ {
-			w.refused.record(&w.unacked[i], run.Reason, log)
+			if run.Reason.Retried() {
+				if retry == nil {
+					retry = map[int]bool{}
+				}
+				retry[int(i)] = true
+			} else {
+				w.refused.record(&w.unacked[i].d, run.Reason, log)
+			}
 		}
+	}
+	for i := 0; i < newly && len(retry) > 0; i++ {
+		if !retry[i] {
+			continue
+		}
+		k := w.unacked[i]
+		w.retried++
+		if log != nil {
+			if w.retried == 1 {
+				log.Warn("nobody subscribes to this tag yet: the router did not store the frame; "+
+					"it is kept and sent again with backoff (up to 2 s) until a subscriber takes "+
+					"it, as long as the client's window has room; further retries are logged at "+
+					"debug level", "tag", k.d.Tag)
+			} else {
+				log.Debug("frame kept: no subscriber yet", "tag", k.d.Tag)
+			}
+		}
+		wait := RetryMax
+		if k.retries < 5 {
+			wait = min(RetryFirst<<k.retries, RetryMax)
+		}
+		k.retries++
+		w.deferred = append(w.deferred, deferredData{due: now.Add(wait), k: k})
 	}
 	clear(w.unacked[:newly])
 	w.unacked = w.unacked[newly:]
@@ -118,6 +211,13 @@ func (w *window) ack(st Stored, log *slog.Logger) {
 func (w *window) reconnected() {
 	w.resent += uint64(w.written)
 	w.written, w.stored = 0, 0
+}
+
+// retriedCount reads, under mu, how many times a frame was answered no_subscriber and kept.
+func retriedCount(mu *sync.Mutex, w *window) uint64 {
+	mu.Lock()
+	defer mu.Unlock()
+	return w.retried
 }
 
 // counts reads how many frames w keeps and how many it wrote again on a later connection,
@@ -135,9 +235,13 @@ func refusedCounts(mu *sync.Mutex, w *window) (count uint64, kept []Refused) {
 	return w.refused.count, append([]Refused(nil), w.refused.kept...)
 }
 
-// writeKept writes, in order, the kept frames l has not carried yet; mu guards w. A frame
-// whose enqueueing fails stays kept, unwritten, and the error is returned.
+// writeKept writes, in order, the kept frames l has not carried yet (deferred ones that are
+// due first); mu guards w. A frame whose enqueueing fails stays kept, unwritten, and the
+// error is returned.
 func writeKept(ctx context.Context, abort <-chan struct{}, l *link, mu *sync.Mutex, w *window) error {
+	mu.Lock()
+	w.promoteDue(time.Now())
+	mu.Unlock()
 	for {
 		mu.Lock()
 		d, ok := w.peekUnwritten()

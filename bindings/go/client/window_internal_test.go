@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 )
 
 func windowOf(n int) *window {
@@ -107,5 +108,46 @@ func TestWindowRecordsRefusedFrames(t *testing.T) {
 	w.reconnected()
 	if d, _ := w.peekUnwritten(); d.Tag != 4 {
 		t.Fatalf("next %d, want 4", d.Tag)
+	}
+}
+
+// Frames the router answered no_subscriber are kept, deferred, and written again once
+// their backoff passed (doubling per retry), ahead of newer frames; a reconnect keeps them.
+func TestWindowDefersFramesNobodyTook(t *testing.T) {
+	w := windowOf(4)
+	writeAll(w)
+	t0 := time.Now()
+	none := func(count, first, frames uint32) Stored {
+		return Stored{Count: count, Refused: []RefusedRun{{First: first, Frames: frames, Reason: RefusedNoSubscriber}}}
+	}
+	w.ackAt(none(4, 1, 2), nil, t0)
+	if w.len() != 2 || w.retried != 2 || w.refused.count != 0 {
+		t.Fatalf("len %d retried %d refused %d", w.len(), w.retried, w.refused.count)
+	}
+	if !w.nextDue().Equal(t0.Add(RetryFirst)) {
+		t.Fatal(w.nextDue())
+	}
+	w.promoteDue(t0)
+	w.keep(Data{Tag: 9, Payload: []byte{1}})
+	if got := writeAll(w); !slices.Equal(got, []uint32{9}) {
+		t.Fatal("not due yet, newer frames go:", got)
+	}
+	w.promoteDue(t0.Add(RetryFirst))
+	if got := writeAll(w); !slices.Equal(got, []uint32{1, 2}) {
+		t.Fatal(got)
+	}
+	// Written on this connection: 0..4, then 9, 1, 2 as 4, 5, 6; frame 1 refused again.
+	w.ackAt(none(7, 5, 1), nil, t0.Add(RetryFirst))
+	if w.len() != 1 || !w.nextDue().Equal(t0.Add(3*RetryFirst)) {
+		t.Fatalf("len %d due %v", w.len(), w.nextDue().Sub(t0))
+	}
+	w.reconnected()
+	w.promoteDue(t0.Add(3 * RetryFirst))
+	if got := writeAll(w); !slices.Equal(got, []uint32{1}) {
+		t.Fatal(got)
+	}
+	w.ack(Stored{Count: 1}, nil)
+	if w.len() != 0 {
+		t.Fatal(w.len())
 	}
 }

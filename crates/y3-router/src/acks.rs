@@ -1,12 +1,15 @@
 //! Stored acknowledgements (`spec/frames.md`, "Stored"): for a y3 client whose handshake
 //! asked for them, the router tells it how many of its data frames are stored, so that it
-//! can forget them. A frame is stored once routed locally and, for a durable tag of the
-//! federation, once JetStream has it; frames complete out of order (durable ones later),
-//! the count only moves over a contiguous prefix. A frame the router drops by its rules
-//! (over `limits.max_frame_len`, past the hop limit, a loop) is *refused*: handled like a
-//! stored one (the client must not resend it), and listed with its reason in the stored
-//! frame whose count first covers it, so that no client is told "stored" for a frame that
-//! reached no one.
+//! can forget them. A frame is stored once queued to at least one recipient (a local
+//! subscriber, a downstream zipper) and flushed to its socket by its writer, or handed to
+//! the federation, and, for a durable tag of the federation, once JetStream has it
+//! (`routing::route` decides); frames complete out of order (durable ones later), the
+//! count only moves over a contiguous prefix. A frame the router drops is
+//! *refused*, never stored: listed with its reason in the stored frame whose count first
+//! covers it, so that no client is told "stored" for a frame that reached no one. Refused
+//! by the router's rules (over `limits.max_frame_len`, past the hop limit, a loop), the
+//! client must not resend it; refused as `no_subscriber` (nobody took it), a durable
+//! client keeps it and sends it again later (`RefusedReason::is_retried`).
 //!
 //! ```text
 //!  reader: data frame ─▶ Acks::take (index i) ─▶ route ─▶ done now, or by the publisher
@@ -23,7 +26,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::Notify;
+use tokio::sync::{oneshot, Notify};
 use tokio_util::sync::CancellationToken;
 use y3_transport::frame::{Frame, RefusedReason, RefusedRun, Stored};
 
@@ -90,9 +93,27 @@ impl Ticket {
         self.acks.done(self.index);
     }
 
-    /// The frame was dropped by the router's rules: handled, reported as refused.
+    /// The frame was dropped (by the router's rules, or nobody took it): reported as
+    /// refused with `reason`, never as stored.
     pub fn refused(self, reason: RefusedReason) {
         self.acks.refused(self.index, reason);
+    }
+
+    /// The frame was queued to recipients, each with the receiver of its writer's "flushed
+    /// to the socket" signal (`Outbox::push_tracked`): done once the first is told,
+    /// refused as `no_subscriber` when every one was dropped untold (the frame left every
+    /// queue unwritten: the client sends it again). Settled by a task of its own, so the
+    /// reader never waits for a subscriber.
+    pub fn done_when_written(self, waits: Vec<oneshot::Receiver<()>>) {
+        if waits.is_empty() {
+            return self.refused(RefusedReason::NoSubscriber);
+        }
+        tokio::spawn(async move {
+            match futures_util::future::select_ok(waits).await {
+                Ok(_) => self.done(),
+                Err(_) => self.refused(RefusedReason::NoSubscriber),
+            }
+        });
     }
 }
 

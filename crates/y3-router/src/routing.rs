@@ -201,10 +201,13 @@ pub(crate) enum Origin {
 /// as `no_subscriber`.
 ///
 /// `ticket` (a client that wants stored acknowledgements) is settled here unless the
-/// federation's publisher took it (a durable tag): done once its recipients are chosen,
-/// before it is queued to them, or when it has none; refused as `loop` when every
-/// recipient it had dropped it as a loop (it reached no one: no downstream zipper, not the
-/// federation).
+/// federation's publisher took it (a durable tag). "Stored" means stored: it is done only
+/// once a recipient's writer flushed the frame to its socket (a subscriber or a downstream
+/// zipper), when it went to the federation, or when every subscriber's content filter
+/// withheld it (the subscribers chose not to see it: sending it again would not change
+/// that). It is refused as `no_subscriber` when nobody takes the frame (no recipient, or
+/// every recipient dropped it: gone, evicted, its queue full; the durable client keeps it
+/// and sends it again later), and as `loop` when every recipient dropped it as a loop.
 pub(crate) async fn route(
     routes: &Routes,
     cache: &mut RouteCache,
@@ -253,7 +256,11 @@ pub(crate) async fn route(
     };
     if left == 0 {
         if let Some(ticket) = ticket.take() {
-            ticket.done();
+            if filtered || federated {
+                ticket.done();
+            } else {
+                ticket.refused(RefusedReason::NoSubscriber);
+            }
         }
         // No delivery is owed for a frame that only filters withheld (their counters
         // account for it), nor for one that went to the federation.
@@ -384,9 +391,6 @@ pub(crate) async fn route(
             }
         }
     }
-    if let Some(ticket) = ticket.take() {
-        ticket.done();
-    }
     let mut data = Some(data);
     let mut dropped = dropped_at.iter().copied().peekable();
     let chosen = chosen().enumerate().filter_map(|(i, r)| {
@@ -395,15 +399,41 @@ pub(crate) async fn route(
         }
         Some(&r.target)
     });
+    // A ticket handed to the federation is done; otherwise it waits for a recipient's
+    // writer to flush the frame to its socket (a frame still queued when the router dies
+    // is not stored).
+    let mut ticket = match (ticket.take(), federated) {
+        (Some(ticket), true) => {
+            ticket.done();
+            None
+        }
+        (ticket, _) => ticket.map(|t| (t, Vec::with_capacity(left))),
+    };
     for outbox in chosen.chain(downstream).take(left) {
         left -= 1;
         let frame = if left > 0 { data.clone() } else { data.take() };
         let Some(frame) = frame else { break };
-        match outbox.push(Frame::Data(frame), at).await {
+        let written = ticket.as_mut().map(|(_, waits)| {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            waits.push(rx);
+            tx
+        });
+        let pushed = match written {
+            Some(written) => {
+                outbox
+                    .push_tracked(Frame::Data(frame), at, Some(written))
+                    .await
+            }
+            None => outbox.push(Frame::Data(frame), at).await,
+        };
+        match pushed {
             Pushed::Queued | Pushed::DroppedOldest => {}
             Pushed::Closed => metrics.dropped(Drop::Disconnected, 1),
             Pushed::Evicted => metrics.dropped(Drop::SlowConsumer, 1),
         }
+    }
+    if let Some((ticket, waits)) = ticket {
+        ticket.done_when_written(waits);
     }
 }
 

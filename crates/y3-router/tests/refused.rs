@@ -1,7 +1,9 @@
 //! Refused frames (`spec/frames.md`, "Stored acknowledgements"): a frame the router drops by
 //! its rules — over `limits.max_frame_len`, past `limits.max_hops`, a loop by `yomo-tid` —
 //! is reported to an acknowledging client as refused with its reason, never as stored. The
-//! client does not send it again; everything else is stored and delivered once.
+//! client does not send it again; everything else is stored and delivered once. A frame
+//! nobody takes (no subscriber) is refused as `no_subscriber`: not stored, so the durable
+//! client keeps it and sends it again until a subscriber takes it.
 
 mod common;
 
@@ -158,4 +160,79 @@ async fn a_durable_function_learns_its_looping_output_was_refused() {
     assert_eq!(counter(&router, "dropped", "reason", "loop"), 1);
     task.abort();
     ledger(&router).await;
+}
+
+/// "Stored" means stored: a durable source writes 50 frames to a tag nobody subscribes
+/// to. The router answers `no_subscriber` (never stored) and counts the drops; the source
+/// keeps every frame and sends it again with backoff, without calling it refused. Once a
+/// sink subscribes, every frame reaches it and the source closes with success.
+#[tokio::test]
+async fn frames_nobody_takes_are_not_stored_and_are_sent_again_until_a_subscriber_comes() {
+    const N: u64 = 50;
+    let router = router(|_| {}).await;
+    let mut source = DurableSource::connect(options(&router, Transport::Tcp, "early"))
+        .await
+        .unwrap();
+    for i in 0..N {
+        source
+            .send_data(numbered(0x12, i, Bytes::from_static(b"kept")))
+            .await
+            .unwrap();
+    }
+    // Not stored: the wait ends with frames kept, none refused for good.
+    assert!(!source
+        .wait_stored(Duration::from_millis(400))
+        .await
+        .unwrap());
+    assert_eq!(source.unacked(), N as usize);
+    assert!(source.retried() >= N, "retried {}", source.retried());
+    assert_eq!(source.refused(), 0);
+    assert!(counter(&router, "dropped", "reason", "no_subscriber") >= N);
+    let mut sink = join(&router, ClientType::StreamFunction, &[0x12]).await;
+    assert!(
+        source.wait_stored(WAIT).await.unwrap(),
+        "all stored once a sink came"
+    );
+    let mut got: Vec<u64> = Vec::new();
+    for _ in 0..N {
+        got.push(seq(&next_data(&mut sink).await));
+    }
+    got.sort_unstable();
+    got.dedup();
+    assert_eq!(got.len() as u64, N, "every frame reached the sink");
+    let closed = source.finish(WAIT).await.unwrap();
+    assert!(closed.all_stored(), "{closed:?}");
+}
+
+/// The same for a durable function's outputs: its output tag has no subscriber at first,
+/// so its outputs are answered `no_subscriber`, kept and written again (the function's
+/// loop wakes for them with no new input); once a sink subscribes they all arrive.
+#[tokio::test]
+async fn a_durable_functions_outputs_nobody_takes_are_kept_until_a_subscriber_comes() {
+    const N: u64 = 20;
+    let router = router(|_| {}).await;
+    let function =
+        StreamFunction::new(options(&router, Transport::Tcp, "early-fn"), &[0x14]).durable();
+    let refusals = function.refusals();
+    let task = tokio::spawn(function.run(|data| async move { Some((0x15, data.payload)) }));
+    eventually("the function is subscribed", || {
+        router
+            .metrics()
+            .encode()
+            .contains("client_type=\"stream_function\"} 1")
+    })
+    .await;
+    let mut source = join(&router, ClientType::Source, &[]).await;
+    send_all(&mut source, 0x14, 0..N, b"out").await;
+    eventually("the outputs are retried", || refusals.retried() >= N).await;
+    assert_eq!(refusals.count(), 0, "not refused for good");
+    let mut sink = join(&router, ClientType::StreamFunction, &[0x15]).await;
+    let mut got = Vec::new();
+    for _ in 0..N {
+        got.push(seq(&next_data(&mut sink).await));
+    }
+    got.sort_unstable();
+    got.dedup();
+    assert_eq!(got.len() as u64, N, "every output reached the late sink");
+    task.abort();
 }

@@ -8,11 +8,13 @@ use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use serde::Serialize;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 use y3_transport::frame::{ClientType, Data, Frame, Handshake};
 use y3_transport::sdk::{ClientOptions, Source, StreamFunction};
+
+use crate::attacks::drain_to_close;
 
 /// Counts of what the chaos did and how the router took it.
 #[derive(Debug, Default, Serialize)]
@@ -27,6 +29,9 @@ pub struct ChaosCounts {
     /// start like a handshake header waits for the rest until the router's handshake
     /// timeout (5 s by default) cuts it.
     pub garbage_left_open: AtomicU64,
+    /// Garbage connections that failed on the soak's side (no connection, or an error
+    /// other than the router's close): neither closed nor left open.
+    pub garbage_failed: AtomicU64,
     /// Partial frames cut by the router.
     pub partial_cut: AtomicU64,
     /// How long each partial frame was held before the cut, in ms.
@@ -95,7 +100,8 @@ pub async fn garbage(
                 drain_to_close(&mut conn).await
             };
             match tokio::time::timeout(Duration::from_secs(10), closed).await {
-                Ok(_) => counts.garbage_closed.fetch_add(1, Ordering::Relaxed),
+                Ok(Some(())) => counts.garbage_closed.fetch_add(1, Ordering::Relaxed),
+                Ok(None) => counts.garbage_failed.fetch_add(1, Ordering::Relaxed),
                 Err(_) => counts.garbage_left_open.fetch_add(1, Ordering::Relaxed),
             };
         });
@@ -183,19 +189,6 @@ pub async fn storms(
         tokio::select! {
             _ = tokio::time::sleep(every) => {}
             _ = stop.cancelled() => {}
-        }
-    }
-}
-
-/// Reads until the peer closes (`Some`), or fails on an error other than a reset.
-async fn drain_to_close(conn: &mut TcpStream) -> Option<()> {
-    let mut buf = [0u8; 1024];
-    loop {
-        match conn.read(&mut buf).await {
-            Ok(0) => return Some(()),
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Some(()),
-            Err(_) => return None,
         }
     }
 }

@@ -4,9 +4,13 @@
 //! the chaos: a relay stream function killed mid-stream, a consumer that keeps stalling
 //! past the router's write deadline (and is evicted), a sink that pauses 1–5 s at random
 //! (and must lose nothing: `pausing.rs`), garbage and partial frames, storms of short-lived
-//! sources, and router restarts (SIGTERM: drain, exit, start again on the same ports). At
-//! the end it checks the ledger (see `report.rs`): zero unaccounted frames, healthy sinks
-//! in order, nothing lost for the pausing sink. It writes
+//! sources, the hostile clients of `attacks.rs` (a metadata bomb, budget hogs, partial
+//! 1 MiB handshakes), and router restarts (SIGTERM: drain, exit, start again on the same
+//! ports). At the end it checks the ledger (see `report.rs`): zero unaccounted frames and
+//! no negative balance, every frame a healthy sink missed dropped and counted by the
+//! router, per tag frames written equal to frames received, healthy sinks in order,
+//! nothing lost for the pausing sink, and every kind of chaos it claims counted as having
+//! happened. It writes
 //! `soak.json`, `soak.md` and the RSS chart `soak-rss.svg`, and exits non-zero on a failure.
 //!
 //! ```text
@@ -14,6 +18,7 @@
 //! y3-soak --y3 target/debug/y3 --duration 60s --restart-every 30s   # the test command's
 //! ```
 
+mod attacks;
 mod chaos;
 mod chart;
 mod flows;
@@ -32,10 +37,11 @@ use tokio_util::sync::CancellationToken;
 use y3_transport::sdk::{Backoff, ClientOptions, Transport};
 use y3_transport::tls::Trust;
 
+use crate::attacks::AttackCounts;
 use crate::chaos::ChaosCounts;
 use crate::flows::Pace;
 use crate::pausing::{Pauses, Quiet};
-use crate::report::{FlowLedger, PausingLedger, Report};
+use crate::report::{Expected, FlowLedger, PausingLedger, Report};
 use crate::router::RouterSpec;
 
 /// Soak `y3 serve` under load and chaos.
@@ -66,6 +72,21 @@ struct Args {
     /// Payload bytes.
     #[arg(long, default_value_t = 64)]
     size: usize,
+    /// Keys in the metadata bomb's metadata (100,000: about 1 MB of msgpack).
+    #[arg(long, default_value_t = 100_000)]
+    bomb_keys: usize,
+    /// A metadata bomb this often.
+    #[arg(long, value_parser = parse_duration, default_value = "20s")]
+    bomb_every: Duration,
+    /// Subscribers that never read (budget hogs).
+    #[arg(long, default_value_t = 50)]
+    hogs: usize,
+    /// Unauthenticated partial 1 MiB handshakes per wave.
+    #[arg(long, default_value_t = 100)]
+    partial_hellos: usize,
+    /// A wave of partial handshakes this often.
+    #[arg(long, value_parser = parse_duration, default_value = "20s")]
+    partial_hello_every: Duration,
     /// Where the report goes.
     #[arg(long, value_name = "DIR", default_value = "bench-results/soak")]
     out: PathBuf,
@@ -90,7 +111,20 @@ fn main() -> anyhow::Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let report = runtime.block_on(run(&args))?;
+    // A router frozen by an attack must fail the soak, not hang it: the whole run, wind
+    // down included, is bounded (dropping it kills the router).
+    let bound = args.duration + WIND_DOWN;
+    let result = runtime.block_on(async { tokio::time::timeout(bound, run(&args)).await });
+    // Clients still stuck on a frozen router must not hold the exit.
+    runtime.shutdown_timeout(Duration::from_secs(5));
+    let report = result.map_err(|_| {
+        anyhow::anyhow!(
+            "soak failed: the run did not finish within {} s (the duration plus {} s to \
+                 wind down): a frozen router, or clients stuck on it",
+            bound.as_secs(),
+            WIND_DOWN.as_secs()
+        )
+    })??;
     let md = report.markdown();
     print!("{md}");
     std::fs::write(args.out.join("soak.md"), &md)?;
@@ -139,6 +173,7 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
     let mut router = Some(spec.start(0)?);
     let (stop_sources, stop_sinks) = (CancellationToken::new(), CancellationToken::new());
     let counts = Arc::new(ChaosCounts::default());
+    let attacked = Arc::new(AttackCounts::default());
 
     // Healthy flows: (name, tag, over QUIC).
     let healthy = [
@@ -260,6 +295,34 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         stop_sources.clone(),
         counts.clone(),
     ));
+    chaos.spawn(flows_ignored(flows::source(
+        client("hog-source", false),
+        attacks::HOG_TAG,
+        args.rate,
+        1024,
+        epoch,
+        stop_sources.clone(),
+    )));
+    chaos.spawn(attacks::budget_hogs(
+        spec.tcp,
+        args.hogs,
+        stop_sources.clone(),
+        attacked.clone(),
+    ));
+    chaos.spawn(attacks::metadata_bombs(
+        spec.tcp,
+        args.bomb_keys,
+        args.bomb_every,
+        stop_sources.clone(),
+        attacked.clone(),
+    ));
+    chaos.spawn(attacks::partial_hellos(
+        spec.tcp,
+        args.partial_hellos,
+        args.partial_hello_every,
+        stop_sources.clone(),
+        attacked.clone(),
+    ));
     chaos.spawn(chaos::storms(
         client("storm", false),
         args.storm_clients,
@@ -366,7 +429,19 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         last_peak,
     ];
     let counts = Arc::try_unwrap(counts).unwrap_or_default();
+    let attacked = Arc::try_unwrap(attacked).unwrap_or_default();
+    let expected = Expected {
+        kills: args.duration > args.kill_every + Duration::from_secs(1),
+        restarts: args.duration > args.restart_every + Duration::from_secs(10),
+        evictions: args.duration >= Duration::from_secs(30),
+        storms: true,
+        bombs: true,
+        hogs: args.hogs > 0,
+        partial_hellos: args.partial_hellos > 0,
+    };
     Ok(Report {
+        expected,
+        attacks: attacked,
         seconds,
         lifetimes,
         healthy,
@@ -376,6 +451,10 @@ async fn run(args: &Args) -> anyhow::Result<Report> {
         rss_mib,
     })
 }
+
+/// How long the run may take past its duration: restarts' drains, the in-flight frames,
+/// the final drain (30 s at most) and the report.
+const WIND_DOWN: Duration = Duration::from_secs(120);
 
 /// The pausing sink's client name and tag.
 const PAUSING_SINK: &str = "pausing-sink";

@@ -1,11 +1,20 @@
 //! The soak's ledger: every frame a soak client sent is read by the router or known to be
-//! in doubt; every delivery the router owed is written, dropped and counted, or queued; a
-//! healthy sink receives exactly what the router wrote for it.
+//! in doubt; every delivery the router owed is written, dropped and counted, or queued (the
+//! balance is exactly 0: neither short nor over-counted); a healthy sink receives exactly
+//! what the router wrote on its tag; every frame the router read on a healthy tag and did
+//! not write is among the drops it counted with a reason; and every kind of chaos the soak
+//! claims is counted as having happened.
+//!
+//! ```text
+//!  per healthy tag:  sent ≈ read ── read − written ≤ counted drops ── written = received
+//!  per lifetime:     deliveries = written + dropped(reason) + queued + forwarded
+//! ```
 
 use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::attacks::AttackCounts;
 use crate::chaos::ChaosCounts;
 use crate::flows::{Received, Sent};
 use crate::pausing::Pauses;
@@ -49,6 +58,12 @@ impl FlowLedger {
             disordered: seen.disordered,
             latency_us: [q(0.5), q(0.99), q(0.999), seen.latency.max()],
         }
+    }
+
+    /// Frames the router read on the tag and did not write (each must be a drop it
+    /// counted with a reason).
+    pub fn undelivered(&self) -> u64 {
+        self.router_in.saturating_sub(self.router_out)
     }
 
     /// Frames lost without a count: sent (surely) but never read by the router, or
@@ -120,9 +135,41 @@ impl PausingLedger {
     }
 }
 
+/// The chaos a run of the soak's length and settings must show (`main.rs` derives it from
+/// the command line): each `true` is checked against the counts.
+#[derive(Debug, Default, Serialize)]
+pub struct Expected {
+    /// At least one relay-function kill.
+    pub kills: bool,
+    /// At least one router restart.
+    pub restarts: bool,
+    /// At least one slow-consumer eviction (the stalling sink).
+    pub evictions: bool,
+    /// At least one storm client.
+    pub storms: bool,
+    /// At least one metadata bomb written.
+    pub bombs: bool,
+    /// Budget hogs admitted.
+    pub hogs: bool,
+    /// Partial handshakes written and every one cut.
+    pub partial_hellos: bool,
+}
+
+/// The most a partial frame may be held before the router cuts it: its 2 s stall
+/// timeout, cut within 1.5× as documented, plus 1 s for a loaded machine.
+pub const PARTIAL_CAP_MS: u64 = 4000;
+
+/// The one drop reason that may explain a healthy flow's missing frames: frames in
+/// flight when the router restarts.
+pub const HEALTHY_DROP: &str = "disconnected";
+
 /// The whole run.
 #[derive(Debug, Serialize)]
 pub struct Report {
+    /// The chaos the run must show.
+    pub expected: Expected,
+    /// What the hostile clients did.
+    pub attacks: AttackCounts,
     /// Seconds run.
     pub seconds: f64,
     /// Router lifetimes (restarts + 1).
@@ -158,10 +205,44 @@ impl Report {
     pub fn failures(&self) -> Vec<String> {
         let mut f = Vec::new();
         for (i, t) in self.lifetimes.iter().enumerate() {
-            if t.unaccounted() != 0 {
+            let u = t.unaccounted();
+            if u > 0 {
                 f.push(format!(
-                    "router lifetime {i}: {} deliveries unaccounted",
-                    t.unaccounted()
+                    "router lifetime {i}: {u} deliveries owed and neither written, counted as dropped nor queued"
+                ));
+            } else if u < 0 {
+                f.push(format!(
+                    "router lifetime {i}: the ledger went negative ({u}): more written, dropped or queued than owed"
+                ));
+            }
+        }
+        // Every frame the router read on a healthy tag and did not write must be a drop it
+        // counted for the one reason a healthy flow may lose frames: `disconnected`, at a
+        // restart (drops are counted per reason, not per tag: the healthy flows'
+        // undelivered frames together are bounded by those drops). A healthy flow that
+        // loses frames to another client's backlog (`memory_budget`, `queue_full`) is
+        // harmed, counted or not.
+        let undelivered: u64 = self
+            .healthy
+            .iter()
+            .chain([&self.pausing.flow])
+            .map(FlowLedger::undelivered)
+            .sum();
+        let counted: u64 = self
+            .lifetimes
+            .iter()
+            .map(|t| t.dropped.get(HEALTHY_DROP).copied().unwrap_or(0))
+            .sum();
+        if undelivered > counted {
+            f.push(format!(
+                "healthy flows: {undelivered} frames read and not written, only {counted} counted as {HEALTHY_DROP}"
+            ));
+        }
+        for h in self.healthy.iter().chain([&self.pausing.flow]) {
+            if h.router_out != h.received {
+                f.push(format!(
+                    "{}: the router wrote {} frames on 0x{:x}, the sink read {}",
+                    h.name, h.router_out, h.tag, h.received
                 ));
             }
         }
@@ -199,6 +280,14 @@ impl Report {
                 held[held.len() / 2]
             ));
         }
+        if let Some(&worst) = held.last().filter(|&&ms| ms > PARTIAL_CAP_MS) {
+            f.push(format!(
+                "a partial frame held {worst} ms before the cut (cap {PARTIAL_CAP_MS} ms)"
+            ));
+        }
+        if get(&c.partial_cut) == 0 || held.len() as u64 != get(&c.partial_cut) {
+            f.push("partial frames: none cut, or a cut without its time".to_owned());
+        }
         if held.is_empty() {
             f.push("no partial frame was cut".to_owned());
         }
@@ -208,7 +297,55 @@ impl Report {
                 get(&c.garbage_left_open)
             ));
         }
+        if get(&c.garbage_closed) == 0 {
+            f.push("no garbage connection was closed by the router".to_owned());
+        }
+        self.chaos_happened(&mut f);
         f
+    }
+
+    /// Fails every kind of chaos the run claims and did not show.
+    fn chaos_happened(&self, f: &mut Vec<String>) {
+        let e = &self.expected;
+        let get = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+        let (c, a) = (&self.chaos, &self.attacks);
+        let evictions: u64 = self
+            .lifetimes
+            .iter()
+            .map(|t| t.evictions.values().sum::<u64>())
+            .sum();
+        let mut need = |claimed: bool, count: u64, what: &str| {
+            if claimed && count == 0 {
+                f.push(format!("chaos that did not happen: {what}"));
+            }
+        };
+        need(e.kills, get(&c.functions_killed), "relay-function kills");
+        need(
+            e.kills,
+            get(&c.relayed),
+            "frames relayed by the killed function",
+        );
+        need(
+            e.restarts,
+            self.lifetimes.len().saturating_sub(1) as u64,
+            "router restarts",
+        );
+        need(e.evictions, evictions, "slow-consumer evictions");
+        need(e.storms, get(&c.storm_clients), "storm clients");
+        need(e.bombs, get(&a.bombs_sent), "metadata bombs written");
+        need(e.hogs, get(&a.hogs_admitted), "budget hogs admitted");
+        need(
+            e.partial_hellos,
+            get(&a.partial_hellos_sent),
+            "partial handshakes written",
+        );
+        if e.partial_hellos && get(&a.partial_hellos_cut) != get(&a.partial_hellos_sent) {
+            f.push(format!(
+                "partial handshakes: {} written, only {} cut within 15 s",
+                get(&a.partial_hellos_sent),
+                get(&a.partial_hellos_cut)
+            ));
+        }
     }
 
     /// The Markdown summary.
@@ -278,6 +415,30 @@ impl Report {
             get(&c.garbage_closed), get(&c.garbage_left_open), get(&c.partial_cut),
             held_p50,
             held_max, errors, get(&c.storm_clients), get(&c.storm_failures)
+        );
+        let a = &self.attacks;
+        let mut hello_held = a
+            .partial_hello_held_ms
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        hello_held.sort_unstable();
+        let _ = writeln!(
+            s,
+            "Attacks: {} metadata bombs of {} keys written ({} of their connections closed by the router); \
+             {} budget hogs admitted (never reading); {} partial 1 MiB handshakes written, {} cut \
+             ({} ms median, {} ms at most); {} garbage connections failed on the soak's side; \
+             {} router restarts.",
+            get(&a.bombs_sent),
+            get(&a.bomb_keys),
+            get(&a.bombs_closed),
+            get(&a.hogs_admitted),
+            get(&a.partial_hellos_sent),
+            get(&a.partial_hellos_cut),
+            hello_held.get(hello_held.len() / 2).copied().unwrap_or(0),
+            hello_held.last().copied().unwrap_or(0),
+            get(&c.garbage_failed),
+            self.lifetimes.len().saturating_sub(1)
         );
         let p = &self.pausing;
         let _ = writeln!(

@@ -352,7 +352,10 @@ impl Handshake {
 }
 
 /// Why the router refused one of a client's data frames (a [`Stored`] frame's runs): it
-/// was handled (the client must not send it again) but delivered to no one.
+/// was delivered to no one. For every reason but [`NoSubscriber`](RefusedReason::NoSubscriber)
+/// it was handled for good (the client must not send it again: that would not help); a
+/// frame refused as `no_subscriber` is *not stored*, and a durable client keeps it and
+/// sends it again later ([`RefusedReason::is_retried`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum RefusedReason {
@@ -366,6 +369,10 @@ pub enum RefusedReason {
     /// Its metadata is over the router's `limits.max_metadata_bytes` or
     /// `limits.max_metadata_entries`.
     MetadataTooLarge,
+    /// Nobody subscribes to its tag (and it went to no downstream zipper and not to the
+    /// federation): not stored. A durable client keeps the frame and sends it again with
+    /// backoff until a subscriber takes it (or its own window is full).
+    NoSubscriber,
     /// A reason this crate does not know.
     Other(u8),
 }
@@ -378,6 +385,7 @@ impl RefusedReason {
             RefusedReason::HopLimit => 2,
             RefusedReason::Loop => 3,
             RefusedReason::MetadataTooLarge => 4,
+            RefusedReason::NoSubscriber => 5,
             RefusedReason::Other(b) => b,
         }
     }
@@ -389,6 +397,7 @@ impl RefusedReason {
             2 => RefusedReason::HopLimit,
             3 => RefusedReason::Loop,
             4 => RefusedReason::MetadataTooLarge,
+            5 => RefusedReason::NoSubscriber,
             other => RefusedReason::Other(other),
         }
     }
@@ -400,8 +409,15 @@ impl RefusedReason {
             RefusedReason::HopLimit => "hop_limit",
             RefusedReason::Loop => "loop",
             RefusedReason::MetadataTooLarge => "metadata_too_large",
+            RefusedReason::NoSubscriber => "no_subscriber",
             RefusedReason::Other(_) => "other",
         }
+    }
+
+    /// Whether a durable client keeps a frame refused for this reason and sends it again
+    /// later (`no_subscriber`: a subscriber may come), rather than forgetting it.
+    pub const fn is_retried(self) -> bool {
+        matches!(self, RefusedReason::NoSubscriber)
     }
 }
 
@@ -1361,6 +1377,9 @@ mod tests {
             assert_eq!(reason.code(), code);
         }
         assert_eq!(RefusedReason::Loop.kind(), "loop");
+        assert_eq!(RefusedReason::from_code(4), RefusedReason::NoSubscriber);
+        assert_eq!(RefusedReason::NoSubscriber.kind(), "no_subscriber");
+        assert!(RefusedReason::NoSubscriber.is_retried() && !RefusedReason::Loop.is_retried());
         // Handshake field 32: present only when the client wants acknowledgements.
         let mut h = Handshake::new(ClientType::Source, "s", "id-0");
         let plain = roundtrip(h.clone().into());

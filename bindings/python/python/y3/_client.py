@@ -278,6 +278,9 @@ class DurableSource(_Sending):
     stored, and :meth:`close` does too before it closes. A frame the router refuses (over
     its frame limit, past its hop limit, a loop) is not written again: it is counted in
     :attr:`refused` and listed in :attr:`refusals`, and :meth:`close` returns ``False``.
+    A frame nobody took (no subscriber to its tag yet: ``no_subscriber``) was not stored:
+    it is kept and written again with backoff until a subscriber takes it (counted in
+    :attr:`retried`), bounded by the source's window.
 
     >>> async def main(addr):
     ...     async with y3.DurableSource(addr, name="meter") as source:
@@ -321,6 +324,13 @@ class DurableSource(_Sending):
         """The first refused frames (up to 1,024), each ``(tag, yomo-tid, reason)``; the
         reason is ``"too_long"``, ``"hop_limit"`` or ``"loop"``."""
         return self._native_or_raise().refusals
+
+    @property
+    def retried(self) -> int:
+        """Times the router answered a frame ``no_subscriber`` so far (nobody subscribed to
+        its tag yet): each time the frame was kept and written again after a backoff (100 ms,
+        doubling to 2 s) until a subscriber took it; such frames are not refused."""
+        return self._native_or_raise().retried
 
 
 class Sink:

@@ -388,6 +388,13 @@ impl NativeSource {
         self.refusals.count()
     }
 
+    /// Times the router answered a durable source's frame `no_subscriber` so far (nobody
+    /// took it): each time the frame was kept and written again after a backoff.
+    #[getter]
+    fn retried(&self) -> u64 {
+        self.refusals.retried()
+    }
+
     /// The first refused frames (up to 1,024), each `(tag, yomo-tid, reason)` with the
     /// reason's stable name (`too_long`, `hop_limit`, `loop`).
     #[getter]

@@ -67,6 +67,15 @@ impl Closed {
 /// ([`refusals`](DurableSource::refusals)), the first of each reason is logged, and
 /// [`close`](DurableSource::close) does not report success.
 ///
+/// A frame nobody took (no subscriber to its tag yet, answered `no_subscriber`) is not
+/// stored: the source keeps it and sends it again after a backoff (100 ms, doubled per
+/// retry of the frame, at most 2 s: [`RETRY_FIRST`](super::RETRY_FIRST),
+/// [`RETRY_MAX`](super::RETRY_MAX)) until a subscriber takes it, counting each retry in
+/// [`retried`](DurableSource::retried) and logging the first. It stays in the window
+/// meanwhile, so a tag nobody subscribes to eventually fills it and
+/// [`send`](DurableSource::send) waits; [`close`](DurableSource::close) reports such
+/// frames as not stored when its wait ends.
+///
 /// Routers that do not know the extension (YoMo's zipper) never acknowledge: use
 /// [`Source`](super::Source) with them.
 pub struct DurableSource {
@@ -111,6 +120,12 @@ impl DurableSource {
     /// Frames the router refused so far (delivered to no one, not sent again).
     pub fn refused(&self) -> u64 {
         lock(&self.state).window.refusals.count()
+    }
+
+    /// Times the router answered a frame `no_subscriber` (nobody took it) so far: each
+    /// time the frame was kept and sent again after a backoff.
+    pub fn retried(&self) -> u64 {
+        lock(&self.state).window.refusals.retried()
     }
 
     /// The record of refused frames, with each one's reason: a handle that stays current.
@@ -244,6 +259,8 @@ impl DurableSource {
             if !full {
                 break;
             }
+            // Frames nobody took wait in the window: write those that are due.
+            self.write_pending().await?;
             self.flush_link().await;
             let _ = tokio::time::timeout(Duration::from_millis(100), notified).await;
         }
@@ -287,6 +304,7 @@ impl DurableSource {
                 self.ensure().await?;
                 continue;
             }
+            self.write_pending().await?;
             self.flush_link().await;
             let _ = tokio::time::timeout_at(
                 deadline.min(tokio::time::Instant::now() + Duration::from_millis(100)),

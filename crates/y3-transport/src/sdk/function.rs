@@ -221,8 +221,22 @@ impl StreamFunction {
         }
         tokio::pin!(stop);
         loop {
+            // Outputs nobody took (`no_subscriber`) wait in the window until due.
+            let due = match durable {
+                Some(durable) => durable.lock().await.window.next_due(),
+                None => None,
+            };
             let frame = tokio::select! {
                 frame = super::link::next(&mut link.reader) => frame,
+                _ = sleep_until_due(due) => {
+                    if let Some(durable) = durable {
+                        let mut durable = durable.lock().await;
+                        if let Some(tx) = durable.tx.clone() {
+                            durable.write_pending(&tx).await;
+                        }
+                    }
+                    continue;
+                }
                 _ = &mut stop => {
                     if let Some(durable) = durable {
                         // Writes from now on are refused, not kept for a connection to come.
@@ -276,6 +290,14 @@ impl StreamFunction {
                 }
             }
         }
+    }
+}
+
+/// Sleeps until `due`, forever when `None`.
+async fn sleep_until_due(due: Option<std::time::Instant>) {
+    match due {
+        Some(due) => tokio::time::sleep_until(due.into()).await,
+        None => std::future::pending().await,
     }
 }
 

@@ -61,7 +61,7 @@ pub use id::new_id;
 pub use sink::Sink;
 pub use source::Source;
 pub use upstream::Upstream;
-pub use window::{Refusals, Refused, MAX_REFUSALS_KEPT};
+pub use window::{Refusals, Refused, MAX_REFUSALS_KEPT, RETRY_FIRST, RETRY_MAX};
 pub use writer::Writer;
 
 use crate::tls::{Identity, Trust, YomoTlsEnv, DEV_SERVER_NAME};

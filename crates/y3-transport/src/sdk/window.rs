@@ -10,16 +10,33 @@
 //! ```
 //!
 //! A frame the router refused (listed in a stored frame's refused runs) leaves the window
-//! as a stored one does, never to be resent, and is recorded in the window's [`Refusals`].
+//! as a stored one does, never to be resent, and is recorded in the window's [`Refusals`];
+//! except one refused as `no_subscriber` (not stored: nobody took it), which the window
+//! keeps, *deferred*, and hands out again once its backoff has passed ([`RETRY_FIRST`],
+//! doubled per retry of that frame up to [`RETRY_MAX`]), ahead of newer frames. Deferred
+//! frames count in [`Window::len`], so the owner's bound on kept frames bounds them too.
+//!
+//! ```text
+//!  stored(n, runs: no_subscriber i..j) ─▶ frames i..j ─▶ deferred [(due, frame), ...]
+//!  next_unwritten(): a due deferred frame first, else the oldest frame not written
+//! ```
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use crate::frame::{Data, RefusedReason, Stored};
 use crate::metadata;
 
 /// Refused frames whose details a [`Refusals`] keeps (the first ones); all are counted.
 pub const MAX_REFUSALS_KEPT: usize = 1024;
+
+/// How long a frame the router refused as `no_subscriber` waits before it is written
+/// again, the first time; each further retry of the frame doubles it, up to [`RETRY_MAX`].
+pub const RETRY_FIRST: Duration = Duration::from_millis(100);
+
+/// The longest wait before a frame refused as `no_subscriber` is written again.
+pub const RETRY_MAX: Duration = Duration::from_secs(2);
 
 /// One data frame the router refused (`spec/frames.md`, "Stored acknowledgements"): it was
 /// delivered to no one, and the client does not send it again.
@@ -35,6 +52,8 @@ pub struct Refused {
 
 #[derive(Debug, Default)]
 struct RefusalLog {
+    /// Frames the router answered `no_subscriber`: kept and sent again.
+    retried: u64,
     count: u64,
     by_reason: Vec<(RefusedReason, u64)>,
     kept: Vec<Refused>,
@@ -53,9 +72,36 @@ impl Refusals {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Frames refused so far.
+    /// Frames refused so far (delivered to no one, not sent again). Frames refused as
+    /// `no_subscriber` are not among them: see [`retried`](Refusals::retried).
     pub fn count(&self) -> u64 {
         self.lock().count
+    }
+
+    /// Times the router answered a frame `no_subscriber` so far (nobody took it): each
+    /// time the frame was kept and sent again after a backoff.
+    pub fn retried(&self) -> u64 {
+        self.lock().retried
+    }
+
+    fn record_retry(&self, data: &Data) {
+        let mut log = self.lock();
+        log.retried += 1;
+        let tag = data.tag;
+        if log.retried == 1 {
+            tracing::warn!(
+                tag = format_args!("{tag:#x}"),
+                "nobody subscribes to this tag yet: the router did not store the frame; it is \
+                 kept and sent again with backoff (up to 2 s) until a subscriber takes it, as \
+                 long as the client's window has room; further retries are logged at debug \
+                 level"
+            );
+        } else {
+            tracing::debug!(
+                tag = format_args!("{tag:#x}"),
+                "frame kept: no subscriber yet"
+            );
+        }
     }
 
     /// Frames refused so far for `reason`.
@@ -107,12 +153,23 @@ impl Refusals {
     }
 }
 
+/// One frame kept until stored.
+#[derive(Debug)]
+struct Kept {
+    data: Data,
+    /// Times the router answered it `no_subscriber`.
+    retries: u32,
+}
+
 /// Frames written and not yet stored, oldest first, with the counts of the current
 /// connection.
 #[derive(Debug, Default)]
 pub(crate) struct Window {
-    /// Kept and not yet stored, oldest first.
-    unacked: VecDeque<Data>,
+    /// Kept, written on this connection or not yet, and not yet stored: in the order
+    /// written, then the order to write.
+    unacked: VecDeque<Kept>,
+    /// Refused as `no_subscriber`, each with when to write it again, in the order refused.
+    deferred: VecDeque<(Instant, Kept)>,
     /// Frames of `unacked` written on this connection (the rest are still to be written).
     written: usize,
     /// The router's last stored count on this connection.
@@ -132,19 +189,24 @@ impl Window {
         }
     }
 
-    /// Frames kept and not yet stored.
+    /// Frames kept and not yet stored (deferred ones included).
     pub fn len(&self) -> usize {
-        self.unacked.len()
+        self.unacked.len() + self.deferred.len()
     }
 
     /// Whether every frame kept so far is stored.
     pub fn is_empty(&self) -> bool {
-        self.unacked.is_empty()
+        self.unacked.is_empty() && self.deferred.is_empty()
     }
 
-    /// Frames kept that this connection has not carried yet.
+    /// Frames kept that this connection has not carried yet (deferred ones included).
     pub fn unwritten(&self) -> usize {
-        self.unacked.len() - self.written
+        self.unacked.len() - self.written + self.deferred.len()
+    }
+
+    /// When the first deferred frame is due to be written again, if any waits.
+    pub fn next_due(&self) -> Option<Instant> {
+        self.deferred.front().map(|(due, _)| *due)
     }
 
     /// Frames written again on a later connection so far.
@@ -155,12 +217,26 @@ impl Window {
     /// Keeps `data` until the router stores it, as a copy that pins no read buffer.
     pub fn keep(&mut self, mut data: Data) {
         data.detach();
-        self.unacked.push_back(data);
+        self.unacked.push_back(Kept { data, retries: 0 });
     }
 
-    /// The oldest frame this connection has not carried yet, counted as written.
+    /// The next frame to write on this connection, counted as written: a deferred frame
+    /// whose time has come, else the oldest frame this connection has not carried yet.
     pub fn next_unwritten(&mut self) -> Option<Data> {
-        let next = self.unacked.get(self.written).cloned()?;
+        self.next_unwritten_at(Instant::now())
+    }
+
+    /// [`next_unwritten`](Window::next_unwritten) as of `now`.
+    fn next_unwritten_at(&mut self, now: Instant) -> Option<Data> {
+        if self.deferred.front().is_some_and(|(due, _)| *due <= now) {
+            if let Some((_, kept)) = self.deferred.pop_front() {
+                let data = kept.data.clone();
+                self.unacked.insert(self.written, kept);
+                self.written += 1;
+                return Some(data);
+            }
+        }
+        let next = self.unacked.get(self.written)?.data.clone();
         self.written += 1;
         Some(next)
     }
@@ -169,18 +245,40 @@ impl Window {
     /// (modulo 2^32), those in its refused runs refused: they are recorded in
     /// [`refusals`](Window::refusals). A count past what was written, from a confused
     /// router, forgets no more than was written; a run outside the frames the count newly
-    /// covers is ignored.
+    /// covers is ignored. Frames refused as `no_subscriber` are deferred, not forgotten.
     pub fn stored(&mut self, stored: &Stored) {
+        self.stored_at(stored, Instant::now());
+    }
+
+    /// [`stored`](Window::stored) as of `now`.
+    fn stored_at(&mut self, stored: &Stored, now: Instant) {
         let n = stored.count;
         let newly = (n.wrapping_sub(self.stored) as usize).min(self.written);
+        let mut retry = Vec::new();
         for run in &stored.refused {
             let from = run.first.wrapping_sub(self.stored) as usize;
             let to = from.saturating_add(run.frames as usize).min(newly);
-            for data in self.unacked.range(from.min(to)..to) {
-                self.refusals.record(data, run.reason);
+            for i in from.min(to)..to {
+                if run.reason.is_retried() {
+                    retry.push(i);
+                } else {
+                    self.refusals.record(&self.unacked[i].data, run.reason);
+                }
             }
         }
-        self.unacked.drain(..newly);
+        retry.sort_unstable();
+        retry.dedup();
+        let mut retry = retry.into_iter().peekable();
+        for (i, mut kept) in self.unacked.drain(..newly).enumerate() {
+            if retry.next_if_eq(&i).is_some() {
+                self.refusals.record_retry(&kept.data);
+                let wait = RETRY_FIRST
+                    .saturating_mul(1u32 << kept.retries.min(16))
+                    .min(RETRY_MAX);
+                kept.retries = kept.retries.saturating_add(1);
+                self.deferred.push_back((now + wait, kept));
+            }
+        }
         self.written -= newly;
         self.stored = n;
     }
@@ -212,6 +310,60 @@ mod tests {
 
     fn tags(w: &mut Window) -> Vec<u32> {
         std::iter::from_fn(|| w.next_unwritten().map(|d| d.tag)).collect()
+    }
+
+    #[test]
+    fn frames_nobody_took_are_kept_and_written_again_after_a_growing_backoff() {
+        use crate::frame::RefusedRun;
+        let mut w = window(4);
+        let t0 = Instant::now();
+        assert_eq!(tags(&mut w), [0, 1, 2, 3]);
+        let none = |first, frames| Stored {
+            count: 4,
+            refused: vec![RefusedRun {
+                first,
+                frames,
+                reason: RefusedReason::NoSubscriber,
+            }],
+        };
+        w.stored_at(&none(1, 2), t0);
+        // Not refused, not forgotten: deferred.
+        assert_eq!(
+            (w.len(), w.refusals.count(), w.refusals.retried()),
+            (2, 0, 2)
+        );
+        assert_eq!(w.next_due(), Some(t0 + RETRY_FIRST));
+        assert_eq!(w.next_unwritten_at(t0), None);
+        w.keep(Data::new(9, &b"x"[..]));
+        // Newer frames are not held up; deferred ones go first once due.
+        assert_eq!(w.next_unwritten_at(t0).map(|d| d.tag), Some(9));
+        let later = t0 + RETRY_FIRST;
+        let again: Vec<u32> =
+            std::iter::from_fn(|| w.next_unwritten_at(later).map(|d| d.tag)).collect();
+        assert_eq!(again, [1, 2]);
+        // Written on this connection: 0..4 (handled), then 9, 1, 2 as 4, 5, 6.
+        assert_eq!(w.len(), 3);
+        w.stored_at(
+            &Stored {
+                count: 7,
+                refused: vec![RefusedRun {
+                    first: 5,
+                    frames: 1,
+                    reason: RefusedReason::NoSubscriber,
+                }],
+            },
+            later,
+        );
+        // Frame 1 refused a second time: twice the wait.
+        assert_eq!(w.len(), 1);
+        assert_eq!(w.next_due(), Some(later + RETRY_FIRST * 2));
+        // A reconnect keeps it deferred.
+        w.reconnected();
+        assert_eq!(w.next_unwritten_at(later), None);
+        let due = later + RETRY_FIRST * 2;
+        assert_eq!(w.next_unwritten_at(due).map(|d| d.tag), Some(1));
+        w.stored_at(&count(1), due);
+        assert!(w.is_empty());
     }
 
     #[test]
