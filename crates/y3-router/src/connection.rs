@@ -672,7 +672,7 @@ async fn read_loop(
             }
             Event::Drop(data, DropReason::Loop) => {
                 // One delivery owed (it has no recipient), settled as the drop.
-                shared.metrics.unrouted(Drop::Loop, 1);
+                shared.metrics.unrouted(Drop::Loop, data.tag, 1);
                 if !hops_reported {
                     hops_reported = true;
                     tracing::warn!(
@@ -786,6 +786,9 @@ impl std::ops::Drop for InFlight {
         let n = self.frames.len();
         self.metrics.writing(-(n as i64));
         self.metrics.dropped(Drop::Disconnected, n as u64);
+        for &(tag, _, _) in &self.frames {
+            self.metrics.dropped_tag(tag, 1);
+        }
     }
 }
 

@@ -208,7 +208,7 @@ async fn run(steps: Vec<Step>) -> Result<(), TestCaseError> {
                     }
                     // As connection.rs: the hop limit owes its delivery, a refusal for
                     // metadata is a skip (no delivery owed).
-                    Event::Drop(_, DropReason::Loop) => metrics.unrouted(Drop::Loop, 1),
+                    Event::Drop(_, DropReason::Loop) => metrics.unrouted(Drop::Loop, 0x10, 1),
                     Event::Drop(_, DropReason::MetadataTooLarge(why)) => {
                         metrics.skip(why.kind(), 1)
                     }

@@ -16,6 +16,7 @@
 //! y3_router_frames_out_total{tag}             counter  data frames written to subscribers
 //! y3_router_bytes_out_total{tag}              counter  payload bytes written
 //! y3_router_dropped_total{reason}             counter  frames not delivered (see below)
+//! y3_router_tag_dropped_total{tag}            counter  the same drops, by the frame's tag
 //! y3_router_deliveries_total                  counter  deliveries owed by routing (below)
 //! y3_router_unaccounted                       gauge    the ledger's balance (below), when read
 //! y3_router_writing                           gauge    data frames between a queue and a socket
@@ -270,6 +271,8 @@ pub struct Metrics {
     protocol_errors: Family<KindLabel, Counter>,
     skipped: Family<ReasonLabel, Counter>,
     frames_in: Family<TagLabel, Counter>,
+    /// Data frames dropped, by tag (every reason).
+    dropped_by_tag: Family<TagLabel, Counter>,
     bytes_in: Family<TagLabel, Counter>,
     frames_out: Family<TagLabel, Counter>,
     bytes_out: Family<TagLabel, Counter>,
@@ -325,6 +328,7 @@ impl Metrics {
             protocol_errors: Family::default(),
             skipped: Family::default(),
             frames_in: Family::default(),
+            dropped_by_tag: Family::default(),
             bytes_in: Family::default(),
             frames_out: Family::default(),
             bytes_out: Family::default(),
@@ -382,6 +386,11 @@ impl Metrics {
             "frames_in",
             "Data frames read from clients",
             m.frames_in.clone(),
+        );
+        registry.register(
+            "tag_dropped",
+            "Data frames dropped, by tag (every reason; by reason in y3_router_dropped_total)",
+            m.dropped_by_tag.clone(),
         );
         registry.register(
             "bytes_in",
@@ -602,8 +611,9 @@ impl Metrics {
     }
 
     /// Every tag label counted so far (`0x10`-style, and `other`), with its totals:
-    /// `(label, frames in, bytes in, frames out, bytes out)` (`/tagz`, `/varz`).
-    pub fn tag_totals(&self) -> Vec<(String, [u64; 4])> {
+    /// `(label, frames in, bytes in, frames out, bytes out, frames dropped)` (`/tagz`,
+    /// `/varz`).
+    pub fn tag_totals(&self) -> Vec<(String, [u64; 5])> {
         let mut tags: Vec<u32> = self
             .labelled
             .lock()
@@ -625,6 +635,7 @@ impl Metrics {
                     get(&self.bytes_in, &label),
                     get(&self.frames_out, &label),
                     get(&self.bytes_out, &label),
+                    get(&self.dropped_by_tag, &label),
                 ];
                 (label.tag != "other" || totals.iter().any(|&n| n > 0))
                     .then_some((label.tag, totals))
@@ -669,18 +680,32 @@ impl Metrics {
         out
     }
 
+    /// `tag`'s label: `0x10`-style while fewer than [`MAX_TAG_LABELS`] tags are labelled,
+    /// `other` past them.
+    fn tag_label(&self, tag: u32) -> TagLabel {
+        let mut labelled = self.labelled.lock().unwrap_or_else(|e| e.into_inner());
+        let tag = if labelled.contains(&tag) || labelled.len() < MAX_TAG_LABELS {
+            labelled.insert(tag);
+            format!("0x{tag:02x}")
+        } else {
+            "other".to_owned()
+        };
+        TagLabel { tag }
+    }
+
+    /// Counts `n` data frames of `tag` as dropped (beside their reason's count, which
+    /// [`dropped`](Metrics::dropped) keeps): `y3_router_tag_dropped_total`, `/tagz`.
+    pub(crate) fn dropped_tag(&self, tag: u32, n: u64) {
+        if n > 0 {
+            self.dropped_by_tag
+                .get_or_create(&self.tag_label(tag))
+                .inc_by(n);
+        }
+    }
+
     /// The counters for `tag` in `direction` (clone them; they are shared handles).
     pub fn tag_counters(&self, direction: Direction, tag: u32) -> TagCounters {
-        let label = {
-            let mut labelled = self.labelled.lock().unwrap_or_else(|e| e.into_inner());
-            if labelled.contains(&tag) || labelled.len() < MAX_TAG_LABELS {
-                labelled.insert(tag);
-                format!("0x{tag:02x}")
-            } else {
-                "other".to_owned()
-            }
-        };
-        let label = TagLabel { tag: label };
+        let label = self.tag_label(tag);
         let (frames, bytes) = match direction {
             Direction::In => (&self.frames_in, &self.bytes_in),
             Direction::Out => (&self.frames_out, &self.bytes_out),
@@ -718,9 +743,10 @@ impl Metrics {
     /// Counts `n` frames dropped for `reason` before routing chose any recipient: each
     /// owes one delivery (for "no recipient") and settles it as the drop, in one call, so
     /// that no drop is ever counted against a delivery that was not owed.
-    pub(crate) fn unrouted(&self, reason: Drop, n: u64) {
+    pub(crate) fn unrouted(&self, reason: Drop, tag: u32, n: u64) {
         self.deliveries(n);
         self.dropped(reason, n);
+        self.dropped_tag(tag, n);
     }
 
     /// Counts a function whose deliveries round a cycle were throttled (once per
@@ -1168,6 +1194,21 @@ fn respond(state: &crate::status::Status, req: &Request<Incoming>) -> Response<F
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn drops_are_counted_by_tag_too() {
+        let m = Metrics::new();
+        m.dropped_tag(0x10, 2);
+        m.unrouted(Drop::NoSubscriber, 0x10, 1);
+        m.unrouted(Drop::Loop, 0x11, 4);
+        let totals: std::collections::HashMap<_, _> = m.tag_totals().into_iter().collect();
+        assert_eq!(totals["0x10"][4], 3);
+        assert_eq!(totals["0x11"][4], 4);
+        assert!(m
+            .encode()
+            .contains("y3_router_tag_dropped_total{tag=\"0x10\"} 3"));
+        assert_eq!(m.stats().unaccounted(), 0);
+    }
 
     #[test]
     fn text_format_and_stats() {

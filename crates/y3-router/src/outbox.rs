@@ -115,6 +115,13 @@ impl Weighted for Queued {
             _ => FRAME_OVERHEAD,
         }
     }
+
+    fn tag(&self) -> Option<u32> {
+        match &self.frame {
+            Frame::Data(d) => Some(d.tag),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -265,6 +272,14 @@ impl Outbox {
         }
     }
 
+    /// Counts one dropped frame per entry of `tags` under its tag (beside the reason's
+    /// count, which [`count_drops`](Outbox::count_drops) keeps).
+    fn count_tags(&self, tags: &[u32]) {
+        for &tag in tags {
+            self.metrics.dropped_tag(tag, 1);
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // The queue stays consistent across a panic in another holder (no partial updates
         // span an unwind point), so a poisoned lock is still usable.
@@ -361,6 +376,7 @@ impl Outbox {
             };
             if tokio::time::Instant::now() >= give_up {
                 self.count_drops(Drop::MemoryBudget, 1);
+                self.count_tags(item.tag().as_slice());
                 return Ok(Pushed::DroppedOldest);
             }
         }
@@ -413,6 +429,7 @@ impl Outbox {
                     return Attempt::OverBudget(item);
                 }
                 self.count_drops(Drop::MemoryBudget, 1);
+                self.count_tags(item.tag().as_slice());
                 return Attempt::Done(Pushed::DroppedOldest);
             }
             inner = self.lock();
@@ -426,7 +443,8 @@ impl Outbox {
             inner.progress = inner.progress.max(tokio::time::Instant::from_std(at));
         }
         let before = inner.queue.len();
-        let mut pushed = inner.queue.push(item);
+        let mut tags = Vec::new();
+        let mut pushed = inner.queue.push_with(item, |q| tags.extend(q.tag()));
         if inner.stalled {
             if let Push::Full(back) = pushed {
                 pushed = match inner.queue.push_overdraft(back) {
@@ -453,6 +471,7 @@ impl Outbox {
                 drop(inner);
                 self.metrics.queued(1 - n as i64);
                 self.count_drops(Drop::QueueFull, n as u64);
+                self.count_tags(&tags);
                 self.readable.notify_one();
                 Attempt::Done(Pushed::DroppedOldest)
             }
@@ -543,6 +562,7 @@ impl Outbox {
     /// Drops the queued data (counted under `reason`), queues `goaway` if given, and makes
     /// the writer stop after the control frames.
     pub fn abort(&self, goaway: Option<Frame>, reason: Drop) {
+        let mut tags = Vec::new();
         let dropped = {
             let mut inner = self.lock();
             if let Some(goaway) = goaway {
@@ -553,12 +573,13 @@ impl Outbox {
                 });
             }
             inner.phase = Phase::Aborted;
-            let dropped = inner.queue.clear();
+            let dropped = inner.queue.clear_with(|q| tags.extend(q.tag()));
             self.metrics.budget.changed(dropped * FRAME_OVERHEAD, 0);
             dropped
         };
         self.metrics.queued(-(dropped as i64));
         self.count_drops(reason, dropped as u64);
+        self.count_tags(&tags);
         self.readable.notify_one();
         self.writable.notify_waiters();
     }

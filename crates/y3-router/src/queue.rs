@@ -41,6 +41,10 @@ impl Policy {
 pub trait Weighted {
     /// Bytes this item accounts for in a queue.
     fn weight(&self) -> usize;
+    /// The data tag this item carries, if any (what per-tag drop counts name).
+    fn tag(&self) -> Option<u32> {
+        None
+    }
 }
 
 /// What [`Queue::push`] did.
@@ -106,6 +110,11 @@ impl<T: Weighted> Queue<T> {
 
     /// Queues a data item, applying the policy when full.
     pub fn push(&mut self, item: T) -> Push<T> {
+        self.push_with(item, |_| {})
+    }
+
+    /// As [`push`](Queue::push), showing `dropped` each item the policy drops.
+    pub fn push_with(&mut self, item: T, mut dropped_item: impl FnMut(&T)) -> Push<T> {
         let weight = item.weight();
         if self.fits(weight) {
             self.bytes += weight;
@@ -122,6 +131,7 @@ impl<T: Weighted> Queue<T> {
                         break;
                     };
                     self.bytes -= old.weight();
+                    dropped_item(&old);
                     dropped += 1;
                 }
                 self.dropped += dropped as u64;
@@ -186,7 +196,13 @@ impl<T: Weighted> Queue<T> {
 
     /// Removes every data item, returning how many there were (control items stay).
     pub fn clear(&mut self) -> usize {
+        self.clear_with(|_| {})
+    }
+
+    /// As [`clear`](Queue::clear), showing `each` every data item removed.
+    pub fn clear_with(&mut self, each: impl FnMut(&T)) -> usize {
         let n = self.data.len();
+        self.data.iter().for_each(each);
         self.data.clear();
         self.bytes = 0;
         n

@@ -265,7 +265,7 @@ pub(crate) async fn route(
         // No delivery is owed for a frame that only filters withheld (their counters
         // account for it), nor for one that went to the federation.
         if !filtered && !federated {
-            metrics.unrouted(Drop::NoSubscriber, 1);
+            metrics.unrouted(Drop::NoSubscriber, data.tag, 1);
         }
         // What went to the federation may come back through another router's functions:
         // the writer is on its message's way.
@@ -309,6 +309,7 @@ pub(crate) async fn route(
                 passage = journeys.pass(tid, writer, chosen().map(|r| r.session), at);
                 if !passage.dropped.is_empty() {
                     metrics.dropped(Drop::Loop, passage.dropped.len() as u64);
+                    metrics.dropped_tag(data.tag, passage.dropped.len() as u64);
                     left -= passage.dropped.len();
                     if let Some(report) = passage.report {
                         let sender = cache.sender.as_ref().map(|(id, name)| (*id, &**name));
@@ -357,6 +358,7 @@ pub(crate) async fn route(
             }
             if !throttled.is_empty() {
                 metrics.dropped(Drop::Loop, throttled.len() as u64);
+                metrics.dropped_tag(data.tag, throttled.len() as u64);
                 left -= throttled.len();
                 if !cache.loops.cycle {
                     cache.loops.cycle = true;
@@ -391,6 +393,7 @@ pub(crate) async fn route(
             }
         }
     }
+    let tag = data.tag;
     let mut data = Some(data);
     let mut dropped = dropped_at.iter().copied().peekable();
     let chosen = chosen().enumerate().filter_map(|(i, r)| {
@@ -428,8 +431,14 @@ pub(crate) async fn route(
         };
         match pushed {
             Pushed::Queued | Pushed::DroppedOldest => {}
-            Pushed::Closed => metrics.dropped(Drop::Disconnected, 1),
-            Pushed::Evicted => metrics.dropped(Drop::SlowConsumer, 1),
+            Pushed::Closed => {
+                metrics.dropped(Drop::Disconnected, 1);
+                metrics.dropped_tag(tag, 1);
+            }
+            Pushed::Evicted => {
+                metrics.dropped(Drop::SlowConsumer, 1);
+                metrics.dropped_tag(tag, 1);
+            }
         }
     }
     if let Some((ticket, waits)) = ticket {

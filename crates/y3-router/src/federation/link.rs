@@ -930,8 +930,14 @@ async fn deliver(
             .await
         {
             Pushed::Queued | Pushed::DroppedOldest => {}
-            Pushed::Closed => shared.metrics.dropped(Drop::Disconnected, 1),
-            Pushed::Evicted => shared.metrics.dropped(Drop::SlowConsumer, 1),
+            Pushed::Closed => {
+                shared.metrics.dropped(Drop::Disconnected, 1);
+                shared.metrics.dropped_tag(data.tag, 1);
+            }
+            Pushed::Evicted => {
+                shared.metrics.dropped(Drop::SlowConsumer, 1);
+                shared.metrics.dropped_tag(data.tag, 1);
+            }
         }
     }
     Some(written)

@@ -66,7 +66,7 @@ impl Status {
     /// A fresh sample of every counter the rates are kept for, and the rates.
     pub fn sample(&self) -> rates::Rates {
         let mut counters = Vec::new();
-        for (tag, [fi, bi, fo, bo]) in self.metrics.tag_totals() {
+        for (tag, [fi, bi, fo, bo, _]) in self.metrics.tag_totals() {
             counters.push((format!("tag {tag} fi"), fi));
             counters.push((format!("tag {tag} bi"), bi));
             counters.push((format!("tag {tag} fo"), fo));

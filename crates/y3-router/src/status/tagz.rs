@@ -1,4 +1,5 @@
-//! `GET /tagz`: every tag seen or observed: publishers, subscribers, counts, rates, filters.
+//! `GET /tagz`: every tag seen or observed: publishers, subscribers, counts, drops, rates,
+//! filters.
 
 use std::collections::BTreeMap;
 
@@ -14,7 +15,7 @@ pub(super) fn tagz(s: &Status) -> Value {
     // label → (totals, publishers, subscribers, filters → subscribers)
     #[derive(Default)]
     struct Tag {
-        totals: [u64; 4],
+        totals: [u64; 5],
         publishers: Vec<Value>,
         subscribers: Vec<Value>,
         filters: BTreeMap<String, (u32, u64)>,
@@ -69,6 +70,7 @@ pub(super) fn tagz(s: &Status) -> Value {
                 "bytes_in": t.totals[1],
                 "frames_out": t.totals[2],
                 "bytes_out": t.totals[3],
+                "dropped": t.totals[4],
                 "rate_in": rate(&rates, &key("fi")),
                 "rate_out": rate(&rates, &key("fo")),
                 "bytes_rate_in": rate(&rates, &key("bi")),

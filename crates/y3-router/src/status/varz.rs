@@ -13,7 +13,7 @@ pub(super) fn varz(s: &Status) -> Value {
     let stats = s.metrics.stats();
     let rates = s.sample();
     let (mut bytes_in, mut bytes_out) = (0u64, 0u64);
-    for (_, [_, bi, _, bo]) in s.metrics.tag_totals() {
+    for (_, [_, bi, _, bo, _]) in s.metrics.tag_totals() {
         bytes_in += bi;
         bytes_out += bo;
     }
