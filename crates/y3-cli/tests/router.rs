@@ -13,15 +13,16 @@ use common::serve::{Launch, Serve};
 use common::{wait, y3, WAIT};
 
 /// Where [`start`] has the router write its dev certificate.
-fn cert_path() -> PathBuf {
-    std::env::temp_dir().join(format!("y3-test-cert-{}.pem", std::process::id()))
+fn cert_path(test: &str) -> PathBuf {
+    // One file per test: the tests of this file run at once, each with its own router.
+    std::env::temp_dir().join(format!("y3-test-cert-{}-{test}.pem", std::process::id()))
 }
 
 /// A `y3 serve` on ephemeral ports (plus `extra`) writing its dev certificate to
-/// [`cert_path`].
-fn start(extra: &[&str]) -> Serve {
+/// [`cert_path`] of `test`.
+fn start(test: &str, extra: &[&str]) -> Serve {
     Launch::default()
-        .arg_path("--dev-cert-out", cert_path())
+        .arg_path("--dev-cert-out", cert_path(test))
         .args(extra)
         .start()
 }
@@ -46,7 +47,7 @@ fn send(server: &Serve, args: &[&str], lines: &str) -> Output {
 
 #[test]
 fn send_and_observe_through_serve_over_tcp_and_quic() {
-    let server = start(&[]);
+    let server = start("send_and_observe", &[]);
     let observe = y3()
         .args([
             "observe",
@@ -56,7 +57,7 @@ fn send_and_observe_through_serve_over_tcp_and_quic() {
             "quic",
         ])
         .arg("--ca")
-        .arg(cert_path())
+        .arg(cert_path("send_and_observe"))
         .args([
             "--tag",
             "0x10",
@@ -118,7 +119,7 @@ fn send_and_observe_through_serve_over_tcp_and_quic() {
 
 #[test]
 fn observe_where_gets_only_matching_frames_and_the_router_counts_the_rest() {
-    let server = start(&[]);
+    let server = start("observe_where", &[]);
     let filter = "0x10/0x11:f32 > 60";
     let observe = y3()
         .args([
@@ -194,7 +195,7 @@ fn observe_where_gets_only_matching_frames_and_the_router_counts_the_rest() {
 
 #[test]
 fn wrong_token_is_a_clear_error_and_garbage_does_not_stop_the_router() {
-    let server = start(&["--token", "s3cret"]);
+    let server = start("wrong_token", &["--token", "s3cret"]);
     let out = send(&server, &["--token", "guess"], "{\"payload_hex\":\"00\"}\n");
     assert_eq!(out.status.code(), Some(4));
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -278,7 +279,7 @@ fn print_config_is_valid_toml_with_every_default() {
 #[cfg(unix)]
 #[test]
 fn sigterm_drains_and_reports() {
-    let mut server = start(&[]);
+    let mut server = start("sigterm", &[]);
     let out = send(&server, &[], "{\"payload_hex\":\"00\"}\n");
     assert!(out.status.success());
     server.ledger();

@@ -1377,7 +1377,8 @@ mod tests {
             assert_eq!(reason.code(), code);
         }
         assert_eq!(RefusedReason::Loop.kind(), "loop");
-        assert_eq!(RefusedReason::from_code(4), RefusedReason::NoSubscriber);
+        assert_eq!(RefusedReason::from_code(4), RefusedReason::MetadataTooLarge);
+        assert_eq!(RefusedReason::from_code(5), RefusedReason::NoSubscriber);
         assert_eq!(RefusedReason::NoSubscriber.kind(), "no_subscriber");
         assert!(RefusedReason::NoSubscriber.is_retried() && !RefusedReason::Loop.is_retried());
         // Handshake field 32: present only when the client wants acknowledgements.
