@@ -5,34 +5,10 @@
 mod common;
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::{Output, Stdio};
 
 use common::serve::Launch;
-use common::{wait, y3};
-
-/// A fresh private directory for one test (removed on drop).
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("y3-devcert-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
-        }
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use common::{run_with_input, wait, y3, TempDir};
 
 /// A loopback port free for both TCP and UDP right now.
 fn free_port() -> u16 {
@@ -64,18 +40,12 @@ fn send_found(dir: &TempDir, addr: &str) -> Output {
 }
 
 fn send_with(cmd: &mut std::process::Command, addr: &str, extra: &[&str]) -> Output {
-    let mut child = cmd
-        .args(["send", "--addr", addr, "--transport", "quic"])
-        .args(extra)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(b"{\"payload_hex\":\"01\"}\n").unwrap();
-    drop(stdin);
-    wait(child, "y3 send --transport quic")
+    run_with_input(
+        cmd.args(["send", "--addr", addr, "--transport", "quic"])
+            .args(extra),
+        b"{\"payload_hex\":\"01\"}\n",
+        "y3 send --transport quic",
+    )
 }
 
 #[test]

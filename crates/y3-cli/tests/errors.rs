@@ -5,40 +5,10 @@
 mod common;
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::{Output, Stdio};
 
 use common::serve::{Launch, Serve};
-use common::{wait, y3};
-
-/// A fresh private directory for one test (removed on drop).
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("y3-errors-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
-        }
-        TempDir(dir)
-    }
-
-    fn file(&self, name: &str, text: &str) -> PathBuf {
-        let path = self.0.join(name);
-        std::fs::write(&path, text).unwrap();
-        path
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use common::{run_with_input, wait, y3, TempDir};
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -46,18 +16,11 @@ fn stderr(out: &Output) -> String {
 
 /// `y3 ARGS` with `stdin` as its input, in the private directory `dir`.
 fn run(args: &[&str], stdin: &str, dir: &TempDir) -> Output {
-    let mut child = y3()
-        .args(args)
-        .env("XDG_RUNTIME_DIR", &dir.0)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut input = child.stdin.take().unwrap();
-    let _ = input.write_all(stdin.as_bytes());
-    drop(input);
-    wait(child, &format!("y3 {args:?}"))
+    run_with_input(
+        y3().args(args).env("XDG_RUNTIME_DIR", &dir.0),
+        stdin.as_bytes(),
+        &format!("y3 {args:?}"),
+    )
 }
 
 /// Asserts exit status `code`, the error line's kind, that each of `needles` is in the

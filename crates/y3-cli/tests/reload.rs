@@ -5,35 +5,12 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::serve::{Launch, Serve};
-use common::{wait, y3};
-
-/// A fresh private directory for one test (removed on drop).
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("y3-reload-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
-        }
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use common::{run_with_input, wait, y3, TempDir};
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -62,18 +39,12 @@ fn wait_for_text(path: &Path, needle: &str) -> String {
 
 /// `y3 send` of one frame on tag 0x10 with `token`.
 fn send(serve: &Serve, token: &str) -> Output {
-    let mut child = y3()
-        .args(["send", "--addr", &serve.tcp.to_string()])
-        .env("Y3_TOKEN", token)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(b"{\"payload_hex\":\"2a\"}\n").unwrap();
-    drop(stdin);
-    wait(child, "y3 send")
+    run_with_input(
+        y3().args(["send", "--addr", &serve.tcp.to_string()])
+            .env("Y3_TOKEN", token),
+        b"{\"payload_hex\":\"2a\"}\n",
+        "y3 send",
+    )
 }
 
 /// A `y3 observe` of tag 0x10 with `token`, and its output lines.

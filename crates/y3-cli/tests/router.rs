@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::{Output, Stdio};
 
 use common::serve::{Launch, Serve};
-use common::{wait, y3, WAIT};
+use common::{run_with_input, wait, y3, WAIT};
 
 /// Where [`start`] has the router write its dev certificate.
 fn cert_path(test: &str) -> PathBuf {
@@ -28,21 +28,12 @@ fn start(test: &str, extra: &[&str]) -> Serve {
 }
 
 fn send(server: &Serve, args: &[&str], lines: &str) -> Output {
-    let mut child = y3()
-        .args(["send", "--addr", &server.tcp.to_string()])
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(lines.as_bytes())
-        .unwrap();
-    wait(child, "y3 send")
+    run_with_input(
+        y3().args(["send", "--addr", &server.tcp.to_string()])
+            .args(args),
+        lines.as_bytes(),
+        "y3 send",
+    )
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::process::{Child, Output, Stdio};
 
 use common::serve::{Launch, Serve};
-use common::{wait, y3};
+use common::{run_with_input, wait, y3};
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -20,18 +20,12 @@ fn router() -> Serve {
 
 /// `y3 send ARGS` to `serve`, `input` on stdin.
 fn send(serve: &Serve, args: &[&str], input: &[u8]) -> Output {
-    let mut child = y3()
-        .args(["send", "--addr", &serve.tcp.to_string()])
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(input).unwrap();
-    drop(stdin);
-    wait(child, "y3 send")
+    run_with_input(
+        y3().args(["send", "--addr", &serve.tcp.to_string()])
+            .args(args),
+        input,
+        "y3 send",
+    )
 }
 
 /// `y3 observe ARGS` on `serve`, once it is subscribed (its connection counted).

@@ -316,14 +316,7 @@ pub(crate) async fn route(
                         cache.loops.report(sender, tid, data.tag, report, at);
                     }
                     if left == 0 {
-                        if let Some(ticket) = ticket.take() {
-                            if federated {
-                                ticket.done();
-                            } else {
-                                ticket.refused(RefusedReason::Loop);
-                            }
-                        }
-                        return;
+                        return every_recipient_looped(ticket, federated);
                     }
                 }
             }
@@ -381,14 +374,7 @@ pub(crate) async fn route(
                 dropped_at.extend(throttled);
                 dropped_at.sort_unstable();
                 if left == 0 {
-                    if let Some(ticket) = ticket.take() {
-                        if federated {
-                            ticket.done();
-                        } else {
-                            ticket.refused(RefusedReason::Loop);
-                        }
-                    }
-                    return;
+                    return every_recipient_looped(ticket, federated);
                 }
             }
         }
@@ -443,6 +429,18 @@ pub(crate) async fn route(
     }
     if let Some((ticket, waits)) = ticket {
         ticket.done_when_written(waits);
+    }
+}
+
+/// Settles the ticket of a frame every recipient dropped as a loop: stored when the
+/// federation took it, else refused as `loop`.
+fn every_recipient_looped(ticket: Option<Ticket>, federated: bool) {
+    if let Some(ticket) = ticket {
+        if federated {
+            ticket.done();
+        } else {
+            ticket.refused(RefusedReason::Loop);
+        }
     }
 }
 

@@ -228,13 +228,7 @@ fn is_crypto(close: &quinn::ConnectionClose) -> bool {
 fn refused_tls_over_quic(error: &io::Error) -> bool {
     #[cfg(feature = "quic")]
     if let Some(inner) = error.get_ref() {
-        let lost = if let Some(quinn::ReadError::ConnectionLost(e)) = inner.downcast_ref() {
-            Some(e)
-        } else if let Some(quinn::WriteError::ConnectionLost(e)) = inner.downcast_ref() {
-            Some(e)
-        } else {
-            inner.downcast_ref::<quinn::ConnectionError>()
-        };
+        let lost = crate::tls::quic_connection_lost(inner);
         return matches!(lost, Some(quinn::ConnectionError::ConnectionClosed(c)) if is_crypto(c));
     }
     let _ = error;

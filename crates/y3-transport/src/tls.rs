@@ -613,6 +613,39 @@ impl ClientCertRefusal {
 const CERTIFICATE_REQUIRED: u8 = 116;
 const CERTIFICATE_ALERTS: [u8; 8] = [42, 43, 44, 45, 46, 48, 49, 51];
 
+/// The refusal a TLS alert code (one of the above) stands for, if any.
+fn refusal_of_alert(alert: u8) -> Option<ClientCertRefusal> {
+    if alert == CERTIFICATE_REQUIRED {
+        Some(ClientCertRefusal::Missing)
+    } else if CERTIFICATE_ALERTS.contains(&alert) {
+        Some(ClientCertRefusal::Invalid)
+    } else {
+        None
+    }
+}
+
+/// The TLS alert a QUIC connection was closed with (crypto error codes `0x100 + alert`,
+/// RFC 9001 §4.8).
+#[cfg(feature = "quic")]
+fn quic_alert(code: u64) -> Option<u8> {
+    Some(code.checked_sub(0x100).filter(|a| *a < 0x100)? as u8)
+}
+
+/// The QUIC connection error an IO error of a QUIC stream carries (its read or write
+/// learned the connection was lost), if it is one.
+#[cfg(feature = "quic")]
+pub(crate) fn quic_connection_lost(
+    inner: &(dyn std::error::Error + Send + Sync + 'static),
+) -> Option<&quinn::ConnectionError> {
+    if let Some(quinn::ReadError::ConnectionLost(e)) = inner.downcast_ref() {
+        Some(e)
+    } else if let Some(quinn::WriteError::ConnectionLost(e)) = inner.downcast_ref() {
+        Some(e)
+    } else {
+        inner.downcast_ref::<quinn::ConnectionError>()
+    }
+}
+
 fn refusal_of(error: &rustls::Error) -> Option<ClientCertRefusal> {
     match error {
         rustls::Error::NoCertificatesPresented => Some(ClientCertRefusal::Missing),
@@ -633,15 +666,7 @@ pub fn client_cert_refusal(error: &TransportError) -> Option<ClientCertRefusal> 
             .and_then(refusal_of),
         #[cfg(feature = "quic")]
         TransportError::QuicConnection(quinn::ConnectionError::TransportError(e)) => {
-            let code = u64::from(e.code);
-            let alert = code.checked_sub(0x100).filter(|a| *a < 0x100)? as u8;
-            if alert == CERTIFICATE_REQUIRED {
-                Some(ClientCertRefusal::Missing)
-            } else if CERTIFICATE_ALERTS.contains(&alert) {
-                Some(ClientCertRefusal::Invalid)
-            } else {
-                None
-            }
+            refusal_of_alert(quic_alert(u64::from(e.code))?)
         }
         _ => None,
     }
@@ -650,24 +675,14 @@ pub fn client_cert_refusal(error: &TransportError) -> Option<ClientCertRefusal> 
 /// Whether a client's connect error is the router refusing its client certificate (or
 /// the lack of one): the alert the router sent over TLS/TCP, or closed QUIC with.
 pub fn client_cert_refused(error: &TransportError) -> Option<ClientCertRefusal> {
-    let of_alert = |alert: u8| {
-        if alert == CERTIFICATE_REQUIRED {
-            Some(ClientCertRefusal::Missing)
-        } else if CERTIFICATE_ALERTS.contains(&alert) {
-            Some(ClientCertRefusal::Invalid)
-        } else {
-            None
-        }
-    };
     let of_rustls = |e: &rustls::Error| match e {
-        rustls::Error::AlertReceived(alert) => of_alert(u8::from(*alert)),
+        rustls::Error::AlertReceived(alert) => refusal_of_alert(u8::from(*alert)),
         _ => None,
     };
     #[cfg(feature = "quic")]
     let of_close = |lost: &quinn::ConnectionError| match lost {
         quinn::ConnectionError::ConnectionClosed(close) => {
-            let code = u64::from(close.error_code);
-            of_alert(code.checked_sub(0x100).filter(|a| *a < 0x100)? as u8)
+            refusal_of_alert(quic_alert(u64::from(close.error_code))?)
         }
         _ => None,
     };
@@ -681,14 +696,7 @@ pub fn client_cert_refused(error: &TransportError) -> Option<ClientCertRefusal> 
             // Over QUIC, the first read or write after the handshake learns of the close.
             #[cfg(feature = "quic")]
             {
-                let lost = if let Some(quinn::ReadError::ConnectionLost(e)) = inner.downcast_ref() {
-                    Some(e)
-                } else if let Some(quinn::WriteError::ConnectionLost(e)) = inner.downcast_ref() {
-                    Some(e)
-                } else {
-                    inner.downcast_ref::<quinn::ConnectionError>()
-                };
-                return lost.and_then(of_close);
+                return quic_connection_lost(inner).and_then(of_close);
             }
             #[allow(unreachable_code)]
             None

@@ -1,10 +1,12 @@
 //! Helpers the CLI tests share: the `y3` binary as a command, bounded waits for the
-//! processes they start, and `y3 serve` ([`serve`]).
+//! processes they start, private temporary directories, and `y3 serve` ([`serve`]).
 #![allow(dead_code)]
 
 pub mod serve;
 
-use std::process::{Child, Command, Output};
+use std::path::PathBuf;
+use std::io::Write as _;
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// Every wait for a process is bounded by this.
@@ -34,5 +36,52 @@ pub fn wait(mut child: Child, what: &str) -> Output {
             );
         }
         std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Runs `cmd` with `input` on its stdin (then closed) and its output captured, waiting
+/// for it as [`wait`] does. A command that exits before reading all of `input` is fine.
+pub fn run_with_input(cmd: &mut Command, input: &[u8], what: &str) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let _ = stdin.write_all(input);
+    drop(stdin);
+    wait(child, what)
+}
+
+/// A fresh private directory (mode 0700) for one test, removed on drop. `name` tells the
+/// tests of one binary apart; the process id, the binaries.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    /// Creates (or empties) `y3-test-NAME-PID` under the system's temporary directory.
+    pub fn new(name: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("y3-test-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        }
+        TempDir(dir)
+    }
+
+    /// Writes `contents` to the file `name` in the directory; its path.
+    pub fn file(&self, name: &str, contents: &str) -> PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, contents).unwrap();
+        path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }

@@ -726,7 +726,7 @@ pub(crate) fn git_revision() -> Option<String> {
 }
 
 /// The environment variable that makes a debug lab's YoMo and federation suites run with
-/// the debug binaries next to it (see [`Peers::build`]); `scripts/test-smoke.sh` sets it.
+/// the debug binaries next to it (see `Peers::build`); `scripts/test-smoke.sh` sets it.
 pub const SMOKE_ENV: &str = "Y3_LAB_SMOKE";
 
 impl Peers {
