@@ -4,11 +4,10 @@
 
 mod common;
 
-use std::io::Write;
-use std::process::{Output, Stdio};
+use std::process::Output;
 
 use common::serve::Launch;
-use common::{run_with_input, wait, y3, TempDir};
+use common::{run_with_input, y3, TempDir};
 
 /// A loopback port free for both TCP and UDP right now.
 fn free_port() -> u16 {

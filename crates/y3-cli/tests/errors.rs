@@ -4,11 +4,10 @@
 
 mod common;
 
-use std::io::Write;
-use std::process::{Output, Stdio};
+use std::process::Output;
 
 use common::serve::{Launch, Serve};
-use common::{run_with_input, wait, y3, TempDir};
+use common::{run_with_input, y3, TempDir};
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()

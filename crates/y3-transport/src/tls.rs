@@ -634,9 +634,9 @@ fn quic_alert(code: u64) -> Option<u8> {
 /// The QUIC connection error an IO error of a QUIC stream carries (its read or write
 /// learned the connection was lost), if it is one.
 #[cfg(feature = "quic")]
-pub(crate) fn quic_connection_lost(
-    inner: &(dyn std::error::Error + Send + Sync + 'static),
-) -> Option<&quinn::ConnectionError> {
+pub(crate) fn quic_connection_lost<'a>(
+    inner: &'a (dyn std::error::Error + Send + Sync + 'static),
+) -> Option<&'a quinn::ConnectionError> {
     if let Some(quinn::ReadError::ConnectionLost(e)) = inner.downcast_ref() {
         Some(e)
     } else if let Some(quinn::WriteError::ConnectionLost(e)) = inner.downcast_ref() {

@@ -4,8 +4,8 @@
 
 pub mod serve;
 
-use std::path::PathBuf;
 use std::io::Write as _;
+use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
