@@ -268,11 +268,11 @@ class Source(_Sending):
 class DurableSource(_Sending):
     """A source whose frames survive a lost connection and a restarted router (the Rust
     SDK's ``DurableSource``): it asks the router for stored acknowledgements
-    (``spec/frames.md``), keeps every frame until the router says it is stored (routed,
-    and for a durable tag of the federation, in JetStream), and writes again, in order,
-    what was not stored when a connection ended. Delivery is at least once; a frame
-    written twice keeps its ``yomo-tid``, which durable tags de-duplicate. Only for ``y3
-    serve``: YoMo's zipper never acknowledges.
+    (``spec/frames.md``), keeps every frame until the router says it is stored (written
+    to a subscriber, and for a durable tag of the federation, in JetStream), and writes
+    again, in order, what was not stored when a connection ended. Delivery is at least
+    once; a frame written twice keeps its ``yomo-tid``, which durable tags de-duplicate.
+    Only for ``y3 serve``: YoMo's zipper never acknowledges.
 
     ``send`` is :class:`Source`'s; :meth:`wait_stored` waits until everything sent is
     stored, and :meth:`close` does too before it closes. A frame the router refuses (over
@@ -283,9 +283,11 @@ class DurableSource(_Sending):
     :attr:`retried`), bounded by the source's window.
 
     >>> async def main(addr):
-    ...     async with y3.DurableSource(addr, name="meter") as source:
-    ...         await source.send(0x10, b"kept until stored")
-    ...         return await source.wait_stored(5.0)
+    ...     async with y3.Sink(addr, [0x12], name="archive") as sink:
+    ...         await wait_subscribed(1)      # someone takes 0x12: its frames can be stored
+    ...         async with y3.DurableSource(addr, name="meter") as source:
+    ...             await source.send(0x12, b"kept until stored")
+    ...             return await source.wait_stored(5.0)
     >>> asyncio.run(main(ADDR))
     True
     """
