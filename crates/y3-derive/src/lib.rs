@@ -24,7 +24,7 @@
 //! (Compiled and run as a doctest of `y3::typed`, where the `y3` crate is in scope; the
 //! compile errors listed below are checked there too, as `compile_fail` doctests.)
 //!
-//! ```ignore
+//! ```text
 //! #[derive(Debug, Default, PartialEq, y3::Message)]
 //! struct NoiseData {
 //!     #[y3(tag = 0x11)]
