@@ -27,7 +27,8 @@ step() { printf '\n==> packages: %s\n' "$*"; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo -n "$@"; fi; }
 need() { # need COMMAND [DEBIAN PACKAGE]
     command -v "$1" >/dev/null && return 0
-    as_root apt-get install -y "${2:-$1}" >/dev/null
+    as_root apt-get install -y "${2:-$1}" >/dev/null ||
+        { as_root apt-get update >/dev/null && as_root apt-get install -y "${2:-$1}" >/dev/null; }
     command -v "$1" >/dev/null || { echo "test-packages: $1 is missing" >&2; exit 1; }
 }
 need dpkg-deb dpkg
