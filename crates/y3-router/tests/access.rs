@@ -10,8 +10,7 @@ use std::time::Duration;
 
 use common::*;
 use futures_util::SinkExt;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpSocket, TcpStream};
+use tokio::net::TcpSocket;
 use y3_router::config::TokenConfig;
 use y3_router::{Router, RouterConfig, RouterError, RouterHandle};
 use y3_transport::frame::{ClientType, Frame, GoawayCode, Handshake};
@@ -362,21 +361,6 @@ async fn the_tarpit_can_be_turned_off() {
     router.shutdown().await;
 }
 
-/// A GET over a fresh TCP connection: the status code and the body.
-async fn get(addr: SocketAddr, path: &str, auth: Option<&str>) -> (u16, String) {
-    let mut tcp = TcpStream::connect(addr).await.unwrap();
-    let header = auth.map_or(String::new(), |a| format!("Authorization: {a}\r\n"));
-    let request = format!("GET {path} HTTP/1.1\r\nHost: t\r\n{header}Connection: close\r\n\r\n");
-    tcp.write_all(request.as_bytes()).await.unwrap();
-    let mut text = String::new();
-    within("the HTTP answer", tcp.read_to_string(&mut text))
-        .await
-        .unwrap();
-    let status = text.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let body = text.split_once("\r\n\r\n").unwrap().1.to_owned();
-    (status, body)
-}
-
 #[tokio::test]
 async fn metrics_need_the_bearer_token() {
     let router = router(|c| {
@@ -391,19 +375,22 @@ async fn metrics_need_the_bearer_token() {
         Some("Bearer m3trics2"),
         Some("m3trics"),
     ] {
-        let (status, body) = get(addr, "/metrics", auth).await;
+        let (status, body) = http_get(addr, "/metrics", auth).await;
         assert_eq!(status, 401, "{auth:?}");
         assert!(!body.contains("y3_router"), "{auth:?}");
     }
-    let (status, body) = get(addr, "/metrics", Some("Bearer m3trics")).await;
+    let (status, body) = http_get(addr, "/metrics", Some("Bearer m3trics")).await;
     assert_eq!(status, 200);
     assert!(body.contains("y3_router_queue_depth"), "{body}");
-    assert_eq!(get(addr, "/healthz", None).await, (200, "ok\n".to_owned()));
+    assert_eq!(
+        http_get(addr, "/healthz", None).await,
+        (200, "ok\n".to_owned())
+    );
     ledger(&router).await;
     router.shutdown().await;
     // Without a token the endpoint stays open, as before.
     let open = router_with_metrics().await;
-    let (status, _) = get(open.metrics_addr().unwrap(), "/metrics", None).await;
+    let (status, _) = http_get(open.metrics_addr().unwrap(), "/metrics", None).await;
     assert_eq!(status, 200);
     open.shutdown().await;
 }

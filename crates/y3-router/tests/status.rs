@@ -7,26 +7,15 @@ mod common;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use common::{eventually, options, router, within};
+use common::{eventually, http_get, options, router, within};
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use y3_transport::sdk::{Sink, Source, Transport};
 
 const TOKEN: &str = "st4tus";
 
-async fn get(addr: SocketAddr, path: &str, auth: Option<&str>) -> (u16, String) {
-    let mut tcp = TcpStream::connect(addr).await.unwrap();
-    let header = auth.map_or(String::new(), |a| format!("Authorization: Bearer {a}\r\n"));
-    let request = format!("GET {path} HTTP/1.1\r\nHost: t\r\n{header}Connection: close\r\n\r\n");
-    tcp.write_all(request.as_bytes()).await.unwrap();
-    let mut text = String::new();
-    within("the HTTP answer", tcp.read_to_string(&mut text))
-        .await
-        .unwrap();
-    let status = text.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let body = text.split_once("\r\n\r\n").unwrap().1.to_owned();
-    (status, body)
+/// [`http_get`] with `Authorization: Bearer TOKEN` when a token is given.
+async fn get(addr: SocketAddr, path: &str, token: Option<&str>) -> (u16, String) {
+    http_get(addr, path, token.map(|t| format!("Bearer {t}")).as_deref()).await
 }
 
 async fn json(addr: SocketAddr, path: &str) -> Value {

@@ -320,3 +320,24 @@ pub fn ledger_of(stats: &y3_router::Stats) {
         panic!("ledger: {e} ({:?}; {stats:?})", stats.ledger());
     }
 }
+
+/// A GET of `path` over a fresh TCP connection to `addr`, with `authorization` as the
+/// `Authorization` header's value when given: the status code and the body.
+pub async fn http_get(
+    addr: std::net::SocketAddr,
+    path: &str,
+    authorization: Option<&str>,
+) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let header = authorization.map_or(String::new(), |a| format!("Authorization: {a}\r\n"));
+    let request = format!("GET {path} HTTP/1.1\r\nHost: t\r\n{header}Connection: close\r\n\r\n");
+    tcp.write_all(request.as_bytes()).await.unwrap();
+    let mut text = String::new();
+    within("the HTTP answer", tcp.read_to_string(&mut text))
+        .await
+        .unwrap();
+    let status = text.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let body = text.split_once("\r\n\r\n").unwrap().1.to_owned();
+    (status, body)
+}
