@@ -6,7 +6,8 @@
 //!  REQ <prefix>.name.N  "who am I" ───────────▶  answers "who it is", logs the attempt,
 //!      ◀──────────── reply: N is taken           counts name_claims_refused
 //!      ◀──────────── 503 no responders: free     (nobody subscribed)
-//!      ... nothing within PROBE_WAIT:    free    (a holder whose host vanished)
+//!      ... nothing within PROBE_WAIT,
+//!          PROBE_TRIES times running:   free    (a holder whose host vanished)
 //! ```
 //!
 //! Every router subscribes to its own name's subject before it asks, and answers every
@@ -17,9 +18,10 @@
 //! A crashed holder does not lock its successor out: a killed process's NATS connection
 //! closes with it and the server drops its subscription at once, so the restarted router
 //! gets "no responders" at once; a holder whose host vanished (no FIN) stays subscribed until
-//! the server's pings fail (minutes), but cannot answer, so the request times out after
-//! [`PROBE_WAIT`] and the name is free. The price: a holder too busy to answer within
-//! [`PROBE_WAIT`] is taken for gone. Two routers that start with one name within the
+//! the server's pings fail (minutes), but cannot answer, so the request times out
+//! [`PROBE_TRIES`] times running ([`PROBE_WAIT`] each) and the name is free. The price: a
+//! holder too busy to answer any of those requests is taken for gone; one busy for a moment
+//! (a loaded host) answers a later one. Two routers that start with one name within the
 //! cluster's interest propagation time (milliseconds) may both refuse, or both start.
 //! Whatever gets through is caught while running: another router's frames under this
 //! router's name are dropped and counted (`lost{reason="same_name"}`), and both are logged.
@@ -40,8 +42,11 @@ use tokio::task::JoinHandle;
 use super::Federation;
 use crate::error::RouterError;
 
-/// How long a claim waits for an answer from a holder.
+/// How long a claim waits for an answer from a holder, each time it asks.
 pub(crate) const PROBE_WAIT: Duration = Duration::from_secs(1);
+
+/// How many times running a claim asks before a silent subscriber is taken for gone.
+pub(crate) const PROBE_TRIES: u32 = 3;
 
 /// How long the start waits for NATS before it claims the name in the background.
 const CONNECT_WAIT: Duration = Duration::from_secs(3);
@@ -113,32 +118,41 @@ async fn probe(fed: &Federation, client: &Client) -> Result<async_nats::Subscrib
         field: "federation.urls",
         problem: "the NATS client closed while claiming federation.name",
     })?;
-    let request = Request::new()
-        .payload(describe(fed, client))
-        .timeout(Some(PROBE_WAIT));
-    match client.send_request(subject, request).await {
-        Ok(reply) => Err(RouterError::FederationNameTaken {
-            name: fed.name.to_string(),
-            holder: shown(&reply.payload),
-        }),
-        Err(e) if matches!(e.kind(), RequestErrorKind::NoResponders) => Ok(sub),
-        Err(e) if matches!(e.kind(), RequestErrorKind::TimedOut) => {
-            tracing::info!(
-                router = %fed.name,
-                "federation: a subscriber of this name did not answer in {PROBE_WAIT:?} \
-                 (a holder that is gone); taking the name"
-            );
-            Ok(sub)
-        }
-        Err(e) => {
-            tracing::warn!(
-                router = %fed.name,
-                error = %e,
-                "federation: could not check that federation.name is unique; going on"
-            );
-            Ok(sub)
+    for attempt in 1..=PROBE_TRIES {
+        let request = Request::new()
+            .payload(describe(fed, client))
+            .timeout(Some(PROBE_WAIT));
+        match client.send_request(subject.clone(), request).await {
+            Ok(reply) => {
+                return Err(RouterError::FederationNameTaken {
+                    name: fed.name.to_string(),
+                    holder: shown(&reply.payload),
+                });
+            }
+            Err(e) if matches!(e.kind(), RequestErrorKind::NoResponders) => return Ok(sub),
+            Err(e) if matches!(e.kind(), RequestErrorKind::TimedOut) => {
+                tracing::info!(
+                    router = %fed.name,
+                    attempt,
+                    "federation: a subscriber of this name did not answer in {PROBE_WAIT:?}"
+                );
+            }
+            Err(e) => {
+                tracing::warn!(
+                    router = %fed.name,
+                    error = %e,
+                    "federation: could not check that federation.name is unique; going on"
+                );
+                return Ok(sub);
+            }
         }
     }
+    tracing::info!(
+        router = %fed.name,
+        "federation: the name's subscriber did not answer {PROBE_TRIES} times running (a \
+         holder that is gone); taking the name"
+    );
+    Ok(sub)
 }
 
 /// Answers every later claim of the name with this router's description, and logs it.
