@@ -20,6 +20,7 @@
 //! println!("tcp {}", ready.listener("tcp").unwrap());
 //! ```
 
+use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
@@ -118,15 +119,26 @@ impl ServeDir {
         self.path.join(READY_FILE)
     }
 
-    /// Readies `cmd`, a `y3 serve` command with its subcommand already given: adds
-    /// `--ready-file`, and sets `XDG_RUNTIME_DIR` and `XDG_STATE_HOME` to the directory. A
-    /// ready file left by an earlier router here is removed.
-    pub fn command<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
+    /// Removes a ready file left here by an earlier router, and returns the arguments
+    /// that make the next one write its own: `--ready-file DIR/ready.json`.
+    pub fn prepare(&self) -> [OsString; 2] {
         let _ = std::fs::remove_file(self.ready_path());
-        cmd.arg("--ready-file")
-            .arg(self.ready_path())
-            .env("XDG_RUNTIME_DIR", &self.path)
-            .env("XDG_STATE_HOME", &self.path)
+        ["--ready-file".into(), self.ready_path().into_os_string()]
+    }
+
+    /// The environment that keeps the router's dev certificate and state here:
+    /// `XDG_RUNTIME_DIR` and `XDG_STATE_HOME`, both the directory.
+    pub fn env(&self) -> [(&'static str, &Path); 2] {
+        [
+            ("XDG_RUNTIME_DIR", &self.path),
+            ("XDG_STATE_HOME", &self.path),
+        ]
+    }
+
+    /// Readies `cmd`, a `y3 serve` command with its subcommand already given:
+    /// [`prepare`](Self::prepare)'s arguments and [`env`](Self::env).
+    pub fn command<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
+        cmd.args(self.prepare()).envs(self.env())
     }
 
     /// Waits at most `within` until `child` (started from [`command`](Self::command))
@@ -137,6 +149,21 @@ impl ServeDir {
     /// [`StartError::Io`] for a file that does not read as a [`Ready`]. The child is left
     /// as it is: the caller kills it (or reads its output).
     pub fn wait(&self, child: &mut Child, within: Duration) -> Result<Ready, StartError> {
+        let pid = child.id();
+        self.wait_pid(pid, within, || child.try_wait())
+    }
+
+    /// As [`wait`](Self::wait), for a process known by its id and a way to ask whether it
+    /// has ended (a harness's own process wrapper).
+    ///
+    /// # Errors
+    /// As [`wait`](Self::wait).
+    pub fn wait_pid(
+        &self,
+        pid: u32,
+        within: Duration,
+        mut exited: impl FnMut() -> io::Result<Option<ExitStatus>>,
+    ) -> Result<Ready, StartError> {
         let path = self.ready_path();
         let io = |source| StartError::Io {
             path: path.clone(),
@@ -145,13 +172,13 @@ impl ServeDir {
         let start = Instant::now();
         loop {
             match Ready::read(&path) {
-                // Written by this child (not one before it on the same directory).
-                Ok(ready) if ready.pid == child.id() => return Ok(ready),
+                // Written by this process (not one before it on the same directory).
+                Ok(ready) if ready.pid == pid => return Ok(ready),
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => return Err(io(e)),
             }
-            if let Some(status) = child.try_wait().map_err(io)? {
+            if let Some(status) = exited().map_err(io)? {
                 return Err(StartError::Exited { status });
             }
             if start.elapsed() > within {
