@@ -244,7 +244,7 @@ struct Router {
 /// The process behind a [`Router`], kept until it is dropped.
 enum Running {
     YoMo(#[allow(dead_code)] Proc),
-    Y3(#[allow(dead_code)] Serve),
+    Y3(#[allow(dead_code)] Box<Serve>),
 }
 
 impl Router {
@@ -267,7 +267,7 @@ impl Router {
                     .start();
                 let addr = serve.quic.expect("QUIC on");
                 Router {
-                    _running: Running::Y3(serve),
+                    _running: Running::Y3(Box::new(serve)),
                     addr,
                 }
             }
