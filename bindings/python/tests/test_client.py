@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,28 +26,6 @@ def message(i: int) -> bytes:
 
 def seq(payload: bytes) -> int | None:
     return int.from_bytes(payload[1:5], "big") if payload[:1] == b"m" else None
-
-
-@pytest.fixture
-def y3_router(tmp_path: Path) -> Iterator[Y3Router]:
-    router = Y3Router(tmp_path)
-    yield router
-    router.stop()
-
-
-@pytest.fixture(params=["y3", "yomo"])
-def router(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Y3Router | YomoZipper]:
-    """`y3 serve`, then YoMo's zipper: the same test against both."""
-    if request.param == "y3":
-        if not routers.Y3_BIN:
-            pytest.skip("Y3_BIN is not set")
-        r: Y3Router | YomoZipper = Y3Router(tmp_path)
-    else:
-        if not routers.YOMO_PEER:
-            pytest.skip("YOMO_PEER is not set")
-        r = YomoZipper(tmp_path)
-    yield r
-    r.stop()
 
 
 class Collector:

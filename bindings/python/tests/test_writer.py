@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import routers
 import y3
 from routers import Y3Router, YomoZipper, needs_y3, until_routed
 
@@ -27,21 +26,6 @@ IN, OUT, TARGETED, FROM_A, FROM_B = 0x40, 0x41, 0x42, 0x47, 0x48
 
 def num(n: int) -> bytes:
     return n.to_bytes(4, "big")
-
-
-@pytest.fixture(params=["y3", "yomo"])
-def router(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Y3Router | YomoZipper]:
-    """`y3 serve`, then YoMo's zipper: the same test against both."""
-    if request.param == "y3":
-        if not routers.Y3_BIN:
-            pytest.skip("Y3_BIN is not set")
-        r: Y3Router | YomoZipper = Y3Router(tmp_path)
-    else:
-        if not routers.YOMO_PEER:
-            pytest.skip("YOMO_PEER is not set")
-        r = YomoZipper(tmp_path)
-    yield r
-    r.stop()
 
 
 def fanned(frame: y3.Frame) -> list[tuple[int, bytes]]:
