@@ -208,3 +208,58 @@ fn private_dir(path: &Path) -> io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn document(pid: u32) -> Ready {
+        Ready {
+            schema: READY_SCHEMA,
+            pid,
+            version: "0.1.0".into(),
+            listeners: [("tcp".to_owned(), "127.0.0.1:1".parse().unwrap())].into(),
+            tcp_tls: false,
+            certificate: ReadyCertificate {
+                sha256: "00".repeat(32),
+                self_signed: true,
+                path: None,
+            },
+            config: None,
+        }
+    }
+
+    /// A stale file is removed by `prepare`; a document of another process is not taken;
+    /// this process's is; the directory goes on drop.
+    #[test]
+    fn wait_takes_only_its_process_document() {
+        let dir = ServeDir::new("unit").unwrap();
+        document(1).write_atomic(&dir.ready_path()).unwrap();
+        let args = dir.prepare();
+        assert_eq!(args[1], dir.ready_path().into_os_string());
+        assert!(!dir.ready_path().exists());
+        let env = dir.env();
+        assert_eq!(env[0], ("XDG_RUNTIME_DIR", dir.path()));
+        document(1).write_atomic(&dir.ready_path()).unwrap();
+        let short = Duration::from_millis(50);
+        let err = dir.wait_pid(2, short, || Ok(None)).unwrap_err();
+        assert_eq!(err.kind(), "timeout");
+        document(2).write_atomic(&dir.ready_path()).unwrap();
+        let ready = dir.wait_pid(2, short, || Ok(None)).unwrap();
+        assert_eq!(ready.listener("tcp"), Some("127.0.0.1:1".parse().unwrap()));
+        let path = dir.path().to_owned();
+        drop(dir);
+        assert!(!path.exists());
+    }
+
+    /// A process that ends before it is ready is `exited`, with its status.
+    #[cfg(unix)]
+    #[test]
+    fn a_process_that_ends_first_is_exited() {
+        let dir = ServeDir::new("unit-exit").unwrap();
+        let mut child = Command::new("sh").args(["-c", "exit 3"]).spawn().unwrap();
+        let err = dir.wait(&mut child, READY_WAIT).unwrap_err();
+        assert_eq!(err.kind(), "exited");
+        assert!(matches!(err, StartError::Exited { status } if status.code() == Some(3)));
+    }
+}
