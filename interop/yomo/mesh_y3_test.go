@@ -29,7 +29,6 @@ type meshY3 struct {
 // downstream zippers mesh; it is stopped (SIGTERM, bounded) at cleanup.
 func startMeshY3(t *testing.T, name, quicAddr string, mesh []peer.MeshPeer) *meshY3 {
 	t.Helper()
-	bin := harness.Y3Bin(t)
 	if quicAddr == "" {
 		quicAddr = harness.FreeUDPAddr(t)
 	}
@@ -43,30 +42,11 @@ func startMeshY3(t *testing.T, name, quicAddr string, mesh []peer.MeshPeer) *mes
 	if err := os.WriteFile(file, []byte(cfg.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var env []string
-	if os.Getenv("RUST_LOG") == "" {
-		env = append(env, "RUST_LOG=warn")
-	}
-	p := harness.StartProcess(t, nil, env, bin,
+	p, ready := harness.StartY3(t, t.TempDir(), nil,
 		"serve", "--config", file, "--tcp", "127.0.0.1:0", "--quic", quicAddr, "--metrics", "")
-	const ready = "y3 router listening:"
-	line, err := p.WaitLine(ready, harness.ReadyTimeout)
-	if err != nil {
-		t.Fatalf("%s serve --config %s: %v\nconfig:\n%s\nstderr:\n%s", bin, file, err, cfg.String(), p.Stderr())
-	}
-	go func() {
-		for range p.Lines() {
-		}
-	}()
-	r := &meshY3{proc: p}
-	fields := strings.Fields(strings.TrimPrefix(line, ready))
-	for i := 0; i+1 < len(fields); i++ {
-		if fields[i] == "quic" {
-			r.addr = fields[i+1]
-		}
-	}
-	if r.addr == "" || r.addr == "off" {
-		t.Fatalf("no quic address in %q", line)
+	r := &meshY3{proc: p, addr: ready.Listener("quic")}
+	if r.addr == "" {
+		t.Fatalf("no quic address in %+v\nconfig:\n%s", ready, cfg.String())
 	}
 	t.Cleanup(r.Stop)
 	return r

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/yomorun/yomo"
 	"github.com/yomorun/yomo/serverless"
 
 	"github.com/y3-dev/y3/interop/yomo/internal/harness"
@@ -44,24 +43,15 @@ topic = "alerts/noise"
 `, mqttPort)})
 
 	// The stream function: which device spoke (mqtt-topic), and its reading, as an alert.
-	var seen, noTopic atomic.Int64
-	sfn := yomo.NewStreamFunction("noise-by-device", r.Addr())
-	sfn.SetObserveDataTags(0x10)
-	if err := sfn.SetHandler(func(ctx serverless.Context) {
-		seen.Add(1)
+	var noTopic atomic.Int64
+	fn := connectWriter(t, r, "noise-by-device", []uint32{0x10}, func(_ *writer, ctx serverless.Context) {
 		topic, ok := ctx.Metadata("mqtt-topic")
 		if !ok {
 			noTopic.Add(1)
 		}
 		device := strings.Split(topic, "/")[1]
 		_ = ctx.Write(0x20, []byte(device+":"+string(ctx.Data())))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := sfn.Connect(); err != nil {
-		t.Fatal(err)
-	}
-	defer sfn.Close()
+	})
 
 	const n = 300
 	for _, qos := range []string{"0", "1"} {
@@ -108,8 +98,8 @@ topic = "alerts/noise"
 			}
 		})
 	}
-	if noTopic.Load() != 0 || seen.Load() != 4*n {
-		t.Errorf("function saw %d frames (want %d), %d without mqtt-topic", seen.Load(), 4*n, noTopic.Load())
+	if noTopic.Load() != 0 || fn.inputs.Load() != 4*n {
+		t.Errorf("function saw %d frames (want %d), %d without mqtt-topic", fn.inputs.Load(), 4*n, noTopic.Load())
 	}
 }
 

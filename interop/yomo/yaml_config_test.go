@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -183,16 +184,11 @@ func serveYAML(t *testing.T, kind harness.Kind, file string) cascadeZipper {
 	}
 	dial := "127.0.0.1:" + strconv.Itoa(conf.Port)
 	if kind == harness.Y3 {
-		bin := harness.Y3Bin(t)
-		p := harness.StartProcess(t, nil, []string{"RUST_LOG=warn"}, bin, "serve", "-c", file)
-		line, err := p.WaitLine("y3 router listening:", harness.ReadyTimeout)
-		if err != nil {
-			t.Fatalf("y3 serve -c %s: %v\nstderr:\n%s", file, err, p.Stderr())
-		}
+		p, ready := harness.StartY3(t, t.TempDir(), nil, "serve", "-c", file)
 		// QUIC on the file's host:port; no TCP and no metrics listener (YoMo has neither).
-		want := fmt.Sprintf("tcp off quic %s:%d metrics off", conf.Host, conf.Port)
-		if !strings.Contains(line, want) {
-			t.Fatalf("y3 serve -c %s: %q, want %q", file, line, want)
+		want := map[string]string{"quic": fmt.Sprintf("%s:%d", conf.Host, conf.Port)}
+		if !reflect.DeepEqual(ready.Listeners, want) {
+			t.Fatalf("y3 serve -c %s: listeners %v, want %v", file, ready.Listeners, want)
 		}
 		return cascadeZipper{addr: dial, proc: p}
 	}

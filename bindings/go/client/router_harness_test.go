@@ -1,7 +1,6 @@
 package client_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sync"
 	"syscall"
 	"testing"
@@ -18,6 +16,7 @@ import (
 
 	y3 "github.com/y3-dev/y3/bindings/go"
 	"github.com/y3-dev/y3/bindings/go/client"
+	"github.com/y3-dev/y3/bindings/go/client/servetest"
 )
 
 // The integration tests run the real router, `y3 serve` from crates/y3-cli. The binary is
@@ -167,13 +166,11 @@ type router struct {
 	stderr *syncBuffer
 	exited chan struct{}
 	err    error // the exit status, once exited is closed
-	ready  time.Time
 }
 
-var listening = regexp.MustCompile(`^y3 router listening: tcp (\S+)(?: \(tls\))? quic (\S+) metrics (\S+)`)
-
 // startRouter starts `y3 serve` on loopback with free ports, a short drain, and a dev
-// certificate in a temporary directory; it is stopped (and killed if need be) when the
+// certificate in a temporary directory, and reads its addresses from its ready file
+// (servetest); it is stopped (and killed if need be) when the
 // test ends.
 func startRouter(t *testing.T, o routerOpts) *router {
 	t.Helper()
@@ -201,26 +198,16 @@ func startRouter(t *testing.T, o routerOpts) *router {
 	if o.tls {
 		args = append(args, "--tcp-tls")
 	}
+	serveDir := servetest.Dir(dir)
+	args = append(args, serveDir.Args()...)
 	r.cmd = exec.Command(bin, args...)
-	r.cmd.Env = append(os.Environ(), "RUST_LOG=info")
+	r.cmd.Env = append(append(os.Environ(), serveDir.Env()...), "RUST_LOG=info")
 	r.cmd.Stderr = r.stderr
-	out, err := r.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	r.cmd.Stdout = r.stdout
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	addrs := make(chan []string, 1)
 	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			line := sc.Text()
-			_, _ = r.stdout.Write([]byte(line + "\n"))
-			if m := listening.FindStringSubmatch(line); m != nil {
-				addrs <- m[1:]
-			}
-		}
 		r.err = r.cmd.Wait()
 		close(r.exited)
 	}()
@@ -236,14 +223,16 @@ func startRouter(t *testing.T, o routerOpts) *router {
 			t.Logf("router stdout:\n%s\nrouter stderr:\n%s", r.stdout, tail(r.stderr.String(), 6000))
 		}
 	})
-	select {
-	case a := <-addrs:
-		r.tcp, r.quic, r.scrape = a[0], a[1], a[2]
-		r.ready = time.Now()
-	case <-r.exited:
+	ready, err := serveDir.Wait(r.cmd.Process.Pid, 15*time.Second, r.exited)
+	if errors.Is(err, servetest.ErrExited) {
+		<-r.exited
 		t.Fatalf("router exited: %v\n%s", r.err, r.stderr)
-	case <-time.After(15 * time.Second):
-		t.Fatalf("router did not start:\n%s", r.stderr)
+	} else if err != nil {
+		t.Fatalf("router did not start: %v\n%s", err, r.stderr)
+	}
+	r.tcp, r.quic = ready.Listener("tcp"), ready.Listener("quic")
+	if m := ready.Listener("metrics"); m != "" {
+		r.scrape = "http://" + m + "/metrics"
 	}
 	routerBin.probed.Do(func() { routerBin.stale = probeProtocol(r.tcp, o) })
 	if routerBin.stale != "" {
@@ -288,19 +277,13 @@ func probeProtocol(addr string, o routerOpts) string {
 	return ""
 }
 
-// signalGrace is how long after its "listening" line the router is given to install its
-// SIGTERM handler: `y3 serve` prints that line before it registers the handler, so a
-// SIGTERM sent at once kills it instead of draining it (a race on the router's side).
-const signalGrace = 250 * time.Millisecond
-
-// terminate asks the router to drain and stop (SIGTERM, as Ctrl-C).
+// terminate asks the router to drain and stop (SIGTERM, as Ctrl-C). `y3 serve` installs
+// its SIGTERM handler before it writes its ready file, so a signal sent once the file is
+// there drains it.
 func (r *router) terminate() {
 	select {
 	case <-r.exited:
 	default:
-		if wait := time.Until(r.ready.Add(signalGrace)); wait > 0 {
-			time.Sleep(wait)
-		}
 		_ = r.cmd.Process.Signal(syscall.SIGTERM)
 	}
 }

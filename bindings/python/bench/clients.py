@@ -92,16 +92,18 @@ def pct(sorted_values: list[float], p: float) -> float:
 
 class Router:
     def __init__(self, y3_bin: str, tmp: Path) -> None:
-        args = [y3_bin, "serve", "--tcp", "127.0.0.1:0", "--quic", "127.0.0.1:0", "--metrics", "", "--dev-cert-out", str(tmp / "cert.pem")]
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=dict(os.environ, Y3_TOKEN=""))
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            if line.startswith("y3 router listening:"):
-                words = line.split()
-                self.tcp, self.quic = words[4], words[6]
-                break
-        else:
-            raise SystemExit("y3 serve did not start")
+        ready = tmp / "ready.json"  # `y3 serve --ready-file` (docs/operations.md, "The ready file")
+        args = [y3_bin, "serve", "--tcp", "127.0.0.1:0", "--quic", "127.0.0.1:0", "--metrics", "", "--dev-cert-out", str(tmp / "cert.pem"), "--ready-file", str(ready)]
+        ready.unlink(missing_ok=True)
+        env = dict(os.environ, Y3_TOKEN="", XDG_RUNTIME_DIR=str(tmp), XDG_STATE_HOME=str(tmp))
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        deadline = time.monotonic() + 30
+        while not ready.exists():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit("y3 serve did not start")
+            time.sleep(0.005)
+        listeners = json.loads(ready.read_text())["listeners"]
+        self.tcp, self.quic = listeners["tcp"], listeners["quic"]
 
     def stop(self) -> None:
         self.proc.terminate()

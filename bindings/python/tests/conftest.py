@@ -1,5 +1,6 @@
 """Shared vector loading: the reference vectors in testdata/vectors/ as typed items
-(what y3.encode takes), schemas (what y3.decode takes) and expected Python values.
+(what y3.encode takes), schemas (what y3.decode takes) and expected Python values; and the
+one fixture that starts `y3 serve` (`y3_serve`, through its ready file: routers.py).
 
 Mirrors crates/y3/tests/common/mod.rs, so every language reads the vectors the same way.
 """
@@ -9,11 +10,14 @@ from __future__ import annotations
 import json
 import math
 import struct
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import routers
+from routers import Y3Router, YomoZipper
 
 ROOT = Path(__file__).resolve().parents[3]
 VECTORS = ROOT / "testdata" / "vectors"
@@ -249,3 +253,42 @@ def leaf_paths(tree: dict[str, Any], prefix: tuple[int, ...] = ()) -> list[tuple
             out.extend(leaf_paths(c, path))
         return out
     return [path]
+
+
+@pytest.fixture
+def y3_serve(tmp_path: Path) -> Iterator[Callable[..., Y3Router]]:
+    """Starts `y3 serve` for one test: each call (keyword arguments as
+    :class:`routers.Y3Router` takes them) is a router in its own directory under
+    `tmp_path`, its addresses and pin read from its ready file; all are stopped at teardown.
+    """
+    started: list[Y3Router] = []
+
+    def start(**kwargs: Any) -> Y3Router:
+        router = Y3Router(tmp_path / f"y3-serve-{len(started)}", **kwargs)
+        started.append(router)
+        return router
+
+    yield start
+    for router in started:
+        router.stop()
+
+
+@pytest.fixture
+def y3_router(y3_serve: Callable[..., Y3Router]) -> Y3Router:
+    """One `y3 serve` with the defaults (see `y3_serve`)."""
+    return y3_serve()
+
+
+@pytest.fixture(params=["y3", "yomo"])
+def router(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Y3Router | YomoZipper]:
+    """`y3 serve` (the `y3_serve` fixture), then YoMo's zipper: the same test against both."""
+    if request.param == "y3":
+        if not routers.Y3_BIN:
+            pytest.skip("Y3_BIN is not set")
+        r: Y3Router | YomoZipper = request.getfixturevalue("y3_serve")()
+    else:
+        if not routers.YOMO_PEER:
+            pytest.skip("YOMO_PEER is not set")
+        r = YomoZipper(tmp_path)
+    yield r
+    r.stop()

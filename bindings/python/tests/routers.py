@@ -1,6 +1,6 @@
-"""Routers and peers for the client tests: `y3 serve` (Y3_BIN) and YoMo v1.22's own zipper
-and stream function (`yomo-peer`, YOMO_PEER), each a child process on free loopback ports,
-stopped by the fixture that started it.
+"""Routers and peers for the client tests: `y3 serve` (Y3_BIN; its addresses and pin from
+its ready file) and YoMo v1.22's own zipper and stream function (`yomo-peer`, YOMO_PEER),
+each a child process on free loopback ports, stopped by the fixture that started it.
 
 `scripts/python-test.sh` builds both and exports their paths; run alone, pytest skips the
 tests whose program is missing.
@@ -38,8 +38,32 @@ def _stop(proc: subprocess.Popen[Any], grace: float = 5.0) -> None:
             proc.wait()
 
 
+READY_FILE = "ready.json"
+"""The ready file's name in a router's directory (`y3 serve --ready-file`)."""
+
+
+def wait_ready(proc: subprocess.Popen[Any], path: Path, stderr: Callable[[], str], timeout: float = 20.0) -> dict[str, Any]:
+    """Waits for `y3 serve`'s ready file at `path` (docs/operations.md, "The ready file"):
+    one JSON document written atomically once every listener is bound. Raises when the
+    process exits first (with `stderr()`) or after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            ready: dict[str, Any] = json.loads(path.read_text())
+            if ready["pid"] == proc.pid:
+                return ready
+        except FileNotFoundError:
+            pass
+        if proc.poll() is not None:
+            raise RuntimeError(f"y3 serve exited ({proc.returncode}) before it was ready: {stderr()}")
+        time.sleep(0.005)
+    raise RuntimeError(f"y3 serve wrote no ready file within {timeout} s: {stderr()}")
+
+
 class Y3Router:
-    """`y3 serve` on free ports (kept across :meth:`restart`), its metrics on another."""
+    """`y3 serve` on free ports (kept across :meth:`restart`), its metrics on another, in
+    the directory `tmp` (its ready file, log, dev certificate and state): where every test
+    gets one, through the `y3_serve` fixture (conftest.py)."""
 
     kind = "y3"
 
@@ -52,6 +76,7 @@ class Y3Router:
         tcp_tls: bool = False,
         config: str | None = None,
     ) -> None:
+        tmp.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.tmp, self.token, self.policy, self.tcp_tls = tmp, token, policy, tcp_tls
         self.config: Path | None = None
         if config is not None:
@@ -60,7 +85,7 @@ class Y3Router:
         self.tcp = self.quic = "127.0.0.1:0"
         self.metrics_url = ""
         self.pin = ""
-        self.proc: subprocess.Popen[str] | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
         self.start()
 
     def start(self) -> None:
@@ -78,22 +103,18 @@ class Y3Router:
         env.pop("Y3_TOKEN", None)
         if self.token:
             env["Y3_TOKEN"] = self.token  # not on the command line
-        log = open(self.tmp / "y3-serve.log", "a")
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=log, text=True, env=env)
-        assert self.proc.stdout is not None
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise RuntimeError(f"y3 serve exited: {(self.tmp / 'y3-serve.log').read_text()[-2000:]}")
-            if line.startswith("y3 router listening:"):
-                # y3 router listening: tcp A quic B metrics http://C/metrics
-                words = line.split()
-                self.tcp, self.quic, self.metrics_url = words[4], words[6], words[8]
-            elif line.startswith("tls:"):
-                self.pin = line.split("sha256 ", 1)[1].split()[0].rstrip(",")
-                return
-        raise RuntimeError("y3 serve did not start in time")
+        ready_file = self.tmp / READY_FILE
+        ready_file.unlink(missing_ok=True)
+        args += ["--ready-file", str(ready_file)]
+        # Its dev certificate and state stay in its directory, out of ~/.cache and ~/.local.
+        env["XDG_RUNTIME_DIR"] = env["XDG_STATE_HOME"] = str(self.tmp)
+        with open(self.tmp / "y3-serve.log", "a") as log:
+            self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=log, env=env)
+        ready = wait_ready(self.proc, ready_file, lambda: (self.tmp / "y3-serve.log").read_text()[-2000:])
+        listeners = ready["listeners"]
+        self.tcp, self.quic = listeners["tcp"], listeners["quic"]
+        self.metrics_url = f"http://{listeners['metrics']}/metrics"
+        self.pin = ready["certificate"]["sha256"]
 
     def stop(self) -> None:
         if self.proc is not None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,28 +27,6 @@ def message(i: int) -> bytes:
 
 def seq(payload: bytes) -> int | None:
     return int.from_bytes(payload[1:5], "big") if payload[:1] == b"m" else None
-
-
-@pytest.fixture
-def y3_router(tmp_path: Path) -> Iterator[Y3Router]:
-    router = Y3Router(tmp_path)
-    yield router
-    router.stop()
-
-
-@pytest.fixture(params=["y3", "yomo"])
-def router(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Y3Router | YomoZipper]:
-    """`y3 serve`, then YoMo's zipper: the same test against both."""
-    if request.param == "y3":
-        if not routers.Y3_BIN:
-            pytest.skip("Y3_BIN is not set")
-        r: Y3Router | YomoZipper = Y3Router(tmp_path)
-    else:
-        if not routers.YOMO_PEER:
-            pytest.skip("YOMO_PEER is not set")
-        r = YomoZipper(tmp_path)
-    yield r
-    r.stop()
 
 
 class Collector:
@@ -157,13 +135,13 @@ def test_python_function_with_a_raising_handler(router: Y3Router | YomoZipper, c
     "transport,trust",
     [("tcp", None), ("tls", "pin"), ("tls", "ca"), ("quic", "pin"), ("quic", "ca"), ("quic", "insecure")],
 )
-def test_every_transport(tmp_path: Path, transport: str, trust: str | None) -> None:
-    router, n = Y3Router(tmp_path, tcp_tls=transport == "tls"), 300
+def test_every_transport(y3_serve: Callable[..., Y3Router], transport: str, trust: str | None) -> None:
+    router, n = y3_serve(tcp_tls=transport == "tls"), 300
     opts: dict[str, Any] = {"transport": transport}
     if trust == "pin":
         opts["pin"] = router.pin
     elif trust == "ca":
-        opts["ca"] = tmp_path / "dev-cert.pem"
+        opts["ca"] = router.tmp / "dev-cert.pem"
     elif trust == "insecure":
         opts["insecure"] = True
 
@@ -216,10 +194,10 @@ def test_nothing_listening_gives_up() -> None:
 
 
 @pytest.mark.parametrize("kind", ["y3", "yomo"])
-def test_wrong_token_is_a_typed_refusal(kind: str, tmp_path: Path) -> None:
+def test_wrong_token_is_a_typed_refusal(kind: str, tmp_path: Path, y3_serve: Callable[..., Y3Router]) -> None:
     if kind == "y3" and not routers.Y3_BIN or kind == "yomo" and not routers.YOMO_PEER:
         pytest.skip(f"no {kind} router")
-    router: Y3Router | YomoZipper = Y3Router(tmp_path, token="secret") if kind == "y3" else YomoZipper(tmp_path, token="secret")
+    router: Y3Router | YomoZipper = y3_serve(token="secret") if kind == "y3" else YomoZipper(tmp_path, token="secret")
     # YoMo's zipper refuses with a RejectedFrame that carries no code: kind "rejected".
     expected = "unauthorized" if kind == "y3" else "rejected"
     wrong = dict(router.options(), token="wrong")

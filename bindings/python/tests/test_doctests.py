@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import doctest
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import y3
@@ -15,10 +13,9 @@ from routers import Y3Router, needs_y3
 
 
 @pytest.fixture
-def router(tmp_path: Path) -> Iterator[Y3Router]:
-    r = Y3Router(tmp_path)
-    yield r
-    r.stop()
+def router(y3_router: Y3Router) -> Y3Router:
+    """This file's tests take conftest's `y3_router` by this name."""
+    return y3_router
 
 
 @needs_y3

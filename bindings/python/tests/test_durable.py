@@ -17,7 +17,7 @@ import socket
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -82,11 +82,9 @@ def _federated(url: str, name: str) -> str:
 
 @needs_y3
 @needs_nats
-def test_durable_source_resends_what_a_killed_router_had_not_stored(nats_url: str, tmp_path: Path) -> None:
-    (tmp_path / "a").mkdir()
-    (tmp_path / "c").mkdir()
-    a = Y3Router(tmp_path / "a", config=_federated(nats_url, "a"))
-    c = Y3Router(tmp_path / "c", config=_federated(nats_url, "c"))
+def test_durable_source_resends_what_a_killed_router_had_not_stored(nats_url: str, y3_serve: Callable[..., Y3Router]) -> None:
+    a = y3_serve(config=_federated(nats_url, "a"))
+    c = y3_serve(config=_federated(nats_url, "c"))
     n = 3000
 
     async def main() -> tuple[Counter[int], int]:
@@ -153,10 +151,10 @@ def test_durable_source_resends_what_a_killed_router_had_not_stored(nats_url: st
 
 
 @needs_y3
-def test_durable_function_and_source_through_one_router(tmp_path: Path) -> None:
+def test_durable_function_and_source_through_one_router(y3_serve: Callable[..., Y3Router]) -> None:
     """Without a federation every frame is stored once routed: a durable function's
     outputs and a durable source's frames are all acknowledged, and all arrive."""
-    router = Y3Router(tmp_path)
+    router = y3_serve()
     n = 500
 
     async def main() -> tuple[list[bytes], bool]:
@@ -184,11 +182,11 @@ def test_durable_function_and_source_through_one_router(tmp_path: Path) -> None:
 
 
 @needs_y3
-def test_durable_source_learns_which_frames_the_router_refused(tmp_path: Path) -> None:
+def test_durable_source_learns_which_frames_the_router_refused(y3_serve: Callable[..., Y3Router]) -> None:
     """A frame over the router's ``max_frame_len`` is refused, not stored: the source
     counts and lists it (tag, yomo-tid, reason), does not send it again, and ``close``
     returns ``False``; the sink gets the others once each."""
-    router = Y3Router(tmp_path, config="[limits]\nmax_frame_len = 1024\n")
+    router = y3_serve(config="[limits]\nmax_frame_len = 1024\n")
 
     async def main() -> tuple[list[bytes], int, list[tuple[int, str, str]], bool, int]:
         async with y3.Sink(router.addr, [0x74], name="refused-sink", **router.options()) as sink:

@@ -8,7 +8,6 @@ import importlib.util
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from typing import Any
 from pathlib import Path
 
@@ -28,10 +27,9 @@ def load_example() -> Any:
 
 
 @pytest.fixture
-def router(tmp_path: Path) -> Iterator[Y3Router]:
-    r = Y3Router(tmp_path)
-    yield r
-    r.stop()
+def router(y3_router: Y3Router) -> Y3Router:
+    """This file's tests take conftest's `y3_router` by this name."""
+    return y3_router
 
 
 def test_the_sensor_is_the_demos() -> None:

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import routers
 import y3
 from routers import Y3Router, YomoZipper, needs_y3, until_routed
 
@@ -27,21 +26,6 @@ IN, OUT, TARGETED, FROM_A, FROM_B = 0x40, 0x41, 0x42, 0x47, 0x48
 
 def num(n: int) -> bytes:
     return n.to_bytes(4, "big")
-
-
-@pytest.fixture(params=["y3", "yomo"])
-def router(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Y3Router | YomoZipper]:
-    """`y3 serve`, then YoMo's zipper: the same test against both."""
-    if request.param == "y3":
-        if not routers.Y3_BIN:
-            pytest.skip("Y3_BIN is not set")
-        r: Y3Router | YomoZipper = Y3Router(tmp_path)
-    else:
-        if not routers.YOMO_PEER:
-            pytest.skip("YOMO_PEER is not set")
-        r = YomoZipper(tmp_path)
-    yield r
-    r.stop()
 
 
 def fanned(frame: y3.Frame) -> list[tuple[int, bytes]]:
@@ -131,8 +115,8 @@ def test_300_outputs_per_input_and_one_to_a_target(router: Y3Router | YomoZipper
 
 
 @needs_y3
-def test_a_durable_function_writes_300_outputs_per_input(tmp_path: Path) -> None:
-    router = Y3Router(tmp_path)
+def test_a_durable_function_writes_300_outputs_per_input(y3_serve: Callable[..., Y3Router]) -> None:
+    router = y3_serve()
     try:
         splitter = asyncio.run(asyncio.wait_for(fan_out(router, through_writer, durable=True), 60))
     finally:
@@ -141,8 +125,8 @@ def test_a_durable_function_writes_300_outputs_per_input(tmp_path: Path) -> None
 
 
 @needs_y3
-def test_a_write_after_the_function_stopped_raises(tmp_path: Path) -> None:
-    router = Y3Router(tmp_path)
+def test_a_write_after_the_function_stopped_raises(y3_serve: Callable[..., Y3Router]) -> None:
+    router = y3_serve()
     kept: list[y3.Writer] = []
 
     def keep(frame: y3.Frame, out: y3.Writer) -> None:
@@ -176,14 +160,14 @@ def test_a_bad_output_is_a_handler_error() -> None:
 
 
 @needs_y3
-def test_the_splitter_example(tmp_path: Path) -> None:
+def test_the_splitter_example(y3_serve: Callable[..., Y3Router]) -> None:
     """examples/python/splitter.py: every line of every batch, each batch to "audit" once."""
     path = Path(__file__).resolve().parents[3] / "examples" / "python" / "splitter.py"
     spec = importlib.util.spec_from_file_location("splitter", path)
     assert spec is not None and spec.loader is not None
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
-    router = Y3Router(tmp_path)
+    router = y3_serve()
     batches = [b"\n".join(f"{b}-{i}".encode() for i in range(100)) for b in range(2)]
 
     async def main() -> tuple[list[bytes], list[bytes], y3.StreamFunction]:

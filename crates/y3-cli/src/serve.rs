@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::{Args, ValueEnum};
 use y3_router::config::LogFormat;
+use y3_router::ready::Ready;
 use y3_router::{yomo_yaml, Policy, Router, RouterConfig, RouterHandle};
 use y3_transport::tls::{
     default_dev_cert_path, default_dev_cert_path_for, fingerprint_hex, YomoTlsEnv,
@@ -100,7 +101,8 @@ serve stops with an error.",
   y3 serve --config router.toml
   y3 serve -c zipper.yaml                      # YoMo's zipper config, unchanged
   y3 serve -c zipper.yaml --print-config > router.toml
-  y3 serve --print-config > router.toml"
+  y3 serve --print-config > router.toml
+  y3 serve --tcp 127.0.0.1:0 --quic 127.0.0.1:0 --ready-file ready.json   # ports the system picks"
 )]
 pub struct ServeArgs {
     /// Configuration file: y3's TOML, or YoMo's zipper YAML when its name ends in .yaml or
@@ -165,6 +167,12 @@ pub struct ServeArgs {
     /// the last interval, which a scraper misses.
     #[arg(long, value_name = "FILE")]
     pub final_metrics: Option<PathBuf>,
+    /// Once every listener is bound, write one JSON document to FILE (atomically: a
+    /// temporary file renamed over it): pid, version, each listener's bound address, the
+    /// certificate's SHA-256 and the dev certificate's path, the config file. Removed when
+    /// the router stops. Layout: docs/operations.md, "The ready file".
+    #[arg(long, value_name = "FILE")]
+    pub ready_file: Option<PathBuf>,
 }
 
 impl ServeArgs {
@@ -591,6 +599,14 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
             if config.auth.has_token() { "on" } else { "off" }
         )?;
         out.flush()?;
+        if let Some(path) = &args.ready_file {
+            let ready = Ready::of(&router, &config, args.config.as_deref());
+            if let Err(e) = ready.write_atomic(path) {
+                router.shutdown().await;
+                return Err(anyhow::Error::from(e)
+                    .context(format!("writing the ready file {}", path.display())));
+            }
+        }
         crate::notify::notify(crate::notify::State::Ready);
         let summary = (config.log.summary_secs > 0).then(|| {
             let every = std::time::Duration::from_secs(config.log.summary_secs);
@@ -615,6 +631,9 @@ pub fn run(args: &ServeArgs, out: &mut dyn Write) -> anyhow::Result<()> {
         if let Some(path) = &args.final_metrics {
             std::fs::write(path, metrics.encode())
                 .with_context(|| format!("writing the final metrics to {}", path.display()))?;
+        }
+        if let Some(path) = &args.ready_file {
+            let _ = std::fs::remove_file(path);
         }
         draining?;
         writeln!(

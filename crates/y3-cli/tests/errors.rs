@@ -16,7 +16,9 @@ fn stderr(out: &Output) -> String {
 /// `y3 ARGS` with `stdin` as its input, in the private directory `dir`.
 fn run(args: &[&str], stdin: &str, dir: &TempDir) -> Output {
     run_with_input(
-        y3().args(args).env("XDG_RUNTIME_DIR", &dir.0),
+        y3().args(args)
+            .env("XDG_RUNTIME_DIR", &dir.0)
+            .env("XDG_STATE_HOME", &dir.0),
         stdin.as_bytes(),
         &format!("y3 {args:?}"),
     )

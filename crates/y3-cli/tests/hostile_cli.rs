@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Output, Stdio};
@@ -62,6 +62,7 @@ fn serve_with_unwritable_stdout_or_stderr_exits_nonzero_without_a_panic() {
         y3().args(["serve", "--tcp", "127.0.0.1:0", "--quic", "127.0.0.1:0"])
             .args(["--metrics", ""])
             .env("XDG_RUNTIME_DIR", &dir.0)
+            .env("XDG_STATE_HOME", &dir.0)
             .env("RUST_LOG", "info")
             .stdout(std::fs::File::create("/dev/full").unwrap())
             .stderr(stderr)
@@ -125,21 +126,23 @@ fn listening_beyond_loopback_needs_a_token_or_the_explicit_flag() {
         (&["--allow-insecure"][..], None, true),
         (&[][..], Some("s3cret"), false),
     ] {
+        let serve_dir = y3_testkit::ServeDir::new("exposed").unwrap();
         let mut cmd = y3();
-        cmd.args(args)
+        cmd.args(args);
+        serve_dir
+            .command(&mut cmd)
             .args(extra)
-            .env("XDG_RUNTIME_DIR", &dir.0)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         if let Some(token) = env {
             cmd.env("Y3_TOKEN", token);
         }
         let mut child = cmd.spawn().unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let first = lines.next().unwrap().unwrap();
+        let ready = serve_dir.wait(&mut child, common::WAIT);
+        let tcp = ready.as_ref().ok().and_then(|r| r.listener("tcp"));
         assert!(
-            first.starts_with("y3 router listening: tcp 0.0.0.0:"),
-            "{first}"
+            tcp.is_some_and(|a| a.ip().is_unspecified()),
+            "{extra:?}: {ready:?}"
         );
         let _ = child.kill();
         let out = child.wait_with_output().unwrap();
@@ -323,20 +326,13 @@ fn the_dev_certificate_is_private_pinned_and_never_replaced_by_a_failed_start() 
     let dir = TempDir::new("cert");
     let (y3dir, cert) = (dir.0.join("y3"), dir.0.join("y3").join("dev-cert.pem"));
     let serve = start_serve(&dir.0, &[]);
-    // tls: self-signed dev certificate sha256 HEX, written to PATH (clients: --pin HEX)
+    // The ready file names the certificate's fingerprint and the file it was written to.
     let pin = serve.pin();
-    assert_eq!(pin.len(), 64, "{}", serve.tls);
-    assert!(
-        serve
-            .tls
-            .contains(&format!("written to {}", cert.display())),
-        "{}",
-        serve.tls
-    );
-    assert!(
-        serve.tls.ends_with(&format!("(clients: --pin {pin})")),
-        "{}",
-        serve.tls
+    assert_eq!(pin.len(), 64, "{:?}", serve.ready);
+    assert!(serve.ready.certificate.self_signed, "{:?}", serve.ready);
+    assert_eq!(
+        serve.ready.certificate.path.as_deref(),
+        Some(cert.as_path())
     );
     assert_eq!((mode(&y3dir), mode(&cert)), (0o700, 0o600));
     let pem = std::fs::read_to_string(&cert).unwrap();
@@ -378,6 +374,7 @@ fn the_dev_certificate_is_private_pinned_and_never_replaced_by_a_failed_start() 
             "",
         ])
         .env("XDG_RUNTIME_DIR", &dir.0)
+        .env("XDG_STATE_HOME", dir.0.join("second"))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

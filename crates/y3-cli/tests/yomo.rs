@@ -7,6 +7,8 @@
 //! these tests need Go. Everything runs on loopback, every wait is bounded, and every child
 //! process is killed when its handle drops.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
@@ -15,6 +17,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use common::serve::{Launch, Serve};
 use serde_json::Value;
 use tokio::runtime::Runtime;
 use y3_transport::metadata::{self, Metadata};
@@ -231,11 +234,17 @@ fn yomo(args: &[&str]) -> Proc {
     )
 }
 
-/// A running router: YoMo's zipper or `y3 serve`, killed on drop.
+/// A running router: YoMo's zipper or `y3 serve` (through its ready file), killed on drop.
 struct Router {
-    _proc: Proc,
+    _running: Running,
     /// Its QUIC address.
     addr: SocketAddr,
+}
+
+/// The process behind a [`Router`], kept until it is dropped.
+enum Running {
+    YoMo(#[allow(dead_code)] Proc),
+    Y3(#[allow(dead_code)] Box<Serve>),
 }
 
 impl Router {
@@ -246,28 +255,21 @@ impl Router {
                 // {"listening":"127.0.0.1:PORT"}
                 let ready: Value = serde_json::from_str(&proc.line("{\"listening\"")).unwrap();
                 let addr = ready["listening"].as_str().unwrap().parse().unwrap();
-                Router { _proc: proc, addr }
+                Router {
+                    _running: Running::YoMo(proc),
+                    addr,
+                }
             }
             Kind::Y3 => {
-                let mut cmd = Command::new(env!("CARGO_BIN_EXE_y3"));
-                cmd.env("RUST_LOG", "warn").args([
-                    "serve",
-                    "--tcp",
-                    "127.0.0.1:0",
-                    "--quic",
-                    "127.0.0.1:0",
-                    "--metrics",
-                    "",
-                    "--token",
-                    token,
-                ]);
-                let proc = Proc::spawn("y3 serve", &mut cmd);
-                // y3 router listening: tcp A quic B metrics off
-                let line = proc.line("y3 router listening:");
-                let words: Vec<&str> = line.split_whitespace().collect();
-                let at = words.iter().position(|w| *w == "quic").expect("quic") + 1;
-                let addr = words[at].parse().unwrap();
-                Router { _proc: proc, addr }
+                let serve = Launch::default()
+                    .metrics("")
+                    .args(["--token", token])
+                    .start();
+                let addr = serve.quic.expect("QUIC on");
+                Router {
+                    _running: Running::Y3(Box::new(serve)),
+                    addr,
+                }
             }
         }
     }

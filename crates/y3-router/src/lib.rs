@@ -91,6 +91,7 @@ pub mod mqtt;
 mod outbox;
 mod penalty;
 pub mod queue;
+pub mod ready;
 mod reload;
 mod routing;
 mod server;

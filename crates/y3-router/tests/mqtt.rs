@@ -8,8 +8,13 @@
 //! sessions delivering what arrived while the subscriber was away, QoS 2 and hostile
 //! packets closed and counted with every other client served on.
 
+mod common;
+
 use std::process::Stdio;
 use std::time::Duration;
+
+// A series of the router's Prometheus text (labels included), 0 when absent.
+use common::series as metric;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
@@ -179,14 +184,6 @@ async fn lines_of(child: tokio::process::Child) -> Vec<String> {
         .lines()
         .map(str::to_owned)
         .collect()
-}
-
-/// A counter of the router's Prometheus text (labels included in `name`), 0 when absent.
-fn metric(router: &RouterHandle, name: &str) -> u64 {
-    let text = router.metrics().encode();
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse::<f64>().ok())
-        .map_or(0, |v| v as u64)
 }
 
 async fn wait_for(mut ok: impl FnMut() -> bool) {

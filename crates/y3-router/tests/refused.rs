@@ -18,6 +18,29 @@ use y3_transport::sdk::{DurableSource, StreamFunction, Transport};
 
 const LIMIT: usize = 1024;
 
+/// A durable source named `name` on `router` over `transport`.
+async fn durable_source(
+    router: &y3_router::RouterHandle,
+    transport: Transport,
+    name: &str,
+) -> DurableSource {
+    DurableSource::connect(options(router, transport, name))
+        .await
+        .unwrap()
+}
+
+/// The sequence numbers of the next `n` frames on `sink`, sorted, each once: what a
+/// late subscriber got of frames that may have been sent more than once.
+async fn distinct_seqs(sink: &mut y3_transport::Connection, n: u64) -> Vec<u64> {
+    let mut got = Vec::new();
+    for _ in 0..n {
+        got.push(seq(&next_data(sink).await));
+    }
+    got.sort_unstable();
+    got.dedup();
+    got
+}
+
 /// A durable source's frames 3 and 4 are over the router's `max_frame_len` and frame 6 is
 /// past its hop limit: the source learns exactly those three as refused, with their
 /// reasons; the sink gets the seven others once each; nothing is resent; `close` does not
@@ -30,9 +53,7 @@ async fn a_durable_source_learns_which_frames_were_refused_and_why() {
     })
     .await;
     let mut sink = join(&router, ClientType::StreamFunction, &[0x10]).await;
-    let mut source = DurableSource::connect(options(&router, Transport::Tcp, "durable"))
-        .await
-        .unwrap();
+    let mut source = durable_source(&router, Transport::Tcp, "durable").await;
     for i in 0..10u64 {
         let len = if i == 3 || i == 4 { 4 * LIMIT } else { 100 };
         let mut data = numbered(0x10, i, Bytes::from(vec![i as u8; len]));
@@ -78,9 +99,7 @@ async fn a_durable_source_learns_which_frames_were_refused_and_why() {
     assert!(!matches!(more, Ok(Some(Ok(_)))), "an extra frame: {more:?}");
 
     // A source with nothing refused still closes with success.
-    let mut clean = DurableSource::connect(options(&router, Transport::Tcp, "clean"))
-        .await
-        .unwrap();
+    let mut clean = durable_source(&router, Transport::Tcp, "clean").await;
     clean.send(0x10, &b"fine"[..]).await.unwrap();
     assert!(clean.close(WAIT).await.unwrap());
     ledger(&router).await;
@@ -92,9 +111,7 @@ async fn a_durable_source_learns_which_frames_were_refused_and_why() {
 async fn refusals_over_quic_keep_the_count_in_step() {
     let router = router(|c| c.limits.max_frame_len = LIMIT).await;
     let mut sink = join(&router, ClientType::StreamFunction, &[0x11]).await;
-    let mut source = DurableSource::connect(options(&router, Transport::Quic, "durable-quic"))
-        .await
-        .unwrap();
+    let mut source = durable_source(&router, Transport::Quic, "durable-quic").await;
     for i in 0..40u64 {
         let len = if (10..20).contains(&i) { 2 * LIMIT } else { 10 };
         source
@@ -170,9 +187,7 @@ async fn a_durable_function_learns_its_looping_output_was_refused() {
 async fn frames_nobody_takes_are_not_stored_and_are_sent_again_until_a_subscriber_comes() {
     const N: u64 = 50;
     let router = router(|_| {}).await;
-    let mut source = DurableSource::connect(options(&router, Transport::Tcp, "early"))
-        .await
-        .unwrap();
+    let mut source = durable_source(&router, Transport::Tcp, "early").await;
     for i in 0..N {
         source
             .send_data(numbered(0x12, i, Bytes::from_static(b"kept")))
@@ -193,12 +208,7 @@ async fn frames_nobody_takes_are_not_stored_and_are_sent_again_until_a_subscribe
         source.wait_stored(WAIT).await.unwrap(),
         "all stored once a sink came"
     );
-    let mut got: Vec<u64> = Vec::new();
-    for _ in 0..N {
-        got.push(seq(&next_data(&mut sink).await));
-    }
-    got.sort_unstable();
-    got.dedup();
+    let got = distinct_seqs(&mut sink, N).await;
     assert_eq!(got.len() as u64, N, "every frame reached the sink");
     let closed = source.finish(WAIT).await.unwrap();
     assert!(closed.all_stored(), "{closed:?}");
@@ -227,12 +237,7 @@ async fn a_durable_functions_outputs_nobody_takes_are_kept_until_a_subscriber_co
     eventually("the outputs are retried", || refusals.retried() >= N).await;
     assert_eq!(refusals.count(), 0, "not refused for good");
     let mut sink = join(&router, ClientType::StreamFunction, &[0x15]).await;
-    let mut got = Vec::new();
-    for _ in 0..N {
-        got.push(seq(&next_data(&mut sink).await));
-    }
-    got.sort_unstable();
-    got.dedup();
+    let got = distinct_seqs(&mut sink, N).await;
     assert_eq!(got.len() as u64, N, "every output reached the late sink");
     task.abort();
 }

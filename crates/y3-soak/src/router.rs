@@ -2,13 +2,13 @@
 //! clients find it again after a restart), sampled for RSS, stopped with SIGTERM, and read
 //! back through its final metrics.
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use y3_testkit::{ServeDir, READY_WAIT};
 
 use crate::prom::Totals;
 
@@ -53,35 +53,31 @@ impl RouterSpec {
         })
     }
 
-    /// Starts lifetime `n` and waits until it listens.
+    /// Starts lifetime `n` and waits (at most [`READY_WAIT`]) for its ready file.
     pub fn start(&self, n: usize) -> anyhow::Result<RouterProcess> {
         let final_metrics = self.dir.join(format!("final-metrics-{n}.txt"));
         let _ = std::fs::remove_file(&final_metrics);
         let log = std::fs::File::create(self.dir.join(format!("router-{n}.log")))?;
-        let mut child = Command::new(&self.bin)
-            .arg("serve")
+        // The soak's directory is the router's (kept: its logs and metrics are read after).
+        let serve_dir = ServeDir::keep(&self.dir)?;
+        let mut cmd = Command::new(&self.bin);
+        cmd.arg("serve")
             .arg("--config")
             .arg(&self.config)
             .arg("--final-metrics")
-            .arg(&final_metrics)
+            .arg(&final_metrics);
+        let mut child = serve_dir
+            .command(&mut cmd)
             .env("RUST_LOG", "warn")
             .env_remove("Y3_TOKEN")
-            .stdout(Stdio::piped())
+            .stdout(Stdio::null())
             .stderr(log)
             .spawn()
             .with_context(|| format!("starting {}", self.bin.display()))?;
-        let stdout = child.stdout.take().context("router stdout")?;
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if line.starts_with("y3 router listening") {
-                    let _ = tx.send(());
-                }
-            }
-        });
-        if rx.recv_timeout(Duration::from_secs(20)).is_err() {
+        if let Err(e) = serve_dir.wait(&mut child, READY_WAIT) {
             let _ = child.kill();
-            bail!("router lifetime {n} did not start listening within 20 s");
+            let _ = child.wait();
+            bail!("router lifetime {n} did not become ready: {e}");
         }
         Ok(RouterProcess {
             child,

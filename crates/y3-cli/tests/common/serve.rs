@@ -1,13 +1,16 @@
 //! The one way the CLI tests start `y3 serve`: [`Launch`] says how, [`Serve`] is the
-//! running process (its addresses from the startup lines, its metrics, SIGTERM, SIGKILL,
-//! restart on the same ports); killed on drop.
+//! running process (its addresses from its ready file, through `y3_testkit`; its metrics,
+//! SIGTERM, SIGKILL, restart on the same ports); killed on drop, its directory removed.
 
 use std::ffi::{OsStr, OsString};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use y3_testkit::{Ready, ServeDir};
 
 use super::{wait, y3, WAIT};
 
@@ -49,6 +52,12 @@ impl Launch {
         self
     }
 
+    /// The metrics listener's address (`--metrics`; empty: off).
+    pub fn metrics(mut self, addr: impl Into<String>) -> Launch {
+        self.metrics = addr.into();
+        self
+    }
+
     /// More arguments after the listeners.
     pub fn args<I, S>(mut self, args: I) -> Launch
     where
@@ -80,8 +89,15 @@ impl Launch {
         self
     }
 
-    /// Starts the process and reads its startup lines.
+    /// Starts the process in a private directory of its own ([`y3_testkit::ServeDir`]:
+    /// dev certificate, state, ready file) and waits for its ready file.
     pub fn start(self) -> Serve {
+        let dir = Arc::new(ServeDir::new("cli").unwrap());
+        self.start_in(dir)
+    }
+
+    /// Starts the process in `dir` and waits for its ready file.
+    fn start_in(self, dir: Arc<ServeDir>) -> Serve {
         let stderr = match &self.stderr {
             Some(path) => Stdio::from(
                 std::fs::OpenOptions::new()
@@ -92,36 +108,35 @@ impl Launch {
             ),
             None => Stdio::null(),
         };
-        let mut child = y3()
-            .arg("serve")
+        let mut cmd = y3();
+        cmd.arg("serve")
             .args(["--tcp", &self.tcp, "--quic", &self.quic])
-            .args(["--metrics", &self.metrics])
+            .args(["--metrics", &self.metrics]);
+        let mut child = dir
+            .command(&mut cmd)
             .args(&self.extra)
             .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .stdout(Stdio::piped())
+            .stdout(Stdio::null())
             .stderr(stderr)
             .spawn()
             .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        // y3 router listening: tcp A quic B metrics http://C/metrics (or "off")
-        let first = lines.next().expect("startup line").unwrap();
-        let words: Vec<&str> = first.split_whitespace().collect();
-        let at = |key: &str| words[words.iter().position(|w| *w == key).unwrap() + 1];
-        let metrics = at("metrics")
-            .trim_start_matches("http://")
-            .trim_end_matches("/metrics");
-        let tls = lines.next().expect("tls line").unwrap();
-        let serve = Serve {
-            tcp: at("tcp").parse().unwrap(),
-            quic: at("quic").parse().ok(),
-            metrics: metrics.parse().ok(),
-            tls,
+        let ready = match dir.wait(&mut child, WAIT) {
+            Ok(ready) => ready,
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("y3 serve {:?}: {e}", self.extra);
+            }
+        };
+        Serve {
+            tcp: ready.listener("tcp").expect("a TCP listener"),
+            quic: ready.listener("quic"),
+            metrics: ready.listener("metrics"),
+            ready,
             child: Some(child),
             launch: self,
-        };
-        // Keep draining stdout so the server never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
-        serve
+            dir,
+        }
     }
 }
 
@@ -136,9 +151,10 @@ pub struct Serve {
     pub quic: Option<SocketAddr>,
     /// The metrics endpoint, if on.
     pub metrics: Option<SocketAddr>,
-    /// The `tls:` startup line.
-    pub tls: String,
+    /// Its ready file: every listener, the certificate.
+    pub ready: Ready,
     launch: Launch,
+    dir: Arc<ServeDir>,
 }
 
 impl Serve {
@@ -152,11 +168,14 @@ impl Serve {
         self.child.as_ref().expect("running").id()
     }
 
-    /// The fingerprint on the `tls:` line.
+    /// The certificate's SHA-256 (what `--pin` takes).
     pub fn pin(&self) -> String {
-        let words: Vec<&str> = self.tls.split_whitespace().collect();
-        let at = words.iter().position(|w| *w == "sha256").unwrap() + 1;
-        words[at].trim_end_matches(',').to_owned()
+        self.ready.certificate.sha256.clone()
+    }
+
+    /// The router's private directory (its `XDG_RUNTIME_DIR` and `XDG_STATE_HOME`).
+    pub fn dir(&self) -> &std::path::Path {
+        self.dir.path()
     }
 
     /// `GET path` on the metrics endpoint, with a bearer token if given: status and the
@@ -263,12 +282,13 @@ impl Serve {
         }
     }
 
-    /// Starts the same router again on the same TCP port (after [`stop`](Serve::stop) or
-    /// [`kill`](Serve::kill); a running one is killed first).
+    /// Starts the same router again on the same TCP port and in the same directory (its
+    /// state and dev certificate kept), after [`stop`](Serve::stop) or
+    /// [`kill`](Serve::kill); a running one is killed first.
     pub fn restart(&mut self) {
         self.kill();
         let launch = self.launch.clone().tcp(self.tcp.to_string());
-        *self = launch.start();
+        *self = launch.start_in(Arc::clone(&self.dir));
     }
 }
 

@@ -44,8 +44,8 @@ use crate::measure::median;
 use crate::net::proc::{self, Child};
 use crate::net::report as net_report;
 use crate::net::yomo::{
-    self, await_json, parse_listening, spawn_client, strings, Clients, Peers, Phase, Role, Router,
-    RouterProc, SinkReport, Workload, CONNECT, SERVE_READY,
+    self, await_json, spawn_client, strings, Clients, Peers, Phase, Role, Router, RouterProc,
+    SinkReport, Workload, CONNECT,
 };
 use crate::net::{Load, Programs};
 use crate::record::{Dim, Metric, Record, Results};
@@ -191,24 +191,24 @@ fn start_y3(peers: &Peers, config: &Path) -> Result<Node> {
     args.push(peers.cert.display().to_string());
     args.push("--config".into());
     args.push(config.display().to_string());
-    let mut child = peers.spawn("y3 serve", &["RUST_LOG=warn"], &peers.y3, &args)?;
-    let line = child.expect(SERVE_READY, CONNECT)?;
-    let (tcp, quic) = parse_listening(&line);
-    let metrics = line
-        .split_whitespace()
-        .skip_while(|w| *w != "metrics")
-        .nth(1)
-        .and_then(|a| {
-            a.trim_start_matches("http://")
-                .trim_end_matches("/metrics")
-                .parse()
-                .ok()
-        });
+    let dir = y3_testkit::ServeDir::new("lab-federation")?;
+    let (child, ready) = Child::serve(
+        "y3 serve",
+        &peers.y3,
+        &["RUST_LOG=warn"],
+        &args,
+        &dir,
+        CONNECT,
+    )?;
+    let metrics = ready.listener("metrics");
     Ok(Node {
         router: RouterProc {
             child,
-            quic: quic.context("y3 serve: no QUIC listener")?,
-            tcp,
+            quic: ready
+                .listener("quic")
+                .context("y3 serve: no QUIC listener")?,
+            tcp: ready.listener("tcp"),
+            _dir: Some(dir),
         },
         metrics,
     })

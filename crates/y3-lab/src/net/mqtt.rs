@@ -67,6 +67,8 @@ struct Broker {
     port: u16,
     child: Child,
     _dir: PathBuf,
+    /// `y3 serve`'s own directory (ready file, state), removed on drop; unused by the others.
+    _serve_dir: y3_testkit::ServeDir,
 }
 
 fn free_port() -> Result<u16> {
@@ -84,7 +86,7 @@ fn scratch(name: &str) -> Result<PathBuf> {
 fn start(name: &str, programs: &Programs) -> Result<Broker> {
     let port = free_port()?;
     let dir = scratch(name)?;
-    let (program, args, ready): (PathBuf, Vec<String>, &str) = match name {
+    let (program, args): (PathBuf, Vec<String>) = match name {
         "y3" => {
             let config = dir.join("y3.toml");
             std::fs::write(
@@ -99,7 +101,6 @@ fn start(name: &str, programs: &Programs) -> Result<Broker> {
             (
                 programs.y3.clone(),
                 vec!["serve".into(), "-c".into(), config.display().to_string()],
-                "y3 router listening",
             )
         }
         "mosquitto" => {
@@ -114,7 +115,7 @@ fn start(name: &str, programs: &Programs) -> Result<Broker> {
             let bin = proc::which("mosquitto")
                 .or_else(|| Some(PathBuf::from("/usr/sbin/mosquitto")).filter(|p| p.exists()))
                 .ok_or_else(|| anyhow!("mosquitto is not installed (apt-get install mosquitto)"))?;
-            (bin, vec!["-c".into(), config.display().to_string()], "")
+            (bin, vec!["-c".into(), config.display().to_string()])
         }
         "nats-mqtt" => {
             let config = dir.join("nats.conf");
@@ -136,14 +137,24 @@ fn start(name: &str, programs: &Programs) -> Result<Broker> {
                 .ok_or_else(|| {
                     anyhow!("nats-server not found (NATS_SERVER_BIN, target/tools/bin)")
                 })?;
-            (bin, vec!["-c".into(), config.display().to_string()], "")
+            (bin, vec!["-c".into(), config.display().to_string()])
         }
         other => bail!("unknown broker {other}"),
     };
-    let mut child = Child::spawn(name, &program, &args, None)?;
-    if !ready.is_empty() {
-        child.expect(ready, Duration::from_secs(20))?;
-    }
+    let serve_dir = y3_testkit::ServeDir::new("lab-mqtt")?;
+    let child = if name == "y3" {
+        Child::serve(
+            name,
+            &program,
+            &[],
+            &args,
+            &serve_dir,
+            Duration::from_secs(20),
+        )?
+        .0
+    } else {
+        Child::spawn(name, &program, &args, None)?
+    };
     // Every broker: its MQTT port accepts.
     let until = Instant::now() + Duration::from_secs(20);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
@@ -156,6 +167,7 @@ fn start(name: &str, programs: &Programs) -> Result<Broker> {
         port,
         child,
         _dir: dir,
+        _serve_dir: serve_dir,
     })
 }
 

@@ -147,6 +147,48 @@ impl Child {
         }
     }
 
+    /// Starts `y3 serve` (the binary `y3`, then `args`, the subcommand first) the one way
+    /// every harness does (`y3_testkit`): in `dir` (its dev certificate, state and ready
+    /// file), its environment set through `env`(1) with `vars` (`VAR=VALUE`) after the
+    /// directory's; waits at most `within` for the ready file.
+    ///
+    /// # Errors
+    /// When it cannot be started, exits first or writes no ready file in time; with its
+    /// stderr.
+    pub fn serve(
+        name: &str,
+        y3: &Path,
+        vars: &[&str],
+        args: &[String],
+        dir: &y3_testkit::ServeDir,
+        within: Duration,
+    ) -> Result<(Child, y3_testkit::Ready)> {
+        let mut all: Vec<String> = dir
+            .env()
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.display()))
+            .collect();
+        all.extend(vars.iter().map(|v| v.to_string()));
+        all.push(y3.display().to_string());
+        all.extend(args.iter().cloned());
+        all.extend(
+            dir.prepare()
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned()),
+        );
+        // `sh` and `env` exec: the process id is y3's.
+        let mut child = Child::spawn(name, Path::new("env"), &all, None)?;
+        let pid = child.pid();
+        let ready = dir.wait_pid(pid, within, || child.child.try_wait());
+        match ready {
+            Ok(ready) => Ok((child, ready)),
+            Err(e) => {
+                std::thread::sleep(Duration::from_millis(50));
+                Err(anyhow!("{name}: {e}{}", child.stderr_suffix()))
+            }
+        }
+    }
+
     fn stderr_suffix(&self) -> String {
         let tail = self.stderr_tail();
         if tail.is_empty() {

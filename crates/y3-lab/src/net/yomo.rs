@@ -53,6 +53,7 @@ use crate::measure::median;
 use crate::net::proc::{self, Child};
 use crate::net::Programs;
 use crate::record::{Dim, Metric, Record, Results};
+use y3_testkit::ServeDir;
 
 /// The tag sources write (and sinks observe in the `sink` workload).
 pub const TAG_IN: u32 = 0x33;
@@ -275,22 +276,6 @@ pub(crate) fn await_json(
             Line::Other => {}
         }
     }
-}
-
-/// The line `y3 serve` prints once it listens.
-pub(crate) const SERVE_READY: &str = "y3 router listening:";
-
-/// The addresses after [`SERVE_READY`] (`tcp 127.0.0.1:P quic 127.0.0.1:Q metrics off`):
-/// `(tcp, quic)`, each `None` when off.
-pub(crate) fn parse_listening(rest: &str) -> (Option<SocketAddr>, Option<SocketAddr>) {
-    let words: Vec<&str> = rest.split_whitespace().collect();
-    let after = |key: &str| {
-        words
-            .windows(2)
-            .find(|w| w[0] == key)
-            .and_then(|w| w[1].parse().ok())
-    };
-    (after("tcp"), after("quic"))
 }
 
 /// The version of `module` in a `go.mod` (`require` line or block), e.g. `v1.22.0`.
@@ -805,6 +790,9 @@ pub(crate) struct RouterProc {
     pub(crate) child: Child,
     pub(crate) quic: SocketAddr,
     pub(crate) tcp: Option<SocketAddr>,
+    /// `y3 serve`'s private directory (ready file, state), removed on drop; `None` for
+    /// YoMo's zipper.
+    pub(crate) _dir: Option<ServeDir>,
 }
 
 impl RouterProc {
@@ -838,6 +826,7 @@ impl RouterProc {
                     child,
                     quic,
                     tcp: None,
+                    _dir: None,
                 })
             }
             Router::Y3 => {
@@ -854,12 +843,22 @@ impl RouterProc {
                 args.push(peers.cert.display().to_string());
                 args.push("--config".into());
                 args.push(peers.config.display().to_string());
-                let mut child = peers.spawn("y3 serve", &["RUST_LOG=warn"], &peers.y3, &args)?;
-                let (tcp, quic) = parse_listening(&child.expect(SERVE_READY, CONNECT)?);
+                let dir = ServeDir::new("lab-yomo")?;
+                let (child, ready) = Child::serve(
+                    "y3 serve",
+                    &peers.y3,
+                    &["RUST_LOG=warn"],
+                    &args,
+                    &dir,
+                    CONNECT,
+                )?;
                 Ok(RouterProc {
                     child,
-                    quic: quic.context("y3 serve: no QUIC listener")?,
-                    tcp,
+                    quic: ready
+                        .listener("quic")
+                        .context("y3 serve: no QUIC listener")?,
+                    tcp: ready.listener("tcp"),
+                    _dir: Some(dir),
                 })
             }
         }
@@ -1248,14 +1247,7 @@ mod tests {
     }
 
     #[test]
-    fn serve_ready_line_and_go_mod() {
-        let (tcp, quic) = parse_listening("tcp 127.0.0.1:41000 quic 127.0.0.1:41001 metrics off");
-        assert_eq!(tcp, Some("127.0.0.1:41000".parse().unwrap()));
-        assert_eq!(quic, Some("127.0.0.1:41001".parse().unwrap()));
-        let (tcp, quic) = parse_listening("tcp off quic 127.0.0.1:9 (tls) metrics off");
-        assert_eq!((tcp, quic), (None, Some("127.0.0.1:9".parse().unwrap())));
-        assert_eq!(parse_listening(""), (None, None));
-
+    fn go_mod_versions() {
         let go_mod = "module github.com/y3-dev/y3/interop/yomo\n\ngo 1.25.0\n\n\
                       require github.com/yomorun/yomo v1.22.0\n\nrequire (\n\
                       \tgithub.com/quic-go/quic-go v0.57.1 // indirect\n\

@@ -209,7 +209,17 @@ pub fn rejection(frames: &[Frame]) -> &Goaway {
 /// A counter of the router's Prometheus text: `name` (without `y3_router_` and `_total`)
 /// with the one label `label="value"`; 0 when absent.
 pub fn counter(router: &RouterHandle, name: &str, label: &str, value: &str) -> u64 {
-    let prefix = format!("y3_router_{name}_total{{{label}=\"{value}\"}} ");
+    series(
+        router,
+        &format!("y3_router_{name}_total{{{label}=\"{value}\"}}"),
+    )
+}
+
+/// The value of one series of the router's Prometheus text, named in full (labels
+/// included: `y3_router_cycle_throttled_total`, `y3_router_dropped_total{reason="loop"}`);
+/// 0 when absent.
+pub fn series(router: &RouterHandle, series: &str) -> u64 {
+    let prefix = format!("{series} ");
     router
         .metrics()
         .encode()

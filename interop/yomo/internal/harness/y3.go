@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/y3-dev/y3/bindings/go/client/servetest"
 )
 
 // Y3BinEnv names the environment variable holding the path of the y3 binary.
@@ -27,17 +29,35 @@ func Y3Bin(t testing.TB) string {
 	return bin
 }
 
-// y3ReadyPrefix starts the line `y3 serve` prints once it listens:
-// `y3 router listening: tcp 127.0.0.1:PORT quic 127.0.0.1:PORT metrics http://ADDR/metrics`.
-const y3ReadyPrefix = "y3 router listening:"
+// StartY3 starts `$Y3_BIN serve ARGS` the one way every Go test does (servetest): in dir,
+// its private directory (ready file; dev certificate and state as its XDG_RUNTIME_DIR and
+// XDG_STATE_HOME; a test's t.TempDir(), or one kept across restarts), with env after that,
+// RUST_LOG=warn unless set, and waits ReadyTimeout for its ready file. Its stdout is
+// drained. A router that exits first or writes no ready file fails the test.
+func StartY3(t testing.TB, dir string, env []string, args ...string) (*Process, *servetest.Ready) {
+	t.Helper()
+	bin := Y3Bin(t)
+	d := servetest.Dir(dir)
+	env = append(d.Env(), env...)
+	if os.Getenv("RUST_LOG") == "" {
+		env = append(env, "RUST_LOG=warn")
+	}
+	p := StartProcess(t, nil, env, bin, append(args, d.Args()...)...)
+	go p.drain()
+	ready, err := d.Wait(p.cmd.Process.Pid, ReadyTimeout, p.exited)
+	if err != nil {
+		p.Stop()
+		t.Fatalf("%s %s: %v (exit: %v)\nstderr:\n%s", bin, strings.Join(args, " "), err, p.err, p.Stderr())
+	}
+	return p, ready
+}
 
 // y3Router is `$Y3_BIN serve` as a subprocess.
 type y3Router struct {
 	t      testing.TB
-	bin    string
 	opts   Options
 	config string // the TOML config file with the [mesh] section; "" without a mesh
-	state  string // $XDG_STATE_HOME of every start: the QUIC reset secret survives restarts
+	state  string // the directory of every start (servetest): the QUIC reset secret survives restarts
 
 	mu      sync.Mutex
 	addr    string
@@ -47,8 +67,8 @@ type y3Router struct {
 
 func startY3(t testing.TB, opts Options, addr string) *y3Router {
 	t.Helper()
-	bin := Y3Bin(t)
-	r := &y3Router{t: t, bin: bin, opts: opts, state: t.TempDir()}
+	Y3Bin(t) // skips the test without it, before anything is made
+	r := &y3Router{t: t, opts: opts, state: t.TempDir()}
 	if len(opts.Mesh) > 0 || len(opts.Filters) > 0 || opts.Config != "" {
 		r.config = writeY3Config(t, opts)
 	}
@@ -117,36 +137,15 @@ func (r *y3Router) start(quicAddr string) {
 	if r.opts.TCPTLS {
 		args = append(args, "--tcp-tls")
 	}
-	env := []string{"XDG_STATE_HOME=" + r.state, "STATE_DIRECTORY="}
-	if os.Getenv("RUST_LOG") == "" {
-		env = append(env, "RUST_LOG=warn")
-	}
-	p := StartProcess(r.t, nil, env, r.bin, args...)
-	line, err := p.WaitLine(y3ReadyPrefix, ReadyTimeout)
-	if err != nil {
+	p, ready := StartY3(r.t, r.state, []string{"STATE_DIRECTORY="}, args...)
+	addr, metrics := ready.Listener("quic"), ready.Listener("metrics")
+	if addr == "" || metrics == "" {
 		p.Stop()
-		r.t.Fatalf("%s serve: %v\nstderr:\n%s", r.bin, err, p.Stderr())
-	}
-	go p.drain()
-	addr, metrics := readyField(line, "quic"), readyField(line, "metrics")
-	if addr == "" || addr == "off" || !strings.HasPrefix(metrics, "http://") {
-		p.Stop()
-		r.t.Fatalf("no quic or metrics address in %q", line)
+		r.t.Fatalf("no quic or metrics address in %+v", ready)
 	}
 	r.mu.Lock()
-	r.proc, r.addr, r.metrics = p, addr, metrics
+	r.proc, r.addr, r.metrics = p, addr, "http://"+metrics+"/metrics"
 	r.mu.Unlock()
-}
-
-// readyField reads the word after key ("quic", "metrics") in the ready line.
-func readyField(line, key string) string {
-	fields := strings.Fields(strings.TrimPrefix(line, y3ReadyPrefix))
-	for i := 0; i+1 < len(fields); i++ {
-		if fields[i] == key {
-			return fields[i+1]
-		}
-	}
-	return ""
 }
 
 // y3AcceptedMetric is the counter of connections y3 accepted, one series per transport.
