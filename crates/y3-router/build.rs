@@ -7,16 +7,16 @@ use std::path::Path;
 
 /// The files whose structs make up `RouterConfig`.
 const CONFIG_FILES: [&str; 3] = [
-    "src/config.rs",
-    "src/federation/config.rs",
-    "src/mqtt/config.rs",
+    "src/config/mod.rs",
+    "src/config/federation.rs",
+    "src/config/mqtt.rs",
 ];
 
 /// The files whose enums are config values (serialized `snake_case`).
 const ENUM_FILES: [&str; 4] = [
-    "src/config.rs",
-    "src/federation/config.rs",
-    "src/mqtt/config.rs",
+    "src/config/mod.rs",
+    "src/config/federation.rs",
+    "src/config/mqtt.rs",
     "src/queue.rs",
 ];
 

@@ -29,7 +29,6 @@
 //! acknowledgements always waits for room (that client keeps its frames until stored).
 
 mod claim;
-mod config;
 mod link;
 mod metrics;
 mod wire;
@@ -44,7 +43,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use y3_transport::frame::Data;
 
-pub use config::{FederationConfig, StreamConfig};
+use crate::config::federation as config;
+pub use crate::config::federation::{FederationConfig, StreamConfig};
 pub use metrics::{FederationMetrics, Lost};
 
 use crate::acks::Ticket;

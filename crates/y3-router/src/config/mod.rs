@@ -100,7 +100,7 @@
 //! tag = 0x10                  # the same tag applies too: both must match)
 //! filter = "0x10/0x11:f32 > 60"
 //!
-//! [mqtt]                      # MQTT 3.1.1 and 5 devices (mqtt/config.rs, docs/mqtt.md)
+//! [mqtt]                      # MQTT 3.1.1 and 5 devices (config/mqtt.rs, docs/mqtt.md)
 //! listen = ""                 # e.g. "127.0.0.1:1883"; "" (default): no MQTT listener
 //! max_packet_bytes = 1048576  # and the session, retained and in-flight bounds there
 //!
@@ -133,6 +133,9 @@
 //! whitespace removed. [`RouterConfig::validate`] refuses a TCP or QUIC listener beyond
 //! loopback when no token is configured, unless `auth.allow_insecure`; the `Debug` output of
 //! these types never shows a token.
+
+pub mod federation;
+pub mod mqtt;
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -169,14 +172,14 @@ pub struct RouterConfig {
     pub mesh: MeshConfig,
     /// Content filters: their limits, and filters attached to functions by name.
     pub filters: FiltersConfig,
-    /// Routers federated over NATS (`federation/config.rs`, `spec/federation.md`).
-    pub federation: crate::federation::FederationConfig,
+    /// Routers federated over NATS (`config/federation.rs`, `spec/federation.md`).
+    pub federation: federation::FederationConfig,
     /// What the router keeps across restarts.
     pub state: StateConfig,
     /// The process's log (`y3 serve`).
     pub log: LogConfig,
-    /// The MQTT listener and its topic ↔ tag mapping (`mqtt/config.rs`, `docs/mqtt.md`).
-    pub mqtt: crate::mqtt::MqttConfig,
+    /// The MQTT listener and its topic ↔ tag mapping (`config/mqtt.rs`, `docs/mqtt.md`).
+    pub mqtt: mqtt::MqttConfig,
 }
 
 /// `[log]`: the log `y3 serve` writes on stderr. Connects and closes are logged at debug;
