@@ -189,8 +189,7 @@ impl FederationConfig {
 
     /// Whether frames of `tag` federate.
     pub fn federates(&self, tag: u32) -> bool {
-        (self.tags.is_empty() || self.tags.contains(&tag))
-            && !crate::session::RESERVED_TAGS.contains(&tag)
+        (self.tags.is_empty() || self.tags.contains(&tag)) && !super::RESERVED_TAGS.contains(&tag)
     }
 
     /// Whether `tag` is durable.
