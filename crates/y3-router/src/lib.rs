@@ -79,6 +79,7 @@ mod connection;
 mod cycles;
 mod dashboard;
 mod error;
+mod federated;
 pub mod federation;
 pub mod filters;
 mod histogram;
