@@ -71,6 +71,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod accept;
 mod acks;
 mod budget;
 pub mod config;
