@@ -901,9 +901,8 @@ impl Metrics {
             queued_bytes: self.budget.used() as u64,
             dropped,
             rejected,
-            protocol_errors: PROTOCOL_ERROR_KINDS
-                .iter()
-                .map(|&kind| {
+            protocol_errors: protocol_error_kinds()
+                .map(|kind| {
                     let n = self
                         .protocol_errors
                         .get(&KindLabel { kind })
@@ -916,28 +915,11 @@ impl Metrics {
     }
 }
 
-/// Frame error kinds reported in [`Stats::protocol_errors`].
-const PROTOCOL_ERROR_KINDS: [&str; 27] = [
-    "too_long",
-    "unknown_frame",
-    "missing_field",
-    "invalid_field",
-    "truncated",
-    "io",
-    "unexpected_end",
-    "negative_length",
-    "varint_overflow",
-    "varint_unterminated",
-    "child_overflow",
-    "truncated_header",
-    "invalid_tag",
-    "invalid_utf8",
-    "invalid_length",
-    "invalid_bool",
-    "wrong_type",
-    "wrong_count",
-    "trailing_bytes",
-    "too_deep",
+/// The router's own protocol-error kinds (a frame that stalled, bad metadata, a reserved or
+/// forbidden tag, a failed TLS or QUIC setup, ...); with the frame errors' kinds
+/// ([`FrameError::KINDS`](y3_transport::FrameError::KINDS)) and the codec's
+/// ([`y3::DecodeError::KINDS`]), those [`Stats::protocol_errors`] reports.
+const ROUTER_PROTOCOL_ERROR_KINDS: [&str; 7] = [
     "protocol",
     "frame_stalled",
     "bad_metadata",
@@ -946,6 +928,15 @@ const PROTOCOL_ERROR_KINDS: [&str; 27] = [
     "transport_setup",
     "forbidden",
 ];
+
+/// Every protocol-error kind [`Stats::protocol_errors`] reports, each once.
+fn protocol_error_kinds() -> impl Iterator<Item = &'static str> {
+    let frame = y3_transport::FrameError::KINDS.into_iter();
+    let codec = y3::DecodeError::KINDS
+        .into_iter()
+        .filter(|k| !y3_transport::FrameError::KINDS.contains(k));
+    frame.chain(codec).chain(ROUTER_PROTOCOL_ERROR_KINDS)
+}
 
 /// Router totals, for tests and summaries.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

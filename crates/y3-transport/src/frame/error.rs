@@ -57,6 +57,17 @@ pub enum FrameError {
 }
 
 impl FrameError {
+    /// The kinds of the frame layer's own variants, in variant order; a decode error
+    /// reports the codec's kind ([`y3::DecodeError::KINDS`]) and a metadata error its own.
+    pub const KINDS: [&'static str; 6] = [
+        "too_long",
+        "unknown_frame",
+        "missing_field",
+        "invalid_field",
+        "truncated",
+        "io",
+    ];
+
     /// The stable snake_case name: the codec's kind for [`FrameError::Decode`]
     /// (`invalid_tag`, `child_overflow`, ...), else the variant's name.
     pub fn kind(&self) -> &'static str {
@@ -79,5 +90,33 @@ impl From<FrameError> for io::Error {
             FrameError::Io(e) => e,
             other => io::Error::new(io::ErrorKind::InvalidData, other),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FrameError;
+
+    #[test]
+    fn kinds_lists_every_own_variant_in_order() {
+        let own = [
+            FrameError::TooLong {
+                declared: 2,
+                limit: 1,
+            },
+            FrameError::UnknownFrame { tag: 0x7f },
+            FrameError::MissingField {
+                frame: "data",
+                field: 0x01,
+            },
+            FrameError::InvalidField {
+                frame: "handshake",
+                field: "client type",
+            },
+            FrameError::Truncated { buffered: 1 },
+            FrameError::Io(std::io::ErrorKind::BrokenPipe.into()),
+        ];
+        let kinds: Vec<&str> = own.iter().map(FrameError::kind).collect();
+        assert_eq!(kinds, FrameError::KINDS);
     }
 }
