@@ -2,7 +2,7 @@
 //! graceful shutdown.
 //!
 //! ```text
-//!  TCP / TLS / QUIC accept loops ──▶ connection task (connection.rs)
+//!  TCP / TLS / QUIC: accept.rs ──▶ connection task (connection.rs)
 //!                                      reader: Session decides ──▶ routing::route
 //!                                                                   table snapshot (no lock)
 //!                                                                   push into each outbox
