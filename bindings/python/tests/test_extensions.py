@@ -42,23 +42,6 @@ ERRORS: list[dict[str, Any]] = EXT["errors"]
 OBSERVERS: list[dict[str, Any]] = EXT["observers"]
 MARSHAL: list[dict[str, Any]] = EXT["marshal"]
 
-DECODE_ERROR_KINDS = (
-    "unexpected_end",
-    "too_long",
-    "too_deep",
-    "negative_length",
-    "varint_overflow",
-    "varint_unterminated",
-    "child_overflow",
-    "truncated_header",
-    "invalid_tag",
-    "invalid_utf8",
-    "invalid_length",
-    "invalid_bool",
-    "wrong_type",
-    "trailing_bytes",
-)
-
 # errors-entry ops that read the packet with a typed schema.
 OP_SCHEMAS = {
     "decode": "raw",
@@ -81,8 +64,9 @@ def params(entries: list[dict[str, Any]]) -> list[Any]:
 def test_file_covers_everything() -> None:
     assert len(PACKETS) >= 100 and len(TREES) >= 20 and len(ERRORS) >= 50
     assert len(OBSERVERS) >= 15 and len(MARSHAL) >= 10
-    kinds = {e["error"] for e in ERRORS}
-    assert set(DECODE_ERROR_KINDS) <= kinds, set(DECODE_ERROR_KINDS) - kinds
+    # That the errors cover every decode error kind is checked where the kinds are listed,
+    # once: crates/y3/tests/extensions.rs against y3::DecodeError::KINDS. Each entry's kind
+    # is checked here (test_error).
     assert {e["op"] for e in ERRORS} == set(OP_SCHEMAS) | {"observe"}
     # Every packet-level reference vector has its draft02 entry.
     sources = {s for e in PACKETS for s in e["source"]}

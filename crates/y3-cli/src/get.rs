@@ -7,35 +7,62 @@
 
 use std::io::{Read, Write};
 
+use clap::builder::PossibleValue;
 use clap::{Args, ValueEnum};
+use y3::items::ValueKey;
 use y3::{Config, DecodeError, Observer, Packet};
 
 use crate::args::{path_text, DialectArg};
 use crate::error::CliError;
 use crate::input::{InputArgs, Source};
 
-/// The type to read the observed value as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
-pub enum ValueType {
-    /// Signed 32-bit integer.
-    Int32,
-    /// Signed 64-bit integer.
-    Int64,
-    /// Unsigned 32-bit integer (the int32 with the same bits).
-    Uint32,
-    /// Unsigned 64-bit integer (the int64 with the same bits).
-    Uint64,
-    /// VarFloat float32.
-    Float32,
-    /// VarFloat float64.
-    Float64,
-    /// Integer 0 or 1.
-    Bool,
-    /// UTF-8 string.
-    String,
-    /// Raw value bytes, printed as a hex string (works for nodes too).
-    #[default]
-    Bytes,
+/// `--as`: what to read the observed value as — one of the codec's value keys
+/// ([`ValueKey`], the one home of their names), those a single value reads as
+/// ([`ValueType::KEYS`]); `bytes` (the default) reads any packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ValueType(pub ValueKey);
+
+impl ValueType {
+    /// The keys `--as` takes, in `--help` order.
+    pub const KEYS: [ValueType; 9] = [
+        ValueType(ValueKey::Int32),
+        ValueType(ValueKey::Int64),
+        ValueType(ValueKey::Uint32),
+        ValueType(ValueKey::Uint64),
+        ValueType(ValueKey::Float32),
+        ValueType(ValueKey::Float64),
+        ValueType(ValueKey::Bool),
+        ValueType(ValueKey::String),
+        ValueType(ValueKey::Bytes),
+    ];
+}
+
+impl Default for ValueType {
+    fn default() -> Self {
+        ValueType(ValueKey::Bytes)
+    }
+}
+
+impl ValueEnum for ValueType {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Self::KEYS
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        let help = match self.0 {
+            ValueKey::Int32 => "Signed 32-bit integer",
+            ValueKey::Int64 => "Signed 64-bit integer",
+            ValueKey::Uint32 => "Unsigned 32-bit integer (the int32 with the same bits)",
+            ValueKey::Uint64 => "Unsigned 64-bit integer (the int64 with the same bits)",
+            ValueKey::Float32 => "VarFloat float32",
+            ValueKey::Float64 => "VarFloat float64",
+            ValueKey::Bool => "Integer 0 or 1",
+            ValueKey::String => "UTF-8 string",
+            ValueKey::Bytes => "Raw value bytes, printed as a hex string (works for nodes too)",
+            _ => return None,
+        };
+        Some(PossibleValue::new(self.0.name()).help(help))
+    }
 }
 
 /// Options of `y3 get`.
@@ -138,17 +165,22 @@ pub fn observe(
 /// # Errors
 /// The typed accessor's [`DecodeError`] (`wrong_type` for a node, `invalid_length`, ...).
 pub fn render(packet: &Packet<'_>, value_type: ValueType) -> Result<String, DecodeError> {
-    Ok(match value_type {
-        ValueType::Int32 => packet.i32()?.to_string(),
-        ValueType::Int64 => packet.i64()?.to_string(),
-        ValueType::Uint32 => packet.u32()?.to_string(),
-        ValueType::Uint64 => packet.u64()?.to_string(),
-        ValueType::Float32 => json_f32(packet.f32()?),
-        ValueType::Float64 => json_f64(packet.f64()?),
-        ValueType::Bool => packet.bool()?.to_string(),
-        ValueType::String => json_string(packet.str()?),
-        // Raw bytes of any packet, node or not.
-        ValueType::Bytes => json_string(&hex::encode(packet.value())),
+    Ok(match value_type.0 {
+        ValueKey::Int32 => packet.i32()?.to_string(),
+        ValueKey::Int64 => packet.i64()?.to_string(),
+        ValueKey::Uint32 => packet.u32()?.to_string(),
+        ValueKey::Uint64 => packet.u64()?.to_string(),
+        ValueKey::Float32 => json_f32(packet.f32()?),
+        ValueKey::Float64 => json_f64(packet.f64()?),
+        ValueKey::Bool => packet.bool()?.to_string(),
+        ValueKey::String => json_string(packet.str()?),
+        // Raw bytes of any packet, node or not; the keys `--as` does not take (the bits
+        // keys, node, array) read as their bytes too.
+        ValueKey::Bytes
+        | ValueKey::Float32Bits
+        | ValueKey::Float64Bits
+        | ValueKey::Node
+        | ValueKey::Array => json_string(&hex::encode(packet.value())),
     })
 }
 
@@ -167,12 +199,8 @@ fn wrong_type_hint(
     );
     let mut error = CliError::bad_input(err.kind(), message);
     let integer = matches!(
-        asked,
-        ValueType::Int32
-            | ValueType::Int64
-            | ValueType::Uint32
-            | ValueType::Uint64
-            | ValueType::Bool
+        asked.0,
+        ValueKey::Int32 | ValueKey::Int64 | ValueKey::Uint32 | ValueKey::Uint64 | ValueKey::Bool
     );
     if packet.is_node() {
         error = error.hint("it is a node: give the path of one of its children, or --as bytes");
@@ -193,9 +221,7 @@ fn wrong_type_hint(
 
 /// A type as `--as` spells it.
 fn type_name(value_type: ValueType) -> String {
-    value_type
-        .to_possible_value()
-        .map_or_else(String::new, |v| v.get_name().to_owned())
+    value_type.0.name().to_owned()
 }
 
 fn json_string(s: &str) -> String {
@@ -249,21 +275,24 @@ mod tests {
     fn reads_through_nodes() {
         let noise = "9017110242201206aec8bbba800013093132372e302e302e31";
         assert_eq!(
-            get(noise, &[0x10, 0x11], ValueType::Float32)
+            get(noise, &[0x10, 0x11], ValueType(ValueKey::Float32))
                 .unwrap()
                 .unwrap(),
             "40.0"
         );
         assert_eq!(
-            get(noise, &[0x10, 0x13], ValueType::String)
+            get(noise, &[0x10, 0x13], ValueType(ValueKey::String))
                 .unwrap()
                 .unwrap(),
             "\"127.0.0.1\""
         );
-        assert_eq!(get(noise, &[0x10, 0x14], ValueType::Bytes).unwrap(), None);
-        let err = get(noise, &[0x10], ValueType::Int32).unwrap_err();
+        assert_eq!(
+            get(noise, &[0x10, 0x14], ValueType(ValueKey::Bytes)).unwrap(),
+            None
+        );
+        let err = get(noise, &[0x10], ValueType(ValueKey::Int32)).unwrap_err();
         assert_eq!(crate::error::classify(&err), ("wrong_type", 2));
-        let err = get("9017110242", &[0x10, 0x12], ValueType::Int32).unwrap_err();
+        let err = get("9017110242", &[0x10, 0x12], ValueType(ValueKey::Int32)).unwrap_err();
         assert_eq!(crate::error::classify(&err).0, "unexpected_end");
     }
 
@@ -285,7 +314,7 @@ mod tests {
             &mut Trickle(&bytes),
             &[0x02, 0x03],
             Config::DEFAULT,
-            ValueType::String,
+            ValueType(ValueKey::String),
         )
         .unwrap();
         assert_eq!(got.as_deref(), Some("\"CELLA\""));

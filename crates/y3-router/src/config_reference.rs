@@ -1,5 +1,5 @@
 //! The configuration reference, generated from the config structs' doc comments (their one
-//! home; `build.rs` reads them from `config.rs` and `federation/config.rs`): the commented
+//! home; `build.rs` reads them from the files of `config/`): the commented
 //! TOML of `y3 serve --print-config` ([`commented_toml`]) and `docs/configuration.md`
 //! ([`markdown`]). A test (`tests/config_reference.rs`) checks that the committed page is
 //! in step, that every key has a doc, and that the commented TOML reads back as the same
@@ -207,8 +207,8 @@ fn render_table(out: &mut String, path: &str, ty: &str, table: &toml::Table) {
 pub fn markdown() -> String {
     let mut out = String::from(
         "# Configuration reference\n\n\
-         <!-- Generated from the doc comments in crates/y3-router/src/config.rs and\n\
-         federation/config.rs; do not edit. Regenerate with\n\
+         <!-- Generated from the doc comments in crates/y3-router/src/config/;\n\
+         do not edit. Regenerate with\n\
          Y3_REGEN_DOCS=1 cargo test -p y3-router --test config_reference -->\n\n\
          `y3 serve -c router.toml` reads this TOML; every key is optional and an empty file (or\n\
          none) is a working router on loopback. `y3 serve --print-config` prints the\n\

@@ -60,7 +60,7 @@ pub enum RouterError {
     Transport(#[from] TransportError),
     /// A YoMo zipper YAML file that was not taken (`yomo_yaml.rs`).
     #[error(transparent)]
-    YomoYaml(#[from] crate::yomo_yaml::YomoYamlError),
+    YomoYaml(#[from] YomoYamlError),
     /// Another router holds this router's `federation.name` (`federation/claim.rs`).
     #[error(
         "federation.name {name:?} is in use by another router ({holder}); every router of a \
@@ -87,6 +87,52 @@ impl RouterError {
             RouterError::Transport(e) => e.kind(),
             RouterError::YomoYaml(e) => e.kind(),
             RouterError::FederationNameTaken { .. } => "federation_name_taken",
+        }
+    }
+}
+
+/// Why a YoMo zipper YAML file was not taken.
+#[derive(Debug, thiserror::Error)]
+pub enum YomoYamlError {
+    /// The file could not be read.
+    #[error("cannot read the config file: {0}")]
+    Io(#[source] std::io::Error),
+    /// Not YAML, or not a mapping at the top.
+    #[error("not YoMo's zipper YAML: {0}")]
+    Syntax(String),
+    /// A key y3 does not have, named with its path (`bridge`, `mesh.zipper-2.auth`).
+    #[error("{key}: {why}")]
+    Unsupported {
+        /// The key's path.
+        key: String,
+        /// Why it is refused, and what to do instead.
+        why: &'static str,
+    },
+    /// A value of the wrong type or out of range.
+    #[error("{key}: {problem}")]
+    Invalid {
+        /// The key's path.
+        key: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// A key YoMo requires is absent or empty.
+    #[error("{key} is required (as yomo serve requires it)")]
+    Missing {
+        /// The key's path.
+        key: String,
+    },
+}
+
+impl YomoYamlError {
+    /// The stable snake_case name.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            YomoYamlError::Io(_) => "config_io",
+            YomoYamlError::Syntax(_) => "yaml_syntax",
+            YomoYamlError::Unsupported { .. } => "yaml_unsupported",
+            YomoYamlError::Invalid { .. } => "yaml_invalid",
+            YomoYamlError::Missing { .. } => "yaml_missing",
         }
     }
 }

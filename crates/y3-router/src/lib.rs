@@ -14,8 +14,11 @@
 //! (tag → the stream functions observing it, YoMo's rules), [`session`] (the per-connection
 //! protocol state machine, quinn-style `handle_*(now, ..)` in, events out: handshake rules,
 //! metadata rules, reserved tags, the hop limit, each token's permissions) and [`throttle`]
-//! (failed handshakes per address). The server ([`Router::start`]) is a thin
-//! tokio loop around them: accept loops for TCP (optionally TLS) and QUIC, a reader and a
+//! (failed handshakes per address); below them [`config`] is plain data, and
+//! [`federation`] reaches the router through one interface (`federation/local.rs`): the
+//! rules are `CONTRIBUTING.md`'s "What may import what", checked by `tests/imports.rs`.
+//! The server ([`Router::start`]) is a thin
+//! tokio loop around them: one accept loop for TCP (optionally TLS) and QUIC, a reader and a
 //! writer task per connection, routing through a published table snapshot that readers do
 //! not lock (`routing.rs`), graceful shutdown that drains in-flight frames, and Prometheus
 //! [`metrics`].
@@ -71,6 +74,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod accept;
 mod acks;
 mod budget;
 pub mod config;
@@ -79,6 +83,7 @@ mod connection;
 mod cycles;
 mod dashboard;
 mod error;
+mod federated;
 pub mod federation;
 pub mod filters;
 mod histogram;

@@ -356,158 +356,178 @@ impl Metrics {
             depth: AtomicI64::new(0),
             writing: AtomicI64::new(0),
         };
+        m.register_clients(registry);
+        m.register_frames(registry);
+        m.register_policies(registry);
+        m.register_links(registry);
+        Metrics {
+            registry: root,
+            ..m
+        }
+    }
+
+    /// Connections and handshakes: who came, who was refused, what was malformed.
+    fn register_clients(&self, registry: &mut Registry) {
         registry.register(
             "connections",
             "Open sessions by client type",
-            m.connections.clone(),
+            self.connections.clone(),
         );
         registry.register(
             "accepted_connections",
             "Accepted connections by transport",
-            m.accepted.clone(),
+            self.accepted.clone(),
         );
         registry.register(
             "rejected",
             "Refused handshakes by goaway kind",
-            m.rejected.clone(),
+            self.rejected.clone(),
         );
         registry.register(
             "protocol_errors",
             "Malformed input by frame error kind",
-            m.protocol_errors.clone(),
+            self.protocol_errors.clone(),
         );
         registry.register(
             "skipped_frames",
             "Frames read past without routing them, by reason (too_long: over limits.max_frame_len; \
              metadata_too_large: over limits.max_metadata_bytes or max_metadata_entries)",
-            m.skipped.clone(),
+            self.skipped.clone(),
         );
+    }
+
+    /// Data frames in and out, and every delivery owed until it is written or dropped.
+    fn register_frames(&self, registry: &mut Registry) {
         registry.register(
             "frames_in",
             "Data frames read from clients",
-            m.frames_in.clone(),
+            self.frames_in.clone(),
         );
         registry.register(
             "tag_dropped",
             "Data frames dropped, by tag (every reason; by reason in y3_router_dropped_total)",
-            m.dropped_by_tag.clone(),
+            self.dropped_by_tag.clone(),
         );
         registry.register(
             "bytes_in",
             "Payload bytes read from clients",
-            m.bytes_in.clone(),
+            self.bytes_in.clone(),
         );
         registry.register(
             "frames_out",
             "Data frames written to subscribers",
-            m.frames_out.clone(),
+            self.frames_out.clone(),
         );
         registry.register(
             "bytes_out",
             "Payload bytes written to subscribers",
-            m.bytes_out.clone(),
+            self.bytes_out.clone(),
         );
         registry.register(
             "dropped",
             "Frames not delivered, by reason",
-            m.dropped.clone(),
+            self.dropped.clone(),
         );
         registry.register(
             "deliveries",
             "Deliveries owed: one per recipient of each routed frame, one per frame with none; \
              each ends written (frames_out), dropped (dropped) or still queued",
-            m.deliveries.clone(),
+            self.deliveries.clone(),
         );
         registry.register(
             "unaccounted",
             "Deliveries owed that are neither written, forwarded, dropped and counted, nor \
              queued (zero once idle; never negative)",
-            m.unaccounted.clone(),
+            self.unaccounted.clone(),
         );
         registry.register(
             "writing",
             "Data frames writers took from the queues and have not yet written or dropped",
-            m.writing_gauge.clone(),
+            self.writing_gauge.clone(),
         );
+    }
+
+    /// What the limits did: the tarpit, evictions, loops, queues, the memory budget, latency.
+    fn register_policies(&self, registry: &mut Registry) {
         registry.register(
             "tarpitted",
             "Wrong credentials refused after a tarpit delay (also counted in rejected)",
-            m.tarpitted.clone(),
+            self.tarpitted.clone(),
         );
         registry.register(
             "evictions",
             "Slow consumers disconnected, by client name",
-            m.evictions.clone(),
+            self.evictions.clone(),
         );
         registry.register(
             "self_loops",
             "Stream functions seen writing a tag they observe (once per connection)",
-            m.self_loops.clone(),
+            self.self_loops.clone(),
         );
         registry.register(
             "cycle_throttled",
             "Stream functions whose outputs round a cycle of functions outran its inputs \
              (once per connection; the deliveries dropped count as loop)",
-            m.cycles_throttled.clone(),
+            self.cycles_throttled.clone(),
         );
         registry.register(
             "queue_depth",
             "Frames queued over all subscribers",
-            m.queue_depth.clone(),
+            self.queue_depth.clone(),
         );
         registry.register(
             "queued_bytes",
             "Bytes the router holds for its clients against limits.max_queued_bytes: queued \
              frames (a frame shared by many queues once), queue slots, partial frames",
-            m.budget.gauge(),
+            self.budget.gauge(),
         );
-        m.budget.register(registry);
+        self.budget.register(registry);
         registry.register(
             "handler_latency_seconds",
             "Time from reading a data frame to writing it to a subscriber",
-            m.latency.clone(),
+            self.latency.clone(),
         );
+    }
+
+    /// Downstream zippers, content filters, the federation and MQTT.
+    fn register_links(&self, registry: &mut Registry) {
         registry.register(
             "mesh_connected",
             "1 while the link to a downstream zipper is up",
-            m.mesh.connected.clone(),
+            self.mesh.connected.clone(),
         );
         registry.register(
             "mesh_connects",
             "Links to a downstream zipper established",
-            m.mesh.connects.clone(),
+            self.mesh.connects.clone(),
         );
         registry.register(
             "mesh_frames",
             "Data frames written to a downstream zipper",
-            m.mesh.frames.clone(),
+            self.mesh.frames.clone(),
         );
         registry.register(
             "mesh_dropped",
             "Data frames for a downstream zipper that were dropped",
-            m.mesh.dropped.clone(),
+            self.mesh.dropped.clone(),
         );
         registry.register(
             "filter_matched",
             "Frames a content filter delivered, by tag and filter",
-            m.filters.matched.clone(),
+            self.filters.matched.clone(),
         );
         registry.register(
             "filter_withheld",
             "Frames a content filter kept off the wire, by tag and filter",
-            m.filters.withheld.clone(),
+            self.filters.withheld.clone(),
         );
         registry.register(
             "filter_malformed",
             "Withheld frames whose payload was not Y3, by tag and filter",
-            m.filters.malformed.clone(),
+            self.filters.malformed.clone(),
         );
-        m.federation.register(registry);
-        m.mqtt.register(registry);
-        Metrics {
-            registry: root,
-            ..m
-        }
+        self.federation.register(registry);
+        self.mqtt.register(registry);
     }
 
     fn filter_label(tag: u32, text: &str) -> FilterLabel {
@@ -881,9 +901,8 @@ impl Metrics {
             queued_bytes: self.budget.used() as u64,
             dropped,
             rejected,
-            protocol_errors: PROTOCOL_ERROR_KINDS
-                .iter()
-                .map(|&kind| {
+            protocol_errors: protocol_error_kinds()
+                .map(|kind| {
                     let n = self
                         .protocol_errors
                         .get(&KindLabel { kind })
@@ -896,28 +915,11 @@ impl Metrics {
     }
 }
 
-/// Frame error kinds reported in [`Stats::protocol_errors`].
-const PROTOCOL_ERROR_KINDS: [&str; 27] = [
-    "too_long",
-    "unknown_frame",
-    "missing_field",
-    "invalid_field",
-    "truncated",
-    "io",
-    "unexpected_end",
-    "negative_length",
-    "varint_overflow",
-    "varint_unterminated",
-    "child_overflow",
-    "truncated_header",
-    "invalid_tag",
-    "invalid_utf8",
-    "invalid_length",
-    "invalid_bool",
-    "wrong_type",
-    "wrong_count",
-    "trailing_bytes",
-    "too_deep",
+/// The router's own protocol-error kinds (a frame that stalled, bad metadata, a reserved or
+/// forbidden tag, a failed TLS or QUIC setup, ...); with the frame errors' kinds
+/// ([`FrameError::KINDS`](y3_transport::FrameError::KINDS)) and the codec's
+/// ([`y3::DecodeError::KINDS`]), those [`Stats::protocol_errors`] reports.
+const ROUTER_PROTOCOL_ERROR_KINDS: [&str; 7] = [
     "protocol",
     "frame_stalled",
     "bad_metadata",
@@ -926,6 +928,15 @@ const PROTOCOL_ERROR_KINDS: [&str; 27] = [
     "transport_setup",
     "forbidden",
 ];
+
+/// Every protocol-error kind [`Stats::protocol_errors`] reports, each once.
+fn protocol_error_kinds() -> impl Iterator<Item = &'static str> {
+    let frame = y3_transport::FrameError::KINDS.into_iter();
+    let codec = y3::DecodeError::KINDS
+        .into_iter()
+        .filter(|k| !y3_transport::FrameError::KINDS.contains(k));
+    frame.chain(codec).chain(ROUTER_PROTOCOL_ERROR_KINDS)
+}
 
 /// Router totals, for tests and summaries.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -12,30 +12,7 @@
 
 use std::collections::VecDeque;
 
-use serde::{Deserialize, Serialize};
-
-/// What a full queue does with a new frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Policy {
-    /// Hold the sender back until there is room: lossless for live subscribers.
-    #[default]
-    Block,
-    /// Drop the oldest queued frames to make room, counting each: for real-time data where
-    /// only the latest matters.
-    #[serde(alias = "drop-oldest")]
-    DropOldest,
-}
-
-impl Policy {
-    /// The snake_case name.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Policy::Block => "block",
-            Policy::DropOldest => "drop_oldest",
-        }
-    }
-}
+pub use crate::config::Policy;
 
 /// Something with a size in bytes.
 pub trait Weighted {

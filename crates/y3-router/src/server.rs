@@ -2,7 +2,7 @@
 //! graceful shutdown.
 //!
 //! ```text
-//!  TCP / TLS / QUIC accept loops ──▶ connection task (connection.rs)
+//!  TCP / TLS / QUIC: accept.rs ──▶ connection task (connection.rs)
 //!                                      reader: Session decides ──▶ routing::route
 //!                                                                   table snapshot (no lock)
 //!                                                                   push into each outbox
@@ -28,9 +28,10 @@ use tokio_util::task::TaskTracker;
 use y3_transport::frame::{Goaway, GoawayCode};
 use y3_transport::quic::QuicServer;
 use y3_transport::tcp::TcpServer;
-use y3_transport::tls::{client_cert_refusal, Identity, Trust};
+use y3_transport::tls::{client_cert_refusal, ClientCa, Identity, Trust};
 use y3_transport::{Connection, FrameCodec, TransportError};
 
+use crate::accept::accept_loop;
 use crate::config::{Listen, RouterConfig};
 use crate::connection;
 use crate::error::RouterError;
@@ -157,36 +158,7 @@ impl Router {
             hold,
             metrics.federation.clone(),
         )?;
-        let admission = Arc::new(crate::reload::admission(&config, token, grants));
-        let shared = Arc::new(Shared {
-            config: config.clone(),
-            admission: RwLock::new(admission),
-            loaded: Mutex::new(config.clone()),
-            metrics: metrics.clone(),
-            routes: Routes::new(
-                mesh.iter().map(mesh::Link::outbox).collect(),
-                Journeys::new(config.limits.max_loop_returns, journeys::WINDOW),
-                crate::cycles::Cycles::new(config.limits.max_loop_returns),
-            )
-            .with_federation(federation.clone()),
-            next_session: AtomicU64::new(first_session_id()),
-            open: AtomicUsize::new(0),
-            sources: AtomicUsize::new(0),
-            routing: AtomicUsize::new(0),
-            drain_deadline: RwLock::new(None),
-            stop_accepting: CancellationToken::new(),
-            drain_sources: CancellationToken::new(),
-            close_all: CancellationToken::new(),
-            draining: AtomicBool::new(false),
-            closing: AtomicBool::new(false),
-            kill: CancellationToken::new(),
-            tracker: TaskTracker::new(),
-            tarpit: Mutex::new(Tarpit::new(config.auth.tarpit())),
-            penalties: Mutex::new(Penalties::default()),
-            federation: federation.clone(),
-            connections: Arc::default(),
-        });
-        let mut background = Vec::new();
+        let shared = new_shared(&config, token, grants, &metrics, &mesh, &federation);
         let mut handle = RouterHandle {
             shared: shared.clone(),
             codec,
@@ -201,128 +173,22 @@ impl Router {
         };
 
         if let Some(addr) = listen.tcp {
-            let tls = if config.listen.tcp_tls {
-                Some(identity.server_config_with(client_ca.as_ref())?)
-            } else {
-                None
-            };
-            let server =
-                TcpServer::bind(addr, tls, codec)
-                    .await
-                    .map_err(|source| RouterError::Bind {
-                        what: "tcp",
-                        addr,
-                        source,
-                    })?;
-            handle.tcp = Some(server.local_addr().map_err(|source| RouterError::Bind {
-                what: "tcp",
-                addr,
-                source,
-            })?);
-            let shared = shared.clone();
-            background.push(tokio::spawn(async move {
-                loop {
-                    let incoming = tokio::select! {
-                        incoming = server.accept() => incoming,
-                        _ = shared.stop_accepting.cancelled() => return,
-                    };
-                    match incoming {
-                        Ok(incoming) => {
-                            shared.spawn_connection(Some(incoming.peer()), incoming.establish())
-                        }
-                        Err(e) => {
-                            // Out of descriptors and the like: back off instead of spinning.
-                            tracing::warn!(error = %e, "tcp accept failed");
-                            tokio::time::sleep(Duration::from_millis(50)).await;
-                        }
-                    }
-                }
-            }));
+            let tls = config.listen.tcp_tls;
+            handle
+                .listen_tcp(addr, tls, client_ca.as_ref(), codec)
+                .await?;
         }
         if let Some(addr) = listen.quic {
-            // Kept across restarts: a restarted router resets its predecessor's
-            // connections at once (state.rs).
-            let recovery = crate::state::recovery(&config.state)?;
-            let server = QuicServer::bind_recovering(
-                addr,
-                identity.server_config_with(client_ca.as_ref())?,
-                codec,
-                &recovery,
-            )
-            .map_err(|e| match e {
-                TransportError::Io(source) => RouterError::Bind {
-                    what: "quic",
-                    addr,
-                    source,
-                },
-                other => RouterError::Transport(other),
-            })?;
-            handle.quic = Some(server.local_addr().map_err(|source| RouterError::Bind {
-                what: "quic",
-                addr,
-                source,
-            })?);
-            let server = Arc::new(server);
-            handle.quic_server = Some(server.clone());
-            let shared = shared.clone();
-            background.push(tokio::spawn(async move {
-                loop {
-                    let incoming = tokio::select! {
-                        incoming = server.accept() => incoming,
-                        _ = shared.stop_accepting.cancelled() => return,
-                    };
-                    match incoming {
-                        Some(incoming) => {
-                            shared.spawn_connection(Some(incoming.peer()), incoming.establish())
-                        }
-                        None => return,
-                    }
-                }
-            }));
+            handle.listen_quic(&config, addr, client_ca.as_ref(), codec)?;
         }
         if let Some(addr) = listen.metrics {
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .map_err(|source| RouterError::Bind {
-                    what: "metrics",
-                    addr,
-                    source,
-                })?;
-            handle.metrics = listener.local_addr().ok();
-            let status = Arc::new(Status {
-                metrics,
-                connections: shared.connections.clone(),
-                config: config.clone(),
-                addrs: [handle.tcp, handle.quic, handle.metrics],
-                started: std::time::SystemTime::now(),
-                started_at: Instant::now(),
-                rates: std::sync::Mutex::new(crate::status::rates::Sampler::new(Instant::now())),
-            });
-            background.push(tokio::spawn(metrics::serve(
-                listener,
-                status,
-                shared.kill.clone(),
-                metrics_token.map(Arc::from),
-            )));
+            handle
+                .serve_status(addr, &config, metrics, metrics_token)
+                .await?;
         }
         if let Some(addr) = config.mqtt.validate()? {
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .map_err(|source| RouterError::Bind {
-                    what: "mqtt",
-                    addr,
-                    source,
-                })?;
-            handle.mqtt = listener.local_addr().ok();
-            let mqtt = crate::mqtt::Mqtt::new(&shared);
-            handle.mqtt_side = Some(mqtt.clone());
-            background.push(tokio::spawn(crate::mqtt::serve(
-                listener,
-                shared.clone(),
-                mqtt,
-            )));
+            handle.serve_mqtt(addr).await?;
         }
-        handle.background = background;
         // Only now that every listener is bound: a second router that fails to bind must
         // not replace the certificate the clients of a running one trust.
         if identity.is_self_signed() && !config.tls.dev_cert_out.as_os_str().is_empty() {
@@ -353,6 +219,150 @@ impl Router {
             "router listening"
         );
         Ok(handle)
+    }
+}
+
+/// The router's shared state, before any listener is bound.
+fn new_shared(
+    config: &RouterConfig,
+    token: String,
+    grants: Vec<crate::session::Grant>,
+    metrics: &Arc<Metrics>,
+    mesh: &[mesh::Link],
+    federation: &Option<Arc<Federation>>,
+) -> Arc<Shared> {
+    let admission = Arc::new(crate::reload::admission(config, token, grants));
+    Arc::new(Shared {
+        config: config.clone(),
+        admission: RwLock::new(admission),
+        loaded: Mutex::new(config.clone()),
+        metrics: metrics.clone(),
+        routes: Routes::new(
+            mesh.iter().map(mesh::Link::outbox).collect(),
+            Journeys::new(config.limits.max_loop_returns, journeys::WINDOW),
+            crate::cycles::Cycles::new(config.limits.max_loop_returns),
+        )
+        .with_federation(federation.clone()),
+        next_session: AtomicU64::new(first_session_id()),
+        open: AtomicUsize::new(0),
+        sources: AtomicUsize::new(0),
+        routing: AtomicUsize::new(0),
+        drain_deadline: RwLock::new(None),
+        stop_accepting: CancellationToken::new(),
+        drain_sources: CancellationToken::new(),
+        close_all: CancellationToken::new(),
+        draining: AtomicBool::new(false),
+        closing: AtomicBool::new(false),
+        kill: CancellationToken::new(),
+        tracker: TaskTracker::new(),
+        tarpit: Mutex::new(Tarpit::new(config.auth.tarpit())),
+        penalties: Mutex::new(Penalties::default()),
+        federation: federation.clone(),
+        connections: Arc::default(),
+    })
+}
+
+/// A listener's bind failure, named by what it was for.
+fn bind_error(what: &'static str, addr: SocketAddr) -> impl FnOnce(std::io::Error) -> RouterError {
+    move |source| RouterError::Bind { what, addr, source }
+}
+
+/// The phases of [`Router::start`] that bind a listener and start serving it.
+impl RouterHandle {
+    /// Binds the TCP listener (with `tls`, TLS requiring certificates of `client_ca` when
+    /// there is one) and starts its accept loop.
+    async fn listen_tcp(
+        &mut self,
+        addr: SocketAddr,
+        tls: bool,
+        client_ca: Option<&ClientCa>,
+        codec: FrameCodec,
+    ) -> Result<(), RouterError> {
+        let tls = if tls {
+            Some(self.identity.server_config_with(client_ca)?)
+        } else {
+            None
+        };
+        let server = TcpServer::bind(addr, tls, codec)
+            .await
+            .map_err(bind_error("tcp", addr))?;
+        self.tcp = Some(server.local_addr().map_err(bind_error("tcp", addr))?);
+        let shared = self.shared.clone();
+        self.background
+            .push(tokio::spawn(accept_loop(shared, server)));
+        Ok(())
+    }
+
+    /// Binds the QUIC listener (with the state directory's stateless-reset key) and starts
+    /// its accept loop.
+    fn listen_quic(
+        &mut self,
+        config: &RouterConfig,
+        addr: SocketAddr,
+        client_ca: Option<&ClientCa>,
+        codec: FrameCodec,
+    ) -> Result<(), RouterError> {
+        let tls = self.identity.server_config_with(client_ca)?;
+        // Kept across restarts: a restarted router resets its predecessor's connections at
+        // once (state.rs).
+        let recovery = crate::state::recovery(&config.state)?;
+        let server =
+            QuicServer::bind_recovering(addr, tls, codec, &recovery).map_err(|e| match e {
+                TransportError::Io(source) => bind_error("quic", addr)(source),
+                other => RouterError::Transport(other),
+            })?;
+        self.quic = Some(server.local_addr().map_err(bind_error("quic", addr))?);
+        let server = Arc::new(server);
+        self.quic_server = Some(server.clone());
+        let shared = self.shared.clone();
+        self.background
+            .push(tokio::spawn(accept_loop(shared, server)));
+        Ok(())
+    }
+
+    /// Binds the metrics listener and serves `/metrics`, the status pages and the dashboard
+    /// (after the router's own listeners, whose addresses `/varz` shows).
+    async fn serve_status(
+        &mut self,
+        addr: SocketAddr,
+        config: &RouterConfig,
+        metrics: Arc<Metrics>,
+        metrics_token: Option<String>,
+    ) -> Result<(), RouterError> {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(bind_error("metrics", addr))?;
+        self.metrics = listener.local_addr().ok();
+        let status = Arc::new(Status {
+            metrics,
+            connections: self.shared.connections.clone(),
+            config: config.clone(),
+            addrs: [self.tcp, self.quic, self.metrics],
+            started: std::time::SystemTime::now(),
+            started_at: Instant::now(),
+            rates: std::sync::Mutex::new(crate::status::rates::Sampler::new(Instant::now())),
+        });
+        self.background.push(tokio::spawn(metrics::serve(
+            listener,
+            status,
+            self.shared.kill.clone(),
+            metrics_token.map(Arc::from),
+        )));
+        Ok(())
+    }
+
+    /// Binds the MQTT listener and serves it (`mqtt/`).
+    async fn serve_mqtt(&mut self, addr: SocketAddr) -> Result<(), RouterError> {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(bind_error("mqtt", addr))?;
+        self.mqtt = listener.local_addr().ok();
+        let mqtt = crate::mqtt::Mqtt::new(&self.shared);
+        self.mqtt_side = Some(mqtt.clone());
+        let shared = self.shared.clone();
+        self.background
+            .push(tokio::spawn(crate::mqtt::serve(listener, shared, mqtt)));
+        Ok(())
     }
 }
 

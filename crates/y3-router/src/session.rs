@@ -36,73 +36,7 @@ use crate::table::SessionId;
 /// YoMo's reducer tag: its frames lose `yomo-target` in the router.
 pub const REDUCER_TAG: u32 = 0xe001;
 
-/// Tags no client may write (`yomo serve`'s rule).
-pub const RESERVED_TAGS: std::ops::RangeInclusive<u32> = 0xf000..=0xffff;
-
-/// Which tags a client may publish and observe: what its token allows.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Permissions {
-    publish: Option<Vec<u32>>,
-    observe: Option<Vec<u32>>,
-}
-
-impl Permissions {
-    /// Every tag, both ways: the main token's, or anyone's when no token is required.
-    pub const ALL: Permissions = Permissions {
-        publish: None,
-        observe: None,
-    };
-
-    /// The tags in `publish` and `observe`; `None`: every tag.
-    pub fn new(publish: Option<Vec<u32>>, observe: Option<Vec<u32>>) -> Permissions {
-        let sorted = |tags: Option<Vec<u32>>| {
-            tags.map(|mut t| {
-                t.sort_unstable();
-                t.dedup();
-                t
-            })
-        };
-        Permissions {
-            publish: sorted(publish),
-            observe: sorted(observe),
-        }
-    }
-
-    /// Whether data frames on `tag` may be sent.
-    pub fn may_publish(&self, tag: u32) -> bool {
-        allows(self.publish.as_deref(), tag)
-    }
-
-    /// Whether `tag` may be observed.
-    pub fn may_observe(&self, tag: u32) -> bool {
-        allows(self.observe.as_deref(), tag)
-    }
-}
-
-fn allows(tags: Option<&[u32]>, tag: u32) -> bool {
-    tags.is_none_or(|tags| tags.binary_search(&tag).is_ok())
-}
-
-/// One token of `[[auth.tokens]]`: its holder's name and what it allows.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Grant {
-    /// A label for logs.
-    pub name: String,
-    /// The token.
-    pub token: String,
-    /// The tags it allows.
-    pub permissions: Arc<Permissions>,
-}
-
-impl fmt::Debug for Grant {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Never the token: configurations end up in logs.
-        f.debug_struct("Grant")
-            .field("name", &self.name)
-            .field("permissions", &self.permissions)
-            .finish_non_exhaustive()
-    }
-}
+pub use crate::config::{Grant, Permissions, RESERVED_TAGS};
 
 /// What a handshake must satisfy.
 #[derive(Clone, PartialEq, Eq)]

@@ -37,20 +37,7 @@ use std::time::{Duration, Instant};
 /// Most addresses remembered (about 150 KiB of table).
 pub const MAX_ADDRESSES: usize = 4096;
 
-/// How the tarpit slows failing handshakes down (`[auth]` in the configuration).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TarpitConfig {
-    /// Wrong credentials per address within `window` refused at once.
-    pub free_failures: u32,
-    /// An address's failures are forgotten this long after its last one.
-    pub window: Duration,
-    /// The delay of the first slowed refusal; it doubles with each further failure.
-    pub initial: Duration,
-    /// The longest delay; zero turns the tarpit off (every refusal at once, no slots).
-    pub max: Duration,
-    /// Handshakes of one address held in the tarpit (or being checked) at once.
-    pub max_in_flight: u32,
-}
+pub use crate::config::TarpitConfig;
 
 /// What the table remembers of an address.
 #[derive(Debug, Clone, Copy)]
@@ -93,19 +80,6 @@ fn key(ip: IpAddr) -> IpAddr {
                 IpAddr::V6(segments.into())
             }
         },
-    }
-}
-
-impl TarpitConfig {
-    /// The delay of a refusal that is the address's `failures`-th within the window.
-    pub fn delay(&self, failures: u32) -> Duration {
-        match failures.checked_sub(self.free_failures) {
-            None | Some(0) => Duration::ZERO,
-            Some(k) => self
-                .initial
-                .saturating_mul(1u32 << (k - 1).min(20))
-                .min(self.max),
-        }
     }
 }
 

@@ -38,51 +38,7 @@ use serde_yaml_ng::{Mapping, Value};
 
 use crate::config::{DownstreamConfig, MeshTransport, RouterConfig};
 
-/// Why a YoMo zipper YAML file was not taken.
-#[derive(Debug, thiserror::Error)]
-pub enum YomoYamlError {
-    /// The file could not be read.
-    #[error("cannot read the config file: {0}")]
-    Io(#[source] std::io::Error),
-    /// Not YAML, or not a mapping at the top.
-    #[error("not YoMo's zipper YAML: {0}")]
-    Syntax(String),
-    /// A key y3 does not have, named with its path (`bridge`, `mesh.zipper-2.auth`).
-    #[error("{key}: {why}")]
-    Unsupported {
-        /// The key's path.
-        key: String,
-        /// Why it is refused, and what to do instead.
-        why: &'static str,
-    },
-    /// A value of the wrong type or out of range.
-    #[error("{key}: {problem}")]
-    Invalid {
-        /// The key's path.
-        key: String,
-        /// What is wrong with it.
-        problem: String,
-    },
-    /// A key YoMo requires is absent or empty.
-    #[error("{key} is required (as yomo serve requires it)")]
-    Missing {
-        /// The key's path.
-        key: String,
-    },
-}
-
-impl YomoYamlError {
-    /// The stable snake_case name.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            YomoYamlError::Io(_) => "config_io",
-            YomoYamlError::Syntax(_) => "yaml_syntax",
-            YomoYamlError::Unsupported { .. } => "yaml_unsupported",
-            YomoYamlError::Invalid { .. } => "yaml_invalid",
-            YomoYamlError::Missing { .. } => "yaml_missing",
-        }
-    }
-}
+pub use crate::error::YomoYamlError;
 
 /// Whether `path` names a YoMo zipper YAML file: its extension is `.yaml` or `.yml` (any
 /// case).

@@ -86,7 +86,7 @@ fn every_key_has_a_doc() {
     missing.dedup();
     assert!(
         missing.is_empty(),
-        "config keys without a doc comment (add one on the field in config.rs): {missing:?}"
+        "config keys without a doc comment (add one on the field in config/): {missing:?}"
     );
 }
 

@@ -28,8 +28,7 @@ use tokio_util::codec::{Decoder, Encoder};
 use y3::tag::Header;
 use y3::{Config, DecodeError};
 
-use crate::error::FrameError;
-use crate::frame::{self, kind, Frame};
+use crate::frame::{self, kind, Frame, FrameError};
 
 /// Default largest frame body: a 16 MiB payload plus 64 KiB for its tag, metadata and
 /// field headers. YoMo has no limit; 16 MiB covers the payloads real apps send (images,

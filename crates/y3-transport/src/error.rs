@@ -1,87 +1,11 @@
-//! Typed errors: [`FrameError`] for bytes that are not frames, [`TransportError`] for
-//! connections. Every variant has a stable snake_case [`kind`](FrameError::kind).
+//! [`TransportError`]: why a connection could not be made or kept, the adapters' error
+//! (tcp, tls, quic, the SDK). Every variant has a stable snake_case
+//! [`kind`](TransportError::kind). What a failure means for trying again, and how a lost
+//! QUIC connection reads, is `retry.rs`'s.
 
 use std::io;
 
-use crate::frame::GoawayCode;
-
-/// Why bytes could not be read (or written) as a frame.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum FrameError {
-    /// A malformed Y3 packet: a bad header, a field overflowing its frame, bad UTF-8.
-    #[error("malformed frame: {0}")]
-    Decode(#[from] y3::DecodeError),
-    /// A frame larger than the configured `max_frame_len`. Reported from the header alone,
-    /// before any of the body is buffered.
-    #[error("frame of {declared} bytes exceeds limit {limit}")]
-    TooLong {
-        /// The length on the wire (or of the frame being written).
-        declared: u64,
-        /// The limit.
-        limit: u64,
-    },
-    /// A top-level packet that is not a known frame node.
-    #[error("unknown frame type 0x{tag:02x}")]
-    UnknownFrame {
-        /// The packet's key.
-        tag: u32,
-    },
-    /// A required field is absent.
-    #[error("{frame} frame lacks field 0x{field:02x}")]
-    MissingField {
-        /// Frame type name.
-        frame: &'static str,
-        /// Field key.
-        field: u32,
-    },
-    /// A field holds a value outside its range (a client type that is not one byte).
-    #[error("invalid {field} in {frame} frame")]
-    InvalidField {
-        /// Frame type name.
-        frame: &'static str,
-        /// Field name.
-        field: &'static str,
-    },
-    /// A data frame's metadata is not a msgpack string map.
-    #[error(transparent)]
-    Metadata(#[from] crate::metadata::MetadataError),
-    /// The stream ended inside a frame.
-    #[error("stream ended inside a frame ({buffered} bytes buffered)")]
-    Truncated {
-        /// Bytes of the incomplete frame that had arrived.
-        buffered: u64,
-    },
-    /// The underlying stream failed.
-    #[error("io: {0}")]
-    Io(#[from] io::Error),
-}
-
-impl FrameError {
-    /// The stable snake_case name: the codec's kind for [`FrameError::Decode`]
-    /// (`invalid_tag`, `child_overflow`, ...), else the variant's name.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            FrameError::Decode(e) => e.kind(),
-            FrameError::TooLong { .. } => "too_long",
-            FrameError::UnknownFrame { .. } => "unknown_frame",
-            FrameError::MissingField { .. } => "missing_field",
-            FrameError::InvalidField { .. } => "invalid_field",
-            FrameError::Metadata(e) => e.kind(),
-            FrameError::Truncated { .. } => "truncated",
-            FrameError::Io(_) => "io",
-        }
-    }
-}
-
-impl From<FrameError> for io::Error {
-    fn from(err: FrameError) -> io::Error {
-        match err {
-            FrameError::Io(e) => e,
-            other => io::Error::new(io::ErrorKind::InvalidData, other),
-        }
-    }
-}
+use crate::frame::{FrameError, GoawayCode};
 
 /// Why a connection could not be made or kept.
 #[derive(Debug, thiserror::Error)]
@@ -182,75 +106,6 @@ impl TransportError {
             TransportError::Timeout { .. } => "timeout",
             TransportError::GaveUp { .. } => "gave_up",
             TransportError::Config(_) => "config",
-        }
-    }
-
-    /// Whether trying again later may succeed (a lost connection), as opposed to a refusal
-    /// that will repeat (a wrong token, a bad configuration).
-    pub fn is_retryable(&self) -> bool {
-        match self {
-            TransportError::Goaway { code, .. } => code.is_retryable(),
-            // A TLS failure surfaces as InvalidData from tokio-rustls: it would repeat.
-            TransportError::Io(e) => {
-                !matches!(
-                    e.kind(),
-                    io::ErrorKind::InvalidData
-                        | io::ErrorKind::InvalidInput
-                        | io::ErrorKind::PermissionDenied
-                ) && !refused_tls_over_quic(e)
-            }
-            TransportError::Closed | TransportError::Timeout { .. } => true,
-            #[cfg(feature = "quic")]
-            TransportError::QuicConnection(e) => match e {
-                quinn::ConnectionError::TransportError(_)
-                | quinn::ConnectionError::VersionMismatch => false,
-                quinn::ConnectionError::ConnectionClosed(close) if is_crypto(close) => false,
-                // YoMo's rule: code 0x13, or 0 without a reason, means "do not come back".
-                quinn::ConnectionError::ApplicationClosed(close) => {
-                    crate::quic::close_is_retryable(close)
-                }
-                _ => true,
-            },
-            _ => false,
-        }
-    }
-}
-
-/// Whether the peer closed a QUIC connection with a crypto error: it refused the TLS
-/// handshake (a client certificate the router requires, or one it did not accept), which
-/// would repeat.
-#[cfg(feature = "quic")]
-fn is_crypto(close: &quinn::ConnectionClose) -> bool {
-    (0x100..0x200).contains(&u64::from(close.error_code))
-}
-
-/// [`is_crypto`] for the IO error a QUIC stream's read or write gives.
-fn refused_tls_over_quic(error: &io::Error) -> bool {
-    #[cfg(feature = "quic")]
-    if let Some(inner) = error.get_ref() {
-        let lost = crate::tls::quic_connection_lost(inner);
-        return matches!(lost, Some(quinn::ConnectionError::ConnectionClosed(c)) if is_crypto(c));
-    }
-    let _ = error;
-    false
-}
-
-impl From<FrameError> for TransportError {
-    /// A read or write that failed because the router closed a QUIC connection with a
-    /// reason becomes that [`TransportError::Goaway`].
-    fn from(err: FrameError) -> TransportError {
-        match err {
-            FrameError::Io(e) => {
-                #[cfg(feature = "quic")]
-                if let Some(g) = crate::quic::goaway_from_io(&e) {
-                    return TransportError::Goaway {
-                        code: g.code,
-                        message: g.reason,
-                    };
-                }
-                TransportError::Io(e)
-            }
-            other => TransportError::Frame(other),
         }
     }
 }

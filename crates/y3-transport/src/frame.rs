@@ -58,8 +58,11 @@ use bytes::{BufMut, Bytes, BytesMut};
 use y3::tag::Header;
 use y3::{scalar, Config, Dialect, Packet, Tag};
 
-use crate::error::FrameError;
 use crate::metadata::Metadata;
+
+mod error;
+
+pub use error::FrameError;
 
 /// The protocol version every handshake carries (YoMo's `core/version.go`).
 pub const VERSION: &str = "2024-01-03";

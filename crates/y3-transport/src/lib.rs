@@ -45,6 +45,7 @@ mod plain_write;
 pub mod quic;
 #[cfg(feature = "quic")]
 mod quic_peers;
+mod retry;
 pub mod sdk;
 mod stream;
 #[cfg(feature = "tcp")]
@@ -53,7 +54,8 @@ pub mod tls;
 mod yielding;
 
 pub use codec::{FrameCodec, Skipped, DEFAULT_MAX_FRAME_LEN};
-pub use error::{FrameError, TransportError};
+pub use error::TransportError;
+pub use frame::FrameError;
 pub use frame::{ClientType, Data, Frame, Goaway, GoawayCode, RefusedReason, Stored};
 pub use metadata::Metadata;
 pub use plain_write::PlainWrite;

@@ -13,7 +13,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::{FramedRead, FramedWrite};
 
 use crate::codec::{FrameCodec, Skipped};
-use crate::error::FrameError;
+use crate::frame::FrameError;
 use crate::frame::{Frame, Goaway};
 use crate::plain_write::PlainWrite;
 

@@ -125,6 +125,27 @@ pub enum DecodeError {
 }
 
 impl DecodeError {
+    /// Every [`kind`](DecodeError::kind), in variant order: the one list of the decode
+    /// error kinds (the router's protocol-error metrics and the vectors' coverage check,
+    /// which the Go and Python tests read from `testdata/vectors/`, take it from here).
+    pub const KINDS: [&'static str; 15] = [
+        "unexpected_end",
+        "too_long",
+        "too_deep",
+        "negative_length",
+        "varint_overflow",
+        "varint_unterminated",
+        "child_overflow",
+        "truncated_header",
+        "invalid_tag",
+        "invalid_utf8",
+        "invalid_length",
+        "invalid_bool",
+        "wrong_type",
+        "wrong_count",
+        "trailing_bytes",
+    ];
+
     /// The stable snake_case name of this error, shared with the Go and Python bindings.
     ///
     /// ```
@@ -212,5 +233,49 @@ impl From<DecodeError> for std::io::Error {
 impl From<EncodeError> for std::io::Error {
     fn from(err: EncodeError) -> Self {
         std::io::Error::new(std::io::ErrorKind::InvalidInput, err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DecodeError;
+
+    #[test]
+    fn kinds_lists_every_variant_in_order() {
+        let every = [
+            DecodeError::UnexpectedEnd { needed: 1 },
+            DecodeError::TooLong {
+                declared: 2,
+                limit: 1,
+            },
+            DecodeError::TooDeep { limit: 1 },
+            DecodeError::NegativeLength { declared: -1 },
+            DecodeError::VarintOverflow { len: 1, bits: 1 },
+            DecodeError::VarintUnterminated { len: 1 },
+            DecodeError::ChildOverflow {
+                declared: 2,
+                available: 1,
+            },
+            DecodeError::TruncatedHeader { available: 1 },
+            DecodeError::InvalidTag { tag: 0x80 },
+            DecodeError::InvalidUtf8 { valid_up_to: 0 },
+            DecodeError::InvalidLength {
+                len: 9,
+                min: 1,
+                max: 8,
+            },
+            DecodeError::InvalidBool { value: 2 },
+            DecodeError::WrongType {
+                expected: "int32",
+                tag: 0x10,
+            },
+            DecodeError::WrongCount {
+                expected: 2,
+                found: 1,
+            },
+            DecodeError::TrailingBytes { count: 1 },
+        ];
+        let kinds = every.map(|e| e.kind());
+        assert_eq!(kinds, DecodeError::KINDS);
     }
 }

@@ -34,24 +34,10 @@ const REGEN_HINT: &str =
 
 const DIALECTS: [Dialect; 3] = [Dialect::Golang, Dialect::NVarInt, Dialect::Draft02];
 
-/// The decode error kinds the file must cover. `wrong_count` needs a fixed-size type, which
-/// only the typed layers have (Rust arrays, Go arrays); it has no language-neutral form.
-const ERROR_KINDS: [&str; 14] = [
-    "unexpected_end",
-    "too_long",
-    "too_deep",
-    "negative_length",
-    "varint_overflow",
-    "varint_unterminated",
-    "child_overflow",
-    "truncated_header",
-    "invalid_tag",
-    "invalid_utf8",
-    "invalid_length",
-    "invalid_bool",
-    "wrong_type",
-    "trailing_bytes",
-];
+/// The decode error kinds the file need not cover (the rest of [`DecodeError::KINDS`] it
+/// must): `wrong_count` needs a fixed-size type, which only the typed layers have (Rust
+/// arrays, Go arrays); it has no language-neutral form.
+const UNCOVERED_KINDS: [&str; 1] = ["wrong_count"];
 
 const OPS: [&str; 11] = [
     "decode", "i32", "i64", "u32", "u64", "f32", "f64", "bool", "str", "observe", "bytes",
@@ -1411,7 +1397,10 @@ fn extensions_file_both_ways() {
             );
         }
     }
-    for kind in ERROR_KINDS {
+    for kind in DecodeError::KINDS
+        .into_iter()
+        .filter(|k| !UNCOVERED_KINDS.contains(k))
+    {
         assert!(
             errors.iter().any(|e| e["error"] == kind),
             "no entry for {kind}"

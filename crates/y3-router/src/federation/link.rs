@@ -11,21 +11,15 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-use y3_transport::frame::{Data, Frame};
+use y3_transport::frame::Data;
 use y3_transport::metadata;
 
 use super::config::read_secret;
 use super::metrics::Lost;
 use super::wire::{self, Stamp};
-use super::{lock, Federation, Queued};
-use crate::acks::Ticket;
+use super::{lock, Federation, Local, Queued, Receipt};
 use crate::error::RouterError;
-use crate::metrics::Drop;
-use crate::outbox::Pushed;
-use crate::routing::{self, Origin};
 use crate::session::Routed;
-use crate::shared::Shared;
-use crate::table::accepts;
 
 /// Frames published per round of the publisher.
 const MAX_BATCH: usize = 256;
@@ -53,7 +47,10 @@ const CLOSE_WAIT: Duration = Duration::from_secs(3);
 /// # Errors
 /// [`RouterError::Secret`] for an unreadable credential file, [`RouterError::Config`] for
 /// an invalid URL.
-pub(crate) async fn start(fed: &Arc<Federation>, shared: Arc<Shared>) -> Result<(), RouterError> {
+pub(crate) async fn start<L: Local>(
+    fed: &Arc<Federation>,
+    local: Arc<L>,
+) -> Result<(), RouterError> {
     let config = &fed.config;
     let metrics = fed.metrics.clone();
     let name = fed.name.clone();
@@ -153,7 +150,7 @@ pub(crate) async fn start(fed: &Arc<Federation>, shared: Arc<Shared>) -> Result<
         .into_iter()
         .map(|rx| tokio::spawn(publish(fed.clone(), client.clone(), js.clone(), rx)))
         .collect();
-    let interest = tokio::spawn(interest(fed.clone(), shared, client, js));
+    let interest = tokio::spawn(interest(fed.clone(), local, client, js));
     *lock(&fed.publishers) = publishers;
     lock(&fed.tasks).push(interest);
     tracing::info!(router = %fed.name, urls = ?config.urls, "federation starting");
@@ -328,7 +325,7 @@ struct Pending {
     payload: Bytes,
     ack: Option<jetstream::context::PublishAckFuture>,
     /// The sending client's acknowledgement, if it wants one.
-    ticket: Option<Ticket>,
+    ticket: Option<Box<dyn Receipt>>,
 }
 
 /// Waits until JetStream stored every frame of `pending`, publishing the ones that failed
@@ -362,7 +359,7 @@ async fn store(fed: &Federation, js: &jetstream::Context, mut pending: Vec<Pendi
             if stored {
                 fed.metrics.published.inc();
                 if let Some(ticket) = p.ticket.take() {
-                    ticket.done();
+                    ticket.stored();
                 }
             } else {
                 failed.push(p);
@@ -423,9 +420,9 @@ fn announcement(tags: &HashSet<u32>) -> Bytes {
 /// The interest task: keeps one subscription per locally observed (plain) tag and one
 /// durable consumer per (function name, durable tag), announces this router's tags, and
 /// learns the other routers'.
-async fn interest(
+async fn interest<L: Local>(
     fed: Arc<Federation>,
-    shared: Arc<Shared>,
+    local: Arc<L>,
     client: Client,
     js: jetstream::Context,
 ) {
@@ -465,26 +462,17 @@ async fn interest(
                 match client.subscribe(wire::subject(&prefix, tag)).await {
                     Ok(sub) => {
                         fed.metrics.subscriptions.inc();
-                        slot.insert(Task(tokio::spawn(receive(
-                            fed.clone(),
-                            shared.clone(),
-                            sub,
-                        ))));
+                        slot.insert(Task(tokio::spawn(receive(fed.clone(), local.clone(), sub))));
                     }
                     Err(e) => tracing::warn!(tag, error = %e, "federation: cannot subscribe"),
                 }
             }
         }
-        if !shared.is_draining() {
+        if !local.is_draining() {
             for key in &want_durable {
                 if !durable.contains_key(key) {
-                    let task = consume(
-                        fed.clone(),
-                        shared.clone(),
-                        js.clone(),
-                        key.0.clone(),
-                        key.1,
-                    );
+                    let task =
+                        consume(fed.clone(), local.clone(), js.clone(), key.0.clone(), key.1);
                     durable.insert(key.clone(), Task(tokio::spawn(task)));
                 }
             }
@@ -511,7 +499,7 @@ async fn interest(
 
         tokio::select! {
             _ = fed.changed.notified() => {}
-            _ = shared.drain_sources.cancelled(), if !shared.is_draining() => {}
+            _ = local.draining(), if !local.is_draining() => {}
             _ = tick.tick() => {
                 announced = None;
                 let now = Instant::now();
@@ -546,7 +534,7 @@ async fn interest(
                 publish_remote(&fed, &remote);
             }
         }
-        if shared.is_draining() {
+        if local.is_draining() {
             // Stop taking stored frames: what is not acknowledged is delivered again to the
             // router's successor.
             durable.clear();
@@ -697,9 +685,9 @@ fn routed(data: Data) -> Routed {
 }
 
 /// One plain subscription: every frame of another router goes to the local observers.
-async fn receive(fed: Arc<Federation>, shared: Arc<Shared>, mut sub: async_nats::Subscriber) {
+async fn receive<L: Local>(fed: Arc<Federation>, local: Arc<L>, mut sub: async_nats::Subscriber) {
     let _active = Active(fed.metrics.subscriptions.clone());
-    let mut cache = shared.routes.cache();
+    let mut cache = local.cache();
     let mut gaps = Gaps::default();
     while let Some(msg) = sub.next().await {
         let Some(wire::Frames { mut first, frames }) = frames_of(&fed, &msg) else {
@@ -709,21 +697,12 @@ async fn receive(fed: Arc<Federation>, shared: Arc<Shared>, mut sub: async_nats:
         for data in frames {
             fed.metrics.lost(Lost::Gap, gaps.record(&first));
             first.seq += 1;
-            if data.hops > shared.config.limits.max_hops {
+            if data.hops > local.max_hops() {
                 fed.metrics.lost(Lost::Loop, 1);
                 continue;
             }
             fed.metrics.received.inc();
-            routing::route(
-                &shared.routes,
-                &mut cache,
-                &shared.metrics,
-                routed(data),
-                Origin::Federation,
-                Instant::now(),
-                None,
-            )
-            .await;
+            local.route(&mut cache, routed(data)).await;
         }
     }
 }
@@ -784,9 +763,9 @@ fn durable_name(router: &str, name: &str, tag: u32) -> String {
 /// `name`, each at least once, de-duplicated by `<tag>:<yomo-tid>:<content>`, acknowledged once
 /// written to every such session's socket (a frame dropped before that is refused, and
 /// delivered again). Retries until it has a consumer.
-async fn consume(
+async fn consume<L: Local>(
     fed: Arc<Federation>,
-    shared: Arc<Shared>,
+    local: Arc<L>,
     js: jetstream::Context,
     name: Arc<str>,
     tag: u32,
@@ -861,7 +840,7 @@ async fn consume(
                 let _ = msg.ack().await;
                 continue;
             }
-            if let Some(written) = deliver(&fed, &shared, &name, data).await {
+            if let Some(written) = deliver(&fed, &*local, &name, data).await {
                 if let Some(id) = &id {
                     dedup.seen(id);
                 }
@@ -895,52 +874,18 @@ async fn consume(
 
 /// Queues `data` for every local session of function `name` that accepts it: what tells
 /// when it is written to each, or `None` when there was no such session.
-async fn deliver(
+async fn deliver<L: Local>(
     fed: &Federation,
-    shared: &Shared,
+    local: &L,
     name: &str,
     data: Data,
 ) -> Option<Vec<oneshot::Receiver<()>>> {
-    if data.hops > shared.config.limits.max_hops {
+    if data.hops > local.max_hops() {
         fed.metrics.lost(Lost::Loop, 1);
         return Some(Vec::new());
     }
     let sessions = fed.sessions_of(name);
-    let Routed { data, target } = routed(data);
-    let table = shared.routes.cache();
-    let mut cache = table;
-    let table = cache.table(&shared.routes);
-    let routes = table.routes(data.tag)?;
-    let outboxes: Vec<_> = routes
-        .iter()
-        .filter(|r| sessions.contains(&r.session) && accepts(r, target.as_deref()))
-        .map(|r| r.target.clone())
-        .collect();
-    if outboxes.is_empty() {
-        return None;
-    }
-    let at = Instant::now();
-    shared.metrics.deliveries(outboxes.len() as u64);
-    let mut written = Vec::with_capacity(outboxes.len());
-    for outbox in outboxes {
-        let (tx, rx) = oneshot::channel();
-        written.push(rx);
-        match outbox
-            .push_tracked(Frame::Data(data.clone()), at, Some(tx))
-            .await
-        {
-            Pushed::Queued | Pushed::DroppedOldest => {}
-            Pushed::Closed => {
-                shared.metrics.dropped(Drop::Disconnected, 1);
-                shared.metrics.dropped_tag(data.tag, 1);
-            }
-            Pushed::Evicted => {
-                shared.metrics.dropped(Drop::SlowConsumer, 1);
-                shared.metrics.dropped_tag(data.tag, 1);
-            }
-        }
-    }
-    Some(written)
+    local.deliver(&sessions, routed(data)).await
 }
 
 #[cfg(test)]

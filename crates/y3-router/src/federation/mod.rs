@@ -29,8 +29,8 @@
 //! acknowledgements always waits for room (that client keeps its frames until stored).
 
 mod claim;
-mod config;
 mod link;
+mod local;
 mod metrics;
 mod wire;
 
@@ -44,20 +44,21 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use y3_transport::frame::Data;
 
-pub use config::{FederationConfig, StreamConfig};
+use crate::config::federation as config;
+pub use crate::config::federation::{FederationConfig, StreamConfig};
 pub use metrics::{FederationMetrics, Lost};
 
-use crate::acks::Ticket;
 use crate::error::RouterError;
 use crate::table::SessionId;
 
 pub(crate) use link::start;
+pub(crate) use local::{Local, Receipt};
 
 /// A frame for the publisher, and its acknowledgement when a client waits for it.
 #[derive(Debug)]
 struct Queued {
     data: Data,
-    ticket: Option<Ticket>,
+    ticket: Option<Box<dyn Receipt>>,
 }
 
 /// The other routers' interest, as last heard.
@@ -177,7 +178,7 @@ impl Federation {
     /// progress (see the module's notes), and always for a durable frame of a client that
     /// wants acknowledgements (its frames must be stored, and it keeps them until then).
     /// Only the offering client waits; everyone else's frames go on being routed.
-    pub async fn offer(&self, data: &Data, ticket: &mut Option<Ticket>) -> bool {
+    pub async fn offer<R: Receipt>(&self, data: &Data, ticket: &mut Option<R>) -> bool {
         let tag = data.tag;
         let durable = self.config.is_durable(tag);
         let wanted = self.config.federates(tag)
@@ -189,7 +190,7 @@ impl Federation {
                     .tags
                     .contains(&tag));
         let ticket = if wanted && durable {
-            ticket.take()
+            ticket.take().map(|t| Box::new(t) as Box<dyn Receipt>)
         } else {
             None
         };

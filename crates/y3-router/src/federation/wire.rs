@@ -37,9 +37,7 @@ pub(crate) const BATCH: &str = "Y3-Batch";
 /// On an interest announcement: the announcing router reads batches (`spec/federation.md`).
 pub(crate) const READS_BATCHES: &str = "Y3-Reads-Batches";
 
-/// The most frames one batch may carry (`federation.batch_frames` is bounded by it); a
-/// message announcing more is malformed.
-pub(crate) const MAX_BATCH_FRAMES: usize = 1024;
+pub(crate) use crate::config::federation::MAX_BATCH_FRAMES;
 
 /// The fixed part of a batch entry: hops, metadata length, payload length.
 const ENTRY_HEAD: usize = 12;

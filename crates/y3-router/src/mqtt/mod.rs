@@ -15,14 +15,13 @@
 //! through the same queues, memory budget, filters, ledger and federation. The codec is
 //! rumqttc's (`packet.rs`); the session logic is here: `conn.rs` (one connection),
 //! `session.rs` (subscriptions, queued and in-flight messages), `broker.rs` (sessions by
-//! client id, retained messages, downlinks), `retained.rs`, `config.rs`, `metrics.rs`.
+//! client id, retained messages, downlinks), `retained.rs`, `metrics.rs`; its configuration is `config/mqtt.rs`.
 //!
 //! Not supported, refused with MQTT's reason: QoS 2 publishes (`0x9B`; subscriptions are
 //! granted QoS 1 at most), topic aliases, shared subscriptions, MQTT 3.1 (level 3).
 //! Sessions live in memory: a restarted router starts with none.
 
 mod broker;
-pub mod config;
 mod conn;
 mod error;
 mod link;
@@ -34,6 +33,7 @@ mod session;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+pub use crate::config::mqtt as config;
 pub use config::{MqttConfig, PublishMap, SubscribeMap};
 pub use error::MqttError;
 pub use link::TOPIC_KEY;

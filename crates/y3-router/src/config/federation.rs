@@ -43,6 +43,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::RouterError;
 
+/// The most frames one batch may carry (`federation.batch_frames` is bounded by it); a
+/// message announcing more is malformed.
+pub(crate) const MAX_BATCH_FRAMES: usize = 1024;
+
 /// The largest `federation.batch_bytes`: half of NATS's default payload limit.
 const MAX_BATCH_BYTES: usize = 512 * 1024;
 
@@ -185,8 +189,7 @@ impl FederationConfig {
 
     /// Whether frames of `tag` federate.
     pub fn federates(&self, tag: u32) -> bool {
-        (self.tags.is_empty() || self.tags.contains(&tag))
-            && !crate::session::RESERVED_TAGS.contains(&tag)
+        (self.tags.is_empty() || self.tags.contains(&tag)) && !super::RESERVED_TAGS.contains(&tag)
     }
 
     /// Whether `tag` is durable.
@@ -223,7 +226,7 @@ impl FederationConfig {
         if self.publish_queue == 0 {
             return bad("federation.publish_queue", "must be at least 1");
         }
-        if self.batch_frames > super::wire::MAX_BATCH_FRAMES {
+        if self.batch_frames > MAX_BATCH_FRAMES {
             return bad("federation.batch_frames", "must be at most 1024");
         }
         if self.batch_bytes > MAX_BATCH_BYTES {
@@ -322,7 +325,7 @@ mod tests {
         c.stream.replicas = 0;
         assert!(c.validate().is_err());
         let mut c = on();
-        c.batch_frames = crate::federation::wire::MAX_BATCH_FRAMES + 1;
+        c.batch_frames = MAX_BATCH_FRAMES + 1;
         assert!(c.validate().is_err());
         let mut c = on();
         c.batch_bytes = MAX_BATCH_BYTES + 1;
