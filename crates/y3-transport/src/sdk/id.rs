@@ -57,14 +57,19 @@ impl Tids {
     /// The next transaction id: no two calls on any `Tids` return the same one (short of
     /// two prefixes drawn alike, odds 2⁻⁶⁶ a pair).
     pub fn next(&mut self) -> &str {
+        // Every byte is from the ASCII alphabet.
+        std::str::from_utf8(self.next_bytes()).unwrap_or_default()
+    }
+
+    /// [`next`](Tids::next) as bytes (ASCII), without the UTF-8 check.
+    pub fn next_bytes(&mut self) -> &[u8; ID_LEN] {
         self.counter += 1;
         let mut c = self.counter;
         for b in self.id[ID_LEN - COUNTER_LEN..].iter_mut().rev() {
             *b = ALPHABET[(c & 63) as usize];
             c >>= 6;
         }
-        // Every byte is from the ASCII alphabet.
-        std::str::from_utf8(&self.id).unwrap_or_default()
+        &self.id
     }
 }
 

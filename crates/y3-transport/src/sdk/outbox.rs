@@ -126,7 +126,10 @@ impl Outbox {
     }
 
     /// Queues `frame` if there is room: `Ok(false)` when full.
-    fn try_send(&self, frame: &Frame) -> Result<bool, TransportError> {
+    ///
+    /// # Errors
+    /// As [`send`](Outbox::send).
+    pub fn try_send(&self, frame: &Frame) -> Result<bool, TransportError> {
         let mut st = self.shared.lock();
         if !st.accepting {
             return Err(TransportError::Closed);

@@ -56,7 +56,10 @@ impl Sink {
                 return None;
             }
             let Some(link) = &mut self.link else {
-                match Link::connect_with_backoff(&self.options, &mut self.hello).await {
+                // Boxed: inline, the connection's large future would make every `recv`
+                // future as large, copied whole at each call.
+                let connect = Box::pin(Link::connect_with_backoff(&self.options, &mut self.hello));
+                match connect.await {
                     Ok(link) => self.link = Some(link),
                     Err(e) => {
                         self.ended = true;

@@ -188,6 +188,31 @@ impl Source {
         tokio::task::coop::consume_budget().await;
         // Over the limit, the encoding into the queue fails: said here, nothing queued.
         let frame = Frame::Data(data);
+        if let Some(done) = self.try_send_now(&frame) {
+            return done;
+        }
+        // Boxed: the (re)connection's future is large, and a send future that held it
+        // inline would be copied whole at every call.
+        Box::pin(self.send_waiting(frame)).await
+    }
+
+    /// Queues `frame` on the current connection if it is up and has room: `None` when the
+    /// send must wait or reconnect.
+    fn try_send_now(&self, frame: &Frame) -> Option<Result<(), TransportError>> {
+        let active = self.active.as_ref()?;
+        if lock(&active.seen).goaway.is_some() {
+            return None;
+        }
+        match active.link.out.try_send(frame) {
+            Ok(true) => Some(Ok(())),
+            Ok(false) | Err(TransportError::Closed) => None,
+            Err(error) => Some(Err(error)),
+        }
+    }
+
+    /// [`send_data`](Source::send_data) once the frame must wait for room or for a
+    /// connection.
+    async fn send_waiting(&mut self, frame: Frame) -> Result<(), TransportError> {
         for _ in 0..2 {
             let active = self.ensure().await?;
             if lock(&active.seen).goaway.is_some() {

@@ -53,8 +53,8 @@ impl Stamp {
             self.arena.reserve(64 * len);
         }
         self.arena.extend_from_slice(&self.template);
-        let tid = self.tids.next();
-        self.arena[len - ID_LEN..].copy_from_slice(tid.as_bytes());
+        let tid = self.tids.next_bytes();
+        self.arena[len - ID_LEN..].copy_from_slice(tid);
         Metadata::from_bytes(self.arena.split().freeze())
     }
 
