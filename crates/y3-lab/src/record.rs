@@ -70,6 +70,10 @@ pub enum Dim {
     Rate,
     /// Messages of the paced run.
     Paced,
+    /// e2e: which side used more CPU per message in the flat-out run, `clients` (the lab's
+    /// publisher and subscribers) or `broker`; a `clients` cell measures the clients as
+    /// much as the broker.
+    Bound,
 }
 
 /// The value of a dimension: a count or a name.
@@ -152,6 +156,9 @@ pub enum Metric {
     BytesToFunctions,
     /// The source's CPU per message sent, ns.
     SourceNsPerMsg,
+    /// e2e: the clients' CPU (publisher and subscribers, the lab's process) per message
+    /// published, ns.
+    ClientsNsPerMsg,
     /// The functions' CPU (client I/O, filter evaluation) per message sent, ns.
     FunctionsNsPerMsg,
     /// Highest latency of the paced run, µs.

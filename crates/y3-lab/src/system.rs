@@ -29,10 +29,45 @@ pub fn unix_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
+/// CPU time, ns, that process `pid`'s live threads have run (user + system): the sum of
+/// the first field of `/proc/PID/task/*/schedstat`, nanosecond-exact where `/proc/PID/stat`
+/// counts 10 ms ticks. Threads that ended are not counted (a broker's workers live as long
+/// as it does). `None` when the process is gone or the kernel has no schedstat.
+pub fn process_cpu_ns(pid: u32) -> Option<u64> {
+    let mut sum = 0u64;
+    let mut any = false;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+        let path = task.ok()?.path().join("schedstat");
+        // A thread that ended between the listing and the read counts nothing.
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        sum += text.split_whitespace().next()?.parse::<u64>().ok()?;
+        any = true;
+    }
+    any.then_some(sum)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
     fn machine_names_cores() {
         assert!(super::machine().contains("cores"));
+    }
+
+    #[test]
+    fn own_cpu_time_grows_with_work() {
+        let pid = std::process::id();
+        let before = super::process_cpu_ns(pid).expect("schedstat");
+        // 30 ms of this thread's own CPU time, however long a loaded machine takes to give
+        // it; the kernel's account may lag by a scheduler tick.
+        let start = cpu_time::ThreadTime::now();
+        let mut x = 0u64;
+        while start.elapsed() < std::time::Duration::from_millis(30) {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        let after = super::process_cpu_ns(pid).unwrap();
+        assert!(after - before >= 20_000_000, "{before} -> {after}");
+        assert_eq!(super::process_cpu_ns(u32::MAX), None);
     }
 }

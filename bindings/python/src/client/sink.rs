@@ -11,8 +11,8 @@
 //! watch a descriptor await `wait_ready` instead.
 //!
 //! ```text
-//!  sdk::Sink [1024] ─▶ mover task ─▶ queue [cap] ─▶ take(max) ─▶ list[Frame]
-//!                               └─ 1 byte when it was empty ─▶ loop.add_reader ─▶ wake
+//!  sdk::Sink (reads the socket) ─▶ mover task ─▶ queue [cap] ─▶ take(max) ─▶ list[Frame]
+//!                                            └─ 1 byte when it was empty ─▶ loop.add_reader ─▶ wake
 //! ```
 
 use std::collections::VecDeque;

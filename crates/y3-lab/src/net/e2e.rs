@@ -12,8 +12,13 @@
 //!    every delivery, in one hdrhistogram.
 //!
 //! Payload: `[send time ns u64 LE][phase u32 LE]` then filler. Brokers run as child
-//! processes (`y3-lab net server router-y3`, `nats-server`, `y3-lab net server
-//! zenoh-router`); publisher and subscribers share the lab's process (one tokio runtime).
+//! processes (`y3 serve` as it ships, with its allocator — the release build next to the
+//! lab's binary —, `nats-server`, `y3-lab net server zenoh-router`); publisher and
+//! subscribers share the lab's process (one tokio runtime). Over the flat-out run the lab
+//! reads the broker's CPU time (its threads' `/proc/PID/task/*/schedstat`) and its own
+//! (`getrusage`): broker and clients CPU per message sit beside msg/s, and a case whose
+//! clients took more CPU per message than the broker is marked client-bound (dimension
+//! `bound`: `clients`), since the clients share the cores with the broker.
 //! Rows: `y3-router-tcp`, `y3-router-quic`, `nats`, `zenoh-router` (clients through a
 //! Zenoh router), `zenoh-p2p` (subscribers connect straight to the publisher's peer).
 //! NATS and Zenoh need the `net-nats` / `net-zenoh` features.
@@ -26,6 +31,7 @@
 //! ("loaded": mostly queueing) and the paced run's maximum recorded too.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -364,31 +370,60 @@ pub(crate) fn free_port() -> Result<u16> {
 
 /// A broker child process and where its clients connect.
 struct Broker {
-    _child: Option<Child>,
+    child: Option<Child>,
     addr: SocketAddr,
     quic: Option<SocketAddr>,
+    /// A file to remove with the broker (`y3 serve`'s dev certificate).
+    cert: Option<PathBuf>,
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        drop(self.child.take());
+        if let Some(cert) = &self.cert {
+            let _ = std::fs::remove_file(cert);
+        }
+    }
 }
 
 fn start_broker(opts: &Options, imp: &str) -> Result<Broker> {
-    let threads = crate::measure::cores();
     match imp {
         "y3-router-tcp" | "y3-router-quic" => {
-            let args = vec![
-                "router-y3".to_string(),
-                "--threads".into(),
-                threads.to_string(),
+            let y3 = &opts.programs.y3;
+            if !y3.is_file() {
+                bail!(
+                    "{} not found: the y3 rows run `y3 serve` as it ships (cargo build \
+                     --release -p y3-cli)",
+                    y3.display()
+                );
+            }
+            let cert = std::env::temp_dir().join(format!(
+                "y3-lab-e2e-{}-{}.pem",
+                std::process::id(),
+                free_port()?
+            ));
+            let args: Vec<String> = vec![
+                "RUST_LOG=warn".into(),
+                y3.display().to_string(),
+                "serve".into(),
+                "--tcp".into(),
+                "127.0.0.1:0".into(),
+                "--quic".into(),
+                "127.0.0.1:0".into(),
+                "--metrics".into(),
+                String::new(),
+                "--dev-cert-out".into(),
+                cert.display().to_string(),
             ];
-            let mut child = opts
-                .programs
-                .spawn_lab("y3 router", "server", &args, None)?;
-            let quic = child.expect("quic ", Duration::from_secs(30))?.parse()?;
-            let addr = child
-                .expect("listening ", Duration::from_secs(30))?
-                .parse()?;
+            let env = crate::net::proc::which("env").context("no `env` program")?;
+            let mut child = Child::spawn("y3 serve", &env, &args, None)?;
+            let line = child.expect(crate::net::yomo::SERVE_READY, Duration::from_secs(30))?;
+            let (tcp, quic) = crate::net::yomo::parse_listening(&line);
             Ok(Broker {
-                _child: Some(child),
-                addr,
-                quic: Some(quic),
+                child: Some(child),
+                addr: tcp.context("y3 serve: no TCP listener")?,
+                quic: Some(quic.context("y3 serve: no QUIC listener")?),
+                cert: Some(cert),
             })
         }
         "nats" => {
@@ -408,9 +443,10 @@ fn start_broker(opts: &Options, imp: &str) -> Result<Broker> {
             let addr: SocketAddr = format!("127.0.0.1:{port}").parse()?;
             wait_port(addr, Duration::from_secs(15))?;
             Ok(Broker {
-                _child: Some(child),
+                child: Some(child),
                 addr,
                 quic: None,
+                cert: None,
             })
         }
         "zenoh-router" => {
@@ -427,15 +463,17 @@ fn start_broker(opts: &Options, imp: &str) -> Result<Broker> {
                 .expect("listening ", Duration::from_secs(30))?
                 .parse()?;
             Ok(Broker {
-                _child: Some(child),
+                child: Some(child),
                 addr,
                 quic: None,
+                cert: None,
             })
         }
         "zenoh-p2p" => Ok(Broker {
-            _child: None,
+            child: None,
             addr: format!("127.0.0.1:{}", free_port()?).parse()?,
             quic: None,
+            cert: None,
         }),
         other => bail!("unknown implementation {other:?}"),
     }
@@ -585,20 +623,40 @@ struct CaseResult {
     loaded_msgs: u64,
     loaded: Histogram<u64>,
     paced: Histogram<u64>,
+    /// The broker's CPU per message over the flat-out run, ns (none without a process).
+    broker_ns: Option<f64>,
+    /// The clients' (this process's) CPU per message over the flat-out run, ns.
+    clients_ns: Option<f64>,
 }
 
 /// One case on connected clients: probes until every subscriber is ready, a warm-up of
 /// 2% of the messages, the flat-out run, then the paced run.
-async fn run_case(opts: &Options, mut clients: Clients, size: usize) -> Result<CaseResult> {
+///
+/// `broker_cpu` reads the broker's CPU time, ns (`None`: not measured); the clients' is
+/// this process's.
+async fn run_case(
+    opts: &Options,
+    mut clients: Clients,
+    size: usize,
+    broker_cpu: &(dyn Fn() -> Option<u64> + Sync),
+) -> Result<CaseResult> {
     let result = async {
         clients.wait_ready(size).await?;
         let warm = (opts.load.messages / 50).max(100);
         clients
             .phase(warm, size, None, Duration::from_secs(60))
             .await?;
+        let (broker0, clients0) = (broker_cpu(), cpu_time::ProcessTime::try_now().ok());
         let (elapsed, loaded) = clients
             .phase(opts.load.messages, size, None, Duration::from_secs(120))
             .await?;
+        let n = opts.load.messages.max(1) as f64;
+        let broker_ns = broker0
+            .zip(broker_cpu())
+            .map(|(a, b)| b.saturating_sub(a) as f64 / n);
+        let clients_ns = clients0
+            .and_then(|t| t.try_elapsed().ok())
+            .map(|d| d.as_nanos() as f64 / n);
         let limit = Duration::from_secs_f64(opts.load.paced as f64 / opts.load.rate as f64 + 30.0);
         let (_, paced) = clients
             .phase(opts.load.paced, size, Some(opts.load.rate), limit)
@@ -608,6 +666,8 @@ async fn run_case(opts: &Options, mut clients: Clients, size: usize) -> Result<C
             loaded_msgs: opts.load.messages,
             loaded,
             paced,
+            broker_ns,
+            clients_ns,
         })
     }
     .await;
@@ -653,7 +713,8 @@ async fn run_pipeline_case(opts: &Options, transport: &str, size: usize) -> Resu
         Instant::now(),
     );
     clients.tasks.push(function);
-    let result = run_case(opts, clients, size).await;
+    // The router runs in this process: no separate CPU figures.
+    let result = run_case(opts, clients, size, &|| None).await;
     router.shutdown().await;
     result
 }
@@ -720,9 +781,12 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
         let case = format!("{size} B × {subs} sub");
         let got = crate::net::rounds("e2e", &case, &impls, runs, bar, &mut notes, |imp| {
             let broker = start_broker(opts, imp)?;
+            // The broker process's CPU time so far (none without a process of its own).
+            let pid = broker.child.as_ref().map(Child::pid);
+            let broker_cpu = move || pid.and_then(crate::system::process_cpu_ns);
             let r = rt.block_on(async {
                 let clients = connect_clients(imp, &broker, subs, Instant::now()).await?;
-                run_case(opts, clients, size).await
+                run_case(opts, clients, size, &broker_cpu).await
             });
             drop(broker);
             r
@@ -764,7 +828,21 @@ fn case_record(suite: &str, imp: &str, case: &str, got: &[CaseResult]) -> Record
     };
     let us = |q: f64| Some(med(&|r| r.paced.value_at_quantile(q) as f64 / 1e3).0);
     let (rate, range) = med(&|r| r.loaded_msgs as f64 / r.seconds);
+    let cpu = |f: &dyn Fn(&CaseResult) -> Option<f64>| {
+        let v: Vec<f64> = got.iter().filter_map(f).collect();
+        (!v.is_empty()).then(|| crate::measure::median(&v).0)
+    };
+    let broker = cpu(&|r| r.broker_ns);
+    let clients = cpu(&|r| r.clients_ns);
+    let bound = match (broker, clients) {
+        (Some(b), Some(c)) if c > b => "clients",
+        (Some(_), Some(_)) => "broker",
+        _ => "",
+    };
     Record::new(suite, imp, case)
+        .dim(Dim::Bound, bound)
+        .metric_opt(Metric::RouterNsPerMsg, broker)
+        .metric_opt(Metric::ClientsNsPerMsg, clients)
         .metric(Metric::Seconds, med(&|r| r.seconds).0)
         .metric(
             Metric::Messages,
@@ -912,9 +990,10 @@ mod tests {
                 .await
                 .unwrap();
             let broker = Broker {
-                _child: None,
+                child: None,
                 addr: router.tcp_addr().unwrap(),
                 quic: router.quic_addr(),
+                cert: None,
             };
             let epoch = Instant::now();
             let mut c = connect_clients("y3-router-tcp", &broker, 3, epoch)

@@ -8,11 +8,11 @@ use futures_util::StreamExt;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-use super::link::{Hello, Link, LinkTx, Out};
+use super::link::{Hello, Link, LinkTx};
+use super::stamp::Stamp;
 use super::window::{Refusals, Refused, Window};
-use super::{new_id, ClientOptions};
+use super::ClientOptions;
 use crate::frame::{ClientType, Data, Frame, GoawayCode};
-use crate::metadata::{self, Metadata};
 use crate::TransportError;
 
 /// Frames kept unacknowledged at most; [`DurableSource::send`] waits past it.
@@ -81,6 +81,7 @@ impl Closed {
 pub struct DurableSource {
     options: ClientOptions,
     hello: Hello,
+    stamp: Stamp,
     state: Arc<Mutex<State>>,
     moved: Arc<Notify>,
     active: Option<Active>,
@@ -97,6 +98,7 @@ impl DurableSource {
         hello.wants_acks = true;
         let mut source = DurableSource {
             options,
+            stamp: Stamp::new(&hello.id),
             hello,
             state: Arc::default(),
             moved: Arc::default(),
@@ -206,7 +208,7 @@ impl DurableSource {
             let Some(next) = lock(&self.state).window.next_unwritten() else {
                 return Ok(());
             };
-            if active.link.out.send(Out::Frame(next.into())).await.is_err() {
+            if active.link.out.send(&Frame::Data(next)).await.is_err() {
                 lock(&self.state).broken = true;
                 return Ok(());
             }
@@ -226,11 +228,7 @@ impl DurableSource {
         tag: u32,
         payload: impl Into<Bytes>,
     ) -> Result<(), TransportError> {
-        let tid = new_id();
-        let metadata = Metadata::from_pairs([
-            (metadata::SOURCE_ID, self.hello.id.as_str()),
-            (metadata::TID, tid.as_str()),
-        ]);
+        let metadata = self.stamp.next();
         self.send_data(Data::new(tag, payload).with_metadata(metadata))
             .await
     }

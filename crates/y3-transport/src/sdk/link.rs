@@ -1,22 +1,20 @@
-//! One established client connection: handshake done, a writer task batching frames.
+//! One established client connection: handshake done, a writer task writing what its
+//! senders queued in its [`Outbox`], a batch per write.
 
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
-use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::outbox::Outbox;
 use super::{ClientOptions, Transport};
 use crate::frame::{ClientType, Frame, Goaway, GoawayCode, Handshake};
-use crate::stream::{FrameReader, FrameWriter, Guard};
+use crate::stream::{BoxWrite, FrameReader, Guard};
 use crate::{tls, Connection, FrameCodec, TransportError};
 
 /// How long a closing client waits for the router to acknowledge its last frames.
 pub(crate) const LINGER: Duration = Duration::from_secs(2);
-
-/// Most frames fed into the write buffer between flushes.
-const MAX_BATCH: usize = 1024;
 
 /// The next frame from the router, as `reader.next()`; frames over this client's
 /// `max_frame_len` that the codec skipped on the way are logged (never silent).
@@ -46,12 +44,6 @@ fn warn_skipped(skipped: crate::Skipped, limit: usize) {
     );
 }
 
-/// A message to the writer task.
-pub(crate) enum Out {
-    Frame(Frame),
-    Flush(oneshot::Sender<()>),
-}
-
 /// An established connection: its read half and the handle of its writer task.
 pub(crate) struct Link {
     pub reader: FrameReader,
@@ -60,7 +52,8 @@ pub(crate) struct Link {
 
 /// The sending side of a [`Link`].
 pub(crate) struct LinkTx {
-    pub out: mpsc::Sender<Out>,
+    /// Where senders queue frames for the writer task.
+    pub out: Outbox,
     /// Cancel to make the writer flush what it has, shut its half down and stop.
     pub stop: CancellationToken,
     pub writer: JoinHandle<Result<(), TransportError>>,
@@ -113,9 +106,12 @@ impl Link {
         hello: &mut Hello,
     ) -> Result<Link, TransportError> {
         let conn = handshake(options, hello.next(options)).await?;
-        let (out, rx) = mpsc::channel(options.send_queue.max(1));
+        let out = Outbox::new(options.send_queue, options.max_frame_len);
         let stop = CancellationToken::new();
-        let writer = tokio::spawn(write_loop(conn.writer, rx, stop.clone(), conn.guard));
+        // The handshake was flushed: the framed writer holds nothing, and from here on
+        // frames are encoded by their senders into the outbox.
+        let io = conn.writer.into_inner();
+        let writer = tokio::spawn(write_loop(io, out.clone(), stop.clone(), conn.guard));
         Ok(Link {
             reader: conn.reader,
             tx: LinkTx { out, stop, writer },
@@ -241,75 +237,41 @@ pub(crate) async fn handshake(
 }
 
 impl LinkTx {
-    /// Flushes everything queued so far.
+    /// Waits until everything queued so far is written.
     pub async fn flush(&self) -> Result<(), TransportError> {
-        let (tx, rx) = oneshot::channel();
-        self.out
-            .send(Out::Flush(tx))
-            .await
-            .map_err(|_| TransportError::Closed)?;
-        rx.await.map_err(|_| TransportError::Closed)
+        self.out.flush().await
     }
 
     /// Flushes, shuts the write half down, waits for the writer and the router's close.
-    /// Frames queued so far are written; senders cloned from `out` (a function's
+    /// Frames queued so far are written; senders sharing the outbox (a function's
     /// [`Writer`](super::Writer)s) are refused from now on.
-    pub async fn close(self) -> Result<(), TransportError> {
-        let LinkTx { out, writer, stop } = self;
-        drop(out);
-        stop.cancel();
-        match writer.await {
+    pub async fn close(mut self) -> Result<(), TransportError> {
+        self.out.close();
+        self.stop.cancel();
+        match (&mut self.writer).await {
             Ok(result) => result,
             Err(_) => Err(TransportError::Closed),
         }
     }
 }
 
-/// Feeds queued frames into the write buffer and flushes once per batch.
+impl Drop for LinkTx {
+    /// As [`close`](LinkTx::close) without the wait: the writer writes what is queued,
+    /// shuts its half down and ends; senders sharing the outbox are refused.
+    fn drop(&mut self) {
+        self.out.close();
+        self.stop.cancel();
+    }
+}
+
+/// Writes the outbox's batches until stopped, then lingers for the router's close.
 async fn write_loop(
-    mut writer: FrameWriter,
-    mut rx: mpsc::Receiver<Out>,
+    mut io: BoxWrite,
+    out: Outbox,
     stop: CancellationToken,
     guard: Guard,
 ) -> Result<(), TransportError> {
-    let mut acks = Vec::new();
-    let result: Result<(), TransportError> = async {
-        // Pinned once rather than re-registered with the token per batch.
-        let stopped = stop.cancelled();
-        tokio::pin!(stopped);
-        loop {
-            let first = tokio::select! {
-                biased;
-                msg = rx.recv() => msg,
-                _ = &mut stopped => {
-                    rx.close();
-                    rx.recv().await
-                }
-            };
-            let Some(first) = first else { break };
-            let mut next = Some(first);
-            let mut fed = 0;
-            while let Some(msg) = next.take() {
-                match msg {
-                    Out::Frame(frame) => {
-                        writer.feed(frame).await?;
-                        fed += 1;
-                    }
-                    Out::Flush(ack) => acks.push(ack),
-                }
-                if fed < MAX_BATCH {
-                    next = rx.try_recv().ok();
-                }
-            }
-            writer.flush().await?;
-            for ack in acks.drain(..) {
-                let _ = ack.send(());
-            }
-        }
-        writer.close().await?;
-        Ok(())
-    }
-    .await;
+    let result = out.write_to(&mut io, &stop).await;
     if result.is_ok() {
         guard.linger(LINGER, None).await;
     }

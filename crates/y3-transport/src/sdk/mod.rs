@@ -8,9 +8,10 @@
 //! and against YoMo's own zipper alike. Every client connects with [`ClientOptions`]
 //! (address, adapter, TLS trust, name, credential), sends a handshake with its client type,
 //! a YoMo-style id (`<21 characters>-<reconnect count>`) and its observed tags, and waits
-//! for the router's ack. Outgoing frames go through a bounded queue to a writer task that
-//! feeds every queued frame into one buffer and flushes once, so a fast sender gets batched
-//! writes and a slow one gets low latency. A frame counts as sent only once it is written
+//! for the router's ack. A sender encodes each outgoing frame straight into its
+//! connection's bounded queue, one buffer that a writer task takes whole and writes at once
+//! (no channel crossing per frame), so a fast sender gets batched writes and a slow one
+//! gets low latency. A frame counts as sent only once it is written
 //! to the connection: `send` returns when the frame is queued, [`Source::flush`] when
 //! everything queued is written, and neither says the router has read it (see [`Source`]). Lost connections are re-established with
 //! exponential [`Backoff`]; refusals (a wrong token, a bad handshake, a close with YoMo's
@@ -46,8 +47,10 @@ mod durable;
 mod function;
 mod id;
 mod link;
+mod outbox;
 mod sink;
 mod source;
+mod stamp;
 mod upstream;
 mod window;
 mod writer;
@@ -58,6 +61,7 @@ use std::time::Duration;
 pub use durable::{Closed, DurableSource};
 pub use function::StreamFunction;
 pub use id::new_id;
+pub use outbox::MAX_QUEUED_BYTES;
 pub use sink::Sink;
 pub use source::Source;
 pub use upstream::Upstream;
@@ -164,7 +168,8 @@ pub struct ClientOptions {
     pub handshake_timeout: Duration,
     /// Reconnection policy.
     pub backoff: Backoff,
-    /// Frames buffered between the application and the writer task.
+    /// Frames queued between the application and the writer task (encoded; at most
+    /// [`MAX_QUEUED_BYTES`] of them unless one frame alone is larger).
     pub send_queue: usize,
     /// Content filters of a stream function or sink, as `(observed tag, filter)`
     /// (`spec/filters.md`): the router delivers a frame on the tag only if its payload

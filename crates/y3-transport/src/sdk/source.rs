@@ -6,10 +6,10 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use tokio::task::JoinHandle;
 
-use super::link::{Hello, Link, LinkTx, Out};
-use super::{new_id, ClientOptions};
+use super::link::{Hello, Link, LinkTx};
+use super::stamp::Stamp;
+use super::ClientOptions;
 use crate::frame::{ClientType, Data, Frame, Goaway, GoawayCode};
-use crate::metadata::{self, Metadata};
 use crate::TransportError;
 
 /// What the background reader saw: a goaway (frame or close), or the connection's end.
@@ -46,6 +46,7 @@ struct Active {
 pub struct Source {
     options: ClientOptions,
     hello: Hello,
+    stamp: Stamp,
     active: Option<Active>,
     refused: Option<Goaway>,
 }
@@ -57,9 +58,11 @@ impl Source {
     /// [`TransportError::Goaway`] when the router refuses the handshake (e.g.
     /// `unauthorized`), [`TransportError::GaveUp`] when it cannot be reached.
     pub async fn connect(options: ClientOptions) -> Result<Source, TransportError> {
+        let hello = Hello::new(ClientType::Source, &[]);
         let mut source = Source {
             options,
-            hello: Hello::new(ClientType::Source, &[]),
+            stamp: Stamp::new(&hello.id),
+            hello,
             active: None,
             refused: None,
         };
@@ -148,7 +151,7 @@ impl Source {
         tag: u32,
         payload: impl Into<Bytes>,
     ) -> Result<(), TransportError> {
-        let metadata = self.metadata(None);
+        let metadata = self.stamp.next();
         self.send_data(Data::new(tag, payload).with_metadata(metadata))
             .await
     }
@@ -164,22 +167,9 @@ impl Source {
         payload: impl Into<Bytes>,
         target: &str,
     ) -> Result<(), TransportError> {
-        let metadata = self.metadata(Some(target));
+        let metadata = self.stamp.with_target(&self.hello.id, target);
         self.send_data(Data::new(tag, payload).with_metadata(metadata))
             .await
-    }
-
-    /// The metadata YoMo's sources write: this client's id and a fresh transaction id.
-    fn metadata(&self, target: Option<&str>) -> Metadata {
-        let tid = new_id();
-        let mut pairs = vec![
-            (metadata::SOURCE_ID, self.hello.id.as_str()),
-            (metadata::TID, &tid),
-        ];
-        if let Some(target) = target {
-            pairs.push((metadata::TARGET, target));
-        }
-        Metadata::from_pairs(pairs)
     }
 
     /// Queues a data frame as it is (its metadata and hops are not touched).
@@ -193,11 +183,36 @@ impl Source {
                 message: g.reason.clone(),
             });
         }
-        let mut frame = Frame::Data(data);
-        // Over the limit the writer could not encode it: say so here, not by a lost link.
-        frame
-            .check_len(self.options.max_frame_len)
-            .map_err(TransportError::Frame)?;
+        // Sends that never wait for room still give the runtime's other tasks (the writer,
+        // on a current-thread runtime) their turn, as a channel send would.
+        tokio::task::coop::consume_budget().await;
+        // Over the limit, the encoding into the queue fails: said here, nothing queued.
+        let frame = Frame::Data(data);
+        if let Some(done) = self.try_send_now(&frame) {
+            return done;
+        }
+        // Boxed: the (re)connection's future is large, and a send future that held it
+        // inline would be copied whole at every call.
+        Box::pin(self.send_waiting(frame)).await
+    }
+
+    /// Queues `frame` on the current connection if it is up and has room: `None` when the
+    /// send must wait or reconnect.
+    fn try_send_now(&self, frame: &Frame) -> Option<Result<(), TransportError>> {
+        let active = self.active.as_ref()?;
+        if lock(&active.seen).goaway.is_some() {
+            return None;
+        }
+        match active.link.out.try_send(frame) {
+            Ok(true) => Some(Ok(())),
+            Ok(false) | Err(TransportError::Closed) => None,
+            Err(error) => Some(Err(error)),
+        }
+    }
+
+    /// [`send_data`](Source::send_data) once the frame must wait for room or for a
+    /// connection.
+    async fn send_waiting(&mut self, frame: Frame) -> Result<(), TransportError> {
         for _ in 0..2 {
             let active = self.ensure().await?;
             if lock(&active.seen).goaway.is_some() {
@@ -208,18 +223,15 @@ impl Source {
             let Some(active) = &self.active else {
                 continue;
             };
-            match active.link.out.send(Out::Frame(frame)).await {
+            match active.link.out.send(&frame).await {
                 Ok(()) => return Ok(()),
-                Err(failed) => {
+                Err(TransportError::Closed) => {
                     // The writer is gone: the connection broke. Retry once on a new one.
-                    let Out::Frame(f) = failed.0 else {
-                        unreachable!("we sent a frame")
-                    };
-                    frame = f;
                     if let Some(error) = self.take_broken() {
                         return Err(error);
                     }
                 }
+                Err(error) => return Err(error),
             }
         }
         Err(TransportError::Closed)

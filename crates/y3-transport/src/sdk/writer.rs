@@ -20,11 +20,11 @@
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
-use tokio::sync::{mpsc, Mutex};
+use tokio::sync::Mutex;
 
-use super::link::Out;
+use super::outbox::Outbox;
 use super::window::Window;
-use crate::frame::Data;
+use crate::frame::{Data, Frame};
 use crate::metadata::{self, Metadata};
 use crate::TransportError;
 
@@ -54,7 +54,7 @@ pub struct Writer {
 #[derive(Debug, Clone)]
 pub(crate) enum Outputs {
     /// A plain function's: the send queue of the connection the input came on.
-    Plain(mpsc::Sender<Out>),
+    Plain(Outbox),
     /// A durable function's: its window and current connection, shared with its run loop.
     Durable(Arc<Mutex<Durable>>),
 }
@@ -65,7 +65,7 @@ pub(crate) struct Durable {
     /// Outputs kept until the router stored them.
     pub window: Window,
     /// The current connection's send queue; `None` once the function stopped.
-    pub tx: Option<mpsc::Sender<Out>>,
+    pub tx: Option<Outbox>,
     /// Most outputs kept unwritten while no connection is up (the send queue's size):
     /// past it a write is refused rather than buffered without bound.
     pub max_unwritten: usize,
@@ -126,10 +126,7 @@ impl Writer {
 
     async fn send(&self, out: Data) -> Result<(), TransportError> {
         match &self.to {
-            Outputs::Plain(tx) => tx
-                .send(Out::Frame(out.into()))
-                .await
-                .map_err(|_| TransportError::Closed),
+            Outputs::Plain(tx) => tx.send(&Frame::Data(out)).await,
             Outputs::Durable(durable) => durable.lock().await.keep(out).await,
         }
     }
@@ -153,12 +150,12 @@ impl Durable {
 
     /// Writes the outputs `tx`'s connection has not carried yet; stops at the first that
     /// cannot be queued (the connection ended: the window writes them after the reconnect).
-    pub async fn write_pending(&mut self, tx: &mpsc::Sender<Out>) {
+    pub async fn write_pending(&mut self, tx: &Outbox) {
         if tx.is_closed() {
             return;
         }
         while let Some(data) = self.window.next_unwritten() {
-            if tx.send(Out::Frame(data.into())).await.is_err() {
+            if tx.send(&Frame::Data(data)).await.is_err() {
                 tracing::debug!("durable function's connection ended while writing");
                 return;
             }
@@ -169,7 +166,6 @@ impl Durable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frame::Frame;
     use bytes::BytesMut;
 
     /// YoMo v1.22's SFN, given this input, wrote `wire-05-data-from-sfn.hex` for
@@ -186,11 +182,16 @@ mod tests {
         input
     }
 
-    async fn written(rx: &mut mpsc::Receiver<Out>) -> Data {
-        match rx.recv().await {
-            Some(Out::Frame(Frame::Data(data))) => data,
-            _ => panic!("no data frame"),
+    /// The one frame queued (the writer task's part, taken by hand).
+    async fn written(outbox: &Outbox) -> Data {
+        match &outbox.take_frames()[..] {
+            [Frame::Data(data)] => data.clone(),
+            other => panic!("not one data frame: {other:?}"),
         }
+    }
+
+    fn outbox(frames: usize) -> Outbox {
+        Outbox::new(frames, 1 << 20)
     }
 
     fn encoded(data: &Data) -> String {
@@ -201,10 +202,10 @@ mod tests {
 
     #[tokio::test]
     async fn writes_carry_yomo_s_metadata_byte_for_byte_and_one_more_hop() {
-        let (tx, mut rx) = mpsc::channel(4);
-        let writer = Writer::new(&yomo_input(), Outputs::Plain(tx));
+        let rx = outbox(4);
+        let writer = Writer::new(&yomo_input(), Outputs::Plain(rx.clone()));
         writer.write(0x34, &b"re:ping"[..]).await.unwrap();
-        let mut out = written(&mut rx).await;
+        let mut out = written(&rx).await;
         assert_eq!(out.hops, 3);
         // YoMo has no hop field: without it, the frame is YoMo's, byte for byte (the
         // vector's keys happen to be in this order; YoMo's order is random).
@@ -216,7 +217,7 @@ mod tests {
             .write_with_target(0x35, &b"t"[..], "fn-b")
             .await
             .unwrap();
-        let out = written(&mut rx).await;
+        let out = written(&rx).await;
         let md = out.metadata.to_map().unwrap();
         let want = [
             ("custom", "x"),
@@ -232,41 +233,41 @@ mod tests {
 
         // A plain write after a targeted one carries no target (YoMo's would).
         writer.write(0x34, &b"again"[..]).await.unwrap();
-        let out = written(&mut rx).await;
+        let out = written(&rx).await;
         assert_eq!(out.metadata.get(metadata::TARGET).unwrap(), None);
         // An empty target is a plain write.
         writer.write_with_target(0x34, &b"e"[..], "").await.unwrap();
-        let out = written(&mut rx).await;
+        let out = written(&rx).await;
         assert_eq!(out.metadata.get(metadata::TARGET).unwrap(), None);
     }
 
     #[tokio::test]
     async fn a_write_after_the_connection_is_gone_is_an_error() {
-        let (tx, rx) = mpsc::channel(1);
-        let writer = Writer::new(&yomo_input(), Outputs::Plain(tx));
-        drop(rx);
+        let rx = outbox(1);
+        let writer = Writer::new(&yomo_input(), Outputs::Plain(rx.clone()));
+        rx.end();
         let err = writer.write(0x34, &b"x"[..]).await.unwrap_err();
         assert!(matches!(err, TransportError::Closed), "{err:?}");
     }
 
     #[tokio::test]
     async fn a_full_queue_holds_the_writer_back() {
-        let (tx, mut rx) = mpsc::channel(1);
-        let writer = Writer::new(&yomo_input(), Outputs::Plain(tx));
+        let rx = outbox(1);
+        let writer = Writer::new(&yomo_input(), Outputs::Plain(rx.clone()));
         writer.write(0x34, &b"1"[..]).await.unwrap();
         let second = writer.write(0x34, &b"2"[..]);
         tokio::pin!(second);
         let waited = tokio::time::timeout(std::time::Duration::from_millis(50), &mut second);
         assert!(waited.await.is_err(), "a write went past a full queue");
-        written(&mut rx).await;
+        written(&rx).await;
         second.await.unwrap();
-        assert_eq!(&written(&mut rx).await.payload[..], b"2");
+        assert_eq!(&written(&rx).await.payload[..], b"2");
     }
 
     #[tokio::test]
     async fn a_durable_writer_keeps_a_bounded_number_while_disconnected_then_refuses() {
-        let (tx, rx) = mpsc::channel(8);
-        drop(rx);
+        let tx = outbox(8);
+        tx.end();
         let durable = Arc::new(Mutex::new(Durable {
             window: Window::default(),
             tx: Some(tx),
@@ -277,16 +278,24 @@ mod tests {
         writer.write(0x34, &b"2"[..]).await.unwrap();
         assert!(writer.write(0x34, &b"3"[..]).await.is_err());
         // Reconnected: both kept ones go out on the new connection, in order.
-        let (tx, mut rx) = mpsc::channel(8);
+        let tx = outbox(8);
+        let rx = tx.clone();
         let mut d = durable.lock().await;
         d.window.reconnected();
         d.tx = Some(tx.clone());
         d.write_pending(&tx).await;
         drop(d);
-        assert_eq!(&written(&mut rx).await.payload[..], b"1");
-        assert_eq!(&written(&mut rx).await.payload[..], b"2");
+        let payloads: Vec<Bytes> = rx
+            .take_frames()
+            .into_iter()
+            .map(|f| match f {
+                Frame::Data(d) => d.payload,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(payloads, [&b"1"[..], &b"2"[..]]);
         writer.write(0x34, &b"4"[..]).await.unwrap();
-        assert_eq!(&written(&mut rx).await.payload[..], b"4");
+        assert_eq!(&written(&rx).await.payload[..], b"4");
         assert_eq!(durable.lock().await.window.len(), 3);
         // Stopped: refused.
         durable.lock().await.tx = None;

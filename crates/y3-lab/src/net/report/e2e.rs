@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::charts::BarChart;
-use crate::record::{Metric, Results};
+use crate::record::{Dim, Level, Metric, Record, Results};
 use crate::report::{fill, Target};
 use crate::table::Align;
 
@@ -61,7 +61,7 @@ pub fn e2e_markdown(r: &Results) -> String {
         r,
         ("case", Align::Left),
         &case_rows(r),
-        &["msg/s", "p50 / p99"],
+        &["msg/s", "p50 / p99", "CPU µs/msg broker / clients"],
         |case, i| r.find(case, i, 0),
         |x| {
             vec![
@@ -72,6 +72,7 @@ pub fn e2e_markdown(r: &Results) -> String {
                     us(x.get(Metric::P99Us))
                 )
                 .into(),
+                cpu_cell(x).into(),
             ]
         },
     );
@@ -85,6 +86,24 @@ pub fn e2e_markdown(r: &Results) -> String {
             ("notes", &notes(r)),
         ],
     )
+}
+
+/// `broker / clients` CPU per message in µs, `client-bound` appended where the clients took
+/// more ([`Dim::Bound`]); `–` for what was not measured.
+fn cpu_cell(x: &Record) -> String {
+    let f = |m: Metric| {
+        x.get(m)
+            .map_or("–".to_string(), |ns| format!("{:.2}", ns / 1e3))
+    };
+    let mut cell = format!(
+        "{} / {}",
+        f(Metric::RouterNsPerMsg),
+        f(Metric::ClientsNsPerMsg)
+    );
+    if x.dims.get(&Dim::Bound) == Some(&Level::Name("clients".into())) {
+        cell.push_str(" client-bound");
+    }
+    cell
 }
 
 /// The e2e charts.
