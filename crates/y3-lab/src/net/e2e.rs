@@ -31,7 +31,6 @@
 //! ("loaded": mostly queueing) and the paced run's maximum recorded too.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -373,16 +372,16 @@ struct Broker {
     child: Option<Child>,
     addr: SocketAddr,
     quic: Option<SocketAddr>,
-    /// A file to remove with the broker (`y3 serve`'s dev certificate).
-    cert: Option<PathBuf>,
+    /// `y3 serve`'s private directory (its ready file and dev certificate), removed with
+    /// the broker.
+    dir: Option<y3_testkit::ServeDir>,
 }
 
 impl Drop for Broker {
     fn drop(&mut self) {
+        // The process first, then its directory.
         drop(self.child.take());
-        if let Some(cert) = &self.cert {
-            let _ = std::fs::remove_file(cert);
-        }
+        drop(self.dir.take());
     }
 }
 
@@ -397,14 +396,8 @@ fn start_broker(opts: &Options, imp: &str) -> Result<Broker> {
                     y3.display()
                 );
             }
-            let cert = std::env::temp_dir().join(format!(
-                "y3-lab-e2e-{}-{}.pem",
-                std::process::id(),
-                free_port()?
-            ));
+            let dir = y3_testkit::ServeDir::new("lab-e2e")?;
             let args: Vec<String> = vec![
-                "RUST_LOG=warn".into(),
-                y3.display().to_string(),
                 "serve".into(),
                 "--tcp".into(),
                 "127.0.0.1:0".into(),
@@ -413,17 +406,25 @@ fn start_broker(opts: &Options, imp: &str) -> Result<Broker> {
                 "--metrics".into(),
                 String::new(),
                 "--dev-cert-out".into(),
-                cert.display().to_string(),
+                dir.path().join("dev-cert.pem").display().to_string(),
             ];
-            let env = crate::net::proc::which("env").context("no `env` program")?;
-            let mut child = Child::spawn("y3 serve", &env, &args, None)?;
-            let line = child.expect(crate::net::yomo::SERVE_READY, Duration::from_secs(30))?;
-            let (tcp, quic) = crate::net::yomo::parse_listening(&line);
+            let (child, ready) = Child::serve(
+                "y3 serve",
+                y3,
+                &["RUST_LOG=warn"],
+                &args,
+                &dir,
+                Duration::from_secs(30),
+            )?;
             Ok(Broker {
                 child: Some(child),
-                addr: tcp.context("y3 serve: no TCP listener")?,
-                quic: Some(quic.context("y3 serve: no QUIC listener")?),
-                cert: Some(cert),
+                addr: ready.listener("tcp").context("y3 serve: no TCP listener")?,
+                quic: Some(
+                    ready
+                        .listener("quic")
+                        .context("y3 serve: no QUIC listener")?,
+                ),
+                dir: Some(dir),
             })
         }
         "nats" => {
@@ -446,7 +447,7 @@ fn start_broker(opts: &Options, imp: &str) -> Result<Broker> {
                 child: Some(child),
                 addr,
                 quic: None,
-                cert: None,
+                dir: None,
             })
         }
         "zenoh-router" => {
@@ -466,14 +467,14 @@ fn start_broker(opts: &Options, imp: &str) -> Result<Broker> {
                 child: Some(child),
                 addr,
                 quic: None,
-                cert: None,
+                dir: None,
             })
         }
         "zenoh-p2p" => Ok(Broker {
             child: None,
             addr: format!("127.0.0.1:{}", free_port()?).parse()?,
             quic: None,
-            cert: None,
+            dir: None,
         }),
         other => bail!("unknown implementation {other:?}"),
     }
@@ -993,7 +994,7 @@ mod tests {
                 child: None,
                 addr: router.tcp_addr().unwrap(),
                 quic: router.quic_addr(),
-                cert: None,
+                dir: None,
             };
             let epoch = Instant::now();
             let mut c = connect_clients("y3-router-tcp", &broker, 3, epoch)
