@@ -688,6 +688,26 @@ fn not_ours<T>(
     }
 }
 
+/// Whether `data`'s metadata is over the router's limits (`limits.max_metadata_bytes`,
+/// `max_metadata_entries`), the same as for a direct client's frame: then it is counted
+/// (`lost_total{reason="metadata_too_large"}`), the first one logged with its origin, and
+/// it must not be routed.
+fn over_metadata_limits(fed: &Federation, shared: &Shared, data: &Data) -> bool {
+    let Err(why) = data.metadata.check_size(shared.config.limits.metadata()) else {
+        return false;
+    };
+    if fed.metrics.lost_total(Lost::MetadataTooLarge) == 0 {
+        tracing::warn!(
+            tag = format_args!("{:#x}", data.tag),
+            "federation: refused a frame from another router: {why} (limits.max_metadata_bytes, \
+             limits.max_metadata_entries); further ones are counted \
+             (lost_total{{reason=\"metadata_too_large\"}}), not logged"
+        );
+    }
+    fed.metrics.lost(Lost::MetadataTooLarge, 1);
+    true
+}
+
 fn routed(data: Data) -> Routed {
     let target = match data.metadata.get(metadata::TARGET) {
         Ok(Some(t)) => Some(t.to_owned()),
@@ -711,6 +731,9 @@ async fn receive(fed: Arc<Federation>, shared: Arc<Shared>, mut sub: async_nats:
             first.seq += 1;
             if data.hops > shared.config.limits.max_hops {
                 fed.metrics.lost(Lost::Loop, 1);
+                continue;
+            }
+            if over_metadata_limits(&fed, &shared, &data) {
                 continue;
             }
             fed.metrics.received.inc();
@@ -903,6 +926,10 @@ async fn deliver(
 ) -> Option<Vec<oneshot::Receiver<()>>> {
     if data.hops > shared.config.limits.max_hops {
         fed.metrics.lost(Lost::Loop, 1);
+        return Some(Vec::new());
+    }
+    if over_metadata_limits(fed, shared, &data) {
+        // Refused for good (acknowledged, never delivered): redelivery would not help.
         return Some(Vec::new());
     }
     let sessions = fed.sessions_of(name);
