@@ -400,8 +400,8 @@ impl<'a> Partial<'a> {
                 });
             }
         }
-        let now = Instant::now();
         if !self.budget.fits(more) {
+            let now = Instant::now();
             self.budget.reclaim(now);
             // Still full: stalled partial frames of others go before this one, which is
             // arriving (its bytes charged at once; theirs freed as their readers close).
@@ -435,7 +435,9 @@ impl<'a> Partial<'a> {
         self.held = len;
         if !self.handshake && len >= CUTTABLE {
             self.state.held.store(len, Ordering::Relaxed);
-            self.state.grew_at.store(nanos(now), Ordering::Relaxed);
+            self.state
+                .grew_at
+                .store(nanos(Instant::now()), Ordering::Relaxed);
             if !self.registered {
                 self.registered = true;
                 let mut partials = self

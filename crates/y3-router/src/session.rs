@@ -476,18 +476,19 @@ impl Session {
                 if let Err(e) = data.metadata.check_size(self.admission.metadata_limits) {
                     return Event::Drop(data, DropReason::MetadataTooLarge(e));
                 }
+                let sent_len = data.metadata.as_bytes().len();
                 match prepare(data, wanted_target.as_deref()) {
                     // With the router's own `yomo-wanted-target` pair merged in, the frame
                     // as forwarded must still be within the limits (the next router, or a
                     // y3 client, would refuse it): over them, refused as the client's.
-                    Ok(routed) => match routed
-                        .data
-                        .metadata
-                        .check_size(self.admission.metadata_limits)
-                    {
-                        Ok(()) => Event::Route(routed),
-                        Err(e) => Event::Drop(routed.data, DropReason::MetadataTooLarge(e)),
-                    },
+                    Ok(routed) if routed.data.metadata.as_bytes().len() > sent_len => {
+                        let limits = self.admission.metadata_limits;
+                        match routed.data.metadata.check_size(limits) {
+                            Ok(()) => Event::Route(routed),
+                            Err(e) => Event::Drop(routed.data, DropReason::MetadataTooLarge(e)),
+                        }
+                    }
+                    Ok(routed) => Event::Route(routed),
                     Err(e) => {
                         self.state = State::Closed;
                         Event::Close(Goaway::new(
