@@ -17,7 +17,7 @@
 //! 1 of 10 runs); with acks at the flush, frames in the killed router's send buffer were
 //! (734, 7,546 and 2,805 in 3 of 10 runs: with unread input the kernel resets the
 //! connection and drops them). With acks at the subscriber's TCP acknowledgement: 0 lost
-//! in each of 10 runs, in every pass so far.
+//! in each of 10 runs, in three passes (30 of 30 runs) on a loaded 2-core machine.
 
 mod common;
 
