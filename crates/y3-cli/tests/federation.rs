@@ -1145,3 +1145,57 @@ fn a_second_router_with_a_name_in_use_refuses_to_start() {
         0
     );
 }
+
+/// Frames arriving over the federation meet the same metadata limits as a direct
+/// client's (`limits.max_metadata_bytes`, `max_metadata_entries`): router A, configured
+/// with 8× the default limits, federates frames with 2,000 metadata pairs that router B
+/// (defaults: 1,024 pairs) refuses at its link, counted as
+/// `lost_total{reason="metadata_too_large"}`, while the ordinary frames between them reach
+/// B's sink, each once; B's ledger stays at 0.
+#[test]
+fn frames_over_the_metadata_limits_are_refused_at_the_federation_link() {
+    let dir = temp_dir("metadata-limits");
+    let nodes = cluster(&dir);
+    let wide = "[limits]\nmax_metadata_entries = 8192\nmax_metadata_bytes = 524288\n";
+    let a = Router::start_with(&dir, &nodes, 0, "a", &[], "", wide);
+    let b = Router::start(&dir, &nodes, 1, "b", &[]);
+    let rt = runtime();
+    let n = 200u64;
+    let got = rt.block_on(async {
+        let sink = Sink::connect(b.options("sink"), &[0x70]).await.unwrap();
+        wait_for("interest to reach A", || {
+            a.metric("y3_router_federation_remote_interest") >= 1
+        });
+        let on_b = receiving(sink, n as usize, Duration::from_secs(3));
+        let mut source = Source::connect(a.options("wide")).await.unwrap();
+        let keys: Vec<String> = (0..2000).map(|k| format!("k{k}")).collect();
+        let big = Metadata::from_pairs(keys.iter().map(|k| (k.as_str(), "v")));
+        for i in 0..2 * n {
+            let data = if i % 2 == 0 {
+                frame(0x70, "s", i / 2)
+            } else {
+                Data::new(0x70, Bytes::from(format!("big:{i}"))).with_metadata(big.clone())
+            };
+            source.send_data(data).await.unwrap();
+            if i % 50 == 49 {
+                source.flush().await.unwrap();
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        }
+        source.close().await.unwrap();
+        let (_sink, got) = on_b.await.unwrap();
+        got
+    });
+    check_exact(&got, &[("s", n)]);
+    wait_for("B to count every refused frame", || {
+        b.lost("metadata_too_large") >= n
+    });
+    let refused = b.lost("metadata_too_large");
+    eprintln!(
+        "B: {} frames routed from the federation, {refused} refused (metadata_too_large)",
+        got.len()
+    );
+    assert_eq!(refused, n);
+    assert_eq!(a.lost("metadata_too_large"), 0);
+    assert_eq!(b.unaccounted(), 0);
+}

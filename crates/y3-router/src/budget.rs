@@ -19,7 +19,10 @@
 //! stuck subscribers go together and a reading subscriber's frames are never dropped for
 //! their backlog. A reading subscriber under `block` that still finds the budget full waits
 //! (its publisher is held back) rather than losing a frame. A partial frame that would grow
-//! past the budget (after a reclaim) is cut: its connection is closed.
+//! past the budget (after a reclaim) first cuts the largest *stalled* partial frames of
+//! other clients (no byte for [`STALLED`], at least [`CUTTABLE`] bytes: their connections
+//! are closed, their buffers freed as their readers go, a few ms later); only if that
+//! cannot make room is the growing frame cut itself.
 //!
 //! Unauthenticated connections have a budget of their own ([`Budget::set_unauthenticated`]):
 //! a handshake is at most `limits.max_handshake_len` (the codec refuses a longer one from
@@ -48,15 +51,19 @@ pub(crate) enum Action {
     EvictNonReader,
     /// A partial frame of an admitted client that would have grown past the budget: cut.
     CutPartialFrame,
+    /// A stalled partial frame (no byte for [`STALLED`]), cut, largest first, to make room
+    /// for another that grows while the budget is full.
+    CutStalledPartialFrame,
     /// A partial handshake that would have grown past the unauthenticated budget: cut.
     CutPartialHandshake,
 }
 
 impl Action {
     /// Every action.
-    pub const ALL: [Action; 3] = [
+    pub const ALL: [Action; 4] = [
         Action::EvictNonReader,
         Action::CutPartialFrame,
+        Action::CutStalledPartialFrame,
         Action::CutPartialHandshake,
     ];
 
@@ -65,6 +72,7 @@ impl Action {
         match self {
             Action::EvictNonReader => "evict_non_reader",
             Action::CutPartialFrame => "cut_partial_frame",
+            Action::CutStalledPartialFrame => "cut_stalled_partial_frame",
             Action::CutPartialHandshake => "cut_partial_handshake",
         }
     }
@@ -89,6 +97,10 @@ pub(crate) struct Budget {
     /// Subscribers' outboxes, to find the non-reading ones. Locked only on registration and
     /// when the budget is over its limit.
     consumers: Mutex<Vec<Weak<Outbox>>>,
+    /// Partial frames of at least [`CUTTABLE`] bytes, to cut the largest stalled ones when
+    /// another grows into a full budget. Locked when one first reaches that size and when
+    /// the budget is full.
+    partials: Mutex<Vec<Weak<PartialState>>>,
     /// One reclaim at a time; others go on (and look again).
     reclaiming: AtomicBool,
     /// When the last reclaim scanned the subscribers (ns since [`base`]): at most one scan
@@ -97,6 +109,13 @@ pub(crate) struct Budget {
     actions: Family<ActionLabel, Counter>,
 }
 
+/// A partial frame that received no byte for this long is stalled: when the budget is
+/// full, stalled ones are cut (largest first) before one that is still arriving.
+pub(crate) const STALLED: Duration = Duration::from_millis(250);
+
+/// Partial frames smaller than this are never cut for another (nor registered).
+pub(crate) const CUTTABLE: usize = 64 << 10;
+
 /// Least time between two scans of the subscribers by [`Budget::reclaim`].
 const RESCAN: Duration = Duration::from_millis(1);
 
@@ -104,6 +123,11 @@ const RESCAN: Duration = Duration::from_millis(1);
 fn base() -> Instant {
     static BASE: OnceLock<Instant> = OnceLock::new();
     *BASE.get_or_init(Instant::now)
+}
+
+/// `now` as ns since [`base`] (at least 1).
+fn nanos(now: Instant) -> u64 {
+    (now.saturating_duration_since(base()).as_nanos() as u64).max(1)
 }
 
 /// Bytes a frame's charge itself costs: its `Arc` and the shared header of its buffer.
@@ -231,6 +255,40 @@ impl Budget {
         consumers.push(Arc::downgrade(outbox));
     }
 
+    /// Cuts stalled partial frames other than `own`, largest first, until `need` bytes are
+    /// freed; none when all of them would not free that much. Returns the bytes freed.
+    fn cut_stalled(&self, own: &Arc<PartialState>, need: usize, now: Instant) -> usize {
+        let at = nanos(now);
+        let stalled_for = STALLED.as_nanos() as u64;
+        let mut stalled: Vec<(usize, Arc<PartialState>)> = {
+            let mut partials = self.partials.lock().unwrap_or_else(|e| e.into_inner());
+            partials.retain(|w| w.strong_count() > 0);
+            partials
+                .iter()
+                .filter_map(Weak::upgrade)
+                .filter(|p| !Arc::ptr_eq(p, own) && !p.cut.is_cancelled())
+                .filter(|p| at.saturating_sub(p.grew_at.load(Ordering::Relaxed)) >= stalled_for)
+                .map(|p| (p.held.load(Ordering::Relaxed), p))
+                .filter(|(held, _)| *held > 0)
+                .collect()
+        };
+        // Cutting them all would not make room: cut none (the grower is refused instead).
+        if stalled.iter().map(|(held, _)| held).sum::<usize>() < need {
+            return 0;
+        }
+        stalled.sort_unstable_by_key(|(held, _)| std::cmp::Reverse(*held));
+        let mut freed = 0;
+        for (held, p) in stalled {
+            if freed >= need {
+                break;
+            }
+            p.cut.cancel();
+            self.count(Action::CutStalledPartialFrame);
+            freed += held;
+        }
+        freed
+    }
+
     /// Over the limit: evicts non-reading subscribers, largest backlog first, until the
     /// budget is under 7/8 of its limit (or none is left). Returns how many it evicted.
     pub fn reclaim(&self, now: Instant) -> usize {
@@ -277,6 +335,21 @@ pub(crate) struct Partial<'a> {
     held: usize,
     /// Before the handshake: charged to the unauthenticated budget too.
     handshake: bool,
+    /// What another connection's partial frame reads to cut this one when it stalls.
+    state: Arc<PartialState>,
+    /// Whether `state` is in the budget's list (once it held [`CUTTABLE`] bytes).
+    registered: bool,
+}
+
+/// A partial frame as other connections see it (`Budget::cut_stalled`).
+#[derive(Debug, Default)]
+pub(crate) struct PartialState {
+    /// Bytes charged for it.
+    held: AtomicUsize,
+    /// When it last grew (ns since [`base`]).
+    grew_at: AtomicU64,
+    /// Cancelled when it is cut for another: its connection closes.
+    cut: tokio_util::sync::CancellationToken,
 }
 
 impl<'a> Partial<'a> {
@@ -286,7 +359,15 @@ impl<'a> Partial<'a> {
             budget,
             held: 0,
             handshake,
+            state: Arc::default(),
+            registered: false,
         }
+    }
+
+    /// Cancelled when this partial frame was cut for another's room (its connection must
+    /// close: the frame can never complete).
+    pub fn cut_token(&self) -> tokio_util::sync::CancellationToken {
+        self.state.cut.clone()
     }
 
     /// The partial frame now holds `len` bytes.
@@ -320,8 +401,19 @@ impl<'a> Partial<'a> {
             }
         }
         if !self.budget.fits(more) {
-            self.budget.reclaim(Instant::now());
-            if !self.budget.fits(more) {
+            let now = Instant::now();
+            self.budget.reclaim(now);
+            // Still full: stalled partial frames of others go before this one, which is
+            // arriving (its bytes charged at once; theirs freed as their readers close).
+            let limit = self.budget.limit();
+            let need = self
+                .budget
+                .used()
+                .saturating_add(more)
+                .saturating_sub(limit);
+            let fits = self.budget.fits(more)
+                || (!self.handshake && self.budget.cut_stalled(&self.state, need, now) >= need);
+            if !fits {
                 if self.handshake {
                     self.budget
                         .unauthenticated
@@ -341,6 +433,25 @@ impl<'a> Partial<'a> {
         }
         self.budget.held.inc_by(more as i64);
         self.held = len;
+        if !self.handshake && len >= CUTTABLE {
+            self.state.held.store(len, Ordering::Relaxed);
+            self.state
+                .grew_at
+                .store(nanos(Instant::now()), Ordering::Relaxed);
+            if !self.registered {
+                self.registered = true;
+                let mut partials = self
+                    .budget
+                    .partials
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
+                // Forget the gone ones now and then (amortised: when the list doubled).
+                if partials.len() >= 64 && partials.len().is_power_of_two() {
+                    partials.retain(|w| w.strong_count() > 0);
+                }
+                partials.push(Arc::downgrade(&self.state));
+            }
+        }
         Ok(())
     }
 
@@ -362,6 +473,9 @@ impl<'a> Partial<'a> {
         }
         self.budget.held.dec_by(less as i64);
         self.held -= less;
+        if self.registered {
+            self.state.held.store(self.held, Ordering::Relaxed);
+        }
     }
 }
 
@@ -426,6 +540,51 @@ mod tests {
         drop(admitted);
         assert_eq!(b.used(), 0);
         assert_eq!(b.actions(Action::CutPartialHandshake), 1);
+    }
+
+    /// A frame growing into a full budget cuts the largest stalled partial frames of
+    /// others first, as many as make room, and none that is still arriving or small.
+    #[test]
+    fn the_largest_stalled_partial_frames_are_cut_first() {
+        const K: usize = 1 << 10;
+        let b = Budget::default();
+        b.set_limit(1000 * K);
+        // Stalled: 400, 300 and 100 KiB; still arriving: 150 KiB (grows again below).
+        let mut stalled: Vec<_> = [400, 300, 100]
+            .iter()
+            .map(|kib| {
+                let mut p = Partial::new(&b, false);
+                p.set(kib * K).unwrap();
+                p
+            })
+            .collect();
+        let mut arriving = Partial::new(&b, false);
+        arriving.set(150 * K).unwrap();
+        // 950 KiB held. Past STALLED, the arriving one grows once more (not stalled).
+        std::thread::sleep(STALLED + Duration::from_millis(20));
+        arriving.set(151 * K).unwrap();
+        // A new frame needs 300 KiB: 251 KiB over, so the 400 KiB one is cut, nothing else.
+        let mut grower = Partial::new(&b, false);
+        grower.set(300 * K).unwrap();
+        let cut: Vec<bool> = stalled
+            .iter()
+            .map(|p| p.cut_token().is_cancelled())
+            .collect();
+        assert_eq!(cut, [true, false, false]);
+        assert!(!arriving.cut_token().is_cancelled());
+        assert_eq!(b.actions(Action::CutStalledPartialFrame), 1);
+        // Its reader closes: the budget is back under its limit with the grower's bytes in.
+        drop(stalled.remove(0));
+        assert_eq!(b.used(), (300 + 100 + 151 + 300) * K);
+        // Needing more than all stalled ones hold (300 + 100 KiB; the grower is fresh):
+        // none is cut for nothing, the new frame is refused (counted as cut itself).
+        let mut huge = Partial::new(&b, false);
+        assert!(huge.set(700 * K).is_err());
+        assert_eq!(b.actions(Action::CutPartialFrame), 1);
+        assert_eq!(b.actions(Action::CutStalledPartialFrame), 1);
+        assert!(stalled.iter().all(|p| !p.cut_token().is_cancelled()));
+        drop((stalled, arriving, grower, huge));
+        assert_eq!(b.used(), 0);
     }
 
     #[test]

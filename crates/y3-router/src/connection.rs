@@ -26,6 +26,7 @@ use crate::session::{DropReason, Event, Peer, Session};
 use crate::shared::Shared;
 use crate::status::{ConnCounters, Kind, Registration};
 use crate::table::SessionId;
+use crate::tcp_acked::StoredAt;
 
 /// Most frames written per flush.
 const MAX_BATCH: usize = 256;
@@ -109,6 +110,7 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
         peer,
         transport,
         guard,
+        acked,
     } = conn;
     let id = shared.next_session();
     let mut session = Session::new(
@@ -313,6 +315,7 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
     }
     let writer_task = AbortOnDrop(tokio::spawn(write_loop(
         writer,
+        StoredAt::new(acked),
         outbox.clone(),
         shared.metrics.clone(),
         registered.counters(),
@@ -527,9 +530,12 @@ async fn read_loop(
     let mut partial_since: Option<Instant> = None;
     // The bytes of the frame being read, charged to the memory budget as they arrive.
     let mut partial = Partial::new(&shared.metrics.budget, false);
+    // Cancelled when its stalled partial frame is cut to make room for another's.
+    let cut_token = partial.cut_token();
+    let cut = cut_token.cancelled();
     // Frames skipped on this connection so far (the first skip is logged as a warning).
     let mut skips = 0u64;
-    tokio::pin!(close_all, drain_sources, evicted, timer);
+    tokio::pin!(close_all, drain_sources, evicted, timer, cut);
     loop {
         // Checked between frames with plain loads: the select below polls the reader
         // first and returns as soon as it has a frame, so a client that keeps the reader
@@ -594,6 +600,14 @@ async fn read_loop(
                     _ = &mut close_all => return End::Shutdown,
                     _ = &mut drain_sources, if sender_only && !told_to_stop => continue,
                     _ = &mut evicted => return End::Evicted,
+                    _ = &mut cut => {
+                        let reason = format!(
+                            "memory_budget: stalled partial frame of {} bytes cut, the \
+                             router's memory budget (limits.max_queued_bytes) is full",
+                            partial_len(reader)
+                        );
+                        return End::Cut(Goaway::new(GoawayCode::TooManyConnections, reason));
+                    }
                     _ = &mut timer => {
                         let since = match partial_since {
                             _ if !mid_frame(reader) => continue,
@@ -795,6 +809,7 @@ impl std::ops::Drop for InFlight {
 /// Drains the outbox into the socket: feed a batch, flush once.
 async fn write_loop(
     mut writer: FrameWriter,
+    mut stored_at: StoredAt,
     outbox: Arc<Outbox>,
     metrics: Arc<Metrics>,
     conn: ConnCounters,
@@ -829,9 +844,7 @@ async fn write_loop(
             // On an error the batch left the queue but not (surely) the socket: `written`
             // counts it as dropped when it goes, as it does when this task is cancelled.
             sent?;
-            for flushed in told.drain(..) {
-                let _ = flushed.send(());
-            }
+            stored_at.flushed(&mut told);
             // Out of `writing` before counted written: a reader never sees one twice.
             metrics.writing(-(written.frames.len() as i64));
             metrics.frames_out(written.frames.len() as u64);

@@ -105,6 +105,7 @@ mod shared;
 pub mod state;
 pub mod status;
 pub mod table;
+mod tcp_acked;
 pub mod throttle;
 pub mod yomo_yaml;
 

@@ -49,6 +49,7 @@ use crate::error::RouterError;
 use crate::metrics::{DownstreamMetrics, Drop, Metrics};
 use crate::outbox::{Outbox, Queued};
 use crate::queue::Policy;
+use crate::tcp_acked::StoredAt;
 
 /// Most frames written per flush.
 const MAX_BATCH: usize = 256;
@@ -181,10 +182,14 @@ impl Link {
         &self,
         writer: &mut FrameWriter,
         batch: &mut Vec<Queued>,
+        stored_at: &mut StoredAt,
     ) -> Result<(), FrameError> {
         let n = batch.len() as u64;
+        // Durable sources' frames wait to be stored (tcp_acked.rs).
+        let mut told = Vec::new();
         let result = async {
             for queued in batch.drain(..) {
+                told.extend(queued.written);
                 writer.feed(queued.frame).await?;
             }
             writer.flush().await
@@ -193,6 +198,7 @@ impl Link {
         batch.clear();
         match &result {
             Ok(()) => {
+                stored_at.flushed(&mut told);
                 self.counters.frames.inc_by(n);
                 self.outbox.count_forwarded(n);
             }
@@ -207,8 +213,10 @@ impl Link {
             mut reader,
             mut writer,
             guard,
+            acked,
             ..
         } = conn;
+        let mut stored_at = StoredAt::new(acked);
         let mut batch = Vec::with_capacity(MAX_BATCH);
         let mut finishing = false;
         let closed = closing.cancelled();
@@ -235,7 +243,7 @@ impl Link {
                     if !more {
                         break Served::Finished;
                     }
-                    if let Err(e) = self.write(&mut writer, &mut batch).await {
+                    if let Err(e) = self.write(&mut writer, &mut batch, &mut stored_at).await {
                         break Served::Lost(TransportError::from(e).to_string());
                     }
                 }

@@ -410,7 +410,18 @@ impl Session {
                 if let Err(e) = data.metadata.check_size(self.admission.metadata_limits) {
                     return Event::Drop(data, DropReason::MetadataTooLarge(e));
                 }
+                let sent_len = data.metadata.as_bytes().len();
                 match prepare(data, wanted_target.as_deref()) {
+                    // With the router's own `yomo-wanted-target` pair merged in, the frame
+                    // as forwarded must still be within the limits (the next router, or a
+                    // y3 client, would refuse it): over them, refused as the client's.
+                    Ok(routed) if routed.data.metadata.as_bytes().len() > sent_len => {
+                        let limits = self.admission.metadata_limits;
+                        match routed.data.metadata.check_size(limits) {
+                            Ok(()) => Event::Route(routed),
+                            Err(e) => Event::Drop(routed.data, DropReason::MetadataTooLarge(e)),
+                        }
+                    }
                     Ok(routed) => Event::Route(routed),
                     Err(e) => {
                         self.state = State::Closed;
@@ -665,9 +676,47 @@ mod tests {
             ),
             "{event:?}"
         );
+        // At the limit, the router's own wanted-target pair would take it over: refused
+        // (the next router would refuse the forwarded frame); one pair fewer is routed.
         let three = Metadata::from_pairs([("a", "1"), ("b", "2"), ("c", "3")]);
-        let r = route(&mut s, Data::new(0x33, Bytes::new()).with_metadata(three));
-        assert_eq!(r.data.metadata.validate().unwrap(), 4);
+        let event = s.handle_frame(
+            Instant::now(),
+            Frame::Data(Data::new(0x33, Bytes::new()).with_metadata(three)),
+        );
+        assert!(
+            matches!(
+                event,
+                Event::Drop(
+                    _,
+                    DropReason::MetadataTooLarge(metadata::MetadataTooLarge::Entries {
+                        count: 4,
+                        limit: 3
+                    })
+                )
+            ),
+            "{event:?}"
+        );
+        let two = Metadata::from_pairs([("a", "1"), ("b", "2")]);
+        let r = route(&mut s, Data::new(0x33, Bytes::new()).with_metadata(two));
+        assert_eq!(r.data.metadata.validate().unwrap(), 3);
+        // Bytes likewise: what fits only without the pair is refused.
+        let fill = "x".repeat(50);
+        let near = Metadata::from_pairs([("k", fill.as_str())]);
+        assert_eq!(near.as_bytes().len(), 55);
+        let event = s.handle_frame(
+            Instant::now(),
+            Frame::Data(Data::new(0x33, Bytes::new()).with_metadata(near)),
+        );
+        assert!(
+            matches!(
+                event,
+                Event::Drop(
+                    _,
+                    DropReason::MetadataTooLarge(metadata::MetadataTooLarge::Bytes { .. })
+                )
+            ),
+            "{event:?}"
+        );
     }
 
     #[test]

@@ -411,9 +411,13 @@ async fn a_thousand_partial_frames_after_the_handshake_are_bounded() {
     let handshake = wire(Frame::from(hello(ClientType::Source, &[])));
     let held_each = partial.len() as u64 - 64;
     let tasks = partial_writers(&router, 1_000, partial, Some(handshake)).await;
+    // Cut: growing into the full budget, or stalled when another grew into it.
+    let cuts = || {
+        budget_actions(&router, "cut_partial_frame")
+            + budget_actions(&router, "cut_stalled_partial_frame")
+    };
     // Every frame read: held or cut.
-    let read =
-        || router.stats().queued_bytes / held_each + budget_actions(&router, "cut_partial_frame");
+    let read = || router.stats().queued_bytes / held_each + cuts();
     let started = Instant::now();
     while read() < 1_000 && started.elapsed() < Duration::from_secs(60) {
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -425,10 +429,11 @@ async fn a_thousand_partial_frames_after_the_handshake_are_bounded() {
     );
     let most = settle(&router).await;
     let grown = rss().saturating_sub(before);
-    let cut = budget_actions(&router, "cut_partial_frame");
+    let cut = cuts();
     eprintln!(
         "1,000 partial 1 MiB frames after the handshake, budget {LIMIT} B: gauge at most \
-         {most} B, {cut} cut; RSS grew {grown} B"
+         {most} B, {cut} cut ({} of them stalled, for another); RSS grew {grown} B",
+        budget_actions(&router, "cut_stalled_partial_frame")
     );
     assert!(most <= (LIMIT + MIB) as u64, "{most}");
     assert!(cut >= 900, "{cut}");

@@ -458,3 +458,45 @@ async fn the_credential_reaches_the_downstream() {
     common::ledger(&b).await;
     b.shutdown().await;
 }
+
+/// A durable source on A whose frames only B (a downstream zipper over TCP) takes: each is
+/// stored once B's TCP acknowledged it (`tcp_acked.rs`), none refused as `no_subscriber`
+/// and none resent; before, the mesh writer dropped the frames' "written" signals untold,
+/// so every such frame was refused as `no_subscriber` and sent again, forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_durable_sources_frames_only_a_downstream_takes_are_stored() {
+    use y3_transport::sdk::DurableSource;
+    let transport = MeshTransport::Tcp;
+    let b = start(config("b")).await;
+    let mut a_config = config("a");
+    a_config
+        .mesh
+        .downstream
+        .push(downstream("b", mesh_addr(&b, transport), transport));
+    let a = start(a_config).await;
+    let mut sink = Sink::connect(client(&b, "sink-b"), &[TAG]).await.unwrap();
+    link_up(&a, "b").await;
+
+    let mut source = DurableSource::connect(client(&a, "durable-a"))
+        .await
+        .unwrap();
+    const N: u64 = 2_000;
+    for seq in 0..N {
+        let data = Data::new(TAG, seq.to_be_bytes().to_vec());
+        source.send_data(data).await.expect("send");
+    }
+    assert!(
+        source.wait_stored(WAIT).await.expect("wait"),
+        "every frame stored: {} unacknowledged, {} retried",
+        source.unacked(),
+        source.retried()
+    );
+    let got = recv_n(&mut sink, N as usize).await;
+    assert_eq!(seqs(&got), (0..N).collect::<Vec<_>>());
+    assert_eq!((source.retried(), source.refused()), (0, 0));
+    quiet(&mut sink, "after every frame").await;
+    let closed = source.finish(WAIT).await.unwrap();
+    assert!(closed.all_stored(), "{closed:?}");
+    a.shutdown().await;
+    b.shutdown().await;
+}

@@ -34,7 +34,7 @@
 //! # }).unwrap();
 //! ```
 #![warn(missing_docs)]
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)] // allowed in tcp_acked.rs only
 
 pub mod codec;
 mod error;
@@ -50,6 +50,8 @@ pub mod sdk;
 mod stream;
 #[cfg(feature = "tcp")]
 pub mod tcp;
+#[cfg(feature = "tcp")]
+pub mod tcp_acked;
 pub mod tls;
 mod yielding;
 

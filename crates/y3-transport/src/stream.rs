@@ -168,6 +168,10 @@ pub struct Connection {
     pub transport: TransportKind,
     /// See [`Guard`].
     pub guard: Guard,
+    /// The TCP socket under it (TCP and TLS over TCP), for reading what the peer
+    /// acknowledged (`tcp_acked.rs`); `None` for QUIC and in-memory pipes.
+    #[cfg(feature = "tcp")]
+    pub acked: Option<crate::tcp_acked::TcpAcked>,
 }
 
 impl fmt::Debug for Connection {
@@ -202,6 +206,8 @@ impl Connection {
             peer,
             transport,
             guard: Guard::None,
+            #[cfg(feature = "tcp")]
+            acked: None,
         }
     }
 

@@ -14,6 +14,7 @@ use tokio_rustls::{TlsAcceptor, TlsConnector};
 use crate::codec::FrameCodec;
 use crate::error::TransportError;
 use crate::stream::{Connection, TransportKind};
+use crate::tcp_acked::TcpAcked;
 
 /// A listening TCP socket that hands out framed connections.
 #[derive(Debug)]
@@ -85,29 +86,20 @@ impl TcpIncoming {
     /// [`TransportError::Io`] for socket and TLS handshake failures.
     pub async fn establish(self) -> Result<Connection, TransportError> {
         tune(&self.stream)?;
-        match self.tls {
+        let acked = Some(TcpAcked::of(&self.stream));
+        let mut conn = match self.tls {
             None => {
                 let (r, w) = self.stream.into_split();
-                Ok(Connection::new(
-                    r,
-                    w,
-                    self.codec,
-                    TransportKind::Tcp,
-                    Some(self.peer),
-                ))
+                Connection::new(r, w, self.codec, TransportKind::Tcp, Some(self.peer))
             }
             Some(config) => {
                 let tls = TlsAcceptor::from(config).accept(self.stream).await?;
                 let (r, w) = tokio::io::split(tls);
-                Ok(Connection::new(
-                    r,
-                    w,
-                    self.codec,
-                    TransportKind::TcpTls,
-                    Some(self.peer),
-                ))
+                Connection::new(r, w, self.codec, TransportKind::TcpTls, Some(self.peer))
             }
-        }
+        };
+        conn.acked = acked;
+        Ok(conn)
     }
 }
 
@@ -135,21 +127,18 @@ pub async fn connect(
 ) -> Result<Connection, TransportError> {
     let stream = TcpStream::connect(addr).await?;
     tune(&stream)?;
-    match tls {
+    let acked = Some(TcpAcked::of(&stream));
+    let mut conn = match tls {
         None => {
             let (r, w) = stream.into_split();
-            Ok(Connection::new(r, w, codec, TransportKind::Tcp, Some(addr)))
+            Connection::new(r, w, codec, TransportKind::Tcp, Some(addr))
         }
         Some((config, name)) => {
             let tls = TlsConnector::from(config).connect(name, stream).await?;
             let (r, w) = tokio::io::split(tls);
-            Ok(Connection::new(
-                r,
-                w,
-                codec,
-                TransportKind::TcpTls,
-                Some(addr),
-            ))
+            Connection::new(r, w, codec, TransportKind::TcpTls, Some(addr))
         }
-    }
+    };
+    conn.acked = acked;
+    Ok(conn)
 }

@@ -676,6 +676,26 @@ fn not_ours<T>(
     }
 }
 
+/// Whether `data`'s metadata is over the router's limits (`limits.max_metadata_bytes`,
+/// `max_metadata_entries`), the same as for a direct client's frame: then it is counted
+/// (`lost_total{reason="metadata_too_large"}`), the first one logged with its origin, and
+/// it must not be routed.
+fn over_metadata_limits(fed: &Federation, shared: &Shared, data: &Data) -> bool {
+    let Err(why) = data.metadata.check_size(shared.config.limits.metadata()) else {
+        return false;
+    };
+    if fed.metrics.lost_total(Lost::MetadataTooLarge) == 0 {
+        tracing::warn!(
+            tag = format_args!("{:#x}", data.tag),
+            "federation: refused a frame from another router: {why} (limits.max_metadata_bytes, \
+             limits.max_metadata_entries); further ones are counted \
+             (lost_total{{reason=\"metadata_too_large\"}}), not logged"
+        );
+    }
+    fed.metrics.lost(Lost::MetadataTooLarge, 1);
+    true
+}
+
 fn routed(data: Data) -> Routed {
     let target = match data.metadata.get(metadata::TARGET) {
         Ok(Some(t)) => Some(t.to_owned()),
@@ -699,6 +719,9 @@ async fn receive<L: Local>(fed: Arc<Federation>, local: Arc<L>, mut sub: async_n
             first.seq += 1;
             if data.hops > local.max_hops() {
                 fed.metrics.lost(Lost::Loop, 1);
+                continue;
+            }
+            if over_metadata_limits(&fed, &shared, &data) {
                 continue;
             }
             fed.metrics.received.inc();
@@ -882,6 +905,10 @@ async fn deliver<L: Local>(
 ) -> Option<Vec<oneshot::Receiver<()>>> {
     if data.hops > local.max_hops() {
         fed.metrics.lost(Lost::Loop, 1);
+        return Some(Vec::new());
+    }
+    if over_metadata_limits(fed, shared, &data) {
+        // Refused for good (acknowledged, never delivered): redelivery would not help.
         return Some(Vec::new());
     }
     let sessions = fed.sessions_of(name);

@@ -27,6 +27,9 @@ pub enum Lost {
     /// Published by another router under this router's own `federation.name`
     /// (`claim.rs`): this router cannot tell them from its own, so they cross to no router.
     SameName,
+    /// Metadata over `limits.max_metadata_bytes` or `max_metadata_entries`: refused as a
+    /// direct client's frame is (`metadata_too_large`).
+    MetadataTooLarge,
 }
 
 impl Lost {
@@ -38,6 +41,7 @@ impl Lost {
             Lost::Malformed => "malformed",
             Lost::Loop => "loop",
             Lost::SameName => "same_name",
+            Lost::MetadataTooLarge => "metadata_too_large",
         }
     }
 }
