@@ -29,6 +29,10 @@ impl Local for Shared {
         self.config.limits.max_hops
     }
 
+    fn metadata_limits(&self) -> y3_transport::metadata::MetadataLimits {
+        self.config.limits.metadata()
+    }
+
     fn is_draining(&self) -> bool {
         Shared::is_draining(self)
     }

@@ -680,8 +680,8 @@ fn not_ours<T>(
 /// `max_metadata_entries`), the same as for a direct client's frame: then it is counted
 /// (`lost_total{reason="metadata_too_large"}`), the first one logged with its origin, and
 /// it must not be routed.
-fn over_metadata_limits(fed: &Federation, shared: &Shared, data: &Data) -> bool {
-    let Err(why) = data.metadata.check_size(shared.config.limits.metadata()) else {
+fn over_metadata_limits<L: Local>(fed: &Federation, local: &L, data: &Data) -> bool {
+    let Err(why) = data.metadata.check_size(local.metadata_limits()) else {
         return false;
     };
     if fed.metrics.lost_total(Lost::MetadataTooLarge) == 0 {
@@ -721,7 +721,7 @@ async fn receive<L: Local>(fed: Arc<Federation>, local: Arc<L>, mut sub: async_n
                 fed.metrics.lost(Lost::Loop, 1);
                 continue;
             }
-            if over_metadata_limits(&fed, &shared, &data) {
+            if over_metadata_limits(&fed, &*local, &data) {
                 continue;
             }
             fed.metrics.received.inc();
@@ -907,7 +907,7 @@ async fn deliver<L: Local>(
         fed.metrics.lost(Lost::Loop, 1);
         return Some(Vec::new());
     }
-    if over_metadata_limits(fed, shared, &data) {
+    if over_metadata_limits(fed, local, &data) {
         // Refused for good (acknowledged, never delivered): redelivery would not help.
         return Some(Vec::new());
     }

@@ -30,6 +30,10 @@ pub(crate) trait Local: Send + Sync + 'static {
     /// counted as a loop and dropped.
     fn max_hops(&self) -> u32;
 
+    /// The metadata limits of a direct client's frame (`limits.max_metadata_bytes`,
+    /// `max_metadata_entries`): a frame from NATS over them is counted and dropped.
+    fn metadata_limits(&self) -> y3_transport::metadata::MetadataLimits;
+
     /// Whether the router is draining its sources (shutting down).
     fn is_draining(&self) -> bool;
 
