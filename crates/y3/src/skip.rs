@@ -51,8 +51,9 @@ pub fn run_scalar(node: &[u8], s: usize, want: u32) -> usize {
 /// level's [`StopSet`](crate::tag::StopSet), [`run_scalar`] with one key, [`run_scalar_keys`]
 /// with a set of keys; specialised at compile time by `S`): from `s`, steps over every
 /// header in `bytes` whose tag byte `stops` passes, whose length is one group
-/// ([`is_one_group`]) and whose value ends inside `node` (an offset from `bytes`' start,
-/// `bytes.len()` or beyond it), counting them in `heads`. Returns the offset of the first
+/// ([`is_one_group`](crate::tag::is_one_group)) and whose value ends inside `node` (an offset from
+/// `bytes`' start, `bytes.len()` or beyond it), counting them in `heads`. Returns the offset of the
+/// first
 /// header it leaves, or the end of a value that runs past `bytes` but not past `node` (then
 /// above `bytes.len()`: a chunk's end inside the node), or `s` where that is past `bytes`
 /// already.

@@ -2,7 +2,8 @@
 //! across chunks, a header split after its tag byte, runs of short headers) in one loop that
 //! keeps its place in locals, before the general walk is set up.
 
-use super::{Action, Hit, Observer, State};
+use super::levels::Action;
+use super::{Hit, Observer, State};
 use crate::skip;
 use crate::tag::{byte_is_invalid, is_one_group, packet_len_at_least, short_header, Header, Tag};
 
@@ -356,7 +357,8 @@ impl Observer {
     /// header it leaves to the general path (a key of interest, a node to validate, a longer
     /// length, an invalid tag, a value that overflows the node). A skippable value that runs
     /// past the end of `input` switches to the `Skip` state and consumes everything. The checks
-    /// it skips are exactly those these headers cannot fail: their lengths are non-negative, minimal and below any limit of 63 or more.
+    /// it skips are exactly those these headers cannot fail: their lengths are non-negative,
+    /// minimal and below any limit of 63 or more.
     #[inline(always)]
     pub(super) fn skip_run(&mut self, input: &[u8], mut off: usize) -> usize {
         if !self.run {
@@ -402,8 +404,8 @@ impl Observer {
 }
 
 /// False when the first packet of `input` (a top-level boundary) certainly runs past its
-/// end: [`fast::walk`] would give up on it at once, so chunked input does not pay for
-/// setting it up. A lower bound of the packet's size is enough (the walk checks the rest):
+/// end: [`fast::walk`](crate::fast::walk) would give up on it at once, so chunked input does not
+/// pay for setting it up. A lower bound of the packet's size is enough (the walk checks the rest):
 /// its header, plus the high group of a two-byte length.
 #[inline(always)]
 pub(super) fn first_may_fit(input: &[u8]) -> bool {

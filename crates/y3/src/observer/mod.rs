@@ -20,18 +20,21 @@
 //!
 //! The machine is split by job: this file holds the state that crosses a chunk boundary
 //! (the levels, the state of the value in progress, a split header, the subscriptions) and
-//! the entry points; [`chunk`] the chunk loop that serves most of chunked input; [`walk`]
-//! the general walk, one header at a time through [`Header::parse`]. Every tag and length
+//! the entry points; [`levels`] what a header decides and the nodes it opens and closes;
+//! [`chunk`] the chunk loop that serves most of chunked input; [`walk`] the general walk,
+//! one header at a time through [`Header::parse`](crate::tag::Header::parse); [`fast_feed`]
+//! the complete-buffer fast path's answer committed to this state. Every tag and length
 //! byte is read by the header grammar of `tag.rs`.
 
 use alloc::vec::Vec;
 
-use crate::fast::{self, Fast};
 use crate::path::{Path, PathError, Paths, MAX_PATH_DEPTH, MAX_SUBSCRIPTIONS};
-use crate::tag::{Header, StopSet, MAX_HEADER_LEN};
+use crate::tag::{StopSet, MAX_HEADER_LEN};
 use crate::{Config, DecodeError, Packet, Tag};
 
 mod chunk;
+mod fast_feed;
+mod levels;
 #[cfg(test)]
 mod tests;
 mod walk;
@@ -195,12 +198,14 @@ pub struct Observer {
     paths: Paths,
     all: u64,
     validate: bool,
-    /// One path in a one-byte-tag dialect, not validating: [`fast::walk`] may answer.
+    /// One path in a one-byte-tag dialect, not validating: [`fast::walk`](crate::fast::walk) may
+    /// answer.
     fast: bool,
     /// A one-byte-tag dialect with a length limit of 63 or more: the skip run may answer.
     run: bool,
-    /// The two keys of a two-key path where `fast` and `run` hold: [`fast::first_child`]
-    /// may answer first (the small-message case), before [`fast::walk_loop`].
+    /// The two keys of a two-key path where `fast` and `run` hold:
+    /// [`fast::first_child`](crate::fast::first_child) may answer first (the small-message case),
+    /// before [`fast::walk_loop`](crate::fast::walk_loop).
     pair: Option<(u32, u32)>,
     /// The current level; `parents` holds the enclosing ones.
     cur: Level,
@@ -218,7 +223,8 @@ pub struct Observer {
     /// assembled value, open the levels the fast path deferred (`pending`).
     catch_up: bool,
     started: u64,
-    /// Where the value the general walk last completed lies (see [`Progress::found`]).
+    /// Where the value the general walk last completed lies (see
+    /// [`Progress::found`](walk::Progress::found)).
     hit: Hit,
     /// Nodes the fast path entered that are still open and not opened as levels yet (0:
     /// none). Opening them costs more than the walk of a small packet, and a reused
@@ -426,31 +432,6 @@ impl Observer {
         self.pending = 0;
     }
 
-    /// A level ending at `end` whose headers sit at path index `depth`.
-    #[inline(always)]
-    fn level(&self, end: u64, active: u64, depth: usize) -> Level {
-        // Ids of 64 and above never occur in the one-byte dialects the skip run serves.
-        let bit = |id: u32| if id < 64 { 1u64 << id } else { 0 };
-        let mut interest = 0u64;
-        if let (Some(path), 1) = (&self.paths.first, active) {
-            // Only the first path (every `get`, most observers): no walk over the set.
-            interest = bit(path.ids[depth]);
-        } else {
-            let mut bits = active;
-            while bits != 0 {
-                let i = bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                interest |= bit(self.paths.get(i).ids[depth]);
-            }
-        }
-        let nodes = if self.validate { u64::MAX } else { interest };
-        Level {
-            end,
-            active,
-            stop: StopSet::new(interest, nodes),
-        }
-    }
-
     /// The dialect and limits in use.
     pub fn config(&self) -> &Config {
         &self.config
@@ -482,22 +463,6 @@ impl Observer {
     #[inline(always)]
     fn pending_end(&self) -> Option<u64> {
         (self.pending != 0).then(|| self.pending_base + self.ends[0] as u64)
-    }
-
-    /// Opens the levels of the nodes the fast path entered (see `pending`), as
-    /// [`enter`](Observer::enter) would have, and closes those that ended with its value.
-    #[cold]
-    #[inline(never)]
-    fn open_pending(&mut self) {
-        let (depth, base) = (self.pending, self.pending_base);
-        self.pending = 0;
-        // One path: each node is active for subscription 0 only.
-        for d in 0..depth {
-            let level = self.level(base + self.ends[d] as u64, 1, d + 1);
-            self.parents.push(self.cur);
-            self.cur = level;
-        }
-        self.after_value(self.pos);
     }
 
     /// Consumes input until a subscribed value completes or the input runs out.
@@ -621,79 +586,6 @@ impl Observer {
         }
     }
 
-    /// [`crate::fast::walk`] (its straight-line first step only where `pair` is set) from a
-    /// top-level boundary, committing its answer to the state the general walk would have
-    /// reached; `None` (nothing changed) when it bails.
-    #[inline(always)]
-    fn feed_fast<'a>(&mut self, input: &'a [u8]) -> Option<Fed<'a>> {
-        let limits = &self.config.limits;
-        let first = match self.pair {
-            Some((outer, inner)) => fast::first_child(
-                outer,
-                inner,
-                limits.max_packet_len,
-                limits.max_depth as usize,
-                input,
-                &mut self.ends[0],
-            ),
-            None => None,
-        };
-        let walked = match first {
-            Some(found) => found,
-            None => {
-                let path = self.paths.first.as_ref()?;
-                fast::walk_loop(&path.ids[..path.len], &self.config, input, &mut self.ends)
-            }
-        };
-        match walked {
-            Fast::Bail => None,
-            Fast::Done { packets } => {
-                self.started += packets;
-                self.pos += input.len() as u64;
-                Some(Fed {
-                    consumed: input.len(),
-                    observed: None,
-                })
-            }
-            Fast::Found {
-                tag,
-                start,
-                len,
-                head_len,
-                depth,
-                packets,
-            } => {
-                self.started += packets;
-                let end = start + len;
-                // The nodes the walk entered (`ends[..depth - 1]`) are opened only if more
-                // input arrives (`open_pending`). They nest, and the walk stopped right
-                // after the value: all of them closed with it exactly when the outermost
-                // did (as `after_value` would find on opening them).
-                if depth > 1 && self.ends[0] != end {
-                    self.pending = depth - 1;
-                    self.pending_base = self.pos;
-                    self.catch_up = true;
-                }
-                self.pos += end as u64;
-                let packet = Packet::from_parts(
-                    tag,
-                    &input[start..end],
-                    head_len,
-                    depth as u32,
-                    self.config,
-                );
-                Some(Fed {
-                    consumed: end,
-                    observed: Some(Observed {
-                        sub: 0,
-                        packet,
-                        assembled: false,
-                    }),
-                })
-            }
-        }
-    }
-
     /// Feeds all of `input`, calling `on_value` for every value that completes.
     ///
     /// # Errors
@@ -739,101 +631,4 @@ impl Observer {
             needed: end.saturating_sub(self.pos).max(1),
         })
     }
-
-    #[inline(always)]
-    fn decide(&self, h: &Header) -> Action {
-        let depth = self.parents.len();
-        let id = h.tag.id();
-        let mut take = 0u64;
-        let mut enter = 0u64;
-        let mut active = self.cur.active;
-        if let (Some(path), 1) = (&self.paths.first, active) {
-            // Only the first path active (every `get`, most observers): no walk over the set.
-            active = 0;
-            if path.ids[depth] == id {
-                if path.len == depth + 1 {
-                    return Action::Take(0);
-                }
-                enter = 1;
-            }
-        }
-        while active != 0 {
-            let i = active.trailing_zeros() as usize;
-            active &= active - 1;
-            let path = self.paths.get(i);
-            // `active` only holds paths longer than `depth`.
-            if path.ids[depth] == id {
-                if path.len == depth + 1 {
-                    take |= 1 << i;
-                } else {
-                    enter |= 1 << i;
-                }
-            }
-        }
-        if take != 0 {
-            // Paths never overlap, so at most one path ends here.
-            return Action::Take(take.trailing_zeros() as usize);
-        }
-        let can_enter = !self.config.dialect.has_node_flag() || h.tag.is_node();
-        if can_enter && (enter != 0 || (self.validate && h.tag.is_node())) {
-            return Action::Enter(enter);
-        }
-        Action::Skip
-    }
-
-    /// Validates the value of one top-level packet whose header was read already (tag
-    /// `tag`): a node's children are walked once, from the state a validator reaches on
-    /// reading that header (the node entered, its depth checked), so that
-    /// [`decode_with`](crate::decode_with) reads each header once. A primitive, and every
-    /// `draft02` value (its wire marks no nodes), has nothing below its header to check.
-    ///
-    /// # Errors
-    /// As [`Observer::feed`]; [`DecodeError::TooDeep`] for a node under a depth limit of 1.
-    pub(crate) fn validate_value(
-        config: Config,
-        tag: Tag,
-        value: &[u8],
-    ) -> Result<(), DecodeError> {
-        if !tag.is_node() || !config.dialect.has_node_flag() {
-            return Ok(());
-        }
-        let mut validator = Observer::validator(config);
-        validator.started = 1;
-        validator.enter(value.len() as u64, 0)?;
-        if value.is_empty() {
-            return Ok(());
-        }
-        validator.feed(value)?;
-        validator.finish()
-    }
-
-    fn enter(&mut self, end: u64, active: u64) -> Result<(), DecodeError> {
-        // The entered packet sits at depth `parents.len() + 1`; its children one deeper.
-        if self.parents.len() as u64 + 1 >= self.config.limits.max_depth as u64 {
-            return Err(DecodeError::TooDeep {
-                limit: self.config.limits.max_depth,
-            });
-        }
-        let level = self.level(end, active, self.parents.len() + 1);
-        self.parents.push(self.cur);
-        self.cur = level;
-        Ok(())
-    }
-
-    /// Closes every node that ends at stream offset `at`.
-    #[inline(always)]
-    fn after_value(&mut self, at: u64) {
-        while self.cur.end == at {
-            match self.parents.pop() {
-                Some(parent) => self.cur = parent,
-                None => break,
-            }
-        }
-    }
-}
-
-enum Action {
-    Skip,
-    Enter(u64),
-    Take(usize),
 }

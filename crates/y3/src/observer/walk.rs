@@ -2,7 +2,8 @@
 //! length, a header split anywhere), the state machine's reference behaviour; the chunk
 //! loop and the fast path answer only where they would answer the same.
 
-use super::{Action, Hit, Observer, State};
+use super::levels::Action;
+use super::{Hit, Observer, State};
 use crate::tag::{Header, MAX_HEADER_LEN};
 use crate::{DecodeError, Tag};
 
@@ -281,7 +282,7 @@ impl Observer {
     }
 
     /// Inside a node, a header error is reported as the node-bounded parse sees it, so that
-    /// the streaming walk and [`Packet::children`] agree on every input.
+    /// the streaming walk and [`Packet::children`](crate::Packet::children) agree on every input.
     #[cold]
     fn canonical_error(&self, start: u64, buf: &[u8], err: DecodeError) -> DecodeError {
         let available = self.cur.end - start;
