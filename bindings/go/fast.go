@@ -65,17 +65,14 @@ func fastWalk(ids []uint32, c *Config, in []byte, ends *[MaxPathDepth]int) (got 
 		if off+2 > end {
 			return fastBail, 0, 0, 0, 0, 0, 0
 		}
-		tag, b1 := in[off], in[off+1]
-		switch {
-		case b1 < 0x40:
-			n, hl = int(b1), 2
-		case b1&0xc0 == 0x80 && off+3 <= end && in[off+2] < 0x80:
-			n, hl = int(b1&0x3f)<<7|int(in[off+2]), 3
-		default:
+		tag := in[off]
+		var short bool
+		n, hl, short = shortHeader(in[:end], off)
+		if !short {
 			return fastBail, 0, 0, 0, 0, 0, 0
 		}
 		// invalid_tag, too_long, child_overflow (or more input needed): the observer's.
-		if tag&(flagNode|flagArray) == flagArray || uint64(n) > limit {
+		if byteInvalid(tag) || uint64(n) > limit {
 			return fastBail, 0, 0, 0, 0, 0, 0
 		}
 		start = off + hl
@@ -86,7 +83,7 @@ func fastWalk(ids []uint32, c *Config, in []byte, ends *[MaxPathDepth]int) (got 
 		if depth == 0 {
 			packets++
 		}
-		if uint32(tag&0x3f) == want {
+		if byteKey(tag) == want {
 			if depth == last {
 				return fastFound, start, n, hl, depth + 1, tag, packets
 			}
@@ -108,36 +105,9 @@ func fastWalk(ids []uint32, c *Config, in []byte, ends *[MaxPathDepth]int) (got 
 }
 
 // skipRun skips, from b[i:], every complete packet with a valid one-byte tag whose key is
-// not want and whose length takes one or two bytes, written as the observer's scan is
-// (nothing but the load and one add on the loop-carried chain; a function of its own so
-// that its few variables stay in registers). It returns where it stopped and how many it
-// skipped.
+// not want and whose header is short (skipShort with a stop set of want alone).
 func skipRun(b []byte, i int, want uint32) (int, uint64) {
-	skipped := uint64(0)
-	for i+1 < len(b) {
-		t, l := b[i], b[i+1]
-		if uint32(t&0x3f) == want || t&(flagNode|flagArray) == flagArray {
-			break
-		}
-		if l < 0x40 {
-			next := i + 2 + int(l)
-			if next > len(b) {
-				break
-			}
-			i = next
-		} else if l&0xc0 == 0x80 && i+2 < len(b) && b[i+2] < 0x80 {
-			next := i + 3 + (int(l&0x3f)<<7 | int(b[i+2]))
-			if next > len(b) {
-				break
-			}
-			i = next
-		} else {
-			break
-		}
-		skipped++
-	}
-	return i, skipped
+	w := keyBit(want)
+	stop := newStopSet(w, w)
+	return skipShort(b, i, &stop)
 }
-
-// byteTag is the Tag of a one-byte-dialect tag byte without the array flag alone.
-func byteTag(b byte) Tag { return mkTag(uint32(b&0x3f), b&(flagNode|flagArray)) }

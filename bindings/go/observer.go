@@ -587,18 +587,9 @@ func (o *Observer) step(in []byte) (int, bool, error) {
 // header is parseHeader with the common one- and two-byte lengths of the one-byte dialects
 // read inline.
 func (o *Observer) header(b []byte, fast bool) (header, bool, error) {
-	if fast && len(b) >= 3 && b[0]&(flagNode|flagArray) != flagArray {
-		t := mkTag(uint32(b[0]&0x3f), b[0]&(flagNode|flagArray))
-		var n uint64
-		var hl int
-		switch l := b[1]; {
-		case l < 0x40:
-			n, hl = uint64(l), 2
-		case l&0xc0 == 0x80 && b[2] < 0x80:
-			n, hl = uint64(l&0x3f)<<7|uint64(b[2]), 3
-		}
-		if hl != 0 && n <= o.cfg.Limits.MaxPacketLen {
-			return header{tag: t, len: n, headLen: hl}, true, nil
+	if fast && len(b) >= 3 && !byteInvalid(b[0]) {
+		if n, hl, ok := shortHeader(b, 0); ok && uint64(n) <= o.cfg.Limits.MaxPacketLen {
+			return header{tag: byteTag(b[0]), len: uint64(n), headLen: hl}, true, nil
 		}
 	}
 	return parseHeader(b, &o.cfg)
@@ -664,37 +655,11 @@ func (o *Observer) scan(in []byte, off int) int {
 				limit = int(e)
 			}
 		}
-		// stop[t>>6] bit t&63: the tag byte t needs the general path. 0x40..0x7f are
-		// invalid; the rest stop when their key is wanted, or when a node is validated.
+		// The tag bytes that need the general path: the keys wanted here, every invalid
+		// one, and every node when validating.
 		want := o.cur.want
-		stop := [4]uint64{want, math.MaxUint64, want | nodeStop, want | nodeStop}
-		b := in[:limit]
-		i := off
-		skipped := uint64(0)
-		for i+1 < len(b) {
-			t, l := b[i], b[i+1]
-			if stop[t>>6]>>(t&63)&1 != 0 {
-				break
-			}
-			if l < 0x40 {
-				// The hot path: one-byte length. Nothing but the load and one add on the
-				// loop-carried chain.
-				next := i + 2 + int(l)
-				if next > len(b) {
-					break
-				}
-				i = next
-			} else if l&0xc0 == 0x80 && i+2 < len(b) && b[i+2] < 0x80 {
-				next := i + 3 + (int(l&0x3f)<<7 | int(b[i+2]))
-				if next > len(b) {
-					break
-				}
-				i = next
-			} else {
-				break
-			}
-			skipped++
-		}
+		stop := newStopSet(want, want|nodeStop)
+		i, skipped := skipShort(in[:limit], off, &stop)
 		off = i
 		if top {
 			o.started += skipped

@@ -66,8 +66,9 @@ func (c Config) Parse(buf []byte) (p Packet, rest []byte, err error) {
 func Decode(buf []byte) (Packet, error) { return DefaultConfig.Decode(buf) }
 
 // Decode reads exactly one packet from buf and validates every header below it (lengths
-// within their nodes, depth within the limit) by walking it with a validating Observer, the
-// same state machine that serves streaming input.
+// within their nodes, depth within the limit) by walking its children once with a
+// validating Observer, the same state machine that serves streaming input (the packet's own
+// header is read once, by Parse).
 //
 // Errors: unexpected_end when buf is short, trailing_bytes when bytes follow the packet, and
 // any header error met in the tree.
@@ -79,10 +80,35 @@ func (c Config) Decode(buf []byte) (Packet, error) {
 	if len(rest) != 0 {
 		return Packet{}, errTrailingBytes(len(rest))
 	}
-	if err := c.Validate(buf); err != nil {
+	if err := validateValue(c, p.tag, p.value); err != nil {
 		return Packet{}, err
 	}
 	return p, nil
+}
+
+// validateValue validates the value of one top-level packet whose header was read already
+// (tag t): a node's children are walked once, from the state a validator reaches on reading
+// that header (the node entered, its depth checked), so that Decode reads each header once.
+// A primitive, and every Draft02 value (its wire marks no nodes), has nothing below its
+// header to check.
+func validateValue(c Config, t Tag, value []byte) error {
+	c = c.norm()
+	if !t.IsNode() || !c.Dialect.HasNodeFlag() {
+		return nil
+	}
+	var o Observer
+	o.init(c, nil, true)
+	o.started = 1
+	if err := o.enter(uint64(len(value)), 0); err != nil {
+		return err
+	}
+	if len(value) == 0 {
+		return nil
+	}
+	if _, _, err := o.feed(value); err != nil {
+		return err
+	}
+	return o.Finish()
 }
 
 // Validate checks a stream of complete top-level packets: every header, every node length,

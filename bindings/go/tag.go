@@ -1,8 +1,15 @@
 package y3
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
-// Tags and packet headers: the one header parser every reader of this package uses.
+// Tags and packet headers: the one header decision of this package. Every reader (the
+// observer's walk and its scan, the fast path, the skip run, ChildIter) reads tag and length
+// bytes through this file: parseHeader for any header of any dialect, and the leaf rules
+// below it for the short headers of the one-byte dialects that the hot loops read inline
+// (shortHeader, byteInvalid, byteKey, stopSet, skipShort).
 //
 //	golang / nvarint tag, one byte:        draft02 tag, 1..4 bytes:
 //
@@ -13,6 +20,16 @@ import "fmt"
 //	  N = 0x80 node, A = 0x40 array          C = continuation, big-endian groups
 //
 //	header = tag, then the value length as signed PVarInt32 (1..5 bytes)
+//
+//	the short headers of the one-byte dialects (every hot loop's common case):
+//
+//	  tag       length                   value length   header
+//	+--------+ +----------+              0..63          2 bytes
+//	| N A id | | 00xxxxxx |
+//	+--------+ +----------+----------+
+//	| N A id | | 10xxxxxx | 0yyyyyyy |   64..8191       3 bytes (x << 7 | y)
+//	+--------+ +----------+----------+
+//	  N A = 0 1 (array flag alone) is refused: invalid_tag
 
 const (
 	flagNode  = 0x80
@@ -102,12 +119,10 @@ func parseHeader(b []byte, c *Config) (h header, ok bool, err error) {
 			return h, false, nil
 		}
 		t := b[0]
-		// An array flag without the node flag means nothing; the reference reads 0x51 as key
-		// 0x11 and loses the bit. We refuse it.
-		if t&(flagNode|flagArray) == flagArray {
+		if byteInvalid(t) {
 			return h, false, errInvalidTagByte(uint32(t))
 		}
-		h.tag = mkTag(uint32(t&0x3f), t&(flagNode|flagArray))
+		h.tag = byteTag(t)
 		tagLen = 1
 	} else {
 		id, n, err := readUVarint(b, draft02TagBytes)
@@ -127,6 +142,123 @@ func parseHeader(b []byte, c *Config) (h header, ok bool, err error) {
 	h.len = l
 	h.headLen = tagLen + n
 	return h, true, nil
+}
+
+// byteInvalid reports whether a one-byte-dialect tag byte is refused: the array flag
+// without the node flag (0x40..0x7f, invalid_tag). The reference reads 0x51 as key 0x11 and
+// loses the bit.
+func byteInvalid(t byte) bool { return t&(flagNode|flagArray) == flagArray }
+
+// byteKey is the key of a one-byte-dialect tag byte.
+func byteKey(t byte) uint32 { return uint32(t & 0x3f) }
+
+// byteTag is the Tag of a one-byte-dialect tag byte that is not invalid.
+func byteTag(t byte) Tag { return mkTag(byteKey(t), t&(flagNode|flagArray)) }
+
+// shortHeader reads the length of the short header at b[i:] (one-byte tag at b[i], length
+// at b[i+1] and, for two groups, b[i+2]): the value length n and header length hl (2 or 3);
+// ok is false for anything else (a longer or negative length, b ending first), which the
+// caller leaves to parseHeader. The limit is the caller's to check. i+1 < len(b) must hold.
+func shortHeader(b []byte, i int) (n, hl int, ok bool) {
+	l := b[i+1]
+	if l < 0x40 {
+		return int(l), 2, true
+	}
+	if l&0xc0 == 0x80 && i+2 < len(b) && b[i+2] < 0x80 {
+		return int(l&0x3f)<<7 | int(b[i+2]), 3, true
+	}
+	return 0, 0, false
+}
+
+// stopSet is the set of tag bytes a skip run stops at (the header needs a decision), one
+// bit per byte value in four words by the two flag bits:
+//
+//	word 0: primitives 0x00..0x3f   keys on an active path
+//	word 1: 0x40..0x7f              all (invalid: the array flag alone)
+//	word 2: nodes 0x80..0xbf        keys on an active path, or all when validating
+//	word 3: arrays 0xc0..0xff       as word 2
+type stopSet [4]uint64
+
+// newStopSet stops at primitive keys keys, node keys nodes and every invalid tag byte.
+func newStopSet(keys, nodes uint64) stopSet { return stopSet{keys, math.MaxUint64, nodes, nodes} }
+
+// keyBit is the stop-set bit of key id (none for ids above 63).
+func keyBit(id uint32) uint64 {
+	if id < 64 {
+		return 1 << id
+	}
+	return 0
+}
+
+// skipShort is the one skip run of this package: from b[i:], it steps over every complete
+// packet whose tag byte stop does not hold and whose header is short, and returns where it
+// stopped and how many it stepped over. Written as a loop with nothing but the load and one
+// add on the loop-carried chain, in a function of its own so that its few variables stay in
+// registers.
+func skipShort(b []byte, i int, stop *stopSet) (int, uint64) {
+	skipped := uint64(0)
+	for i+1 < len(b) {
+		t, l := b[i], b[i+1]
+		if stop[t>>6]>>(t&63)&1 != 0 {
+			break
+		}
+		if l < 0x40 {
+			// The hot path: one-byte length.
+			next := i + 2 + int(l)
+			if next > len(b) {
+				break
+			}
+			i = next
+		} else if l&0xc0 == 0x80 && i+2 < len(b) && b[i+2] < 0x80 {
+			next := i + 3 + (int(l&0x3f)<<7 | int(b[i+2]))
+			if next > len(b) {
+				break
+			}
+			i = next
+		} else {
+			break
+		}
+		skipped++
+	}
+	return i, skipped
+}
+
+// readLength reads a PVarInt32 length field at the start of b. n == 0 (with a nil error)
+// means b ends before the terminating group: feed more.
+func readLength(b []byte) (v uint64, n int, err error) {
+	if len(b) == 0 {
+		return 0, 0, nil
+	}
+	if first := b[0]; first < 0x40 {
+		return uint64(first), 1, nil
+	}
+	return readLengthSlow(b)
+}
+
+func readLengthSlow(b []byte) (uint64, int, error) {
+	first := b[0]
+	v := int64(first&0x7f) << 57 >> 57
+	more := first&0x80 != 0
+	i := 1
+	for more {
+		if i == maxLenBytes {
+			return 0, 0, errVarintOverflow(i+1, 32)
+		}
+		if i >= len(b) {
+			return 0, 0, nil
+		}
+		c := b[i]
+		v = v<<7 | int64(c&0x7f)
+		more = c&0x80 != 0
+		i++
+	}
+	if v < 0 {
+		return 0, 0, errNegativeLength(v)
+	}
+	if v > maxLen32 {
+		return 0, 0, errVarintOverflow(i, 32)
+	}
+	return uint64(v), i, nil
 }
 
 // headerLen is the number of bytes the header of tag and an n-byte value takes in d.

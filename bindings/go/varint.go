@@ -81,44 +81,6 @@ func readPVarint(value []byte, bitSize uint32) (int64, error) {
 	return v, nil
 }
 
-// readLength reads a PVarInt32 length field at the start of b. n == 0 (with a nil error)
-// means b ends before the terminating group: feed more.
-func readLength(b []byte) (v uint64, n int, err error) {
-	if len(b) == 0 {
-		return 0, 0, nil
-	}
-	if first := b[0]; first < 0x40 {
-		return uint64(first), 1, nil
-	}
-	return readLengthSlow(b)
-}
-
-func readLengthSlow(b []byte) (uint64, int, error) {
-	first := b[0]
-	v := int64(first&0x7f) << 57 >> 57
-	more := first&0x80 != 0
-	i := 1
-	for more {
-		if i == maxLenBytes {
-			return 0, 0, errVarintOverflow(i+1, 32)
-		}
-		if i >= len(b) {
-			return 0, 0, nil
-		}
-		c := b[i]
-		v = v<<7 | int64(c&0x7f)
-		more = c&0x80 != 0
-		i++
-	}
-	if v < 0 {
-		return 0, 0, errNegativeLength(v)
-	}
-	if v > maxLen32 {
-		return 0, 0, errVarintOverflow(i, 32)
-	}
-	return uint64(v), i, nil
-}
-
 // nvarintLen is the number of bytes NVarInt uses for v (1..8).
 func nvarintLen(v int64) int { return (signedBits(v) + 7) / 8 }
 

@@ -12,7 +12,9 @@
 //!
 //! Operations (cases C03/C16/C32/C63 of `observe.rs`, key N/2 or 2): `oneshot` (a reused
 //! observer fed the packet), `get` ([`y3::get`]), `stream7` (the observer fed 7-byte
-//! chunks), `validate`, `floor` (the unchecked walk), and the typed envelope of the lab's
+//! chunks), `validate`, `floor` (the unchecked walk), `stream7floor` (the unchecked walk
+//! fed the same 7-byte chunks, the lab's `y3-stream7-floor`: the bound of issue 30 is
+//! `stream7` within 1.5 × it), and the typed envelope of the lab's
 //! serde suite: `encode` (`encode_packet` into a reused buffer), `decode`
 //! (`Packet::parse` + `from_packet`).
 //!
@@ -58,6 +60,115 @@ const ENVELOPE: [u8; 123] = hex_literal::hex!(
     "1506b1bcff95d07b162435663063386138652d336231642d346332652d396134372d3062366532663163"
     "376430631702ff3d181c321a000c796f6d6f2f6e6f6973652f3700076e6f6973653d34372e35"
 );
+
+/// The lab's `y3-stream7-floor` walk (`crates/y3-lab/src/codec/y3rows.rs`, `StreamFloor`;
+/// the bench cannot depend on the lab): the trusting walk of `floor` across chunks, keeping
+/// the next header's stream offset, a tag byte that ended a chunk and the first bytes of a
+/// value that straddles chunks.
+struct StreamFloor {
+    key: u32,
+    /// Stream offset of the next header (`usize::MAX`: the root header is next), or of the
+    /// value's end while taking.
+    next: usize,
+    /// Stream offset of the next chunk.
+    base: usize,
+    /// A tag byte that ended the previous chunk.
+    tag: Option<u8>,
+    /// Taking a value that straddles chunks: `buf[..have]` arrived.
+    taking: bool,
+    buf: [u8; 64],
+    have: usize,
+}
+
+impl StreamFloor {
+    fn new(key: u32) -> StreamFloor {
+        StreamFloor {
+            key,
+            next: usize::MAX,
+            base: 0,
+            tag: None,
+            taking: false,
+            buf: [0; 64],
+            have: 0,
+        }
+    }
+
+    fn reset(&mut self) {
+        *self = StreamFloor::new(self.key);
+    }
+
+    /// The value, once its last byte is in `chunk`.
+    #[inline(always)]
+    fn feed<'a>(&'a mut self, chunk: &'a [u8]) -> Option<&'a [u8]> {
+        let base = self.base;
+        self.base += chunk.len();
+        let mut i = if self.next == usize::MAX {
+            // The root header lies in the first chunk.
+            if chunk.get(1)? & 0x80 != 0 {
+                3
+            } else {
+                2
+            }
+        } else if self.taking {
+            let left = self.next - base;
+            if left > chunk.len() {
+                self.buf
+                    .get_mut(self.have..self.have + chunk.len())?
+                    .copy_from_slice(chunk);
+                self.have += chunk.len();
+                return None;
+            }
+            if self.have == 0 {
+                return Some(&chunk[..left]);
+            }
+            self.buf
+                .get_mut(self.have..self.have + left)?
+                .copy_from_slice(&chunk[..left]);
+            self.have += left;
+            return Some(&self.buf[..self.have]);
+        } else if let Some(tag) = self.tag.take() {
+            let len = *chunk.first()? as usize;
+            if (tag & 0x3f) as u32 == self.key {
+                return self.take(chunk, base, 1, len);
+            }
+            1 + len
+        } else {
+            self.next - base
+        };
+        while let Some(&[tag, len]) = chunk.get(i..i + 2) {
+            if (tag & 0x3f) as u32 == self.key {
+                return self.take(chunk, base, i + 2, len as usize);
+            }
+            i += 2 + len as usize;
+        }
+        if i + 1 == chunk.len() {
+            self.tag = Some(chunk[i]);
+            i += 1;
+        }
+        self.next = base + i;
+        None
+    }
+
+    /// The value at `chunk[start..start + len]`, or its first bytes kept.
+    #[inline(always)]
+    fn take<'a>(
+        &'a mut self,
+        chunk: &'a [u8],
+        base: usize,
+        start: usize,
+        len: usize,
+    ) -> Option<&'a [u8]> {
+        if let Some(v) = chunk.get(start..start + len) {
+            return Some(v);
+        }
+        let have = chunk.len() - start;
+        self.buf.get_mut(..have)?.copy_from_slice(&chunk[start..]);
+        self.have = have;
+        self.taking = true;
+        self.next = base + start + len;
+        None
+    }
+}
 
 #[inline(never)]
 fn measured(iterations: u64, mut op: impl FnMut() -> usize) -> usize {
@@ -119,6 +230,18 @@ fn main() {
             }
             found
         }),
+        "stream7floor" => {
+            let mut walk = StreamFloor::new(key);
+            measured(iterations, || {
+                walk.reset();
+                for chunk in black_box(&buf).chunks(7) {
+                    if let Some(v) = walk.feed(chunk) {
+                        return v.len();
+                    }
+                }
+                0
+            })
+        }
         "validate" => measured(iterations, || {
             validator.reset();
             validator.feed(black_box(&buf)).unwrap().consumed

@@ -8,15 +8,17 @@
 //! dialect — makes it give up ([`Fast::Bail`]) before it has changed any state, so that the
 //! general machine walks the same bytes from the same place and reports exactly what it
 //! always reports. What it answers is therefore either the observer's answer or nothing;
-//! `tests/fast.rs`, the split tests and the fuzz harness check that on every input.
+//! `crates/y3-harness/tests/fast_path.rs`, the split tests and the fuzz harness check that
+//! on every input.
 //!
 //! Why a separate loop: the observer pays a fixed cost per call (state dispatch, a header
 //! parser for every dialect, a level per entered node) that dominates small messages (a
 //! three-field packet walks in ~3 ns, the machine took ~25 ns). Here the state is a few
 //! registers: the wanted key, the current node's end and the stack of enclosing ends.
 
-use crate::observer::MAX_PATH_DEPTH;
+use crate::path::MAX_PATH_DEPTH;
 use crate::skip;
+use crate::tag::{byte_is_invalid, byte_is_node, byte_key, is_one_group, short_header};
 use crate::{Config, Tag};
 
 /// What the fast walk found.
@@ -113,21 +115,13 @@ pub(crate) fn walk_loop(
         let Some(&[tag, b1]) = input[..end].get(off..off + 2) else {
             return Fast::Bail;
         };
-        // PVarInt lengths: one group `00xx_xxxx` (0..=63) or two groups `10xx_xxxx
-        // 0yyy_yyyy` (64..=8191); a set sign bit or a longer field is the observer's.
-        let (len, head_len) = if b1 < 0x40 {
-            (b1 as usize, 2)
-        } else {
-            match input[..end].get(off + 2) {
-                Some(&b2) if b1 & 0xc0 == 0x80 && b2 < 0x80 => {
-                    ((((b1 & 0x3f) as usize) << 7) | b2 as usize, 3)
-                }
-                _ => return Fast::Bail,
-            }
+        // A short header; a set sign bit or a longer field is the observer's.
+        let Some((len, head_len)) = short_header(b1, &input[..end], off + 2) else {
+            return Fast::Bail;
         };
         // The array flag without the node flag is `invalid_tag`; a length over the limit
         // is `too_long`; a value past its node is `child_overflow` (or more input needed).
-        if tag & 0xc0 == 0x40 || len as u64 > limit {
+        if byte_is_invalid(tag) || len as u64 > limit {
             return Fast::Bail;
         }
         let start = off + head_len;
@@ -138,7 +132,7 @@ pub(crate) fn walk_loop(
         if depth == 0 {
             packets += 1;
         }
-        if (tag & 0x3f) as u32 == want {
+        if byte_key(tag) == want {
             if depth == last {
                 return Fast::Found {
                     tag: Tag::from_byte(tag),
@@ -149,7 +143,7 @@ pub(crate) fn walk_loop(
                     packets,
                 };
             }
-            if tag & 0x80 != 0 {
+            if byte_is_node(tag) {
                 // The observer refuses to enter a node at the depth limit.
                 if depth + 1 >= max_depth {
                     return Fast::Bail;
@@ -185,19 +179,10 @@ pub(crate) fn first_child(
         return None;
     };
     // The node flag set, so the tag byte is valid; entering it must leave room in depth.
-    if (tag & 0x3f) as u32 != outer || tag & 0x80 == 0 || max_depth <= 1 {
+    if byte_key(tag) != outer || !byte_is_node(tag) || max_depth <= 1 {
         return None;
     }
-    let (len, start) = if b1 < 0x40 {
-        (b1 as usize, 2)
-    } else {
-        match input.get(2) {
-            Some(&b2) if b1 & 0xc0 == 0x80 && b2 < 0x80 => {
-                ((((b1 & 0x3f) as usize) << 7) | b2 as usize, 3)
-            }
-            _ => return None,
-        }
-    };
+    let (len, start) = short_header(b1, input, 2)?;
     let end = start + len;
     if len as u64 > limit || end > input.len() {
         return None;
@@ -206,9 +191,9 @@ pub(crate) fn first_child(
     let &[t, l] = input[..end].get(off..off + 2)? else {
         return None;
     };
-    // `l < 0x40 <= limit`: the limit holds.
+    // One group, `l <= 63 <= limit`: the limit holds.
     let next = off + 2 + l as usize;
-    if (t & 0x3f) as u32 != inner || l >= 0x40 || t & 0xc0 == 0x40 || next > end {
+    if byte_key(t) != inner || !is_one_group(l) || byte_is_invalid(t) || next > end {
         return None;
     }
     *outer_end = end;
@@ -276,17 +261,8 @@ pub(crate) fn scan(
         let &[tag, b1] = region.get(off..off + 2)? else {
             return None;
         };
-        let (len, head_len) = if b1 < 0x40 {
-            (b1 as usize, 2)
-        } else {
-            match region.get(off + 2) {
-                Some(&b2) if b1 & 0xc0 == 0x80 && b2 < 0x80 => {
-                    ((((b1 & 0x3f) as usize) << 7) | b2 as usize, 3)
-                }
-                _ => return None,
-            }
-        };
-        if tag & 0xc0 == 0x40 || len as u64 > limit {
+        let (len, head_len) = short_header(b1, region, off + 2)?;
+        if byte_is_invalid(tag) || len as u64 > limit {
             return None;
         }
         let start = off + head_len;
@@ -294,7 +270,7 @@ pub(crate) fn scan(
         if next > end {
             return None;
         }
-        let key = tag & 0x3f;
+        let key = byte_key(tag) as u8;
         if want >> key & 1 != 0 {
             // A wanted key: the first time only (`want` forgets it).
             want &= !(1 << key);

@@ -51,6 +51,7 @@ pub mod filter;
 pub mod items;
 mod observer;
 mod packet;
+mod path;
 pub mod scalar;
 mod skip;
 pub mod tag;
@@ -71,10 +72,9 @@ pub use dialect::{Config, Dialect, Limits};
 pub use encode::{Item, Value};
 pub use error::{DecodeError, EncodeError};
 pub use filter::{Filter, FilterError, FilterLimits, Verdict};
-pub use observer::{
-    parse_path, Fed, Observed, Observer, PathError, MAX_PATH_DEPTH, MAX_SUBSCRIPTIONS,
-};
+pub use observer::{Fed, Observed, Observer};
 pub use packet::{Children, Packet};
+pub use path::{parse_path, PathError, MAX_PATH_DEPTH, MAX_SUBSCRIPTIONS};
 pub use tag::Tag;
 pub use typed::{marshal, unmarshal, FieldValue, Message};
 #[cfg(feature = "derive")]
@@ -91,8 +91,9 @@ pub fn decode(buf: &[u8]) -> Result<Packet<'_>, DecodeError> {
 }
 
 /// Reads exactly one packet from `buf` and validates every header below it (lengths
-/// within their nodes, depth within the limit) by walking it with a validating
-/// [`Observer`], the same state machine that serves streaming input.
+/// within their nodes, depth within the limit) by walking its children once with a
+/// validating [`Observer`], the same state machine that serves streaming input (the
+/// packet's own header is read once, by [`Packet::parse_with`]).
 ///
 /// # Errors
 /// [`DecodeError::UnexpectedEnd`] when `buf` is short, [`DecodeError::TrailingBytes`]
@@ -113,7 +114,7 @@ pub fn decode_with<'a>(buf: &'a [u8], config: &Config) -> Result<Packet<'a>, Dec
             count: rest.len() as u64,
         });
     }
-    validate_with(&buf[..packet.encoded_len()], config)?;
+    Observer::validate_value(*config, packet.tag(), packet.value())?;
     Ok(packet)
 }
 

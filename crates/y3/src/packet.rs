@@ -11,7 +11,7 @@
 //! uses. Every length is checked against the enclosing node and the limits before it is
 //! used to slice.
 
-use crate::tag::Header;
+use crate::tag::{byte_is_invalid, is_one_group, Header};
 use crate::{scalar, Config, DecodeError, Dialect, Tag};
 
 /// One packet borrowed from a buffer: tag, value bytes and typed accessors.
@@ -328,12 +328,12 @@ impl<'a> Children<'a> {
     /// into the caller's loop, without them; `None` leaves anything else to `next_child`.
     #[inline(always)]
     fn next_short(&mut self) -> Option<Packet<'a>> {
-        let &[tag, len, ref after @ ..] = self.rest else {
+        let &[tag, l, ref after @ ..] = self.rest else {
             return None;
         };
-        let len = len as usize;
-        if len >= 0x40
-            || tag & 0xc0 == 0x40
+        let len = l as usize;
+        if !is_one_group(l)
+            || byte_is_invalid(tag)
             || len > after.len()
             || !self.config.dialect.has_node_flag()
             || len as u64 > self.config.limits.max_packet_len

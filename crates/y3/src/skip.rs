@@ -16,6 +16,12 @@
 //! This module is the only `unsafe` code in the crate: the intrinsics (`unsafe` because they
 //! need the CPU feature, checked at run time before the call) and two unaligned 64-byte
 //! loads that lie inside the slice (checked by the loop condition).
+//!
+//! Every decision on a header here is the header grammar's (`tag.rs`): the scalar run is
+//! one loop, [`run_by`], over its rules, and the vector path computes the same rules on 64
+//! lanes at once.
+
+use crate::tag::{StopKey, StopKeys, Stops};
 
 /// The offset of the first header at or after `s` in `node` (the children of one node, up
 /// to its end) that the run does not skip: a key equal to `want`, the array flag without
@@ -37,16 +43,52 @@ pub fn run(node: &[u8], s: usize, want: u32) -> usize {
 
 /// [`run`], one header at a time.
 #[inline(always)]
-pub fn run_scalar(node: &[u8], mut s: usize, want: u32) -> usize {
-    while let Some(&[t, l]) = node.get(s..s + 2) {
-        if (t & 0x3f) as u32 == want || l >= 0x40 || t & 0xc0 == 0x40 {
-            return s;
+pub fn run_scalar(node: &[u8], s: usize, want: u32) -> usize {
+    run_by::<_, false>(node, s, node.len(), &StopKey(want), &mut 0)
+}
+
+/// The one scalar skip run every walker uses (the observer's chunk loop and walk with the
+/// level's [`StopSet`](crate::tag::StopSet), [`run_scalar`] with one key, [`run_scalar_keys`]
+/// with a set of keys; specialised at compile time by `S`): from `s`, steps over every
+/// header in `bytes` whose tag byte `stops` passes, whose length is one group
+/// ([`is_one_group`](crate::tag::is_one_group)) and whose value ends inside `node` (an offset from
+/// `bytes`' start, `bytes.len()` or beyond it), counting them in `heads`. Returns the offset of the
+/// first
+/// header it leaves, or the end of a value that runs past `bytes` but not past `node` (then
+/// above `bytes.len()`: a chunk's end inside the node), or `s` where that is past `bytes`
+/// already.
+#[inline(always)]
+pub(crate) fn run_by<S: Stops, const REST: bool>(
+    bytes: &[u8],
+    mut s: usize,
+    node: usize,
+    stops: &S,
+    heads: &mut u64,
+) -> usize {
+    loop {
+        // The next header's two bytes, read in one of two shapes that decide the same (the
+        // fewer instructions depend on the caller's registers; see `REST`).
+        let pair = if REST {
+            bytes.get(s..).and_then(|rest| rest.get(..2))
+        } else {
+            bytes.get(s..s + 2)
+        };
+        let Some(&[t, l]) = pair else {
+            break;
+        };
+        if stops.stops_at(t, l) {
+            break;
         }
         let next = s + 2 + l as usize;
-        if next > node.len() {
-            return s;
+        if next > bytes.len() {
+            if next <= node {
+                *heads += 1;
+                s = next;
+            }
+            break;
         }
         s = next;
+        *heads += 1;
     }
     s
 }
@@ -68,18 +110,8 @@ pub fn run_keys(node: &[u8], s: usize, keys: u64) -> usize {
 
 /// [`run_keys`], one header at a time.
 #[inline]
-pub fn run_scalar_keys(node: &[u8], mut s: usize, keys: u64) -> usize {
-    while let Some(&[t, l]) = node.get(s..s + 2) {
-        if keys >> (t & 0x3f) & 1 != 0 || l >= 0x40 || t & 0xc0 == 0x40 {
-            return s;
-        }
-        let next = s + 2 + l as usize;
-        if next > node.len() {
-            return s;
-        }
-        s = next;
-    }
-    s
+pub fn run_scalar_keys(node: &[u8], s: usize, keys: u64) -> usize {
+    run_by::<_, false>(node, s, node.len(), &StopKeys(keys), &mut 0)
 }
 
 /// [`run_keys`]'s vector path, for the harness (`None` where the CPU lacks the features).

@@ -1,4 +1,9 @@
-//! Tags and packet headers: the one header parser every reader in this crate uses.
+//! Tags and packet headers: the one header decision of this crate. Every reader (the
+//! observer's walk and its chunk loop, the fast paths, the skip runs, [`Packet::children`](
+//! crate::Packet::children)) reads tag and length bytes through this module: [`Header::parse`]
+//! for any header of any dialect, and the leaf rules below it for the short headers of the
+//! one-byte dialects that the hot loops read inline (`short_header`, `is_one_group`,
+//! `byte_is_invalid`, `byte_key`, `StopSet`).
 //!
 //! ```text
 //! golang / nvarint tag, one byte:          draft02 tag, 1..=4 bytes:
@@ -10,11 +15,24 @@
 //!   N = 0x80 node, A = 0x40 array            C = continuation, big-endian groups
 //!
 //! header = tag, then the value length as signed PVarInt32 (1..=5 bytes)
+//!
+//! the short headers of the one-byte dialects (every hot loop's common case):
+//!
+//!   tag       length                    value length   header
+//! +--------+ +----------+               0..=63         2 bytes
+//! | N A id | | 00xxxxxx |
+//! +--------+ +----------+----------+
+//! | N A id | | 10xxxxxx | 0yyyyyyy |    64..=8191      3 bytes (x << 7 | y)
+//! +--------+ +----------+----------+
+//!   N A = 0 1 (array flag alone) is refused: `invalid_tag`
 //! ```
 //!
 //! See `spec/wire-format.md` sections "Tag" and "Length".
 
 use crate::{varint, Config, DecodeError, Dialect, EncodeError};
+
+/// Largest number of bytes a PVarInt32 length may take (35 bits hold any i32).
+const MAX_LEN_BYTES: usize = 5;
 
 /// Largest id a draft-02 tag carries: four 7-bit groups.
 pub const DRAFT02_MAX_ID: u32 = (1 << 28) - 1;
@@ -23,10 +41,148 @@ pub const DRAFT02_MAX_ID: u32 = (1 << 28) - 1;
 const DRAFT02_TAG_BYTES: usize = 4;
 
 /// Longest header any dialect produces: a 4-byte tag and a 5-byte length.
-pub const MAX_HEADER_LEN: usize = DRAFT02_TAG_BYTES + varint::MAX_LEN_BYTES;
+pub const MAX_HEADER_LEN: usize = DRAFT02_TAG_BYTES + MAX_LEN_BYTES;
 
 const NODE: u8 = 0x80;
 const ARRAY: u8 = 0x40;
+
+/// Whether a one-byte-dialect tag byte is refused: the array flag without the node flag
+/// (`0x40..=0x7f`, `invalid_tag`). The reference reads 0x51 as key 0x11 and loses the bit.
+#[inline(always)]
+pub(crate) const fn byte_is_invalid(b: u8) -> bool {
+    b & (NODE | ARRAY) == ARRAY
+}
+
+/// The key of a one-byte-dialect tag byte.
+#[inline(always)]
+pub(crate) const fn byte_key(b: u8) -> u32 {
+    (b & 0x3f) as u32
+}
+
+/// Whether a one-byte-dialect tag byte marks a node.
+#[inline(always)]
+pub(crate) const fn byte_is_node(b: u8) -> bool {
+    b & NODE != 0
+}
+
+/// Whether a length byte is a whole length of one group (`00xx_xxxx`, 0..=63): non-negative,
+/// minimal and below any limit of 63 or more, so that a run may skip its value unchecked.
+#[inline(always)]
+pub(crate) const fn is_one_group(l: u8) -> bool {
+    l < 0x40
+}
+
+/// The value length and header length of a short header of the one-byte dialects whose
+/// first length byte is `l` (the byte after the tag byte): one group (0..=63, a 2-byte
+/// header) or two (64..=8191, 3 bytes), the second group read from `buf[at]` only then.
+/// `None` for anything else (a longer length, a negative one, `buf` ending first): the
+/// caller leaves that header to [`Header::parse`]. The limit is the caller's to check on a
+/// two-group length.
+#[inline(always)]
+pub(crate) fn short_header(l: u8, buf: &[u8], at: usize) -> Option<(usize, usize)> {
+    if is_one_group(l) {
+        return Some((l as usize, 2));
+    }
+    match buf.get(at) {
+        Some(&b2) if l & 0xc0 == 0x80 && b2 < 0x80 => {
+            Some(((((l & 0x3f) as usize) << 7) | b2 as usize, 3))
+        }
+        _ => None,
+    }
+}
+
+/// A lower bound of the size of a packet of a one-byte dialect whose first length byte is
+/// `l`: its header plus its value, the high group of a longer length counted alone.
+#[inline(always)]
+pub(crate) const fn packet_len_at_least(l: u8) -> usize {
+    if is_one_group(l) {
+        2 + l as usize
+    } else {
+        3 + (((l & 0x3f) as usize) << 7)
+    }
+}
+
+/// The tag bytes a skip run stops at (the header needs a decision), one bit per byte value
+/// in four words by the two flag bits:
+///
+/// ```text
+///   word 0: primitives 0x00..=0x3f   keys on an active path
+///   word 1: 0x40..=0x7f              all (invalid: the array flag alone)
+///   word 2: nodes 0x80..=0xbf        keys on an active path, or all when validating
+///   word 3: arrays 0xc0..=0xff       as word 2
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct StopSet(pub(crate) [u64; 4]);
+
+impl StopSet {
+    /// Stops at the keys `keys` (bit `k` for key `k`) of primitives, at the node keys
+    /// `nodes`, and at every invalid tag byte.
+    #[inline(always)]
+    pub(crate) const fn new(keys: u64, nodes: u64) -> StopSet {
+        StopSet([keys, u64::MAX, nodes, nodes])
+    }
+
+    /// Whether tag byte `tag` needs a decision.
+    #[inline(always)]
+    pub(crate) fn stops(&self, tag: u8) -> bool {
+        (self.0[(tag >> 6) as usize] >> (tag & 0x3f)) & 1 != 0
+    }
+}
+
+/// What a skip run stops at, decided from the tag byte alone: a [`StopSet`], one key
+/// ([`StopKey`]) or a set of keys ([`StopKeys`]), each stopping at every invalid tag byte
+/// too. The length rule ([`is_one_group`]) is the run's.
+pub(crate) trait Stops {
+    /// Whether tag byte `tag` needs a decision.
+    fn stops(&self, tag: u8) -> bool;
+
+    /// Whether a run stops at the header of tag byte `tag` and first length byte `l`: the
+    /// tag needs a decision or the length is not one group. (The order of the two tests is
+    /// each set's: the cheaper or likelier first.)
+    #[inline(always)]
+    fn stops_at(&self, tag: u8, l: u8) -> bool {
+        !is_one_group(l) || self.stops(tag)
+    }
+}
+
+impl Stops for StopSet {
+    #[inline(always)]
+    fn stops(&self, tag: u8) -> bool {
+        StopSet::stops(self, tag)
+    }
+}
+
+/// Stops at key `.0` (above 63: at no key) and at invalid tag bytes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StopKey(pub(crate) u32);
+
+impl Stops for StopKey {
+    #[inline(always)]
+    fn stops(&self, tag: u8) -> bool {
+        byte_key(tag) == self.0 || byte_is_invalid(tag)
+    }
+
+    #[inline(always)]
+    fn stops_at(&self, tag: u8, l: u8) -> bool {
+        self.stops(tag) || !is_one_group(l)
+    }
+}
+
+/// Stops at the keys of bit set `.0` (bit `k` for key `k`) and at invalid tag bytes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StopKeys(pub(crate) u64);
+
+impl Stops for StopKeys {
+    #[inline(always)]
+    fn stops(&self, tag: u8) -> bool {
+        self.0 >> (tag & 0x3f) & 1 != 0 || byte_is_invalid(tag)
+    }
+
+    #[inline(always)]
+    fn stops_at(&self, tag: u8, l: u8) -> bool {
+        self.stops(tag) || !is_one_group(l)
+    }
+}
 
 /// A packet's key and kind.
 ///
@@ -46,7 +202,7 @@ impl Tag {
     #[inline(always)]
     pub(crate) const fn from_byte(b: u8) -> Tag {
         Tag {
-            id: (b & 0x3f) as u32,
+            id: byte_key(b),
             flags: b & (NODE | ARRAY),
         }
     }
@@ -162,25 +318,17 @@ impl Header {
                 let Some(&b) = buf.first() else {
                     return Ok(None);
                 };
-                // An array flag without the node flag has no meaning; the reference reads
-                // 0x51 as key 0x11 and loses the bit. We refuse it.
-                if b & (NODE | ARRAY) == ARRAY {
+                if byte_is_invalid(b) {
                     return Err(DecodeError::InvalidTag { tag: b as u32 });
                 }
-                (
-                    Tag {
-                        id: (b & 0x3f) as u32,
-                        flags: b & (NODE | ARRAY),
-                    },
-                    1,
-                )
+                (Tag::from_byte(b), 1)
             }
             Dialect::Draft02 => match varint::uvarint_read(buf, DRAFT02_TAG_BYTES)? {
                 Some((id, n)) => (Tag::primitive(id), n),
                 None => return Ok(None),
             },
         };
-        let Some((len, len_len)) = varint::length_read(&buf[tag_len..])? else {
+        let Some((len, len_len)) = length_read(&buf[tag_len..])? else {
             return Ok(None);
         };
         if len > config.limits.max_packet_len {
@@ -237,6 +385,59 @@ impl Header {
     pub const fn encoded_len(tag: Tag, len: usize, dialect: Dialect) -> usize {
         tag.encoded_len(dialect) + varint::pvarint_len(len as i64)
     }
+}
+
+/// Reads a PVarInt32 length field from the start of `buf`.
+///
+/// Returns `Ok(None)` when `buf` ends before the terminating group, else the length and the
+/// bytes it took.
+///
+/// # Errors
+/// [`DecodeError::NegativeLength`] when the sign bit is set, [`DecodeError::VarintOverflow`]
+/// when the field runs past five bytes or past `i32::MAX`.
+#[inline(always)]
+pub fn length_read(buf: &[u8]) -> Result<Option<(u64, usize)>, DecodeError> {
+    match buf.first() {
+        // The short forms (one group 0..=63, two groups 64..=8191: the usual size of a
+        // message), as every hot loop reads them.
+        Some(&b) => match short_header(b, buf, 1) {
+            Some((len, head_len)) => Ok(Some((len as u64, head_len - 1))),
+            None => length_read_slow(buf),
+        },
+        None => Ok(None),
+    }
+}
+
+#[cold]
+fn length_read_slow(buf: &[u8]) -> Result<Option<(u64, usize)>, DecodeError> {
+    let first = buf[0];
+    let mut v = (((first & 0x7f) as i64) << 57) >> 57;
+    let mut i = 1;
+    let mut more = first & 0x80 != 0;
+    while more {
+        if i == MAX_LEN_BYTES {
+            return Err(DecodeError::VarintOverflow {
+                len: i as u32 + 1,
+                bits: 32,
+            });
+        }
+        let Some(&b) = buf.get(i) else {
+            return Ok(None);
+        };
+        v = (v << 7) | (b & 0x7f) as i64;
+        more = b & 0x80 != 0;
+        i += 1;
+    }
+    if v < 0 {
+        return Err(DecodeError::NegativeLength { declared: v });
+    }
+    if v > i32::MAX as i64 {
+        return Err(DecodeError::VarintOverflow {
+            len: i as u32,
+            bits: 32,
+        });
+    }
+    Ok(Some((v as u64, i)))
 }
 
 #[cfg(test)]
@@ -298,6 +499,48 @@ mod tests {
                 tag: 0x40,
                 max: 0x3f
             }
+        );
+    }
+
+    #[test]
+    fn length_fast_paths_agree_with_the_general_reader() {
+        for b in 0..=255u8 {
+            assert_eq!(length_read(&[b]), length_read_slow(&[b]), "{b:02x}");
+            for c in 0..=255u8 {
+                for tail in [&[][..], &[0x01], &[0x81, 0x01]] {
+                    let buf = [&[b, c][..], tail].concat();
+                    assert_eq!(length_read(&buf), length_read_slow(&buf), "{buf:02x?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn lengths() {
+        assert_eq!(length_read(&hex!("3f")), Ok(Some((63, 1))));
+        assert_eq!(length_read(&hex!("8040")), Ok(Some((64, 2))));
+        assert_eq!(length_read(&hex!("80")), Ok(None));
+        assert_eq!(length_read(&[]), Ok(None));
+        assert_eq!(
+            length_read(&hex!("7f")),
+            Err(DecodeError::NegativeLength { declared: -1 })
+        );
+        assert_eq!(
+            length_read(&hex!("40")),
+            Err(DecodeError::NegativeLength { declared: -64 })
+        );
+        assert_eq!(length_read(&hex!("8001")), Ok(Some((1, 2))));
+        assert_eq!(
+            length_read(&hex!("87ffffff7f")),
+            Ok(Some((i32::MAX as u64, 5)))
+        );
+        assert_eq!(
+            length_read(&hex!("8880808000")).unwrap_err().kind(),
+            "varint_overflow"
+        );
+        assert_eq!(
+            length_read(&hex!("808080808001")).unwrap_err().kind(),
+            "varint_overflow"
         );
     }
 }

@@ -19,9 +19,6 @@
 
 use crate::DecodeError;
 
-/// Largest number of bytes a PVarInt length may take (35 bits hold any i32).
-pub(crate) const MAX_LEN_BYTES: usize = 5;
-
 /// Significant bits of `v` in two's complement, sign bit included (1..=64).
 #[inline]
 const fn signed_bits(v: i64) -> u32 {
@@ -109,62 +106,6 @@ fn pvarint_read_groups(value: &[u8], bits: u32) -> Result<i64, DecodeError> {
         });
     }
     Ok(v)
-}
-
-/// Reads a PVarInt32 length field from the start of `buf`.
-///
-/// Returns `Ok(None)` when `buf` ends before the terminating group, else the length and the
-/// bytes it took.
-///
-/// # Errors
-/// [`DecodeError::NegativeLength`] when the sign bit is set, [`DecodeError::VarintOverflow`]
-/// when the field runs past five bytes or past `i32::MAX`.
-#[inline(always)]
-pub fn length_read(buf: &[u8]) -> Result<Option<(u64, usize)>, DecodeError> {
-    match buf.first() {
-        // Fast path: one group, sign bit clear: lengths 0..=63.
-        Some(&b) if b < 0x40 => Ok(Some((b as u64, 1))),
-        // Two groups, sign bit clear (`10xx_xxxx 0yyy_yyyy`): lengths 64..=8191, the usual
-        // size of a message.
-        Some(&b) if b & 0xc0 == 0x80 => match buf.get(1) {
-            Some(&c) if c < 0x80 => Ok(Some(((((b & 0x3f) as u64) << 7) | c as u64, 2))),
-            _ => length_read_slow(buf),
-        },
-        Some(_) => length_read_slow(buf),
-        None => Ok(None),
-    }
-}
-
-#[cold]
-fn length_read_slow(buf: &[u8]) -> Result<Option<(u64, usize)>, DecodeError> {
-    let first = buf[0];
-    let mut v = (((first & 0x7f) as i64) << 57) >> 57;
-    let mut i = 1;
-    let mut more = first & 0x80 != 0;
-    while more {
-        if i == MAX_LEN_BYTES {
-            return Err(DecodeError::VarintOverflow {
-                len: i as u32 + 1,
-                bits: 32,
-            });
-        }
-        let Some(&b) = buf.get(i) else {
-            return Ok(None);
-        };
-        v = (v << 7) | (b & 0x7f) as i64;
-        more = b & 0x80 != 0;
-        i += 1;
-    }
-    if v < 0 {
-        return Err(DecodeError::NegativeLength { declared: v });
-    }
-    if v > i32::MAX as i64 {
-        return Err(DecodeError::VarintOverflow {
-            len: i as u32,
-            bits: 32,
-        });
-    }
-    Ok(Some((v as u64, i)))
 }
 
 /// Bytes NVarInt uses for `v`.
@@ -348,48 +289,6 @@ mod tests {
                 );
             }
         }
-    }
-
-    #[test]
-    fn length_fast_paths_agree_with_the_general_reader() {
-        for b in 0..=255u8 {
-            assert_eq!(length_read(&[b]), length_read_slow(&[b]), "{b:02x}");
-            for c in 0..=255u8 {
-                for tail in [&[][..], &[0x01], &[0x81, 0x01]] {
-                    let buf = [&[b, c][..], tail].concat();
-                    assert_eq!(length_read(&buf), length_read_slow(&buf), "{buf:02x?}");
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn lengths() {
-        assert_eq!(length_read(&hex!("3f")), Ok(Some((63, 1))));
-        assert_eq!(length_read(&hex!("8040")), Ok(Some((64, 2))));
-        assert_eq!(length_read(&hex!("80")), Ok(None));
-        assert_eq!(length_read(&[]), Ok(None));
-        assert_eq!(
-            length_read(&hex!("7f")),
-            Err(DecodeError::NegativeLength { declared: -1 })
-        );
-        assert_eq!(
-            length_read(&hex!("40")),
-            Err(DecodeError::NegativeLength { declared: -64 })
-        );
-        assert_eq!(length_read(&hex!("8001")), Ok(Some((1, 2))));
-        assert_eq!(
-            length_read(&hex!("87ffffff7f")),
-            Ok(Some((i32::MAX as u64, 5)))
-        );
-        assert_eq!(
-            length_read(&hex!("8880808000")).unwrap_err().kind(),
-            "varint_overflow"
-        );
-        assert_eq!(
-            length_read(&hex!("808080808001")).unwrap_err().kind(),
-            "varint_overflow"
-        );
     }
 
     #[test]

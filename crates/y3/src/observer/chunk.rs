@@ -1,0 +1,429 @@
+//! The chunk loop: the usual chunk of chunked input (the rest of a value skipped or taken
+//! across chunks, a header split after its tag byte, runs of short headers) in one loop that
+//! keeps its place in locals, before the general walk is set up.
+
+use super::levels::Action;
+use super::{Hit, Observer, State};
+use crate::skip;
+use crate::tag::{byte_is_invalid, is_one_group, packet_len_at_least, short_header, Header, Tag};
+
+impl Observer {
+    /// The usual chunk of chunked input, in one loop that keeps its place in locals: it
+    /// finishes the value skipped across chunks, the header split after its tag byte or the
+    /// taken value that straddled chunks that the chunk begins with, then reads headers with
+    /// one- and two-byte lengths: it skips what the skip run skips, takes a value to take,
+    /// enters a node within the depth limit and closes every node that ends in the chunk (as
+    /// `after_value` does), counting top-level packets as `check_bounds` does; it ends inside
+    /// a value, at a header or after a tag byte. [`Inside::No`] (nothing changed) leaves any
+    /// other chunk to [`skim`](Observer::skim); [`Inside::Walk`] hands the first header it
+    /// does not decide (a longer length, an error, anything else) to the walk, the state
+    /// committed up to it.
+    #[inline(always)]
+    pub(super) fn skim_inside(&mut self, input: &[u8]) -> Inside {
+        if !self.run {
+            return Inside::No;
+        }
+        let base = self.pos;
+        let len = input.len();
+        let mut off = match (self.state, self.hlen) {
+            (State::Head, 0) => 0,
+            (State::Skip { end }, _) => {
+                let left = end - base;
+                if left > len as u64 {
+                    // Still inside the value (so inside its node too).
+                    return Inside::Done;
+                }
+                // `left <= len`, a usize; the loop closes the nodes that end with the value.
+                left as usize
+            }
+            (State::Take { end, sub, tag }, _) => {
+                // The rest of a taken value that straddles chunks (`step_take`).
+                let left = end - base;
+                if left > len as u64 {
+                    self.assembled.extend_from_slice(input);
+                    return Inside::Done;
+                }
+                // `left <= len`, a usize.
+                let left = left as usize;
+                self.complete_take(input, 0, left, end, sub, tag);
+                self.pos = end;
+                return Inside::Found(left);
+            }
+            (State::Head, 1) => {
+                // The header began one byte before the input: skipped whole, as the skip
+                // run would have (`skim_split_header`), when its value lies in the node.
+                let tag = self.hbuf[0];
+                let Some(&l) = input.first() else {
+                    return Inside::No;
+                };
+                let next = 1 + l as usize;
+                if !is_one_group(l) || self.stops(tag) || next as u64 > self.cur.end - base {
+                    return Inside::No;
+                }
+                self.hlen = 0;
+                if self.parents.is_empty() {
+                    self.started += 1;
+                }
+                next
+            }
+            _ => return Inside::No,
+        };
+        // At the top level every header read begins a packet (counted as `check_bounds`
+        // counts it): `heads` counts the headers the run skipped, added to `started` (at
+        // the top level) before the levels change and on the way out.
+        let mut heads = 0u64;
+        // The current node's end from the input's start (a node longer than memory is as
+        // good as endless here), and where the loop must look up from its headers: the
+        // node's end or the input's, whichever comes first.
+        let mut node = usize::try_from(self.cur.end - base).unwrap_or(usize::MAX);
+        let mut bound = node.min(len);
+        loop {
+            off = skip::run_by::<_, true>(&input[..bound], off, node, &self.cur.stop, &mut heads);
+            if off >= bound {
+                if self.parents.is_empty() {
+                    self.started += heads;
+                }
+                heads = 0;
+                // `off <= node` holds: every value read lies inside its node.
+                if off == node && off <= len {
+                    // The node ends here (with every enclosing one that ends with it).
+                    self.after_value(base + off as u64);
+                    node = usize::try_from(self.cur.end - base).unwrap_or(usize::MAX);
+                    bound = node.min(len);
+                    if off < len {
+                        continue;
+                    }
+                }
+                // At the input's end, or inside a value that runs past it.
+                self.state = if off == len {
+                    State::Head
+                } else {
+                    State::Skip {
+                        end: base + off as u64,
+                    }
+                };
+                return Inside::Done;
+            }
+            // A header the run left here: one that needs a decision, one cut by the
+            // input's end, one whose value runs past its node.
+            if self.parents.is_empty() {
+                self.started += heads;
+            }
+            heads = 0;
+            let tag = input[off];
+            let Some(&l) = input.get(off + 1) else {
+                // Cut after the tag byte (`off + 1 == len`): kept, as `read_header` keeps
+                // it, when the tag byte is valid and the header can still fit in the node.
+                self.state = State::Head;
+                if byte_is_invalid(tag) || node <= off + 1 {
+                    return Inside::Walk(off);
+                }
+                self.hbuf[0] = tag;
+                self.hlen = 1;
+                return Inside::Done;
+            };
+            if is_one_group(l) && !self.stops(tag) {
+                // The run leaves such a header only when its value runs past its node: the
+                // walk's to report.
+                self.state = State::Head;
+                return Inside::Walk(off);
+            }
+            // A short header (a length of one group or two, held to the limit); anything
+            // else is the walk's.
+            let (value, head) = if is_one_group(l) {
+                (l as usize, 2)
+            } else {
+                match short_header(l, input, off + 2) {
+                    Some((value, head)) if value as u64 <= self.config.limits.max_packet_len => {
+                        (value, head)
+                    }
+                    _ => {
+                        self.state = State::Head;
+                        return Inside::Walk(off);
+                    }
+                }
+            };
+            let next = off + head + value;
+            // A value past its node (`child_overflow`), or an invalid tag byte (the array
+            // flag without the node flag): the walk's to report.
+            if next > node || byte_is_invalid(tag) {
+                self.state = State::Head;
+                return Inside::Walk(off);
+            }
+            let action = if self.stops(tag) {
+                // A header that needs a decision (`step_head`).
+                self.decide(&Header {
+                    tag: Tag::from_byte(tag),
+                    len: value as u64,
+                    head_len: head,
+                })
+            } else {
+                // A two-group length the skip run leaves to the walk: skipped here.
+                Action::Skip
+            };
+            match action {
+                Action::Skip => {
+                    if self.parents.is_empty() {
+                        self.started += 1;
+                    }
+                    off = next;
+                }
+                Action::Take(sub) => {
+                    if self.parents.is_empty() {
+                        self.started += 1;
+                    }
+                    let tag = Tag::from_byte(tag);
+                    if next <= len {
+                        self.hit = Hit {
+                            sub,
+                            tag,
+                            start: off + head,
+                            len: value,
+                            head_len: head,
+                            depth: self.parents.len() as u32 + 1,
+                            assembled: false,
+                        };
+                        self.state = State::Head;
+                        self.after_value(base + next as u64);
+                        self.pos = base + next as u64;
+                        return Inside::Found(next);
+                    }
+                    // Straddles chunks: keep what arrived (never reserving from the length).
+                    self.assembled.clear();
+                    self.assembled.extend_from_slice(&input[off + head..]);
+                    self.state = State::Take {
+                        end: base + next as u64,
+                        sub,
+                        tag,
+                    };
+                    return Inside::Done;
+                }
+                // A node within the depth limit: entered, and the loop goes on in it (an
+                // empty one closes at the loop's head).
+                Action::Enter(active)
+                    if (self.parents.len() as u64 + 1) < self.config.limits.max_depth as u64 =>
+                {
+                    if self.parents.is_empty() {
+                        self.started += 1;
+                    }
+                    let level = self.level(base + next as u64, active, self.parents.len() + 1);
+                    self.parents.push(self.cur);
+                    self.cur = level;
+                    node = next;
+                    bound = node.min(len);
+                    off += head;
+                }
+                Action::Enter(_) => {
+                    self.state = State::Head;
+                    return Inside::Walk(off);
+                }
+            }
+        }
+    }
+
+    /// A header split after its tag byte whose value is to be taken, completed by the first
+    /// byte of `input` (a one-byte length) with the whole value in `input`: taken here, as
+    /// `step_head` would take it (the usual way a subscribed key's tag byte ends a chunk),
+    /// the value described by `hit`. False (nothing changed) leaves anything else to the
+    /// walk: another decision, a value past its node or past the input, an invalid tag byte.
+    #[inline(never)]
+    pub(super) fn split_take(&mut self, input: &[u8]) -> bool {
+        let tag = self.hbuf[0];
+        let (true, State::Head, Some(&l)) = (self.run, self.state, input.first()) else {
+            return false;
+        };
+        // The value's end from the input's start: it must lie in the input and the node.
+        let next = 1 + l as usize;
+        if !is_one_group(l)
+            || byte_is_invalid(tag)
+            || next > input.len()
+            || next as u64 > self.cur.end - self.pos
+        {
+            return false;
+        }
+        let header = Header {
+            tag: Tag::from_byte(tag),
+            len: l as u64,
+            head_len: 2,
+        };
+        let Action::Take(sub) = self.decide(&header) else {
+            return false;
+        };
+        self.hlen = 0;
+        if self.parents.is_empty() {
+            self.started += 1;
+        }
+        self.hit = Hit {
+            sub,
+            tag: header.tag,
+            start: 1,
+            len: l as usize,
+            head_len: 2,
+            depth: self.parents.len() as u32 + 1,
+            assembled: false,
+        };
+        self.pos += next as u64;
+        self.after_value(self.pos);
+        true
+    }
+
+    /// Whether the skip run stops at tag byte `tag` in the current node.
+    #[inline(always)]
+    fn stops(&self, tag: u8) -> bool {
+        self.cur.stop.stops(tag)
+    }
+
+    /// The common steps of chunked input, taken before the general machine is set up: the
+    /// rest of a value skipped across chunks, then the skip run. `None` when that consumed
+    /// all of `input` (the stream position is the caller's to advance), else the offset
+    /// where [`walk`](Observer::walk) goes on, with the state committed up to it.
+    #[inline(always)]
+    pub(super) fn skim(&mut self, input: &[u8]) -> Option<usize> {
+        let mut off = 0;
+        match self.state {
+            State::Head => {}
+            State::Skip { end } => {
+                let left = end - self.pos;
+                if left > input.len() as u64 {
+                    return None;
+                }
+                // `left <= input.len()`, a usize.
+                off = left as usize;
+                self.state = State::Head;
+                self.after_value(end);
+            }
+            State::Take { .. } => return Some(0),
+        }
+        if self.hlen != 0 {
+            off = self.skim_split_header(input)?;
+            if self.hlen != 0 {
+                return Some(0);
+            }
+        }
+        off = self.skip_run(input, off);
+        if self.state != State::Head || off == input.len() {
+            return None;
+        }
+        if self.run && off + 1 == input.len() {
+            // A header cut after its tag byte: kept as `read_header` keeps it when the
+            // tag byte is valid (the array flag needs the node flag) and the header can
+            // still fit in the current node; anything else is the walk's to report.
+            let tag = input[off];
+            if !byte_is_invalid(tag) && self.cur.end - (self.pos + off as u64) > 1 {
+                self.hbuf[0] = tag;
+                self.hlen = 1;
+                return None;
+            }
+        }
+        Some(off)
+    }
+
+    /// A header split after its tag byte (the usual split of chunked input), completed by
+    /// the first byte of `input` when the skip run would have skipped it whole: a tag it
+    /// does not stop at, a one-byte length, a value inside the current node (the checks
+    /// `complete_header`, `check_bounds` and `decide` make, and these headers pass). As
+    /// [`skim`](Observer::skim): `None` when the value runs past `input`, else where the
+    /// walk goes on; `Some(0)` leaves the header to the general machine.
+    #[inline(always)]
+    fn skim_split_header(&mut self, input: &[u8]) -> Option<usize> {
+        let (true, 1, Some(&len)) = (self.run, self.hlen, input.first()) else {
+            return Some(0);
+        };
+        let tag = self.hbuf[0];
+        if !is_one_group(len) || self.stops(tag) {
+            return Some(0);
+        }
+        // The header began one byte before this input.
+        let end = self.pos - 1 + 2 + len as u64;
+        if end > self.cur.end {
+            return Some(0);
+        }
+        self.hlen = 0;
+        if self.parents.is_empty() {
+            self.started += 1;
+        }
+        let left = end - self.pos;
+        if left > input.len() as u64 {
+            self.state = State::Skip { end };
+            return None;
+        }
+        self.after_value(end);
+        // `left <= input.len()`, a usize.
+        Some(left as usize)
+    }
+
+    /// The hot loop: skips every uninteresting TLV with a one-byte tag and a one-byte
+    /// length (0..=63) that lies in the current node, and returns the offset of the first
+    /// header it leaves to the general path (a key of interest, a node to validate, a longer
+    /// length, an invalid tag, a value that overflows the node). A skippable value that runs
+    /// past the end of `input` switches to the `Skip` state and consumes everything. The checks
+    /// it skips are exactly those these headers cannot fail: their lengths are non-negative,
+    /// minimal and below any limit of 63 or more.
+    #[inline(always)]
+    pub(super) fn skip_run(&mut self, input: &[u8], mut off: usize) -> usize {
+        if !self.run {
+            return off;
+        }
+        let base = self.pos;
+        // Only the bytes of `input` inside the current node: a value ending past them is
+        // left to the general path (it straddles the input, or overflows the node).
+        let in_level = self.cur.end.saturating_sub(base);
+        let bytes = if in_level < input.len() as u64 {
+            // `in_level < input.len()`, a usize.
+            &input[..in_level as usize]
+        } else {
+            input
+        };
+        // The node's end from the input's start (a node longer than memory is as good as
+        // endless here). By reference: a by-value copy of the stop set is a wide load over
+        // narrower stores just made by `enter`/`reset`, which stalls store-to-load
+        // forwarding.
+        let node = usize::try_from(in_level).unwrap_or(usize::MAX);
+        let start = off;
+        let mut skipped = 0u64;
+        off = skip::run_by::<_, false>(bytes, off, node, &self.cur.stop, &mut skipped);
+        if off > bytes.len() {
+            // A skippable value that runs past the input but not past its node (the usual
+            // case for chunked input): count it down from here.
+            if self.parents.is_empty() {
+                self.started += skipped;
+            }
+            self.state = State::Skip {
+                end: base + off as u64,
+            };
+            return input.len();
+        }
+        if off != start {
+            if self.parents.is_empty() {
+                self.started += skipped;
+            }
+            self.after_value(base + off as u64);
+        }
+        off
+    }
+}
+
+/// False when the first packet of `input` (a top-level boundary) certainly runs past its
+/// end: [`fast::walk`](crate::fast::walk) would give up on it at once, so chunked input does not
+/// pay for setting it up. A lower bound of the packet's size is enough (the walk checks the rest):
+/// its header, plus the high group of a two-byte length.
+#[inline(always)]
+pub(super) fn first_may_fit(input: &[u8]) -> bool {
+    let Some(&b1) = input.get(1) else {
+        return input.is_empty();
+    };
+    packet_len_at_least(b1) <= input.len()
+}
+
+/// What [`Observer::skim_inside`] did with a chunk.
+pub(super) enum Inside {
+    /// Not its kind of chunk; nothing changed.
+    No,
+    /// Consumed the whole chunk (the stream position is the caller's to advance).
+    Done,
+    /// Stopped at the header at this offset, which the walk reads next.
+    Walk(usize),
+    /// Completed a value (`Observer::hit`) having consumed this many bytes (the stream
+    /// position already advanced).
+    Found(usize),
+}
