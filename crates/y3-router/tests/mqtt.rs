@@ -8,6 +8,8 @@
 //! sessions delivering what arrived while the subscriber was away, QoS 2 and hostile
 //! packets closed and counted with every other client served on.
 
+mod common;
+
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -250,13 +252,36 @@ async fn sensors_reach_y3_sinks_and_mqtt_subscribers_exactly() {
         metric(&router, "y3_router_mqtt_published_total"),
         3 * n as u64
     );
+    common::ledger(&router).await;
+    let mqtt = router.stats().mqtt;
+    // Every PUBLISH routed; every QoS 1 one PUBACKed as stored; every message for the
+    // subscribers delivered (3 runs of n, each to one subscriber).
+    assert_eq!(
+        (mqtt.received, mqtt.routed, mqtt.refused),
+        (3 * n as u64, 3 * n as u64, 0)
+    );
+    assert_eq!(
+        (mqtt.qos1_routed, mqtt.acked, mqtt.awaiting),
+        (2 * n as u64, 2 * n as u64, 0)
+    );
+    assert_eq!(
+        metric(&router, "y3_router_mqtt_pubacked_total{reason=\"stored\"}"),
+        2 * n as u64
+    );
+    assert_eq!(
+        (mqtt.offered, mqtt.delivered, mqtt.held),
+        (3 * n as u64, 3 * n as u64, 0)
+    );
     let stats = router.shutdown().await;
     assert_eq!(stats.unaccounted(), 0, "{stats:?}");
+    common::ledger_of(&stats);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wildcards_select_topics_and_y3_frames_reach_mqtt() {
-    let router = start().await;
+    let mut config = config();
+    config.listen.metrics = "127.0.0.1:0".into();
+    let router = Router::start(config).await.unwrap();
     let alerts = subscriber(
         &router,
         &["-q", "1", "-u", "tester", "-P", "main"],
@@ -280,6 +305,39 @@ async fn wildcards_select_topics_and_y3_frames_reach_mqtt() {
     assert!(conns
         .iter()
         .any(|c| c.subscriptions == [("sensors/b/+".to_string(), 0)]));
+    // /connz lists them under their own kind, with their sessions; the router's
+    // connection gauge counts them under client_type="mqtt".
+    let (code, body) = common::http_get(router.metrics_addr().unwrap(), "/connz", None).await;
+    assert_eq!(code, 200, "{body}");
+    let connz: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let mqtt: Vec<&serde_json::Value> = connz["connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["kind"] == "mqtt")
+        .collect();
+    assert_eq!(mqtt.len(), 2, "{body}");
+    let alerts_conn = mqtt
+        .iter()
+        .find(|c| c["mqtt"]["subscriptions"][0]["filter"] == "alerts/+")
+        .expect("the alerts subscriber");
+    assert_eq!(alerts_conn["protocol"], "mqtt");
+    assert_eq!(alerts_conn["transport"], "tcp");
+    assert_eq!(alerts_conn["name"], "tester");
+    assert_eq!(alerts_conn["mqtt"]["username"], "tester");
+    assert_eq!(alerts_conn["mqtt"]["subscriptions"][0]["qos"], 1);
+    assert_eq!(alerts_conn["mqtt"]["inflight"], 0);
+    assert!(alerts_conn["remote"]
+        .as_str()
+        .unwrap()
+        .starts_with("127.0.0.1:"));
+    assert!(alerts_conn["client_id"]
+        .as_str()
+        .is_some_and(|id| !id.is_empty()));
+    assert_eq!(
+        metric(&router, "y3_router_connections{client_type=\"mqtt\"}"),
+        2
+    );
     // Frames of a y3 source reach MQTT subscribers under the mapped topic.
     let options = ClientOptions::new(router.tcp_addr().unwrap()).token("main");
     let mut source = Source::connect(options).await.unwrap();
@@ -310,6 +368,7 @@ async fn wildcards_select_topics_and_y3_frames_reach_mqtt() {
         ["sensors/b/noise from-b", "sensors/b/noise from-b"]
     );
     source.close().await.unwrap();
+    common::ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -374,6 +433,7 @@ async fn wrong_password_and_unmapped_topics_are_refused_and_counted() {
         2
     );
     assert_eq!(metric(&router, "y3_router_mqtt_published_total"), 0);
+    common::ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -436,6 +496,7 @@ async fn persistent_sessions_get_what_arrived_while_away() {
         .map(|l| format!("sensors/a/noise {l}"))
         .collect();
     assert_eq!(lines_of(back).await, want);
+    common::ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -518,6 +579,7 @@ async fn hostile_packets_are_closed_and_counted_and_others_served() {
     .await;
     assert!(ok, "{err}");
     assert_eq!(lines_of(sub).await, ["sensors/z/noise still"]);
+    common::ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -597,6 +659,7 @@ async fn retained_messages_wills_and_keep_alive() {
         .args(["-CONT", &pid])
         .status();
     drop(frozen);
+    common::ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -623,5 +686,6 @@ async fn packets_that_arrive_with_connect_are_served() {
         .unwrap();
     // CONNACK accepted, then SUBACK for packet 1 granting QoS 1.
     assert_eq!(reply, [0x20, 2, 0, 0, 0x90, 3, 0, 1, 1]);
+    common::ledger(&router).await;
     router.shutdown().await;
 }

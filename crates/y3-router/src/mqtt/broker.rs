@@ -97,7 +97,7 @@ impl Broker {
             let keep = s2.holder.is_some() || s2.expires.is_none_or(|e| e > now);
             drop(s2);
             if !keep {
-                s.end();
+                self.ended(s, "session_expired");
             }
             keep
         });
@@ -109,7 +109,7 @@ impl Broker {
             if !clean {
                 return Some((old, true));
             }
-            old.end();
+            self.ended(&old, "session_ended");
             sessions.remove(client_id);
         }
         if sessions.len() >= self.config.max_sessions {
@@ -132,7 +132,7 @@ impl Broker {
         let keep = s.persistent;
         drop(s);
         if !keep {
-            session.end();
+            self.ended(session, "session_ended");
             let mut sessions = self.sessions();
             if sessions
                 .get(&session.client_id)
@@ -141,6 +141,23 @@ impl Broker {
                 sessions.remove(&session.client_id);
             }
             self.metrics.sessions.set(sessions.len() as i64);
+        }
+    }
+
+    /// Ends `session`, counting what it held as dropped for `reason`.
+    fn ended(&self, session: &Session, reason: &'static str) {
+        let n = session.end() as u64;
+        self.metrics.dropped(reason, n);
+    }
+
+    /// Offers `message` to `session`, every outcome counted in the ledger.
+    pub fn offer(&self, session: &Session, message: Publish) {
+        self.metrics.offered();
+        match session.offer(message, self.config.max_session_queue) {
+            Offered::Queued => {}
+            Offered::DroppedOldest | Offered::DroppedNew => self.metrics.dropped("session_full", 1),
+            Offered::Offline => self.metrics.dropped("offline_qos0", 1),
+            Offered::Ended => self.metrics.dropped("session_ended", 1),
         }
     }
 
@@ -218,16 +235,11 @@ impl Broker {
                 dup: false,
                 payload: payload.clone(),
             };
-            match session.offer(message, self.config.max_session_queue) {
-                Offered::Queued => {}
-                Offered::DroppedOldest => {
-                    self.metrics.dropped("session_full", 1);
-                }
-                Offered::Offline => self.metrics.dropped("offline_qos0", 1),
-            }
+            self.offer(session, message);
         }
         if !any {
             // The tag's topic (or the frame's mqtt-topic) matches none of the filters.
+            self.metrics.offered();
             self.metrics.dropped("no_topic", 1);
         }
     }

@@ -8,7 +8,10 @@
 //! max_subscriptions = 64      # topic filters one session may hold
 //! max_session_queue = 10000   # messages kept for one session (offline or in flight); past
 //!                             # it the oldest is dropped (counted: mqtt_dropped "session_full")
-//! max_inflight = 64           # QoS 1 messages sent to one client and not yet acknowledged
+//! max_inflight = 256          # QoS 1 messages sent to one client and not yet acknowledged
+//!                             # (fewer if its MQTT 5 CONNECT says a smaller Receive Maximum)
+//! receive_maximum = 1024      # QoS 1 publishes a client may have unacknowledged (MQTT 5:
+//!                             # announced in CONNACK, one past it closes with 0x93)
 //! max_sessions = 10000        # persistent sessions kept; past it a new one is refused
 //! max_retained = 1024         # retained messages kept (one per topic); past it refused, counted
 //! max_retained_bytes = 1048576 # their payloads together
@@ -46,6 +49,8 @@ pub struct MqttConfig {
     pub max_session_queue: usize,
     /// QoS 1 messages in flight to one client.
     pub max_inflight: usize,
+    /// QoS 1 publishes one client may have unacknowledged (MQTT 5's Receive Maximum).
+    pub receive_maximum: u16,
     /// Persistent sessions kept.
     pub max_sessions: usize,
     /// Retained messages kept.
@@ -65,7 +70,8 @@ impl Default for MqttConfig {
             max_packet_bytes: 1024 * 1024,
             max_subscriptions: 64,
             max_session_queue: 10_000,
-            max_inflight: 64,
+            max_inflight: 256,
+            receive_maximum: 1024,
             max_sessions: 10_000,
             max_retained: 1024,
             max_retained_bytes: 1024 * 1024,
@@ -116,6 +122,7 @@ impl MqttConfig {
         if self.max_packet_bytes == 0
             || self.max_session_queue == 0
             || self.max_inflight == 0
+            || self.receive_maximum == 0
             || self.max_subscriptions == 0
         {
             return bad("mqtt", "limits must be above 0");

@@ -37,7 +37,7 @@ use std::sync::Arc;
 pub use config::{MqttConfig, PublishMap, SubscribeMap};
 pub use error::MqttError;
 pub use link::TOPIC_KEY;
-pub use metrics::MqttMetrics;
+pub use metrics::{MqttLedger, MqttMetrics};
 
 use crate::shared::Shared;
 
