@@ -194,6 +194,7 @@ impl Router {
             quic: None,
             metrics: None,
             mqtt: None,
+            mqtt_tls: None,
             mqtt_side: None,
             identity: identity.clone(),
             quic_server: None,
@@ -305,22 +306,35 @@ impl Router {
                 metrics_token.map(Arc::from),
             )));
         }
-        if let Some(addr) = config.mqtt.validate()? {
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .map_err(|source| RouterError::Bind {
-                    what: "mqtt",
-                    addr,
-                    source,
-                })?;
-            handle.mqtt = listener.local_addr().ok();
+        let (mqtt_plain, mqtt_tls) = (config.mqtt.validate()?, config.mqtt.tls_addr()?);
+        if mqtt_plain.is_some() || mqtt_tls.is_some() {
             let mqtt = crate::mqtt::Mqtt::new(&shared);
             handle.mqtt_side = Some(mqtt.clone());
-            background.push(tokio::spawn(crate::mqtt::serve(
-                listener,
-                shared.clone(),
-                mqtt,
-            )));
+            for (addr, tls) in [(mqtt_plain, false), (mqtt_tls, true)] {
+                let Some(addr) = addr else { continue };
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .map_err(|source| RouterError::Bind {
+                        what: if tls { "mqtt tls" } else { "mqtt" },
+                        addr,
+                        source,
+                    })?;
+                let acceptor = if tls {
+                    handle.mqtt_tls = listener.local_addr().ok();
+                    Some(crate::mqtt::tls_acceptor(
+                        &identity.server_config_with(client_ca.as_ref())?,
+                    ))
+                } else {
+                    handle.mqtt = listener.local_addr().ok();
+                    None
+                };
+                background.push(tokio::spawn(crate::mqtt::serve(
+                    listener,
+                    shared.clone(),
+                    mqtt.clone(),
+                    acceptor,
+                )));
+            }
         }
         handle.background = background;
         // Only now that every listener is bound: a second router that fails to bind must
@@ -367,6 +381,7 @@ pub struct RouterHandle {
     quic: Option<std::net::SocketAddr>,
     metrics: Option<std::net::SocketAddr>,
     mqtt: Option<std::net::SocketAddr>,
+    mqtt_tls: Option<std::net::SocketAddr>,
     mqtt_side: Option<crate::mqtt::Mqtt>,
     identity: Identity,
     quic_server: Option<Arc<QuicServer>>,
@@ -387,6 +402,11 @@ impl RouterHandle {
     /// The MQTT listener's address (`[mqtt] listen`), if on.
     pub fn mqtt_addr(&self) -> Option<std::net::SocketAddr> {
         self.mqtt
+    }
+
+    /// The MQTT over TLS listener's address (`[mqtt] tls_listen`), if on.
+    pub fn mqtt_tls_addr(&self) -> Option<std::net::SocketAddr> {
+        self.mqtt_tls
     }
 
     /// The MQTT connections open now (name, client id, address, subscriptions): what

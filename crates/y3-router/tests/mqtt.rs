@@ -689,3 +689,106 @@ async fn packets_that_arrive_with_connect_are_served() {
     common::ledger(&router).await;
     router.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_listen_serves_mosquitto_with_the_routers_certificate() {
+    let mut config = config();
+    config.mqtt.tls_listen = "127.0.0.1:0".into();
+    let router = Router::start(config).await.unwrap();
+    let tls_port = router.mqtt_tls_addr().unwrap().port().to_string();
+    // The router's (dev) certificate is the CA file mosquitto checks it against.
+    let ca = std::env::temp_dir().join(format!("y3-mqtt-tls-{}.pem", std::process::id()));
+    router.identity().write_certificate_pem(&ca).unwrap();
+    let ca = ca.to_str().unwrap().to_owned();
+    let tls = ["-p", &tls_port, "--cafile", &ca];
+    let n = 100;
+    let before = metric(&router, "y3_router_mqtt_accepted_total");
+    let sub = tool("mosquitto_sub")
+        .args(["-h", "127.0.0.1", "-t", "sensors/#", "-v", "-q", "1"])
+        .args([
+            "-C",
+            &n.to_string(),
+            "-W",
+            "60",
+            "-u",
+            "tester",
+            "-P",
+            "main",
+        ])
+        .args(tls)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(|| metric(&router, "y3_router_mqtt_accepted_total") > before).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let conns = router.mqtt_connections();
+    assert_eq!(conns.len(), 1, "{conns:?}");
+    let lines = numbered("tls", n);
+    let mut publisher = tool("mosquitto_pub")
+        .args(["-h", "127.0.0.1", "-t", "sensors/t/noise", "-l", "-q", "1"])
+        .args(["-u", "dev-t", "-P", "sensor-key"])
+        .args(tls)
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = publisher.stdin.take().unwrap();
+    stdin
+        .write_all((lines.join("\n") + "\n").as_bytes())
+        .await
+        .unwrap();
+    drop(stdin);
+    let out = tokio::time::timeout(WAIT, publisher.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let want: Vec<String> = lines
+        .iter()
+        .map(|l| format!("sensors/t/noise {l}"))
+        .collect();
+    assert_eq!(lines_of(sub).await, want, "every message once, in order");
+    // A client that does not speak TLS to the TLS port is refused, counted; one that does
+    // not trust the certificate fails its handshake.
+    let mut plain = tokio::net::TcpStream::connect(router.mqtt_tls_addr().unwrap())
+        .await
+        .unwrap();
+    plain
+        .write_all(&[0x10, 0x0C, 0, 4, b'M', b'Q', b'T', b'T', 4, 2, 0, 60, 0, 0])
+        .await
+        .unwrap();
+    let mut buf = [0u8; 64];
+    let _ = tokio::time::timeout(WAIT, plain.read(&mut buf)).await;
+    wait_for(|| {
+        metric(
+            &router,
+            "y3_router_mqtt_refused_total{reason=\"tls_handshake\"}",
+        ) == 1
+    })
+    .await;
+    let (ok, text) = publish_one(
+        &router,
+        &[
+            "-p",
+            &tls_port,
+            "--capath",
+            "/nonexistent-ca-dir",
+            "-q",
+            "1",
+        ],
+        "mqttv311",
+        "sensors/t/noise",
+    )
+    .await;
+    assert!(!ok, "an untrusted certificate must fail: {text}");
+    let _ = std::fs::remove_file(&ca);
+    common::ledger(&router).await;
+    let stats = router.shutdown().await;
+    common::ledger_of(&stats);
+    assert_eq!(stats.mqtt.routed, n as u64, "{:?}", stats.mqtt);
+}

@@ -3,6 +3,8 @@
 //! ```toml
 //! [mqtt]
 //! listen = "127.0.0.1:1883"   # "" (the default): no MQTT listener
+//! tls_listen = "127.0.0.1:8883" # MQTT over TLS 1.3 with the router's certificate ([tls], or
+//!                             # the dev certificate) and its client CA policy; "": none
 //! max_packet_bytes = 1048576  # an MQTT packet's remaining length, at most (checked from
 //!                             # the fixed header, before anything is buffered)
 //! max_subscriptions = 64      # topic filters one session may hold
@@ -41,6 +43,8 @@ use crate::error::RouterError;
 pub struct MqttConfig {
     /// The MQTT (plain TCP) listener; empty: none.
     pub listen: String,
+    /// The MQTT over TLS listener (the router's certificate); empty: none.
+    pub tls_listen: String,
     /// Longest MQTT packet (its remaining length), bytes.
     pub max_packet_bytes: usize,
     /// Topic filters one session may hold.
@@ -67,6 +71,7 @@ impl Default for MqttConfig {
     fn default() -> Self {
         MqttConfig {
             listen: String::new(),
+            tls_listen: String::new(),
             max_packet_bytes: 1024 * 1024,
             max_subscriptions: 64,
             max_session_queue: 10_000,
@@ -130,12 +135,30 @@ impl MqttConfig {
         if self.max_inflight > usize::from(u16::MAX) {
             return bad("mqtt.max_inflight", "at most 65535 (packet ids)");
         }
+        self.tls_addr()?;
         if self.listen.is_empty() {
             return Ok(None);
         }
         match self.listen.parse() {
             Ok(addr) => Ok(Some(addr)),
             Err(_) => bad("mqtt.listen", "not a socket address (host:port)"),
+        }
+    }
+
+    /// The TLS listener's address, or `None` when off.
+    ///
+    /// # Errors
+    /// [`RouterError::Config`] for an address that does not parse.
+    pub fn tls_addr(&self) -> Result<Option<SocketAddr>, RouterError> {
+        if self.tls_listen.is_empty() {
+            return Ok(None);
+        }
+        match self.tls_listen.parse() {
+            Ok(addr) => Ok(Some(addr)),
+            Err(_) => Err(RouterError::Config {
+                field: "mqtt.tls_listen",
+                problem: "not a socket address (host:port)",
+            }),
         }
     }
 

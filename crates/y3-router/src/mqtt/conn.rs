@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use futures_util::{SinkExt, StreamExt};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 use y3_transport::frame::{ClientType, GoawayCode, Stored};
@@ -43,12 +43,40 @@ pub(crate) struct Stop {
     pub close: CancellationToken,
 }
 
+/// A client's socket, plain or TLS, split into its two halves.
+pub(crate) struct Io {
+    rd: Box<dyn AsyncRead + Send + Sync + Unpin>,
+    wr: Box<dyn AsyncWrite + Send + Sync + Unpin>,
+    transport: &'static str,
+}
+
+impl Io {
+    /// A plain TCP client (`listen`).
+    pub fn plain(stream: TcpStream) -> Io {
+        let (rd, wr) = stream.into_split();
+        Io {
+            rd: Box::new(rd),
+            wr: Box::new(wr),
+            transport: "tcp",
+        }
+    }
+
+    /// A TLS client (`tls_listen`), its handshake done.
+    pub fn tls(stream: tokio_rustls::server::TlsStream<TcpStream>) -> Io {
+        let (rd, wr) = tokio::io::split(stream);
+        Io {
+            rd: Box::new(rd),
+            wr: Box::new(wr),
+            transport: "tls",
+        }
+    }
+}
+
 /// Serves one MQTT client until it leaves, breaks a rule, or the router stops.
-pub(crate) async fn run(broker: Arc<Broker>, stream: TcpStream, peer: SocketAddr, stop: Stop) {
+pub(crate) async fn run(broker: Arc<Broker>, io: Io, peer: SocketAddr, stop: Stop) {
     let open = broker.metrics.open();
     open.inc();
-    let _ = stream.set_nodelay(true);
-    let (rd, wr) = stream.into_split();
+    let Io { rd, wr, transport } = io;
     let mut conn = Conn {
         broker: broker.clone(),
         rd,
@@ -57,7 +85,7 @@ pub(crate) async fn run(broker: Arc<Broker>, stream: TcpStream, peer: SocketAddr
         out: BytesMut::with_capacity(8 * 1024),
         version: Version::V4,
         peer,
-        transport: "tcp",
+        transport,
         max_inflight: broker.config.max_inflight,
     };
     if let Err(e) = conn.serve(stop).await {
@@ -76,8 +104,8 @@ pub(crate) async fn run(broker: Arc<Broker>, stream: TcpStream, peer: SocketAddr
 
 struct Conn {
     broker: Arc<Broker>,
-    rd: tokio::net::tcp::OwnedReadHalf,
-    wr: tokio::net::tcp::OwnedWriteHalf,
+    rd: Box<dyn AsyncRead + Send + Sync + Unpin>,
+    wr: Box<dyn AsyncWrite + Send + Sync + Unpin>,
     buf: BytesMut,
     out: BytesMut,
     version: Version,

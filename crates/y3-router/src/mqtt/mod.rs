@@ -80,8 +80,24 @@ impl Mqtt {
     }
 }
 
-/// Serves MQTT clients on `listener` until the router stops accepting.
-pub(crate) async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>, mqtt: Mqtt) {
+/// The TLS acceptor of `tls_listen`: the router's server configuration (certificate,
+/// TLS 1.3, client CA policy) without y3's ALPN, which MQTT clients do not offer.
+pub(crate) fn tls_acceptor(config: &Arc<rustls_config::ServerConfig>) -> tokio_rustls::TlsAcceptor {
+    let mut config = (**config).clone();
+    config.alpn_protocols.clear();
+    tokio_rustls::TlsAcceptor::from(Arc::new(config))
+}
+
+use tokio_rustls::rustls as rustls_config;
+
+/// Serves MQTT clients on `listener` (over TLS with `tls`) until the router stops
+/// accepting.
+pub(crate) async fn serve(
+    listener: tokio::net::TcpListener,
+    shared: Arc<Shared>,
+    mqtt: Mqtt,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+) {
     let broker = mqtt.0;
     loop {
         let accepted = tokio::select! {
@@ -95,9 +111,33 @@ pub(crate) async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>
                     close: shared.close_all.clone(),
                 };
                 let (broker, kill) = (broker.clone(), shared.kill.clone());
+                let (tls, handshake) = (tls.clone(), shared.config.handshake_timeout());
                 shared.tracker.spawn(async move {
+                    let _ = stream.set_nodelay(true);
+                    let serve = async {
+                        let io = match tls {
+                            None => conn::Io::plain(stream),
+                            Some(tls) => {
+                                let accepted = tokio::time::timeout(handshake, tls.accept(stream)).await;
+                                match accepted {
+                                    Ok(Ok(stream)) => conn::Io::tls(stream),
+                                    Ok(Err(e)) => {
+                                        broker.metrics.refused("tls_handshake");
+                                        tracing::warn!(%peer, error = %e, "mqtt tls handshake failed");
+                                        return;
+                                    }
+                                    Err(_) => {
+                                        broker.metrics.refused("tls_handshake");
+                                        tracing::warn!(%peer, "mqtt tls handshake timed out");
+                                        return;
+                                    }
+                                }
+                            }
+                        };
+                        conn::run(broker.clone(), io, peer, stop).await;
+                    };
                     tokio::select! {
-                        _ = conn::run(broker, stream, peer, stop) => {}
+                        _ = serve => {}
                         _ = kill.cancelled() => {}
                     }
                 });
