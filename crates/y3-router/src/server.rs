@@ -530,6 +530,10 @@ impl RouterHandle {
         {
             tracing::warn!("drain timed out; closing the remaining connections");
         }
+        if let Some(mqtt) = &self.mqtt_side {
+            // Persistent MQTT sessions outlive the restart (`mqtt/saved.rs`).
+            mqtt.save().await;
+        }
         if let Some(federation) = &shared.federation {
             // What functions wrote last is published before the process goes.
             federation.close().await;

@@ -792,3 +792,101 @@ async fn tls_listen_serves_mosquitto_with_the_routers_certificate() {
     common::ledger_of(&stats);
     assert_eq!(stats.mqtt.routed, n as u64, "{:?}", stats.mqtt);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn persistent_sessions_and_retained_messages_survive_a_graceful_restart() {
+    let state = std::env::temp_dir().join(format!("y3-mqtt-restart-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&state);
+    let restartable = || {
+        let mut c = config();
+        c.state.persist = true;
+        c.state.dir = state.clone();
+        c
+    };
+    let router = Router::start(restartable()).await.unwrap();
+    let persistent = [
+        "-q",
+        "1",
+        "-c",
+        "-i",
+        "restart-1",
+        "-u",
+        "tester",
+        "-P",
+        "main",
+    ];
+    // Subscribe once, then leave.
+    let first = subscriber(&router, &persistent, "sensors/+/noise", 1).await;
+    let sensor = ["-q", "1", "-u", "sensor", "-P", "sensor-key"];
+    let (ok, err) = publish(&router, &sensor, "sensors/a/noise", &["before".into()]).await;
+    assert!(ok, "{err}");
+    assert_eq!(lines_of(first).await, ["sensors/a/noise before"]);
+    // Every one of these is PUBACKed (mosquitto_pub exits 0 only then) while the
+    // subscriber is away; one retained message too.
+    let away = numbered("away", 50);
+    let (ok, err) = publish(&router, &sensor, "sensors/a/noise", &away).await;
+    assert!(ok, "{err}");
+    let (ok, err) = publish(
+        &router,
+        &["-q", "1", "-r", "-u", "tester", "-P", "main"],
+        "alerts/noise",
+        &["kept".into()],
+    )
+    .await;
+    assert!(ok, "{err}");
+    wait_for(|| router.stats().mqtt.held == 50).await;
+    common::ledger(&router).await;
+    let stats = router.shutdown().await;
+    common::ledger_of(&stats);
+    let file = std::fs::read_dir(&state)
+        .unwrap()
+        .filter_map(Result::ok)
+        .find(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("mqtt-sessions-")
+        })
+        .expect("the sessions file is written at a graceful stop");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(file.metadata().unwrap().permissions().mode() & 0o777, 0o600);
+    }
+
+    // The successor: the session is there (session present), its 50 messages come first.
+    let router = Router::start(restartable()).await.unwrap();
+    assert!(!file.path().exists(), "read and removed by the next start");
+    assert_eq!(router.stats().mqtt.held, 50);
+    let back = tool("mosquitto_sub")
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port(&router),
+            "-t",
+            "sensors/+/noise",
+        ])
+        .args(["-v", "-C", "50", "-W", "60"])
+        .args(persistent)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let want: Vec<String> = away
+        .iter()
+        .map(|l| format!("sensors/a/noise {l}"))
+        .collect();
+    assert_eq!(lines_of(back).await, want, "nothing PUBACKed is lost");
+    // The retained message too.
+    let retained = subscriber(
+        &router,
+        &["-q", "1", "-u", "tester", "-P", "main"],
+        "alerts/noise",
+        1,
+    )
+    .await;
+    assert_eq!(lines_of(retained).await, ["alerts/noise kept"]);
+    common::ledger(&router).await;
+    router.shutdown().await;
+    let _ = std::fs::remove_dir_all(&state);
+}

@@ -17,6 +17,8 @@
 //! max_sessions = 10000        # persistent sessions kept; past it a new one is refused
 //! max_retained = 1024         # retained messages kept (one per topic); past it refused, counted
 //! max_retained_bytes = 1048576 # their payloads together
+//! max_saved_bytes = 67108864  # payload bytes of persistent sessions written to the state
+//!                             # directory at a graceful stop (past it: not saved, counted)
 //!
 //! [[mqtt.publish]]            # a publish whose topic matches `topic` goes out under `tag`
 //! topic = "sensors/+/noise"   # (the first mapping that matches); none: refused (0x90)
@@ -61,6 +63,8 @@ pub struct MqttConfig {
     pub max_retained: usize,
     /// Bytes of retained payloads kept together.
     pub max_retained_bytes: usize,
+    /// Payload bytes of persistent sessions saved at a graceful stop (`saved.rs`).
+    pub max_saved_bytes: usize,
     /// Topic filters → tags, for publishes.
     pub publish: Vec<PublishMap>,
     /// Tags → topics, for subscribers.
@@ -80,6 +84,7 @@ impl Default for MqttConfig {
             max_sessions: 10_000,
             max_retained: 1024,
             max_retained_bytes: 1024 * 1024,
+            max_saved_bytes: 64 * 1024 * 1024,
             publish: Vec::new(),
             subscribe: Vec::new(),
         }

@@ -246,6 +246,11 @@ impl Conn {
             refusals_logged: false,
             draining: false,
         };
+        // A session restored from the state directory gets its downlink now that its
+        // client's credentials are here.
+        if !state.session.lock().subscriptions.is_empty() {
+            self.refresh(&state).await;
+        }
         let result = self.run_loop(&mut state, &mut uplink, &stop).await;
         let clean_exit = matches!(result, Ok(true));
         if !clean_exit {

@@ -19,7 +19,7 @@
 //!
 //! Not supported, refused with MQTT's reason: QoS 2 publishes (`0x9B`; subscriptions are
 //! granted QoS 1 at most), topic aliases, shared subscriptions, MQTT 3.1 (level 3).
-//! Sessions live in memory: a restarted router starts with none.
+//! Persistent sessions and retained messages outlive a graceful restart (`saved.rs`).
 
 mod broker;
 pub mod config;
@@ -29,6 +29,7 @@ mod link;
 mod metrics;
 pub mod packet;
 mod retained;
+mod saved;
 mod session;
 
 use std::net::SocketAddr;
@@ -65,13 +66,34 @@ pub(crate) struct Mqtt(Arc<broker::Broker>);
 impl Mqtt {
     /// The MQTT side of `shared`'s router.
     pub fn new(shared: &Arc<Shared>) -> Mqtt {
-        Mqtt(broker::Broker::new(
-            shared.config.mqtt.clone(),
+        let config = &shared.config;
+        let listen = if config.mqtt.listen.is_empty() {
+            &config.mqtt.tls_listen
+        } else {
+            &config.mqtt.listen
+        };
+        let saved = config
+            .state
+            .persist
+            .then(|| crate::state::dir(&config.state))
+            .flatten()
+            .map(|dir| saved::path(&dir, listen));
+        let broker = broker::Broker::new(
+            config.mqtt.clone(),
             link::Links {
                 shared: shared.clone(),
             },
             shared.metrics.mqtt.clone(),
-        ))
+            saved,
+        );
+        broker.restore();
+        Mqtt(broker)
+    }
+
+    /// Writes the persistent sessions into the state directory (a graceful stop, once
+    /// every MQTT connection has closed).
+    pub async fn save(&self) {
+        self.0.save().await;
     }
 
     /// The MQTT connections open now.
