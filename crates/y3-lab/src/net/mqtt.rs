@@ -290,6 +290,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
     let epoch = Instant::now();
     let mut records = Vec::new();
     let mut notes = Vec::new();
+    let load_before = load_average();
     let brokers: Vec<&str> = BROKERS
         .iter()
         .copied()
@@ -371,6 +372,14 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
                 .unwrap_or_default(),
         ),
     ];
+    notes.push(format!(
+        "host load (1-minute average) {} at the start, {} at the end, on {} cores: other \
+         work shared the machine, so absolute figures are low; the brokers ran one after \
+         another in the same run, so the ratios compare them under similar load",
+        load_before,
+        load_average(),
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    ));
     Ok(Results::of(
         crate::net::meta(
             "mqtt",
@@ -382,4 +391,12 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
         records,
         notes,
     ))
+}
+
+/// The host's 1-minute load average (`/proc/loadavg`), or `?`.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "?".to_owned())
 }
