@@ -554,6 +554,23 @@ mod tests {
     }
 
     #[test]
+    fn connack_announces_the_receive_maximum_under_mqtt_5() {
+        let mut out = BytesMut::new();
+        write(
+            Version::V5,
+            &Outgoing::ConnAck(ConnCode::Accepted, false, 7),
+            &mut out,
+        )
+        .unwrap();
+        match v5::Packet::read(&mut out, None).unwrap() {
+            v5::Packet::ConnAck(c) => {
+                assert_eq!(c.properties.and_then(|p| p.receive_max), Some(7));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
     fn writes_what_it_reads() {
         for version in [Version::V4, Version::V5] {
             let publish = Publish {
