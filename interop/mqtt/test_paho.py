@@ -39,7 +39,8 @@ token = "sensor-key"
 publish = [0x10]
 observe = []
 [state]
-persist = false
+persist = true
+dir = "{state}"
 [mqtt]
 listen = "127.0.0.1:{mqtt}"
 [[mqtt.publish]]
@@ -60,7 +61,8 @@ class Router:
         self.mqtt = free_port()
         self.path = os.path.join(self.dir, "y3.toml")
         with open(self.path, "w") as f:
-            f.write(CONFIG.format(tcp=free_port(), metrics=free_port(), mqtt=self.mqtt))
+            f.write(CONFIG.format(tcp=free_port(), metrics=free_port(), mqtt=self.mqtt,
+                                  state=os.path.join(self.dir, "state")))
         self.proc = None
         self.start()
 
@@ -277,3 +279,37 @@ def test_router_restart_loses_nothing_pubacked(router):
     for c in (pub, sub):
         c.disconnect()
         c.loop_stop()
+
+
+@pytest.mark.parametrize("version", [4, 5])
+def test_persistent_session_survives_a_router_restart(router, version):
+    """A persistent subscriber away while QoS 1 messages are PUBACKed, then the router is
+    restarted (SIGTERM: it saves its sessions in the state directory): back with the same
+    client id and no SUBSCRIBE, it gets every one of them from the new process."""
+    cid = f"restart-persist-{version}"
+    sub = client(version, client_id=cid, clean=False)
+    assert connect(sub, router, version, clean=False) == 0
+    Collector(sub, "sensors/+/noise").subscribe()
+    sub.disconnect()
+    sub.loop_stop()
+    pub = client(version, password="sensor-key")
+    assert connect(pub, router, version) == 0
+    n = 100
+    for i in range(n):
+        pub.publish("sensors/k/noise", f"kept{i}", qos=1).wait_for_publish(WAIT)
+    pub.disconnect()
+    pub.loop_stop()
+    router.stop()
+    assert "mqtt sessions saved" in router.log(), router.log()[-3000:]
+    router.start()
+    back = client(version, client_id=cid, clean=False)
+    col = Collector(back, "unused")
+    flags = {}
+    back.on_connect = lambda _c, _u, f, _r, _p: flags.update(present=f.session_present)
+    back.connect("127.0.0.1", router.mqtt, **({"clean_start": False, "properties": session_expiry(3600)} if version == 5 else {}))
+    back.loop_start()
+    got = col.wait_for(n)
+    assert got == [("sensors/k/noise", f"kept{i}") for i in range(n)], router.log()[-3000:]
+    assert flags.get("present") is True
+    back.disconnect()
+    back.loop_stop()

@@ -2,7 +2,15 @@ module github.com/y3-dev/y3/interop/yomo
 
 go 1.25.0
 
-require github.com/yomorun/yomo v1.22.0
+require (
+	github.com/eclipse/paho.mqtt.golang v1.4.3
+	github.com/yomorun/yomo v1.22.0
+)
+
+require (
+	github.com/gorilla/websocket v1.5.0 // indirect
+	golang.org/x/sync v0.16.0 // indirect
+)
 
 require (
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
@@ -26,7 +34,7 @@ require (
 	github.com/vmihailenco/msgpack/v5 v5.4.1 // indirect
 	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
 	github.com/wk8/go-ordered-map/v2 v2.1.8 // indirect
-	github.com/y3-dev/y3/bindings/go v0.1.0 // indirect
+	github.com/y3-dev/y3/bindings/go v0.1.0
 	github.com/y3-dev/y3/bindings/go/client v0.1.0
 	github.com/yomorun/go-openai v1.50.3 // indirect
 	github.com/yomorun/y3 v1.0.5 // indirect

@@ -78,6 +78,8 @@ impl State {
 pub(crate) struct Acks {
     state: Mutex<State>,
     moved: Notify,
+    /// Writes as soon as the count moves (after a yield, not [`GATHER`]).
+    immediate: bool,
 }
 
 /// One data frame to acknowledge once stored.
@@ -118,6 +120,17 @@ impl Ticket {
 }
 
 impl Acks {
+    /// The acknowledgements of a connection over `transport`: an in-memory link (the
+    /// router's own MQTT listener, `mqtt/link.rs`) is told at once, since a stored frame
+    /// there costs no socket write and its MQTT client waits for the PUBACK; a socket's
+    /// completions gather for [`GATHER`] into one frame.
+    pub fn for_transport(transport: y3_transport::TransportKind) -> Acks {
+        Acks {
+            immediate: transport == y3_transport::TransportKind::Memory,
+            ..Acks::default()
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -215,7 +228,12 @@ impl Acks {
             } else if stop.is_cancelled() {
                 return;
             }
-            tokio::time::sleep(GATHER).await;
+            if self.immediate && !retry {
+                // Completions of the same moment still share one frame.
+                tokio::task::yield_now().await;
+            } else {
+                tokio::time::sleep(GATHER).await;
+            }
             retry = false;
             let Some(frame) = self.take_frame(sent) else {
                 continue;

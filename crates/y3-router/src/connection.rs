@@ -323,7 +323,7 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
 
     // Stored acknowledgements, for a y3 client that asked (never a YoMo client: an unknown
     // frame type makes it reconnect).
-    let acks = wants_acks.then(|| Arc::new(Acks::default()));
+    let acks = wants_acks.then(|| Arc::new(Acks::for_transport(transport)));
     let acks_stop = tokio_util::sync::CancellationToken::new();
     if let Some(acks) = &acks {
         tokio::spawn(acks.clone().run(outbox.clone(), acks_stop.clone()));

@@ -911,6 +911,7 @@ impl Metrics {
                 })
                 .filter(|&(_, n)| n > 0)
                 .collect(),
+            mqtt: self.mqtt.ledger(),
         }
     }
 }
@@ -972,6 +973,8 @@ pub struct Stats {
     pub rejected: HashMap<&'static str, u64>,
     /// Protocol errors by kind (only kinds seen).
     pub protocol_errors: HashMap<&'static str, u64>,
+    /// The MQTT listener's ledger (`mqtt/metrics.rs`).
+    pub mqtt: crate::mqtt::MqttLedger,
 }
 
 impl Stats {
@@ -1000,6 +1003,7 @@ impl Stats {
             dropped: self.total_drops(),
             queued: self.queue_depth,
             writing: self.writing,
+            mqtt: self.mqtt,
         }
     }
 }
@@ -1029,6 +1033,8 @@ pub struct Ledger {
     pub queued: i64,
     /// Frames taken by writers, not yet written or dropped (see [`Stats::writing`]).
     pub writing: i64,
+    /// The MQTT listener's own balances, checked with these.
+    pub mqtt: crate::mqtt::MqttLedger,
 }
 
 impl Ledger {
@@ -1056,7 +1062,8 @@ impl Ledger {
                 value: n,
             }),
             n => Err(LedgerError::Unaccounted { deliveries: n }),
-        }
+        }?;
+        self.mqtt.check()
     }
 }
 

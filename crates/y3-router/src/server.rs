@@ -166,6 +166,7 @@ impl Router {
             quic: None,
             metrics: None,
             mqtt: None,
+            mqtt_tls: None,
             mqtt_side: None,
             identity: identity.clone(),
             quic_server: None,
@@ -186,8 +187,11 @@ impl Router {
                 .serve_status(addr, &config, metrics, metrics_token)
                 .await?;
         }
-        if let Some(addr) = config.mqtt.validate()? {
-            handle.serve_mqtt(addr).await?;
+        let (mqtt_plain, mqtt_tls) = (config.mqtt.validate()?, config.mqtt.tls_addr()?);
+        if mqtt_plain.is_some() || mqtt_tls.is_some() {
+            handle
+                .serve_mqtt(mqtt_plain, mqtt_tls, client_ca.as_ref())
+                .await?;
         }
         // Only now that every listener is bound: a second router that fails to bind must
         // not replace the certificate the clients of a running one trust.
@@ -352,16 +356,36 @@ impl RouterHandle {
     }
 
     /// Binds the MQTT listener and serves it (`mqtt/`).
-    async fn serve_mqtt(&mut self, addr: SocketAddr) -> Result<(), RouterError> {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(bind_error("mqtt", addr))?;
-        self.mqtt = listener.local_addr().ok();
+    async fn serve_mqtt(
+        &mut self,
+        plain: Option<SocketAddr>,
+        tls: Option<SocketAddr>,
+        client_ca: Option<&ClientCa>,
+    ) -> Result<(), RouterError> {
         let mqtt = crate::mqtt::Mqtt::new(&self.shared);
         self.mqtt_side = Some(mqtt.clone());
-        let shared = self.shared.clone();
-        self.background
-            .push(tokio::spawn(crate::mqtt::serve(listener, shared, mqtt)));
+        for (addr, with_tls) in [(plain, false), (tls, true)] {
+            let Some(addr) = addr else { continue };
+            let what = if with_tls { "mqtt tls" } else { "mqtt" };
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(bind_error(what, addr))?;
+            let acceptor = if with_tls {
+                self.mqtt_tls = listener.local_addr().ok();
+                Some(crate::mqtt::tls_acceptor(
+                    &self.identity.server_config_with(client_ca)?,
+                ))
+            } else {
+                self.mqtt = listener.local_addr().ok();
+                None
+            };
+            self.background.push(tokio::spawn(crate::mqtt::serve(
+                listener,
+                self.shared.clone(),
+                mqtt.clone(),
+                acceptor,
+            )));
+        }
         Ok(())
     }
 }
@@ -377,6 +401,7 @@ pub struct RouterHandle {
     quic: Option<std::net::SocketAddr>,
     metrics: Option<std::net::SocketAddr>,
     mqtt: Option<std::net::SocketAddr>,
+    mqtt_tls: Option<std::net::SocketAddr>,
     mqtt_side: Option<crate::mqtt::Mqtt>,
     identity: Identity,
     quic_server: Option<Arc<QuicServer>>,
@@ -397,6 +422,11 @@ impl RouterHandle {
     /// The MQTT listener's address (`[mqtt] listen`), if on.
     pub fn mqtt_addr(&self) -> Option<std::net::SocketAddr> {
         self.mqtt
+    }
+
+    /// The MQTT over TLS listener's address (`[mqtt] tls_listen`), if on.
+    pub fn mqtt_tls_addr(&self) -> Option<std::net::SocketAddr> {
+        self.mqtt_tls
     }
 
     /// The MQTT connections open now (name, client id, address, subscriptions): what
@@ -519,6 +549,10 @@ impl RouterHandle {
             .is_err()
         {
             tracing::warn!("drain timed out; closing the remaining connections");
+        }
+        if let Some(mqtt) = &self.mqtt_side {
+            // Persistent MQTT sessions outlive the restart (`mqtt/saved.rs`).
+            mqtt.save().await;
         }
         if let Some(federation) = &shared.federation {
             // What functions wrote last is published before the process goes.

@@ -8,6 +8,9 @@
 //!                             days before it expires, so that clients' pins survive restarts
 //!    quic-peers-<address>     0600, the QUIC clients of the listener on <address>, kept
 //!                             while it runs, read and removed by its successor
+//!    mqtt-sessions-<listen>   0600, persistent MQTT sessions and retained messages, written
+//!                             at a graceful stop, read and removed by the next start
+//!                             (`mqtt/saved.rs`)
 //! ```
 //!
 //! The QUIC listener derives its stateless-reset and connection-ID keys from the secret and

@@ -247,13 +247,36 @@ async fn sensors_reach_y3_sinks_and_mqtt_subscribers_exactly() {
         metric(&router, "y3_router_mqtt_published_total"),
         3 * n as u64
     );
+    common::ledger(&router).await;
+    let mqtt = router.stats().mqtt;
+    // Every PUBLISH routed; every QoS 1 one PUBACKed as stored; every message for the
+    // subscribers delivered (3 runs of n, each to one subscriber).
+    assert_eq!(
+        (mqtt.received, mqtt.routed, mqtt.refused),
+        (3 * n as u64, 3 * n as u64, 0)
+    );
+    assert_eq!(
+        (mqtt.qos1_routed, mqtt.acked, mqtt.awaiting),
+        (2 * n as u64, 2 * n as u64, 0)
+    );
+    assert_eq!(
+        metric(&router, "y3_router_mqtt_pubacked_total{reason=\"stored\"}"),
+        2 * n as u64
+    );
+    assert_eq!(
+        (mqtt.offered, mqtt.delivered, mqtt.held),
+        (3 * n as u64, 3 * n as u64, 0)
+    );
     let stats = router.shutdown().await;
     assert_eq!(stats.unaccounted(), 0, "{stats:?}");
+    common::ledger_of(&stats);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wildcards_select_topics_and_y3_frames_reach_mqtt() {
-    let router = start().await;
+    let mut config = config();
+    config.listen.metrics = "127.0.0.1:0".into();
+    let router = Router::start(config).await.unwrap();
     let alerts = subscriber(
         &router,
         &["-q", "1", "-u", "tester", "-P", "main"],
@@ -277,6 +300,39 @@ async fn wildcards_select_topics_and_y3_frames_reach_mqtt() {
     assert!(conns
         .iter()
         .any(|c| c.subscriptions == [("sensors/b/+".to_string(), 0)]));
+    // /connz lists them under their own kind, with their sessions; the router's
+    // connection gauge counts them under client_type="mqtt".
+    let (code, body) = common::http_get(router.metrics_addr().unwrap(), "/connz", None).await;
+    assert_eq!(code, 200, "{body}");
+    let connz: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let mqtt: Vec<&serde_json::Value> = connz["connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["kind"] == "mqtt")
+        .collect();
+    assert_eq!(mqtt.len(), 2, "{body}");
+    let alerts_conn = mqtt
+        .iter()
+        .find(|c| c["mqtt"]["subscriptions"][0]["filter"] == "alerts/+")
+        .expect("the alerts subscriber");
+    assert_eq!(alerts_conn["protocol"], "mqtt");
+    assert_eq!(alerts_conn["transport"], "tcp");
+    assert_eq!(alerts_conn["name"], "tester");
+    assert_eq!(alerts_conn["mqtt"]["username"], "tester");
+    assert_eq!(alerts_conn["mqtt"]["subscriptions"][0]["qos"], 1);
+    assert_eq!(alerts_conn["mqtt"]["inflight"], 0);
+    assert!(alerts_conn["remote"]
+        .as_str()
+        .unwrap()
+        .starts_with("127.0.0.1:"));
+    assert!(alerts_conn["client_id"]
+        .as_str()
+        .is_some_and(|id| !id.is_empty()));
+    assert_eq!(
+        metric(&router, "y3_router_connections{client_type=\"mqtt\"}"),
+        2
+    );
     // Frames of a y3 source reach MQTT subscribers under the mapped topic.
     let options = ClientOptions::new(router.tcp_addr().unwrap()).token("main");
     let mut source = Source::connect(options).await.unwrap();
@@ -307,6 +363,7 @@ async fn wildcards_select_topics_and_y3_frames_reach_mqtt() {
         ["sensors/b/noise from-b", "sensors/b/noise from-b"]
     );
     source.close().await.unwrap();
+    common::ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -371,6 +428,7 @@ async fn wrong_password_and_unmapped_topics_are_refused_and_counted() {
         2
     );
     assert_eq!(metric(&router, "y3_router_mqtt_published_total"), 0);
+    common::ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -433,6 +491,7 @@ async fn persistent_sessions_get_what_arrived_while_away() {
         .map(|l| format!("sensors/a/noise {l}"))
         .collect();
     assert_eq!(lines_of(back).await, want);
+    common::ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -515,6 +574,7 @@ async fn hostile_packets_are_closed_and_counted_and_others_served() {
     .await;
     assert!(ok, "{err}");
     assert_eq!(lines_of(sub).await, ["sensors/z/noise still"]);
+    common::ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -594,6 +654,7 @@ async fn retained_messages_wills_and_keep_alive() {
         .args(["-CONT", &pid])
         .status();
     drop(frozen);
+    common::ledger(&router).await;
     router.shutdown().await;
 }
 
@@ -620,5 +681,207 @@ async fn packets_that_arrive_with_connect_are_served() {
         .unwrap();
     // CONNACK accepted, then SUBACK for packet 1 granting QoS 1.
     assert_eq!(reply, [0x20, 2, 0, 0, 0x90, 3, 0, 1, 1]);
+    common::ledger(&router).await;
     router.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_listen_serves_mosquitto_with_the_routers_certificate() {
+    let mut config = config();
+    config.mqtt.tls_listen = "127.0.0.1:0".into();
+    let router = Router::start(config).await.unwrap();
+    let tls_port = router.mqtt_tls_addr().unwrap().port().to_string();
+    // The router's (dev) certificate is the CA file mosquitto checks it against.
+    let ca = std::env::temp_dir().join(format!("y3-mqtt-tls-{}.pem", std::process::id()));
+    router.identity().write_certificate_pem(&ca).unwrap();
+    let ca = ca.to_str().unwrap().to_owned();
+    let tls = ["-p", &tls_port, "--cafile", &ca];
+    let n = 100;
+    let before = metric(&router, "y3_router_mqtt_accepted_total");
+    let sub = tool("mosquitto_sub")
+        .args(["-h", "127.0.0.1", "-t", "sensors/#", "-v", "-q", "1"])
+        .args([
+            "-C",
+            &n.to_string(),
+            "-W",
+            "60",
+            "-u",
+            "tester",
+            "-P",
+            "main",
+        ])
+        .args(tls)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(|| metric(&router, "y3_router_mqtt_accepted_total") > before).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let conns = router.mqtt_connections();
+    assert_eq!(conns.len(), 1, "{conns:?}");
+    let lines = numbered("tls", n);
+    let mut publisher = tool("mosquitto_pub")
+        .args(["-h", "127.0.0.1", "-t", "sensors/t/noise", "-l", "-q", "1"])
+        .args(["-u", "dev-t", "-P", "sensor-key"])
+        .args(tls)
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = publisher.stdin.take().unwrap();
+    stdin
+        .write_all((lines.join("\n") + "\n").as_bytes())
+        .await
+        .unwrap();
+    drop(stdin);
+    let out = tokio::time::timeout(WAIT, publisher.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let want: Vec<String> = lines
+        .iter()
+        .map(|l| format!("sensors/t/noise {l}"))
+        .collect();
+    assert_eq!(lines_of(sub).await, want, "every message once, in order");
+    // A client that does not speak TLS to the TLS port is refused, counted; one that does
+    // not trust the certificate fails its handshake.
+    let mut plain = tokio::net::TcpStream::connect(router.mqtt_tls_addr().unwrap())
+        .await
+        .unwrap();
+    plain
+        .write_all(&[0x10, 0x0C, 0, 4, b'M', b'Q', b'T', b'T', 4, 2, 0, 60, 0, 0])
+        .await
+        .unwrap();
+    let mut buf = [0u8; 64];
+    let _ = tokio::time::timeout(WAIT, plain.read(&mut buf)).await;
+    wait_for(|| {
+        metric(
+            &router,
+            "y3_router_mqtt_refused_total{reason=\"tls_handshake\"}",
+        ) == 1
+    })
+    .await;
+    let (ok, text) = publish_one(
+        &router,
+        &[
+            "-p",
+            &tls_port,
+            "--capath",
+            "/nonexistent-ca-dir",
+            "-q",
+            "1",
+        ],
+        "mqttv311",
+        "sensors/t/noise",
+    )
+    .await;
+    assert!(!ok, "an untrusted certificate must fail: {text}");
+    let _ = std::fs::remove_file(&ca);
+    common::ledger(&router).await;
+    let stats = router.shutdown().await;
+    common::ledger_of(&stats);
+    assert_eq!(stats.mqtt.routed, n as u64, "{:?}", stats.mqtt);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn persistent_sessions_and_retained_messages_survive_a_graceful_restart() {
+    let state = std::env::temp_dir().join(format!("y3-mqtt-restart-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&state);
+    let restartable = || {
+        let mut c = config();
+        c.state.persist = true;
+        c.state.dir = state.clone();
+        c
+    };
+    let router = Router::start(restartable()).await.unwrap();
+    let persistent = [
+        "-q",
+        "1",
+        "-c",
+        "-i",
+        "restart-1",
+        "-u",
+        "tester",
+        "-P",
+        "main",
+    ];
+    // Subscribe once, then leave.
+    let first = subscriber(&router, &persistent, "sensors/+/noise", 1).await;
+    let sensor = ["-q", "1", "-u", "sensor", "-P", "sensor-key"];
+    let (ok, err) = publish(&router, &sensor, "sensors/a/noise", &["before".into()]).await;
+    assert!(ok, "{err}");
+    assert_eq!(lines_of(first).await, ["sensors/a/noise before"]);
+    // Every one of these is PUBACKed (mosquitto_pub exits 0 only then) while the
+    // subscriber is away; one retained message too.
+    let away = numbered("away", 50);
+    let (ok, err) = publish(&router, &sensor, "sensors/a/noise", &away).await;
+    assert!(ok, "{err}");
+    let (ok, err) = publish(
+        &router,
+        &["-q", "1", "-r", "-u", "tester", "-P", "main"],
+        "alerts/noise",
+        &["kept".into()],
+    )
+    .await;
+    assert!(ok, "{err}");
+    wait_for(|| router.stats().mqtt.held == 50).await;
+    common::ledger(&router).await;
+    let stats = router.shutdown().await;
+    common::ledger_of(&stats);
+    let file = std::fs::read_dir(&state)
+        .unwrap()
+        .filter_map(Result::ok)
+        .find(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("mqtt-sessions-")
+        })
+        .expect("the sessions file is written at a graceful stop");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(file.metadata().unwrap().permissions().mode() & 0o777, 0o600);
+    }
+
+    // The successor: the session is there (session present), its 50 messages come first.
+    let router = Router::start(restartable()).await.unwrap();
+    assert!(!file.path().exists(), "read and removed by the next start");
+    assert_eq!(router.stats().mqtt.held, 50);
+    let back = tool("mosquitto_sub")
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port(&router),
+            "-t",
+            "sensors/+/noise",
+        ])
+        .args(["-v", "-C", "50", "-W", "60"])
+        .args(persistent)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let want: Vec<String> = away
+        .iter()
+        .map(|l| format!("sensors/a/noise {l}"))
+        .collect();
+    assert_eq!(lines_of(back).await, want, "nothing PUBACKed is lost");
+    // The retained message too.
+    let retained = subscriber(
+        &router,
+        &["-q", "1", "-u", "tester", "-P", "main"],
+        "alerts/noise",
+        1,
+    )
+    .await;
+    assert_eq!(lines_of(retained).await, ["alerts/noise kept"]);
+    common::ledger(&router).await;
+    router.shutdown().await;
+    let _ = std::fs::remove_dir_all(&state);
 }

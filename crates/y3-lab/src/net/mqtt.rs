@@ -14,8 +14,18 @@
 //! stamp in the payload, both on this process's clock). Every broker runs on the same
 //! machine as the client, unpinned; each row is the median of `runs` runs.
 //!
-//! Not measured here yet: the end-to-end path sensor → YoMo function → MQTT subscriber
-//! against Mosquitto + a bridge process + YoMo's zipper.
+//! **End to end** (`e2e` cases, QoS 0): sensor → router → a YoMo v1.22.0 stream function
+//! (`yomo-peer sfn`, the real SDK, relaying tag 0x30 as 0x31) → MQTT subscriber, paced
+//! latency and flat-out msg/s like the rest:
+//!
+//! ```text
+//!  y3:       pub lab/in ─▶ y3 [mqtt] ─ 0x30 ─▶ sfn ─ 0x31 ─▶ y3 [mqtt] ─▶ sub lab/out
+//!  baseline: pub lab/in ─▶ mosquitto ─▶ mqtt-bridge (paho + YoMo source) ─ 0x30 ─▶ YoMo's
+//!            zipper ─▶ sfn ─ 0x31 ─▶ zipper ─▶ mqtt-bridge (YoMo sfn + paho) ─▶ mosquitto
+//!            ─▶ sub lab/out
+//! ```
+//!
+//! `mqtt-bridge` and `yomo-peer` are built from `interop/yomo` (`go build`).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -34,6 +44,15 @@ static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new
 /// The brokers, in display order.
 pub const BROKERS: [&str; 3] = ["y3", "mosquitto", "nats-mqtt"];
 
+/// The end-to-end baseline's row: Mosquitto, the bridge process and YoMo's zipper.
+pub const E2E_BASELINE: &str = "mosquitto+bridge+yomo";
+
+/// The end-to-end path's topics and tags (`y3 serve`'s mapping, the bridge's flags).
+const E2E_IN: &str = "lab/in";
+const E2E_OUT: &str = "lab/out";
+const E2E_IN_TAG: &str = "0x30";
+const E2E_OUT_TAG: &str = "0x31";
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -51,6 +70,9 @@ pub struct Options {
     pub quick: bool,
     /// The lab's programs.
     pub programs: Programs,
+    /// The Go module with `cmd/yomo-peer` and `cmd/mqtt-bridge` (`interop/yomo`); `None`:
+    /// no end-to-end cases.
+    pub yomo_dir: Option<PathBuf>,
 }
 
 /// One measured run.
@@ -65,6 +87,8 @@ struct Run {
 /// A running broker.
 struct Broker {
     port: u16,
+    /// y3's QUIC listener (YoMo clients), when the broker is y3.
+    quic: Option<u16>,
     child: Child,
     _dir: PathBuf,
     /// `y3 serve`'s own directory (ready file, state), removed on drop; unused by the others.
@@ -86,16 +110,21 @@ fn scratch(name: &str) -> Result<PathBuf> {
 fn start(name: &str, programs: &Programs) -> Result<Broker> {
     let port = free_port()?;
     let dir = scratch(name)?;
+    let mut quic = None;
     let (program, args): (PathBuf, Vec<String>) = match name {
         "y3" => {
             let config = dir.join("y3.toml");
+            quic = Some(free_port()?);
             std::fs::write(
                 &config,
                 format!(
-                    "[listen]\ntcp = \"127.0.0.1:{}\"\nquic = \"\"\nmetrics = \"\"\n[state]\npersist = false\n\
+                    "[listen]\ntcp = \"127.0.0.1:{}\"\nquic = \"127.0.0.1:{}\"\nmetrics = \"\"\n[state]\npersist = false\n\
                      [mqtt]\nlisten = \"127.0.0.1:{port}\"\n[[mqtt.publish]]\ntopic = \"lab/t\"\ntag = 0x10\n\
-                     [[mqtt.subscribe]]\ntag = 0x10\ntopic = \"lab/t\"\n",
-                    free_port()?
+                     [[mqtt.subscribe]]\ntag = 0x10\ntopic = \"lab/t\"\n\
+                     [[mqtt.publish]]\ntopic = \"{E2E_IN}\"\ntag = {E2E_IN_TAG}\n\
+                     [[mqtt.subscribe]]\ntag = {E2E_OUT_TAG}\ntopic = \"{E2E_OUT}\"\n",
+                    free_port()?,
+                    quic.unwrap_or_default(),
                 ),
             )?;
             (
@@ -165,10 +194,98 @@ fn start(name: &str, programs: &Programs) -> Result<Broker> {
     }
     Ok(Broker {
         port,
+        quic,
         child,
         _dir: dir,
         _serve_dir: serve_dir,
     })
+}
+
+/// `go build -o target/NAME ./cmd/NAME` in the Go module `module`.
+fn go_build(module: &std::path::Path, name: &str) -> Result<PathBuf> {
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| PathBuf::from("target"), PathBuf::from);
+    let out = std::env::current_dir()?.join(target).join(name);
+    let status = std::process::Command::new("go")
+        .current_dir(module)
+        .args(["build", "-o"])
+        .arg(&out)
+        .arg(format!("./cmd/{name}"))
+        .status()
+        .with_context(|| format!("go build ./cmd/{name}: cannot start go"))?;
+    if !status.success() {
+        bail!(
+            "go build ./cmd/{name} in {} failed ({status})",
+            module.display()
+        );
+    }
+    Ok(out)
+}
+
+/// What the end-to-end path runs beside a broker: YoMo's zipper (baseline), the stream
+/// function, the bridge (baseline). Killed when dropped.
+struct E2ePath(Vec<Child>);
+
+impl Drop for E2ePath {
+    fn drop(&mut self) {
+        for c in self.0.iter_mut().rev() {
+            c.kill();
+        }
+    }
+}
+
+/// Starts the end-to-end path beside `b` (y3, or mosquitto for the baseline).
+fn start_e2e(b: &Broker, yomo_peer: &std::path::Path, bridge: &std::path::Path) -> Result<E2ePath> {
+    let wait = Duration::from_secs(30);
+    let mut path = E2ePath(Vec::new());
+    let sfn_args = |addr: &str| -> Vec<String> {
+        [
+            "sfn",
+            "--addr",
+            addr,
+            "--observe",
+            E2E_IN_TAG,
+            "--emit",
+            E2E_OUT_TAG,
+        ]
+        .map(str::to_owned)
+        .to_vec()
+    };
+    let zipper = match b.quic {
+        Some(quic) => format!("127.0.0.1:{quic}"),
+        None => {
+            let args = ["zipper", "--addr", "127.0.0.1:0"].map(str::to_owned);
+            let mut z = Child::spawn("yomo-zipper", yomo_peer, &args, None)?;
+            let addr = z.expect("{\"listening\":\"", wait)?;
+            path.0.push(z);
+            addr.trim_end_matches("\"}").to_owned()
+        }
+    };
+    let mut sfn = Child::spawn("yomo-sfn", yomo_peer, &sfn_args(&zipper), None)?;
+    sfn.expect("{\"connected\"", wait)?;
+    path.0.push(sfn);
+    if b.quic.is_none() {
+        let args = [
+            "--mqtt".to_owned(),
+            format!("127.0.0.1:{}", b.port),
+            "--zipper".to_owned(),
+            zipper,
+            "--in-topic".to_owned(),
+            E2E_IN.to_owned(),
+            "--out-topic".to_owned(),
+            E2E_OUT.to_owned(),
+            "--in-tag".to_owned(),
+            E2E_IN_TAG.to_owned(),
+            "--out-tag".to_owned(),
+            E2E_OUT_TAG.to_owned(),
+        ];
+        let mut bridge = Child::spawn("mqtt-bridge", bridge, &args, None)?;
+        bridge.expect("{\"connected\"", wait)?;
+        path.0.push(bridge);
+    }
+    // The function's subscription settles.
+    std::thread::sleep(Duration::from_millis(300));
+    Ok(path)
 }
 
 fn qos_of(q: u8) -> QoS {
@@ -221,6 +338,7 @@ async fn connect(
 /// Publishes `n` messages of `size` bytes at `rate` (0: flat out); returns the run's figures.
 async fn one_run(
     port: u16,
+    (in_topic, out_topic): (&str, &str),
     size: usize,
     qos: u8,
     n: u64,
@@ -231,7 +349,7 @@ async fn one_run(
     let tag = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let (sub, sub_task, ready) = connect(&format!("lab-sub-{tag}"), port, Some(tx)).await?;
     tokio::time::timeout(Duration::from_secs(10), ready).await??;
-    sub.subscribe("lab/t", qos_of(qos)).await?;
+    sub.subscribe(out_topic, qos_of(qos)).await?;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let (publisher, pub_task, ready) = connect(&format!("lab-pub-{tag}"), port, None).await?;
     tokio::time::timeout(Duration::from_secs(10), ready).await??;
@@ -246,7 +364,7 @@ async fn one_run(
         let stamp = epoch.elapsed().as_nanos() as u64;
         payload[..8].copy_from_slice(&stamp.to_le_bytes());
         publisher
-            .publish("lab/t", qos_of(qos), false, payload.clone())
+            .publish(in_topic, qos_of(qos), false, payload.clone())
             .await?;
     }
     let mut latencies = Vec::with_capacity(n as usize);
@@ -289,6 +407,77 @@ async fn one_run(
     })
 }
 
+/// One cell: a broker's port, the topics (publish, subscribe), payload size and QoS.
+struct Cell<'a> {
+    rt: &'a tokio::runtime::Runtime,
+    opts: &'a Options,
+    epoch: Instant,
+    port: u16,
+    topics: (&'a str, &'a str),
+    size: usize,
+    qos: u8,
+}
+
+impl Cell<'_> {
+    /// The cell's record for `row`: `runs` flat-out and paced runs, medians; failures
+    /// and losses become notes.
+    fn measure(&self, row: &str, case: &str, notes: &mut Vec<String>) -> Option<Record> {
+        let (opts, rt) = (self.opts, self.rt);
+        let mut flat = Vec::new();
+        let mut paced = Vec::new();
+        for _ in 0..opts.load.runs {
+            let run = |n, rate| {
+                rt.block_on(one_run(
+                    self.port,
+                    self.topics,
+                    self.size,
+                    self.qos,
+                    n,
+                    rate,
+                    self.epoch,
+                ))
+            };
+            match run(opts.load.messages, 0) {
+                Ok(r) => flat.push(r),
+                Err(e) => notes.push(format!("{row}, {case}, flat out: {e:#}")),
+            }
+            match run(opts.load.paced, opts.load.rate) {
+                Ok(r) => paced.push(r),
+                Err(e) => notes.push(format!("{row}, {case}, paced: {e:#}")),
+            }
+        }
+        if flat.is_empty() || paced.is_empty() {
+            return None;
+        }
+        let lost = flat
+            .iter()
+            .map(|r| opts.load.messages - r.received.min(opts.load.messages))
+            .max()
+            .unwrap_or(0);
+        if lost > 0 {
+            notes.push(format!(
+                "{row}, {case}: delivered {lost} fewer than the {} published in the flat-out run (dropped on the way)",
+                opts.load.messages
+            ));
+        }
+        let med = |f: &dyn Fn(&Run) -> f64, runs: &[Run]| {
+            median(&runs.iter().map(f).collect::<Vec<_>>()).0
+        };
+        Some(
+            Record::new("mqtt", row, case)
+                .dim(Dim::Payload, self.size)
+                .dim(Dim::Mode, format!("qos{}", self.qos))
+                .dim(Dim::Rate, opts.load.rate as usize)
+                .dim(Dim::Paced, opts.load.paced as usize)
+                .metric(Metric::Messages, opts.load.messages as f64)
+                .metric(Metric::MsgPerS, med(&|r| r.rate, &flat))
+                .metric(Metric::P50Us, med(&|r| r.p50_us, &paced))
+                .metric(Metric::P99Us, med(&|r| r.p99_us, &paced))
+                .with_runs(flat.len()),
+        )
+    }
+}
+
 /// Runs the suite.
 ///
 /// # Errors
@@ -302,11 +491,29 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
     let epoch = Instant::now();
     let mut records = Vec::new();
     let mut notes = Vec::new();
+    let load_before = load_average();
     let brokers: Vec<&str> = BROKERS
         .iter()
         .copied()
         .filter(|b| opts.only.is_empty() || opts.only.iter().any(|o| b.contains(o.as_str())))
         .collect();
+    let go = |name: &str| -> Result<PathBuf> {
+        let dir = opts
+            .yomo_dir
+            .as_ref()
+            .ok_or_else(|| anyhow!("no --yomo-dir"))?;
+        go_build(dir, name)
+    };
+    let e2e_programs = match opts.yomo_dir {
+        None => None,
+        Some(_) => match go("yomo-peer").and_then(|p| Ok((p, go("mqtt-bridge")?))) {
+            Ok(programs) => Some(programs),
+            Err(e) => {
+                notes.push(format!("end-to-end cases not run: {e:#}"));
+                None
+            }
+        },
+    };
     for broker in brokers {
         let mut b = match start(broker, &opts.programs) {
             Ok(b) => b,
@@ -319,52 +526,50 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
             for &qos in &opts.qos {
                 let case = format!("{size} B, QoS {qos}");
                 bar.set_message(format!("mqtt {broker}: {case}"));
-                let mut flat = Vec::new();
-                let mut paced = Vec::new();
-                for _ in 0..opts.load.runs {
-                    match rt.block_on(one_run(b.port, size, qos, opts.load.messages, 0, epoch)) {
-                        Ok(r) => flat.push(r),
-                        Err(e) => notes.push(format!("{broker}, {case}, flat out: {e:#}")),
-                    }
-                    match rt.block_on(one_run(
-                        b.port,
-                        size,
-                        qos,
-                        opts.load.paced,
-                        opts.load.rate,
-                        epoch,
-                    )) {
-                        Ok(r) => paced.push(r),
-                        Err(e) => notes.push(format!("{broker}, {case}, paced: {e:#}")),
-                    }
+                let topics = ("lab/t", "lab/t");
+                let cell = Cell {
+                    rt: &rt,
+                    opts,
+                    epoch,
+                    port: b.port,
+                    topics,
+                    size,
+                    qos,
+                };
+                if let Some(r) = cell.measure(broker, &case, &mut notes) {
+                    records.push(r);
                 }
                 bar.inc(1);
-                if flat.is_empty() || paced.is_empty() {
-                    continue;
+            }
+        }
+        // The end-to-end path: y3 alone, or Mosquitto with the bridge and YoMo's zipper.
+        let e2e_row = match broker {
+            "y3" => Some("y3"),
+            "mosquitto" => Some(E2E_BASELINE),
+            _ => None,
+        };
+        if let (Some(row), Some((yomo_peer, bridge))) = (e2e_row, &e2e_programs) {
+            bar.set_message(format!("mqtt {row}: end to end"));
+            match start_e2e(&b, yomo_peer, bridge) {
+                Ok(_path) => {
+                    for &size in &opts.sizes {
+                        let case = format!("e2e {size} B, QoS 0");
+                        let topics = (E2E_IN, E2E_OUT);
+                        let cell = Cell {
+                            rt: &rt,
+                            opts,
+                            epoch,
+                            port: b.port,
+                            topics,
+                            size,
+                            qos: 0,
+                        };
+                        if let Some(r) = cell.measure(row, &case, &mut notes) {
+                            records.push(r);
+                        }
+                    }
                 }
-                let lost = flat
-                    .iter()
-                    .map(|r| opts.load.messages - r.received.min(opts.load.messages))
-                    .max()
-                    .unwrap_or(0);
-                if lost > 0 {
-                    notes.push(format!("{broker}, {case}: delivered {} fewer than the {} published in the flat-out run (dropped by the broker)", lost, opts.load.messages));
-                }
-                let med = |f: &dyn Fn(&Run) -> f64, runs: &[Run]| {
-                    median(&runs.iter().map(f).collect::<Vec<_>>()).0
-                };
-                records.push(
-                    Record::new("mqtt", broker, &case)
-                        .dim(Dim::Payload, size)
-                        .dim(Dim::Mode, format!("qos{qos}"))
-                        .dim(Dim::Rate, opts.load.rate as usize)
-                        .dim(Dim::Paced, opts.load.paced as usize)
-                        .metric(Metric::Messages, opts.load.messages as f64)
-                        .metric(Metric::MsgPerS, med(&|r| r.rate, &flat))
-                        .metric(Metric::P50Us, med(&|r| r.p50_us, &paced))
-                        .metric(Metric::P99Us, med(&|r| r.p99_us, &paced))
-                        .with_runs(flat.len()),
-                );
+                Err(e) => notes.push(format!("{row}, end to end: {e:#}")),
             }
         }
         b.child.kill();
@@ -383,6 +588,14 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
                 .unwrap_or_default(),
         ),
     ];
+    notes.push(format!(
+        "host load (1-minute average) {} at the start, {} at the end, on {} cores: other \
+         work shared the machine, so absolute figures are low; the brokers ran one after \
+         another in the same run, so the ratios compare them under similar load",
+        load_before,
+        load_average(),
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    ));
     Ok(Results::of(
         crate::net::meta(
             "mqtt",
@@ -394,4 +607,12 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
         records,
         notes,
     ))
+}
+
+/// The host's 1-minute load average (`/proc/loadavg`), or `?`.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "?".to_owned())
 }

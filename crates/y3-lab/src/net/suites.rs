@@ -145,6 +145,12 @@ pub struct MqttArgs {
     qos: Vec<u8>,
     #[command(flatten)]
     load: LoadArgs,
+    /// The Go module with cmd/yomo-peer and cmd/mqtt-bridge (the end-to-end cases).
+    #[arg(long, value_name = "DIR", default_value = "interop/yomo")]
+    yomo_dir: PathBuf,
+    /// Skip the end-to-end cases (sensor → YoMo function → MQTT subscriber).
+    #[arg(long)]
+    no_e2e: bool,
 }
 
 impl SuiteArgs for MqttArgs {
@@ -157,6 +163,7 @@ impl SuiteArgs for MqttArgs {
             command: s.command.clone(),
             quick: s.quick,
             programs: s.programs.clone(),
+            yomo_dir: (!self.no_e2e).then(|| self.yomo_dir.clone()),
         };
         bar.set_length(
             (opts.sizes.len() * opts.qos.len() * crate::net::mqtt::BROKERS.len()) as u64,

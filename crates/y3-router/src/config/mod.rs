@@ -102,6 +102,7 @@
 //!
 //! [mqtt]                      # MQTT 3.1.1 and 5 devices (config/mqtt.rs, docs/mqtt.md)
 //! listen = ""                 # e.g. "127.0.0.1:1883"; "" (default): no MQTT listener
+//! tls_listen = ""             # e.g. "0.0.0.0:8883": MQTT over TLS with the router's certificate
 //! max_packet_bytes = 1048576  # and the session, retained and in-flight bounds there
 //!
 //! [[mqtt.publish]]            # zero or more: publishes on matching topics become frames

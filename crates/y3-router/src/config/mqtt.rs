@@ -3,15 +3,22 @@
 //! ```toml
 //! [mqtt]
 //! listen = "127.0.0.1:1883"   # "" (the default): no MQTT listener
+//! tls_listen = "127.0.0.1:8883" # MQTT over TLS 1.3 with the router's certificate ([tls], or
+//!                             # the dev certificate) and its client CA policy; "": none
 //! max_packet_bytes = 1048576  # an MQTT packet's remaining length, at most (checked from
 //!                             # the fixed header, before anything is buffered)
 //! max_subscriptions = 64      # topic filters one session may hold
 //! max_session_queue = 10000   # messages kept for one session (offline or in flight); past
 //!                             # it the oldest is dropped (counted: mqtt_dropped "session_full")
-//! max_inflight = 64           # QoS 1 messages sent to one client and not yet acknowledged
+//! max_inflight = 256          # QoS 1 messages sent to one client and not yet acknowledged
+//!                             # (fewer if its MQTT 5 CONNECT says a smaller Receive Maximum)
+//! receive_maximum = 1024      # QoS 1 publishes a client may have unacknowledged (MQTT 5:
+//!                             # announced in CONNACK, one past it closes with 0x93)
 //! max_sessions = 10000        # persistent sessions kept; past it a new one is refused
 //! max_retained = 1024         # retained messages kept (one per topic); past it refused, counted
 //! max_retained_bytes = 1048576 # their payloads together
+//! max_saved_bytes = 67108864  # payload bytes of persistent sessions written to the state
+//!                             # directory at a graceful stop (past it: not saved, counted)
 //!
 //! [[mqtt.publish]]            # a publish whose topic matches `topic` goes out under `tag`
 //! topic = "sensors/+/noise"   # (the first mapping that matches); none: refused (0x90)
@@ -38,6 +45,8 @@ use crate::error::RouterError;
 pub struct MqttConfig {
     /// The MQTT (plain TCP) listener; empty: none.
     pub listen: String,
+    /// The MQTT over TLS listener (the router's certificate); empty: none.
+    pub tls_listen: String,
     /// Longest MQTT packet (its remaining length), bytes.
     pub max_packet_bytes: usize,
     /// Topic filters one session may hold.
@@ -46,12 +55,16 @@ pub struct MqttConfig {
     pub max_session_queue: usize,
     /// QoS 1 messages in flight to one client.
     pub max_inflight: usize,
+    /// QoS 1 publishes one client may have unacknowledged (MQTT 5's Receive Maximum).
+    pub receive_maximum: u16,
     /// Persistent sessions kept.
     pub max_sessions: usize,
     /// Retained messages kept.
     pub max_retained: usize,
     /// Bytes of retained payloads kept together.
     pub max_retained_bytes: usize,
+    /// Payload bytes of persistent sessions saved at a graceful stop (`saved.rs`).
+    pub max_saved_bytes: usize,
     /// Topic filters → tags, for publishes.
     pub publish: Vec<PublishMap>,
     /// Tags → topics, for subscribers.
@@ -62,13 +75,16 @@ impl Default for MqttConfig {
     fn default() -> Self {
         MqttConfig {
             listen: String::new(),
+            tls_listen: String::new(),
             max_packet_bytes: 1024 * 1024,
             max_subscriptions: 64,
             max_session_queue: 10_000,
-            max_inflight: 64,
+            max_inflight: 256,
+            receive_maximum: 1024,
             max_sessions: 10_000,
             max_retained: 1024,
             max_retained_bytes: 1024 * 1024,
+            max_saved_bytes: 64 * 1024 * 1024,
             publish: Vec::new(),
             subscribe: Vec::new(),
         }
@@ -116,6 +132,7 @@ impl MqttConfig {
         if self.max_packet_bytes == 0
             || self.max_session_queue == 0
             || self.max_inflight == 0
+            || self.receive_maximum == 0
             || self.max_subscriptions == 0
         {
             return bad("mqtt", "limits must be above 0");
@@ -123,12 +140,30 @@ impl MqttConfig {
         if self.max_inflight > usize::from(u16::MAX) {
             return bad("mqtt.max_inflight", "at most 65535 (packet ids)");
         }
+        self.tls_addr()?;
         if self.listen.is_empty() {
             return Ok(None);
         }
         match self.listen.parse() {
             Ok(addr) => Ok(Some(addr)),
             Err(_) => bad("mqtt.listen", "not a socket address (host:port)"),
+        }
+    }
+
+    /// The TLS listener's address, or `None` when off.
+    ///
+    /// # Errors
+    /// [`RouterError::Config`] for an address that does not parse.
+    pub fn tls_addr(&self) -> Result<Option<SocketAddr>, RouterError> {
+        if self.tls_listen.is_empty() {
+            return Ok(None);
+        }
+        match self.tls_listen.parse() {
+            Ok(addr) => Ok(Some(addr)),
+            Err(_) => Err(RouterError::Config {
+                field: "mqtt.tls_listen",
+                problem: "not a socket address (host:port)",
+            }),
         }
     }
 

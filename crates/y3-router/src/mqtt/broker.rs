@@ -14,6 +14,7 @@ use super::link::{Links, Who, TOPIC_KEY};
 use super::metrics::MqttMetrics;
 use super::packet::Publish;
 use super::retained::Retained;
+use super::saved::{Saved, SavedSession};
 use super::session::{Offered, Session};
 use super::ConnInfo;
 
@@ -41,12 +42,20 @@ pub(crate) struct Broker {
     /// Open connections, by a number of their own: what `/connz` lists.
     open: Mutex<HashMap<u64, (ConnInfo, Arc<Session>)>>,
     next_conn: std::sync::atomic::AtomicU64,
+    /// Where persistent sessions are saved at a graceful stop (`saved.rs`); `None`: nowhere.
+    saved: Option<std::path::PathBuf>,
 }
 
 impl Broker {
     /// A broker with no session.
-    pub fn new(config: MqttConfig, links: Links, metrics: MqttMetrics) -> Arc<Broker> {
+    pub fn new(
+        config: MqttConfig,
+        links: Links,
+        metrics: MqttMetrics,
+        saved: Option<std::path::PathBuf>,
+    ) -> Arc<Broker> {
         Arc::new(Broker {
+            saved,
             config,
             links,
             metrics,
@@ -97,7 +106,7 @@ impl Broker {
             let keep = s2.holder.is_some() || s2.expires.is_none_or(|e| e > now);
             drop(s2);
             if !keep {
-                s.end();
+                self.ended(s, "session_expired");
             }
             keep
         });
@@ -109,7 +118,7 @@ impl Broker {
             if !clean {
                 return Some((old, true));
             }
-            old.end();
+            self.ended(&old, "session_ended");
             sessions.remove(client_id);
         }
         if sessions.len() >= self.config.max_sessions {
@@ -132,7 +141,7 @@ impl Broker {
         let keep = s.persistent;
         drop(s);
         if !keep {
-            session.end();
+            self.ended(session, "session_ended");
             let mut sessions = self.sessions();
             if sessions
                 .get(&session.client_id)
@@ -141,6 +150,163 @@ impl Broker {
                 sessions.remove(&session.client_id);
             }
             self.metrics.sessions.set(sessions.len() as i64);
+        }
+    }
+
+    /// Reads the sessions a graceful stop saved (and removes the file): each kept
+    /// persistent, its messages queued (counted as offered), its downlink opened when its
+    /// client comes back.
+    pub fn restore(&self) {
+        let Some(path) = &self.saved else { return };
+        let c = &self.config;
+        let limit = (c.max_saved_bytes as u64).saturating_mul(2) + (16 << 20);
+        let saved = match Saved::take(path, limit) {
+            Ok(Some(saved)) => saved,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(file = %path.display(), error = %e, "mqtt sessions not restored");
+                return;
+            }
+        };
+        let (mut sessions_n, mut messages_n) = (0usize, 0u64);
+        {
+            let mut sessions = self.sessions();
+            let now = Instant::now();
+            for s in saved.sessions {
+                if sessions.len() >= c.max_sessions {
+                    self.metrics.refused("sessions_full");
+                    continue;
+                }
+                let session = Session::new(s.client_id.clone());
+                {
+                    let mut st = session.lock();
+                    st.persistent = true;
+                    st.expires = s
+                        .expiry_secs
+                        .map(|e| now + std::time::Duration::from_secs(u64::from(e)));
+                    st.subscriptions = s.subscriptions;
+                    st.subscriptions.truncate(c.max_subscriptions);
+                }
+                for m in s.messages {
+                    messages_n += 1;
+                    self.metrics.offered();
+                    let mut st = session.lock();
+                    if st.queue.len() >= c.max_session_queue {
+                        drop(st);
+                        self.metrics.dropped("session_full", 1);
+                        continue;
+                    }
+                    st.queue.push_back(m);
+                }
+                sessions.insert(s.client_id, session);
+                sessions_n += 1;
+            }
+            self.metrics.sessions.set(sessions.len() as i64);
+        }
+        let mut retained = self.retained.lock().unwrap_or_else(|e| e.into_inner());
+        for (topic, tag, payload) in &saved.retained {
+            if !retained.put(
+                topic,
+                *tag,
+                payload.clone(),
+                c.max_retained,
+                c.max_retained_bytes,
+            ) {
+                self.metrics.not_retained.inc();
+            }
+        }
+        self.metrics.retained.set(retained.len() as i64);
+        tracing::info!(file = %path.display(), sessions = sessions_n, messages = messages_n, retained = retained.len(), "mqtt sessions restored");
+    }
+
+    /// Saves the persistent sessions and the retained messages (a graceful stop): waits
+    /// at most a second for the downlinks to hand over their last frames, then writes
+    /// at most `max_saved_bytes` of payloads; messages past that are dropped, counted
+    /// (`not_saved`).
+    pub async fn save(&self) {
+        let Some(path) = &self.saved else { return };
+        let sessions: Vec<Arc<Session>> = self.sessions().values().cloned().collect();
+        let until = Instant::now() + std::time::Duration::from_secs(1);
+        while Instant::now() < until
+            && sessions.iter().any(|s| {
+                s.lock()
+                    .downlink
+                    .as_ref()
+                    .is_some_and(|(_, task)| !task.is_finished())
+            })
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        let mut budget = self.config.max_saved_bytes;
+        let mut saved = Saved::default();
+        let mut not_saved = 0u64;
+        let now = Instant::now();
+        for session in sessions {
+            let s = session.lock();
+            if !s.persistent {
+                continue;
+            }
+            let mut messages = Vec::new();
+            let inflight = s.inflight.values().map(|m| Publish {
+                dup: true,
+                ..m.clone()
+            });
+            for m in inflight.chain(s.queue.iter().cloned()) {
+                if m.payload.len() > budget {
+                    not_saved += 1;
+                    continue;
+                }
+                budget -= m.payload.len();
+                messages.push(m);
+            }
+            saved.sessions.push(SavedSession {
+                client_id: session.client_id.clone(),
+                expiry_secs: s.expires.map(|e| {
+                    e.saturating_duration_since(now)
+                        .as_secs()
+                        .min(u64::from(u32::MAX - 1)) as u32
+                }),
+                subscriptions: s.subscriptions.clone(),
+                messages,
+            });
+        }
+        saved.retained = self
+            .retained
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(t, tag, p)| (t.to_owned(), tag, p.clone()))
+            .collect();
+        if not_saved > 0 {
+            self.metrics.dropped("not_saved", not_saved);
+            tracing::warn!(
+                messages = not_saved,
+                "mqtt session messages not saved: mqtt.max_saved_bytes reached"
+            );
+        }
+        let n: usize = saved.sessions.iter().map(|s| s.messages.len()).sum();
+        match saved.write(path) {
+            Ok(()) => {
+                tracing::info!(file = %path.display(), sessions = saved.sessions.len(), messages = n, "mqtt sessions saved")
+            }
+            Err(e) => tracing::warn!(file = %path.display(), error = %e, "mqtt sessions not saved"),
+        }
+    }
+
+    /// Ends `session`, counting what it held as dropped for `reason`.
+    fn ended(&self, session: &Session, reason: &'static str) {
+        let n = session.end() as u64;
+        self.metrics.dropped(reason, n);
+    }
+
+    /// Offers `message` to `session`, every outcome counted in the ledger.
+    pub fn offer(&self, session: &Session, message: Publish) {
+        self.metrics.offered();
+        match session.offer(message, self.config.max_session_queue) {
+            Offered::Queued => {}
+            Offered::DroppedOldest | Offered::DroppedNew => self.metrics.dropped("session_full", 1),
+            Offered::Offline => self.metrics.dropped("offline_qos0", 1),
+            Offered::Ended => self.metrics.dropped("session_ended", 1),
         }
     }
 
@@ -218,16 +384,11 @@ impl Broker {
                 dup: false,
                 payload: payload.clone(),
             };
-            match session.offer(message, self.config.max_session_queue) {
-                Offered::Queued => {}
-                Offered::DroppedOldest => {
-                    self.metrics.dropped("session_full", 1);
-                }
-                Offered::Offline => self.metrics.dropped("offline_qos0", 1),
-            }
+            self.offer(session, message);
         }
         if !any {
             // The tag's topic (or the frame's mqtt-topic) matches none of the filters.
+            self.metrics.offered();
             self.metrics.dropped("no_topic", 1);
         }
     }

@@ -9,12 +9,13 @@
 //! ```
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use futures_util::{SinkExt, StreamExt};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 use y3_transport::frame::{ClientType, GoawayCode, Stored};
@@ -28,6 +29,7 @@ use super::packet::{self, ConnCode, Connect, Incoming, Outgoing, Publish, Versio
 use super::session::Session;
 use super::ConnInfo;
 use crate::session::Permissions;
+use crate::status::{ConnCounters, Kind, MqttState, QueueState, Registration, MAX_PUBLISHED_TAGS};
 
 /// The router's shutdown, as an MQTT connection follows it: at `drain` it takes no more
 /// publishes (QoS 1 ones go unacknowledged, for the client to send again to the router's
@@ -41,12 +43,40 @@ pub(crate) struct Stop {
     pub close: CancellationToken,
 }
 
+/// A client's socket, plain or TLS, split into its two halves.
+pub(crate) struct Io {
+    rd: Box<dyn AsyncRead + Send + Sync + Unpin>,
+    wr: Box<dyn AsyncWrite + Send + Sync + Unpin>,
+    transport: &'static str,
+}
+
+impl Io {
+    /// A plain TCP client (`listen`).
+    pub fn plain(stream: TcpStream) -> Io {
+        let (rd, wr) = stream.into_split();
+        Io {
+            rd: Box::new(rd),
+            wr: Box::new(wr),
+            transport: "tcp",
+        }
+    }
+
+    /// A TLS client (`tls_listen`), its handshake done.
+    pub fn tls(stream: tokio_rustls::server::TlsStream<TcpStream>) -> Io {
+        let (rd, wr) = tokio::io::split(stream);
+        Io {
+            rd: Box::new(rd),
+            wr: Box::new(wr),
+            transport: "tls",
+        }
+    }
+}
+
 /// Serves one MQTT client until it leaves, breaks a rule, or the router stops.
-pub(crate) async fn run(broker: Arc<Broker>, stream: TcpStream, peer: SocketAddr, stop: Stop) {
+pub(crate) async fn run(broker: Arc<Broker>, io: Io, peer: SocketAddr, stop: Stop) {
     let open = broker.metrics.open();
     open.inc();
-    let _ = stream.set_nodelay(true);
-    let (rd, wr) = stream.into_split();
+    let Io { rd, wr, transport } = io;
     let mut conn = Conn {
         broker: broker.clone(),
         rd,
@@ -55,6 +85,8 @@ pub(crate) async fn run(broker: Arc<Broker>, stream: TcpStream, peer: SocketAddr
         out: BytesMut::with_capacity(8 * 1024),
         version: Version::V4,
         peer,
+        transport,
+        max_inflight: broker.config.max_inflight,
     };
     if let Err(e) = conn.serve(stop).await {
         broker.metrics.closed(e.kind());
@@ -72,12 +104,17 @@ pub(crate) async fn run(broker: Arc<Broker>, stream: TcpStream, peer: SocketAddr
 
 struct Conn {
     broker: Arc<Broker>,
-    rd: tokio::net::tcp::OwnedReadHalf,
-    wr: tokio::net::tcp::OwnedWriteHalf,
+    rd: Box<dyn AsyncRead + Send + Sync + Unpin>,
+    wr: Box<dyn AsyncWrite + Send + Sync + Unpin>,
     buf: BytesMut,
     out: BytesMut,
     version: Version,
     peer: SocketAddr,
+    /// `tcp` or `tls` (`/connz`).
+    transport: &'static str,
+    /// QoS 1 messages in flight to the client at most: `mqtt.max_inflight`, or its MQTT 5
+    /// Receive Maximum when smaller.
+    max_inflight: usize,
 }
 
 /// The internal source link of a connection and its publishes awaiting routing.
@@ -137,6 +174,9 @@ impl Conn {
             return Err(MqttError::Protocol("the first packet must be CONNECT"));
         };
         self.version = connect.version;
+        if let Some(n) = connect.receive_max {
+            self.max_inflight = self.max_inflight.min(usize::from(n));
+        }
         let Some((who, mut uplink, permissions, session, generation)) =
             self.accept(&connect).await?
         else {
@@ -151,8 +191,53 @@ impl Conn {
             subscriptions: Vec::new(),
         };
         let _listed = broker.opened(info.clone(), session.clone());
+        let shared = broker.links.shared.clone();
+        shared.metrics.connection("mqtt", 1);
+        let _counted = scopeguard_connection(&shared);
+        let registered = shared.connections.register(Registration {
+            id: shared.next_session(),
+            name: who.name.clone(),
+            client_id: who.client_id.clone(),
+            kind: Kind::Mqtt,
+            protocol: "mqtt",
+            transport: self.transport,
+            remote: Some(self.peer),
+            observed: Vec::new(),
+            filters: Vec::new(),
+        });
+        let awaiting = Arc::new(AtomicU64::new(0));
+        {
+            let (weak, awaiting) = (Arc::downgrade(&session), awaiting.clone());
+            let version = self.version.name();
+            let username = connect
+                .login
+                .as_ref()
+                .map(|(user, _)| user.clone())
+                .filter(|u| !u.is_empty());
+            registered.set_mqtt(Box::new(move || {
+                let (subscriptions, inflight) = weak.upgrade().map_or_else(Default::default, |s| {
+                    let s = s.lock();
+                    (s.subscriptions.clone(), s.inflight.len() as u64)
+                });
+                MqttState {
+                    version,
+                    username: username.clone(),
+                    subscriptions,
+                    inflight,
+                    awaiting_puback: awaiting.load(Ordering::Relaxed),
+                }
+            }));
+            let session = Arc::downgrade(&session);
+            registered.set_queue(Box::new(move || QueueState {
+                frames: session.upgrade().map_or(0, |s| s.lock().queue.len() as u64),
+                ..QueueState::default()
+            }));
+        }
         tracing::info!(client = %info.client_id, name = %info.name, peer = %info.remote, version = info.version, "mqtt client connected");
         let mut state = Loop {
+            counters: registered.counters(),
+            awaiting,
+            published: Vec::new(),
             who,
             permissions,
             session: session.clone(),
@@ -161,6 +246,11 @@ impl Conn {
             refusals_logged: false,
             draining: false,
         };
+        // A session restored from the state directory gets its downlink now that its
+        // client's credentials are here.
+        if !state.session.lock().subscriptions.is_empty() {
+            self.refresh(&state).await;
+        }
         let result = self.run_loop(&mut state, &mut uplink, &stop).await;
         let clean_exit = matches!(result, Ok(true));
         if !clean_exit {
@@ -180,6 +270,12 @@ impl Conn {
             }
         }
         let _ = uplink.conn.writer.close().await;
+        // QoS 1 publishes the router had not answered: no PUBACK, the client sends them
+        // again (counted, for the ledger).
+        broker
+            .metrics
+            .pubacked("abandoned", uplink.pending.len() as u64);
+        uplink.pending.clear();
         if let Some(expiry) = connect.session_expiry {
             let mut s = session.lock();
             s.expires = (expiry != u32::MAX)
@@ -201,8 +297,12 @@ impl Conn {
         if client_id.is_empty() {
             if !connect.clean {
                 broker.metrics.refused("bad_client_id");
-                self.send(&Outgoing::ConnAck(ConnCode::BadClientId, false))
-                    .await?;
+                self.send(&Outgoing::ConnAck(
+                    ConnCode::BadClientId,
+                    false,
+                    broker.config.receive_maximum,
+                ))
+                .await?;
                 return Ok(None);
             }
             client_id = format!("auto-{}", y3_transport::sdk::new_id());
@@ -239,14 +339,24 @@ impl Conn {
                 };
                 broker.metrics.refused(reason);
                 tracing::warn!(peer = %self.peer, client = %client_id, reason, detail = %g.reason, "mqtt connect refused");
-                self.send(&Outgoing::ConnAck(code, false)).await?;
+                self.send(&Outgoing::ConnAck(
+                    code,
+                    false,
+                    broker.config.receive_maximum,
+                ))
+                .await?;
                 return Ok(None);
             }
         };
         let Some((session, present)) = broker.take_session(&client_id, connect.clean) else {
             broker.metrics.refused("sessions_full");
             tracing::warn!(peer = %self.peer, client = %client_id, "mqtt connect refused: mqtt.max_sessions kept");
-            self.send(&Outgoing::ConnAck(ConnCode::Busy, false)).await?;
+            self.send(&Outgoing::ConnAck(
+                ConnCode::Busy,
+                false,
+                broker.config.receive_maximum,
+            ))
+            .await?;
             return Ok(None);
         };
         let generation = {
@@ -263,8 +373,12 @@ impl Conn {
         let again = session.resume();
         broker.metrics.redelivered.inc_by(again as u64);
         broker.metrics.accepted.inc();
-        self.send(&Outgoing::ConnAck(ConnCode::Accepted, present))
-            .await?;
+        self.send(&Outgoing::ConnAck(
+            ConnCode::Accepted,
+            present,
+            broker.config.receive_maximum,
+        ))
+        .await?;
         let uplink = Uplink {
             conn,
             next_index: 0,
@@ -287,13 +401,20 @@ impl Conn {
             .then(|| Duration::from_millis(u64::from(state.keep_alive) * 1500));
         let mut deadline = keep_alive.map(|k| tokio::time::Instant::now() + k);
         let max_packet = self.broker.config.max_packet_bytes;
+        let receive_max = usize::from(self.broker.config.receive_maximum);
         loop {
-            // Every whole packet read so far (CONNECT's read may have taken more).
-            while let Some(p) = packet::read(&mut self.buf, Some(self.version), max_packet)? {
+            // Every whole packet read so far (CONNECT's read may have taken more); an MQTT
+            // 3.1.1 client with `receive_maximum` publishes awaiting their PUBACK waits
+            // (MQTT 5 was told the bound: one past it closes the connection).
+            while uplink.pending.len() < receive_max || self.version == Version::V5 {
+                let Some(p) = packet::read(&mut self.buf, Some(self.version), max_packet)? else {
+                    break;
+                };
                 if self.handle(state, uplink, p).await? {
                     return Ok(true);
                 }
             }
+            let reading = uplink.pending.len() < receive_max || self.version == Version::V5;
             if uplink.unflushed {
                 uplink.unflushed = false;
                 uplink
@@ -303,7 +424,7 @@ impl Conn {
                     .await
                     .map_err(|e| MqttError::Router(e.to_string()))?;
             }
-            self.send_queued(&state.session)?;
+            self.send_queued(state)?;
             self.flush_out().await?;
             tokio::select! {
                 _ = holder.cancelled() => return Err(MqttError::TakenOver),
@@ -311,7 +432,7 @@ impl Conn {
                 _ = stop.close.cancelled() => {
                     // The session's last messages, then goodbye (no will: the client did
                     // nothing wrong).
-                    self.send_queued(&state.session)?;
+                    self.send_queued(state)?;
                     if self.version == Version::V5 {
                         self.queue(&Outgoing::Disconnect(0x8B))?;
                     }
@@ -333,7 +454,7 @@ impl Conn {
                     Some(Err(e)) => return Err(MqttError::Router(e.to_string())),
                     None => return Err(MqttError::Router("the router closed the link".into())),
                 },
-                n = self.rd.read_buf(&mut self.buf) => {
+                n = self.rd.read_buf(&mut self.buf), if reading => {
                     if n? == 0 {
                         return Err(MqttError::Io(std::io::ErrorKind::UnexpectedEof.into()));
                     }
@@ -344,10 +465,14 @@ impl Conn {
     }
 
     /// Writes what the session has for the client (QoS 1 up to `max_inflight`).
-    fn send_queued(&mut self, session: &Session) -> Result<(), MqttError> {
-        while let Some(m) = session.next_to_send(self.broker.config.max_inflight) {
+    fn send_queued(&mut self, state: &Loop) -> Result<(), MqttError> {
+        let session = &state.session;
+        while let Some(m) = session.next_to_send(self.max_inflight) {
             if m.qos == 0 {
-                self.broker.metrics.delivered.inc();
+                self.broker.metrics.delivered();
+            }
+            if !m.dup {
+                state.counters.count_out(1, m.payload.len() as u64);
             }
             self.queue(&Outgoing::Publish(m))?;
             if self.out.len() > 64 * 1024 {
@@ -374,9 +499,12 @@ impl Conn {
             uplink.pending.pop_front();
             let refused = stored.refused.iter().find(|r| r.contains(index));
             let code = match refused {
-                None => 0,
+                None => {
+                    self.broker.metrics.pubacked("stored", 1);
+                    0
+                }
                 Some(run) => {
-                    self.broker.metrics.publish_refused("refused_by_router");
+                    self.broker.metrics.pubacked("refused_by_router", 1);
                     if !state.refusals_logged {
                         state.refusals_logged = true;
                         tracing::warn!(client = %state.who.client_id, reason = ?run.reason, "the router refused an mqtt publish (first of this connection)");
@@ -386,6 +514,9 @@ impl Conn {
             };
             self.queue(&Outgoing::PubAck(pkid, code))?;
         }
+        state
+            .awaiting
+            .store(uplink.pending.len() as u64, Ordering::Relaxed);
         Ok(())
     }
 
@@ -400,7 +531,7 @@ impl Conn {
             Incoming::Publish(p) => self.publish(state, uplink, p).await?,
             Incoming::PubAck(pkid) => {
                 if state.session.acked(pkid) {
-                    self.broker.metrics.delivered.inc();
+                    self.broker.metrics.delivered();
                 }
             }
             Incoming::Subscribe(pkid, filters) => self.subscribe(state, pkid, filters).await?,
@@ -434,8 +565,18 @@ impl Conn {
         uplink: &mut Uplink,
         p: Publish,
     ) -> Result<(), MqttError> {
+        let metrics = &self.broker.metrics;
+        metrics.received();
         if p.qos > 1 {
+            metrics.publish_refused(MqttError::QosNotSupported.kind());
             return Err(MqttError::QosNotSupported);
+        }
+        let receive_max = self.broker.config.receive_maximum;
+        if p.qos == 1 && uplink.pending.len() >= usize::from(receive_max) {
+            // Only an MQTT 5 client gets here (3.1.1 ones are not read meanwhile).
+            let e = MqttError::ReceiveMaximum(receive_max);
+            metrics.publish_refused(e.kind());
+            return Err(e);
         }
         if state.draining {
             // QoS 1: no PUBACK, so the client sends it again to the router's successor;
@@ -444,6 +585,7 @@ impl Conn {
             return Ok(());
         }
         if p.topic.is_empty() || !rumqttc::mqttbytes::valid_topic(&p.topic) {
+            self.broker.metrics.publish_refused("malformed_topic");
             return Err(MqttError::Malformed(format!(
                 "topic {:?} is not a topic name",
                 p.topic
@@ -485,7 +627,7 @@ impl Conn {
                 c.max_retained,
                 c.max_retained_bytes,
             ) {
-                self.broker.metrics.dropped("retained_full", 1);
+                self.broker.metrics.not_retained.inc();
                 tracing::warn!(client = %state.who.client_id, topic = %p.topic, "retained message not kept: mqtt.max_retained(_bytes) reached");
             }
             self.broker.metrics.retained.set(retained.len() as i64);
@@ -496,19 +638,26 @@ impl Conn {
             (metadata::TID, tid.as_str()),
             (TOPIC_KEY, p.topic.as_str()),
         ]);
+        let payload_len = p.payload.len();
         let data = Data::new(tag, p.payload).with_metadata(meta);
-        uplink
-            .conn
-            .writer
-            .feed(Frame::Data(data))
-            .await
-            .map_err(|e| MqttError::Router(e.to_string()))?;
+        if let Err(e) = uplink.conn.writer.feed(Frame::Data(data)).await {
+            self.broker.metrics.publish_refused("router_closed");
+            return Err(MqttError::Router(e.to_string()));
+        }
         uplink.unflushed = true;
         if p.qos == 1 {
             uplink.pending.push_back((uplink.next_index, p.pkid));
+            state
+                .awaiting
+                .store(uplink.pending.len() as u64, Ordering::Relaxed);
+        }
+        state.counters.count_in(payload_len);
+        if !state.published.contains(&tag) && state.published.len() < MAX_PUBLISHED_TAGS {
+            state.published.push(tag);
+            state.counters.published(tag);
         }
         uplink.next_index = uplink.next_index.wrapping_add(1);
-        self.broker.metrics.published.inc();
+        self.broker.metrics.routed(p.qos == 1);
         Ok(())
     }
 
@@ -556,7 +705,8 @@ impl Conn {
                 else {
                     continue;
                 };
-                state.session.offer(
+                broker.offer(
+                    &state.session,
                     Publish {
                         topic: topic.to_owned(),
                         qos,
@@ -565,7 +715,6 @@ impl Conn {
                         dup: false,
                         payload: payload.clone(),
                     },
-                    config.max_session_queue,
                 );
             }
         }
@@ -590,8 +739,25 @@ impl Conn {
     }
 }
 
+/// Counts the connection in `y3_router_connections{client_type="mqtt"}` until dropped.
+fn scopeguard_connection(shared: &Arc<crate::shared::Shared>) -> impl Drop {
+    struct Counted(Arc<crate::shared::Shared>);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.metrics.connection("mqtt", -1);
+        }
+    }
+    Counted(shared.clone())
+}
+
 /// What the loop keeps about the client.
 struct Loop {
+    /// Its `/connz` counters.
+    counters: ConnCounters,
+    /// Its QoS 1 publishes awaiting the router's answer (`/connz`).
+    awaiting: Arc<AtomicU64>,
+    /// Tags it published (noted once each in `/connz`, at most [`MAX_PUBLISHED_TAGS`]).
+    published: Vec<u32>,
     who: Who,
     permissions: Arc<Permissions>,
     session: Arc<Session>,

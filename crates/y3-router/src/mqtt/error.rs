@@ -32,6 +32,10 @@ pub enum MqttError {
     /// A publish the client's token may not send.
     #[error("not authorized to publish on {0:?}")]
     NotAuthorized(String),
+    /// An MQTT 5 client had more QoS 1 publishes unacknowledged than the CONNACK's
+    /// Receive Maximum (`mqtt.receive_maximum`) allows.
+    #[error("more than {0} QoS 1 publishes in flight (the announced receive maximum)")]
+    ReceiveMaximum(u16),
     /// No packet within one and a half keep-alive periods.
     #[error("keep-alive timeout")]
     KeepAlive,
@@ -57,6 +61,7 @@ impl MqttError {
             MqttError::QosNotSupported => "qos_not_supported",
             MqttError::Unmapped(_) => "unmapped_topic",
             MqttError::NotAuthorized(_) => "not_authorized",
+            MqttError::ReceiveMaximum(_) => "receive_maximum_exceeded",
             MqttError::KeepAlive => "keepalive_timeout",
             MqttError::TakenOver => "session_taken_over",
             MqttError::Router(_) => "router",
@@ -74,6 +79,7 @@ impl MqttError {
             MqttError::QosNotSupported => 0x9B,
             MqttError::Unmapped(_) => 0x90,
             MqttError::NotAuthorized(_) => 0x87,
+            MqttError::ReceiveMaximum(_) => 0x93,
             MqttError::KeepAlive => 0x8D,
             MqttError::TakenOver => 0x8E,
             MqttError::Router(_) => 0x89,

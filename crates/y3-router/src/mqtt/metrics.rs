@@ -4,7 +4,8 @@
 //! [`super`]): its frames count in the router's own metrics as any client's do, under
 //! transport `memory`; these count what only MQTT knows.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -33,12 +34,21 @@ pub struct MqttMetrics {
     refused: Family<ReasonLabel, Counter>,
     /// Connections closed by the router, by [`MqttError::kind`](super::MqttError::kind).
     closed: Family<ReasonLabel, Counter>,
+    /// PUBLISHes read from clients (and wills published for them).
+    received: Counter,
     /// PUBLISHes routed into the router.
-    pub published: Counter,
-    /// PUBLISHes refused (`unmapped_topic`, `not_authorized`, `refused_by_router`).
+    published: Counter,
+    /// PUBLISHes refused before routing, by reason (`unmapped_topic`, `not_authorized`,
+    /// `shutting_down`, `qos_not_supported`, ...).
     publish_refused: Family<ReasonLabel, Counter>,
+    /// QoS 1 PUBLISHes acknowledged, by outcome (`stored`: PUBACK 0 after the router
+    /// routed or stored it; `refused_by_router`: PUBACK 0x80; `abandoned`: the connection
+    /// ended first, no PUBACK).
+    pubacked: Family<ReasonLabel, Counter>,
     /// Messages delivered to MQTT subscribers (QoS 0 written, QoS 1 acknowledged).
-    pub delivered: Counter,
+    delivered: Counter,
+    /// Retained messages not kept (`mqtt.max_retained(_bytes)`); still routed.
+    pub not_retained: Counter,
     /// QoS 1 messages sent again (after a reconnect).
     pub redelivered: Counter,
     /// Messages dropped, by reason (`session_full`, `no_topic`).
@@ -47,8 +57,100 @@ pub struct MqttMetrics {
     pub sessions: Gauge,
     /// Retained messages kept now.
     pub retained: Gauge,
-    /// The total of `dropped` (for tests and stats).
-    dropped_total: std::sync::Arc<AtomicU64>,
+    /// The ledger's terms.
+    ledger: Arc<Terms>,
+}
+
+/// The ledger's terms, as atomics (the families above are for Prometheus).
+#[derive(Debug, Default)]
+struct Terms {
+    received: AtomicU64,
+    routed: AtomicU64,
+    refused: AtomicU64,
+    qos1_routed: AtomicU64,
+    acked: AtomicU64,
+    awaiting: AtomicI64,
+    offered: AtomicU64,
+    delivered: AtomicU64,
+    dropped: AtomicU64,
+    held: AtomicI64,
+}
+
+/// The MQTT ledger: every PUBLISH a client sent, and every message for a subscriber, ends
+/// somewhere counted.
+///
+/// ```text
+/// received      = routed + refused                       (PUBLISHes from clients)
+/// qos1_routed   = acked + awaiting                        (acked: stored, refused_by_router,
+///                                                         or abandoned by a closed connection)
+/// offered       = delivered + dropped + held             (messages for MQTT subscribers:
+///                                                         one per topic a frame reaches a
+///                                                         session under, one per frame that
+///                                                         reaches none: a no_topic drop)
+/// ```
+///
+/// `awaiting` (QoS 1 publishes the router has not answered yet) and `held` (messages in
+/// sessions' queues and in flight) are gauges; an idle router with no connection has
+/// `awaiting` 0 and `held` what persistent sessions keep.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MqttLedger {
+    /// PUBLISHes read from clients, wills included.
+    pub received: u64,
+    /// Routed into the router (then counted in the router's own ledger).
+    pub routed: u64,
+    /// Refused before routing (every reason).
+    pub refused: u64,
+    /// Routed QoS 1 publishes.
+    pub qos1_routed: u64,
+    /// Of those, answered: PUBACKed (stored or refused by the router) or abandoned.
+    pub acked: u64,
+    /// Of those, awaiting the router's answer now.
+    pub awaiting: i64,
+    /// Messages offered to MQTT sessions.
+    pub offered: u64,
+    /// Delivered (QoS 0 written, QoS 1 acknowledged by the subscriber).
+    pub delivered: u64,
+    /// Dropped, every reason.
+    pub dropped: u64,
+    /// Held by sessions now (queued or in flight).
+    pub held: i64,
+}
+
+impl MqttLedger {
+    /// Checks the three balances (read when no MQTT message is moving).
+    ///
+    /// # Errors
+    /// [`crate::metrics::LedgerError::Unaccounted`] with the first unbalanced difference, or
+    /// [`crate::metrics::LedgerError::Negative`] for a gauge below zero.
+    pub fn check(&self) -> Result<(), crate::metrics::LedgerError> {
+        for (term, value) in [("mqtt.awaiting", self.awaiting), ("mqtt.held", self.held)] {
+            if value < 0 {
+                return Err(crate::metrics::LedgerError::Negative { term, value });
+            }
+        }
+        let balances = [
+            (
+                "mqtt.received",
+                self.received as i64 - (self.routed + self.refused) as i64,
+            ),
+            (
+                "mqtt.qos1_routed",
+                self.qos1_routed as i64 - self.acked as i64 - self.awaiting,
+            ),
+            (
+                "mqtt.offered",
+                self.offered as i64 - (self.delivered + self.dropped) as i64 - self.held,
+            ),
+        ];
+        for (term, n) in balances {
+            match n {
+                0 => {}
+                n if n < 0 => return Err(crate::metrics::LedgerError::Negative { term, value: n }),
+                n => return Err(crate::metrics::LedgerError::Unaccounted { deliveries: n }),
+            }
+        }
+        Ok(())
+    }
 }
 
 impl MqttMetrics {
@@ -71,7 +173,22 @@ impl MqttMetrics {
             "MQTT connections closed by the router, by reason",
             self.closed.clone(),
         );
+        r.register(
+            "received",
+            "MQTT PUBLISHes read from clients (wills included)",
+            self.received.clone(),
+        );
         r.register("published", "MQTT PUBLISHes routed", self.published.clone());
+        r.register(
+            "pubacked",
+            "MQTT QoS 1 PUBLISHes answered, by outcome",
+            self.pubacked.clone(),
+        );
+        r.register(
+            "not_retained",
+            "Retained MQTT messages not kept (mqtt.max_retained reached)",
+            self.not_retained.clone(),
+        );
         r.register(
             "publish_refused",
             "MQTT PUBLISHes refused, by reason",
@@ -121,23 +238,136 @@ impl MqttMetrics {
         self.closed.get_or_create(&ReasonLabel { reason }).inc();
     }
 
-    /// Counts a refused PUBLISH.
+    /// Counts a PUBLISH read from a client (each then ends [`routed`] or
+    /// [`publish_refused`]).
+    ///
+    /// [`routed`]: MqttMetrics::routed
+    /// [`publish_refused`]: MqttMetrics::publish_refused
+    pub fn received(&self) {
+        self.received.inc();
+        self.ledger.received.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a PUBLISH routed into the router (QoS 1: awaiting its answer).
+    pub fn routed(&self, qos1: bool) {
+        self.published.inc();
+        self.ledger.routed.fetch_add(1, Ordering::Relaxed);
+        if qos1 {
+            self.ledger.qos1_routed.fetch_add(1, Ordering::Relaxed);
+            self.ledger.awaiting.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Counts a PUBLISH refused before routing.
     pub fn publish_refused(&self, reason: &'static str) {
         self.publish_refused
             .get_or_create(&ReasonLabel { reason })
             .inc();
+        self.ledger.refused.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Counts `n` dropped messages.
+    /// Counts `n` routed QoS 1 publishes answered with `outcome` (`stored`,
+    /// `refused_by_router`, `abandoned`).
+    pub fn pubacked(&self, outcome: &'static str, n: u64) {
+        if n == 0 {
+            return;
+        }
+        self.pubacked
+            .get_or_create(&ReasonLabel { reason: outcome })
+            .inc_by(n);
+        // Out of `awaiting` before into `acked`: a reader in between sees the balance
+        // owed (above zero), never below.
+        self.ledger.awaiting.fetch_sub(n as i64, Ordering::Relaxed);
+        self.ledger.acked.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Counts a message offered to a session, held until it is delivered or dropped
+    /// (counted before the session has it, so that `held` never reads below zero).
+    pub fn offered(&self) {
+        self.ledger.offered.fetch_add(1, Ordering::Relaxed);
+        self.held(1);
+    }
+
+    /// `n` messages joined (`n` > 0) or left (`n` < 0) sessions' queues.
+    fn held(&self, n: i64) {
+        self.ledger.held.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Counts a message delivered to a subscriber (it left its session).
+    pub fn delivered(&self) {
+        self.held(-1);
+        self.delivered.inc();
+        self.ledger.delivered.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts `n` dropped messages, each of them offered (and so held) before.
     pub fn dropped(&self, reason: &'static str, n: u64) {
+        if n == 0 {
+            return;
+        }
+        self.held(-(n as i64));
         self.dropped
             .get_or_create(&ReasonLabel { reason })
             .inc_by(n);
-        self.dropped_total.fetch_add(n, Ordering::Relaxed);
+        self.ledger.dropped.fetch_add(n, Ordering::Relaxed);
     }
 
-    /// Messages dropped so far, every reason.
-    pub fn dropped_total(&self) -> u64 {
-        self.dropped_total.load(Ordering::Relaxed)
+    /// The ledger now.
+    pub fn ledger(&self) -> MqttLedger {
+        let l = &self.ledger;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        MqttLedger {
+            received: get(&l.received),
+            routed: get(&l.routed),
+            refused: get(&l.refused),
+            qos1_routed: get(&l.qos1_routed),
+            acked: get(&l.acked),
+            awaiting: l.awaiting.load(Ordering::Relaxed),
+            offered: get(&l.offered),
+            delivered: get(&l.delivered),
+            dropped: get(&l.dropped),
+            held: l.held.load(Ordering::Relaxed),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ledger_balances_and_names_what_does_not() {
+        let m = MqttMetrics::default();
+        m.received();
+        m.routed(true);
+        m.received();
+        m.publish_refused("unmapped_topic");
+        m.offered();
+        m.offered();
+        m.offered();
+        m.delivered();
+        m.dropped("session_full", 1);
+        // One QoS 1 publish awaits the router; one message is held.
+        let l = m.ledger();
+        assert_eq!((l.awaiting, l.held), (1, 1));
+        assert_eq!(l.check(), Ok(()));
+        m.pubacked("stored", 1);
+        assert_eq!(m.ledger().check(), Ok(()));
+        // A publish read and never settled is unaccounted.
+        m.received();
+        assert_eq!(
+            m.ledger().check(),
+            Err(crate::metrics::LedgerError::Unaccounted { deliveries: 1 })
+        );
+        // A message delivered twice drives `held` below zero.
+        let m = MqttMetrics::default();
+        m.delivered();
+        assert!(matches!(
+            m.ledger().check(),
+            Err(crate::metrics::LedgerError::Negative {
+                term: "mqtt.held",
+                ..
+            })
+        ));
     }
 }

@@ -19,7 +19,7 @@
 //!
 //! Not supported, refused with MQTT's reason: QoS 2 publishes (`0x9B`; subscriptions are
 //! granted QoS 1 at most), topic aliases, shared subscriptions, MQTT 3.1 (level 3).
-//! Sessions live in memory: a restarted router starts with none.
+//! Persistent sessions and retained messages outlive a graceful restart (`saved.rs`).
 
 mod broker;
 mod conn;
@@ -28,6 +28,7 @@ mod link;
 mod metrics;
 pub mod packet;
 mod retained;
+mod saved;
 mod session;
 
 use std::net::SocketAddr;
@@ -37,7 +38,7 @@ pub use crate::config::mqtt as config;
 pub use config::{MqttConfig, PublishMap, SubscribeMap};
 pub use error::MqttError;
 pub use link::TOPIC_KEY;
-pub use metrics::MqttMetrics;
+pub use metrics::{MqttLedger, MqttMetrics};
 
 use crate::shared::Shared;
 
@@ -65,13 +66,34 @@ pub(crate) struct Mqtt(Arc<broker::Broker>);
 impl Mqtt {
     /// The MQTT side of `shared`'s router.
     pub fn new(shared: &Arc<Shared>) -> Mqtt {
-        Mqtt(broker::Broker::new(
-            shared.config.mqtt.clone(),
+        let config = &shared.config;
+        let listen = if config.mqtt.listen.is_empty() {
+            &config.mqtt.tls_listen
+        } else {
+            &config.mqtt.listen
+        };
+        let saved = config
+            .state
+            .persist
+            .then(|| crate::state::dir(&config.state))
+            .flatten()
+            .map(|dir| saved::path(&dir, listen));
+        let broker = broker::Broker::new(
+            config.mqtt.clone(),
             link::Links {
                 shared: shared.clone(),
             },
             shared.metrics.mqtt.clone(),
-        ))
+            saved,
+        );
+        broker.restore();
+        Mqtt(broker)
+    }
+
+    /// Writes the persistent sessions into the state directory (a graceful stop, once
+    /// every MQTT connection has closed).
+    pub async fn save(&self) {
+        self.0.save().await;
     }
 
     /// The MQTT connections open now.
@@ -80,8 +102,24 @@ impl Mqtt {
     }
 }
 
-/// Serves MQTT clients on `listener` until the router stops accepting.
-pub(crate) async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>, mqtt: Mqtt) {
+/// The TLS acceptor of `tls_listen`: the router's server configuration (certificate,
+/// TLS 1.3, client CA policy) without y3's ALPN, which MQTT clients do not offer.
+pub(crate) fn tls_acceptor(config: &Arc<rustls_config::ServerConfig>) -> tokio_rustls::TlsAcceptor {
+    let mut config = (**config).clone();
+    config.alpn_protocols.clear();
+    tokio_rustls::TlsAcceptor::from(Arc::new(config))
+}
+
+use tokio_rustls::rustls as rustls_config;
+
+/// Serves MQTT clients on `listener` (over TLS with `tls`) until the router stops
+/// accepting.
+pub(crate) async fn serve(
+    listener: tokio::net::TcpListener,
+    shared: Arc<Shared>,
+    mqtt: Mqtt,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+) {
     let broker = mqtt.0;
     loop {
         let accepted = tokio::select! {
@@ -95,9 +133,33 @@ pub(crate) async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>
                     close: shared.close_all.clone(),
                 };
                 let (broker, kill) = (broker.clone(), shared.kill.clone());
+                let (tls, handshake) = (tls.clone(), shared.config.handshake_timeout());
                 shared.tracker.spawn(async move {
+                    let _ = stream.set_nodelay(true);
+                    let serve = async {
+                        let io = match tls {
+                            None => conn::Io::plain(stream),
+                            Some(tls) => {
+                                let accepted = tokio::time::timeout(handshake, tls.accept(stream)).await;
+                                match accepted {
+                                    Ok(Ok(stream)) => conn::Io::tls(stream),
+                                    Ok(Err(e)) => {
+                                        broker.metrics.refused("tls_handshake");
+                                        tracing::warn!(%peer, error = %e, "mqtt tls handshake failed");
+                                        return;
+                                    }
+                                    Err(_) => {
+                                        broker.metrics.refused("tls_handshake");
+                                        tracing::warn!(%peer, "mqtt tls handshake timed out");
+                                        return;
+                                    }
+                                }
+                            }
+                        };
+                        conn::run(broker.clone(), io, peer, stop).await;
+                    };
                     tokio::select! {
-                        _ = conn::run(broker, stream, peer, stop) => {}
+                        _ = serve => {}
                         _ = kill.cancelled() => {}
                     }
                 });

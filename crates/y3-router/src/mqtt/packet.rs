@@ -64,6 +64,9 @@ pub struct Connect {
     pub keep_alive: u16,
     /// MQTT 5's session expiry interval, seconds (3.1.1: a persistent session never expires).
     pub session_expiry: Option<u32>,
+    /// MQTT 5's Receive Maximum: QoS 1 messages the client takes in flight at once
+    /// (3.1.1: none said).
+    pub receive_max: Option<u16>,
     /// User name and password.
     pub login: Option<(String, String)>,
     /// The will.
@@ -126,8 +129,9 @@ pub enum ConnCode {
 /// The packets the router sends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outgoing {
-    /// CONNACK: verdict, session present.
-    ConnAck(ConnCode, bool),
+    /// CONNACK: verdict, session present, and (MQTT 5) the Receive Maximum announced:
+    /// QoS 1 publishes the client may have unacknowledged at once.
+    ConnAck(ConnCode, bool, u16),
     /// PUBLISH to a subscriber.
     Publish(Publish),
     /// PUBACK: packet id, and an MQTT 5 reason code (0: success).
@@ -212,6 +216,7 @@ fn from_v4(p: v4::Packet) -> Incoming {
             clean: c.clean_session,
             keep_alive: c.keep_alive,
             session_expiry: None,
+            receive_max: None,
             login: c.login.map(|l| (l.username, l.password)),
             will: c.last_will.map(|w| Will {
                 topic: w.topic,
@@ -262,9 +267,15 @@ fn from_v5(p: v5::Packet) -> Result<Incoming, MqttError> {
             keep_alive: c.keep_alive,
             session_expiry: Some(
                 c.properties
+                    .as_ref()
                     .and_then(|p| p.session_expiry_interval)
                     .unwrap_or(0),
             ),
+            receive_max: c
+                .properties
+                .as_ref()
+                .and_then(|p| p.receive_maximum)
+                .filter(|&n| n > 0),
             login: login.map(|l| (l.username, l.password)),
             will: match will {
                 Some(w) => Some(Will {
@@ -342,7 +353,7 @@ pub fn write(version: Version, packet: &Outgoing, out: &mut BytesMut) -> Result<
     match version {
         Version::V4 => {
             let p = match packet {
-                Outgoing::ConnAck(code, present) => {
+                Outgoing::ConnAck(code, present, _) => {
                     let code = match code {
                         ConnCode::Accepted => v4::ConnectReturnCode::Success,
                         ConnCode::BadCredentials => v4::ConnectReturnCode::BadUserNamePassword,
@@ -379,7 +390,7 @@ pub fn write(version: Version, packet: &Outgoing, out: &mut BytesMut) -> Result<
         }
         Version::V5 => {
             let p = match packet {
-                Outgoing::ConnAck(code, present) => {
+                Outgoing::ConnAck(code, present, receive_max) => {
                     let code = match code {
                         ConnCode::Accepted => v5::ConnectReturnCode::Success,
                         ConnCode::BadCredentials => v5::ConnectReturnCode::BadUserNamePassword,
@@ -388,6 +399,7 @@ pub fn write(version: Version, packet: &Outgoing, out: &mut BytesMut) -> Result<
                         ConnCode::Busy => v5::ConnectReturnCode::ServerBusy,
                     };
                     let properties = v5::ConnAckProperties {
+                        receive_max: Some(*receive_max),
                         max_qos: Some(1),
                         retain_available: Some(1),
                         topic_alias_max: Some(0),
@@ -448,6 +460,7 @@ pub fn write(version: Version, packet: &Outgoing, out: &mut BytesMut) -> Result<
                         0x8B => v5::DisconnectReasonCode::ServerShuttingDown,
                         0x8D => v5::DisconnectReasonCode::KeepAliveTimeout,
                         0x8E => v5::DisconnectReasonCode::SessionTakenOver,
+                        0x93 => v5::DisconnectReasonCode::ReceiveMaximumExceeded,
                         0x90 => v5::DisconnectReasonCode::TopicNameInvalid,
                         0x95 => v5::DisconnectReasonCode::PacketTooLarge,
                         0x9B => v5::DisconnectReasonCode::QoSNotSupported,
@@ -538,6 +551,23 @@ mod tests {
             read(&mut not_connect, None, 1024),
             Err(MqttError::Protocol(_))
         ));
+    }
+
+    #[test]
+    fn connack_announces_the_receive_maximum_under_mqtt_5() {
+        let mut out = BytesMut::new();
+        write(
+            Version::V5,
+            &Outgoing::ConnAck(ConnCode::Accepted, false, 7),
+            &mut out,
+        )
+        .unwrap();
+        match v5::Packet::read(&mut out, None).unwrap() {
+            v5::Packet::ConnAck(c) => {
+                assert_eq!(c.properties.and_then(|p| p.receive_max), Some(7));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

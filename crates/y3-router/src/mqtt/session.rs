@@ -40,6 +40,8 @@ pub(crate) struct State {
     pub persistent: bool,
     /// When a kept session with no connection ends (MQTT 5's expiry); `None`: never.
     pub expires: Option<Instant>,
+    /// The session ended: it takes no more messages.
+    ended: bool,
 }
 
 /// A shared session.
@@ -60,8 +62,12 @@ pub(crate) enum Offered {
     Queued,
     /// Queued, and the oldest waiting message dropped to make room.
     DroppedOldest,
+    /// Not queued: everything kept is in flight (`max_session_queue` of them).
+    DroppedNew,
     /// Not queued: QoS 0 for a client that is away.
     Offline,
+    /// Not queued: the session has ended.
+    Ended,
 }
 
 impl Session {
@@ -81,6 +87,9 @@ impl Session {
     /// Queues `message`, keeping at most `max` waiting and in flight together.
     pub fn offer(&self, message: Publish, max: usize) -> Offered {
         let mut s = self.lock();
+        if s.ended {
+            return Offered::Ended;
+        }
         if s.holder.is_none() && message.qos == 0 {
             return Offered::Offline;
         }
@@ -90,7 +99,7 @@ impl Session {
                 offered = Offered::DroppedOldest;
             } else {
                 // Everything kept is in flight: the new one is the one dropped.
-                return Offered::DroppedOldest;
+                return Offered::DroppedNew;
             }
         }
         s.queue.push_back(message);
@@ -142,11 +151,18 @@ impl Session {
         n
     }
 
-    /// Ends the downlink (the session is over).
-    pub fn end(&self) {
-        if let Some((_, task)) = self.lock().downlink.take() {
+    /// Ends the session: its downlink stops, and the messages it held (queued and in
+    /// flight) are given up; returns how many.
+    pub fn end(&self) -> usize {
+        let mut s = self.lock();
+        s.ended = true;
+        if let Some((_, task)) = s.downlink.take() {
             task.abort();
         }
+        let n = s.queue.len() + s.inflight.len();
+        s.queue.clear();
+        s.inflight.clear();
+        n
     }
 }
 

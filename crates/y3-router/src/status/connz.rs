@@ -45,7 +45,7 @@ fn tag_list(tags: &[u32]) -> Vec<String> {
 
 fn one(c: &ConnectionSnapshot, rates: &Rates, evictions: u64) -> Value {
     let key = |what: &str| format!("conn {} {what}", c.id);
-    json!({
+    let mut v = json!({
         "id": c.id,
         "name": c.name,
         "client_id": c.client_id,
@@ -70,7 +70,20 @@ fn one(c: &ConnectionSnapshot, rates: &Rates, evictions: u64) -> Value {
         "queued_bytes": c.queue.bytes,
         "drops": c.queue.dropped,
         "evictions": evictions,
-    })
+    });
+    if let (Some(m), Some(o)) = (&c.mqtt, v.as_object_mut()) {
+        o.insert(
+            "mqtt".to_owned(),
+            json!({
+                "version": m.version,
+                "username": m.username,
+                "subscriptions": m.subscriptions.iter().map(|(f, q)| json!({"filter": f, "qos": q})).collect::<Vec<_>>(),
+                "inflight": m.inflight,
+                "awaiting_puback": m.awaiting_puback,
+            }),
+        );
+    }
+    v
 }
 
 /// The `/connz` document.

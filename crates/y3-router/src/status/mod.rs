@@ -7,6 +7,8 @@
 //!              the delivery ledger, mesh and federation links
 //! GET /connz   every connection: id, name, kind, protocol, transport, remote address,
 //!              observed and published tags, counts and rates, queue depth and bytes, drops;
+//!              an MQTT client (kind `mqtt`) adds `mqtt`: version, username,
+//!              subscriptions, inflight, awaiting_puback;
 //!              ?limit=N&offset=N&sort=id|name|frames_in|frames_out|bytes_in|bytes_out|
 //!              rate_in|rate_out|queued|drops|since (largest first but id, name, since)
 //! GET /tagz    every tag: publishers, subscribers, counts and rates, filters
@@ -31,8 +33,8 @@ use std::time::{Instant, SystemTime};
 pub(crate) use process::ProcessCollector;
 pub use process::{git_commit, set_git_commit, ProcessStats, UNKNOWN_GIT, VERSION};
 pub use registry::{
-    ConnCounters, ConnectionSnapshot, Connections, Kind, QueueProbe, QueueState, Registered,
-    Registration, MAX_PUBLISHED_TAGS,
+    ConnCounters, ConnectionSnapshot, Connections, Kind, MqttProbe, MqttState, QueueProbe,
+    QueueState, Registered, Registration, MAX_PUBLISHED_TAGS,
 };
 
 use crate::config::RouterConfig;

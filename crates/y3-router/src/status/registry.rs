@@ -32,6 +32,9 @@ pub enum Kind {
     Function,
     /// A zipper of a mesh forwarding its local clients' frames here.
     UpstreamZipper,
+    /// An MQTT client of the `[mqtt]` listener (publishes and subscribes by topic; its
+    /// internal links into the routing table are listed too, as `memory` connections).
+    Mqtt,
 }
 
 impl Kind {
@@ -52,6 +55,7 @@ impl Kind {
             Kind::Function if wrote => "function",
             Kind::Function => "sink",
             Kind::UpstreamZipper => "upstream_zipper",
+            Kind::Mqtt => "mqtt",
         }
     }
 }
@@ -82,6 +86,24 @@ pub struct Registration {
 /// A probe of a connection's queue, read at each snapshot.
 pub type QueueProbe = Box<dyn Fn() -> QueueState + Send + Sync>;
 
+/// A probe of an MQTT connection's session, read at each snapshot.
+pub type MqttProbe = Box<dyn Fn() -> MqttState + Send + Sync>;
+
+/// An MQTT connection's session at one moment (`/connz`'s `mqtt` object).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MqttState {
+    /// `3.1.1` or `5`.
+    pub version: &'static str,
+    /// Its MQTT user name, if it gave one.
+    pub username: Option<String>,
+    /// Its topic filters and their granted QoS.
+    pub subscriptions: Vec<(String, u8)>,
+    /// QoS 1 messages sent to it and not yet acknowledged.
+    pub inflight: u64,
+    /// Its QoS 1 publishes the router has not answered yet.
+    pub awaiting_puback: u64,
+}
+
 /// A connection's queue at one moment.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct QueueState {
@@ -104,6 +126,7 @@ struct Entry {
     /// Tags it published, first [`MAX_PUBLISHED_TAGS`] distinct ones.
     published: Mutex<BTreeSet<u32>>,
     queue: Mutex<Option<QueueProbe>>,
+    mqtt: Mutex<Option<MqttProbe>>,
 }
 
 /// Most distinct published tags remembered per connection (clients choose tags).
@@ -142,6 +165,7 @@ impl Connections {
             bytes_out: AtomicU64::new(0),
             published: Mutex::new(BTreeSet::new()),
             queue: Mutex::new(None),
+            mqtt: Mutex::new(None),
         });
         lock(&self.entries).insert(id, entry.clone());
         self.total.fetch_add(1, Ordering::Relaxed);
@@ -194,6 +218,7 @@ impl Entry {
             frames_out: self.frames_out.load(Ordering::Relaxed),
             bytes_out: self.bytes_out.load(Ordering::Relaxed),
             queue: queue.unwrap_or_default(),
+            mqtt: lock(&self.mqtt).as_ref().map(|probe| probe()),
         }
     }
 }
@@ -207,7 +232,7 @@ pub struct ConnectionSnapshot {
     pub name: String,
     /// Client id.
     pub client_id: String,
-    /// `source`, `function`, `sink` or `upstream_zipper` ([`Kind::name`]).
+    /// `source`, `function`, `sink`, `upstream_zipper` or `mqtt` ([`Kind::name`]).
     pub kind: &'static str,
     /// Protocol ([`Registration::protocol`]).
     pub protocol: &'static str,
@@ -233,6 +258,8 @@ pub struct ConnectionSnapshot {
     pub bytes_out: u64,
     /// Its queue now (zeros without a queue).
     pub queue: QueueState,
+    /// An MQTT connection's session (kind `mqtt` only).
+    pub mqtt: Option<MqttState>,
 }
 
 /// A registered connection; dropping it removes the entry. Count its frames through
@@ -253,6 +280,11 @@ impl Registered {
     /// Sets how `/connz` reads the connection's queue.
     pub fn set_queue(&self, probe: QueueProbe) {
         *lock(&self.counters.0.queue) = Some(probe);
+    }
+
+    /// Sets how `/connz` reads an MQTT connection's session.
+    pub fn set_mqtt(&self, probe: MqttProbe) {
+        *lock(&self.counters.0.mqtt) = Some(probe);
     }
 }
 
