@@ -12,7 +12,6 @@ use futures_util::StreamExt;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use y3_transport::frame::{Data, Frame};
-use y3_transport::metadata;
 
 use super::config::read_secret;
 use super::metrics::Lost;
@@ -688,14 +687,6 @@ fn not_ours<T>(
     }
 }
 
-fn routed(data: Data) -> Routed {
-    let target = match data.metadata.get(metadata::TARGET) {
-        Ok(Some(t)) => Some(t.to_owned()),
-        _ => None,
-    };
-    Routed { data, target }
-}
-
 /// One plain subscription: every frame of another router goes to the local observers.
 async fn receive(fed: Arc<Federation>, shared: Arc<Shared>, mut sub: async_nats::Subscriber) {
     let _active = Active(fed.metrics.subscriptions.clone());
@@ -718,7 +709,7 @@ async fn receive(fed: Arc<Federation>, shared: Arc<Shared>, mut sub: async_nats:
                 &shared.routes,
                 &mut cache,
                 &shared.metrics,
-                routed(data),
+                Routed::new(data),
                 Origin::Federation,
                 Instant::now(),
                 None,
@@ -906,14 +897,15 @@ async fn deliver(
         return Some(Vec::new());
     }
     let sessions = fed.sessions_of(name);
-    let Routed { data, target } = routed(data);
+    let routed = Routed::new(data);
+    let (data, target) = (routed.data(), routed.target());
     let table = shared.routes.cache();
     let mut cache = table;
     let table = cache.table(&shared.routes);
     let routes = table.routes(data.tag)?;
     let outboxes: Vec<_> = routes
         .iter()
-        .filter(|r| sessions.contains(&r.session) && accepts(r, target.as_deref()))
+        .filter(|r| sessions.contains(&r.session) && accepts(r, target))
         .map(|r| r.target.clone())
         .collect();
     if outboxes.is_empty() {
