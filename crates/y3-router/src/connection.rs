@@ -19,12 +19,12 @@ use crate::budget::Partial;
 use crate::filters::RouteFilter;
 use crate::histogram::LocalLatency;
 use crate::metrics::{Direction, Drop, Metrics, TagCounters};
-use crate::outbox::{charge_frame, frame_bytes, Eviction, Outbox, Queued, COPY_BELOW};
+use crate::outbox::{detach_and_charge, Eviction, Outbox, Queued};
 use crate::queue::OVERDRAFT;
 use crate::routing;
 use crate::session::{DropReason, Event, Peer, Session};
 use crate::shared::Shared;
-use crate::status::{ConnCounters, Kind, Registration};
+use crate::status::{ConnCounters, Kind, Registered, Registration};
 use crate::table::SessionId;
 use crate::tcp_acked::StoredAt;
 
@@ -102,7 +102,14 @@ impl std::ops::Drop for AbortOnDrop {
     }
 }
 
-/// Runs a connection from handshake to close.
+/// Runs a connection from handshake to close, phase by phase:
+///
+/// ```text
+///   handshake ──admitted──▶ attach (register, subscribe, writer and acks tasks)
+///       │                      │
+///       └─ refused: closed     ▼
+///                          read_loop ──End──▶ leave (unsubscribe) ──▶ closing plan ──▶ close
+/// ```
 pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
     let Connection {
         mut reader,
@@ -118,14 +125,75 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
         Instant::now() + shared.config.handshake_timeout(),
         shared.admission(),
     );
+    let accepted = handshake(
+        &shared,
+        &mut session,
+        (&mut reader, &mut writer),
+        guard,
+        (id, peer, transport),
+    )
+    .await;
+    let Some((hello, wants_acks, guard)) = accepted else {
+        return;
+    };
+    let client_type = hello.client_type;
+    // y3 sources understand goaway: the shutdown tells them to stop and reads them to
+    // their end. YoMo's would give up for good on a goaway; they are closed to reconnect.
+    let y3 = hello.extension >= 1;
+    let drained = y3 && !client_type.receives();
+    tracing::debug!(
+        session = id,
+        client_type = client_type.name(),
+        name = %hello.name,
+        id = %hello.id,
+        observed = ?hello.observed,
+        wanted_target = %hello.wanted_target,
+        y3,
+        transport = transport.name(),
+        ?peer,
+        "client admitted"
+    );
+    let _live = shared.admitted(client_type, drained);
+    let attached = attach(
+        &shared,
+        &hello,
+        (id, peer, transport),
+        (writer, acked),
+        wants_acks,
+    );
+    let end = read_loop(
+        &shared,
+        &mut session,
+        &mut reader,
+        &attached.outbox,
+        (id, attached.registered.counters()),
+        &hello,
+        attached.acks.as_ref(),
+    )
+    .await;
+    leave(&shared, id, client_type);
+    let plan = closing(&shared, &attached.outbox, end, (id, peer), &hello);
+    close(plan, attached, &mut reader, guard, (id, client_type)).await;
+}
+
+/// The handshake phase: reads the first frame under the handshake's own limits and budget,
+/// checks it (the tarpit, held-off slow consumers) and, when admitted, restores the full
+/// frame limit. A refused client is answered and closed here (`None`); an admitted one's
+/// peer, whether it wants stored acknowledgements, and the guard come back.
+async fn handshake(
+    shared: &Arc<Shared>,
+    session: &mut Session,
+    (reader, writer): (&mut FrameReader, &mut FrameWriter),
+    guard: Guard,
+    (id, peer, transport): (SessionId, Option<std::net::SocketAddr>, TransportKind),
+) -> Option<(Peer, bool, Guard)> {
     if shared.over_connection_limit() {
         let goaway = Goaway::new(GoawayCode::TooManyConnections, "connection limit reached");
         shared.metrics.rejected(goaway.code.kind());
-        refuse(&mut reader, &mut writer, guard, transport, goaway, true).await;
-        return;
+        refuse(reader, writer, guard, transport, goaway, true).await;
+        return None;
     }
-
-    // Handshake. `level`: the extension level of a decoded handshake (0: a YoMo client).
+    // `level`: the extension level of a decoded handshake (0: a YoMo client).
     let mut level = None;
     let mut wants_acks = false;
     // The tarpit slot the handshake holds while it is checked, and while its refusal for
@@ -139,7 +207,7 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
     reader.decoder_mut().set_limit(handshake_limit, true);
     let mut partial = Partial::new(&shared.metrics.budget, true);
     let first = tokio::select! {
-        next = next_metered(&mut reader, |len| partial.set(len).is_ok()) => match next {
+        next = next_metered(reader, |len| partial.set(len).is_ok()) => match next {
             Some(Next::Frame(frame)) => Some(frame),
             _ => {
                 tracing::info!(session = id, ?peer, "partial handshake cut: limits.max_unauthenticated_bytes reached");
@@ -148,17 +216,17 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
                     GoawayCode::TooManyConnections,
                     "partial handshake cut: the router's budget for handshakes is full; try again shortly",
                 ));
-                return;
+                return None;
             }
         },
         _ = tokio::time::sleep_until(deadline.into()) => None,
-        _ = shared.close_all.cancelled() => return,
+        _ = shared.close_all.cancelled() => return None,
     };
     drop(partial);
     let event = match first {
         None => session.handle_timeout(Instant::now()),
         Some(frame) => match frame {
-            None => return,
+            None => return None,
             Some(Err(e)) => {
                 shared.metrics.protocol_error(e.kind());
                 session.handle_error(&e)
@@ -189,8 +257,8 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
                             "throttled: too many wrong credentials from this address are being answered; try again shortly",
                         );
                         let coded = level != Some(0);
-                        refuse(&mut reader, &mut writer, guard, transport, goaway, coded).await;
-                        return;
+                        refuse(reader, writer, guard, transport, goaway, coded).await;
+                        return None;
                     }
                 }
                 session.handle_frame(Instant::now(), frame)
@@ -226,11 +294,11 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
             // A YoMo client gets what YoMo's zipper sends, the message alone; the QUIC
             // close reason still starts with the kind.
             let coded = level != Some(0);
-            refuse(&mut reader, &mut writer, guard, transport, goaway, coded).await;
-            return;
+            refuse(reader, writer, guard, transport, goaway, coded).await;
+            return None;
         }
         // The session answers a first frame only with Admitted or Close.
-        _ => return,
+        _ => return None,
     };
     if let Some(left) = shared.held_off(peer, &hello.name) {
         let goaway = Goaway::new(
@@ -243,29 +311,37 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
         tracing::info!(session = id, name = %hello.name, ?peer, "slow consumer held off");
         shared.metrics.rejected("held_off");
         let coded = hello.extension >= 1;
-        refuse(&mut reader, &mut writer, guard, transport, goaway, coded).await;
-        return;
+        refuse(reader, writer, guard, transport, goaway, coded).await;
+        return None;
     }
     reader.decoder_mut().set_limit(full_limit, false);
-    let client_type = hello.client_type;
-    // y3 sources understand goaway: the shutdown tells them to stop and reads them to
-    // their end. YoMo's would give up for good on a goaway; they are closed to reconnect.
-    let y3 = hello.extension >= 1;
-    let drained = y3 && !client_type.receives();
-    tracing::debug!(
-        session = id,
-        client_type = client_type.name(),
-        name = %hello.name,
-        id = %hello.id,
-        observed = ?hello.observed,
-        wanted_target = %hello.wanted_target,
-        y3,
-        transport = transport.name(),
-        ?peer,
-        "client admitted"
-    );
-    let _live = shared.admitted(client_type, drained);
+    Some((hello, wants_acks, guard))
+}
 
+/// An admitted connection's parts that live until it closes: its outbox, its entry in
+/// `/connz`, its writer task, and the acknowledgements task of a client that wants them.
+struct Attached {
+    outbox: Arc<Outbox>,
+    registered: Registered,
+    writer_task: AbortOnDrop,
+    acks: Option<Arc<Acks>>,
+    /// Stops the acknowledgements task when the connection goes.
+    _acks_stop: tokio_util::sync::DropGuard,
+}
+
+/// The attach phase: registers the connection (`/connz`), queues the handshake ack,
+/// subscribes a receiving client (routes, the federation), and starts the writer and,
+/// for a y3 client that asked, the stored acknowledgements (never a YoMo client: an
+/// unknown frame type makes it reconnect).
+fn attach(
+    shared: &Arc<Shared>,
+    hello: &Peer,
+    (id, peer, transport): (SessionId, Option<std::net::SocketAddr>, TransportKind),
+    (writer, acked): (FrameWriter, Option<y3_transport::tcp_acked::TcpAcked>),
+    wants_acks: bool,
+) -> Attached {
+    let client_type = hello.client_type;
+    let y3 = hello.extension >= 1;
     let outbox = Arc::new(Outbox::new(&shared.config.queue, shared.metrics.clone()));
     let registered = shared.connections.register(Registration {
         id,
@@ -328,28 +404,50 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
     if let Some(acks) = &acks {
         tokio::spawn(acks.clone().run(outbox.clone(), acks_stop.clone()));
     }
-    let _acks_stop = acks_stop.drop_guard();
-    let end = read_loop(
-        &shared,
-        &mut session,
-        &mut reader,
-        &outbox,
-        (id, registered.counters()),
-        &hello,
-        acks.as_ref(),
-    )
-    .await;
+    Attached {
+        outbox,
+        registered,
+        writer_task,
+        acks,
+        _acks_stop: acks_stop.drop_guard(),
+    }
+}
 
+/// The leave phase: a receiving client's routes (and federation interest) go as soon as
+/// its reads end, before its queue is drained.
+fn leave(shared: &Shared, id: SessionId, client_type: ClientType) {
     if client_type.receives() {
         shared.routes.unsubscribe(id);
         if let Some(federation) = &shared.federation {
             federation.leave(id);
         }
     }
+}
+
+/// How a connection closes once its reads ended: how long its writer may take to deliver
+/// what is queued, whether to read on until the peer closes, and the goaway it is told.
+struct Closing {
+    /// Whether the client is a y3 one (it reads goaway frames).
+    y3: bool,
+    wait: Duration,
+    drain_reads: bool,
+    goaway: Option<Goaway>,
+}
+
+/// The end-of-read policy: what each [`End`] does to the queue (finished or aborted, with
+/// a goaway frame for y3 clients) and how the connection then closes.
+fn closing(
+    shared: &Shared,
+    outbox: &Outbox,
+    end: End,
+    (id, peer): (SessionId, Option<std::net::SocketAddr>),
+    hello: &Peer,
+) -> Closing {
+    let y3 = hello.extension >= 1;
     // What the client is told: a goaway frame (y3 clients) before the stream ends, and
     // the same reason in the QUIC close.
     let tail = |goaway: &Goaway| y3.then(|| Frame::Goaway(goaway.clone()));
-    let (wait, drain_reads, close) = match end {
+    let (wait, drain_reads, goaway) = match end {
         End::Eof => {
             outbox.finish(None);
             (LINGER, false, None)
@@ -412,21 +510,52 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
             (Duration::ZERO, false, Some(goaway))
         }
     };
-    if let (Some(goaway), false) = (&close, y3) {
+    Closing {
+        y3,
+        wait,
+        drain_reads,
+        goaway,
+    }
+}
+
+/// The close phase: lets the writer deliver what is queued (within the plan's wait),
+/// reads on until the peer closes when the plan says so, then closes the transport with
+/// the plan's goaway.
+async fn close(
+    plan: Closing,
+    attached: Attached,
+    reader: &mut FrameReader,
+    guard: Guard,
+    (id, client_type): (SessionId, ClientType),
+) {
+    let Closing {
+        y3,
+        wait,
+        drain_reads,
+        goaway,
+    } = plan;
+    let closed = || {
+        tracing::debug!(
+            session = id,
+            client_type = client_type.name(),
+            "client closed"
+        )
+    };
+    let Attached {
+        outbox,
+        mut writer_task,
+        ..
+    } = attached;
+    if let (Some(goaway), false) = (&goaway, y3) {
         if !goaway.code.is_retryable() {
             // A YoMo client reads the end of the stream as a lost connection and comes
             // back at once: the close with code 0x13 must reach it first.
             drop(writer_task);
             guard.close_with(goaway);
-            tracing::debug!(
-                session = id,
-                client_type = client_type.name(),
-                "client closed"
-            );
+            closed();
             return;
         }
     }
-    let mut writer_task = writer_task;
     if tokio::time::timeout(wait, &mut writer_task.0)
         .await
         .is_err()
@@ -443,18 +572,14 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
         })
         .await;
     }
-    match close {
+    match goaway {
         // Over QUIC the close would cut off the last frames still in flight: wait (a
         // little) for the client to close first, as it does on a goaway.
         Some(goaway) if drain_reads => guard.linger(LINGER, Some(&goaway)).await,
         Some(goaway) => guard.close_with(&goaway),
         None => guard.close(),
     }
-    tracing::debug!(
-        session = id,
-        client_type = client_type.name(),
-        "client closed"
-    );
+    closed();
 }
 
 /// Refuses a client: a rejected frame where the refusal is final (YoMo's clients give up
@@ -633,7 +758,7 @@ async fn read_loop(
             }
         };
         // A frame completed: what is buffered now (if anything) is the next frame's start;
-        // the frame's own bytes are charged with it (`charge_frame`).
+        // the frame's own bytes are charged with it (`detach_and_charge`).
         partial_since = None;
         partial.clear();
         // Frames the codec skipped on its way to this one came before it: handled first, so
@@ -663,13 +788,11 @@ async fn read_loop(
         }
         match session.handle_frame(now, frame) {
             Event::Route(mut routed) => {
-                if frame_bytes(&routed.data) < COPY_BELOW {
-                    // Queued, it would keep the whole read buffer alive (see outbox.rs).
-                    routed.data.detach();
-                }
-                // Charged once, for every queue it is routed to.
-                charge_frame(&shared.metrics, &mut routed.data);
-                tags.count(routed.data.tag, routed.data.payload.len());
+                let data = routed.data_mut();
+                // A small frame queued would keep its whole read buffer alive: copied out
+                // (see outbox.rs), and charged once, for every queue it is routed to.
+                detach_and_charge(&shared.metrics, data);
+                tags.count(data.tag, data.payload.len());
                 shared.metrics.frames_in(1);
                 shared.routing.fetch_add(1, Ordering::Relaxed);
                 routing::route(

@@ -58,13 +58,13 @@ impl Local for Shared {
         sessions: &HashSet<SessionId>,
         routed: Routed,
     ) -> Option<Vec<oneshot::Receiver<()>>> {
-        let Routed { data, target } = routed;
+        let (data, target) = (routed.data(), routed.target());
         let mut cache = self.routes.cache();
         let table = cache.table(&self.routes);
         let routes = table.routes(data.tag)?;
         let outboxes: Vec<_> = routes
             .iter()
-            .filter(|r| sessions.contains(&r.session) && accepts(r, target.as_deref()))
+            .filter(|r| sessions.contains(&r.session) && accepts(r, target))
             .map(|r| r.target.clone())
             .collect();
         if outboxes.is_empty() {

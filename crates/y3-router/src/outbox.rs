@@ -94,6 +94,20 @@ pub(crate) fn held_bytes(d: &y3_transport::Data) -> usize {
     buffer + crate::budget::CHARGE_OVERHEAD
 }
 
+/// Readies a frame read from a client for its queues, charged once for all of them: one
+/// under [`COPY_BELOW`] is copied out of its read buffer into one allocation that also holds
+/// its charge (the copy's size class plus [`CHARGE_OVERHEAD`](crate::budget::CHARGE_OVERHEAD),
+/// see `y3_transport::holding`), so that copying and charging it allocate once; a larger
+/// one stays in its buffer and is charged with it ([`charge_frame`]).
+pub(crate) fn detach_and_charge(metrics: &Metrics, d: &mut y3_transport::Data) {
+    if frame_bytes(d) < COPY_BELOW && !d.has_token() {
+        let budget = &metrics.budget;
+        d.detach_holding(|held| budget.charge(held + crate::budget::CHARGE_OVERHEAD));
+    } else {
+        charge_frame(metrics, d);
+    }
+}
+
 /// Charges `d`'s bytes to the router's memory budget once, for every clone made of it after
 /// this (the clones routed to many queues share the charge), unless it carries one already.
 pub(crate) fn charge_frame(metrics: &Metrics, d: &mut y3_transport::Data) {
@@ -822,6 +836,48 @@ mod tests {
         assert!(outboxes[0].pop_batch(&mut out, 10).await);
         drop(out);
         assert_eq!(metrics.budget.used(), one + 9 * FRAME_OVERHEAD);
+        drop(outboxes);
+        assert_eq!(metrics.budget.used(), 0);
+    }
+
+    /// A small frame read from a client is copied out of its read buffer with its charge in
+    /// the copy's own allocation: charged once (its size class plus the overhead) however
+    /// many queues take it, given back with the last of them, and sharing nothing with the
+    /// read buffer.
+    #[tokio::test]
+    async fn a_copied_frame_holds_its_charge() {
+        use tokio_util::codec::{Decoder, Encoder};
+        let metrics = Arc::new(Metrics::new());
+        let mut codec = y3_transport::FrameCodec::default();
+        let mut buf = bytes::BytesMut::new();
+        let md = y3_transport::Metadata::from_pairs([("yomo-tid", "t-1")]);
+        let sent = Data::new(0x10, vec![7u8; 100]).with_metadata(md);
+        codec.encode(Frame::Data(sent.clone()), &mut buf).unwrap();
+        let wire_len = buf.len();
+        let Some(Frame::Data(mut d)) = codec.decode(&mut buf).unwrap() else {
+            unreachable!()
+        };
+        let read_buffer = d.wire().unwrap().as_ptr() as usize;
+        detach_and_charge(&metrics, &mut d);
+        assert_eq!(d, sent);
+        assert!(d.has_token());
+        let copied = d.wire().expect("an unchanged frame keeps its wire bytes");
+        assert_ne!(copied.as_ptr() as usize, read_buffer);
+        let one = y3_transport::holding::held_for(wire_len) + crate::budget::CHARGE_OVERHEAD;
+        assert_eq!(metrics.budget.used(), one);
+        // Not charged again.
+        detach_and_charge(&metrics, &mut d);
+        charge_frame(&metrics, &mut d);
+        assert_eq!(metrics.budget.used(), one);
+        let outboxes: Vec<_> = (0..3)
+            .map(|_| Outbox::new(&config(100, Policy::Block, 100), metrics.clone()))
+            .collect();
+        for o in &outboxes {
+            let pushed = o.push(Frame::Data(d.clone()), Instant::now()).await;
+            assert_eq!(pushed, Pushed::Queued);
+        }
+        drop(d);
+        assert_eq!(metrics.budget.used(), one + 3 * FRAME_OVERHEAD);
         drop(outboxes);
         assert_eq!(metrics.budget.used(), 0);
     }

@@ -15,8 +15,6 @@ use std::time::{Duration, Instant};
 
 use y3_transport::frame::{Frame, RefusedReason};
 
-use y3_transport::metadata;
-
 use crate::acks::Ticket;
 use crate::cycles::{CycleMap, Cycles, MAX_WRITTEN_TAGS};
 use crate::filters::{Evaluators, RouteFilter};
@@ -217,7 +215,11 @@ pub(crate) async fn route(
     at: Instant,
     ticket: Option<Ticket>,
 ) {
-    let Routed { data, target } = routed;
+    let (data, located) = routed.into_parts();
+    // The target is read from the frame's metadata, which goes on with its last recipient:
+    // a frame with a target keeps a handle on those bytes (no copy) while it is routed.
+    let target_map = located.has_target().then(|| data.metadata.clone());
+    let target = target_map.as_ref().and_then(|m| located.target(m));
     let mut ticket = ticket;
     if let (Origin::Function, Some((id, _)), Some(cycles)) = (origin, &cache.sender, &routes.cycles)
     {
@@ -225,7 +227,6 @@ pub(crate) async fn route(
             cycles.wrote(*id, data.tag, &routes.current());
         }
     }
-    let target = target.as_deref();
     let subscribers = cache.table(routes).routes(data.tag);
     let subscribers: &[_] = subscribers.as_deref().unwrap_or(&[]);
     let (downstream, federated): (&[Arc<Outbox>], bool) = match origin {
@@ -272,7 +273,7 @@ pub(crate) async fn route(
         if let (true, Some(writer @ Writer::Function(_)), Some(journeys)) =
             (federated, writer, &routes.journeys)
         {
-            if let Ok(Some(tid)) = data.metadata.get(metadata::TID) {
+            if let Some(tid) = located.tid(&data.metadata) {
                 journeys.pass(tid, writer, std::iter::empty(), at);
             }
         }
@@ -305,7 +306,7 @@ pub(crate) async fn route(
         // A function's frame for the mesh only still puts the function on the way: the
         // message may come back through a downstream's functions.
         if local > 0 || matches!(writer, Writer::Function(_)) {
-            if let Ok(Some(tid)) = data.metadata.get(metadata::TID) {
+            if let Some(tid) = located.tid(&data.metadata) {
                 passage = journeys.pass(tid, writer, chosen().map(|r| r.session), at);
                 if !passage.dropped.is_empty() {
                     metrics.dropped(Drop::Loop, passage.dropped.len() as u64);

@@ -242,13 +242,146 @@ pub enum DropReason {
     MetadataTooLarge(metadata::MetadataTooLarge),
 }
 
-/// A data frame ready for routing, with what routing needs from its metadata.
+/// A data frame ready for routing, with what routing needs from its metadata: found by
+/// one walk of the map ([`Routed::new`], or the session's checks), read back from the
+/// frame's own bytes without walking again.
+///
+/// ```text
+///   metadata:  | 82 | a8 yomo-tid | a8 "tid-0001" | ab yomo-target | a2 "fa" |
+///                                   └─ tid: offset 11, 8 bytes        └─ target
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Routed {
-    /// The frame, metadata rewritten if the rules changed it.
-    pub data: Data,
+    data: Data,
+    target: Option<Span>,
+    tid: Option<Span>,
+}
+
+/// Where a string value lies in a frame's metadata bytes (offset and length).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Span {
+    at: u32,
+    len: u32,
+}
+
+impl Span {
+    /// The span of `value`, a string borrowed from `map`.
+    fn of(map: &[u8], value: &str) -> Span {
+        // `value` lies inside `map` (the walk borrows from it); a metadata map is far
+        // shorter than 4 GiB (it is part of a frame within `limits.max_frame_len`).
+        let at = (value.as_ptr() as usize).saturating_sub(map.as_ptr() as usize);
+        Span {
+            at: at as u32,
+            len: value.len() as u32,
+        }
+    }
+
+    /// The string at this span of `map` (checked: a span that does not fit reads as none).
+    fn read(self, map: &[u8]) -> Option<&str> {
+        let start = self.at as usize;
+        let bytes = map.get(start..start.checked_add(self.len as usize)?)?;
+        std::str::from_utf8(bytes).ok()
+    }
+}
+
+/// What routing reads from a frame's metadata, found in one walk.
+#[derive(Debug, Default)]
+struct Found<'a> {
+    target: Option<&'a str>,
+    wanted: Option<&'a str>,
+    tid: Option<&'a str>,
+}
+
+impl<'a> Found<'a> {
+    /// Walks `metadata` once (the whole map: a malformed one is an error).
+    fn walk(metadata: &'a metadata::Metadata) -> Result<Found<'a>, metadata::MetadataError> {
+        let mut found = Found::default();
+        for entry in metadata.iter() {
+            let (k, v) = entry?;
+            match k {
+                metadata::TID => found.tid = Some(v),
+                metadata::TARGET => found.target = Some(v),
+                metadata::WANTED_TARGET => found.wanted = Some(v),
+                _ => {}
+            }
+        }
+        Ok(found)
+    }
+}
+
+impl Routed {
+    /// `data` as it is, its target and tid found in one walk of its metadata. A map that
+    /// does not decode gives neither (the frame is still routed: to every observer).
+    pub fn new(data: Data) -> Routed {
+        let (target, tid) = match Found::walk(&data.metadata) {
+            Ok(found) => {
+                let map = data.metadata.as_bytes();
+                (
+                    found.target.map(|t| Span::of(map, t)),
+                    found.tid.map(|t| Span::of(map, t)),
+                )
+            }
+            Err(_) => (None, None),
+        };
+        Routed { data, target, tid }
+    }
+
+    /// The frame.
+    pub fn data(&self) -> &Data {
+        &self.data
+    }
+
+    /// The frame, to copy out of its read buffer or to charge; its metadata must keep its
+    /// bytes (the target and tid are read from them).
+    pub(crate) fn data_mut(&mut self) -> &mut Data {
+        &mut self.data
+    }
+
     /// Its `yomo-target`, if any: only functions wanting it receive the frame.
-    pub target: Option<String>,
+    pub fn target(&self) -> Option<&str> {
+        self.target?.read(self.data.metadata.as_bytes())
+    }
+
+    /// Its `yomo-tid`, if any (loops are followed by message).
+    pub fn tid(&self) -> Option<&str> {
+        self.tid?.read(self.data.metadata.as_bytes())
+    }
+
+    /// The frame, and the spans of its target and tid.
+    pub(crate) fn into_parts(self) -> (Data, Located) {
+        (
+            self.data,
+            Located {
+                target: self.target,
+                tid: self.tid,
+            },
+        )
+    }
+}
+
+/// Where a [`Routed`] frame's target and tid lie in its metadata, once the frame is taken
+/// out of it ([`Routed::into_parts`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Located {
+    target: Option<Span>,
+    tid: Option<Span>,
+}
+
+impl Located {
+    /// The target, read from `map` (the metadata these spans were found in).
+    pub fn target(self, map: &metadata::Metadata) -> Option<&str> {
+        self.target?.read(map.as_bytes())
+    }
+
+    /// The tid, read from `map` (the metadata these spans were found in).
+    pub fn tid(self, map: &metadata::Metadata) -> Option<&str> {
+        self.tid?.read(map.as_bytes())
+    }
+
+    /// Whether the frame has a target.
+    pub fn has_target(self) -> bool {
+        self.target.is_some()
+    }
 }
 
 /// A decision of the session.
@@ -443,35 +576,28 @@ impl Session {
     }
 }
 
-/// YoMo's metadata rules, in one walk of the map: check it, find `yomo-target`, drop it
-/// for the reducer tag, and merge the sender's wanted target. An untouched frame keeps
-/// its bytes (and is forwarded as they are).
+/// YoMo's metadata rules, in one walk of the map: check it, find `yomo-target` and
+/// `yomo-tid`, drop the target for the reducer tag, and merge the sender's wanted target.
+/// An untouched frame keeps its bytes (and is forwarded as they are); an edited one (rare:
+/// the reducer's, or a sender with a wanted target that the frame does not carry yet) is
+/// walked again in its new bytes.
 fn prepare(mut data: Data, wanted_target: Option<&str>) -> Result<Routed, FrameError> {
-    let (mut target, mut wanted) = (None, None);
-    for entry in data.metadata.iter() {
-        let (k, v) = entry?;
-        if k == metadata::TARGET {
-            target = Some(v);
-        } else if k == metadata::WANTED_TARGET {
-            wanted = Some(v);
-        }
+    let found = Found::walk(&data.metadata)?;
+    let strip = data.tag == REDUCER_TAG && found.target.is_some();
+    let merge = wanted_target.is_some_and(|w| found.wanted != Some(w));
+    if !(strip || merge) {
+        let map = data.metadata.as_bytes();
+        let target = found.target.map(|t| Span::of(map, t));
+        let tid = found.tid.map(|t| Span::of(map, t));
+        return Ok(Routed { data, target, tid });
     }
-    let strip = data.tag == REDUCER_TAG && target.is_some();
-    let merge = wanted_target.is_some_and(|w| wanted != Some(w));
-    let target = if strip {
-        None
-    } else {
-        target.map(str::to_owned)
-    };
-    if strip || merge {
-        let set: Vec<(&str, &str)> = wanted_target
-            .map(|w| (metadata::WANTED_TARGET, w))
-            .into_iter()
-            .collect();
-        let remove: &[&str] = if strip { &[metadata::TARGET] } else { &[] };
-        data.metadata = data.metadata.edit(&set, remove)?;
-    }
-    Ok(Routed { data, target })
+    let set: Vec<(&str, &str)> = wanted_target
+        .map(|w| (metadata::WANTED_TARGET, w))
+        .into_iter()
+        .collect();
+    let remove: &[&str] = if strip { &[metadata::TARGET] } else { &[] };
+    data.metadata = data.metadata.edit(&set, remove)?;
+    Ok(Routed::new(data))
 }
 
 #[cfg(test)]
@@ -552,7 +678,7 @@ mod tests {
         assert_eq!(s.poll_timeout(), None);
         let data = Data::new(0x10, &b"x"[..]);
         let routed = route(&mut s, data.clone());
-        assert_eq!((routed.data, routed.target), (data, None));
+        assert_eq!((routed.data(), routed.target()), (&data, None));
         // A second handshake is a protocol error, as is any frame a client never sends.
         assert_eq!(
             code(s.handle_frame(now, hello(ClientType::Source, "token:t", &[]))),
@@ -698,7 +824,7 @@ mod tests {
         );
         let two = Metadata::from_pairs([("a", "1"), ("b", "2")]);
         let r = route(&mut s, Data::new(0x33, Bytes::new()).with_metadata(two));
-        assert_eq!(r.data.metadata.validate().unwrap(), 3);
+        assert_eq!(r.data().metadata.validate().unwrap(), 3);
         // Bytes likewise: what fits only without the pair is refused.
         let fill = "x".repeat(50);
         let near = Metadata::from_pairs([("k", fill.as_str())]);
@@ -726,32 +852,56 @@ mod tests {
         let md = Metadata::from_pairs([(metadata::TID, "t1"), (metadata::TARGET, "fa")]);
         let data = Data::new(0x33, &b"x"[..]).with_metadata(md.clone());
         let r = route(&mut s, data);
-        assert_eq!(r.target.as_deref(), Some("fa"));
-        assert_eq!(r.data.metadata, md);
+        assert_eq!(r.target(), Some("fa"));
+        assert_eq!(r.tid(), Some("t1"));
+        assert_eq!(r.data().metadata, md);
         // The reducer tag loses its target.
         let r = route(
             &mut s,
             Data::new(REDUCER_TAG, Bytes::new()).with_metadata(md.clone()),
         );
-        assert_eq!(r.target, None);
-        assert_eq!(r.data.metadata.get(metadata::TARGET).unwrap(), None);
-        assert_eq!(r.data.metadata.get(metadata::TID).unwrap(), Some("t1"));
+        assert_eq!(r.target(), None);
+        assert_eq!(r.tid(), Some("t1"));
+        assert_eq!(r.data().metadata.get(metadata::TARGET).unwrap(), None);
+        assert_eq!(r.data().metadata.get(metadata::TID).unwrap(), Some("t1"));
         // A sender with a wanted target has it merged into what it sends.
         let mut w = open("a");
         let r = route(
             &mut w,
             Data::new(0x33, Bytes::new()).with_metadata(md.clone()),
         );
-        let map = r.data.metadata.to_map().unwrap();
+        let map = r.data().metadata.to_map().unwrap();
         assert_eq!(map[metadata::WANTED_TARGET], "a");
         assert_eq!(map[metadata::TARGET], "fa");
+        // Read back from the edited bytes, not the frame's old ones.
+        assert_eq!((r.target(), r.tid()), (Some("fa"), Some("t1")));
         // ...overriding what the frame said.
         let forged = Metadata::from_pairs([(metadata::WANTED_TARGET, "b")]);
         let r = route(&mut w, Data::new(0x33, Bytes::new()).with_metadata(forged));
         assert_eq!(
-            r.data.metadata.get(metadata::WANTED_TARGET).unwrap(),
+            r.data().metadata.get(metadata::WANTED_TARGET).unwrap(),
             Some("a")
         );
+    }
+
+    #[test]
+    fn routed_reads_target_and_tid_from_its_own_bytes() {
+        let md = Metadata::from_pairs([
+            (metadata::SOURCE_ID, "src"),
+            (metadata::TID, "tid-0001"),
+            (metadata::TARGET, "fa"),
+        ]);
+        let r = Routed::new(Data::new(0x33, &b"x"[..]).with_metadata(md.clone()));
+        assert_eq!((r.target(), r.tid()), (Some("fa"), Some("tid-0001")));
+        // Copied out of its buffer, the frame's spans still read the same strings.
+        let (mut data, located) = r.into_parts();
+        data.detach();
+        assert_eq!(located.target(&data.metadata), Some("fa"));
+        assert_eq!(located.tid(&data.metadata), Some("tid-0001"));
+        // A map that does not decode: routed to every observer, no tid.
+        let bad = Metadata::from_bytes(Bytes::from_static(b"\x81\xa1a"));
+        let r = Routed::new(Data::new(0x33, Bytes::new()).with_metadata(bad));
+        assert_eq!((r.target(), r.tid()), (None, None));
     }
 
     /// A main token `m` (every tag), a token `s-key` that may publish 0x10 and observe

@@ -68,13 +68,13 @@ const ROUTER: &[Rule] = &[
 
 const TRANSPORT: &[Rule] = &[
     Rule {
-        who: &["metadata"],
+        who: &["metadata", "holding"],
         may: &[],
-        why: "the metadata map is pure",
+        why: "the metadata map and a held copy's memory are pure",
     },
     Rule {
         who: &["frame"],
-        may: &["metadata"],
+        may: &["metadata", "holding"],
         why: "the frame module is pure: FrameError lives in it and names no adapter",
     },
     Rule {

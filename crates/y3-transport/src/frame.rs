@@ -529,6 +529,8 @@ pub struct Data {
     wire: Option<Wire>,
     /// Dropped with the last clone of this frame: see [`Data::set_token`].
     token: Option<Token>,
+    /// Whether the frame's own bytes hold its token ([`Data::detach_holding`]).
+    held: bool,
 }
 
 /// Something a frame carries along and drops with its last clone (a router's charge
@@ -568,6 +570,7 @@ impl Data {
             hops: 0,
             wire: None,
             token: None,
+            held: false,
         }
     }
 
@@ -578,9 +581,9 @@ impl Data {
         self.token = Some(token);
     }
 
-    /// Whether a token is attached ([`Data::set_token`]).
+    /// Whether a token is attached ([`Data::set_token`], [`Data::detach_holding`]).
     pub fn has_token(&self) -> bool {
-        self.token.is_some()
+        self.token.is_some() || self.held
     }
 
     /// Sets the metadata.
@@ -594,9 +597,34 @@ impl Data {
     /// from. An unchanged frame keeps its wire bytes (copied once, fields re-pointed into
     /// the copy); a changed one copies its payload and metadata.
     pub fn detach(&mut self) {
+        self.detach_with(Bytes::copy_from_slice);
+    }
+
+    /// As [`Data::detach`], the copy's one allocation also holding the token `keep` makes
+    /// from the bytes the copy holds ([`held_for`](crate::holding::held_for) its length):
+    /// dropped with the last clone of the frame (the last slice of its bytes), as a token
+    /// attached with [`Data::set_token`] would be, but without an allocation of its own
+    /// (see [`crate::holding`]). The frame then counts as carrying a token.
+    pub fn detach_holding<K: Send + 'static>(&mut self, keep: impl FnOnce(usize) -> K) {
+        let mut keep = Some(keep);
+        // The token goes with the first copy made (there is one, unless the frame is a
+        // changed one with an empty payload: then with its metadata's).
+        self.detach_with(|bytes| match keep.take() {
+            Some(keep) => {
+                let held = crate::holding::held_for(bytes.len());
+                crate::holding::copy_holding(bytes, keep(held))
+            }
+            None => Bytes::copy_from_slice(bytes),
+        });
+        self.held = true;
+    }
+
+    /// Moves the frame's bytes into what `copy` makes of them: its wire bytes in one copy,
+    /// or (a changed frame) its payload, then its metadata.
+    fn detach_with(&mut self, mut copy: impl FnMut(&[u8]) -> Bytes) {
         if let Some(frame) = self.wire().cloned() {
             let base = frame.as_ptr() as usize;
-            let copy = Bytes::copy_from_slice(&frame);
+            let copy = copy(&frame);
             // The same bytes in the copy. An empty field is no slice of the frame (it is
             // `Bytes::new()`, wherever that points) and stays empty.
             let moved = |b: &Bytes| match (b.as_ptr() as usize).checked_sub(base) {
@@ -614,8 +642,13 @@ impl Data {
             });
         } else {
             self.wire = None;
-            self.payload = Bytes::copy_from_slice(&self.payload);
-            self.metadata = Metadata::from_bytes(Bytes::copy_from_slice(self.metadata.as_bytes()));
+            let (payload, metadata) = if self.payload.is_empty() {
+                (Bytes::new(), copy(self.metadata.as_bytes()))
+            } else {
+                (copy(&self.payload), copy(self.metadata.as_bytes()))
+            };
+            self.payload = payload;
+            self.metadata = Metadata::from_bytes(metadata);
         }
     }
 
@@ -1106,6 +1139,7 @@ impl Frame {
                     hops,
                     wire: Some(wire),
                     token: None,
+                    held: false,
                 }))
             }
             kind::HANDSHAKE => {

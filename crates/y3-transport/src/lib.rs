@@ -39,6 +39,7 @@
 pub mod codec;
 mod error;
 pub mod frame;
+pub mod holding;
 pub mod metadata;
 mod plain_write;
 #[cfg(feature = "quic")]

@@ -12,7 +12,6 @@ use futures_util::StreamExt;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use y3_transport::frame::Data;
-use y3_transport::metadata;
 
 use super::config::read_secret;
 use super::metrics::Lost;
@@ -696,14 +695,6 @@ fn over_metadata_limits<L: Local>(fed: &Federation, local: &L, data: &Data) -> b
     true
 }
 
-fn routed(data: Data) -> Routed {
-    let target = match data.metadata.get(metadata::TARGET) {
-        Ok(Some(t)) => Some(t.to_owned()),
-        _ => None,
-    };
-    Routed { data, target }
-}
-
 /// One plain subscription: every frame of another router goes to the local observers.
 async fn receive<L: Local>(fed: Arc<Federation>, local: Arc<L>, mut sub: async_nats::Subscriber) {
     let _active = Active(fed.metrics.subscriptions.clone());
@@ -725,7 +716,7 @@ async fn receive<L: Local>(fed: Arc<Federation>, local: Arc<L>, mut sub: async_n
                 continue;
             }
             fed.metrics.received.inc();
-            local.route(&mut cache, routed(data)).await;
+            local.route(&mut cache, Routed::new(data)).await;
         }
     }
 }
@@ -912,7 +903,7 @@ async fn deliver<L: Local>(
         return Some(Vec::new());
     }
     let sessions = fed.sessions_of(name);
-    local.deliver(&sessions, routed(data)).await
+    local.deliver(&sessions, Routed::new(data)).await
 }
 
 #[cfg(test)]
