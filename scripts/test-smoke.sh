@@ -52,6 +52,7 @@ smoke echo net echo --quick --conns 2 --sizes 100 --seconds 0.2 --warmup 0.1 --r
 smoke e2e net e2e --quick --sizes 64 --subs 1 --messages 500 --paced 100 --runs 1
 smoke pipeline net pipeline --quick --transport tcp --sizes 64 --messages 500 --paced 100 --runs 1
 smoke filter net filter --quick --functions 2 --messages 500
+smoke quic net quic --quick --sizes 64 --messages 500 --paced 100 --runs 1
 # The YoMo and federation suites with the debug y3 beside the debug lab (no release build);
 # federation's nats-server: $NATS_SERVER_BIN (scripts/test.sh installs it).
 export Y3_LAB_SMOKE=1

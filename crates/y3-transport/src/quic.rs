@@ -63,6 +63,22 @@ const SOCKET_BUFFER: usize = 4 << 20;
 /// a few hundred; it still carries 250 MB/s at a 1 ms round trip.
 const RECEIVE_WINDOW: u32 = 256 * 1024;
 
+/// Largest UDP payload y3 sends and accepts on a loopback path: the upper bound of MTU
+/// discovery and the first packets' size there, and what an endpoint accepts. QUIC's floor
+/// is 1,200 bytes and quinn's discovery stops at 1,452 (an Ethernet frame), but loopback
+/// carries 64 KiB datagrams: at 1,452 a 1 KiB frame costs a packet of its own (sealed, sent,
+/// acknowledged, opened, reassembled), at 6 KiB a packet carries five or six. Not more:
+/// quinn hands the socket up to 10 datagrams per `sendmsg` (GSO, its private
+/// `MAX_TRANSMIT_SEGMENTS`), and the kernel refuses a batch over 64 KiB with `EMSGSIZE`,
+/// which quinn-udp takes for a lost MTU probe: at 16 KiB every batch vanished and the
+/// connection stalled. Other paths keep quinn's defaults; a peer that accepts less (YoMo's
+/// quic-go: 1,452) is never sent more.
+pub const LOOPBACK_UDP_PAYLOAD: u16 = 6 * 1024;
+
+/// The UDP payload quinn's MTU discovery stops at by default, and what an Ethernet path
+/// carries (1,500 less IPv6 and UDP headers).
+pub const ETHERNET_UDP_PAYLOAD: u16 = 1452;
+
 /// Application close code that tells a YoMo client not to come back (`YomoCloseErrorCode`):
 /// used after a rejection, a protocol error or a reserved tag.
 pub const CLOSE_TERMINAL: u32 = 0x13;
@@ -70,6 +86,44 @@ pub const CLOSE_TERMINAL: u32 = 0x13;
 /// Application close code for "come back": a YoMo client reconnects at once (to a
 /// restarted router), then every 2 s. Used when shutting down or shedding load.
 pub const CLOSE_RETRY: u32 = 0x01;
+
+/// The QUIC knobs y3 sets beyond quinn's defaults, in one place: the router and every y3
+/// client use [`Tuning::default`]; the lab compares others (`y3-lab net quic`).
+///
+/// Receive windows stay at 256 KiB on both sides (the gaps YoMo's one-packet-per-message
+/// clients leave in a bigger one; see `RECEIVE_WINDOW`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tuning {
+    /// Largest UDP payload on a loopback path (see [`LOOPBACK_UDP_PAYLOAD`]); 1,452 is what
+    /// quinn reaches on any path by itself.
+    pub loopback_udp_payload: u16,
+    /// ACKs asked of a quinn peer (the ACK-frequency extension; quic-go ignores it): one
+    /// per this many ack-eliciting packets, or after [`Tuning::max_ack_delay`]. `None`: one
+    /// every second packet (RFC 9000's default).
+    pub ack_eliciting_threshold: Option<u32>,
+    /// The longest a quinn peer holds an ACK back when asked for fewer ACKs.
+    pub max_ack_delay: Duration,
+}
+
+impl Tuning {
+    /// What y3 ran before this tuning: quinn's defaults for these knobs.
+    pub const QUINN_DEFAULTS: Tuning = Tuning {
+        loopback_udp_payload: ETHERNET_UDP_PAYLOAD,
+        ack_eliciting_threshold: None,
+        max_ack_delay: Duration::from_millis(25),
+    };
+}
+
+impl Default for Tuning {
+    /// [`LOOPBACK_UDP_PAYLOAD`]; an ACK per 8 packets or 2 ms.
+    fn default() -> Tuning {
+        Tuning {
+            loopback_udp_payload: LOOPBACK_UDP_PAYLOAD,
+            ack_eliciting_threshold: Some(8),
+            max_ack_delay: Duration::from_millis(2),
+        }
+    }
+}
 
 /// The QUIC close code for a goaway: retryable codes let YoMo clients reconnect.
 pub const fn close_code(code: GoawayCode) -> u32 {
@@ -242,6 +296,7 @@ struct Bound {
 fn endpoint(
     addr: SocketAddr,
     server: Option<(quinn::ServerConfig, &Recovery)>,
+    tuning: &Tuning,
 ) -> std::io::Result<Bound> {
     use socket2::{Domain, Protocol, Socket, Type};
     let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
@@ -251,15 +306,23 @@ fn endpoint(
     let socket: std::net::UdpSocket = socket.into();
     let runtime = quinn::default_runtime()
         .ok_or_else(|| std::io::Error::other("QUIC needs a tokio runtime"))?;
+    // What this endpoint accepts: a client only talks to its router (loopback or not, its
+    // peer's MTU discovery decides what comes), a router to anyone.
+    let accept = tuning.loopback_udp_payload.max(ETHERNET_UDP_PAYLOAD);
     let Some((server, recovery)) = server else {
-        let endpoint = Endpoint::new(EndpointConfig::default(), None, socket, runtime)?;
+        let mut config = EndpointConfig::default();
+        if addr.ip().is_loopback() {
+            let _ = config.max_udp_payload_size(accept);
+        }
+        let endpoint = Endpoint::new(config, None, socket, runtime)?;
         return Ok(Bound {
             endpoint,
             peers: None,
         });
     };
     let local = socket.local_addr()?;
-    let config = recovery.secret.endpoint_config(local);
+    let mut config = recovery.secret.endpoint_config(local);
+    let _ = config.max_udp_payload_size(accept);
     let Some(dir) = &recovery.peers_dir else {
         let endpoint = Endpoint::new(config, Some(server), socket, runtime)?;
         return Ok(Bound {
@@ -290,8 +353,23 @@ fn endpoint(
     })
 }
 
-fn transport_config() -> Arc<TransportConfig> {
+/// The transport parameters of a connection; `loopback`: its peer is on this host.
+fn transport_config(tuning: &Tuning, loopback: bool) -> Arc<TransportConfig> {
     let mut config = TransportConfig::default();
+    if loopback && tuning.loopback_udp_payload > ETHERNET_UDP_PAYLOAD {
+        // Discovery on loopback takes microseconds; start there too. Black-hole detection
+        // brings a loopback with a smaller MTU (rare) back to 1,200.
+        let mut mtu = quinn::MtuDiscoveryConfig::default();
+        mtu.upper_bound(tuning.loopback_udp_payload);
+        config.mtu_discovery_config(Some(mtu));
+        config.initial_mtu(tuning.loopback_udp_payload);
+    }
+    if let Some(threshold) = tuning.ack_eliciting_threshold {
+        let mut ack = quinn::AckFrequencyConfig::default();
+        ack.ack_eliciting_threshold(threshold.into())
+            .max_ack_delay(Some(tuning.max_ack_delay));
+        config.ack_frequency_config(Some(ack));
+    }
     // One stream per connection, opened by the client: none for the router to accept
     // beyond it, and none at all for a client.
     config.max_concurrent_uni_streams(0u32.into());
@@ -308,6 +386,9 @@ fn transport_config() -> Arc<TransportConfig> {
 pub struct QuicServer {
     endpoint: Endpoint,
     codec: FrameCodec,
+    /// The server config for clients on this host ([`Tuning::loopback_udp_payload`]); the
+    /// endpoint's own serves the others. `None` once new connections are refused.
+    loopback: std::sync::Mutex<Option<Arc<quinn::ServerConfig>>>,
     /// The task keeping the peers file, and the file.
     peers: Option<(tokio::task::JoinHandle<()>, std::path::PathBuf)>,
 }
@@ -352,14 +433,33 @@ impl QuicServer {
         codec: FrameCodec,
         recovery: &Recovery,
     ) -> Result<QuicServer, TransportError> {
+        QuicServer::bind_tuned(addr, tls, codec, recovery, &Tuning::default())
+    }
+
+    /// As [`QuicServer::bind_recovering`], with these QUIC knobs (the lab's comparisons;
+    /// everything else uses [`Tuning::default`]).
+    ///
+    /// # Errors
+    /// As [`QuicServer::bind_recovering`].
+    pub fn bind_tuned(
+        addr: SocketAddr,
+        tls: Arc<rustls::ServerConfig>,
+        codec: FrameCodec,
+        recovery: &Recovery,
+        tuning: &Tuning,
+    ) -> Result<QuicServer, TransportError> {
         let crypto = QuicServerConfig::try_from(tls)
             .map_err(|_| TransportError::Config("the TLS config offers no QUIC cipher suite"))?;
-        let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
-        config.transport_config(transport_config());
-        let bound = endpoint(addr, Some((config, recovery)))?;
+        let crypto: Arc<QuicServerConfig> = Arc::new(crypto);
+        let mut config = quinn::ServerConfig::with_crypto(crypto.clone());
+        config.transport_config(transport_config(tuning, false));
+        let mut loopback = config.clone();
+        loopback.transport_config(transport_config(tuning, true));
+        let bound = endpoint(addr, Some((config, recovery)), tuning)?;
         Ok(QuicServer {
             endpoint: bound.endpoint,
             codec,
+            loopback: std::sync::Mutex::new(Some(Arc::new(loopback))),
             peers: bound.peers,
         })
     }
@@ -375,14 +475,24 @@ impl QuicServer {
     /// Waits for the next connection attempt; `None` once the endpoint is closed.
     pub async fn accept(&self) -> Option<QuicIncoming> {
         let incoming = self.endpoint.accept().await?;
+        let loopback = match incoming.remote_address().ip().is_loopback() {
+            true => self
+                .loopback
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
+            false => None,
+        };
         Some(QuicIncoming {
             incoming,
             codec: self.codec,
+            loopback,
         })
     }
 
     /// Refuses new connections from now on; established ones continue.
     pub fn refuse_new(&self) {
+        *self.loopback.lock().unwrap_or_else(|e| e.into_inner()) = None;
         self.endpoint.set_server_config(None);
     }
 
@@ -405,6 +515,8 @@ impl QuicServer {
 pub struct QuicIncoming {
     incoming: quinn::Incoming,
     codec: FrameCodec,
+    /// The config for a client on this host, unless new connections are refused.
+    loopback: Option<Arc<quinn::ServerConfig>>,
 }
 
 impl QuicIncoming {
@@ -420,7 +532,10 @@ impl QuicIncoming {
     /// away before opening its stream.
     pub async fn establish(self) -> Result<Connection, TransportError> {
         let peer = self.incoming.remote_address();
-        let conn = self.incoming.await?;
+        let conn = match self.loopback {
+            Some(config) => self.incoming.accept_with(config)?.await?,
+            None => self.incoming.await?,
+        };
         let (send, recv) = conn.accept_bi().await?;
         let mut framed = Connection::new(recv, send, self.codec, TransportKind::Quic, Some(peer));
         framed.guard = Guard::Quic(conn, None);
@@ -441,17 +556,31 @@ pub async fn connect(
     server_name: &str,
     codec: FrameCodec,
 ) -> Result<Connection, TransportError> {
+    connect_tuned(addr, tls, server_name, codec, &Tuning::default()).await
+}
+
+/// As [`connect`], with these QUIC knobs (the lab's comparisons).
+///
+/// # Errors
+/// As [`connect`].
+pub async fn connect_tuned(
+    addr: SocketAddr,
+    tls: Arc<rustls::ClientConfig>,
+    server_name: &str,
+    codec: FrameCodec,
+    tuning: &Tuning,
+) -> Result<Connection, TransportError> {
     let crypto = QuicClientConfig::try_from(tls)
         .map_err(|_| TransportError::Config("the TLS config offers no QUIC cipher suite"))?;
     let mut config = quinn::ClientConfig::new(Arc::new(crypto));
-    config.transport_config(transport_config());
+    config.transport_config(transport_config(tuning, addr.ip().is_loopback()));
     let bind = match (addr.ip().is_loopback(), addr.is_ipv4()) {
         (true, true) => SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
         (true, false) => SocketAddr::from((Ipv6Addr::LOCALHOST, 0)),
         (false, true) => SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)),
         (false, false) => SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0)),
     };
-    let endpoint = endpoint(bind, None)?.endpoint;
+    let endpoint = endpoint(bind, None, tuning)?.endpoint;
     let conn = endpoint.connect_with(config, addr, server_name)?.await?;
     let (send, recv) = conn.open_bi().await?;
     let mut framed = Connection::new(recv, send, codec, TransportKind::Quic, Some(addr));

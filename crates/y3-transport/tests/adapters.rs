@@ -154,3 +154,84 @@ async fn quic_echo() {
     assert_eq!(conn.transport, TransportKind::Quic);
     exchange(conn).await;
 }
+
+/// Echoes 1,000 frames of 1 KiB over QUIC on loopback with `tuning`; the datagrams the
+/// client sent and received, and its path's MTU.
+async fn quic_datagrams(tuning: &y3_transport::quic::Tuning) -> (u64, u64, u16) {
+    let id = Identity::self_signed().unwrap();
+    let recovery = y3_transport::quic::Recovery {
+        secret: y3_transport::quic::ResetSecret::random().unwrap(),
+        peers_dir: None,
+    };
+    let server = QuicServer::bind_tuned(
+        local(),
+        id.server_config().unwrap(),
+        FrameCodec::default(),
+        &recovery,
+        tuning,
+    )
+    .unwrap();
+    let addr = server.local_addr().unwrap();
+    tokio::spawn(async move {
+        if let Some(incoming) = server.accept().await {
+            if let Ok(conn) = incoming.establish().await {
+                echo(conn).await;
+            }
+        }
+    });
+    let pinned = Trust::Pinned(vec![id.certificate().clone()])
+        .client_config()
+        .unwrap();
+    let mut conn =
+        y3_transport::quic::connect_tuned(addr, pinned, "localhost", FrameCodec::default(), tuning)
+            .await
+            .unwrap();
+    // Written while the echo is read: 1 MiB is more than the windows hold.
+    let mut writer = conn.writer;
+    let send = tokio::spawn(async move {
+        let payload = Bytes::from(vec![0x5a; 1024]);
+        for _ in 0..1000 {
+            let data = Data::new(0x10, payload.clone());
+            writer.feed(Frame::Data(data)).await.unwrap();
+        }
+        writer.flush().await.unwrap();
+        writer
+    });
+    for _ in 0..1000 {
+        let frame = tokio::time::timeout(Duration::from_secs(20), conn.reader.next())
+            .await
+            .expect("echo in time")
+            .expect("open")
+            .expect("valid frame");
+        assert!(matches!(frame, Frame::Data(d) if d.payload.len() == 1024));
+    }
+    let _writer = send.await.unwrap();
+    let y3_transport::Guard::Quic(quic, _) = &conn.guard else {
+        panic!("a QUIC connection without its guard")
+    };
+    let stats = quic.stats();
+    (
+        stats.udp_tx.datagrams,
+        stats.udp_rx.datagrams,
+        stats.path.current_mtu,
+    )
+}
+
+#[tokio::test]
+async fn quic_on_loopback_carries_many_frames_per_datagram() {
+    use y3_transport::quic::{Tuning, LOOPBACK_UDP_PAYLOAD};
+    // 1 MiB each way: at quinn's 1,452-byte datagrams that is over 700 of them.
+    let (tx, rx, mtu) = quic_datagrams(&Tuning::QUINN_DEFAULTS).await;
+    assert!(mtu <= 1452, "{mtu}");
+    assert!(
+        tx >= 700 && rx >= 700,
+        "quinn's defaults: {tx} sent, {rx} received"
+    );
+    // y3's tuning: 6 KiB datagrams on loopback, both ways (at least 176 for 1 MiB).
+    let (tx, rx, mtu) = quic_datagrams(&Tuning::default()).await;
+    assert_eq!(mtu, LOOPBACK_UDP_PAYLOAD);
+    assert!(
+        tx < 300 && rx < 300,
+        "y3's tuning: {tx} sent, {rx} received"
+    );
+}

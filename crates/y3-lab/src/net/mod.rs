@@ -34,6 +34,7 @@ pub mod filter;
 pub mod mqtt;
 pub mod pingpong;
 pub mod proc;
+pub mod quic;
 pub mod report;
 pub mod suites;
 pub mod yomo;

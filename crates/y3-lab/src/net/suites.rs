@@ -124,7 +124,40 @@ pub const SUITES: &[NetSuite] = &[
         "MQTT publish → subscribe: y3's [mqtt] listener vs Mosquitto and nats-server's MQTT",
         &report::mqtt::REPORT,
     ),
+    suite::<QuicArgs>(
+        "quic",
+        "Frames one way over y3's TCP adapter and its QUIC adapter (quinn's defaults, y3's tuning)",
+        &report::quic::REPORT,
+    ),
 ];
+
+/// `y3-lab net quic`.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  y3-lab net quic --quick
+  y3-lab net quic --sizes 64,1024,16384 --messages 500000 --runs 5")]
+pub struct QuicArgs {
+    /// Payload sizes in bytes (at least 8, for the stamp).
+    #[arg(long, value_delimiter = ',', default_values_t = [64usize, 1024])]
+    sizes: Vec<usize>,
+    #[command(flatten)]
+    load: LoadArgs,
+}
+
+impl SuiteArgs for QuicArgs {
+    fn measure(&self, s: &Shared, bar: &ProgressBar) -> Result<Results> {
+        let opts = crate::net::quic::Options {
+            sizes: self.sizes.iter().map(|&n| n.max(8)).collect(),
+            load: self.load.load(s.quick, (200_000, 20_000)),
+            only: s.only.clone(),
+            command: s.command.clone(),
+            quick: s.quick,
+        };
+        let rows = crate::net::wanted(&crate::net::quic::ROWS, &opts.only).len();
+        bar.set_length((2 * opts.sizes.len() * rows * opts.load.runs) as u64);
+        crate::net::quic::run(&opts, bar)
+    }
+}
 
 /// `y3-lab net mqtt`.
 #[derive(Debug, Args)]

@@ -25,6 +25,7 @@ pub(crate) mod filter;
 pub(crate) mod mqtt;
 pub(crate) mod pingpong;
 pub(crate) mod pipeline;
+pub(crate) mod quic;
 pub(crate) mod yomo;
 
 pub use e2e::{e2e_charts, e2e_markdown, e2e_targets};
