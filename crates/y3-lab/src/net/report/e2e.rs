@@ -55,16 +55,35 @@ pub fn e2e_targets(r: &Results) -> Vec<Target> {
     TARGETS.iter().map(|t| t.check(e2e_cells(r, t))).collect()
 }
 
+/// What the report says of the brokers: a recording with CPU per message (`y3 serve` as it
+/// ships, in a process of its own) gets the CPU column and its explanation; an older one
+/// (the lab's embedded router, no CPU figures) renders as it did.
+const BROKERS_WITH_CPU: &str = "Brokers (`y3 serve` as it ships, `nats-server`, the Zenoh \
+    router) run as separate processes started and stopped by the lab; the clients share one \
+    process. CPU: the broker's and the clients' CPU time per message over the flat-out run \
+    (µs); the clients share the cores with the broker, so a cell whose clients took more is \
+    marked client-bound: its msg/s measures the clients as much as the broker.";
+const BROKERS: &str = "Brokers (y3 router, `nats-server`, the Zenoh router) run as separate \
+    processes started and stopped by the lab; the clients share one process.";
+
 /// The e2e report.
 pub fn e2e_markdown(r: &Results) -> String {
+    let with_cpu = r
+        .records
+        .iter()
+        .any(|x| x.get(Metric::RouterNsPerMsg).is_some());
+    let mut columns = vec!["msg/s", "p50 / p99"];
+    if with_cpu {
+        columns.push("CPU µs/msg broker / clients");
+    }
     let table = per_impl_table(
         r,
         ("case", Align::Left),
         &case_rows(r),
-        &["msg/s", "p50 / p99", "CPU µs/msg broker / clients"],
+        &columns,
         |case, i| r.find(case, i, 0),
         |x| {
-            vec![
+            let mut cells = vec![
                 fig(x.value(Metric::MsgPerS), rate),
                 format!(
                     "{} / {}",
@@ -72,14 +91,18 @@ pub fn e2e_markdown(r: &Results) -> String {
                     us(x.get(Metric::P99Us))
                 )
                 .into(),
-                cpu_cell(x).into(),
-            ]
+            ];
+            if with_cpu {
+                cells.push(cpu_cell(x).into());
+            }
+            cells
         },
     );
     fill(
         include_str!("templates/e2e.md"),
         &[
             ("header", &header(r)),
+            ("brokers", if with_cpu { BROKERS_WITH_CPU } else { BROKERS }),
             ("table", &table.markdown()),
             ("targets", &targets(&e2e_targets(r))),
             ("charts", &charts_markdown(&e2e_charts(r))),
