@@ -1,8 +1,8 @@
 //! When a frame written to a subscriber counts as stored (`spec/frames.md`, "Stored"):
 //! over TCP (and TLS over TCP), once the subscriber's kernel acknowledged its bytes, so
-//! that a SIGKILL of the router, which throws away its own send buffers (and resets
-//! connections with unread input), cannot lose a frame already acknowledged as stored to
-//! a durable source. Over QUIC and in-memory pipes, once flushed (quinn 0.11 does not say
+//! that a frame acknowledged as stored to a durable source is no longer only in the
+//! router's own send buffers, which a SIGKILL throws away (what a SIGKILL still loses:
+//! `spec/frames.md`). Over QUIC and in-memory pipes, once flushed (quinn 0.11 does not say
 //! which stream bytes the peer acknowledged).
 //!
 //! ```text
