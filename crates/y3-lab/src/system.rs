@@ -55,19 +55,26 @@ mod tests {
         assert!(super::machine().contains("cores"));
     }
 
+    /// A busy child process (one thread, so no thread ends between two readings, as this
+    /// test binary's do) accumulates CPU time in the readings; a process that does not
+    /// exist has none.
     #[test]
-    fn own_cpu_time_grows_with_work() {
-        let pid = std::process::id();
-        let before = super::process_cpu_ns(pid).expect("schedstat");
-        // 30 ms of this thread's own CPU time, however long a loaded machine takes to give
-        // it; the kernel's account may lag by a scheduler tick.
-        let start = cpu_time::ThreadTime::now();
-        let mut x = 0u64;
-        while start.elapsed() < std::time::Duration::from_millis(30) {
-            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+    fn a_busy_process_cpu_time_grows() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .expect("sh");
+        let before = super::process_cpu_ns(child.id()).expect("schedstat");
+        // 20 ms of the child's CPU time, however long a loaded machine takes to give it.
+        let start = std::time::Instant::now();
+        let mut after = before;
+        while after < before + 20_000_000 && start.elapsed() < std::time::Duration::from_secs(20) {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            after = super::process_cpu_ns(child.id()).expect("schedstat");
         }
-        let after = super::process_cpu_ns(pid).unwrap();
-        assert!(after - before >= 20_000_000, "{before} -> {after}");
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(after >= before + 20_000_000, "{before} -> {after}");
         assert_eq!(super::process_cpu_ns(u32::MAX), None);
     }
 }
