@@ -341,7 +341,7 @@ fn hex_str(raw: &Bound<'_, PyAny>, at: &str) -> PyResult<Vec<u8>> {
     let text = raw.cast::<PyString>()?.to_str()?;
     let digits: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
     let bad = || value_error(at, format!("not a hex string: {}", describe(raw)));
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err(bad());
     }
     digits
