@@ -191,26 +191,10 @@ fn start_y3(peers: &Peers, config: &Path) -> Result<Node> {
     args.push(peers.cert.display().to_string());
     args.push("--config".into());
     args.push(config.display().to_string());
-    let dir = y3_testkit::ServeDir::new("lab-federation")?;
-    let (child, ready) = Child::serve(
-        "y3 serve",
-        &peers.y3,
-        &["RUST_LOG=warn"],
-        &args,
-        &dir,
-        CONNECT,
-    )?;
-    let metrics = ready.listener("metrics");
+    let (router, ready) = RouterProc::serve(&peers.y3, &args, "lab-federation")?;
     Ok(Node {
-        router: RouterProc {
-            child,
-            quic: ready
-                .listener("quic")
-                .context("y3 serve: no QUIC listener")?,
-            tcp: ready.listener("tcp"),
-            _dir: Some(dir),
-        },
-        metrics,
+        router,
+        metrics: ready.listener("metrics"),
     })
 }
 

@@ -796,6 +796,26 @@ pub(crate) struct RouterProc {
 }
 
 impl RouterProc {
+    /// `y3 serve ARGS` (warnings only) in a private directory named after `name`, once its
+    /// ready file says every listener is bound; with that document.
+    pub(crate) fn serve(
+        y3: &Path,
+        args: &[String],
+        name: &str,
+    ) -> Result<(RouterProc, y3_testkit::Ready)> {
+        let dir = ServeDir::new(name)?;
+        let (child, ready) = Child::serve("y3 serve", y3, &["RUST_LOG=warn"], args, &dir, CONNECT)?;
+        let router = RouterProc {
+            child,
+            quic: ready
+                .listener("quic")
+                .context("y3 serve: no QUIC listener")?,
+            tcp: ready.listener("tcp"),
+            _dir: Some(dir),
+        };
+        Ok((router, ready))
+    }
+
     fn start(peers: &Peers, router: Router) -> Result<RouterProc> {
         RouterProc::start_with(peers, router, &[])
     }
@@ -843,23 +863,7 @@ impl RouterProc {
                 args.push(peers.cert.display().to_string());
                 args.push("--config".into());
                 args.push(peers.config.display().to_string());
-                let dir = ServeDir::new("lab-yomo")?;
-                let (child, ready) = Child::serve(
-                    "y3 serve",
-                    &peers.y3,
-                    &["RUST_LOG=warn"],
-                    &args,
-                    &dir,
-                    CONNECT,
-                )?;
-                Ok(RouterProc {
-                    child,
-                    quic: ready
-                        .listener("quic")
-                        .context("y3 serve: no QUIC listener")?,
-                    tcp: ready.listener("tcp"),
-                    _dir: Some(dir),
-                })
+                Ok(RouterProc::serve(&peers.y3, &args, "lab-yomo")?.0)
             }
         }
     }
