@@ -61,6 +61,12 @@ impl Closed {
 /// when a connection ended. Delivery is at least once; a frame sent twice carries the same
 /// `yomo-tid`, which the federation's durable tags de-duplicate.
 ///
+/// It has no task that reconnects on its own: after a lost connection, what it keeps is
+/// sent again by the next [`send`](DurableSource::send),
+/// [`wait_stored`](DurableSource::wait_stored) or [`close`](DurableSource::close). A source
+/// that stops sending calls `wait_stored` (or `close`) to have it delivered; until then it
+/// waits in the source.
+///
 /// A frame the router refuses (over its `limits.max_frame_len`, past its hop limit, a
 /// loop: `spec/frames.md`) is handled but delivered to no one: it is not sent again, it is
 /// counted in [`refused`](DurableSource::refused) with its reason
