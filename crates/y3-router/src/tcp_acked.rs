@@ -1,9 +1,11 @@
 //! When a frame written to a subscriber counts as stored (`spec/frames.md`, "Stored"):
 //! over TCP (and TLS over TCP), once the subscriber's kernel acknowledged its bytes, so
 //! that a frame acknowledged as stored to a durable source is no longer only in the
-//! router's own send buffers, which a SIGKILL throws away (what a SIGKILL still loses:
-//! `spec/frames.md`). Over QUIC and in-memory pipes, once flushed (quinn 0.11 does not say
-//! which stream bytes the peer acknowledged).
+//! router's own send buffers, which a SIGKILL throws away: a SIGKILL of the router after
+//! that does not lose the frame (its subscriber's kernel hands every acknowledged byte to
+//! a client that reads on; `crates/y3-cli/tests/durable_kill.rs`). Over QUIC and in-memory
+//! pipes, once flushed (quinn 0.11 does not say which stream bytes the peer acknowledged),
+//! so a SIGKILL can still lose a frame stored there but not yet sent.
 //!
 //! ```text
 //!  write_loop: batch flushed ─▶ StoredAt::flushed(waiters)
