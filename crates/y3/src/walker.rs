@@ -1,18 +1,22 @@
 //! The one walker of complete buffers over the header grammar of `tag.rs`, specialised at
-//! compile time: what it looks for is a [`Want`] (one key path, a set of sibling keys, or
-//! nothing), whether it enters every node is a [`Check`] (trusting the nodes it has no need
-//! for, or validating them). Each instantiation compiles to one tight loop:
+//! compile time: what it looks for is a [`Want`] (a set of sibling keys, or nothing), whether
+//! it enters every node is a [`Check`] (trusting the nodes, or validating them). Each
+//! instantiation compiles to one tight loop:
 //!
 //! ```text
-//!   walk::<One, Trust>       the one-path fast path      (`get`, the observer's fast feed)
-//!   walk::<Set, Trust>       the sibling scan             (a content filter's keys)
-//!   walk::<Nothing, Validate> whole-buffer validation     (`validate`, `decode_with`)
+//!   walk::<Set, Trust>         the sibling scan         (`fast::scan`: a content filter's keys)
+//!   walk::<Nothing, Validate>  whole-buffer validation  (`fast::validate`: `validate_with`,
+//!                                                         `decode_with`)
 //!
-//!   per header:   skip run (leaf: `skip.rs`, scalar or AVX-512) over what needs no decision
+//!   per header:   skip run (leaf: `skip.rs`) over what needs no decision
 //!                 short header (`tag::short_header`), invalid tag, limit, inside its node
-//!                 Want::at: skip / enter / return;  Check::VALIDATE enters every node
+//!                 Want::at: skip or answer;  Check::VALIDATE: into every node (depth limit)
 //!   per node end: back to the enclosing node (its end kept in `ends`)
 //! ```
+//!
+//! One path (`get`, the observer's fast feed) is `fast::walk_loop`: this loop written out
+//! for one path, kept by hand because the instantiation measured one instruction more (see
+//! there).
 //!
 //! The walk never decides anything the [`Observer`](crate::Observer) would decide
 //! differently: every check the observer makes on these headers is made here too (tag byte,
@@ -40,10 +44,8 @@ pub(crate) struct Head {
 
 /// What a [`Want`] decides at a header.
 pub(crate) enum Step<O> {
-    /// Go on with the next sibling.
+    /// Go on with the next sibling (or, under [`Validate`], into a node's children).
     Skip,
-    /// Walk the node's children (a node, within the depth limit: the walk checks that).
-    Enter,
     /// The walk's answer.
     Return(O),
 }
@@ -82,9 +84,6 @@ pub(crate) trait Want {
     /// The decision at header `h` at nesting `depth`; `packets` top-level packets begun.
     fn at(&mut self, h: &Head, depth: usize, packets: u64) -> Step<Self::Out>;
 
-    /// The walk is now at nesting `depth` (begun at the top, entered a node, or left one).
-    fn level(&mut self, depth: usize);
-
     /// The top level ended after `packets` top-level packets.
     fn done(&mut self, packets: u64) -> Self::Out;
 
@@ -111,7 +110,6 @@ pub(crate) fn walk<W: Want, C: Check, const N: usize>(
     // The end of the current node's value (`top` at the top).
     let mut end = top;
     let mut packets = 0u64;
-    want.level(0);
     // The skip run accepts one-byte lengths without comparing them with the limit.
     let run = limit >= 63;
     loop {
@@ -132,7 +130,6 @@ pub(crate) fn walk<W: Want, C: Check, const N: usize>(
             // sibling with the same key may hold a path's value).
             depth -= 1;
             end = if depth == 0 { top } else { ends[depth - 1] };
-            want.level(depth);
             continue;
         }
         // A header must lie inside the current node (else the observer reports
@@ -163,12 +160,10 @@ pub(crate) fn walk<W: Want, C: Check, const N: usize>(
             len,
             head_len,
         };
-        let enter = match want.at(&h, depth, packets) {
-            Step::Return(out) => return out,
-            Step::Enter => true,
-            Step::Skip => C::VALIDATE && byte_is_node(tag),
-        };
-        if enter {
+        if let Step::Return(out) = want.at(&h, depth, packets) {
+            return out;
+        }
+        if C::VALIDATE && byte_is_node(tag) {
             // The observer refuses to enter a node at the depth limit.
             if depth >= N || depth + 1 >= max_depth {
                 return W::bail();
@@ -177,7 +172,6 @@ pub(crate) fn walk<W: Want, C: Check, const N: usize>(
             depth += 1;
             end = next;
             off = start;
-            want.level(depth);
             continue;
         }
         off = next;
@@ -205,9 +199,6 @@ impl Want for Nothing {
     fn at(&mut self, _h: &Head, _depth: usize, _packets: u64) -> Step<Self::Out> {
         Step::Skip
     }
-
-    #[inline(always)]
-    fn level(&mut self, _depth: usize) {}
 
     #[inline(always)]
     fn done(&mut self, packets: u64) -> Self::Out {
