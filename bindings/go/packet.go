@@ -3,6 +3,7 @@ package y3
 import (
 	"fmt"
 	"iter"
+	"math"
 )
 
 // Packet is a zero-copy view of one packet in a buffer: its tag, its value bytes and typed
@@ -96,6 +97,18 @@ func validateValue(c Config, t Tag, value []byte) error {
 	if !t.IsNode() || !c.Dialect.HasNodeFlag() {
 		return nil
 	}
+	// The children under one level less, by the one walker; anything it leaves (an error
+	// included) is the machine's, from the start.
+	if c.Limits.MaxDepth > 1 && walkValidate(&c, value, int(c.Limits.MaxDepth)-1) {
+		return nil
+	}
+	return validateValueGeneral(c, t, value)
+}
+
+// validateValueGeneral is validateValue by the observer alone (c normalized, t a node of a
+// one-byte-tag dialect): what the walker leaves, and the reference the tests compare it
+// against.
+func validateValueGeneral(c Config, t Tag, value []byte) error {
 	var o Observer
 	o.init(c, nil, true)
 	o.started = 1
@@ -114,6 +127,17 @@ func validateValue(c Config, t Tag, value []byte) error {
 // Validate checks a stream of complete top-level packets: every header, every node length,
 // the depth limit. unexpected_end if buf stops inside a packet.
 func (c Config) Validate(buf []byte) error {
+	// The one walker first: it answers a buffer of whole, valid packets; anything else (an
+	// error included) is the machine's to report, from the start.
+	if n := c.norm(); walkValidate(&n, buf, math.MaxInt) {
+		return nil
+	}
+	return c.validateGeneral(buf)
+}
+
+// validateGeneral is Validate by the observer alone: the reference the tests compare the
+// walker against.
+func (c Config) validateGeneral(buf []byte) error {
 	var o Observer
 	o.init(c, nil, true)
 	if _, _, err := o.feed(buf); err != nil {

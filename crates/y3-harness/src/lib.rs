@@ -391,6 +391,23 @@ pub fn observe_split(data: &[u8]) {
         "fast path vs the general machine"
     );
 
+    // Validation by the one walker (`validate_with`: whole packets, every header checked)
+    // against a validator observer without fast path, whole, in 1-byte and in uneven
+    // chunks: the same outcome.
+    if validating {
+        let by_walker = validate_with(stream, &config);
+        let mut general = Observer::validator(config).without_fast_path();
+        let chunks = uneven_chunks(stream, head[4]);
+        for chunking in [vec![stream], stream.chunks(1).collect(), chunks] {
+            general.reset();
+            assert_eq!(
+                by_walker,
+                run_chunks(&mut general, chunking.iter().copied()).outcome,
+                "validate_with vs the general machine, chunks {chunking:?}"
+            );
+        }
+    }
+
     // The same observer, reset (possibly after an error), fed one byte at a time.
     observer.reset();
     let bytes = run_chunks(&mut observer, stream.chunks(1));

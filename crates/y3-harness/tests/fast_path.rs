@@ -57,6 +57,22 @@ proptest! {
         input.extend_from_slice(&data);
         observe_split(&input);
     }
+
+    #[test]
+    fn validation_fast_path_agrees_with_the_general_machine(
+        data in stream(),
+        path in prop::collection::vec(0u8..4, 1..=3),
+        nvarint in any::<bool>(),
+        seed in any::<u8>(),
+    ) {
+        // Validating: the harness also runs a validator without paths, fast path on and
+        // off, and `decode_with` / `validate_with` against a walk of the parsed tree.
+        let dialect = usize::from(nvarint);
+        let mut input = observe_header(dialect, &path, true, seed).to_vec();
+        input.extend_from_slice(&data);
+        observe_split(&input);
+        y3_harness::decode(&data);
+    }
 }
 
 #[test]

@@ -12,7 +12,9 @@
 //!
 //! Operations (cases C03/C16/C32/C63 of `observe.rs`, key N/2 or 2): `oneshot` (a reused
 //! observer fed the packet), `get` ([`y3::get`]), `stream7` (the observer fed 7-byte
-//! chunks), `validate`, `floor` (the unchecked walk), `stream7floor` (the unchecked walk
+//! chunks), `validate` (a reused validator observer fed the packet), `validatewith`
+//! ([`y3::validate_with`]) and `decodewith` ([`y3::decode`]: the packet checked whole),
+//! `floor` (the unchecked walk), `stream7floor` (the unchecked walk
 //! fed the same 7-byte chunks, the lab's `y3-stream7-floor`: the bound of issue 30 is
 //! `stream7` within 1.5 × it), and the typed envelope of the lab's
 //! serde suite: `encode` (`encode_packet` into a reused buffer), `decode`
@@ -137,6 +139,12 @@ fn main() {
                 0
             })
         }
+        "validatewith" => measured(iterations, || {
+            y3::validate_with(black_box(&buf), &Config::DEFAULT).is_ok() as usize
+        }),
+        "decodewith" => measured(iterations, || {
+            y3::decode(black_box(&buf)).unwrap().value().len()
+        }),
         "validate" => measured(iterations, || {
             validator.reset();
             validator.feed(black_box(&buf)).unwrap().consumed

@@ -18,7 +18,10 @@
 
 use crate::path::MAX_PATH_DEPTH;
 use crate::skip;
-use crate::tag::{byte_is_invalid, byte_is_node, byte_key, is_one_group, short_header};
+use crate::tag::{
+    byte_is_invalid, byte_is_node, byte_is_node_key, byte_key, is_one_group, short_header,
+};
+use crate::walker::{self, Check, Head, Nothing, Step, Trust, Validate, Want};
 use crate::{Config, Tag};
 
 /// What the fast walk found.
@@ -64,9 +67,52 @@ pub(crate) fn walk(ids: &[u32], config: &Config, input: &[u8]) -> Fast {
     walk_loop(ids, config, input, &mut [0; MAX_PATH_DEPTH])
 }
 
+/// Validates `input` (a run of whole top-level packets, or one node's children under
+/// `depth_left` more levels) by the one walker ([`Nothing`] wanted, [`Validate`]): every
+/// header checked and every node entered as the observer's validator would, answering
+/// [`Fast::Done`] or [`Fast::Bail`] (anything else, an error included: the observer's).
+///
+/// Only call it where `config.dialect.has_node_flag()`.
+#[inline(always)]
+pub(crate) fn validate(config: &Config, input: &[u8], depth_left: usize) -> Fast {
+    debug_assert!(config.dialect.has_node_flag());
+    let limits = &config.limits;
+    walker::walk::<_, Validate, VALIDATE_DEPTH>(
+        input,
+        0,
+        input.len(),
+        limits.max_packet_len,
+        (limits.max_depth as usize).min(depth_left),
+        &mut Nothing,
+        &mut [0; VALIDATE_DEPTH],
+    )
+}
+
+/// Whether the value of a top-level packet with tag `tag`, whose header was read already,
+/// is valid below it by [`validate`] (its children under one level less): true answers;
+/// false (nothing decided) leaves it to the observer's
+/// [`validate_value`](crate::Observer::validate_value), which reports any error. A primitive,
+/// and every `draft02` value, is the observer's (nothing below its header to check).
+pub(crate) fn validate_value(config: &Config, tag: Tag, value: &[u8]) -> bool {
+    let max_depth = config.limits.max_depth as usize;
+    tag.is_node()
+        && config.dialect.has_node_flag()
+        && max_depth > 1
+        && matches!(validate(config, value, max_depth - 1), Fast::Done { .. })
+}
+
+/// Nesting [`validate`] follows before it leaves the rest to the observer.
+const VALIDATE_DEPTH: usize = 16;
+
 /// The walk's loop, one header at a time: what [`walk`] runs where [`first_child`] does
 /// not answer, and what the observer runs (it tries `first_child` itself, and keeps the
 /// ends of the nodes entered in `ends`).
+///
+/// The one walker's loop written out for one path (the [`walker`] module's `walk` with a
+/// `One` want compiled to the same checks but one instruction more on `get` and, by the
+/// register allocation of the observer's chunk loop beside it, on `stream7` C16:
+/// `scripts/icount` 109/229/406/706 and 553/832/1337/2120 against 108/228/404/704 and
+/// 553/831/1345/2121 here), so it stays the fastest instantiation, by hand.
 ///
 /// Only call it where `config.dialect.has_node_flag()`.
 #[inline(always)]
@@ -179,7 +225,7 @@ pub(crate) fn first_child(
         return None;
     };
     // The node flag set, so the tag byte is valid; entering it must leave room in depth.
-    if byte_key(tag) != outer || !byte_is_node(tag) || max_depth <= 1 {
+    if !byte_is_node_key(tag, outer) || max_depth <= 1 {
         return None;
     }
     let (len, start) = short_header(b1, input, 2)?;
@@ -223,11 +269,11 @@ pub(crate) struct Scanned {
 /// (bit `i` for `keys[i]`), stopping as soon as every key is found, or `None` (give up,
 /// nothing decided) at any header [`walk`] would leave to the observer: a longer length,
 /// the array flag without the node flag, a length over the limit, a value past its node.
-/// It never enters a node.
+/// It never enters a node: the one walker for a set of keys ([`Set`]) over one level.
 #[inline]
 pub(crate) fn scan(
     input: &[u8],
-    mut off: usize,
+    off: usize,
     end: usize,
     keys: &[u8],
     limit: u64,
@@ -246,49 +292,69 @@ pub(crate) fn scan(
     } else {
         (1u64 << keys.len()) - 1
     };
-    let mut got = 0u64;
     let region = input.get(..end)?;
-    // The skip run accepts one-byte lengths without comparing them with the limit.
-    let run = limit >= 63;
-    while off < end {
-        if run {
-            // Every child that is simply skipped, at once (see `skip.rs`).
-            off = skip::run_keys(region, off, want);
-            if off == end {
-                break;
-            }
-        }
-        let &[tag, b1] = region.get(off..off + 2)? else {
-            return None;
-        };
-        let (len, head_len) = short_header(b1, region, off + 2)?;
-        if byte_is_invalid(tag) || len as u64 > limit {
-            return None;
-        }
-        let start = off + head_len;
-        let next = start + len;
-        if next > end {
-            return None;
-        }
-        let key = byte_key(tag) as u8;
-        if want >> key & 1 != 0 {
+    let mut set = Set {
+        keys,
+        want,
+        all,
+        got: 0,
+        found,
+    };
+    // One level: nothing is entered, so no depth is needed.
+    walker::walk::<_, Trust, 0>(region, off, end, limit, 0, &mut set, &mut [])
+}
+
+/// A set of sibling keys: the first child of each, recorded in `found`.
+struct Set<'k, 'f> {
+    keys: &'k [u8],
+    /// The keys still wanted (bit `k` for key `k`).
+    want: u64,
+    /// Every index of `keys` (bit `i` for `keys[i]`).
+    all: u64,
+    /// The indexes found.
+    got: u64,
+    found: &'f mut [Scanned],
+}
+
+impl Want for Set<'_, '_> {
+    type Out = Option<u64>;
+
+    #[inline(always)]
+    fn run<C: Check>(&self, node: &[u8], s: usize, _depth: usize, _heads: &mut u64) -> usize {
+        debug_assert!(!C::VALIDATE);
+        skip::run_keys(node, s, self.want)
+    }
+
+    #[inline(always)]
+    fn at(&mut self, h: &Head, _depth: usize, _packets: u64) -> Step<Option<u64>> {
+        let key = byte_key(h.tag) as u8;
+        if self.want >> key & 1 != 0 {
             // A wanted key: the first time only (`want` forgets it).
-            want &= !(1 << key);
-            if let Some(i) = keys.iter().position(|&k| k == key) {
-                // Offsets fit: the input is under 4 GiB (checked above).
-                found[i] = Scanned {
-                    tag,
-                    head_len: head_len as u8,
-                    start: start as u32,
-                    len: len as u32,
+            self.want &= !(1 << key);
+            if let Some(i) = self.keys.iter().position(|&k| k == key) {
+                // Offsets fit: the input is under 4 GiB (checked by `scan`).
+                self.found[i] = Scanned {
+                    tag: h.tag,
+                    head_len: h.head_len as u8,
+                    start: h.start as u32,
+                    len: h.len as u32,
                 };
-                got |= 1 << i;
-                if got == all {
-                    return Some(got);
+                self.got |= 1 << i;
+                if self.got == self.all {
+                    return Step::Return(Some(self.got));
                 }
             }
         }
-        off = next;
+        Step::Skip
     }
-    Some(got)
+
+    #[inline(always)]
+    fn done(&mut self, _packets: u64) -> Option<u64> {
+        Some(self.got)
+    }
+
+    #[inline(always)]
+    fn bail() -> Option<u64> {
+        None
+    }
 }

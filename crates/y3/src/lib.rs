@@ -57,6 +57,7 @@ mod skip;
 pub mod tag;
 pub mod typed;
 pub mod varint;
+mod walker;
 
 /// The skip runs' scalar and vector forms, for the fuzz harness (`crates/y3-harness`) to
 /// hold one against the other. Test-only; not a public API.
@@ -114,7 +115,9 @@ pub fn decode_with<'a>(buf: &'a [u8], config: &Config) -> Result<Packet<'a>, Dec
             count: rest.len() as u64,
         });
     }
-    Observer::validate_value(*config, packet.tag(), packet.value())?;
+    if !fast::validate_value(config, packet.tag(), packet.value()) {
+        Observer::validate_value(*config, packet.tag(), packet.value())?;
+    }
     Ok(packet)
 }
 
@@ -125,6 +128,13 @@ pub fn decode_with<'a>(buf: &'a [u8], config: &Config) -> Result<Packet<'a>, Dec
 /// Any [`DecodeError`] of the walk; [`DecodeError::UnexpectedEnd`] if `buf` stops inside a
 /// packet.
 pub fn validate_with(buf: &[u8], config: &Config) -> Result<(), DecodeError> {
+    // The one walker first: it answers a buffer of whole, valid packets; anything else (an
+    // error included) is the machine's to report, from the start.
+    if config.dialect.has_node_flag() {
+        if let fast::Fast::Done { .. } = fast::validate(config, buf, usize::MAX) {
+            return Ok(());
+        }
+    }
     let mut observer = Observer::validator(*config);
     observer.feed(buf)?;
     observer.finish()

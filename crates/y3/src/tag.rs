@@ -65,6 +65,13 @@ pub(crate) const fn byte_is_node(b: u8) -> bool {
     b & NODE != 0
 }
 
+/// Whether a one-byte-dialect tag byte marks a node (or an array node) with key `key`, in
+/// one comparison: a key of 64 or more matches no tag byte.
+#[inline(always)]
+pub(crate) const fn byte_is_node_key(b: u8, key: u32) -> bool {
+    (b & (NODE | 0x3f)) as u64 == NODE as u64 + key as u64
+}
+
 /// Whether a length byte is a whole length of one group (`00xx_xxxx`, 0..=63): non-negative,
 /// minimal and below any limit of 63 or more, so that a run may skip its value unchecked.
 #[inline(always)]
@@ -181,6 +188,24 @@ impl Stops for StopKeys {
     #[inline(always)]
     fn stops_at(&self, tag: u8, l: u8) -> bool {
         self.stops(tag) || !is_one_group(l)
+    }
+}
+
+/// Stops at every node and every invalid tag byte (a validating walk with nothing to look
+/// for): a tag byte of `0x40` or more, tested with the length byte in one comparison.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StopNodes;
+
+impl Stops for StopNodes {
+    #[inline(always)]
+    fn stops(&self, tag: u8) -> bool {
+        tag >= ARRAY
+    }
+
+    #[inline(always)]
+    fn stops_at(&self, tag: u8, l: u8) -> bool {
+        // Primitives are `0x00..=0x3f` and one-group lengths `0x00..=0x3f`.
+        (tag | l) >= ARRAY
     }
 }
 
@@ -511,6 +536,28 @@ mod tests {
                     let buf = [&[b, c][..], tail].concat();
                     assert_eq!(length_read(&buf), length_read_slow(&buf), "{buf:02x?}");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn one_comparison_rules_agree_with_the_flag_rules() {
+        for b in 0..=255u8 {
+            for key in (0..=300).chain([u32::MAX - 0x80, u32::MAX]) {
+                assert_eq!(
+                    byte_is_node_key(b, key),
+                    byte_key(b) == key && byte_is_node(b),
+                    "{b:02x} {key}"
+                );
+            }
+            for l in 0..=255u8 {
+                let node_or_invalid = byte_is_node(b) || byte_is_invalid(b);
+                assert_eq!(
+                    StopNodes.stops_at(b, l),
+                    node_or_invalid || !is_one_group(l),
+                    "{b:02x} {l:02x}"
+                );
+                assert_eq!(StopNodes.stops(b), node_or_invalid);
             }
         }
     }
