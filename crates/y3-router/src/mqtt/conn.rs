@@ -591,12 +591,12 @@ impl Conn {
                 p.topic
             )));
         }
-        let refusal = match self.broker.config.tag_of(&p.topic) {
-            None => Some((MqttError::Unmapped(p.topic.clone()), 0x90)),
+        let (tag, refusal) = match self.broker.config.tag_of(&p.topic) {
+            None => (0, Some((MqttError::Unmapped(p.topic.clone()), 0x90))),
             Some(tag) if !state.permissions.may_publish(tag) => {
-                Some((MqttError::NotAuthorized(p.topic.clone()), 0x87))
+                (tag, Some((MqttError::NotAuthorized(p.topic.clone()), 0x87)))
             }
-            Some(_) => None,
+            Some(tag) => (tag, None),
         };
         if let Some((error, code)) = refusal {
             self.broker.metrics.publish_refused(error.kind());
@@ -612,7 +612,6 @@ impl Conn {
             // MQTT 3.1.1 (and QoS 0) have no negative acknowledgement: the close tells.
             return Err(error);
         }
-        let tag = self.broker.config.tag_of(&p.topic).unwrap_or_default();
         if p.retain {
             let mut retained = self
                 .broker
@@ -715,6 +714,7 @@ impl Conn {
                         dup: false,
                         payload: payload.clone(),
                     },
+                    Some("retained"),
                 );
             }
         }

@@ -42,6 +42,8 @@ pub(crate) struct State {
     pub expires: Option<Instant>,
     /// The session ended: it takes no more messages.
     ended: bool,
+    /// A message was dropped for `max_session_queue` already (logged once per session).
+    full_logged: bool,
 }
 
 /// A shared session.
@@ -130,6 +132,12 @@ impl Session {
         Some(message)
     }
 
+    /// Whether this is the session's first drop for `max_session_queue` (the one logged);
+    /// notes that it happened.
+    pub fn first_full(&self) -> bool {
+        !std::mem::replace(&mut self.lock().full_logged, true)
+    }
+
     /// The client acknowledged `pkid`; whether it was in flight.
     pub fn acked(&self, pkid: u16) -> bool {
         let acked = self.lock().inflight.remove(&pkid).is_some();
@@ -196,6 +204,8 @@ mod tests {
                 }
             );
         }
+        assert!(s.first_full());
+        assert!(!s.first_full(), "once per session");
         let a = s.next_to_send(2).unwrap();
         let b = s.next_to_send(2).unwrap();
         assert_eq!((a.payload[0], b.payload[0]), (1, 2));
