@@ -135,7 +135,6 @@ impl Session {
         offered
     }
 
-
     /// Whether this is the session's first drop for `max_session_queue` (the one logged);
     /// notes that it happened.
     pub fn first_full(&self) -> bool {
