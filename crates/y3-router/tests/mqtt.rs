@@ -885,3 +885,115 @@ async fn persistent_sessions_and_retained_messages_survive_a_graceful_restart() 
     router.shutdown().await;
     let _ = std::fs::remove_dir_all(&state);
 }
+
+/// Log lines the router writes, captured (the session-full test reads them).
+#[derive(Clone, Default)]
+struct Logs(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A persistent session whose client is away keeps `max_session_queue` messages: of 250
+/// QoS 1 publishes with a limit of 100, the oldest 150 are dropped, each counted
+/// (`dropped_total{reason="session_full"}` and the ledger), the first logged once with the
+/// session's client id, the publisher and the limit; the newest 100 reach the client
+/// when it comes back, in order.
+#[tokio::test]
+async fn a_full_session_queue_drops_the_oldest_counted_and_logged_once() {
+    let logs = Logs::default();
+    let logger = tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_writer({
+            let logs = logs.clone();
+            move || logs.clone()
+        })
+        .finish();
+    // A current-thread runtime: the router's tasks log on this thread.
+    let _logging = tracing::subscriber::set_default(logger);
+    let (limit, sent) = (100usize, 250usize);
+    let mut config = config();
+    config.mqtt.max_session_queue = limit;
+    let router = Router::start(config).await.expect("router starts");
+    let persistent = [
+        "-q", "1", "-c", "-i", "slow-1", "-u", "tester", "-P", "main",
+    ];
+    let first = subscriber(&router, &persistent, "sensors/+/noise", 1).await;
+    let sensor = [
+        "-q",
+        "1",
+        "-i",
+        "sensor-7",
+        "-u",
+        "sensor",
+        "-P",
+        "sensor-key",
+    ];
+    let (ok, err) = publish(&router, &sensor, "sensors/a/noise", &["before".into()]).await;
+    assert!(ok, "{err}");
+    assert_eq!(lines_of(first).await, ["sensors/a/noise before"]);
+    let away = numbered("away", sent);
+    let (ok, err) = publish(&router, &sensor, "sensors/a/noise", &away).await;
+    assert!(ok, "{err}");
+    let full = "y3_router_mqtt_dropped_total{reason=\"session_full\"}";
+    wait_for(|| metric(&router, full) == (sent - limit) as u64).await;
+    let back = tool("mosquitto_sub")
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port(&router),
+            "-t",
+            "sensors/+/noise",
+        ])
+        .args(["-v", "-C", &limit.to_string(), "-W", "60"])
+        .args(persistent)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let want: Vec<String> = away[sent - limit..]
+        .iter()
+        .map(|l| format!("sensors/a/noise {l}"))
+        .collect();
+    assert_eq!(lines_of(back).await, want, "the newest {limit}, in order");
+    common::ledger(&router).await;
+    let mqtt = router.stats().mqtt;
+    // Delivered, or still held by the session: `mosquitto_sub -C` leaves as soon as it
+    // printed its count, some PUBACKs unsent (those stay in flight, kept for its return).
+    assert_eq!(
+        (
+            mqtt.offered,
+            mqtt.dropped,
+            mqtt.delivered + mqtt.held as u64
+        ),
+        ((sent + 1) as u64, (sent - limit) as u64, (limit + 1) as u64)
+    );
+    assert_eq!(metric(&router, full), (sent - limit) as u64);
+    router.shutdown().await;
+    let text = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("mqtt session queue full"))
+        .collect();
+    assert_eq!(lines.len(), 1, "logged once per session: {text}");
+    for want in [
+        "client=slow-1",
+        "publisher=sensor-7",
+        "limit=100",
+        "client_away=true",
+    ] {
+        assert!(lines[0].contains(want), "{want} in {}", lines[0]);
+    }
+    eprintln!(
+        "session queue {limit}: {sent} sent while away, {} dropped (counted), {limit} delivered on return",
+        sent - limit
+    );
+}

@@ -26,6 +26,11 @@
 //! ```
 //!
 //! `mqtt-bridge` and `yomo-peer` are built from `interop/yomo` (`go build`).
+//!
+//! Every socket runs without Nagle's delay, as a latency-minded deployment sets it: the
+//! client (`TCP_NODELAY`), Mosquitto (`set_tcp_nodelay true`; Debian's default is off,
+//! which holds a 1 KiB QoS 0 delivery for the subscriber's delayed ACK, 15 ms at p50),
+//! nats-server and the Go programs (Go's default), y3 (its listener sets it).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -138,7 +143,7 @@ fn start(name: &str, programs: &Programs) -> Result<Broker> {
                 &config,
                 format!(
                     "listener {port} 127.0.0.1\nallow_anonymous true\nmax_queued_messages 1000000\n\
-                     max_inflight_messages 100\npersistence false\n"
+                     max_inflight_messages 100\npersistence false\nset_tcp_nodelay true\n"
                 ),
             )?;
             let bin = proc::which("mosquitto")
@@ -311,6 +316,12 @@ async fn connect(
     options.set_max_packet_size(1 << 20, 1 << 20);
     options.set_inflight(100);
     let (client, mut eventloop) = AsyncClient::new(options, 10_000);
+    // TCP_NODELAY, as Go's and paho's clients set it: rumqttc leaves Nagle on, which holds
+    // a QoS 0 publish (nothing comes back to carry the ACK) for the broker's delayed ACK,
+    // tens of milliseconds, whichever broker it is.
+    let mut network = eventloop.network_options();
+    network.set_tcp_nodelay(true);
+    eventloop.set_network_options(network);
     let (ready_tx, ready) = tokio::sync::oneshot::channel();
     let task = tokio::spawn(async move {
         let mut ready_tx = Some(ready_tx);
@@ -416,6 +427,14 @@ struct Cell<'a> {
     topics: (&'a str, &'a str),
     size: usize,
     qos: u8,
+    /// The processes that carry the messages (the broker; the end-to-end path's too):
+    /// their CPU time per message is noted beside the client's.
+    servers: Vec<u32>,
+}
+
+/// User + system CPU seconds of `pids` together (0 for one that is gone).
+fn cpu_of(pids: &[u32]) -> f64 {
+    pids.iter().filter_map(|&p| proc::cpu_seconds(p)).sum()
 }
 
 impl Cell<'_> {
@@ -425,6 +444,9 @@ impl Cell<'_> {
         let (opts, rt) = (self.opts, self.rt);
         let mut flat = Vec::new();
         let mut paced = Vec::new();
+        // CPU µs per message of the flat-out runs: the servers', the client's (this
+        // process: rumqttc's publisher and subscriber).
+        let (mut server_cpu, mut client_cpu) = (Vec::new(), Vec::new());
         for _ in 0..opts.load.runs {
             let run = |n, rate| {
                 rt.block_on(one_run(
@@ -437,8 +459,14 @@ impl Cell<'_> {
                     self.epoch,
                 ))
             };
+            let before = (cpu_of(&self.servers), cpu_of(&[std::process::id()]));
             match run(opts.load.messages, 0) {
-                Ok(r) => flat.push(r),
+                Ok(r) => {
+                    let per = |s: f64| s * 1e6 / r.received.max(1) as f64;
+                    server_cpu.push(per(cpu_of(&self.servers) - before.0));
+                    client_cpu.push(per(cpu_of(&[std::process::id()]) - before.1));
+                    flat.push(r);
+                }
                 Err(e) => notes.push(format!("{row}, {case}, flat out: {e:#}")),
             }
             match run(opts.load.paced, opts.load.rate) {
@@ -449,6 +477,12 @@ impl Cell<'_> {
         if flat.is_empty() || paced.is_empty() {
             return None;
         }
+        notes.push(format!(
+            "{row}, {case}: CPU per message flat out (median) {:.1} µs in the broker{}, {:.1} µs in the client (rumqttc publisher + subscriber)",
+            median(&server_cpu).0,
+            if self.servers.len() > 1 { " and the processes of its path" } else { "" },
+            median(&client_cpu).0,
+        ));
         let lost = flat
             .iter()
             .map(|r| opts.load.messages - r.received.min(opts.load.messages))
@@ -535,6 +569,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
                     topics,
                     size,
                     qos,
+                    servers: vec![b.child.pid()],
                 };
                 if let Some(r) = cell.measure(broker, &case, &mut notes) {
                     records.push(r);
@@ -551,7 +586,10 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
         if let (Some(row), Some((yomo_peer, bridge))) = (e2e_row, &e2e_programs) {
             bar.set_message(format!("mqtt {row}: end to end"));
             match start_e2e(&b, yomo_peer, bridge) {
-                Ok(_path) => {
+                Ok(path) => {
+                    let servers: Vec<u32> = std::iter::once(b.child.pid())
+                        .chain(path.0.iter().map(Child::pid))
+                        .collect();
                     for &size in &opts.sizes {
                         let case = format!("e2e {size} B, QoS 0");
                         let topics = (E2E_IN, E2E_OUT);
@@ -563,6 +601,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
                             topics,
                             size,
                             qos: 0,
+                            servers: servers.clone(),
                         };
                         if let Some(r) = cell.measure(row, &case, &mut notes) {
                             records.push(r);

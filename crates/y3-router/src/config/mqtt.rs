@@ -9,7 +9,8 @@
 //!                             # the fixed header, before anything is buffered)
 //! max_subscriptions = 64      # topic filters one session may hold
 //! max_session_queue = 10000   # messages kept for one session (offline or in flight); past
-//!                             # it the oldest is dropped (counted: mqtt_dropped "session_full")
+//!                             # it the oldest is dropped (counted: mqtt_dropped "session_full",
+//!                             # logged once per session); Mosquitto's default is 1000
 //! max_inflight = 256          # QoS 1 messages sent to one client and not yet acknowledged
 //!                             # (fewer if its MQTT 5 CONNECT says a smaller Receive Maximum)
 //! receive_maximum = 1024      # QoS 1 publishes a client may have unacknowledged (MQTT 5:

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use futures_util::StreamExt;
 use y3_transport::frame::ClientType;
+use y3_transport::metadata::{Metadata, SOURCE_ID};
 use y3_transport::Frame;
 
 use super::config::MqttConfig;
@@ -299,14 +300,45 @@ impl Broker {
         self.metrics.dropped(reason, n);
     }
 
-    /// Offers `message` to `session`, every outcome counted in the ledger.
-    pub fn offer(&self, session: &Session, message: Publish) {
+    /// Offers `message` (from a frame with metadata `from`; `None`: a retained one) to
+    /// `session`, every outcome counted in the ledger; the session's first drop for
+    /// `max_session_queue` is logged with who and why. MQTT cannot tell the publisher: its PUBACK (or y3's stored
+    /// acknowledgement) was sent once the router handed the frame to the session's
+    /// downlink, and MQTT has no packet that tells a subscriber what it missed.
+    pub fn offer(&self, session: &Session, message: Publish, from: Option<&Metadata>) {
         self.metrics.offered();
-        match session.offer(message, self.config.max_session_queue) {
-            Offered::Queued => {}
-            Offered::DroppedOldest | Offered::DroppedNew => self.metrics.dropped("session_full", 1),
-            Offered::Offline => self.metrics.dropped("offline_qos0", 1),
-            Offered::Ended => self.metrics.dropped("session_ended", 1),
+        let qos = message.qos;
+        let offered = session.offer(message, self.config.max_session_queue);
+        let dropped = match offered {
+            Offered::Queued => return,
+            Offered::DroppedOldest => "the oldest waiting message",
+            Offered::DroppedNew => "the new message (every kept one is in flight)",
+            Offered::Offline => {
+                self.metrics.dropped("offline_qos0", 1);
+                return;
+            }
+            Offered::Ended => {
+                self.metrics.dropped("session_ended", 1);
+                return;
+            }
+        };
+        self.metrics.dropped("session_full", 1);
+        if session.first_full() {
+            let away = session.lock().holder.is_none();
+            let publisher = match from {
+                None => "retained",
+                Some(meta) => meta.get(SOURCE_ID).ok().flatten().unwrap_or("?"),
+            };
+            tracing::warn!(
+                client = %session.client_id,
+                publisher = %publisher,
+                qos,
+                dropped,
+                limit = self.config.max_session_queue,
+                client_away = away,
+                "mqtt session queue full (mqtt.max_session_queue): a message dropped; the \
+                 first of this session, every one counted as dropped, reason session_full"
+            );
         }
     }
 
@@ -348,12 +380,7 @@ impl Broker {
             while let Some(frame) = conn.reader.next().await {
                 let Ok(Frame::Data(data)) = frame else { break };
                 let Some(session) = weak.upgrade() else { break };
-                broker.deliver(
-                    &session,
-                    data.tag,
-                    data.metadata.get(TOPIC_KEY).ok().flatten(),
-                    &data.payload,
-                );
+                broker.deliver(&session, data.tag, &data.metadata, &data.payload);
             }
         });
         if let Some((_, old)) = session.lock().downlink.replace((tags, task)) {
@@ -361,9 +388,10 @@ impl Broker {
         }
     }
 
-    /// Offers a frame of `tag` to `session` under each topic it maps to that the session
-    /// subscribes to.
-    fn deliver(&self, session: &Session, tag: u32, origin: Option<&str>, payload: &bytes::Bytes) {
+    /// Offers a frame of `tag` with metadata `meta` to `session` under each topic it maps
+    /// to that the session subscribes to (its `mqtt-topic` for a wildcard mapping).
+    fn deliver(&self, session: &Session, tag: u32, meta: &Metadata, payload: &bytes::Bytes) {
+        let origin = meta.get(TOPIC_KEY).ok().flatten();
         let mut any = false;
         for topic in self.config.topics_of(tag, origin) {
             let qos = {
@@ -384,7 +412,7 @@ impl Broker {
                 dup: false,
                 payload: payload.clone(),
             };
-            self.offer(session, message);
+            self.offer(session, message, Some(meta));
         }
         if !any {
             // The tag's topic (or the frame's mqtt-topic) matches none of the filters.

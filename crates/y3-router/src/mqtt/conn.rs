@@ -72,6 +72,10 @@ impl Io {
     }
 }
 
+/// Bytes of PUBLISHes written to a client at once before the connection's loop takes
+/// turns with its other events (its publishes, acknowledgements).
+const BATCH_BYTES: usize = 64 * 1024;
+
 /// Serves one MQTT client until it leaves, breaks a rule, or the router stops.
 pub(crate) async fn run(broker: Arc<Broker>, io: Io, peer: SocketAddr, stop: Stop) {
     let open = broker.metrics.open();
@@ -464,19 +468,22 @@ impl Conn {
         }
     }
 
-    /// Writes what the session has for the client (QoS 1 up to `max_inflight`).
+    /// Writes what the session has for the client (QoS 1 up to `max_inflight`): a batch
+    /// of up to [`BATCH_BYTES`] encoded under one hold of the session's lock.
     fn send_queued(&mut self, state: &Loop) -> Result<(), MqttError> {
         let session = &state.session;
-        while let Some(m) = session.next_to_send(self.max_inflight) {
+        let mut s = session.lock();
+        while let Some(m) = s.next_to_send(self.max_inflight) {
             if m.qos == 0 {
                 self.broker.metrics.delivered();
             }
             if !m.dup {
                 state.counters.count_out(1, m.payload.len() as u64);
             }
-            self.queue(&Outgoing::Publish(m))?;
-            if self.out.len() > 64 * 1024 {
+            packet::write_publish(self.version, &m, &mut self.out)?;
+            if self.out.len() > BATCH_BYTES {
                 // The rest after this write, taking turns with the other events.
+                drop(s);
                 session.ready.notify_one();
                 break;
             }
@@ -591,12 +598,12 @@ impl Conn {
                 p.topic
             )));
         }
-        let refusal = match self.broker.config.tag_of(&p.topic) {
-            None => Some((MqttError::Unmapped(p.topic.clone()), 0x90)),
+        let (tag, refusal) = match self.broker.config.tag_of(&p.topic) {
+            None => (0, Some((MqttError::Unmapped(p.topic.clone()), 0x90))),
             Some(tag) if !state.permissions.may_publish(tag) => {
-                Some((MqttError::NotAuthorized(p.topic.clone()), 0x87))
+                (tag, Some((MqttError::NotAuthorized(p.topic.clone()), 0x87)))
             }
-            Some(_) => None,
+            Some(tag) => (tag, None),
         };
         if let Some((error, code)) = refusal {
             self.broker.metrics.publish_refused(error.kind());
@@ -612,7 +619,6 @@ impl Conn {
             // MQTT 3.1.1 (and QoS 0) have no negative acknowledgement: the close tells.
             return Err(error);
         }
-        let tag = self.broker.config.tag_of(&p.topic).unwrap_or_default();
         if p.retain {
             let mut retained = self
                 .broker
@@ -715,6 +721,7 @@ impl Conn {
                         dup: false,
                         payload: payload.clone(),
                     },
+                    None,
                 );
             }
         }

@@ -344,6 +344,59 @@ fn to_qos5(q: u8) -> Qos5 {
     }
 }
 
+/// The most an MQTT remaining length can say (four 7-bit bytes).
+const MAX_REMAINING_LEN: usize = 268_435_455;
+
+/// Appends a PUBLISH to `out` straight from `p` (the hot path to subscribers: no packet
+/// struct in between, no copy of the topic), byte for byte what rumqttc's codec writes
+/// (`tests::publish_is_written_as_the_codec_writes_it`):
+///
+/// ```text
+///  0x30 | dup << 3 | qos << 1 | retain   remaining length (1..4 bytes, 7 bits each)
+///  u16 topic length, topic   [u16 packet id: QoS 1]   [MQTT 5: properties length 0x00]
+///  payload
+/// ```
+///
+/// # Errors
+/// [`MqttError::Malformed`] for a topic over 65535 bytes or a packet over MQTT's largest.
+pub fn write_publish(version: Version, p: &Publish, out: &mut BytesMut) -> Result<(), MqttError> {
+    let topic_len = u16::try_from(p.topic.len())
+        .map_err(|_| MqttError::Malformed(format!("topic of {} bytes", p.topic.len())))?;
+    let qos = p.qos.min(1);
+    let remaining = 2
+        + p.topic.len()
+        + if qos > 0 { 2 } else { 0 }
+        + usize::from(version == Version::V5)
+        + p.payload.len();
+    if remaining > MAX_REMAINING_LEN {
+        return Err(MqttError::Malformed(format!(
+            "a PUBLISH of {remaining} bytes"
+        )));
+    }
+    out.reserve(5 + remaining);
+    out.extend_from_slice(&[0x30 | u8::from(p.dup) << 3 | qos << 1 | u8::from(p.retain)]);
+    let mut len = remaining;
+    loop {
+        let byte = (len & 0x7F) as u8;
+        len >>= 7;
+        if len == 0 {
+            out.extend_from_slice(&[byte]);
+            break;
+        }
+        out.extend_from_slice(&[byte | 0x80]);
+    }
+    out.extend_from_slice(&topic_len.to_be_bytes());
+    out.extend_from_slice(p.topic.as_bytes());
+    if qos > 0 {
+        out.extend_from_slice(&p.pkid.to_be_bytes());
+    }
+    if version == Version::V5 {
+        out.extend_from_slice(&[0]);
+    }
+    out.extend_from_slice(&p.payload);
+    Ok(())
+}
+
 /// Appends `packet` to `out` as `version` writes it.
 ///
 /// # Errors
@@ -363,14 +416,7 @@ pub fn write(version: Version, packet: &Outgoing, out: &mut BytesMut) -> Result<
                     };
                     v4::Packet::ConnAck(v4::ConnAck::new(code, *present))
                 }
-                Outgoing::Publish(p) => v4::Packet::Publish(v4::Publish {
-                    dup: p.dup,
-                    qos: to_qos4(p.qos),
-                    retain: p.retain,
-                    topic: p.topic.clone(),
-                    pkid: p.pkid,
-                    payload: p.payload.clone(),
-                }),
+                Outgoing::Publish(p) => return write_publish(version, p, out),
                 Outgoing::PubAck(pkid, _) => v4::Packet::PubAck(v4::PubAck::new(*pkid)),
                 Outgoing::SubAck(pkid, codes) => v4::Packet::SubAck(v4::SubAck::new(
                     *pkid,
@@ -414,15 +460,7 @@ pub fn write(version: Version, packet: &Outgoing, out: &mut BytesMut) -> Result<
                         properties: (code == v5::ConnectReturnCode::Success).then_some(properties),
                     })
                 }
-                Outgoing::Publish(p) => v5::Packet::Publish(v5::Publish {
-                    dup: p.dup,
-                    qos: to_qos5(p.qos),
-                    retain: p.retain,
-                    topic: Bytes::copy_from_slice(p.topic.as_bytes()),
-                    pkid: p.pkid,
-                    payload: p.payload.clone(),
-                    properties: None,
-                }),
+                Outgoing::Publish(p) => return write_publish(version, p, out),
                 Outgoing::PubAck(pkid, reason) => v5::Packet::PubAck(v5::PubAck {
                     pkid: *pkid,
                     reason: match reason {
@@ -568,6 +606,66 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn publish_is_written_as_the_codec_writes_it() {
+        let sizes = [0usize, 1, 100, 127, 128, 16_383, 16_384, 70_000];
+        for (size, qos, dup, retain) in sizes.iter().flat_map(|&n| {
+            [
+                (n, 0u8, false, false),
+                (n, 1, true, false),
+                (n, 1, false, true),
+            ]
+        }) {
+            let payload = Bytes::from(vec![7u8; size]);
+            let p = Publish {
+                topic: "a/b/c".into(),
+                qos,
+                pkid: if qos > 0 { 513 } else { 0 },
+                retain,
+                dup,
+                payload: payload.clone(),
+            };
+            let mut ours = BytesMut::new();
+            write_publish(Version::V4, &p, &mut ours).unwrap();
+            let mut codec = BytesMut::new();
+            v4::Packet::Publish(v4::Publish {
+                dup,
+                qos: to_qos4(qos),
+                retain,
+                topic: p.topic.clone(),
+                pkid: p.pkid,
+                payload: payload.clone(),
+            })
+            .write(&mut codec, usize::MAX)
+            .unwrap();
+            assert_eq!(ours, codec, "3.1.1, {size} B, QoS {qos}");
+            let mut ours = BytesMut::new();
+            write_publish(Version::V5, &p, &mut ours).unwrap();
+            let mut codec = BytesMut::new();
+            v5::Packet::Publish(v5::Publish {
+                dup,
+                qos: to_qos5(qos),
+                retain,
+                topic: Bytes::copy_from_slice(p.topic.as_bytes()),
+                pkid: p.pkid,
+                payload,
+                properties: None,
+            })
+            .write(&mut codec, None)
+            .unwrap();
+            assert_eq!(ours, codec, "5, {size} B, QoS {qos}");
+        }
+        let long = Publish {
+            topic: "x".repeat(70_000),
+            qos: 0,
+            pkid: 0,
+            retain: false,
+            dup: false,
+            payload: Bytes::new(),
+        };
+        assert!(write_publish(Version::V4, &long, &mut BytesMut::new()).is_err());
     }
 
     #[test]

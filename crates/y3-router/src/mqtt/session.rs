@@ -42,6 +42,33 @@ pub(crate) struct State {
     pub expires: Option<Instant>,
     /// The session ended: it takes no more messages.
     ended: bool,
+    /// A message was dropped for `max_session_queue` already (logged once per session).
+    full_logged: bool,
+}
+
+impl State {
+    /// The next message to write, with its packet id set for QoS 1 (then kept in flight),
+    /// unless `max_inflight` are already in flight. Called under the session's lock, held
+    /// for a batch of writes.
+    pub fn next_to_send(&mut self, max_inflight: usize) -> Option<Publish> {
+        let s = self;
+        let front_qos = s.queue.front()?.qos;
+        if front_qos > 0 && s.inflight.len() >= max_inflight {
+            return None;
+        }
+        let mut message = s.queue.pop_front()?;
+        if message.qos > 0 {
+            let pkid = loop {
+                s.next_pkid = s.next_pkid.wrapping_add(1).max(1);
+                if !s.inflight.contains_key(&s.next_pkid) {
+                    break s.next_pkid;
+                }
+            };
+            message.pkid = pkid;
+            s.inflight.insert(pkid, message.clone());
+        }
+        Some(message)
+    }
 }
 
 /// A shared session.
@@ -108,26 +135,10 @@ impl Session {
         offered
     }
 
-    /// The next message to write, with its packet id set for QoS 1 (then kept in flight),
-    /// unless `max_inflight` are already in flight.
-    pub fn next_to_send(&self, max_inflight: usize) -> Option<Publish> {
-        let mut s = self.lock();
-        let front_qos = s.queue.front()?.qos;
-        if front_qos > 0 && s.inflight.len() >= max_inflight {
-            return None;
-        }
-        let mut message = s.queue.pop_front()?;
-        if message.qos > 0 {
-            let pkid = loop {
-                s.next_pkid = s.next_pkid.wrapping_add(1).max(1);
-                if !s.inflight.contains_key(&s.next_pkid) {
-                    break s.next_pkid;
-                }
-            };
-            message.pkid = pkid;
-            s.inflight.insert(pkid, message.clone());
-        }
-        Some(message)
+    /// Whether this is the session's first drop for `max_session_queue` (the one logged);
+    /// notes that it happened.
+    pub fn first_full(&self) -> bool {
+        !std::mem::replace(&mut self.lock().full_logged, true)
     }
 
     /// The client acknowledged `pkid`; whether it was in flight.
@@ -196,17 +207,19 @@ mod tests {
                 }
             );
         }
-        let a = s.next_to_send(2).unwrap();
-        let b = s.next_to_send(2).unwrap();
+        assert!(s.first_full());
+        assert!(!s.first_full(), "once per session");
+        let a = s.lock().next_to_send(2).unwrap();
+        let b = s.lock().next_to_send(2).unwrap();
         assert_eq!((a.payload[0], b.payload[0]), (1, 2));
-        assert!(s.next_to_send(2).is_none(), "two in flight at most");
+        assert!(s.lock().next_to_send(2).is_none(), "two in flight at most");
         assert!(s.acked(a.pkid));
         assert!(!s.acked(a.pkid));
         assert_eq!(s.resume(), 1);
-        let again = s.next_to_send(2).unwrap();
+        let again = s.lock().next_to_send(2).unwrap();
         assert!(again.dup);
         assert_eq!(again.payload[0], 2);
-        assert_eq!(s.next_to_send(2).unwrap().payload[0], 3);
+        assert_eq!(s.lock().next_to_send(2).unwrap().payload[0], 3);
     }
 
     #[test]
