@@ -265,8 +265,8 @@ struct Span {
 }
 
 impl Span {
-    /// The span of `value`, a string borrowed from `map`.
-    fn of(map: &[u8], value: &str) -> Span {
+    /// The span of `value`, a string's bytes borrowed from `map`.
+    fn of(map: &[u8], value: &[u8]) -> Span {
         // `value` lies inside `map` (the walk borrows from it); a metadata map is far
         // shorter than 4 GiB (it is part of a frame within `limits.max_frame_len`).
         let at = (value.as_ptr() as usize).saturating_sub(map.as_ptr() as usize);
@@ -287,23 +287,26 @@ impl Span {
 /// What routing reads from a frame's metadata, found in one walk.
 #[derive(Debug, Default)]
 struct Found<'a> {
-    target: Option<&'a str>,
-    wanted: Option<&'a str>,
-    tid: Option<&'a str>,
+    target: Option<&'a [u8]>,
+    wanted: Option<&'a [u8]>,
+    tid: Option<&'a [u8]>,
 }
 
 impl<'a> Found<'a> {
-    /// Walks `metadata` once (the whole map: a malformed one is an error).
+    /// Walks `metadata` once (the whole map: a malformed one is an error, a string that is
+    /// not UTF-8 included). Keys are compared as bytes, values kept as bytes: routing makes
+    /// a `&str` only of the few it reads ([`Span::read`]).
     fn walk(metadata: &'a metadata::Metadata) -> Result<Found<'a>, metadata::MetadataError> {
         let mut found = Found::default();
-        for entry in metadata.iter() {
+        for entry in metadata.iter_bytes() {
             let (k, v) = entry?;
-            match k {
-                metadata::TID => found.tid = Some(v),
-                metadata::TARGET => found.target = Some(v),
-                metadata::WANTED_TARGET => found.wanted = Some(v),
-                _ => {}
-            }
+            let slot = match k {
+                k if k == metadata::TID.as_bytes() => &mut found.tid,
+                k if k == metadata::TARGET.as_bytes() => &mut found.target,
+                k if k == metadata::WANTED_TARGET.as_bytes() => &mut found.wanted,
+                _ => continue,
+            };
+            *slot = Some(v);
         }
         Ok(found)
     }
@@ -584,7 +587,7 @@ impl Session {
 fn prepare(mut data: Data, wanted_target: Option<&str>) -> Result<Routed, FrameError> {
     let found = Found::walk(&data.metadata)?;
     let strip = data.tag == REDUCER_TAG && found.target.is_some();
-    let merge = wanted_target.is_some_and(|w| found.wanted != Some(w));
+    let merge = wanted_target.is_some_and(|w| found.wanted != Some(w.as_bytes()));
     if !(strip || merge) {
         let map = data.metadata.as_bytes();
         let target = found.target.map(|t| Span::of(map, t));

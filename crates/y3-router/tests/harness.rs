@@ -430,7 +430,9 @@ async fn reserved_tags_close_the_sender() {
 }
 
 /// Metadata that is not a msgpack string map is a protocol error of its sender
-/// (`bad_metadata`); it is not forwarded.
+/// (`bad_metadata`); it is not forwarded. A string that is not UTF-8 (in a key or a value
+/// the router does not read) is refused too: routing compares keys as bytes, and still
+/// checks every string.
 #[tokio::test]
 async fn undecodable_metadata_closes_the_sender() {
     let router = router(|_| {}).await;
@@ -445,6 +447,11 @@ async fn undecodable_metadata_closes_the_sender() {
         (&hex!("81 a161")[..], "truncated"),
         (&hex!("81 a161 01")[..], "not a string"),
         (&hex!("a3 616263")[..], "not a map"),
+        (
+            &hex!("82 a8 796f6d6f2d746964 a161 a1ff a161")[..],
+            "not UTF-8",
+        ),
+        (&hex!("81 a161 a9 616263646566676880")[..], "not UTF-8"),
     ] {
         let mut y3 = join(&router, ClientType::Source, &[]).await;
         y3.writer.send(bad(bytes)).await.unwrap();
@@ -463,7 +470,7 @@ async fn undecodable_metadata_closes_the_sender() {
     .await;
     yomo.writer.send(bad(&hex!("c1"))).await.unwrap();
     assert_eq!(rest(&mut yomo).await, []);
-    assert_eq!(protocol_errors(&router, "bad_metadata"), 4);
+    assert_eq!(protocol_errors(&router, "bad_metadata"), 6);
     assert_eq!(router.stats().frames_in, 0);
     assert_eq!(leftover_data(&mut sink).await, []);
     ledger(&router).await;

@@ -143,6 +143,15 @@ impl Metadata {
         Entries::new(&self.0)
     }
 
+    /// Walks the pairs in wire order as bytes, each string checked as [`Metadata::iter`]
+    /// checks it (the same errors at the same offsets), but without making a `&str` of it:
+    /// a router that compares keys and forwards values reads them as bytes, and checks
+    /// that they are UTF-8 through an ASCII test of a machine word at a time (`std`'s
+    /// `from_utf8` takes a short string, as metadata strings are, a byte at a time).
+    pub fn iter_bytes(&self) -> ByteEntries<'_> {
+        ByteEntries(Entries::new(&self.0))
+    }
+
     /// Checks the whole map, returning its number of pairs.
     ///
     /// # Errors
@@ -363,7 +372,8 @@ impl<'a> Entries<'a> {
         Ok(n)
     }
 
-    fn str(&mut self) -> Result<&'a str, MetadataError> {
+    /// The next string's bytes, UTF-8 checked by `utf8` (which says whether they are).
+    fn str_bytes(&mut self, utf8: impl Fn(&[u8]) -> bool) -> Result<&'a [u8], MetadataError> {
         let marker = *self.buf.get(self.pos).ok_or(self.err("truncated"))?;
         let len = match marker {
             0xa0..=0xbf => (marker & 0x1f) as u64,
@@ -380,16 +390,28 @@ impl<'a> Entries<'a> {
             return Err(self.err("string longer than the map"));
         }
         let bytes = &self.buf[self.pos..self.pos + len as usize];
-        let s = std::str::from_utf8(bytes).map_err(|_| self.err("string is not UTF-8"))?;
+        if !utf8(bytes) {
+            return Err(self.err("string is not UTF-8"));
+        }
         self.pos += len as usize;
-        Ok(s)
+        Ok(bytes)
     }
-}
 
-impl<'a> Iterator for Entries<'a> {
-    type Item = Result<(&'a str, &'a str), MetadataError>;
+    fn str(&mut self) -> Result<&'a str, MetadataError> {
+        let bytes = self.str_bytes(|_| true)?;
+        std::str::from_utf8(bytes).map_err(|_| MetadataError {
+            // Where the string's bytes begin, as `str_bytes` reports it.
+            offset: bytes.as_ptr() as usize - self.buf.as_ptr() as usize,
+            what: "string is not UTF-8",
+        })
+    }
 
-    fn next(&mut self) -> Option<Self::Item> {
+    /// The next pair, its strings read by `str`; `None` past the last (an error once, then
+    /// `None`).
+    fn pair<T>(
+        &mut self,
+        mut str: impl FnMut(&mut Self) -> Result<T, MetadataError>,
+    ) -> Option<Result<(T, T), MetadataError>> {
         if self.done {
             return None;
         }
@@ -404,13 +426,39 @@ impl<'a> Iterator for Entries<'a> {
             }
             None => {
                 self.left -= 1;
-                self.str().and_then(|k| Ok((k, self.str()?)))
+                str(self).and_then(|k| Ok((k, str(self)?)))
             }
         };
         if item.is_err() {
             self.done = true;
         }
         Some(item)
+    }
+}
+
+/// Whether `bytes` are UTF-8: ASCII (tested a word at a time) or else `std`'s check.
+fn is_utf8(bytes: &[u8]) -> bool {
+    bytes.is_ascii() || std::str::from_utf8(bytes).is_ok()
+}
+
+impl<'a> Iterator for Entries<'a> {
+    type Item = Result<(&'a str, &'a str), MetadataError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.pair(Entries::str)
+    }
+}
+
+/// The pairs of a [`Metadata`] as bytes ([`Metadata::iter_bytes`]): checked as
+/// [`Entries`] checks them. Yields an error once, then stops.
+#[derive(Debug, Clone)]
+pub struct ByteEntries<'a>(Entries<'a>);
+
+impl<'a> Iterator for ByteEntries<'a> {
+    type Item = Result<(&'a [u8], &'a [u8]), MetadataError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.pair(|e| e.str_bytes(is_utf8))
     }
 }
 
@@ -532,6 +580,41 @@ mod tests {
             let err = md(bytes).validate().unwrap_err();
             assert_eq!(err.what, what, "{bytes:02x?}");
             assert_eq!(err.kind(), "bad_metadata");
+        }
+    }
+
+    #[test]
+    fn the_byte_walk_checks_as_the_str_walk() {
+        // Long strings too: ASCII but for one (valid or invalid) sequence past a word.
+        let long = |tail: &[u8]| {
+            let mut v = vec![0x81, 0xd9, 40 + tail.len() as u8];
+            v.extend(std::iter::repeat_n(b'x', 40));
+            v.extend(tail);
+            v.push(0xa0);
+            v
+        };
+        let (euro, cut) = (long(&hex!("e282ac")), long(&hex!("e282")));
+        let cases: [&[u8]; 11] = [
+            &hex!("81 a8 796f6d6f2d746964 a8 7469642d30303031"),
+            &hex!("82 a1c3a9 a3 68c3a9 a161 a0"),
+            &hex!("81 a1ff a161"),
+            &hex!("81 a161 a3 61ff61"),
+            &hex!("81 a9 616263646566676880 a161"),
+            &hex!("81 a161"),
+            &hex!("a3 616263"),
+            &hex!("80 00"),
+            &hex!("de0001 d90161 da000162"),
+            &euro,
+            &cut,
+        ];
+        for bytes in cases {
+            let m = md(bytes);
+            let strs: Vec<_> = m
+                .iter()
+                .map(|e| e.map(|(k, v)| (k.as_bytes(), v.as_bytes())))
+                .collect();
+            let raw: Vec<_> = m.iter_bytes().collect();
+            assert_eq!(raw, strs, "{bytes:02x?}");
         }
     }
 
