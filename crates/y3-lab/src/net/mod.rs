@@ -32,6 +32,7 @@ pub mod echo;
 pub mod federation;
 pub mod filter;
 pub mod mqtt;
+pub mod nats_hop;
 pub mod pingpong;
 pub mod proc;
 pub mod quic;
