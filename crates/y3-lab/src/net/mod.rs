@@ -36,6 +36,8 @@ pub mod nats_hop;
 pub mod pingpong;
 pub mod proc;
 pub mod quic;
+#[cfg(feature = "net-s2n-quic")]
+mod quic_s2n;
 pub mod report;
 pub mod suites;
 pub mod yomo;
@@ -51,6 +53,8 @@ pub const MONOIO_ENABLED: bool = cfg!(feature = "net-monoio");
 pub const NATS_ENABLED: bool = cfg!(feature = "net-nats");
 /// Whether zenoh is compiled in (feature `net-zenoh`).
 pub const ZENOH_ENABLED: bool = cfg!(feature = "net-zenoh");
+/// Whether the `s2n-quic` row of `net quic` is compiled in (feature `net-s2n-quic`).
+pub const S2N_QUIC_ENABLED: bool = cfg!(feature = "net-s2n-quic");
 
 /// A tokio listener on `addr` with a deep accept backlog (10 000 sessions connect at once).
 ///
