@@ -574,6 +574,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
         );
     }
     let peers = Peers::build(&yomo_options(opts), bar)?;
+    let load_before = crate::net::load_average();
     let versions = versions(opts, &peers)?;
     let bench = Bench::start(peers, opts.block_timeout_ms)?;
     let rows: Vec<Row> = ROWS
@@ -610,6 +611,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
             records.push(record(row, &case, size, &opts.load, samples));
         }
     }
+    notes.push(crate::net::load_note(&load_before));
     Ok(Results::of(
         crate::net::meta(
             "federation",

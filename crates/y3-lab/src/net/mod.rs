@@ -276,6 +276,27 @@ pub fn wanted<'a>(all: &[&'a str], only: &[String]) -> Vec<&'a str> {
         .collect()
 }
 
+/// The host's 1-minute load average (`/proc/loadavg`), or `?`.
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "?".to_owned())
+}
+
+/// The note that says how busy the host was over a run (`before`: [`load_average`] at its
+/// start): on a shared machine absolute figures are low, and only the interleaved rows'
+/// ratios compare like with like.
+pub fn load_note(before: &str) -> String {
+    format!(
+        "host load (1-minute average) {before} at the start, {} at the end, on {} cores: \
+         other work shared the machine, so absolute figures are low; the rows ran \
+         interleaved in the same run, so their ratios compare them under similar load",
+        load_average(),
+        crate::measure::cores()
+    )
+}
+
 /// The metadata of a network run of `suite` on this machine, stamped now: pinning in words
 /// and every peer's version.
 pub fn meta(

@@ -255,6 +255,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
         .build()
         .context("tokio runtime")?;
     let epoch = Instant::now();
+    let load_before = crate::net::load_average();
     let rows = built_rows(&opts.only);
     let mut records = Vec::new();
     let mut notes = Vec::new();
@@ -305,6 +306,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
         }
     }
     rt.shutdown_timeout(Duration::from_secs(2));
+    notes.push(crate::net::load_note(&load_before));
     let mut packages = vec!["quinn", "quinn-proto", "quinn-udp", "rustls", "ring"];
     if rows.contains(&S2N_QUIC) {
         packages.extend(["s2n-quic", "s2n-quic-rustls", "aws-lc-rs"]);
