@@ -95,6 +95,11 @@ fn federation_report_rerenders_byte_identical() {
 }
 
 #[test]
+fn quic_report_rerenders_byte_identical() {
+    rerender("net-quic.json");
+}
+
+#[test]
 fn pingpong_report_rerenders_byte_identical() {
     rerender("net-pingpong.json");
 }
