@@ -198,6 +198,45 @@ impl Bound {
         }
     }
 
+    /// The worst of `values` (largest for `≤`, smallest for `≥`), skipping what is not a
+    /// number.
+    fn worst<T>(self, values: Vec<(f64, T)>) -> Option<(f64, T)> {
+        let max = !self.at_least;
+        values
+            .into_iter()
+            .filter(|(v, _)| v.is_finite())
+            .reduce(|a, b| if (b.0 > a.0) == max { b } else { a })
+    }
+
+    /// The target `name` checked over `cells` (value, where), naming the worst cell
+    /// (network reports: `1.2× (worst, 80 conns)`); not measured without a cell.
+    pub fn check(self, name: &str, cells: Vec<(f64, String)>) -> Target {
+        match self.worst(cells) {
+            None => Target {
+                name: name.into(),
+                measured: "not measured".into(),
+                required: self.required(),
+                met: None,
+                shortfall: String::new(),
+            },
+            Some((v, at)) => {
+                let met = self.met(v);
+                let shortfall = if met {
+                    String::new()
+                } else {
+                    format!("by {:.1}% at {at}", self.missed_pct(v))
+                };
+                Target {
+                    name: name.into(),
+                    measured: format!("{} (worst, {at})", ratio(v)),
+                    required: self.required(),
+                    met: Some(met),
+                    shortfall,
+                }
+            }
+        }
+    }
+
     /// How far `v` is on the wrong side, in percent of the bound.
     pub fn missed_pct(self, v: f64) -> f64 {
         if self.at_least {
@@ -250,35 +289,13 @@ impl RatioTarget {
     /// The worst of `values` (largest for `≤`, smallest for `≥`), skipping what is not a
     /// number.
     fn worst<T>(&self, values: Vec<(f64, T)>) -> Option<(f64, T)> {
-        let max = !self.bound.at_least;
-        values
-            .into_iter()
-            .filter(|(v, _)| v.is_finite())
-            .reduce(|a, b| if (b.0 > a.0) == max { b } else { a })
+        self.bound.worst(values)
     }
 
     /// The target checked over `cells` (value, where), naming the worst cell (network
     /// reports: `1.2× (worst, 80 conns)`).
     pub fn check(&self, cells: Vec<(f64, String)>) -> Target {
-        let bound = self.bound;
-        match self.worst(cells) {
-            None => self.unmeasured(),
-            Some((v, at)) => {
-                let met = bound.met(v);
-                let shortfall = if met {
-                    String::new()
-                } else {
-                    format!("by {:.1}% at {at}", bound.missed_pct(v))
-                };
-                Target {
-                    name: self.name.into(),
-                    measured: format!("{} (worst, {at})", ratio(v)),
-                    required: bound.required(),
-                    met: Some(met),
-                    shortfall,
-                }
-            }
-        }
+        self.bound.check(self.name, cells)
     }
 
     /// The target checked over cells that must all have been measured (codec and serde

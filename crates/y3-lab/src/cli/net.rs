@@ -89,7 +89,7 @@ pub struct ServerArgs {
 #[derive(Debug, Args)]
 pub struct ClientArgs {
     /// `pingpong-y3-transport`, `pingpong-tokio`, `echo`, `y3-source`, `y3-relay`,
-    /// `y3-sink`.
+    /// `y3-sink`, `nats-source`, `nats-sink` (--addr: the nats-server).
     kind: String,
     /// Server address.
     #[arg(long)]
@@ -162,7 +162,9 @@ fn server(args: &ServerArgs) -> Result<()> {
 
 fn client(args: &ClientArgs, out: &mut dyn Write) -> Result<()> {
     let limit = Duration::from_secs(args.limit_s.max(1));
-    if let Some(role) = net::yomo::Role::from_client_kind(&args.kind) {
+    let yomo_role = net::yomo::Role::from_client_kind(&args.kind);
+    let nats_role = net::nats_hop::role_of(&args.kind);
+    if let Some(role) = yomo_role.or(nats_role) {
         // These print yomo-peer's JSON lines themselves.
         let run = net::yomo::ClientRun {
             role,
@@ -177,6 +179,9 @@ fn client(args: &ClientArgs, out: &mut dyn Write) -> Result<()> {
             limit,
             idle: (args.idle_s > 0.0).then(|| Duration::from_secs_f64(args.idle_s)),
         };
+        if nats_role.is_some() {
+            return net::nats_hop::client(&run, out);
+        }
         return net::yomo::client(&run, out);
     }
     let json = if let Some(kind) = args.kind.strip_prefix("pingpong-") {

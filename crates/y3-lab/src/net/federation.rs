@@ -6,16 +6,21 @@
 //! single:     source ──▶ router ──▶ sink
 //! y3, two:    source ──▶ y3 serve A ──▶ nats-server ──▶ y3 serve B ──▶ sink
 //! YoMo, two:  source ──▶ zipper A ──mesh (A dials B as an UpstreamZipper)──▶ zipper B ──▶ sink
+//! NATS hop:   nats-source ──▶ nats-server ──▶ nats-sink
 //! ```
 //!
-//! Rows ([`ROWS`]), each a topology, a router and the clients driving it:
+//! Rows ([`ROWS`]), each a path and the clients driving it:
 //!
 //! - `y3-single`, `y3-federated`: `y3 serve` (release) with y3's own clients over TCP
 //!   (`y3-lab net client y3-source|y3-sink`);
 //! - `y3-federated-yomo-clients`: the two federated `y3 serve` with YoMo's own clients over
 //!   QUIC (`yomo-peer source|sink`): the same clients as YoMo's rows;
 //! - `yomo-single`, `yomo-mesh`: YoMo's zipper (`yomo-peer zipper`; zipper A lists B in its
-//!   mesh, and the lab starts the source once A reports the link up) with YoMo's clients.
+//!   mesh, and the lab starts the source once A reports the link up) with YoMo's clients;
+//! - `nats-hop`: no router, a publisher and a subscriber of the same `nats-server`
+//!   (`y3-lab net client nats-source|nats-sink`, [`super::nats_hop`]): what the NATS pass
+//!   alone costs, for issue 28's target (federated p50 ≤ 1.1 × (single-router p50 + the
+//!   hop's p50), all three from the same run).
 //!
 //! The processes, clients, stamps and sink reports are the `yomo` suite's ([`super::yomo`]);
 //! one `nats-server` (from `NATS_SERVER_BIN`, `target/tools/bin` or `PATH`) serves the
@@ -30,7 +35,8 @@
 //!    minus the stamp, nearest rank).
 //!
 //! Router CPU per message: user + system time of every router process and of
-//! `nats-server` over the flat-out phase, over the messages written.
+//! `nats-server` over the flat-out phase, over the messages written (the hop: nats-server's
+//! alone).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -41,6 +47,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use y3_transport::sdk::Transport;
 
 use crate::measure::median;
+use crate::net::nats_hop;
 use crate::net::proc::{self, Child};
 use crate::net::report as net_report;
 use crate::net::yomo::{
@@ -54,14 +61,16 @@ use crate::record::{Dim, Metric, Record, Results};
 /// reports the rest as lost.
 pub const IDLE: Duration = Duration::from_secs(2);
 
-/// Where source and sink are.
+/// Where source and sink are, and what is between them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Topology {
-    /// Both on one router.
-    Single,
+pub(crate) enum Via {
+    /// Both on one router, with these clients.
+    Single(Router, Clients),
     /// The source on router A, the sink on router B: y3's through NATS, YoMo's through
     /// its mesh.
-    TwoRouters,
+    TwoRouters(Router, Clients),
+    /// No router: a NATS publisher and subscriber of the run's `nats-server`.
+    NatsHop,
 }
 
 /// One row of the report.
@@ -69,43 +78,37 @@ pub enum Topology {
 pub struct Row {
     /// The row's name.
     pub name: &'static str,
-    /// Where source and sink are.
-    pub topology: Topology,
-    router: Router,
-    clients: Clients,
+    pub(crate) via: Via,
 }
 
+/// The row of the NATS hop alone.
+pub const NATS_HOP: &str = "nats-hop";
+
 /// The rows, in display order.
-pub const ROWS: [Row; 5] = [
+pub const ROWS: [Row; 6] = [
     Row {
         name: "y3-single",
-        topology: Topology::Single,
-        router: Router::Y3,
-        clients: Clients::Y3(Transport::Tcp),
+        via: Via::Single(Router::Y3, Clients::Y3(Transport::Tcp)),
     },
     Row {
         name: "y3-federated",
-        topology: Topology::TwoRouters,
-        router: Router::Y3,
-        clients: Clients::Y3(Transport::Tcp),
+        via: Via::TwoRouters(Router::Y3, Clients::Y3(Transport::Tcp)),
+    },
+    Row {
+        name: NATS_HOP,
+        via: Via::NatsHop,
     },
     Row {
         name: "y3-federated-yomo-clients",
-        topology: Topology::TwoRouters,
-        router: Router::Y3,
-        clients: Clients::Yomo,
+        via: Via::TwoRouters(Router::Y3, Clients::Yomo),
     },
     Row {
         name: "yomo-single",
-        topology: Topology::Single,
-        router: Router::Zipper,
-        clients: Clients::Yomo,
+        via: Via::Single(Router::Zipper, Clients::Yomo),
     },
     Row {
         name: "yomo-mesh",
-        topology: Topology::TwoRouters,
-        router: Router::Zipper,
-        clients: Clients::Yomo,
+        via: Via::TwoRouters(Router::Zipper, Clients::Yomo),
     },
 ];
 
@@ -213,6 +216,8 @@ struct PhaseResult {
 struct Bench {
     peers: Peers,
     nats: Child,
+    /// Where `nats` listens (the hop's clients connect there).
+    nats_addr: SocketAddr,
     /// `y3 serve`'s configuration for one router and for federated routers `a` and `b`.
     configs: [PathBuf; 3],
 }
@@ -254,12 +259,13 @@ impl Bench {
         Ok(Bench {
             peers,
             nats,
+            nats_addr: SocketAddr::from(([127, 0, 0, 1], port)),
             configs: configs.map(|(path, _)| path),
         })
     }
 
-    /// The routers of `row`, the source's first, the sink's last.
-    fn routers(&self, row: &Row) -> Result<Vec<Node>> {
+    /// The routers of `via` (none for the NATS hop), the source's first, the sink's last.
+    fn routers(&self, via: Via) -> Result<Vec<Node>> {
         let peers = &self.peers;
         let zipper = |args: &[&str]| -> Result<Node> {
             Ok(Node {
@@ -267,74 +273,118 @@ impl Bench {
                 metrics: None,
             })
         };
-        Ok(match (row.topology, row.router) {
-            (Topology::Single, Router::Y3) => vec![start_y3(peers, &self.configs[0])?],
-            (Topology::Single, Router::Zipper) => vec![zipper(&[])?],
-            (Topology::TwoRouters, Router::Y3) => {
+        Ok(match via {
+            Via::Single(Router::Y3, _) => vec![start_y3(peers, &self.configs[0])?],
+            Via::Single(Router::Zipper, _) => vec![zipper(&[])?],
+            Via::TwoRouters(Router::Y3, _) => {
                 let b = start_y3(peers, &self.configs[2])?;
                 vec![start_y3(peers, &self.configs[1])?, b]
             }
-            (Topology::TwoRouters, Router::Zipper) => {
+            Via::TwoRouters(Router::Zipper, _) => {
                 let b = zipper(&["--name", "zipper-b"])?;
                 let mesh = format!("zipper-b={}", b.router.quic);
                 vec![zipper(&["--name", "zipper-a", "--mesh", &mesh])?, b]
             }
+            Via::NatsHop => Vec::new(),
         })
     }
 
-    /// One phase on fresh routers: the sink connects to the last router; once the first
-    /// router can reach it (y3: router A has heard of B's interest; YoMo: zipper A reports
-    /// its mesh link up) the source writes to the first; the sink reports.
-    fn phase(&self, row: &Row, phase: &Phase) -> Result<PhaseResult> {
-        let mut routers = self.routers(row)?;
+    /// Starts the client of `role` for `row` (the routers: `routers`, the source's first).
+    fn client(&self, row: &Row, routers: &[Node], role: Role, phase: &Phase) -> Result<Child> {
+        let (router, clients) = match row.via {
+            Via::Single(r, c) | Via::TwoRouters(r, c) => (r, c),
+            Via::NatsHop => return self.hop_client(row, role, phase),
+        };
+        let at = match role {
+            Role::Sink => routers.last(),
+            _ => routers.first(),
+        };
         let clients = yomo::Row {
             name: row.name,
-            router: row.router,
-            clients: row.clients,
+            router,
+            clients,
         };
-        let sink_at = &routers.last().context("no router")?.router;
-        let mut sink = spawn_client(&self.peers, &clients, sink_at, Role::Sink, phase)?;
-        await_json(&mut sink, "sink", "connected", CONNECT)?;
-        if row.topology == Topology::TwoRouters {
-            let first = &mut routers[0];
-            match first.metrics {
-                Some(metrics) => {
-                    let start = Instant::now();
-                    while metric_sum(&scrape(metrics), "y3_router_federation_remote_interest") < 1.0
-                    {
-                        if start.elapsed() > CONNECT {
-                            bail!("router A never learned of the sink's interest");
-                        }
-                        std::thread::sleep(Duration::from_millis(20));
-                    }
-                }
-                None => {
-                    await_json(
-                        &mut first.router.child,
-                        "zipper A",
-                        "mesh_connected",
-                        CONNECT,
-                    )?;
-                }
-            }
-        }
-        let cpu = |routers: &[Node]| -> Option<f64> {
-            let mut sum = self.nats.cpu_seconds()?;
-            for n in routers {
-                sum += n.router.child.cpu_seconds()?;
-            }
-            Some(sum)
-        };
-        let cpu0 = cpu(&routers);
-        let mut source = spawn_client(
+        spawn_client(
             &self.peers,
             &clients,
-            &routers[0].router,
-            Role::Source,
+            &at.context("no router")?.router,
+            role,
             phase,
-        )?;
+        )
+    }
+
+    /// `y3-lab net client nats-source|nats-sink` against the run's nats-server.
+    fn hop_client(&self, row: &Row, role: Role, phase: &Phase) -> Result<Child> {
+        let kind = nats_hop::client_kind(role)?;
+        let mut args = strings(&["net", "client", kind, "--addr"]);
+        args.push(self.nats_addr.to_string());
+        for (flag, value) in [
+            ("--count", phase.count.to_string()),
+            ("--size", phase.size.to_string()),
+            ("--rate", phase.rate.to_string()),
+            ("--limit-s", phase.limit.as_secs().max(1).to_string()),
+            (
+                "--idle-s",
+                phase.idle.map_or(0.0, |d| d.as_secs_f64()).to_string(),
+            ),
+        ] {
+            args.extend([flag.to_string(), value]);
+        }
+        let name = format!("{} {kind}", row.name);
+        self.peers
+            .spawn(&name, &["RUST_LOG=warn"], &self.peers.lab, &args)
+    }
+
+    /// Waits until router A can reach the sink on router B: y3's A has heard of B's
+    /// interest; YoMo's zipper A reports its mesh link up. Nothing to wait for elsewhere.
+    fn await_reachable(&self, via: Via, routers: &mut [Node]) -> Result<()> {
+        let (Via::TwoRouters(..), Some(first)) = (via, routers.first_mut()) else {
+            return Ok(());
+        };
+        match first.metrics {
+            Some(metrics) => {
+                let start = Instant::now();
+                while metric_sum(&scrape(metrics), "y3_router_federation_remote_interest") < 1.0 {
+                    if start.elapsed() > CONNECT {
+                        bail!("router A never learned of the sink's interest");
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Ok(())
+            }
+            None => {
+                await_json(
+                    &mut first.router.child,
+                    "zipper A",
+                    "mesh_connected",
+                    CONNECT,
+                )?;
+                Ok(())
+            }
+        }
+    }
+
+    /// CPU seconds so far of nats-server and `routers`.
+    fn cpu(&self, routers: &[Node]) -> Option<f64> {
+        let mut sum = self.nats.cpu_seconds()?;
+        for n in routers {
+            sum += n.router.child.cpu_seconds()?;
+        }
+        Some(sum)
+    }
+
+    /// One phase on fresh routers: the sink connects to the last router (the hop's to
+    /// nats-server); once the first router can reach it the source writes to the first;
+    /// the sink reports.
+    fn phase(&self, row: &Row, phase: &Phase) -> Result<PhaseResult> {
+        let mut routers = self.routers(row.via)?;
+        let mut sink = self.client(row, &routers, Role::Sink, phase)?;
+        await_json(&mut sink, "sink", "connected", CONNECT)?;
+        self.await_reachable(row.via, &mut routers)?;
+        let cpu0 = self.cpu(&routers);
+        let mut source = self.client(row, &routers, Role::Source, phase)?;
         let v = await_json(&mut sink, "sink", "received", phase.limit + CONNECT)?;
-        let cpu1 = cpu(&routers);
+        let cpu1 = self.cpu(&routers);
         let report: SinkReport = serde_json::from_value(v)?;
         let counted = routers
             .iter()
@@ -389,18 +439,9 @@ struct Sample {
     paced: PhaseResult,
 }
 
-/// Runs every row at every size.
-///
-/// # Errors
-/// Setup errors (building the peers, starting nats-server); failing rows become notes.
-pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
-    if opts.sizes.iter().any(|&s| s < yomo::STAMP_LEN) {
-        bail!(
-            "payload sizes must be at least {} bytes (sequence number and send time)",
-            yomo::STAMP_LEN
-        );
-    }
-    let yomo_opts = yomo::Options {
+/// The `yomo` suite's options for building the peers (`yomo-peer`, release `y3`, `y3-lab`).
+fn yomo_options(opts: &Options) -> yomo::Options {
+    yomo::Options {
         sizes: opts.sizes.clone(),
         workloads: vec![Workload::Sink],
         load: opts.load,
@@ -410,11 +451,14 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
         programs: opts.programs.clone(),
         yomo_dir: opts.yomo_dir.clone(),
         block_timeout_ms: opts.block_timeout_ms,
-    };
-    let peers = Peers::build(&yomo_opts, bar)?;
+    }
+}
+
+/// The versions the report names: YoMo, nats-server, async-nats, `y3 serve`.
+fn versions(opts: &Options, peers: &Peers) -> Result<Vec<(String, String)>> {
     let nats_bin = nats_server()?;
     let go_mod = std::fs::read_to_string(opts.yomo_dir.join("go.mod")).unwrap_or_default();
-    let versions = vec![
+    Ok(vec![
         (
             "yomo".to_string(),
             yomo::go_mod_version(&go_mod, "github.com/yomorun/yomo").unwrap_or_else(|| "?".into()),
@@ -433,7 +477,105 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
                 peers.y3.display()
             ),
         ),
-    ];
+    ])
+}
+
+/// The flat-out and the paced phase of one payload size.
+fn phases(load: &Load, size: usize) -> (Phase, Phase) {
+    let flat = Phase {
+        workload: Workload::Sink,
+        size,
+        count: load.messages,
+        rate: 0.0,
+        limit: Duration::from_secs(20 + load.messages / 2000),
+        idle: Some(IDLE),
+    };
+    let paced = Phase {
+        count: load.paced,
+        rate: load.rate as f64,
+        limit: Duration::from_secs_f64(20.0 + load.paced as f64 / load.rate.max(1) as f64),
+        ..flat
+    };
+    (flat, paced)
+}
+
+/// A note per phase where the sink missed messages, with what the routers counted.
+fn missing_notes(row: &Row, case: &str, counts: [u64; 2], samples: &[Sample]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (phase, count, pick) in [
+        (
+            "flat out",
+            counts[0],
+            (|s| &s.flat) as fn(&Sample) -> &PhaseResult,
+        ),
+        ("paced", counts[1], |s| &s.paced),
+    ] {
+        let missing: Vec<u64> = samples.iter().map(|s| pick(s).sink.missing).collect();
+        if missing.iter().all(|&m| m == 0) {
+            continue;
+        }
+        let counted: Vec<u64> = samples
+            .iter()
+            .map(|s| pick(s).counted.max(0.0).round() as u64)
+            .collect();
+        let as_f64: Vec<f64> = missing.iter().map(|&m| m as f64).collect();
+        let uncounted = match row.via {
+            Via::Single(Router::Zipper, _) | Via::TwoRouters(Router::Zipper, _) => {
+                " (YoMo's zipper counts nothing)"
+            }
+            Via::NatsHop => " (no router: nats-server's drops are not read here)",
+            _ => "",
+        };
+        notes.push(format!(
+            "{}, {case}, {phase}: the sink missed {} of {count} messages (median of {} runs; \
+             per run {missing:?}); the routers counted {counted:?} as dropped{uncounted}",
+            row.name,
+            median(&as_f64).0,
+            missing.len(),
+        ));
+    }
+    notes
+}
+
+/// The record of `row` in one case: medians over its samples.
+fn record(row: &Row, case: &str, size: usize, load: &Load, samples: &[Sample]) -> Record {
+    let med = |f: &dyn Fn(&Sample) -> f64| median(&samples.iter().map(f).collect::<Vec<_>>());
+    let cpu: Vec<f64> = samples
+        .iter()
+        .filter_map(|s| s.flat.cpu)
+        .map(|c| c * 1e6 / load.messages as f64)
+        .collect();
+    let (rate, range) = med(&|s| s.flat.sink.msg_per_s);
+    Record::new("federation", row.name, case)
+        .dim(Dim::Payload, size)
+        .dim(Dim::Subscribers, 1usize)
+        .metric(Metric::Seconds, med(&|s| s.flat.sink.seconds).0)
+        .metric(Metric::Messages, load.messages as f64)
+        .metric(Metric::MsgPerS, rate)
+        .metric(Metric::P50Us, med(&|s| s.paced.sink.p50_us).0)
+        .metric(Metric::P99Us, med(&|s| s.paced.sink.p99_us).0)
+        .metric(Metric::P999Us, med(&|s| s.paced.sink.p999_us).0)
+        .metric_opt(
+            Metric::CpuUsPerFrame,
+            (!cpu.is_empty()).then(|| median(&cpu).0),
+        )
+        .with_spread(samples.len(), Metric::MsgPerS, range)
+}
+
+/// Runs every row at every size.
+///
+/// # Errors
+/// Setup errors (building the peers, starting nats-server); failing rows become notes.
+pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
+    if opts.sizes.iter().any(|&s| s < yomo::STAMP_LEN) {
+        bail!(
+            "payload sizes must be at least {} bytes (sequence number and send time)",
+            yomo::STAMP_LEN
+        );
+    }
+    let peers = Peers::build(&yomo_options(opts), bar)?;
+    let load_before = crate::net::load_average();
+    let versions = versions(opts, &peers)?;
     let bench = Bench::start(peers, opts.block_timeout_ms)?;
     let rows: Vec<Row> = ROWS
         .iter()
@@ -447,22 +589,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
     let mut records = Vec::new();
     for &size in &opts.sizes {
         let case = format!("{size} B");
-        let flat = Phase {
-            workload: Workload::Sink,
-            size,
-            count: opts.load.messages,
-            rate: 0.0,
-            limit: Duration::from_secs(20 + opts.load.messages / 2000),
-            idle: Some(IDLE),
-        };
-        let paced = Phase {
-            count: opts.load.paced,
-            rate: opts.load.rate as f64,
-            limit: Duration::from_secs_f64(
-                20.0 + opts.load.paced as f64 / opts.load.rate.max(1) as f64,
-            ),
-            ..flat
-        };
+        let (flat, paced) = phases(&opts.load, size);
         let got = crate::net::rounds("federation", &case, &names, runs, bar, &mut notes, |name| {
             // Every name came from `rows`.
             let row = rows.iter().find(|r| r.name == name).expect("a row");
@@ -475,66 +602,16 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
             if samples.is_empty() {
                 continue;
             }
-            let med =
-                |f: &dyn Fn(&Sample) -> f64| median(&samples.iter().map(f).collect::<Vec<_>>());
-            for (phase, count, is_flat) in [
-                ("flat out", flat.count, true),
-                ("paced", paced.count, false),
-            ] {
-                let pick = |s: &Sample| {
-                    if is_flat {
-                        s.flat.clone()
-                    } else {
-                        s.paced.clone()
-                    }
-                };
-                let missing: Vec<u64> = samples.iter().map(|s| pick(s).sink.missing).collect();
-                if missing.iter().any(|&m| m > 0) {
-                    let counted: Vec<u64> = samples
-                        .iter()
-                        .map(|s| pick(s).counted.max(0.0).round() as u64)
-                        .collect();
-                    let as_f64: Vec<f64> = missing.iter().map(|&m| m as f64).collect();
-                    notes.push(format!(
-                        "{}, {case}, {phase}: the sink missed {} of {count} messages (median \
-                         of {} runs; per run {:?}); the routers counted {:?} as dropped{}",
-                        row.name,
-                        median(&as_f64).0,
-                        missing.len(),
-                        missing,
-                        counted,
-                        if row.router == Router::Zipper {
-                            " (YoMo's zipper counts nothing)"
-                        } else {
-                            ""
-                        }
-                    ));
-                }
-            }
-            let cpu: Vec<f64> = samples
-                .iter()
-                .filter_map(|s| s.flat.cpu)
-                .map(|c| c * 1e6 / opts.load.messages as f64)
-                .collect();
-            let (rate, range) = med(&|s| s.flat.sink.msg_per_s);
-            records.push(
-                Record::new("federation", row.name, &case)
-                    .dim(Dim::Payload, size)
-                    .dim(Dim::Subscribers, 1usize)
-                    .metric(Metric::Seconds, med(&|s| s.flat.sink.seconds).0)
-                    .metric(Metric::Messages, opts.load.messages as f64)
-                    .metric(Metric::MsgPerS, rate)
-                    .metric(Metric::P50Us, med(&|s| s.paced.sink.p50_us).0)
-                    .metric(Metric::P99Us, med(&|s| s.paced.sink.p99_us).0)
-                    .metric(Metric::P999Us, med(&|s| s.paced.sink.p999_us).0)
-                    .metric_opt(
-                        Metric::CpuUsPerFrame,
-                        (!cpu.is_empty()).then(|| median(&cpu).0),
-                    )
-                    .with_spread(samples.len(), Metric::MsgPerS, range),
-            );
+            notes.extend(missing_notes(
+                row,
+                &case,
+                [flat.count, paced.count],
+                samples,
+            ));
+            records.push(record(row, &case, size, &opts.load, samples));
         }
     }
+    notes.push(crate::net::load_note(&load_before));
     Ok(Results::of(
         crate::net::meta(
             "federation",
@@ -578,11 +655,16 @@ mod tests {
             [
                 "y3-single",
                 "y3-federated",
+                "nats-hop",
                 "y3-federated-yomo-clients",
                 "yomo-single",
                 "yomo-mesh"
             ]
         );
+        let hop = &crate::net::report::federation::HOP_TARGET;
+        for row in [hop.federated, hop.single, hop.hop] {
+            assert!(names.contains(&row), "{row}");
+        }
         for t in &crate::net::report::federation::TARGETS {
             assert!(
                 names.contains(&t.y3) && names.contains(&t.base),

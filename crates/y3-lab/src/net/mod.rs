@@ -32,9 +32,12 @@ pub mod echo;
 pub mod federation;
 pub mod filter;
 pub mod mqtt;
+pub mod nats_hop;
 pub mod pingpong;
 pub mod proc;
 pub mod quic;
+#[cfg(feature = "net-s2n-quic")]
+mod quic_s2n;
 pub mod report;
 pub mod suites;
 pub mod yomo;
@@ -50,6 +53,8 @@ pub const MONOIO_ENABLED: bool = cfg!(feature = "net-monoio");
 pub const NATS_ENABLED: bool = cfg!(feature = "net-nats");
 /// Whether zenoh is compiled in (feature `net-zenoh`).
 pub const ZENOH_ENABLED: bool = cfg!(feature = "net-zenoh");
+/// Whether the `s2n-quic` row of `net quic` is compiled in (feature `net-s2n-quic`).
+pub const S2N_QUIC_ENABLED: bool = cfg!(feature = "net-s2n-quic");
 
 /// A tokio listener on `addr` with a deep accept backlog (10 000 sessions connect at once).
 ///
@@ -269,6 +274,27 @@ pub fn wanted<'a>(all: &[&'a str], only: &[String]) -> Vec<&'a str> {
         .copied()
         .filter(|i| only.is_empty() || only.iter().any(|o| i.contains(o.as_str())))
         .collect()
+}
+
+/// The host's 1-minute load average (`/proc/loadavg`), or `?`.
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "?".to_owned())
+}
+
+/// The note that says how busy the host was over a run (`before`: [`load_average`] at its
+/// start): on a shared machine absolute figures are low, and only the interleaved rows'
+/// ratios compare like with like.
+pub fn load_note(before: &str) -> String {
+    format!(
+        "host load (1-minute average) {before} at the start, {} at the end, on {} cores: \
+         other work shared the machine, so absolute figures are low; the rows ran \
+         interleaved in the same run, so their ratios compare them under similar load",
+        load_average(),
+        crate::measure::cores()
+    )
 }
 
 /// The metadata of a network run of `suite` on this machine, stamped now: pinning in words

@@ -8,6 +8,8 @@
 //!                         (quic::Tuning::QUINN_DEFAULTS: what y3 ran before)
 //!         quinn-y3        y3's QUIC adapter as the router and the clients run it
 //!                         (quic::Tuning::default())
+//!         s2n-quic        s2n-quic with its defaults, TLS by rustls, under the same codec
+//!                         (y3-lab feature net-s2n-quic; see quic_s2n.rs)
 //! ```
 //!
 //! Per row and payload size, on a fresh connection after a warm-up: **flat out**,
@@ -35,7 +37,10 @@ use crate::net::Load;
 use crate::record::{Dim, Metric, Record, Results};
 
 /// The rows, in display order.
-pub const ROWS: [&str; 3] = ["tcp", "quinn-defaults", "quinn-y3"];
+pub const ROWS: [&str; 4] = ["tcp", "quinn-defaults", "quinn-y3", S2N_QUIC];
+
+/// The row of the second QUIC stack (built with the y3-lab feature `net-s2n-quic`).
+pub const S2N_QUIC: &str = "s2n-quic";
 
 /// The tag of every frame.
 const TAG: u32 = 0x10;
@@ -74,6 +79,8 @@ struct Run {
 enum Held {
     Tcp(#[allow(dead_code)] TcpServer),
     Quic(#[allow(dead_code)] Arc<QuicServer>),
+    #[cfg(feature = "net-s2n-quic")]
+    S2n(#[allow(dead_code)] crate::net::quic_s2n::Held),
 }
 
 fn local() -> SocketAddr {
@@ -183,6 +190,13 @@ async fn pair(row: &str, size: usize, epoch: Instant) -> Result<(Held, Connectio
             receive(&mut rx, 1, epoch, &mut ignored).await?;
             (Held::Quic(server), tx, rx)
         }
+        #[cfg(feature = "net-s2n-quic")]
+        S2N_QUIC => {
+            let (held, tx, mut rx) = crate::net::quic_s2n::pair(codec, frame(size, epoch)).await?;
+            let mut ignored = crate::net::latency_histogram();
+            receive(&mut rx, 1, epoch, &mut ignored).await?;
+            (Held::S2n(held), tx, rx)
+        }
         other => bail!("unknown row {other:?}"),
     };
     let mut ignored = crate::net::latency_histogram();
@@ -221,6 +235,15 @@ async fn one_run(row: &str, size: usize, n: u64, rate: u64, epoch: Instant) -> R
     })
 }
 
+/// The rows `only` asks for that this build runs (`s2n-quic` only with its feature).
+pub fn built_rows(only: &[String]) -> Vec<&'static str> {
+    let mut rows = crate::net::wanted(&ROWS, only);
+    if !crate::net::S2N_QUIC_ENABLED {
+        rows.retain(|r| *r != S2N_QUIC);
+    }
+    rows
+}
+
 /// Runs the suite.
 ///
 /// # Errors
@@ -232,9 +255,15 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
         .build()
         .context("tokio runtime")?;
     let epoch = Instant::now();
-    let rows = crate::net::wanted(&ROWS, &opts.only);
+    let load_before = crate::net::load_average();
+    let rows = built_rows(&opts.only);
     let mut records = Vec::new();
     let mut notes = Vec::new();
+    if !crate::net::S2N_QUIC_ENABLED && crate::net::wanted(&ROWS, &opts.only).contains(&S2N_QUIC) {
+        notes.push(format!(
+            "{S2N_QUIC} skipped: built without the y3-lab feature net-s2n-quic"
+        ));
+    }
     for &size in &opts.sizes {
         let case = format!("{size} B");
         let flat = crate::net::rounds(
@@ -277,7 +306,12 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
         }
     }
     rt.shutdown_timeout(Duration::from_secs(2));
-    let versions = ["quinn", "quinn-proto", "quinn-udp", "rustls", "ring"]
+    notes.push(crate::net::load_note(&load_before));
+    let mut packages = vec!["quinn", "quinn-proto", "quinn-udp", "rustls", "ring"];
+    if rows.contains(&S2N_QUIC) {
+        packages.extend(["s2n-quic", "s2n-quic-rustls", "aws-lc-rs"]);
+    }
+    let versions = packages
         .into_iter()
         .map(|p| (p.to_string(), crate::net::report::lock_version(p)))
         .collect();

@@ -153,7 +153,7 @@ impl SuiteArgs for QuicArgs {
             command: s.command.clone(),
             quick: s.quick,
         };
-        let rows = crate::net::wanted(&crate::net::quic::ROWS, &opts.only).len();
+        let rows = crate::net::quic::built_rows(&opts.only).len();
         bar.set_length((2 * opts.sizes.len() * rows * opts.load.runs) as u64);
         crate::net::quic::run(&opts, bar)
     }

@@ -310,7 +310,7 @@ pub fn unstamp(p: &[u8]) -> Option<(u64, u64)> {
     Some((seq, sent))
 }
 
-fn unix_ns() -> u64 {
+pub(crate) fn unix_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
@@ -327,18 +327,20 @@ fn nearest_rank(sorted: &[u64], q: f64) -> u64 {
 
 /// What a sink has received of the sequence numbers `[0, count)`.
 #[derive(Debug)]
-struct Tally {
+pub(crate) struct Tally {
     seen: Vec<u32>,
     received: u64,
     unique: u64,
     duplicates: u64,
     latencies_ns: Vec<u64>,
     first: Option<Instant>,
-    last: Option<Instant>,
+    /// When the last counted payload arrived.
+    pub(crate) last: Option<Instant>,
 }
 
 impl Tally {
-    fn new(count: u64) -> Tally {
+    /// Awaits the sequence numbers `[0, count)`.
+    pub(crate) fn new(count: u64) -> Tally {
         Tally {
             seen: vec![0; count as usize],
             received: 0,
@@ -352,7 +354,7 @@ impl Tally {
 
     /// Counts one stamped payload received at `now_ns` (Unix) / `at`; probes and payloads
     /// out of range are not counted.
-    fn observe(&mut self, payload: &[u8], now_ns: u64, at: Instant) {
+    pub(crate) fn observe(&mut self, payload: &[u8], now_ns: u64, at: Instant) {
         let Some((seq, sent)) = unstamp(payload) else {
             return;
         };
@@ -371,11 +373,13 @@ impl Tally {
         self.latencies_ns.push(now_ns.saturating_sub(sent));
     }
 
-    fn done(&self) -> bool {
+    /// Whether every sequence number arrived.
+    pub(crate) fn done(&self) -> bool {
         self.unique as usize == self.seen.len()
     }
 
-    fn report(mut self) -> SinkReport {
+    /// The summary, without an error.
+    pub(crate) fn report(mut self) -> SinkReport {
         self.latencies_ns.sort_unstable();
         let us = |ns: u64| (ns as f64 / 100.0).round() / 10.0;
         let seconds = match (self.first, self.last) {
@@ -496,13 +500,15 @@ fn options(run: &ClientRun, name: &str) -> ClientOptions {
     o
 }
 
-fn emit<W: Write + ?Sized>(out: &mut W, value: &impl Serialize) -> Result<()> {
+/// Prints `value` as one JSON line and flushes.
+pub(crate) fn emit<W: Write + ?Sized>(out: &mut W, value: &impl Serialize) -> Result<()> {
     writeln!(out, "{}", serde_json::to_string(value)?)?;
     out.flush()?;
     Ok(())
 }
 
-fn emit_connected<W: Write + ?Sized>(out: &mut W, addr: SocketAddr) -> Result<()> {
+/// Prints `{"connected": ADDR}`: the client is ready.
+pub(crate) fn emit_connected<W: Write + ?Sized>(out: &mut W, addr: SocketAddr) -> Result<()> {
     emit(out, &serde_json::json!({ "connected": addr.to_string() }))
 }
 
@@ -653,7 +659,7 @@ pub(crate) struct Peers {
     /// A release `y3` (the product binary: `y3 serve`).
     pub(crate) y3: PathBuf,
     /// A release `y3-lab` (this binary when it is one): y3's clients.
-    lab: PathBuf,
+    pub(crate) lab: PathBuf,
     /// `env`, to set the children's log levels.
     env: PathBuf,
     /// Where `y3 serve` writes its dev certificate.
