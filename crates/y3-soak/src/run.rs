@@ -43,8 +43,8 @@ pub async fn run(args: &Args) -> anyhow::Result<Report> {
     let sources = Sources::start(&soak, &sinks.quiet);
     let chaos = start_chaos(&soak);
     let (mut clock, router) = Clock::run(&soak, router, &sinks.quiet).await?;
-    let ended = wind_down(&soak, sources, chaos, sinks.tasks, router).await?;
-    clock.lifetimes.push(ended.last_lifetime);
+    let (ended, last_lifetime) = wind_down(&soak, sources, chaos, sinks.tasks, router).await?;
+    clock.lifetimes.push(last_lifetime);
     report(soak, sinks.seen, ended, clock)
 }
 
@@ -404,19 +404,18 @@ struct Ended {
     sent: Vec<Sent>,
     /// What the pausing source wrote.
     pausing_sent: Sent,
-    /// The final totals of the router's last lifetime.
-    last_lifetime: Totals,
 }
 
 /// Winds down: sources and chaos stop, the in-flight frames arrive, then the router
-/// drains and reports (its last lifetime), then the sinks stop.
+/// drains and reports (the final totals of its last lifetime, returned beside what the
+/// sources wrote), then the sinks stop.
 async fn wind_down(
     soak: &Soak<'_>,
     sources: Sources,
     mut chaos: JoinSet<()>,
     mut sinks: JoinSet<()>,
     router: RouterProcess,
-) -> anyhow::Result<Ended> {
+) -> anyhow::Result<(Ended, Totals)> {
     soak.stop_sources.cancel();
     let mut sent = Vec::new();
     for s in sources.healthy {
@@ -428,11 +427,7 @@ async fn wind_down(
     let (last_lifetime, _) = tokio::task::spawn_blocking(move || router.stop()).await??;
     soak.stop_sinks.cancel();
     while sinks.join_next().await.is_some() {}
-    Ok(Ended {
-        sent,
-        pausing_sent,
-        last_lifetime,
-    })
+    Ok((Ended { sent, pausing_sent }, last_lifetime))
 }
 
 /// The report: each flow's ledger against the router's lifetimes, the RSS chart (written
