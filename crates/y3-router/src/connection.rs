@@ -627,8 +627,8 @@ async fn refuse(
 /// ```text
 ///   between frames: shutdown, drain, eviction, skips  (Reading::between_frames)
 ///     ─▶ the next frame: complete in the buffer, or waited for  (wait_for_frame)
-///     ─▶ end of stream or read error?  (Reading::frame_or_end)
-///     ─▶ the session's decision: route, drop (counted), close  (Reading::handle)
+///     ─▶ end of stream, read or protocol error?
+///     ─▶ the session's decision: route (routing::route), drop (counted), close
 /// ```
 async fn read_loop(
     shared: &Shared,
@@ -697,17 +697,57 @@ async fn read_loop(
         if let Some(skipped) = reader.decoder_mut().take_skipped() {
             reading.skipped(skipped);
         }
-        let frame = match reading.frame_or_end(session, frame) {
-            Ok(frame) => frame,
-            Err(end) => return end,
+        // The end of the stream, a failed read, or a protocol error (counted; the session's
+        // goaway when it has one) ends the read side.
+        let frame = match frame {
+            None => return End::Eof,
+            Some(Err(FrameError::Io(e))) => {
+                tracing::debug!(session = id, error = %e, "read failed");
+                return End::ReadError;
+            }
+            Some(Err(e)) => {
+                shared.metrics.protocol_error(e.kind());
+                return match session.handle_error(&e) {
+                    Event::Close(goaway) => End::ProtocolError(goaway),
+                    _ => End::ReadError,
+                };
+            }
+            Some(Ok(frame)) => frame,
         };
         same_read += 1;
         if !buffered || same_read >= 64 {
             now = Instant::now();
             same_read = 0;
         }
-        if let Some(end) = reading.handle(session.handle_frame(now, frame), now).await {
-            return end;
+        // The session's decision: routed here (the hot path, no layer between the loop and
+        // `routing::route`), dropped (counted) or closed by the `Reading` methods.
+        match session.handle_frame(now, frame) {
+            Event::Route(mut routed) => {
+                let data = routed.data_mut();
+                // A small frame queued would keep its whole read buffer alive: copied out
+                // (see outbox.rs), and charged once, for every queue it is routed to.
+                detach_and_charge(&shared.metrics, data);
+                reading.tags.count(data.tag, data.payload.len());
+                shared.metrics.frames_in(1);
+                shared.routing.fetch_add(1, Ordering::Relaxed);
+                routing::route(
+                    &shared.routes,
+                    &mut reading.routes,
+                    &shared.metrics,
+                    routed,
+                    reading.origin,
+                    now,
+                    acks.map(Acks::take),
+                )
+                .await;
+                shared.routing.fetch_sub(1, Ordering::Relaxed);
+            }
+            Event::Drop(data, DropReason::Loop) => reading.drop_looped(&data),
+            Event::Drop(data, DropReason::MetadataTooLarge(why)) => {
+                reading.refuse_metadata(&data, &why);
+            }
+            Event::Close(goaway) => return reading.protocol_close(goaway),
+            Event::Admitted(..) | Event::Nothing => {}
         }
     }
 }
@@ -770,6 +810,7 @@ impl<'a> Reading<'a> {
     /// and skips the codec made. The wait polls the reader first and returns as soon as it
     /// has a frame, so a client that keeps the reader always ready would otherwise never
     /// let these be seen.
+    #[inline]
     fn between_frames(&mut self, reader: &mut FrameReader, outbox: &Outbox) -> Option<End> {
         if self.shared.is_closing() {
             return Some(End::Shutdown);
@@ -799,75 +840,15 @@ impl<'a> Reading<'a> {
         skipped_too_long(shared, skipped, id, hello, acks, &mut self.skips);
     }
 
-    /// The frame read, or how the read side ends: the end of the stream, a failed read,
-    /// or a protocol error (counted; the session's goaway when it has one).
-    fn frame_or_end(
-        &self,
-        session: &mut Session,
-        frame: Option<Result<Frame, FrameError>>,
-    ) -> Result<Frame, End> {
-        match frame {
-            None => Err(End::Eof),
-            Some(Err(FrameError::Io(e))) => {
-                tracing::debug!(session = self.id, error = %e, "read failed");
-                Err(End::ReadError)
-            }
-            Some(Err(e)) => {
-                self.shared.metrics.protocol_error(e.kind());
-                Err(match session.handle_error(&e) {
-                    Event::Close(goaway) => End::ProtocolError(goaway),
-                    _ => End::ReadError,
-                })
-            }
-            Some(Ok(frame)) => Ok(frame),
-        }
-    }
-
-    /// Acts on the session's decision about a frame read at `now`: routes it, drops it
-    /// (counted, logged once per connection, refused to an acknowledging client), or ends
-    /// the read side on a close.
-    async fn handle(&mut self, event: Event, now: Instant) -> Option<End> {
-        match event {
-            Event::Route(routed) => self.route(routed, now).await,
-            Event::Drop(data, DropReason::Loop) => self.drop_looped(&data),
-            Event::Drop(data, DropReason::MetadataTooLarge(why)) => {
-                self.refuse_metadata(&data, &why);
-            }
-            Event::Close(goaway) => {
-                let kind = if goaway.reason.starts_with("bad_metadata") {
-                    "bad_metadata"
-                } else {
-                    goaway.code.kind()
-                };
-                self.shared.metrics.protocol_error(kind);
-                return Some(End::ProtocolError(goaway));
-            }
-            Event::Admitted(..) | Event::Nothing => {}
-        }
-        None
-    }
-
-    /// Routes a data frame (`routing::route`), counted in and while routing.
-    async fn route(&mut self, mut routed: crate::session::Routed, now: Instant) {
-        let shared = self.shared;
-        let data = routed.data_mut();
-        // A small frame queued would keep its whole read buffer alive: copied out
-        // (see outbox.rs), and charged once, for every queue it is routed to.
-        detach_and_charge(&shared.metrics, data);
-        self.tags.count(data.tag, data.payload.len());
-        shared.metrics.frames_in(1);
-        shared.routing.fetch_add(1, Ordering::Relaxed);
-        routing::route(
-            &shared.routes,
-            &mut self.routes,
-            &shared.metrics,
-            routed,
-            self.origin,
-            now,
-            self.acks.map(Acks::take),
-        )
-        .await;
-        shared.routing.fetch_sub(1, Ordering::Relaxed);
+    /// The end of a connection the session closed (a protocol error, counted by kind).
+    fn protocol_close(&self, goaway: Goaway) -> End {
+        let kind = if goaway.reason.starts_with("bad_metadata") {
+            "bad_metadata"
+        } else {
+            goaway.code.kind()
+        };
+        self.shared.metrics.protocol_error(kind);
+        End::ProtocolError(goaway)
     }
 
     /// A frame past `limits.max_hops` (a loop of y3 functions): counted as `loop`, the first

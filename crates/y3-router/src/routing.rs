@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use y3_transport::frame::{Data, Frame, RefusedReason};
+use y3_transport::frame::{Frame, RefusedReason};
 
 use crate::acks::Ticket;
 use crate::cycles::{CycleMap, Cycles, MAX_WRITTEN_TAGS};
@@ -176,6 +176,7 @@ impl RouteCache {
 
     /// Tells the cycles that this connection (a function) writes `tag`: once per tag, for
     /// at most [`MAX_WRITTEN_TAGS`] + 1 tags.
+    #[inline]
     fn note_written(&mut self, routes: &Routes, origin: Origin, tag: u32) {
         if let (Origin::Function, Some((id, _)), Some(cycles)) =
             (origin, &self.sender, &routes.cycles)
@@ -188,6 +189,7 @@ impl RouteCache {
 
     /// Who writes this connection's frames from `origin`, as a message's way records it
     /// (`None`: a source, or the federation's link taking a function's place).
+    #[inline]
     fn writer(&self, origin: Origin) -> Option<Writer> {
         match (origin, &self.sender) {
             (Origin::Source, _) => None,
@@ -233,7 +235,7 @@ pub(crate) enum Origin {
 /// The phases, in order: the tag's subscribers, the mesh and the federation; the content
 /// filters ([`count_local`]); nobody takes it ([`Trip::unrouted`]); the self-loop report
 /// ([`Trip::note_self_loop`]); the message's way ([`Trip::follow`]); the cycles' credit
-/// ([`Trip::throttle_cycles`]); the fan-out ([`Trip::fan_out`]).
+/// ([`Trip::throttle_cycles`]); the fan-out, here (no async layer on the hot path).
 pub(crate) async fn route(
     routes: &Routes,
     cache: &mut RouteCache,
@@ -299,13 +301,64 @@ pub(crate) async fn route(
             return every_recipient_looped(ticket, federated);
         }
     }
-    trip.fan_out(data, &chosen, &dropped_at, downstream, left, ticket)
-        .await;
+    // The fan-out: clones for all but the last recipient.
+    let tag = trip.tag;
+    let mut data = Some(data);
+    let mut dropped = dropped_at.iter().copied().peekable();
+    let chosen = chosen.iter().enumerate().filter_map(|(i, r)| {
+        if dropped.next_if_eq(&i).is_some() {
+            return None;
+        }
+        Some(&r.target)
+    });
+    // A ticket handed to the federation is done; otherwise it waits for a recipient's
+    // writer to flush the frame to its socket (a frame still queued when the router dies
+    // is not stored).
+    let mut ticket = match (ticket, federated) {
+        (Some(ticket), true) => {
+            ticket.done();
+            None
+        }
+        (ticket, _) => ticket.map(|t| (t, Vec::with_capacity(left))),
+    };
+    for outbox in chosen.chain(downstream).take(left) {
+        left -= 1;
+        let frame = if left > 0 { data.clone() } else { data.take() };
+        let Some(frame) = frame else { break };
+        let written = ticket.as_mut().map(|(_, waits)| {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            waits.push(rx);
+            tx
+        });
+        let pushed = match written {
+            Some(written) => {
+                outbox
+                    .push_tracked(Frame::Data(frame), at, Some(written))
+                    .await
+            }
+            None => outbox.push(Frame::Data(frame), at).await,
+        };
+        match pushed {
+            Pushed::Queued | Pushed::DroppedOldest => {}
+            Pushed::Closed => {
+                metrics.dropped(Drop::Disconnected, 1);
+                metrics.dropped_tag(tag, 1);
+            }
+            Pushed::Evicted => {
+                metrics.dropped(Drop::SlowConsumer, 1);
+                metrics.dropped_tag(tag, 1);
+            }
+        }
+    }
+    if let Some((ticket, waits)) = ticket {
+        ticket.done_when_written(waits);
+    }
 }
 
 /// Starts `filters` on a new frame and counts the `subscribers` that take it: those
 /// accepting its `target` whose content filter (if any) passes `payload`, each distinct
 /// filter evaluated once. Also says whether any of those accepting it had a filter.
+#[inline]
 fn count_local(
     filters: &mut Evaluators,
     subscribers: &[Route<Arc<Outbox>>],
@@ -335,6 +388,7 @@ struct Chosen<'a> {
 
 impl<'a> Chosen<'a> {
     /// The chosen subscribers, in table order (the positions [`Passage::dropped`] counts).
+    #[inline]
     fn iter(&self) -> impl Iterator<Item = &'a Route<Arc<Outbox>>> + Clone + 'a {
         let (target, filters) = (self.target, self.filters);
         self.subscribers
@@ -361,6 +415,7 @@ impl Trip<'_> {
     /// Nobody takes the frame: settles the ticket and counts the drop (`no_subscriber`),
     /// unless filters withheld it or it went to the federation; a function's frame that
     /// went to the federation still puts the function on its message's way (`tid`).
+    #[inline]
     fn unrouted<'m>(
         &self,
         ticket: Option<Ticket>,
@@ -391,6 +446,7 @@ impl Trip<'_> {
     }
 
     /// Reports (once per connection) a function that is among its own frame's recipients.
+    #[inline]
     fn note_self_loop(&self, loops: &mut LoopLog, chosen: &Chosen<'_>) {
         let (Some(Writer::Function(id)), false) = (self.writer, loops.self_loop) else {
             return;
@@ -412,6 +468,7 @@ impl Trip<'_> {
 
     /// Follows the frame's message (`tid`) along its way (`journeys.rs`): the deliveries
     /// to drop as `loop`, counted and reported here.
+    #[inline]
     fn follow<'m>(
         &self,
         loops: &mut LoopLog,
@@ -445,6 +502,7 @@ impl Trip<'_> {
     /// The deliveries (positions among `chosen`, none of `dropped_at`) round a cycle of
     /// functions past its credit (`cycles.rs`), counted as `loop` and reported (once per
     /// connection) here. `cycle_state` is the connection's cached cycle map.
+    #[inline]
     fn throttle_cycles(
         &self,
         (generation, map): (&mut u64, &mut Arc<CycleMap>),
@@ -501,71 +559,6 @@ impl Trip<'_> {
             );
         }
         throttled
-    }
-
-    /// Pushes `data` into the outboxes of `left` recipients: the `chosen` subscribers
-    /// (but those at `dropped_at`, ascending), then `downstream`; clones for all but the
-    /// last. Counts what a closed or evicted outbox refused, and settles `ticket`.
-    async fn fan_out(
-        &self,
-        data: Data,
-        chosen: &Chosen<'_>,
-        dropped_at: &[usize],
-        downstream: &[Arc<Outbox>],
-        mut left: usize,
-        ticket: Option<Ticket>,
-    ) {
-        let (metrics, tag, at) = (self.metrics, self.tag, self.at);
-        let mut data = Some(data);
-        let mut dropped = dropped_at.iter().copied().peekable();
-        let chosen = chosen.iter().enumerate().filter_map(|(i, r)| {
-            if dropped.next_if_eq(&i).is_some() {
-                return None;
-            }
-            Some(&r.target)
-        });
-        // A ticket handed to the federation is done; otherwise it waits for a recipient's
-        // writer to flush the frame to its socket (a frame still queued when the router dies
-        // is not stored).
-        let mut ticket = match (ticket, self.federated) {
-            (Some(ticket), true) => {
-                ticket.done();
-                None
-            }
-            (ticket, _) => ticket.map(|t| (t, Vec::with_capacity(left))),
-        };
-        for outbox in chosen.chain(downstream).take(left) {
-            left -= 1;
-            let frame = if left > 0 { data.clone() } else { data.take() };
-            let Some(frame) = frame else { break };
-            let written = ticket.as_mut().map(|(_, waits)| {
-                let (tx, rx) = tokio::sync::oneshot::channel();
-                waits.push(rx);
-                tx
-            });
-            let pushed = match written {
-                Some(written) => {
-                    outbox
-                        .push_tracked(Frame::Data(frame), at, Some(written))
-                        .await
-                }
-                None => outbox.push(Frame::Data(frame), at).await,
-            };
-            match pushed {
-                Pushed::Queued | Pushed::DroppedOldest => {}
-                Pushed::Closed => {
-                    metrics.dropped(Drop::Disconnected, 1);
-                    metrics.dropped_tag(tag, 1);
-                }
-                Pushed::Evicted => {
-                    metrics.dropped(Drop::SlowConsumer, 1);
-                    metrics.dropped_tag(tag, 1);
-                }
-            }
-        }
-        if let Some((ticket, waits)) = ticket {
-            ticket.done_when_written(waits);
-        }
     }
 }
 
