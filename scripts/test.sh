@@ -26,6 +26,8 @@ mkdir -p "$Y3_SKIP_DIR"
 step "rust: format"
 cargo fmt --all --check
 
+step "rust: no function over 150 lines (scripts/long-functions-allowed.txt)"; scripts/long-functions.sh --check
+
 # Default features here; the lab's peers (y3-lab features `peers`, `net-peers`) are
 # checked in a step of their own below.
 step "rust: clippy"

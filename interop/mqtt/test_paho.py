@@ -6,17 +6,20 @@ control for these: the YoMo side of the path is in interop/yomo/mqtt_test.go.
 """
 
 import os
-import signal
 import socket
-import subprocess
-import tempfile
+import sys
 import threading
 import time
+from pathlib import Path
 
 import paho.mqtt.client as mqtt
 import pytest
 
-Y3_BIN = os.environ.get("Y3_BIN", "")
+# `y3 serve` is started by the Python tests' one fixture (`y3_serve`: its ready file gives
+# the addresses), shared from bindings/python/tests/routers.py.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bindings" / "python" / "tests"))
+from routers import Y3_BIN, y3_serve  # noqa: E402, F401 (the fixture)
+
 WAIT = 30.0  # generous: the machine may be loaded
 
 
@@ -26,11 +29,9 @@ def free_port():
         return s.getsockname()[1]
 
 
+# The MQTT port is fixed in the config (clients reconnect to it across restarts); the other
+# listeners are the fixture's.
 CONFIG = """
-[listen]
-tcp = "127.0.0.1:{tcp}"
-quic = ""
-metrics = "127.0.0.1:{metrics}"
 [auth]
 token = "main"
 [[auth.tokens]]
@@ -52,47 +53,19 @@ topic = "sensors/+/noise"
 """
 
 
-class Router:
-    """`y3 serve` with an [mqtt] listener on free ports; restartable on the same ports."""
-
-    def __init__(self):
-        assert Y3_BIN and os.access(Y3_BIN, os.X_OK), "Y3_BIN must name the y3 binary"
-        self.dir = tempfile.mkdtemp(prefix="y3-mqtt-")
-        self.mqtt = free_port()
-        self.path = os.path.join(self.dir, "y3.toml")
-        with open(self.path, "w") as f:
-            f.write(CONFIG.format(tcp=free_port(), metrics=free_port(), mqtt=self.mqtt,
-                                  state=os.path.join(self.dir, "state")))
-        self.proc = None
-        self.start()
-
-    def start(self):
-        log = open(os.path.join(self.dir, "serve.log"), "a")
-        self.proc = subprocess.Popen([Y3_BIN, "serve", "-c", self.path], stdout=log, stderr=log)
-        deadline = time.time() + WAIT
-        while time.time() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.mqtt), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise AssertionError("y3 serve did not listen on its MQTT port")
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(timeout=WAIT)
-
-    def log(self):
-        with open(os.path.join(self.dir, "serve.log")) as f:
-            return f.read()
-
-
 @pytest.fixture
-def router():
-    r = Router()
-    yield r
-    if r.proc.poll() is None:
-        r.stop()
+def router(y3_serve, tmp_path):
+    """`y3 serve` with an [mqtt] listener and persisted state; restartable on the same ports
+    (`stop`, `start`), its log at info level (the tests read it)."""
+    assert Y3_BIN and os.access(Y3_BIN, os.X_OK), "Y3_BIN must name the y3 binary"
+    config = CONFIG.format(mqtt=free_port(), state=tmp_path / "state")
+    return y3_serve(config=config, rust_log="info", stop_grace=WAIT)
+
+
+def mqtt_addr(router):
+    """(host, port) of the router's MQTT listener, as its ready file gives it."""
+    host, port = router.mqtt.rsplit(":", 1)
+    return host, int(port)
 
 
 def client(version, client_id="", clean=True, user="tester", password="main"):
@@ -113,10 +86,10 @@ def connect(c, router, version=4, clean=True):
 
     c.on_connect = on_connect
     if version == 5:
-        c.connect("127.0.0.1", router.mqtt, clean_start=clean,
+        c.connect(*mqtt_addr(router), clean_start=clean,
                   properties=session_expiry(0 if clean else 3600))
     else:
-        c.connect("127.0.0.1", router.mqtt)
+        c.connect(*mqtt_addr(router))
     c.loop_start()
     assert done.wait(WAIT), "no CONNACK"
     return result["reason"]
@@ -210,7 +183,7 @@ def test_persistent_session_redelivers_after_reconnect(router, version):
     col2 = Collector(back, "unused")
     flags = {}
     back.on_connect = lambda _c, _u, f, _r, _p: flags.update(present=f.session_present)
-    back.connect("127.0.0.1", router.mqtt, **({"clean_start": False, "properties": session_expiry(3600)} if version == 5 else {}))
+    back.connect(*mqtt_addr(router), **({"clean_start": False, "properties": session_expiry(3600)} if version == 5 else {}))
     back.loop_start()
     assert col2.wait_for(n) == [("sensors/a/noise", f"away{i}") for i in range(n)]
     assert flags.get("present") is True
@@ -235,7 +208,7 @@ def test_router_restart_loses_nothing_pubacked(router):
 
     sub.on_connect = on_connect
     sub.on_subscribe = lambda *_a: ready.set()
-    sub.connect("127.0.0.1", router.mqtt)
+    sub.connect(*mqtt_addr(router))
     sub.loop_start()
     assert ready.wait(WAIT)
 
@@ -251,7 +224,7 @@ def test_router_restart_loses_nothing_pubacked(router):
             acked.add(mid)
 
     pub.on_publish = on_publish
-    pub.connect("127.0.0.1", router.mqtt)
+    pub.connect(*mqtt_addr(router))
     pub.loop_start()
     n = 600
     for i in range(n):
@@ -306,7 +279,7 @@ def test_persistent_session_survives_a_router_restart(router, version):
     col = Collector(back, "unused")
     flags = {}
     back.on_connect = lambda _c, _u, f, _r, _p: flags.update(present=f.session_present)
-    back.connect("127.0.0.1", router.mqtt, **({"clean_start": False, "properties": session_expiry(3600)} if version == 5 else {}))
+    back.connect(*mqtt_addr(router), **({"clean_start": False, "properties": session_expiry(3600)} if version == 5 else {}))
     back.loop_start()
     got = col.wait_for(n)
     assert got == [("sensors/k/noise", f"kept{i}") for i in range(n)], router.log()[-3000:]

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import routers
-from routers import Y3Router, YomoZipper
+from routers import Y3Router, YomoZipper, y3_serve  # noqa: F401 (the fixture, shared)
 
 ROOT = Path(__file__).resolve().parents[3]
 VECTORS = ROOT / "testdata" / "vectors"
@@ -253,24 +253,6 @@ def leaf_paths(tree: dict[str, Any], prefix: tuple[int, ...] = ()) -> list[tuple
             out.extend(leaf_paths(c, path))
         return out
     return [path]
-
-
-@pytest.fixture
-def y3_serve(tmp_path: Path) -> Iterator[Callable[..., Y3Router]]:
-    """Starts `y3 serve` for one test: each call (keyword arguments as
-    :class:`routers.Y3Router` takes them) is a router in its own directory under
-    `tmp_path`, its addresses and pin read from its ready file; all are stopped at teardown.
-    """
-    started: list[Y3Router] = []
-
-    def start(**kwargs: Any) -> Y3Router:
-        router = Y3Router(tmp_path / f"y3-serve-{len(started)}", **kwargs)
-        started.append(router)
-        return router
-
-    yield start
-    for router in started:
-        router.stop()
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import signal
 import subprocess
 import time
 import urllib.request
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -75,14 +75,22 @@ class Y3Router:
         policy: str | None = None,
         tcp_tls: bool = False,
         config: str | None = None,
+        rust_log: str = "warn",
+        stop_grace: float = 5.0,
     ) -> None:
         tmp.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.tmp, self.token, self.policy, self.tcp_tls = tmp, token, policy, tcp_tls
+        # Its log's level (RUST_LOG), and how long a stop waits after SIGTERM (the drain,
+        # saved state) before SIGKILL.
+        self.rust_log, self.stop_grace = rust_log, stop_grace
         self.config: Path | None = None
         if config is not None:
             self.config = tmp / "y3-serve.toml"
             self.config.write_text(config)
         self.tcp = self.quic = "127.0.0.1:0"
+        # The MQTT listener's address ("" when the config has none): the config's
+        # `[mqtt] listen`, which keeps its port across restarts only when it names one.
+        self.mqtt = ""
         self.metrics_url = ""
         self.pin = ""
         self.proc: subprocess.Popen[bytes] | None = None
@@ -99,7 +107,7 @@ class Y3Router:
             args += ["--policy", self.policy]
         if self.config is not None:
             args += ["--config", str(self.config)]
-        env = dict(os.environ, RUST_LOG="warn")
+        env = dict(os.environ, RUST_LOG=self.rust_log)
         env.pop("Y3_TOKEN", None)
         if self.token:
             env["Y3_TOKEN"] = self.token  # not on the command line
@@ -113,13 +121,18 @@ class Y3Router:
         ready = wait_ready(self.proc, ready_file, lambda: (self.tmp / "y3-serve.log").read_text()[-2000:])
         listeners = ready["listeners"]
         self.tcp, self.quic = listeners["tcp"], listeners["quic"]
+        self.mqtt = listeners.get("mqtt", "")
         self.metrics_url = f"http://{listeners['metrics']}/metrics"
         self.pin = ready["certificate"]["sha256"]
 
     def stop(self) -> None:
         if self.proc is not None:
-            _stop(self.proc)
+            _stop(self.proc, self.stop_grace)
             self.proc = None
+
+    def log(self) -> str:
+        """Its log so far (stderr, every lifetime)."""
+        return (self.tmp / "y3-serve.log").read_text()
 
     def restart(self) -> None:
         self.stop()
@@ -166,6 +179,25 @@ class Y3Router:
             if time.monotonic() > deadline:
                 raise AssertionError(f"{got} {client_type or ''} connections, expected {n}")
             await asyncio.sleep(0.02)
+
+
+@pytest.fixture
+def y3_serve(tmp_path: Path) -> Iterator[Callable[..., Y3Router]]:
+    """Starts `y3 serve` for one test: each call (keyword arguments as
+    :class:`Y3Router` takes them) is a router in its own directory under `tmp_path`, its
+    addresses and pin read from its ready file; all are stopped at teardown. conftest.py
+    and interop/mqtt/test_paho.py take it from here.
+    """
+    started: list[Y3Router] = []
+
+    def start(**kwargs: Any) -> Y3Router:
+        router = Y3Router(tmp_path / f"y3-serve-{len(started)}", **kwargs)
+        started.append(router)
+        return router
+
+    yield start
+    for router in started:
+        router.stop()
 
 
 class YomoZipper:

@@ -394,9 +394,45 @@ fn pipeline_across_three_routers_interest_and_two_publishers() {
             a.metric("y3_router_federation_remote_interest") >= 2
                 && b.metric("y3_router_federation_remote_interest") >= 2
         });
+        let p = Pipeline {
+            a: &a,
+            b: &b,
+            c: &c,
+            nodes: &nodes,
+        };
+        let sink = p.relayed_exactly(sink).await;
+        p.unobserved_tag_is_silent().await;
+        let (sink, local) = p.two_publishers_no_echo(sink, local).await;
+        let (sink, local) = p.burst_in_batches(sink, local).await;
+        let (sink, local) = p.hostile_batches_dropped(sink, local).await;
+        drop((sink, local));
 
-        // 1. A -> relay on B -> C: exact counts, order per source, metadata intact.
-        let n = 2000;
+        // Every delivery each router owed is accounted for, frames from NATS included.
+        for r in [&a, &b, &c] {
+            assert_eq!(r.unaccounted(), 0);
+        }
+        relay.abort();
+    });
+    eprintln!("pipeline test: {:?}", started.elapsed());
+    drop((a, b, c, nodes));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The pipeline test's routers (the relay on B) and cluster, its steps in order.
+struct Pipeline<'a> {
+    a: &'a Router,
+    b: &'a Router,
+    c: &'a Router,
+    nodes: &'a [Node],
+}
+
+impl Pipeline<'_> {
+    /// Frames each of step 1's two sources sends.
+    const PER_SOURCE: u64 = 2000;
+
+    /// 1. A -> relay on B -> C: exact counts, order per source, metadata intact.
+    async fn relayed_exactly(&self, sink: Sink) -> Sink {
+        let (a, n) = (self.a, Self::PER_SOURCE);
         let on_c = receiving(sink, 2 * n as usize, Duration::from_secs(3));
         tokio::join!(
             send(a.options("s1"), 0x10, "s1", n),
@@ -412,22 +448,29 @@ fn pipeline_across_three_routers_interest_and_two_publishers() {
             assert_eq!(data.hops, 1);
             assert_eq!(data.tag, 0x11);
         }
+        sink
+    }
 
-        // 2. A tag nobody observes creates no NATS traffic.
-        let before: u64 = nodes.iter().map(Node::varz_in_msgs).sum();
-        send(a.options("s3"), 0x20, "s3", 1000).await;
+    /// 2. A tag nobody observes creates no NATS traffic.
+    async fn unobserved_tag_is_silent(&self) {
+        let before: u64 = self.nodes.iter().map(Node::varz_in_msgs).sum();
+        send(self.a.options("s3"), 0x20, "s3", 1000).await;
         tokio::time::sleep(Duration::from_millis(300)).await;
-        let after: u64 = nodes.iter().map(Node::varz_in_msgs).sum();
+        let after: u64 = self.nodes.iter().map(Node::varz_in_msgs).sum();
         // Only interest announcements (every 5 s per router) may have gone by.
         assert!(
             after - before < 20,
             "{} messages for an unobserved tag",
             after - before
         );
-        assert_eq!(a.metric("y3_router_federation_published_total"), 2 * n);
+        let published = self.a.metric("y3_router_federation_published_total");
+        assert_eq!(published, 2 * Self::PER_SOURCE);
+    }
 
-        // 3. Two routers publish the same tag: sinks on A and C get each frame once; nothing
-        //    comes back to its publisher or loops.
+    /// 3. Two routers publish the same tag: sinks on A and C get each frame once; nothing
+    ///    comes back to its publisher or loops.
+    async fn two_publishers_no_echo(&self, sink: Sink, local: Sink) -> (Sink, Sink) {
+        let (a, b) = (self.a, self.b);
         let (on_c, on_a) = (
             receiving(sink, 1000, Duration::from_secs(5)),
             receiving(local, 1000, Duration::from_secs(5)),
@@ -447,13 +490,17 @@ fn pipeline_across_three_routers_interest_and_two_publishers() {
             .await
             .is_empty());
         assert_eq!(a.metric("y3_router_federation_received_total"), 500);
+        (sink, local)
+    }
 
-        // 4. A burst from A to C, sent without pauses: the frames waiting together at A's
-        //    publisher travel in fewer NATS messages than frames (batches), and C gets
-        //    every one, in order, with its own metadata, no gap counted.
+    /// 4. A burst from A to C, sent without pauses: the frames waiting together at A's
+    ///    publisher travel in fewer NATS messages than frames (batches), and C gets every
+    ///    one, in order, with its own metadata, no gap counted.
+    async fn burst_in_batches(&self, sink: Sink, local: Sink) -> (Sink, Sink) {
+        let a = self.a;
         let frames = |r: &Router| r.metric("y3_router_federation_published_total");
         let messages = |r: &Router| r.metric("y3_router_federation_published_messages_total");
-        let (frames_before, messages_before) = (frames(&a), messages(&a));
+        let (frames_before, messages_before) = (frames(a), messages(a));
         let burst = 6000;
         let (on_c, on_a) = (
             receiving(sink, burst as usize, Duration::from_secs(5)),
@@ -469,7 +516,7 @@ fn pipeline_across_three_routers_interest_and_two_publishers() {
             assert_eq!((data.tag, data.hops), (0x12, 0));
         }
         let (sent_frames, sent_messages) =
-            (frames(&a) - frames_before, messages(&a) - messages_before);
+            (frames(a) - frames_before, messages(a) - messages_before);
         eprintln!("burst: {sent_frames} frames in {sent_messages} NATS messages");
         assert_eq!(sent_frames, burst);
         assert!(
@@ -477,41 +524,18 @@ fn pipeline_across_three_routers_interest_and_two_publishers() {
             "{sent_messages} messages for {sent_frames} frames: nothing batched"
         );
         for reason in ["gap", "malformed", "queue_full", "publish_failed"] {
-            assert_eq!(
-                a.lost(reason) + b.lost(reason) + c.lost(reason),
-                0,
-                "{reason}"
-            );
+            let lost = a.lost(reason) + self.b.lost(reason) + self.c.lost(reason);
+            assert_eq!(lost, 0, "{reason}");
         }
+        (sink, local)
+    }
 
-        // 5. Hostile batches from a rogue NATS client: each is dropped whole and counted as
-        //    malformed by both routers observing the tag, and they go on routing.
-        let rogue = async_nats::connect(nodes[0].url()).await.unwrap();
-        let batch = |count: &str, body: &[u8]| {
-            let mut h = async_nats::HeaderMap::new();
-            for (k, v) in [("Y3-Origin", "rogue"), ("Y3-Epoch", "1"), ("Y3-Seq", "1")] {
-                h.insert(k, v);
-            }
-            h.insert("Y3-Batch", count);
-            (h, Bytes::copy_from_slice(body))
-        };
-        let entry = |hops: u32, meta: u32, payload: u32| {
-            [
-                hops.to_be_bytes(),
-                meta.to_be_bytes(),
-                payload.to_be_bytes(),
-            ]
-            .concat()
-        };
-        let mut one = entry(0, 0, 2);
-        one.extend_from_slice(b"x:");
-        let hostile = [
-            batch("2", &one),                                 // fewer entries than announced
-            batch("1", &[one.clone(), one.clone()].concat()), // more than announced
-            batch("1", &one[..7]),                            // truncated entry
-            batch("1", &entry(0, 0, u32::MAX)),               // length past the body
-            batch("100000", &one),                            // past the bound
-        ];
+    /// 5. Hostile batches from a rogue NATS client: each is dropped whole and counted as
+    ///    malformed by both routers observing the tag, and they go on routing.
+    async fn hostile_batches_dropped(&self, sink: Sink, local: Sink) -> (Sink, Sink) {
+        let (a, c) = (self.a, self.c);
+        let rogue = async_nats::connect(self.nodes[0].url()).await.unwrap();
+        let hostile = hostile_batches();
         let k = hostile.len() as u64;
         for (h, body) in hostile {
             rogue
@@ -531,17 +555,37 @@ fn pipeline_across_three_routers_interest_and_two_publishers() {
         let ((sink, on_c), (local, on_a)) = (on_c.await.unwrap(), on_a.await.unwrap());
         check_exact(&on_c, &[("pd", 500)]);
         check_exact(&on_a, &[("pd", 500)]);
-        drop((sink, local));
+        (sink, local)
+    }
+}
 
-        // Every delivery each router owed is accounted for, frames from NATS included.
-        for r in [&a, &b, &c] {
-            assert_eq!(r.unaccounted(), 0);
+/// Batches a rogue NATS client publishes, each malformed its own way: (headers, body).
+fn hostile_batches() -> Vec<(async_nats::HeaderMap, Bytes)> {
+    let batch = |count: &str, body: &[u8]| {
+        let mut h = async_nats::HeaderMap::new();
+        for (k, v) in [("Y3-Origin", "rogue"), ("Y3-Epoch", "1"), ("Y3-Seq", "1")] {
+            h.insert(k, v);
         }
-        relay.abort();
-    });
-    eprintln!("pipeline test: {:?}", started.elapsed());
-    drop((a, b, c, nodes));
-    let _ = std::fs::remove_dir_all(&dir);
+        h.insert("Y3-Batch", count);
+        (h, Bytes::copy_from_slice(body))
+    };
+    let entry = |hops: u32, meta: u32, payload: u32| {
+        [
+            hops.to_be_bytes(),
+            meta.to_be_bytes(),
+            payload.to_be_bytes(),
+        ]
+        .concat()
+    };
+    let mut one = entry(0, 0, 2);
+    one.extend_from_slice(b"x:");
+    vec![
+        batch("2", &one),                                 // fewer entries than announced
+        batch("1", &[one.clone(), one.clone()].concat()), // more than announced
+        batch("1", &one[..7]),                            // truncated entry
+        batch("1", &entry(0, 0, u32::MAX)),               // length past the body
+        batch("100000", &one),                            // past the bound
+    ]
 }
 
 #[test]

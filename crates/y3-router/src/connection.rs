@@ -3,12 +3,15 @@
 //! this file only moves frames between it, the sockets and the outboxes.
 
 use std::collections::HashMap;
+use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::{FutureExt, SinkExt, StreamExt};
-use y3_transport::frame::{ClientType, Frame, Goaway, GoawayCode, RefusedReason};
+use tokio_util::sync::WaitForCancellationFuture;
+use y3_transport::frame::{ClientType, Data, Frame, Goaway, GoawayCode, RefusedReason};
+use y3_transport::metadata::MetadataTooLarge;
 use y3_transport::{
     mid_frame, next_metered, next_or_skipped, partial_len, Connection, FrameError, FrameReader,
     FrameWriter, Guard, Next, Skipped, TransportKind,
@@ -628,6 +631,15 @@ async fn refuse(
     guard.close_with(&goaway);
 }
 
+/// The read phase: takes the client's frames as they come and routes them (or drops them,
+/// counted) until the read side ends, step by step:
+///
+/// ```text
+///   between frames: shutdown, drain, eviction, skips  (Reading::between_frames)
+///     ─▶ the next frame: complete in the buffer, or waited for  (wait_for_frame)
+///     ─▶ end of stream, read or protocol error?
+///     ─▶ the session's decision: route (routing::route), drop (counted), close
+/// ```
 async fn read_loop(
     shared: &Shared,
     session: &mut Session,
@@ -637,20 +649,7 @@ async fn read_loop(
     hello: &Peer,
     acks: Option<&Arc<Acks>>,
 ) -> End {
-    let sender_only = !hello.client_type.receives();
-    let y3_source = hello.extension >= 1 && sender_only;
-    let origin = match hello.client_type {
-        ClientType::UpstreamZipper => routing::Origin::Mesh,
-        ClientType::StreamFunction => routing::Origin::Function,
-        _ => routing::Origin::Source,
-    };
-    let mut routes = shared.routes.cache_for(id, &hello.name);
-    let mut told_to_stop = false;
-    // Whether a hop-limit drop of this client was logged (once per connection).
-    let mut hops_reported = false;
-    // Whether a refusal for metadata over its limits was logged (once per connection).
-    let mut metadata_reported = false;
-    let mut tags = TagCache::new(shared.metrics.clone(), Direction::In, conn);
+    let mut reading = Reading::new(shared, (id, conn), hello, acks);
     // Frames decoded from one read arrived together: one clock read serves them all
     // (refreshed at least every 64 frames).
     let mut now = Instant::now();
@@ -662,120 +661,54 @@ async fn read_loop(
     let evicted = outbox.evicted();
     let stall = shared.config.frame_stall_timeout();
     let timer = tokio::time::sleep(stall);
-    let mut partial_since: Option<Instant> = None;
     // The bytes of the frame being read, charged to the memory budget as they arrive.
-    let mut partial = Partial::new(&shared.metrics.budget, false);
+    let partial = Partial::new(&shared.metrics.budget, false);
     // Cancelled when its stalled partial frame is cut to make room for another's.
     let cut_token = partial.cut_token();
     let cut = cut_token.cancelled();
-    // Frames skipped on this connection so far (the first skip is logged as a warning).
-    let mut skips = 0u64;
     tokio::pin!(close_all, drain_sources, evicted, timer, cut);
+    let mut pending = Pending {
+        partial,
+        since: None,
+        stall,
+        timer,
+    };
+    let mut wakeups = Wakeups {
+        close_all,
+        drain_sources,
+        evicted,
+        cut,
+    };
     loop {
-        // Checked between frames with plain loads: the select below polls the reader
-        // first and returns as soon as it has a frame, so a client that keeps the reader
-        // always ready would otherwise never let these be seen.
-        if shared.is_closing() {
-            return End::Shutdown;
-        }
-        if sender_only && !told_to_stop && shared.is_draining() {
-            if !y3_source {
-                // YoMo's sources are closed right away and reconnect (to the router's
-                // successor); stream functions stay until everything queued reached them.
-                return End::Shutdown;
-            }
-            told_to_stop = true;
-            let goaway = Goaway::new(GoawayCode::ShuttingDown, "router shutting down");
-            outbox.push_control(Frame::Goaway(goaway));
-        }
-        if outbox.is_evicted() {
-            return End::Evicted;
-        }
-        if let Some(skipped) = reader.decoder_mut().take_skipped() {
-            skipped_too_long(shared, skipped, id, hello, acks, &mut skips);
+        if let Some(end) = reading.between_frames(reader, outbox) {
+            return end;
         }
         let buffered = !reader.read_buffer().is_empty();
         // A frame that is already complete in the buffer (or on the socket) is taken without
-        // touching the timer. A wait re-arms it: for the frame begun in the buffer, the stall
-        // timeout from when the wait first saw it; with nothing buffered, half of it, to look
-        // again. A partial frame is therefore cut between one and one and a half stall
-        // timeouts after its first bytes, however slowly the rest trickles in.
+        // touching the timer; only a wait re-arms it (`wait_for_frame`).
         let frame = match next_or_skipped(reader).now_or_never() {
             Some(Next::Frame(frame)) => frame,
             Some(Next::Skipped(skipped)) => {
-                skipped_too_long(shared, skipped, id, hello, acks, &mut skips);
+                reading.skipped(skipped);
                 continue;
             }
-            None => {
-                let waiting = Instant::now();
-                let deadline = if !mid_frame(reader) {
-                    partial_since = None;
-                    waiting + stall / 2
-                } else {
-                    *partial_since.get_or_insert(waiting) + stall
-                };
-                timer.as_mut().reset(deadline.into());
-                tokio::select! {
-                    biased;
-                    next = next_metered(reader, |len| partial.set(len).is_ok()) => match next {
-                        Some(Next::Frame(frame)) => frame,
-                        Some(Next::Skipped(skipped)) => {
-                            skipped_too_long(shared, skipped, id, hello, acks, &mut skips);
-                            continue;
-                        }
-                        None => {
-                            let reason = format!(
-                                "memory_budget: partial frame of {} bytes cut, the router's \
-                                 memory budget (limits.max_queued_bytes) is full",
-                                partial_len(reader)
-                            );
-                            return End::Cut(Goaway::new(GoawayCode::TooManyConnections, reason));
-                        }
-                    },
-                    _ = &mut close_all => return End::Shutdown,
-                    _ = &mut drain_sources, if sender_only && !told_to_stop => continue,
-                    _ = &mut evicted => return End::Evicted,
-                    _ = &mut cut => {
-                        let reason = format!(
-                            "memory_budget: stalled partial frame of {} bytes cut, the \
-                             router's memory budget (limits.max_queued_bytes) is full",
-                            partial_len(reader)
-                        );
-                        return End::Cut(Goaway::new(GoawayCode::TooManyConnections, reason));
-                    }
-                    _ = &mut timer => {
-                        let since = match partial_since {
-                            _ if !mid_frame(reader) => continue,
-                            Some(since) => since,
-                            None => {
-                                partial_since = Some(Instant::now());
-                                continue;
-                            }
-                        };
-                        if since.elapsed() < stall {
-                            continue;
-                        }
-                        shared.metrics.protocol_error("frame_stalled");
-                        let reason = format!(
-                            "frame stalled: {} bytes buffered{} for {} ms",
-                            reader.read_buffer().len(),
-                            if reader.decoder().skipping() { " (skipping an over-long frame)" } else { "" },
-                            since.elapsed().as_millis()
-                        );
-                        return End::ProtocolError(Goaway::new(GoawayCode::ProtocolError, reason));
-                    }
-                }
-            }
+            None => match wait_for_frame(&mut reading, reader, &mut pending, &mut wakeups).await {
+                Waited::Frame(frame) => frame,
+                Waited::Again => continue,
+                Waited::End(end) => return end,
+            },
         };
         // A frame completed: what is buffered now (if anything) is the next frame's start;
         // the frame's own bytes are charged with it (`detach_and_charge`).
-        partial_since = None;
-        partial.clear();
+        pending.since = None;
+        pending.partial.clear();
         // Frames the codec skipped on its way to this one came before it: handled first, so
         // that a client's stored count numbers its frames in the order it wrote them.
         if let Some(skipped) = reader.decoder_mut().take_skipped() {
-            skipped_too_long(shared, skipped, id, hello, acks, &mut skips);
+            reading.skipped(skipped);
         }
+        // The end of the stream, a failed read, or a protocol error (counted; the session's
+        // goaway when it has one) ends the read side.
         let frame = match frame {
             None => return End::Eof,
             Some(Err(FrameError::Io(e))) => {
@@ -796,79 +729,303 @@ async fn read_loop(
             now = Instant::now();
             same_read = 0;
         }
+        // The session's decision: routed here (the hot path, no layer between the loop and
+        // `routing::route`), dropped (counted) or closed by the `Reading` methods.
         match session.handle_frame(now, frame) {
             Event::Route(mut routed) => {
                 let data = routed.data_mut();
                 // A small frame queued would keep its whole read buffer alive: copied out
                 // (see outbox.rs), and charged once, for every queue it is routed to.
                 detach_and_charge(&shared.metrics, data);
-                tags.count(data.tag, data.payload.len());
+                reading.tags.count(data.tag, data.payload.len());
                 shared.metrics.frames_in(1);
                 shared.routing.fetch_add(1, Ordering::Relaxed);
                 routing::route(
                     &shared.routes,
-                    &mut routes,
+                    &mut reading.routes,
                     &shared.metrics,
                     routed,
-                    origin,
+                    reading.origin,
                     now,
                     acks.map(Acks::take),
                 )
                 .await;
                 shared.routing.fetch_sub(1, Ordering::Relaxed);
             }
-            Event::Drop(data, DropReason::Loop) => {
-                // One delivery owed (it has no recipient), settled as the drop.
-                shared.metrics.unrouted(Drop::Loop, data.tag, 1);
-                if !hops_reported {
-                    hops_reported = true;
-                    tracing::warn!(
-                        session = id,
-                        name = %hello.name,
-                        tag = format_args!("{:#x}", data.tag),
-                        hops = data.hops,
-                        "loop: a frame past limits.max_hops dropped (a loop of y3 functions); \
-                         further ones from this client are counted as loop, not logged"
-                    );
-                }
-                // Handled (dropped and counted): sending it again would not help; an
-                // acknowledging client learns it was refused.
-                if let Some(acks) = acks {
-                    acks.take().refused(RefusedReason::HopLimit);
-                }
-            }
+            Event::Drop(data, DropReason::Loop) => reading.drop_looped(&data),
             Event::Drop(data, DropReason::MetadataTooLarge(why)) => {
-                // Refused unread, as a frame over max_frame_len is skipped: never routed,
-                // so no delivery is owed.
-                shared.metrics.skip(why.kind(), 1);
-                if !metadata_reported {
-                    metadata_reported = true;
-                    tracing::warn!(
-                        session = id,
-                        name = %hello.name,
-                        id = %hello.id,
-                        tag = format_args!("{:#x}", data.tag),
-                        "refused a data frame: {why} (limits.max_metadata_bytes, \
-                         limits.max_metadata_entries); further ones from this client are \
-                         counted, not logged"
-                    );
-                }
-                if let Some(acks) = acks {
-                    acks.take().refused(RefusedReason::MetadataTooLarge);
-                }
+                reading.refuse_metadata(&data, &why);
             }
-            Event::Close(goaway) => {
-                let kind = if goaway.reason.starts_with("bad_metadata") {
-                    "bad_metadata"
-                } else {
-                    goaway.code.kind()
-                };
-                shared.metrics.protocol_error(kind);
-                return End::ProtocolError(goaway);
-            }
+            Event::Close(goaway) => return reading.protocol_close(goaway),
             Event::Admitted(..) | Event::Nothing => {}
         }
     }
+}
+
+/// One connection's reading, across its frames: who the client is, its view of the
+/// routes, and what it was told and what was logged about it (once per connection).
+struct Reading<'a> {
+    shared: &'a Shared,
+    id: SessionId,
+    hello: &'a Peer,
+    acks: Option<&'a Arc<Acks>>,
+    /// A client that does not receive (a source): drained on a shutdown.
+    sender_only: bool,
+    /// A y3 source: told to stop (a goaway) on a drain rather than closed at once.
+    y3_source: bool,
+    origin: routing::Origin,
+    routes: routing::RouteCache,
+    /// Whether the drain's goaway was queued for it.
+    told_to_stop: bool,
+    /// Whether a hop-limit drop of this client was logged (once per connection).
+    hops_reported: bool,
+    /// Whether a refusal for metadata over its limits was logged (once per connection).
+    metadata_reported: bool,
+    tags: TagCache,
+    /// Frames skipped on this connection so far (the first skip is logged as a warning).
+    skips: u64,
+}
+
+impl<'a> Reading<'a> {
+    fn new(
+        shared: &'a Shared,
+        (id, conn): (SessionId, ConnCounters),
+        hello: &'a Peer,
+        acks: Option<&'a Arc<Acks>>,
+    ) -> Reading<'a> {
+        let sender_only = !hello.client_type.receives();
+        Reading {
+            shared,
+            id,
+            hello,
+            acks,
+            sender_only,
+            y3_source: hello.extension >= 1 && sender_only,
+            origin: match hello.client_type {
+                ClientType::UpstreamZipper => routing::Origin::Mesh,
+                ClientType::StreamFunction => routing::Origin::Function,
+                _ => routing::Origin::Source,
+            },
+            routes: shared.routes.cache_for(id, &hello.name),
+            told_to_stop: false,
+            hops_reported: false,
+            metadata_reported: false,
+            tags: TagCache::new(shared.metrics.clone(), Direction::In, conn),
+            skips: 0,
+        }
+    }
+
+    /// The checks between frames, with plain loads: the router closing, a drain (a y3
+    /// source is told to stop once, a YoMo source is closed to reconnect), an eviction,
+    /// and skips the codec made. The wait polls the reader first and returns as soon as it
+    /// has a frame, so a client that keeps the reader always ready would otherwise never
+    /// let these be seen.
+    #[inline]
+    fn between_frames(&mut self, reader: &mut FrameReader, outbox: &Outbox) -> Option<End> {
+        if self.shared.is_closing() {
+            return Some(End::Shutdown);
+        }
+        if self.sender_only && !self.told_to_stop && self.shared.is_draining() {
+            if !self.y3_source {
+                // YoMo's sources are closed right away and reconnect (to the router's
+                // successor); stream functions stay until everything queued reached them.
+                return Some(End::Shutdown);
+            }
+            self.told_to_stop = true;
+            let goaway = Goaway::new(GoawayCode::ShuttingDown, "router shutting down");
+            outbox.push_control(Frame::Goaway(goaway));
+        }
+        if outbox.is_evicted() {
+            return Some(End::Evicted);
+        }
+        if let Some(skipped) = reader.decoder_mut().take_skipped() {
+            self.skipped(skipped);
+        }
+        None
+    }
+
+    /// Frames the codec skipped (over `limits.max_frame_len`): see [`skipped_too_long`].
+    fn skipped(&mut self, skipped: Skipped) {
+        let (shared, id, hello, acks) = (self.shared, self.id, self.hello, self.acks);
+        skipped_too_long(shared, skipped, id, hello, acks, &mut self.skips);
+    }
+
+    /// The end of a connection the session closed (a protocol error, counted by kind).
+    fn protocol_close(&self, goaway: Goaway) -> End {
+        let kind = if goaway.reason.starts_with("bad_metadata") {
+            "bad_metadata"
+        } else {
+            goaway.code.kind()
+        };
+        self.shared.metrics.protocol_error(kind);
+        End::ProtocolError(goaway)
+    }
+
+    /// A frame past `limits.max_hops` (a loop of y3 functions): counted as `loop`, the first
+    /// of this client logged, refused to an acknowledging client.
+    fn drop_looped(&mut self, data: &Data) {
+        // One delivery owed (it has no recipient), settled as the drop.
+        self.shared.metrics.unrouted(Drop::Loop, data.tag, 1);
+        if !self.hops_reported {
+            self.hops_reported = true;
+            tracing::warn!(
+                session = self.id,
+                name = %self.hello.name,
+                tag = format_args!("{:#x}", data.tag),
+                hops = data.hops,
+                "loop: a frame past limits.max_hops dropped (a loop of y3 functions); \
+                 further ones from this client are counted as loop, not logged"
+            );
+        }
+        // Handled (dropped and counted): sending it again would not help; an
+        // acknowledging client learns it was refused.
+        if let Some(acks) = self.acks {
+            acks.take().refused(RefusedReason::HopLimit);
+        }
+    }
+
+    /// A frame whose metadata is over its limits: counted as a skip, the first of this
+    /// client logged, refused to an acknowledging client.
+    fn refuse_metadata(&mut self, data: &Data, why: &MetadataTooLarge) {
+        // Refused unread, as a frame over max_frame_len is skipped: never routed,
+        // so no delivery is owed.
+        self.shared.metrics.skip(why.kind(), 1);
+        if !self.metadata_reported {
+            self.metadata_reported = true;
+            tracing::warn!(
+                session = self.id,
+                name = %self.hello.name,
+                id = %self.hello.id,
+                tag = format_args!("{:#x}", data.tag),
+                "refused a data frame: {why} (limits.max_metadata_bytes, \
+                 limits.max_metadata_entries); further ones from this client are \
+                 counted, not logged"
+            );
+        }
+        if let Some(acks) = self.acks {
+            acks.take().refused(RefusedReason::MetadataTooLarge);
+        }
+    }
+}
+
+/// The frame being read: its bytes charged to the memory budget, when a wait first saw it
+/// begun, and the stall timer.
+struct Pending<'a, 'p> {
+    partial: Partial<'a>,
+    /// When a wait first saw the frame begun (`None`: nothing buffered yet).
+    since: Option<Instant>,
+    /// `limits.frame_stall_timeout_ms`.
+    stall: Duration,
+    timer: Pin<&'p mut tokio::time::Sleep>,
+}
+
+/// What ends a wait for a frame besides the socket, pinned once per connection.
+struct Wakeups<'a, 'p> {
+    /// The router closes.
+    close_all: Pin<&'p mut WaitForCancellationFuture<'a>>,
+    /// The router drains its sources.
+    drain_sources: Pin<&'p mut WaitForCancellationFuture<'a>>,
+    /// This client is evicted as a slow consumer.
+    evicted: Pin<&'p mut WaitForCancellationFuture<'a>>,
+    /// Its stalled partial frame is cut to make room for another's.
+    cut: Pin<&'p mut WaitForCancellationFuture<'a>>,
+}
+
+/// What [`wait_for_frame`] saw.
+enum Waited {
+    /// A frame (or error, or the end of the stream), as `reader.next()` gives it.
+    Frame(Option<Result<Frame, FrameError>>),
+    /// Back to the checks between frames (skips counted, a drain, the timer re-armed).
+    Again,
+    /// The read side ends.
+    End(End),
+}
+
+/// Waits for the next frame with the stall timer re-armed: for the frame begun in the
+/// buffer, the stall timeout from when the wait first saw it; with nothing buffered, half
+/// of it, to look again. A partial frame is therefore cut between one and one and a half
+/// stall timeouts after its first bytes, however slowly the rest trickles in. The wait also
+/// ends on the router closing or draining (a source not yet told), an eviction, and the
+/// memory budget refusing or cutting the partial frame.
+async fn wait_for_frame(
+    reading: &mut Reading<'_>,
+    reader: &mut FrameReader,
+    pending: &mut Pending<'_, '_>,
+    wakeups: &mut Wakeups<'_, '_>,
+) -> Waited {
+    let waiting = Instant::now();
+    let deadline = if !mid_frame(reader) {
+        pending.since = None;
+        waiting + pending.stall / 2
+    } else {
+        *pending.since.get_or_insert(waiting) + pending.stall
+    };
+    pending.timer.as_mut().reset(deadline.into());
+    let partial = &mut pending.partial;
+    let drain = reading.sender_only && !reading.told_to_stop;
+    tokio::select! {
+        biased;
+        next = next_metered(reader, |len| partial.set(len).is_ok()) => match next {
+            Some(Next::Frame(frame)) => Waited::Frame(frame),
+            Some(Next::Skipped(skipped)) => {
+                reading.skipped(skipped);
+                Waited::Again
+            }
+            None => Waited::End(budget_cut(reader, "partial frame")),
+        },
+        _ = wakeups.close_all.as_mut() => Waited::End(End::Shutdown),
+        _ = wakeups.drain_sources.as_mut(), if drain => Waited::Again,
+        _ = wakeups.evicted.as_mut() => Waited::End(End::Evicted),
+        _ = wakeups.cut.as_mut() => Waited::End(budget_cut(reader, "stalled partial frame")),
+        _ = pending.timer.as_mut() => stalled(reading.shared, reader, &mut pending.since, pending.stall),
+    }
+}
+
+/// The end of a connection whose partial frame (`what`) the memory budget cut.
+fn budget_cut(reader: &FrameReader, what: &str) -> End {
+    let reason = format!(
+        "memory_budget: {what} of {} bytes cut, the router's memory budget \
+         (limits.max_queued_bytes) is full",
+        partial_len(reader)
+    );
+    End::Cut(Goaway::new(GoawayCode::TooManyConnections, reason))
+}
+
+/// The stall timer fired: the frame begun in the buffer `since` has stalled once it is
+/// older than `stall` (a protocol error, counted as `frame_stalled`); otherwise the wait
+/// looks again (and starts the clock of a frame it had not seen begun).
+fn stalled(
+    shared: &Shared,
+    reader: &FrameReader,
+    since: &mut Option<Instant>,
+    stall: Duration,
+) -> Waited {
+    let since = match *since {
+        _ if !mid_frame(reader) => return Waited::Again,
+        Some(since) => since,
+        None => {
+            *since = Some(Instant::now());
+            return Waited::Again;
+        }
+    };
+    if since.elapsed() < stall {
+        return Waited::Again;
+    }
+    shared.metrics.protocol_error("frame_stalled");
+    let reason = format!(
+        "frame stalled: {} bytes buffered{} for {} ms",
+        reader.read_buffer().len(),
+        if reader.decoder().skipping() {
+            " (skipping an over-long frame)"
+        } else {
+            ""
+        },
+        since.elapsed().as_millis()
+    );
+    Waited::End(End::ProtocolError(Goaway::new(
+        GoawayCode::ProtocolError,
+        reason,
+    )))
 }
 
 /// Counts and logs frames the codec skipped for being over `limits.max_frame_len` (the

@@ -22,7 +22,7 @@ use crate::journeys::{Journeys, Passage, Writer};
 use crate::metrics::{Drop, Metrics};
 use crate::outbox::{Outbox, Pushed};
 use crate::session::Routed;
-use crate::table::{accepts, RoutingTable, SessionId};
+use crate::table::{accepts, Route, RoutingTable, SessionId};
 
 /// The table of outboxes, as connections route into it.
 pub(crate) type Table = RoutingTable<Arc<Outbox>>;
@@ -173,6 +173,31 @@ impl RouteCache {
         }
         &self.table
     }
+
+    /// Tells the cycles that this connection (a function) writes `tag`: once per tag, for
+    /// at most [`MAX_WRITTEN_TAGS`] + 1 tags.
+    #[inline]
+    fn note_written(&mut self, routes: &Routes, origin: Origin, tag: u32) {
+        if let (Origin::Function, Some((id, _)), Some(cycles)) =
+            (origin, &self.sender, &routes.cycles)
+        {
+            if self.written.len() <= MAX_WRITTEN_TAGS && self.written.insert(tag) {
+                cycles.wrote(*id, tag, &routes.current());
+            }
+        }
+    }
+
+    /// Who writes this connection's frames from `origin`, as a message's way records it
+    /// (`None`: a source, or the federation's link taking a function's place).
+    #[inline]
+    fn writer(&self, origin: Origin) -> Option<Writer> {
+        match (origin, &self.sender) {
+            (Origin::Source, _) => None,
+            (Origin::Function, Some((id, _))) => Some(Writer::Function(*id)),
+            (Origin::Function, None) => None,
+            (Origin::Mesh | Origin::Federation, _) => Some(Writer::Outside),
+        }
+    }
 }
 
 /// Who sent a frame, as routing sees it.
@@ -206,6 +231,11 @@ pub(crate) enum Origin {
 /// that). It is refused as `no_subscriber` when nobody takes the frame (no recipient, or
 /// every recipient dropped it: gone, evicted, its queue full; the durable client keeps it
 /// and sends it again later), and as `loop` when every recipient dropped it as a loop.
+///
+/// The phases, in order: the tag's subscribers, the mesh and the federation; the content
+/// filters ([`count_local`]); nobody takes it ([`Trip::unrouted`]); the self-loop report
+/// ([`Trip::note_self_loop`]); the message's way ([`Trip::follow`]); the cycles' credit
+/// ([`Trip::throttle_cycles`]); the fan-out, here (no async layer on the hot path).
 pub(crate) async fn route(
     routes: &Routes,
     cache: &mut RouteCache,
@@ -221,12 +251,7 @@ pub(crate) async fn route(
     let target_map = located.has_target().then(|| data.metadata.clone());
     let target = target_map.as_ref().and_then(|m| located.target(m));
     let mut ticket = ticket;
-    if let (Origin::Function, Some((id, _)), Some(cycles)) = (origin, &cache.sender, &routes.cycles)
-    {
-        if cache.written.len() <= MAX_WRITTEN_TAGS && cache.written.insert(data.tag) {
-            cycles.wrote(*id, data.tag, &routes.current());
-        }
-    }
+    cache.note_written(routes, origin, data.tag);
     let subscribers = cache.table(routes).routes(data.tag);
     let subscribers: &[_] = subscribers.as_deref().unwrap_or(&[]);
     let (downstream, federated): (&[Arc<Outbox>], bool) = match origin {
@@ -237,153 +262,50 @@ pub(crate) async fn route(
             None => (&routes.mesh, false),
         },
     };
-    let filters = &mut cache.filters;
-    filters.begin();
-    let mut filtered = false;
-    let local = subscribers
-        .iter()
-        .filter(|r| accepts(r, target))
-        .filter(|r| {
-            filtered |= r.filter.is_some();
-            filters.passes(r.filter.as_ref(), &data.payload)
-        })
-        .count();
-    let mut left = local + downstream.len();
-    let writer = match (origin, &cache.sender) {
-        (Origin::Source, _) => None,
-        (Origin::Function, Some((id, _))) => Some(Writer::Function(*id)),
-        (Origin::Function, None) => None,
-        (Origin::Mesh | Origin::Federation, _) => Some(Writer::Outside),
+    let (local, filtered) = count_local(&mut cache.filters, subscribers, target, &data.payload);
+    let trip = Trip {
+        routes,
+        metrics,
+        tag: data.tag,
+        writer: cache.writer(origin),
+        sender: cache.sender.as_ref().map(|(id, name)| (*id, &**name)),
+        federated,
+        at,
     };
+    let mut left = local + downstream.len();
     if left == 0 {
-        if let Some(ticket) = ticket.take() {
-            if filtered || federated {
-                ticket.done();
-            } else {
-                ticket.refused(RefusedReason::NoSubscriber);
-            }
-        }
-        // No delivery is owed for a frame that only filters withheld (their counters
-        // account for it), nor for one that went to the federation.
-        if !filtered && !federated {
-            metrics.unrouted(Drop::NoSubscriber, data.tag, 1);
-        }
-        // What went to the federation may come back through another router's functions:
-        // the writer is on its message's way.
-        if let (true, Some(writer @ Writer::Function(_)), Some(journeys)) =
-            (federated, writer, &routes.journeys)
-        {
-            if let Some(tid) = located.tid(&data.metadata) {
-                journeys.pass(tid, writer, std::iter::empty(), at);
-            }
-        }
-        return;
+        return trip.unrouted(ticket, filtered, || located.tid(&data.metadata));
     }
     metrics.deliveries(left as u64);
-    let filters = &cache.filters;
-    let chosen = || {
-        subscribers
-            .iter()
-            .filter(|r| accepts(r, target) && filters.passed(r.filter.as_ref()))
+    let chosen = Chosen {
+        subscribers,
+        target,
+        filters: &cache.filters,
     };
-    if let (Some(Writer::Function(id)), false) = (writer, cache.loops.self_loop) {
-        if chosen().any(|r| r.session == id) {
-            cache.loops.self_loop = true;
-            metrics.self_loop();
-            let name = cache.sender.as_ref().map_or("", |(_, name)| name);
-            tracing::warn!(
-                function = name,
-                session = id,
-                tag = format_args!("{:#x}", data.tag),
-                "a stream function writes a tag it observes (a self-loop): its outputs come \
-                 back to it; each message may come back limits.max_loop_returns times, \
-                 further returns are dropped and counted as loop"
-            );
-        }
-    }
-    let mut passage = Passage::default();
-    if let (Some(writer), Some(journeys)) = (writer, &routes.journeys) {
-        // A function's frame for the mesh only still puts the function on the way: the
-        // message may come back through a downstream's functions.
-        if local > 0 || matches!(writer, Writer::Function(_)) {
-            if let Some(tid) = located.tid(&data.metadata) {
-                passage = journeys.pass(tid, writer, chosen().map(|r| r.session), at);
-                if !passage.dropped.is_empty() {
-                    metrics.dropped(Drop::Loop, passage.dropped.len() as u64);
-                    metrics.dropped_tag(data.tag, passage.dropped.len() as u64);
-                    left -= passage.dropped.len();
-                    if let Some(report) = passage.report {
-                        let sender = cache.sender.as_ref().map(|(id, name)| (*id, &**name));
-                        cache.loops.report(sender, tid, data.tag, report, at);
-                    }
-                    if left == 0 {
-                        return every_recipient_looped(ticket, federated);
-                    }
-                }
-            }
-        }
+    let loops = &mut cache.loops;
+    trip.note_self_loop(loops, &chosen);
+    let passage = trip.follow(loops, &chosen, local, || located.tid(&data.metadata));
+    left -= passage.dropped.len();
+    if left == 0 {
+        return every_recipient_looped(ticket, federated);
     }
     // Deliveries round a cycle of functions, within its credit (`cycles.rs`).
     let mut dropped_at = passage.dropped;
-    if let Some(cycles) = &routes.cycles {
-        cycles.refresh(&mut cache.cycle_generation, &mut cache.cycle_map);
-        let map = &cache.cycle_map;
-        if !map.is_empty() {
-            let own = match writer {
-                Some(Writer::Function(id)) => map.cycle(id),
-                _ => None,
-            };
-            let mut throttled = Vec::new();
-            for (i, r) in chosen().enumerate() {
-                let Some(cycle) = map.cycle(r.session) else {
-                    continue;
-                };
-                if dropped_at.contains(&i) {
-                    continue;
-                }
-                match own {
-                    Some(own) if Arc::ptr_eq(own, cycle) => {
-                        if !cycles.round(cycle) {
-                            throttled.push(i);
-                        }
-                    }
-                    _ => cycles.entered(cycle),
-                }
-            }
-            if !throttled.is_empty() {
-                metrics.dropped(Drop::Loop, throttled.len() as u64);
-                metrics.dropped_tag(data.tag, throttled.len() as u64);
-                left -= throttled.len();
-                if !cache.loops.cycle {
-                    cache.loops.cycle = true;
-                    metrics.cycle_throttled();
-                    let (session, name) = cache
-                        .sender
-                        .as_ref()
-                        .map_or((None, ""), |(id, n)| (Some(*id), &**n));
-                    tracing::warn!(
-                        function = name,
-                        session,
-                        tag = format_args!("{:#x}", data.tag),
-                        cycle = ?own.map(|c| &c.members),
-                        "loop: this function's outputs go round a cycle of functions faster \
-                         than inputs enter it (whatever their yomo-tid); deliveries round it \
-                         past limits.max_loop_returns per input are dropped, counted as loop \
-                         (logged once per connection)"
-                    );
-                }
-                dropped_at.extend(throttled);
-                dropped_at.sort_unstable();
-                if left == 0 {
-                    return every_recipient_looped(ticket, federated);
-                }
-            }
+    let cycle_state = (&mut cache.cycle_generation, &mut cache.cycle_map);
+    let throttled = trip.throttle_cycles(cycle_state, loops, &chosen, &dropped_at);
+    if !throttled.is_empty() {
+        left -= throttled.len();
+        dropped_at.extend(throttled);
+        dropped_at.sort_unstable();
+        if left == 0 {
+            return every_recipient_looped(ticket, federated);
         }
     }
-    let tag = data.tag;
+    // The fan-out: clones for all but the last recipient.
+    let tag = trip.tag;
     let mut data = Some(data);
     let mut dropped = dropped_at.iter().copied().peekable();
-    let chosen = chosen().enumerate().filter_map(|(i, r)| {
+    let chosen = chosen.iter().enumerate().filter_map(|(i, r)| {
         if dropped.next_if_eq(&i).is_some() {
             return None;
         }
@@ -392,7 +314,7 @@ pub(crate) async fn route(
     // A ticket handed to the federation is done; otherwise it waits for a recipient's
     // writer to flush the frame to its socket (a frame still queued when the router dies
     // is not stored).
-    let mut ticket = match (ticket.take(), federated) {
+    let mut ticket = match (ticket, federated) {
         (Some(ticket), true) => {
             ticket.done();
             None
@@ -430,6 +352,213 @@ pub(crate) async fn route(
     }
     if let Some((ticket, waits)) = ticket {
         ticket.done_when_written(waits);
+    }
+}
+
+/// Starts `filters` on a new frame and counts the `subscribers` that take it: those
+/// accepting its `target` whose content filter (if any) passes `payload`, each distinct
+/// filter evaluated once. Also says whether any of those accepting it had a filter.
+#[inline]
+fn count_local(
+    filters: &mut Evaluators,
+    subscribers: &[Route<Arc<Outbox>>],
+    target: Option<&str>,
+    payload: &[u8],
+) -> (usize, bool) {
+    filters.begin();
+    let mut filtered = false;
+    let local = subscribers
+        .iter()
+        .filter(|r| accepts(r, target))
+        .filter(|r| {
+            filtered |= r.filter.is_some();
+            filters.passes(r.filter.as_ref(), payload)
+        })
+        .count();
+    (local, filtered)
+}
+
+/// The subscribers a frame goes to, as [`count_local`] chose them: accepting its target,
+/// passed by their content filter.
+struct Chosen<'a> {
+    subscribers: &'a [Route<Arc<Outbox>>],
+    target: Option<&'a str>,
+    filters: &'a Evaluators,
+}
+
+impl<'a> Chosen<'a> {
+    /// The chosen subscribers, in table order (the positions [`Passage::dropped`] counts).
+    #[inline]
+    fn iter(&self) -> impl Iterator<Item = &'a Route<Arc<Outbox>>> + Clone + 'a {
+        let (target, filters) = (self.target, self.filters);
+        self.subscribers
+            .iter()
+            .filter(move |r| accepts(r, target) && filters.passed(r.filter.as_ref()))
+    }
+}
+
+/// What the phases of [`route`] share about the frame being routed.
+struct Trip<'a> {
+    routes: &'a Routes,
+    metrics: &'a Metrics,
+    tag: u32,
+    /// Who wrote it, as its message's way records (`None`: a source).
+    writer: Option<Writer>,
+    /// The sending connection's session and name (`None`: the federation's link).
+    sender: Option<(SessionId, &'a str)>,
+    /// Whether it went to the federation (which then settled or holds its ticket).
+    federated: bool,
+    at: Instant,
+}
+
+impl Trip<'_> {
+    /// Nobody takes the frame: settles the ticket and counts the drop (`no_subscriber`),
+    /// unless filters withheld it or it went to the federation; a function's frame that
+    /// went to the federation still puts the function on its message's way (`tid`).
+    #[inline]
+    fn unrouted<'m>(
+        &self,
+        ticket: Option<Ticket>,
+        filtered: bool,
+        tid: impl FnOnce() -> Option<&'m str>,
+    ) {
+        if let Some(ticket) = ticket {
+            if filtered || self.federated {
+                ticket.done();
+            } else {
+                ticket.refused(RefusedReason::NoSubscriber);
+            }
+        }
+        // No delivery is owed for a frame that only filters withheld (their counters
+        // account for it), nor for one that went to the federation.
+        if !filtered && !self.federated {
+            self.metrics.unrouted(Drop::NoSubscriber, self.tag, 1);
+        }
+        // What went to the federation may come back through another router's functions:
+        // the writer is on its message's way.
+        if let (true, Some(writer @ Writer::Function(_)), Some(journeys)) =
+            (self.federated, self.writer, &self.routes.journeys)
+        {
+            if let Some(tid) = tid() {
+                journeys.pass(tid, writer, std::iter::empty(), self.at);
+            }
+        }
+    }
+
+    /// Reports (once per connection) a function that is among its own frame's recipients.
+    #[inline]
+    fn note_self_loop(&self, loops: &mut LoopLog, chosen: &Chosen<'_>) {
+        let (Some(Writer::Function(id)), false) = (self.writer, loops.self_loop) else {
+            return;
+        };
+        if chosen.iter().any(|r| r.session == id) {
+            loops.self_loop = true;
+            self.metrics.self_loop();
+            let name = self.sender.map_or("", |(_, name)| name);
+            tracing::warn!(
+                function = name,
+                session = id,
+                tag = format_args!("{:#x}", self.tag),
+                "a stream function writes a tag it observes (a self-loop): its outputs come \
+                 back to it; each message may come back limits.max_loop_returns times, \
+                 further returns are dropped and counted as loop"
+            );
+        }
+    }
+
+    /// Follows the frame's message (`tid`) along its way (`journeys.rs`): the deliveries
+    /// to drop as `loop`, counted and reported here.
+    #[inline]
+    fn follow<'m>(
+        &self,
+        loops: &mut LoopLog,
+        chosen: &Chosen<'_>,
+        local: usize,
+        tid: impl FnOnce() -> Option<&'m str>,
+    ) -> Passage {
+        let (Some(writer), Some(journeys)) = (self.writer, &self.routes.journeys) else {
+            return Passage::default();
+        };
+        // A function's frame for the mesh only still puts the function on the way: the
+        // message may come back through a downstream's functions.
+        if local == 0 && !matches!(writer, Writer::Function(_)) {
+            return Passage::default();
+        }
+        let Some(tid) = tid() else {
+            return Passage::default();
+        };
+        let passage = journeys.pass(tid, writer, chosen.iter().map(|r| r.session), self.at);
+        if !passage.dropped.is_empty() {
+            let dropped = passage.dropped.len() as u64;
+            self.metrics.dropped(Drop::Loop, dropped);
+            self.metrics.dropped_tag(self.tag, dropped);
+            if let Some(report) = passage.report {
+                loops.report(self.sender, tid, self.tag, report, self.at);
+            }
+        }
+        passage
+    }
+
+    /// The deliveries (positions among `chosen`, none of `dropped_at`) round a cycle of
+    /// functions past its credit (`cycles.rs`), counted as `loop` and reported (once per
+    /// connection) here. `cycle_state` is the connection's cached cycle map.
+    #[inline]
+    fn throttle_cycles(
+        &self,
+        (generation, map): (&mut u64, &mut Arc<CycleMap>),
+        loops: &mut LoopLog,
+        chosen: &Chosen<'_>,
+        dropped_at: &[usize],
+    ) -> Vec<usize> {
+        let mut throttled = Vec::new();
+        let Some(cycles) = &self.routes.cycles else {
+            return throttled;
+        };
+        cycles.refresh(generation, map);
+        if map.is_empty() {
+            return throttled;
+        }
+        let own = match self.writer {
+            Some(Writer::Function(id)) => map.cycle(id),
+            _ => None,
+        };
+        for (i, r) in chosen.iter().enumerate() {
+            let Some(cycle) = map.cycle(r.session) else {
+                continue;
+            };
+            if dropped_at.contains(&i) {
+                continue;
+            }
+            match own {
+                Some(own) if Arc::ptr_eq(own, cycle) => {
+                    if !cycles.round(cycle) {
+                        throttled.push(i);
+                    }
+                }
+                _ => cycles.entered(cycle),
+            }
+        }
+        if throttled.is_empty() {
+            return throttled;
+        }
+        self.metrics.dropped(Drop::Loop, throttled.len() as u64);
+        self.metrics.dropped_tag(self.tag, throttled.len() as u64);
+        if !loops.cycle {
+            loops.cycle = true;
+            self.metrics.cycle_throttled();
+            let (session, name) = self.sender.map_or((None, ""), |(id, n)| (Some(id), n));
+            tracing::warn!(
+                function = name,
+                session,
+                tag = format_args!("{:#x}", self.tag),
+                cycle = ?own.map(|c| &c.members),
+                "loop: this function's outputs go round a cycle of functions faster \
+                 than inputs enter it (whatever their yomo-tid); deliveries round it \
+                 past limits.max_loop_returns per input are dropped, counted as loop \
+                 (logged once per connection)"
+            );
+        }
+        throttled
     }
 }
 

@@ -765,65 +765,45 @@ mod tests {
         assert_eq!(g.handle_error(&err), Event::Nothing);
     }
 
+    /// The session's decision on a data frame of `tag` with metadata `md`, which must be a
+    /// refusal for metadata over its limits: why.
+    fn metadata_refusal(s: &mut Session, tag: u32, md: Metadata) -> metadata::MetadataTooLarge {
+        let frame = Frame::Data(Data::new(tag, Bytes::new()).with_metadata(md));
+        match s.handle_frame(Instant::now(), frame) {
+            Event::Drop(_, DropReason::MetadataTooLarge(why)) => why,
+            other => panic!("not refused for its metadata: {other:?}"),
+        }
+    }
+
     #[test]
     fn metadata_over_its_limits_is_dropped_and_the_session_stays_open() {
         let mut s = open("a");
         let four = Metadata::from_pairs([("a", "1"), ("b", "2"), ("c", "3"), ("d", "4")]);
-        let event = s.handle_frame(
-            Instant::now(),
-            Frame::Data(Data::new(REDUCER_TAG, Bytes::new()).with_metadata(four)),
-        );
+        let why = metadata_refusal(&mut s, REDUCER_TAG, four);
         assert!(
             matches!(
-                event,
-                Event::Drop(
-                    _,
-                    DropReason::MetadataTooLarge(metadata::MetadataTooLarge::Entries {
-                        count: 4,
-                        limit: 3
-                    })
-                )
+                why,
+                metadata::MetadataTooLarge::Entries { count: 4, limit: 3 }
             ),
-            "{event:?}"
+            "{why:?}"
         );
         let long = "x".repeat(64);
         let big = Metadata::from_pairs([("a", long.as_str())]);
-        let event = s.handle_frame(
-            Instant::now(),
-            Frame::Data(Data::new(0x33, Bytes::new()).with_metadata(big)),
-        );
+        let why = metadata_refusal(&mut s, 0x33, big);
         assert!(
-            matches!(
-                event,
-                Event::Drop(
-                    _,
-                    DropReason::MetadataTooLarge(metadata::MetadataTooLarge::Bytes {
-                        limit: 64,
-                        ..
-                    })
-                )
-            ),
-            "{event:?}"
+            matches!(why, metadata::MetadataTooLarge::Bytes { limit: 64, .. }),
+            "{why:?}"
         );
         // At the limit, the router's own wanted-target pair would take it over: refused
         // (the next router would refuse the forwarded frame); one pair fewer is routed.
         let three = Metadata::from_pairs([("a", "1"), ("b", "2"), ("c", "3")]);
-        let event = s.handle_frame(
-            Instant::now(),
-            Frame::Data(Data::new(0x33, Bytes::new()).with_metadata(three)),
-        );
+        let why = metadata_refusal(&mut s, 0x33, three);
         assert!(
             matches!(
-                event,
-                Event::Drop(
-                    _,
-                    DropReason::MetadataTooLarge(metadata::MetadataTooLarge::Entries {
-                        count: 4,
-                        limit: 3
-                    })
-                )
+                why,
+                metadata::MetadataTooLarge::Entries { count: 4, limit: 3 }
             ),
-            "{event:?}"
+            "{why:?}"
         );
         let two = Metadata::from_pairs([("a", "1"), ("b", "2")]);
         let r = route(&mut s, Data::new(0x33, Bytes::new()).with_metadata(two));
@@ -832,19 +812,10 @@ mod tests {
         let fill = "x".repeat(50);
         let near = Metadata::from_pairs([("k", fill.as_str())]);
         assert_eq!(near.as_bytes().len(), 55);
-        let event = s.handle_frame(
-            Instant::now(),
-            Frame::Data(Data::new(0x33, Bytes::new()).with_metadata(near)),
-        );
+        let why = metadata_refusal(&mut s, 0x33, near);
         assert!(
-            matches!(
-                event,
-                Event::Drop(
-                    _,
-                    DropReason::MetadataTooLarge(metadata::MetadataTooLarge::Bytes { .. })
-                )
-            ),
-            "{event:?}"
+            matches!(why, metadata::MetadataTooLarge::Bytes { .. }),
+            "{why:?}"
         );
     }
 

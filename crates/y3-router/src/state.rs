@@ -150,7 +150,7 @@ fn load_or_create(dir: &Path) -> io::Result<ResetSecret> {
     y3_transport::tls::private_dir(dir)?;
     let path = dir.join(SECRET_FILE);
     for _ in 0..3 {
-        match read_secret(&path) {
+        match read_reset_secret(&path) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             other => return other,
         }
@@ -194,7 +194,7 @@ fn write_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
 
 /// Reads the secret file: a plain file (not a link) readable by this user only, holding
 /// exactly [`ResetSecret::LEN`] bytes.
-fn read_secret(path: &Path) -> io::Result<ResetSecret> {
+fn read_reset_secret(path: &Path) -> io::Result<ResetSecret> {
     let meta = fs::symlink_metadata(path)?;
     if !meta.is_file() {
         return Err(refuse(

@@ -123,6 +123,34 @@ async fn link_up(router: &RouterHandle, name: &str) {
     .await;
 }
 
+/// Router A, its mesh forwarding to a downstream named `b` at `addr` over `transport`.
+async fn a_forwarding_to(addr: SocketAddr, transport: MeshTransport) -> RouterHandle {
+    let mut a_config = config("a");
+    a_config
+        .mesh
+        .downstream
+        .push(downstream("b", addr, transport));
+    start(a_config).await
+}
+
+/// Routers A and B, A's mesh forwarding to B over `transport`, with B's sink on [`TAG`]
+/// subscribed and the link up.
+async fn a_linked_to_b(transport: MeshTransport) -> (RouterHandle, RouterHandle, Sink) {
+    let b = start(config("b")).await;
+    let a = a_forwarding_to(mesh_addr(&b, transport), transport).await;
+    let sink = Sink::connect(client(&b, "sink-b"), &[TAG]).await.unwrap();
+    link_up(&a, "b").await;
+    (a, b, sink)
+}
+
+/// Checks `a`'s ledger and shuts it down, then `b`'s.
+async fn ledgers_and_shutdown(a: RouterHandle, b: RouterHandle) {
+    common::ledger(&a).await;
+    a.shutdown().await;
+    common::ledger(&b).await;
+    b.shutdown().await;
+}
+
 /// Sends `seqs` under [`TAG`], each payload the sequence number, with the metadata a YoMo
 /// source writes plus `origin`.
 async fn send(source: &mut Source, origin: &str, seqs: std::ops::Range<u64>) {
@@ -174,15 +202,7 @@ fn seqs(frames: &[Data]) -> Vec<u64> {
 
 /// A source on A, a sink on B: every frame arrives once, its metadata as it was sent.
 async fn forwards_every_frame(transport: MeshTransport) {
-    let b = start(config("b")).await;
-    let mut a_config = config("a");
-    a_config
-        .mesh
-        .downstream
-        .push(downstream("b", mesh_addr(&b, transport), transport));
-    let a = start(a_config).await;
-    let mut sink = Sink::connect(client(&b, "sink-b"), &[TAG]).await.unwrap();
-    link_up(&a, "b").await;
+    let (a, b, mut sink) = a_linked_to_b(transport).await;
 
     let mut source = Source::connect(client(&a, "source-a")).await.unwrap();
     const N: u64 = 500;
@@ -214,10 +234,7 @@ async fn forwards_every_frame(transport: MeshTransport) {
     // On A the frames had no local subscriber, yet none counts as dropped: B took them.
     assert_eq!(a.stats().total_drops(), 0, "{:?}", a.stats());
     source.close().await.unwrap();
-    common::ledger(&a).await;
-    a.shutdown().await;
-    common::ledger(&b).await;
-    b.shutdown().await;
+    ledgers_and_shutdown(a, b).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -235,12 +252,7 @@ async fn a_source_on_a_reaches_a_sink_on_b_over_tcp() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn routers_that_list_each_other_do_not_loop() {
     let b_quic = free_udp();
-    let mut a_config = config("a");
-    a_config
-        .mesh
-        .downstream
-        .push(downstream("b", b_quic, MeshTransport::Quic));
-    let a = start(a_config).await;
+    let a = a_forwarding_to(b_quic, MeshTransport::Quic).await;
     let mut b_config = config("b");
     b_config.listen.quic = b_quic.to_string();
     b_config.mesh.downstream.push(downstream(
@@ -284,10 +296,7 @@ async fn routers_that_list_each_other_do_not_loop() {
     assert_eq!(b.stats().frames_in, N + M, "{:?}", b.stats());
     source_a.close().await.unwrap();
     source_b.close().await.unwrap();
-    common::ledger(&a).await;
-    a.shutdown().await;
-    common::ledger(&b).await;
-    b.shutdown().await;
+    ledgers_and_shutdown(a, b).await;
 }
 
 /// B is down when A starts: A dials until B is up, and later frames arrive. B restarts:
@@ -295,12 +304,7 @@ async fn routers_that_list_each_other_do_not_loop() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reconnects_when_b_comes_up_and_after_b_restarts() {
     let b_quic = free_udp();
-    let mut a_config = config("a");
-    a_config
-        .mesh
-        .downstream
-        .push(downstream("b", b_quic, MeshTransport::Quic));
-    let a = start(a_config).await;
+    let a = a_forwarding_to(b_quic, MeshTransport::Quic).await;
     let mut source = Source::connect(client(&a, "source-a")).await.unwrap();
     // Sent while B is down: kept (bounded) for B, or dropped and counted; never blocking.
     send(&mut source, "a", 0..20).await;
@@ -351,10 +355,7 @@ async fn a_reconnects_when_b_comes_up_and_after_b_restarts() {
     assert_eq!(seqs(&got), (300..400).collect::<Vec<_>>());
     quiet(&mut sink, "the new B's sink").await;
     source.close().await.unwrap();
-    common::ledger(&a).await;
-    a.shutdown().await;
-    common::ledger(&b).await;
-    b.shutdown().await;
+    ledgers_and_shutdown(a, b).await;
 }
 
 /// A downstream that never answers does not hold back A's local delivery, even under the
@@ -453,10 +454,7 @@ async fn the_credential_reaches_the_downstream() {
     let bad = a.metrics().downstream_stats("bad").unwrap();
     assert_eq!((bad.connected, bad.connects), (false, 0));
     source.close().await.unwrap();
-    common::ledger(&a).await;
-    a.shutdown().await;
-    common::ledger(&b).await;
-    b.shutdown().await;
+    ledgers_and_shutdown(a, b).await;
 }
 
 /// A durable source on A whose frames only B (a downstream zipper over TCP) takes: each is
@@ -467,15 +465,7 @@ async fn the_credential_reaches_the_downstream() {
 async fn a_durable_sources_frames_only_a_downstream_takes_are_stored() {
     use y3_transport::sdk::DurableSource;
     let transport = MeshTransport::Tcp;
-    let b = start(config("b")).await;
-    let mut a_config = config("a");
-    a_config
-        .mesh
-        .downstream
-        .push(downstream("b", mesh_addr(&b, transport), transport));
-    let a = start(a_config).await;
-    let mut sink = Sink::connect(client(&b, "sink-b"), &[TAG]).await.unwrap();
-    link_up(&a, "b").await;
+    let (a, b, mut sink) = a_linked_to_b(transport).await;
 
     let mut source = DurableSource::connect(client(&a, "durable-a"))
         .await

@@ -116,6 +116,31 @@ async fn publish(
     )
 }
 
+/// [`publish`], which must succeed (every message PUBACKed at QoS 1).
+async fn published(router: &RouterHandle, extra: &[&str], topic: &str, lines: &[String]) {
+    let (ok, err) = publish(router, extra, topic, lines).await;
+    assert!(ok, "{err}");
+}
+
+/// `mosquitto_sub`'s options for the persistent session `id` (no clean session, QoS 1).
+fn persistent_session(id: &str) -> [&str; 9] {
+    ["-q", "1", "-c", "-i", id, "-u", "tester", "-P", "main"]
+}
+
+/// The persistent session of `options` subscribes to `sensors/+/noise`, gets one message
+/// (`before`, from a sensor) and leaves: what arrives from now on is kept for it.
+async fn subscribe_once_and_leave(router: &RouterHandle, options: &[&str]) {
+    let first = subscriber(router, options, "sensors/+/noise", 1).await;
+    published(router, SENSOR_QOS1, "sensors/a/noise", &["before".into()]).await;
+    assert_eq!(lines_of(first).await, ["sensors/a/noise before"]);
+}
+
+/// A sensor's credentials (it may publish 0x10 only), at QoS 1.
+const SENSOR_QOS1: &[&str] = &["-q", "1", "-u", "sensor", "-P", "sensor-key"];
+
+/// The main token's credentials, at QoS 1.
+const TESTER_QOS1: &[&str] = &["-q", "1", "-u", "tester", "-P", "main"];
+
 /// `mosquitto_pub -m x` of one message on `topic`: exit status and all it printed.
 async fn publish_one(
     router: &RouterHandle,
@@ -147,6 +172,24 @@ async fn publish_one(
     (out.status.success(), text)
 }
 
+/// Spawns `mosquitto_sub` for `count` messages on `filter` (60 s at most), printing
+/// `topic payload` lines; [`subscriber`] also waits until it is subscribed.
+fn spawn_sub(
+    router: &RouterHandle,
+    extra: &[&str],
+    filter: &str,
+    count: usize,
+) -> tokio::process::Child {
+    tool("mosquitto_sub")
+        .args(["-h", "127.0.0.1", "-p", &port(router), "-t", filter, "-v"])
+        .args(["-C", &count.to_string(), "-W", "60"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// Starts `mosquitto_sub` for `count` messages, printing `topic payload` lines; waits
 /// until it is subscribed (its session appears in the router's metrics).
 async fn subscriber(
@@ -156,14 +199,7 @@ async fn subscriber(
     count: usize,
 ) -> tokio::process::Child {
     let before = metric(router, "y3_router_mqtt_accepted_total");
-    let child = tool("mosquitto_sub")
-        .args(["-h", "127.0.0.1", "-p", &port(router), "-t", filter, "-v"])
-        .args(["-C", &count.to_string(), "-W", "60"])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_sub(router, extra, filter, count);
     wait_for(|| metric(router, "y3_router_mqtt_accepted_total") > before).await;
     // SUBSCRIBE follows CONNECT at once; give the downlink its handshake.
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -277,13 +313,7 @@ async fn wildcards_select_topics_and_y3_frames_reach_mqtt() {
     let mut config = config();
     config.listen.metrics = "127.0.0.1:0".into();
     let router = Router::start(config).await.unwrap();
-    let alerts = subscriber(
-        &router,
-        &["-q", "1", "-u", "tester", "-P", "main"],
-        "alerts/+",
-        3,
-    )
-    .await;
+    let alerts = subscriber(&router, TESTER_QOS1, "alerts/+", 3).await;
     let one_sensor = subscriber(
         &router,
         &["-q", "0", "-u", "tester", "-P", "main"],
@@ -341,14 +371,13 @@ async fn wildcards_select_topics_and_y3_frames_reach_mqtt() {
     }
     source.flush().await.unwrap();
     for s in ["a", "b", "c", "b"] {
-        let (ok, err) = publish(
+        published(
             &router,
-            &["-q", "1", "-u", "sensor", "-P", "sensor-key"],
+            SENSOR_QOS1,
             &format!("sensors/{s}/noise"),
             &[format!("from-{s}")],
         )
         .await;
-        assert!(ok, "{err}");
     }
     assert_eq!(
         lines_of(alerts).await,
@@ -435,57 +464,12 @@ async fn wrong_password_and_unmapped_topics_are_refused_and_counted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn persistent_sessions_get_what_arrived_while_away() {
     let router = start().await;
-    let persistent = [
-        "-q",
-        "1",
-        "-c",
-        "-i",
-        "dashboard-1",
-        "-u",
-        "tester",
-        "-P",
-        "main",
-    ];
-    // Subscribe once, then leave.
-    let first = subscriber(&router, &persistent, "sensors/+/noise", 1).await;
-    let (ok, err) = publish(
-        &router,
-        &["-q", "1", "-u", "sensor", "-P", "sensor-key"],
-        "sensors/a/noise",
-        &["before".into()],
-    )
-    .await;
-    assert!(ok, "{err}");
-    assert_eq!(lines_of(first).await, ["sensors/a/noise before"]);
+    let persistent = persistent_session("dashboard-1");
+    subscribe_once_and_leave(&router, &persistent).await;
     let away = numbered("away", 50);
-    let (ok, err) = publish(
-        &router,
-        &["-q", "1", "-u", "sensor", "-P", "sensor-key"],
-        "sensors/a/noise",
-        &away,
-    )
-    .await;
-    assert!(ok, "{err}");
+    published(&router, SENSOR_QOS1, "sensors/a/noise", &away).await;
     // Back: the same client id, no clean session; no new SUBSCRIBE needed.
-    let back = tool("mosquitto_sub")
-        .args([
-            "-h",
-            "127.0.0.1",
-            "-p",
-            &port(&router),
-            "-t",
-            "sensors/+/noise",
-            "-v",
-            "-C",
-            "50",
-            "-W",
-            "60",
-        ])
-        .args(persistent)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let back = spawn_sub(&router, &persistent, "sensors/+/noise", 50);
     let want: Vec<String> = away
         .iter()
         .map(|l| format!("sensors/a/noise {l}"))
@@ -558,21 +542,8 @@ async fn hostile_packets_are_closed_and_counted_and_others_served() {
         1
     );
     // Everyone else is served.
-    let sub = subscriber(
-        &router,
-        &["-q", "1", "-u", "tester", "-P", "main"],
-        "sensors/#",
-        1,
-    )
-    .await;
-    let (ok, err) = publish(
-        &router,
-        &["-q", "1", "-u", "tester", "-P", "main"],
-        "sensors/z/noise",
-        &["still".into()],
-    )
-    .await;
-    assert!(ok, "{err}");
+    let sub = subscriber(&router, TESTER_QOS1, "sensors/#", 1).await;
+    published(&router, TESTER_QOS1, "sensors/z/noise", &["still".into()]).await;
     assert_eq!(lines_of(sub).await, ["sensors/z/noise still"]);
     common::ledger(&router).await;
     router.shutdown().await;
@@ -590,26 +561,14 @@ async fn retained_messages_wills_and_keep_alive() {
     )
     .await;
     assert!(ok, "{err}");
-    let late = subscriber(
-        &router,
-        &["-q", "1", "-u", "tester", "-P", "main"],
-        "sensors/+/noise",
-        1,
-    )
-    .await;
+    let late = subscriber(&router, TESTER_QOS1, "sensors/+/noise", 1).await;
     assert_eq!(lines_of(late).await, ["sensors/r/noise x"]);
     assert_eq!(metric(&router, "y3_router_mqtt_retained"), 1);
 
     // A client with a will and a 5 s keep-alive (mosquitto's least), then frozen: the router
     // closes it after 7.5 s without a packet and publishes its will.
     let before = metric(&router, "y3_router_mqtt_accepted_total");
-    let watcher = subscriber(
-        &router,
-        &["-q", "1", "-u", "tester", "-P", "main"],
-        "sensors/will/noise",
-        1,
-    )
-    .await;
+    let watcher = subscriber(&router, TESTER_QOS1, "sensors/will/noise", 1).await;
     let frozen = tool("mosquitto_sub")
         .args([
             "-h",
@@ -799,36 +758,19 @@ async fn persistent_sessions_and_retained_messages_survive_a_graceful_restart() 
         c
     };
     let router = Router::start(restartable()).await.unwrap();
-    let persistent = [
-        "-q",
-        "1",
-        "-c",
-        "-i",
-        "restart-1",
-        "-u",
-        "tester",
-        "-P",
-        "main",
-    ];
-    // Subscribe once, then leave.
-    let first = subscriber(&router, &persistent, "sensors/+/noise", 1).await;
-    let sensor = ["-q", "1", "-u", "sensor", "-P", "sensor-key"];
-    let (ok, err) = publish(&router, &sensor, "sensors/a/noise", &["before".into()]).await;
-    assert!(ok, "{err}");
-    assert_eq!(lines_of(first).await, ["sensors/a/noise before"]);
+    let persistent = persistent_session("restart-1");
+    subscribe_once_and_leave(&router, &persistent).await;
     // Every one of these is PUBACKed (mosquitto_pub exits 0 only then) while the
     // subscriber is away; one retained message too.
     let away = numbered("away", 50);
-    let (ok, err) = publish(&router, &sensor, "sensors/a/noise", &away).await;
-    assert!(ok, "{err}");
-    let (ok, err) = publish(
+    published(&router, SENSOR_QOS1, "sensors/a/noise", &away).await;
+    published(
         &router,
         &["-q", "1", "-r", "-u", "tester", "-P", "main"],
         "alerts/noise",
         &["kept".into()],
     )
     .await;
-    assert!(ok, "{err}");
     wait_for(|| router.stats().mqtt.held == 50).await;
     common::ledger(&router).await;
     let stats = router.shutdown().await;
@@ -852,34 +794,14 @@ async fn persistent_sessions_and_retained_messages_survive_a_graceful_restart() 
     let router = Router::start(restartable()).await.unwrap();
     assert!(!file.path().exists(), "read and removed by the next start");
     assert_eq!(router.stats().mqtt.held, 50);
-    let back = tool("mosquitto_sub")
-        .args([
-            "-h",
-            "127.0.0.1",
-            "-p",
-            &port(&router),
-            "-t",
-            "sensors/+/noise",
-        ])
-        .args(["-v", "-C", "50", "-W", "60"])
-        .args(persistent)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let back = spawn_sub(&router, &persistent, "sensors/+/noise", 50);
     let want: Vec<String> = away
         .iter()
         .map(|l| format!("sensors/a/noise {l}"))
         .collect();
     assert_eq!(lines_of(back).await, want, "nothing PUBACKed is lost");
     // The retained message too.
-    let retained = subscriber(
-        &router,
-        &["-q", "1", "-u", "tester", "-P", "main"],
-        "alerts/noise",
-        1,
-    )
-    .await;
+    let retained = subscriber(&router, TESTER_QOS1, "alerts/noise", 1).await;
     assert_eq!(lines_of(retained).await, ["alerts/noise kept"]);
     common::ledger(&router).await;
     router.shutdown().await;

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::secret::read_secret;
 use crate::error::RouterError;
 
 /// `[auth]`: tokens, their permissions, and the throttling of failed handshakes.
@@ -129,34 +130,6 @@ impl fmt::Debug for TokenConfig {
 /// What `Debug` shows of a secret: whether it is set.
 pub(super) fn redacted(secret: &str) -> Option<&'static str> {
     (!secret.is_empty()).then_some("<redacted>")
-}
-
-/// Reads a secret from `path`: the file's text without surrounding whitespace.
-pub(crate) fn read_secret(field: &'static str, path: &Path) -> Result<String, RouterError> {
-    let text = std::fs::read_to_string(path).map_err(|source| RouterError::Secret {
-        field,
-        path: path.to_owned(),
-        source,
-    })?;
-    #[cfg(unix)]
-    if let Ok(meta) = std::fs::metadata(path) {
-        use std::os::unix::fs::PermissionsExt;
-        if meta.permissions().mode() & 0o077 != 0 {
-            tracing::warn!(
-                field,
-                path = %path.display(),
-                "the token file can be read by other users (chmod 600 it)"
-            );
-        }
-    }
-    let secret = text.trim();
-    if secret.is_empty() {
-        return Err(RouterError::Config {
-            field,
-            problem: "the token file is empty",
-        });
-    }
-    Ok(secret.to_owned())
 }
 
 /// One of `value` and the contents of `file`, whichever is set.

@@ -267,20 +267,6 @@ fn is_subject_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'-' || b == b'_'
 }
 
-/// Reads a secret from a file, trailing whitespace removed.
-pub(crate) fn read_secret(
-    path: &std::path::Path,
-    field: &'static str,
-) -> Result<String, RouterError> {
-    std::fs::read_to_string(path)
-        .map(|s| s.trim_end().to_owned())
-        .map_err(|source| RouterError::Secret {
-            field,
-            path: path.to_owned(),
-            source,
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -144,6 +144,7 @@ mod mesh;
 pub mod mqtt;
 mod process;
 mod queue;
+mod secret;
 mod validate;
 
 pub(crate) use auth::secret;
@@ -154,6 +155,7 @@ pub use listen::{ListenConfig, TlsConfig, DEFAULT_METRICS_ADDR};
 pub use mesh::{DownstreamConfig, MeshConfig, MeshTransport};
 pub use process::{LogConfig, LogFormat, StateConfig};
 pub use queue::{Policy, QueueConfig};
+pub(crate) use secret::read_secret;
 pub use validate::Listen;
 
 use std::path::Path;

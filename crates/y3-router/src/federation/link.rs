@@ -13,10 +13,10 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use y3_transport::frame::Data;
 
-use super::config::read_secret;
 use super::metrics::Lost;
 use super::wire::{self, Stamp};
 use super::{lock, Federation, Local, Queued, Receipt};
+use crate::config::read_secret;
 use crate::error::RouterError;
 use crate::session::Routed;
 
@@ -81,7 +81,7 @@ pub(crate) async fn start<L: Local>(
     let token = if config.token_file.as_os_str().is_empty() {
         config.token.clone()
     } else {
-        read_secret(&config.token_file, "federation.token_file")?
+        read_secret("federation.token_file", &config.token_file)?
     };
     if !token.is_empty() {
         options = options.token(token);
@@ -90,12 +90,12 @@ pub(crate) async fn start<L: Local>(
         let password = if config.password_file.as_os_str().is_empty() {
             config.password.clone()
         } else {
-            read_secret(&config.password_file, "federation.password_file")?
+            read_secret("federation.password_file", &config.password_file)?
         };
         options = options.user_and_password(config.user.clone(), password);
     }
     if !config.nkey_file.as_os_str().is_empty() {
-        options = options.nkey(read_secret(&config.nkey_file, "federation.nkey_file")?);
+        options = options.nkey(read_secret("federation.nkey_file", &config.nkey_file)?);
     }
     if !config.credentials_file.as_os_str().is_empty() {
         options = options

@@ -44,7 +44,6 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use y3_transport::frame::Data;
 
-use crate::config::federation as config;
 pub use crate::config::federation::{FederationConfig, StreamConfig};
 pub use metrics::{FederationMetrics, Lost};
 
