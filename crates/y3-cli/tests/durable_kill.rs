@@ -21,13 +21,12 @@
 //! in each of 10 runs, in three passes (30 of 30 runs) on a loaded 2-core machine.
 //!
 //! The source is driven to the end of each run: after its last `send` it waits for every
-//! frame to be stored ([`DurableSource::wait_stored`]) while the test counts. A
-//! [`DurableSource`] has no task that reconnects on its own; once the SDK got faster, the
-//! source had often written all its frames before the kill, and with nothing calling it
-//! afterwards, the frames it still kept (10,617 in one traced run, none acknowledged as
-//! stored by the killed router) were sent again only by `finish`, after this test had
-//! stopped counting at its deadline: 4,919–12,895 frames read as lost in 6 of 10 runs,
-//! although every one reached the sink and the source reported success.
+//! frame to be stored ([`DurableSource::wait_stored`]) while the test counts. (Before the
+//! source had a task that reconnects on its own, the frames it kept past the kill were sent
+//! again only by its next call: once the SDK got faster, the source had often written all
+//! its frames before the kill, and 4,919–12,895 frames read as lost in 6 of 10 runs when
+//! the writer did not wait. `a_durable_source_resends_by_itself_after_a_router_kill` below
+//! makes no call after the kill.)
 //!
 //! What this test tells apart, measured by breaking the router on purpose: acks when a
 //! frame is queued lose 366–8,736 frames in 6 of 10 runs. Acks at the flush lose nothing
@@ -213,4 +212,53 @@ async fn a_durable_source_loses_nothing_across_ten_router_kills() {
     println!("lost per run: {lost:?}");
     assert!(lost.iter().all(|l| *l == 0), "frames lost: {runs:?}");
     assert!(runs.iter().all(|r| r.all_stored), "{runs:?}");
+}
+
+/// A source that makes no call after the router is killed still has its frames delivered:
+/// its keeper reconnects and writes again what was not stored (and retries what the
+/// restarted router, before the sink is back, answers `no_subscriber`). Before the keeper,
+/// such frames waited in the source until its next `send`, `wait_stored` or `close`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_durable_source_resends_by_itself_after_a_router_kill() {
+    const N: u64 = 5_000;
+    let mut serve = Launch::default().quic("").start();
+    let addr = serve.tcp;
+    let (ftx, mut sink) = tokio::sync::mpsc::unbounded_channel::<y3_transport::Data>();
+    let fsink = tokio::spawn(StreamFunction::new(options(addr, "idle-sink"), &[TAG]).run(
+        move |d| {
+            let _ = ftx.send(d);
+            async move { None }
+        },
+    ));
+    one_subscriber(&serve);
+    let mut source = DurableSource::connect(options(addr, "idle-source"))
+        .await
+        .unwrap();
+    for i in 0..N {
+        source.send(TAG, i.to_be_bytes().to_vec()).await.unwrap();
+    }
+    // Killed with frames not yet stored: the source makes no call from here on.
+    signal(&serve, "-STOP");
+    let unacked_at_kill = source.unacked();
+    serve.kill();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    serve.restart();
+    let mut seen = HashSet::new();
+    let deadline = Instant::now() + SETTLE;
+    while (seen.len() as u64) < N && Instant::now() < deadline {
+        if let Ok(Some(d)) = tokio::time::timeout(Duration::from_millis(500), sink.recv()).await {
+            seen.insert(u64::from_be_bytes(d.payload[..8].try_into().unwrap()));
+        }
+    }
+    let (resent, retried) = (source.resent(), source.retried());
+    println!(
+        "sent {N}, {unacked_at_kill} not stored at the kill; the sink got {} distinct before \
+         any further call; resent {resent}, retried {retried}",
+        seen.len()
+    );
+    assert!(unacked_at_kill > 0, "nothing was pending at the kill");
+    assert_eq!(seen.len() as u64, N, "frames waited in the idle source");
+    assert!(resent > 0);
+    assert!(source.close(SETTLE).await.unwrap());
+    fsink.abort();
 }
