@@ -501,6 +501,8 @@ impl Shared {
                 } else {
                     let now = std::time::Instant::now();
                     match (s.window.next_due(), &s.out) {
+                        // The source writes them itself meanwhile.
+                        (Some(_), _) if self.busy.load(Ordering::SeqCst) => Todo::Wait(LOOK / 10),
                         (Some(due), Some((c, out))) if due <= now => Todo::Retry(*c, out.clone()),
                         (Some(due), _) => Todo::Wait((due - now).min(LOOK)),
                         (None, _) => Todo::Wait(LOOK),
@@ -540,49 +542,66 @@ impl Shared {
     /// only the frames nobody took whose retry is due (the source writes the others).
     async fn retry(&self, connection: u64, out: &Outbox, only_due: bool) {
         loop {
-            let next = {
+            let step = if only_due {
+                self.retry_due(connection, out)
+            } else {
                 let mut s = lock(&self.state);
                 if s.connection != connection {
                     return;
                 }
-                if only_due {
-                    // Taken and queued under the lock, and only while the source writes
-                    // nothing: the outbox gets frames in the window's order.
-                    let due = s
-                        .window
-                        .next_due()
-                        .is_some_and(|due| due <= std::time::Instant::now());
-                    if !due || self.busy.load(Ordering::SeqCst) {
-                        return;
-                    }
-                    let Some(next) = s.window.next_unwritten() else {
-                        return;
-                    };
-                    match out.try_send(&Frame::Data(next)) {
-                        Ok(true) => continue,
-                        Ok(false) => {
-                            // Full: the writer is behind; the next look tries again.
-                            s.window.unwrite_deferred();
-                            return;
-                        }
-                        Err(_) => {
-                            s.window.unwrite_deferred();
-                            s.broken = true;
-                            return;
-                        }
-                    }
+                match s.window.next_unwritten() {
+                    Some(next) => Step::Send(next),
+                    None => Step::Done,
                 }
-                s.window.next_unwritten()
             };
-            let Some(next) = next else {
-                return;
+            let written = match step {
+                Step::Done => return,
+                Step::Full => out.flush().await,
+                Step::Send(next) => out.send(&Frame::Data(next)).await,
             };
-            if out.send(&Frame::Data(next)).await.is_err() {
+            if written.is_err() {
                 lock(&self.state).broken = true;
                 return;
             }
         }
     }
+
+    /// Queues the frames nobody took whose retry is due: taken and queued under the lock,
+    /// and only while the source writes nothing, so the outbox gets frames in the window's
+    /// order.
+    fn retry_due(&self, connection: u64, out: &Outbox) -> Step {
+        let mut s = lock(&self.state);
+        loop {
+            let now = std::time::Instant::now();
+            let due = s.window.next_due().is_some_and(|due| due <= now);
+            if s.connection != connection || !due || self.busy.load(Ordering::SeqCst) {
+                return Step::Done;
+            }
+            let Some(next) = s.window.next_unwritten() else {
+                return Step::Done;
+            };
+            match out.try_send(&Frame::Data(next)) {
+                Ok(true) => {}
+                Ok(false) => {
+                    // Full: wait until the writer has written what is queued.
+                    s.window.unwrite_deferred();
+                    return Step::Full;
+                }
+                Err(_) => {
+                    s.window.unwrite_deferred();
+                    s.broken = true;
+                    return Step::Done;
+                }
+            }
+        }
+    }
+}
+
+/// The keeper's next write.
+enum Step {
+    Done,
+    Full,
+    Send(Data),
 }
 
 /// What the keeper does next.
