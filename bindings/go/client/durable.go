@@ -26,6 +26,11 @@ import (
 // Retried and logging the first. It stays in the window meanwhile, so a tag nobody
 // subscribes to eventually fills it and Send waits; Close reports such frames as unstored.
 //
+// It has no goroutine that reconnects on its own (unlike the Rust SDK's and Python's
+// DurableSource): after a lost connection, what it keeps, and frames nobody took whose
+// retry is due, are written again only by the next Send, WaitStored or Close. A source
+// that sends rarely or has stopped calls WaitStored to have them delivered.
+//
 // Routers that do not know the extension (YoMo's zipper) never acknowledge: use Source
 // with them. A DurableSource is safe for concurrent use; its calls are serialized.
 type DurableSource struct {

@@ -21,13 +21,12 @@
 //! in each of 10 runs, in three passes (30 of 30 runs) on a loaded 2-core machine.
 //!
 //! The source is driven to the end of each run: after its last `send` it waits for every
-//! frame to be stored ([`DurableSource::wait_stored`]) while the test counts. A
-//! [`DurableSource`] has no task that reconnects on its own; once the SDK got faster, the
-//! source had often written all its frames before the kill, and with nothing calling it
-//! afterwards, the frames it still kept (10,617 in one traced run, none acknowledged as
-//! stored by the killed router) were sent again only by `finish`, after this test had
-//! stopped counting at its deadline: 4,919–12,895 frames read as lost in 6 of 10 runs,
-//! although every one reached the sink and the source reported success.
+//! frame to be stored ([`DurableSource::wait_stored`]) while the test counts. (Before the
+//! source had a task that reconnects on its own, the frames it kept past the kill were sent
+//! again only by its next call: once the SDK got faster, the source had often written all
+//! its frames before the kill, and 4,919–12,895 frames read as lost in 6 of 10 runs when
+//! the writer did not wait. `a_durable_source_resends_by_itself_after_a_router_kill` below
+//! makes no call after the kill.)
 //!
 //! What this test tells apart, measured by breaking the router on purpose: acks when a
 //! frame is queued lose 366–8,736 frames in 6 of 10 runs. Acks at the flush lose nothing
@@ -213,4 +212,138 @@ async fn a_durable_source_loses_nothing_across_ten_router_kills() {
     println!("lost per run: {lost:?}");
     assert!(lost.iter().all(|l| *l == 0), "frames lost: {runs:?}");
     assert!(runs.iter().all(|r| r.all_stored), "{runs:?}");
+}
+
+/// A source that makes no call after the router is killed still has its frames delivered:
+/// its keeper reconnects and writes again what was not stored (and retries what the
+/// restarted router, before the sink is back, answers `no_subscriber`). Before the keeper,
+/// such frames waited in the source until its next `send`, `wait_stored` or `close`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_durable_source_resends_by_itself_after_a_router_kill() {
+    const N: u64 = 5_000;
+    let mut serve = Launch::default().quic("").start();
+    let addr = serve.tcp;
+    let (ftx, mut sink) = tokio::sync::mpsc::unbounded_channel::<y3_transport::Data>();
+    let fsink = tokio::spawn(StreamFunction::new(options(addr, "idle-sink"), &[TAG]).run(
+        move |d| {
+            let _ = ftx.send(d);
+            async move { None }
+        },
+    ));
+    one_subscriber(&serve);
+    let mut source = DurableSource::connect(options(addr, "idle-source"))
+        .await
+        .unwrap();
+    for i in 0..N {
+        source.send(TAG, i.to_be_bytes().to_vec()).await.unwrap();
+    }
+    // Killed with frames not yet stored: the source makes no call from here on.
+    signal(&serve, "-STOP");
+    let unacked_at_kill = source.unacked();
+    serve.kill();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    serve.restart();
+    let mut seen = HashSet::new();
+    let deadline = Instant::now() + SETTLE;
+    while (seen.len() as u64) < N && Instant::now() < deadline {
+        if let Ok(Some(d)) = tokio::time::timeout(Duration::from_millis(500), sink.recv()).await {
+            seen.insert(u64::from_be_bytes(d.payload[..8].try_into().unwrap()));
+        }
+    }
+    let (resent, retried) = (source.resent(), source.retried());
+    println!(
+        "sent {N}, {unacked_at_kill} not stored at the kill; the sink got {} distinct before \
+         any further call; resent {resent}, retried {retried}",
+        seen.len()
+    );
+    assert!(unacked_at_kill > 0, "nothing was pending at the kill");
+    assert_eq!(seen.len() as u64, N, "frames waited in the idle source");
+    assert!(resent > 0);
+    assert!(source.close(SETTLE).await.unwrap());
+    fsink.abort();
+}
+
+/// Telling "stored at the subscriber's TCP acknowledgement" from "stored at the flush": the
+/// sink's kernel receive buffer is small ([`ClientOptions::recv_buffer`], 16 KiB) and it
+/// reads slowly, so at the kill frames wait unacknowledged in the router's send buffer (on
+/// loopback with the default buffer, the sink's kernel takes everything flushed at once).
+/// The sink answers every frame, so the stopped router has unread input and the kill resets
+/// the connection, throwing its send buffer away. Nothing may be lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "stalls in about 1 of 2 runs when run beside the other tests of this file: \
+            the sink gets ~1,000 frames and no more (the source reports them unstored, \
+            nothing is lost silently); to be understood before it joins the suite"]
+async fn a_slow_sink_with_a_small_receive_buffer_loses_nothing_across_a_router_kill() {
+    /// Frames sent (1 KiB each).
+    const N: u64 = 4_000;
+    /// Frames the sink has taken when the router is stopped and killed.
+    const KILL_AT: usize = 1_000;
+    /// The sink's time per frame.
+    const SLOW: Duration = Duration::from_millis(1);
+    let mut serve = Launch::default().quic("").start();
+    let addr = serve.tcp;
+    let (ftx, mut sink) = tokio::sync::mpsc::unbounded_channel::<y3_transport::Data>();
+    let sink_options = options(addr, "slow-sink").recv_buffer(16 * 1024);
+    // Slow until the kill; then it catches up (a slow reader is evicted by the router's
+    // write deadline, which this test is not about).
+    let slow = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let slowed = slow.clone();
+    let fsink = tokio::spawn(StreamFunction::new(sink_options, &[TAG]).run(move |d| {
+        let _ = ftx.send(d);
+        let pause = slowed.load(Ordering::Relaxed).then_some(SLOW);
+        async move {
+            if let Some(pause) = pause {
+                tokio::time::sleep(pause).await;
+            }
+            Some((ECHO, Bytes::from_static(b"seen")))
+        }
+    }));
+    one_subscriber(&serve);
+    let mut source = DurableSource::connect(options(addr, "slow-source"))
+        .await
+        .unwrap();
+    let writer = tokio::spawn(async move {
+        for i in 0..N {
+            let mut payload = i.to_be_bytes().to_vec();
+            payload.resize(1024, 0);
+            source.send(TAG, payload).await.unwrap();
+        }
+        source.wait_stored(SETTLE).await.unwrap();
+        let resent = source.resent();
+        (resent, source.close(SETTLE).await.unwrap())
+    });
+    let mut seen = HashSet::new();
+    let mut killed = false;
+    let deadline = Instant::now() + Duration::from_secs(25);
+    while (seen.len() as u64) < N && Instant::now() < deadline {
+        if !killed && seen.len() >= KILL_AT {
+            signal(&serve, "-STOP");
+            tokio::time::sleep(PAUSE).await;
+            serve.kill();
+            slow.store(false, Ordering::Relaxed);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            serve.restart();
+            killed = true;
+        }
+        if let Ok(Some(d)) = tokio::time::timeout(Duration::from_millis(500), sink.recv()).await {
+            seen.insert(u64::from_be_bytes(d.payload[..8].try_into().unwrap()));
+        }
+    }
+    let lost = N - seen.len() as u64;
+    let (resent, all_stored) = tokio::time::timeout(2 * SETTLE, writer)
+        .await
+        .expect("the source finished")
+        .unwrap();
+    fsink.abort();
+    println!(
+        "slow sink (16 KiB receive buffer): sent {N}, received {} distinct, lost {lost}, \
+         source resent {resent}, reports all stored: {all_stored}",
+        seen.len()
+    );
+    assert!(killed, "the stream ended before the kill");
+    assert_eq!(
+        lost, 0,
+        "frames acknowledged as stored were lost at the kill"
+    );
+    assert!(all_stored);
 }

@@ -125,7 +125,32 @@ pub async fn connect(
     tls: Option<(Arc<rustls::ClientConfig>, ServerName<'static>)>,
     codec: FrameCodec,
 ) -> Result<Connection, TransportError> {
-    let stream = TcpStream::connect(addr).await?;
+    connect_with(addr, tls, codec, None).await
+}
+
+/// As [`connect`], with the socket's kernel receive buffer (`SO_RCVBUF`) set to
+/// `recv_buffer` bytes before connecting (so the window the peer is offered follows it);
+/// `None` leaves the kernel's default (on Linux, autotuned up to `tcp_rmem`'s maximum).
+///
+/// # Errors
+/// As [`connect`].
+pub async fn connect_with(
+    addr: SocketAddr,
+    tls: Option<(Arc<rustls::ClientConfig>, ServerName<'static>)>,
+    codec: FrameCodec,
+    recv_buffer: Option<usize>,
+) -> Result<Connection, TransportError> {
+    let stream = match recv_buffer {
+        None => TcpStream::connect(addr).await?,
+        Some(bytes) => {
+            let socket = match addr {
+                SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+                SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+            };
+            socket.set_recv_buffer_size(u32::try_from(bytes).unwrap_or(u32::MAX))?;
+            socket.connect(addr).await?
+        }
+    };
     tune(&stream)?;
     let acked = Some(TcpAcked::of(&stream));
     let mut conn = match tls {

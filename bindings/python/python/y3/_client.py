@@ -270,9 +270,10 @@ class DurableSource(_Sending):
     SDK's ``DurableSource``): it asks the router for stored acknowledgements
     (``spec/frames.md``), keeps every frame until the router says it is stored (written
     to a subscriber, and for a durable tag of the federation, in JetStream), and writes
-    again, in order, what was not stored when a connection ended. Delivery is at least
-    once; a frame written twice keeps its ``yomo-tid``, which durable tags de-duplicate.
-    Only for ``y3 serve``: YoMo's zipper never acknowledges.
+    again, in order, what was not stored when a connection ended: by itself (the Rust
+    SDK's task reconnects with ``backoff`` and resends), with no further call needed.
+    Delivery is at least once; a frame written twice keeps its ``yomo-tid``, which
+    durable tags de-duplicate. Only for ``y3 serve``: YoMo's zipper never acknowledges.
 
     ``send`` is :class:`Source`'s; :meth:`wait_stored` waits until everything sent is
     stored, and :meth:`close` does too before it closes. A frame the router refuses (over

@@ -182,14 +182,16 @@ pub(crate) async fn handshake(
     let codec = FrameCodec::new(options.max_frame_len);
     let mut conn = match options.transport {
         #[cfg(feature = "tcp")]
-        Transport::Tcp => crate::tcp::connect(options.addr, None, codec).await?,
+        Transport::Tcp => {
+            crate::tcp::connect_with(options.addr, None, codec, options.recv_buffer).await?
+        }
         #[cfg(feature = "tcp")]
         Transport::TcpTls => {
             let tls = (
                 options.tls_config()?,
                 tls::server_name(&options.server_name)?,
             );
-            crate::tcp::connect(options.addr, Some(tls), codec).await?
+            crate::tcp::connect_with(options.addr, Some(tls), codec, options.recv_buffer).await?
         }
         #[cfg(feature = "quic")]
         Transport::Quic => {

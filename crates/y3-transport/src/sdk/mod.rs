@@ -175,6 +175,13 @@ pub struct ClientOptions {
     /// (`spec/filters.md`): the router delivers a frame on the tag only if its payload
     /// matches. A router refuses a filter that does not compile (`bad_filter`).
     pub filters: Vec<(u32, String)>,
+    /// The kernel receive buffer (`SO_RCVBUF`) of a TCP connection (plain or TLS), set
+    /// before connecting; `None` (the default) leaves the kernel's, which on Linux grows
+    /// up to `net.ipv4.tcp_rmem`'s maximum. Linux doubles the value for its bookkeeping.
+    /// A small buffer makes a slow reader push back on the router sooner (frames then
+    /// wait in the router's queues and send buffer rather than in this host's kernel).
+    /// QUIC ignores it.
+    pub recv_buffer: Option<usize>,
 }
 
 impl ClientOptions {
@@ -194,6 +201,7 @@ impl ClientOptions {
             backoff: Backoff::default(),
             send_queue: 1024,
             filters: Vec::new(),
+            recv_buffer: None,
         }
     }
 
@@ -285,6 +293,12 @@ impl ClientOptions {
     /// (`spec/filters.md`), e.g. `options.filter(0x10, "0x10/0x11:f32 > 60")`.
     pub fn filter(mut self, tag: u32, filter: impl Into<String>) -> Self {
         self.filters.push((tag, filter.into()));
+        self
+    }
+
+    /// Sets the TCP receive buffer: [`recv_buffer`](ClientOptions::recv_buffer).
+    pub fn recv_buffer(mut self, bytes: usize) -> Self {
+        self.recv_buffer = Some(bytes);
         self
     }
 

@@ -241,6 +241,18 @@ impl Window {
         Some(next)
     }
 
+    /// Undoes the last [`next_unwritten`](Window::next_unwritten), which returned a frame
+    /// nobody took (its write did not happen): it is due again at once.
+    pub fn unwrite_deferred(&mut self) {
+        let Some(last) = self.written.checked_sub(1) else {
+            return;
+        };
+        if let Some(kept) = self.unacked.remove(last) {
+            self.written = last;
+            self.deferred.push_front((Instant::now(), kept));
+        }
+    }
+
     /// The router says the first `stored.count` data frames of this connection are handled
     /// (modulo 2^32), those in its refused runs refused: they are recorded in
     /// [`refusals`](Window::refusals). A count past what was written, from a confused
