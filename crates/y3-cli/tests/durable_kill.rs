@@ -267,4 +267,3 @@ async fn a_durable_source_resends_by_itself_after_a_router_kill() {
     assert!(source.close(SETTLE).await.unwrap());
     fsink.abort();
 }
-

@@ -123,27 +123,9 @@ async fn sink<W: Write + ?Sized>(run: &ClientRun, out: &mut W) -> Result<SinkRep
     // The server has the subscription once the flush's PING is answered.
     client.flush().await?;
     emit_connected(out, run.addr)?;
-    let mut tally = Tally::new(run.count);
-    let deadline = tokio::time::Instant::now() + run.limit;
-    let mut error = None;
-    while !tally.done() {
-        let wait = match (run.idle, tally.last) {
-            (Some(idle), Some(last)) => deadline.min((last + idle).into()),
-            _ => deadline,
-        };
-        match tokio::time::timeout_at(wait, sub.next()).await {
-            Err(_) if wait < deadline => error = Some("idle".to_string()),
-            Err(_) => error = Some("timeout".to_string()),
-            Ok(None) => error = Some("subscription closed".to_string()),
-            Ok(Some(msg)) => {
-                tally.observe(&msg.payload, unix_ns(), Instant::now());
-                continue;
-            }
-        }
-        break;
-    }
+    let report = Tally::new(run.count)
+        .drain(run, (&mut sub).map(|msg| Ok(msg.payload)))
+        .await;
     let _ = sub.unsubscribe().await;
-    let mut report = tally.report();
-    report.error = error;
     Ok(report)
 }

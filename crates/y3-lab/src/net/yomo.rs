@@ -378,6 +378,40 @@ impl Tally {
         self.unique as usize == self.seen.len()
     }
 
+    /// Counts the payloads of `received` until every sequence number arrived, `run`'s limit
+    /// passed, or nothing came for `run`'s idle time after the last one; the stream ends
+    /// when the subscription does, and an `Err(why)` item is a receive error. The summary
+    /// carries why it stopped early.
+    pub(crate) async fn drain<S>(mut self, run: &ClientRun, received: S) -> SinkReport
+    where
+        S: futures_util::Stream<Item = std::result::Result<Bytes, String>>,
+    {
+        use futures_util::StreamExt;
+        let mut received = std::pin::pin!(received);
+        let deadline = tokio::time::Instant::now() + run.limit;
+        let mut error = None;
+        while !self.done() {
+            let wait = match (run.idle, self.last) {
+                (Some(idle), Some(last)) => deadline.min((last + idle).into()),
+                _ => deadline,
+            };
+            match tokio::time::timeout_at(wait, received.next()).await {
+                Err(_) if wait < deadline => error = Some("idle".to_string()),
+                Err(_) => error = Some("timeout".to_string()),
+                Ok(None) => error = Some("closed".to_string()),
+                Ok(Some(Err(e))) => error = Some(e),
+                Ok(Some(Ok(payload))) => {
+                    self.observe(&payload, unix_ns(), Instant::now());
+                    continue;
+                }
+            }
+            break;
+        }
+        let mut report = self.report();
+        report.error = error;
+        report
+    }
+
     /// The summary, without an error.
     pub(crate) fn report(mut self) -> SinkReport {
         self.latencies_ns.sort_unstable();
@@ -583,29 +617,16 @@ async fn sink<W: Write + ?Sized>(run: &ClientRun, out: &mut W) -> Result<SinkRep
     // returns, the tag is routed here.
     let mut sink = Sink::connect(options(run, "y3-lab-sink"), &[run.tag]).await?;
     emit_connected(out, run.addr)?;
-    let mut tally = Tally::new(run.count);
-    let deadline = tokio::time::Instant::now() + run.limit;
-    let mut error = None;
-    while !tally.done() {
-        let wait = match (run.idle, tally.last) {
-            (Some(idle), Some(last)) => deadline.min((last + idle).into()),
-            _ => deadline,
-        };
-        match tokio::time::timeout_at(wait, sink.recv()).await {
-            Err(_) if wait < deadline => error = Some("idle".to_string()),
-            Err(_) => error = Some("timeout".to_string()),
-            Ok(None) => error = Some("connection closed".to_string()),
-            Ok(Some(Err(e))) => error = Some(e.to_string()),
-            Ok(Some(Ok(data))) => {
-                tally.observe(&data.payload, unix_ns(), Instant::now());
-                continue;
-            }
-        }
-        break;
-    }
+    let report = Tally::new(run.count)
+        .drain(
+            run,
+            futures_util::stream::unfold(&mut sink, |sink| async move {
+                let item = sink.recv().await?.map(|data| data.payload);
+                Some((item.map_err(|e| e.to_string()), sink))
+            }),
+        )
+        .await;
     sink.close().await;
-    let mut report = tally.report();
-    report.error = error;
     Ok(report)
 }
 

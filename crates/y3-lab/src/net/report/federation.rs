@@ -241,6 +241,13 @@ mod tests {
     use super::*;
     use crate::record::{Meta, Record};
 
+    fn federation_meta() -> Meta {
+        Meta {
+            suite: "federation".into(),
+            ..Meta::default()
+        }
+    }
+
     fn rec(imp: &str, case: &str, rate: f64, p50: f64) -> Record {
         Record::new("federation", imp, case)
             .metric(Metric::MsgPerS, rate)
@@ -254,10 +261,7 @@ mod tests {
     #[test]
     fn targets_and_report() {
         let r = Results {
-            meta: Meta {
-                suite: "federation".into(),
-                ..Meta::default()
-            },
+            meta: federation_meta(),
             records: vec![
                 rec("y3-single", "64 B", 500_000.0, 60.0),
                 rec("y3-federated", "64 B", 200_000.0, 110.0),
@@ -303,10 +307,7 @@ mod tests {
     #[test]
     fn a_recording_without_the_hop_row() {
         let r = Results {
-            meta: Meta {
-                suite: "federation".into(),
-                ..Meta::default()
-            },
+            meta: federation_meta(),
             records: vec![
                 rec("y3-single", "64 B", 500_000.0, 60.0),
                 rec("y3-federated", "64 B", 200_000.0, 110.0),
