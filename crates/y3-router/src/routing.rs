@@ -451,7 +451,7 @@ impl LoopLog {
     fn report(
         &mut self,
         sender: Option<(SessionId, &str)>,
-        tid: &str,
+        tid: &[u8],
         tag: u32,
         returned: crate::journeys::Returned,
         now: Instant,
@@ -481,11 +481,8 @@ impl LoopLog {
     }
 }
 
-/// A client-chosen tid as logged: its first 64 bytes (at a character boundary).
-fn shown(tid: &str) -> &str {
-    let mut end = tid.len().min(64);
-    while !tid.is_char_boundary(end) {
-        end -= 1;
-    }
-    &tid[..end]
+/// A client-chosen tid as logged: its first 64 bytes, read as UTF-8 (anything else shown
+/// as U+FFFD).
+fn shown(tid: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(&tid[..tid.len().min(64)])
 }
