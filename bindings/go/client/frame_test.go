@@ -244,8 +244,8 @@ func TestBadFrames(t *testing.T) {
 		{"bf04 0302 81a0", "bad_metadata"},                     // a key without a value
 		{"bf05 0303 91a0a0", "bad_metadata"},                   // an array
 		{"bf05 0303 81a001", "bad_metadata"},                   // an integer value
-		{"bf05 0303 81a0c0", "bad_metadata"},                   // a nil value
-		{"bf05 0303 81c400", "bad_metadata"},                   // a bin key
+		{"bf05 0303 81a0c3", "bad_metadata"},                   // a bool value
+		{"bf05 0303 81c401", "bad_metadata"},                   // a bin key past the field
 		{"bf06 0304 80a0a0a0", "bad_metadata"},                 // bytes after the map
 		{"bf07 0305 dfffffffff", "bad_metadata"},               // a map32 of 2^32-1 pairs in 0 bytes
 		{"bf08 0306 81dbffffffff", "bad_metadata"},             // a str32 of 4 GiB in 0 bytes

@@ -7,10 +7,13 @@ import (
 
 // Metadata: a data frame's field 03 is a msgpack map of string to string, as YoMo's
 // metadata.M (vmihailenco/msgpack v5) writes it. Only the forms below are read; anything
-// else (nil, integers, bin, nested maps, bytes after the map) is bad_metadata.
+// else (nil for the map, integers, nested maps, bytes after the map) is bad_metadata.
+// A string is any bytes (UTF-8 or not), and, as YoMo's decoder reads one, bin is a
+// string of its bytes and nil the empty string (spec/frames.md, Metadata).
 //
 //	map header   fixmap 0x80|n (n < 16)   map16 de nn nn   map32 df nn nn nn nn
 //	string       fixstr 0xa0|n (n < 32)   str8 d9 nn   str16 da nn nn   str32 db nn nn nn nn
+//	             bin8 c4 nn   bin16 c5 nn nn   bin32 c6 nn nn nn nn   nil c0 (empty)
 //
 // An empty map is an empty field (zero bytes); a field of zero bytes reads as the empty map.
 // Key order carries no meaning: YoMo writes Go's random map order, this package sorted keys.
@@ -37,6 +40,10 @@ const (
 	mpStr8   = 0xd9
 	mpStr16  = 0xda
 	mpStr32  = 0xdb
+	mpNil    = 0xc0
+	mpBin8   = 0xc4
+	mpBin16  = 0xc5
+	mpBin32  = 0xc6
 )
 
 func mpStrLen(n int) int {
@@ -205,11 +212,13 @@ func (r *mpReader) str() ([]byte, error) {
 	switch c := b[0]; {
 	case c&0xe0 == mpFixstr:
 		n = uint64(c & 0x1f)
-	case c == mpStr8:
+	case c == mpNil:
+		n = 0
+	case c == mpStr8 || c == mpBin8:
 		n, err = r.uint(1)
-	case c == mpStr16:
+	case c == mpStr16 || c == mpBin16:
 		n, err = r.uint(2)
-	case c == mpStr32:
+	case c == mpStr32 || c == mpBin32:
 		n, err = r.uint(4)
 	default:
 		r.off = at

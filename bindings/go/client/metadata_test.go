@@ -77,12 +77,13 @@ func TestMetadataEncoding(t *testing.T) {
 // for small maps; a repeated key keeps its last value.
 func TestMetadataDecodingIsTolerant(t *testing.T) {
 	cases := map[string]map[string]string{
-		"80":                           {},
-		"81 d90161 d9026262":           {"a": "bb"},
-		"de0001 da000161 a0":           {"a": ""},
-		"df00000001 db0000000161 a162": {"a": "b"},
-		"82 a161 a131 a161 a132":       {"a": "2"},
-		"81 a3ffc328 a0":               {"\xff\xc3\x28": ""}, // not UTF-8: YoMo does not check either
+		"80":                            {},
+		"81 d90161 d9026262":            {"a": "bb"},
+		"de0001 da000161 a0":            {"a": ""},
+		"df00000001 db0000000161 a162":  {"a": "b"},
+		"82 a161 a131 a161 a132":        {"a": "2"},
+		"81 a3ffc328 a0":                {"\xff\xc3\x28": ""},       // not UTF-8: YoMo does not check either
+		"82 a161 c402ff00 c0 c50001 62": {"a": "\xff\x00", "": "b"}, // bin and nil, as YoMo reads them
 	}
 	for h, want := range cases {
 		got, err := client.DecodeMetadata(unhex(t, h))
@@ -105,27 +106,27 @@ func TestMetadataHostile(t *testing.T) {
 		hex    string
 		offset uint64
 	}{
-		{"c0", 0},               // nil, not a map
-		{"a0", 0},               // a string, not a map
-		{"91 a0", 0},            // an array
-		{"81", 1},               // a pair missing
-		{"81 a0", 1},            // a value missing
-		{"81 a1", 1},            // a key shorter than declared
-		{"81 01 a0", 1},         // an integer key
-		{"81 a0 c3", 2},         // a bool value
-		{"81 a0 c4 00", 2},      // a bin value
-		{"81 a0 81 a0 a0", 2},   // a nested map
-		{"81 a0 a0 00", 3},      // a byte after the map
-		{"80 80", 1},            // two maps
-		{"de", 1},               // map16 without its count
-		{"de 00", 1},            // map16 with half a count
-		{"df ffffffff", 5},      // 4 billion pairs in no bytes
-		{"de ffff a0a0", 3},     // 65535 pairs in two bytes
-		{"81 db ffffffff", 6},   // a 4 GiB key in no bytes
-		{"81 da ffff 00", 4},    // a 64 KiB key in one byte
-		{"81 d9", 1},            // str8 without its length
-		{"81 a0 d9 05 6162", 4}, // a value shorter than declared
-		{"8f a0a0 a0a0", 1},     // 15 pairs in four bytes
+		{"c0", 0},                   // nil, not a map
+		{"a0", 0},                   // a string, not a map
+		{"91 a0", 0},                // an array
+		{"81", 1},                   // a pair missing
+		{"81 a0", 1},                // a value missing
+		{"81 a1", 1},                // a key shorter than declared
+		{"81 01 a0", 1},             // an integer key
+		{"81 a0 c3", 2},             // a bool value
+		{"81 a0 c6 00000002 61", 7}, // a bin value shorter than declared
+		{"81 a0 81 a0 a0", 2},       // a nested map
+		{"81 a0 a0 00", 3},          // a byte after the map
+		{"80 80", 1},                // two maps
+		{"de", 1},                   // map16 without its count
+		{"de 00", 1},                // map16 with half a count
+		{"df ffffffff", 5},          // 4 billion pairs in no bytes
+		{"de ffff a0a0", 3},         // 65535 pairs in two bytes
+		{"81 db ffffffff", 6},       // a 4 GiB key in no bytes
+		{"81 da ffff 00", 4},        // a 64 KiB key in one byte
+		{"81 d9", 1},                // str8 without its length
+		{"81 a0 d9 05 6162", 4},     // a value shorter than declared
+		{"8f a0a0 a0a0", 1},         // 15 pairs in four bytes
 	}
 	for _, c := range cases {
 		raw := unhex(t, c.hex)

@@ -244,7 +244,7 @@ impl Journeys {
     /// the rest of the way.
     pub fn pass(
         &self,
-        tid: &str,
+        tid: &[u8],
         writer: Writer,
         recipients: impl Iterator<Item = SessionId> + Clone,
         now: Instant,
@@ -342,7 +342,7 @@ mod tests {
     const H: SessionId = 3;
 
     fn dropped(j: &Journeys, tid: &str, w: Writer, to: &[SessionId], now: Instant) -> Vec<usize> {
-        j.pass(tid, w, to.iter().copied(), now).dropped
+        j.pass(tid.as_bytes(), w, to.iter().copied(), now).dropped
     }
 
     #[test]
@@ -366,7 +366,7 @@ mod tests {
         for _ in 0..3 {
             assert!(dropped(&j, "t", Writer::Function(F), &[F, G], now).is_empty());
         }
-        let p = j.pass("t", Writer::Function(F), [F, G].into_iter(), now);
+        let p = j.pass(b"t", Writer::Function(F), [F, G].into_iter(), now);
         assert_eq!(p.dropped, [0]);
         assert_eq!(
             p.report,
@@ -375,7 +375,7 @@ mod tests {
                 returns: 3
             })
         );
-        let p = j.pass("t", Writer::Function(F), [F, G].into_iter(), now);
+        let p = j.pass(b"t", Writer::Function(F), [F, G].into_iter(), now);
         assert_eq!((p.dropped, p.report), (vec![0], None));
         // Another message has its own budget.
         assert!(dropped(&j, "other", Writer::Function(F), &[F], now).is_empty());
@@ -446,7 +446,12 @@ mod tests {
         let j = Journeys::new(1, Duration::from_secs(3600));
         let now = Instant::now();
         for i in 0..(SHARDS * MEMBER_CAP * 4) {
-            j.pass(&i.to_string(), Writer::Function(F), [G].into_iter(), now);
+            j.pass(
+                i.to_string().as_bytes(),
+                Writer::Function(F),
+                [G].into_iter(),
+                now,
+            );
         }
         for shard in &j.shards {
             let s = shard.lock().unwrap();

@@ -362,7 +362,7 @@ pub(crate) async fn route(
 fn count_local(
     filters: &mut Evaluators,
     subscribers: &[Route<Arc<Outbox>>],
-    target: Option<&str>,
+    target: Option<&[u8]>,
     payload: &[u8],
 ) -> (usize, bool) {
     filters.begin();
@@ -382,7 +382,7 @@ fn count_local(
 /// passed by their content filter.
 struct Chosen<'a> {
     subscribers: &'a [Route<Arc<Outbox>>],
-    target: Option<&'a str>,
+    target: Option<&'a [u8]>,
     filters: &'a Evaluators,
 }
 
@@ -420,7 +420,7 @@ impl Trip<'_> {
         &self,
         ticket: Option<Ticket>,
         filtered: bool,
-        tid: impl FnOnce() -> Option<&'m str>,
+        tid: impl FnOnce() -> Option<&'m [u8]>,
     ) {
         if let Some(ticket) = ticket {
             if filtered || self.federated {
@@ -474,7 +474,7 @@ impl Trip<'_> {
         loops: &mut LoopLog,
         chosen: &Chosen<'_>,
         local: usize,
-        tid: impl FnOnce() -> Option<&'m str>,
+        tid: impl FnOnce() -> Option<&'m [u8]>,
     ) -> Passage {
         let (Some(writer), Some(journeys)) = (self.writer, &self.routes.journeys) else {
             return Passage::default();
@@ -580,7 +580,7 @@ impl LoopLog {
     fn report(
         &mut self,
         sender: Option<(SessionId, &str)>,
-        tid: &str,
+        tid: &[u8],
         tag: u32,
         returned: crate::journeys::Returned,
         now: Instant,
@@ -610,11 +610,8 @@ impl LoopLog {
     }
 }
 
-/// A client-chosen tid as logged: its first 64 bytes (at a character boundary).
-fn shown(tid: &str) -> &str {
-    let mut end = tid.len().min(64);
-    while !tid.is_char_boundary(end) {
-        end -= 1;
-    }
-    &tid[..end]
+/// A client-chosen tid as logged: its first 64 bytes, read as UTF-8 (anything else shown
+/// as U+FFFD).
+fn shown(tid: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(&tid[..tid.len().min(64)])
 }

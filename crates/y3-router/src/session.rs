@@ -257,7 +257,8 @@ pub struct Routed {
     tid: Option<Span>,
 }
 
-/// Where a string value lies in a frame's metadata bytes (offset and length).
+/// Where a string value lies in a frame's metadata bytes (offset and length): any bytes,
+/// UTF-8 or not, as YoMo's zipper reads them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Span {
     at: u32,
@@ -276,11 +277,11 @@ impl Span {
         }
     }
 
-    /// The string at this span of `map` (checked: a span that does not fit reads as none).
-    fn read(self, map: &[u8]) -> Option<&str> {
+    /// The string's bytes at this span of `map` (checked: a span that does not fit reads
+    /// as none).
+    fn read(self, map: &[u8]) -> Option<&[u8]> {
         let start = self.at as usize;
-        let bytes = map.get(start..start.checked_add(self.len as usize)?)?;
-        std::str::from_utf8(bytes).ok()
+        map.get(start..start.checked_add(self.len as usize)?)
     }
 }
 
@@ -293,9 +294,9 @@ struct Found<'a> {
 }
 
 impl<'a> Found<'a> {
-    /// Walks `metadata` once (the whole map: a malformed one is an error, a string that is
-    /// not UTF-8 included). Keys are compared as bytes, values kept as bytes: routing makes
-    /// a `&str` only of the few it reads ([`Span::read`]).
+    /// Walks `metadata` once (the whole map: a malformed one is an error; a string that is
+    /// not UTF-8 is not, as on YoMo's zipper). Keys are compared as bytes, values kept as
+    /// bytes: routing compares them as bytes ([`Span::read`]).
     fn walk(metadata: &'a metadata::Metadata) -> Result<Found<'a>, metadata::MetadataError> {
         let mut found = Found::default();
         for entry in metadata.iter_bytes() {
@@ -340,13 +341,13 @@ impl Routed {
         &mut self.data
     }
 
-    /// Its `yomo-target`, if any: only functions wanting it receive the frame.
-    pub fn target(&self) -> Option<&str> {
+    /// Its `yomo-target`'s bytes, if any: only functions wanting it receive the frame.
+    pub fn target(&self) -> Option<&[u8]> {
         self.target?.read(self.data.metadata.as_bytes())
     }
 
-    /// Its `yomo-tid`, if any (loops are followed by message).
-    pub fn tid(&self) -> Option<&str> {
+    /// Its `yomo-tid`'s bytes, if any (loops are followed by message).
+    pub fn tid(&self) -> Option<&[u8]> {
         self.tid?.read(self.data.metadata.as_bytes())
     }
 
@@ -372,12 +373,12 @@ pub(crate) struct Located {
 
 impl Located {
     /// The target, read from `map` (the metadata these spans were found in).
-    pub fn target(self, map: &metadata::Metadata) -> Option<&str> {
+    pub fn target(self, map: &metadata::Metadata) -> Option<&[u8]> {
         self.target?.read(map.as_bytes())
     }
 
     /// The tid, read from `map` (the metadata these spans were found in).
-    pub fn tid(self, map: &metadata::Metadata) -> Option<&str> {
+    pub fn tid(self, map: &metadata::Metadata) -> Option<&[u8]> {
         self.tid?.read(map.as_bytes())
     }
 
@@ -775,6 +776,30 @@ mod tests {
         }
     }
 
+    /// Strings that are not UTF-8 are bytes, as on YoMo's zipper: routed, read as bytes,
+    /// and the session stays open.
+    #[test]
+    fn metadata_strings_that_are_not_utf8_are_routed() {
+        let mut s = open("");
+        let md = b"\x82\xa8yomo-tid\xa2\xff\x00\xabyomo-target\xa1\xfe";
+        let data = Data::new(0x10, Bytes::new())
+            .with_metadata(Metadata::from_bytes(Bytes::from_static(md)));
+        let Event::Route(r) = s.handle_frame(Instant::now(), Frame::Data(data)) else {
+            panic!()
+        };
+        assert_eq!(
+            (r.target(), r.tid()),
+            (Some(&b"\xfe"[..]), Some(&b"\xff\x00"[..]))
+        );
+        assert_eq!(
+            &r.data().metadata.as_bytes()[..],
+            md,
+            "forwarded as it came"
+        );
+        let next = s.handle_frame(Instant::now(), Frame::Data(Data::new(0x10, Bytes::new())));
+        assert!(matches!(next, Event::Route(_)));
+    }
+
     #[test]
     fn metadata_over_its_limits_is_dropped_and_the_session_stays_open() {
         let mut s = open("a");
@@ -826,8 +851,8 @@ mod tests {
         let md = Metadata::from_pairs([(metadata::TID, "t1"), (metadata::TARGET, "fa")]);
         let data = Data::new(0x33, &b"x"[..]).with_metadata(md.clone());
         let r = route(&mut s, data);
-        assert_eq!(r.target(), Some("fa"));
-        assert_eq!(r.tid(), Some("t1"));
+        assert_eq!(r.target(), Some(&b"fa"[..]));
+        assert_eq!(r.tid(), Some(&b"t1"[..]));
         assert_eq!(r.data().metadata, md);
         // The reducer tag loses its target.
         let r = route(
@@ -835,7 +860,7 @@ mod tests {
             Data::new(REDUCER_TAG, Bytes::new()).with_metadata(md.clone()),
         );
         assert_eq!(r.target(), None);
-        assert_eq!(r.tid(), Some("t1"));
+        assert_eq!(r.tid(), Some(&b"t1"[..]));
         assert_eq!(r.data().metadata.get(metadata::TARGET).unwrap(), None);
         assert_eq!(r.data().metadata.get(metadata::TID).unwrap(), Some("t1"));
         // A sender with a wanted target has it merged into what it sends.
@@ -848,7 +873,7 @@ mod tests {
         assert_eq!(map[metadata::WANTED_TARGET], "a");
         assert_eq!(map[metadata::TARGET], "fa");
         // Read back from the edited bytes, not the frame's old ones.
-        assert_eq!((r.target(), r.tid()), (Some("fa"), Some("t1")));
+        assert_eq!((r.target(), r.tid()), (Some(&b"fa"[..]), Some(&b"t1"[..])));
         // ...overriding what the frame said.
         let forged = Metadata::from_pairs([(metadata::WANTED_TARGET, "b")]);
         let r = route(&mut w, Data::new(0x33, Bytes::new()).with_metadata(forged));
@@ -866,12 +891,15 @@ mod tests {
             (metadata::TARGET, "fa"),
         ]);
         let r = Routed::new(Data::new(0x33, &b"x"[..]).with_metadata(md.clone()));
-        assert_eq!((r.target(), r.tid()), (Some("fa"), Some("tid-0001")));
+        assert_eq!(
+            (r.target(), r.tid()),
+            (Some(&b"fa"[..]), Some(&b"tid-0001"[..]))
+        );
         // Copied out of its buffer, the frame's spans still read the same strings.
         let (mut data, located) = r.into_parts();
         data.detach();
-        assert_eq!(located.target(&data.metadata), Some("fa"));
-        assert_eq!(located.tid(&data.metadata), Some("tid-0001"));
+        assert_eq!(located.target(&data.metadata), Some(&b"fa"[..]));
+        assert_eq!(located.tid(&data.metadata), Some(&b"tid-0001"[..]));
         // A map that does not decode: routed to every observer, no tid.
         let bad = Metadata::from_bytes(Bytes::from_static(b"\x81\xa1a"));
         let r = Routed::new(Data::new(0x33, Bytes::new()).with_metadata(bad));

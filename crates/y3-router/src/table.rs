@@ -121,7 +121,11 @@ impl<S: Clone> RoutingTable<S> {
     }
 
     /// The targets a frame on `tag` with `yomo-target` `target` goes to (see [`accepts`]).
-    pub fn targets<'a>(&'a self, tag: u32, target: Option<&'a str>) -> impl Iterator<Item = &'a S> {
+    pub fn targets<'a>(
+        &'a self,
+        tag: u32,
+        target: Option<&'a [u8]>,
+    ) -> impl Iterator<Item = &'a S> {
         self.routes
             .get(&tag)
             .into_iter()
@@ -143,10 +147,10 @@ impl<S: Clone> RoutingTable<S> {
 
 /// Whether `route` receives a frame whose `yomo-target` is `target`: every subscriber for
 /// an untargeted frame, only those wanting exactly that target otherwise.
-pub fn accepts<S>(route: &Route<S>, target: Option<&str>) -> bool {
+pub fn accepts<S>(route: &Route<S>, target: Option<&[u8]>) -> bool {
     match target {
         None => true,
-        Some(t) => route.wanted_target.as_deref() == Some(t),
+        Some(t) => route.wanted_target.as_deref().map(str::as_bytes) == Some(t),
     }
 }
 
@@ -159,7 +163,7 @@ mod tests {
         tag: u32,
         target: Option<&str>,
     ) -> Vec<&'static str> {
-        let mut v: Vec<_> = t.targets(tag, target).copied().collect();
+        let mut v: Vec<_> = t.targets(tag, target.map(str::as_bytes)).copied().collect();
         v.sort();
         v
     }
@@ -190,6 +194,9 @@ mod tests {
         assert_eq!(targets(&t, 0x33, None), ["fa", "fb", "plain"]);
         assert_eq!(targets(&t, 0x33, Some("a")), ["fa"]);
         assert_eq!(targets(&t, 0x33, Some("c")), [] as [&str; 0]);
+        // Targets are bytes (YoMo's are Go strings): one that is not UTF-8 is compared
+        // as it is, and matches nobody wanting a near one.
+        assert!(t.targets(0x33, Some(b"a\xff")).next().is_none());
     }
 
     #[test]

@@ -430,9 +430,8 @@ async fn reserved_tags_close_the_sender() {
 }
 
 /// Metadata that is not a msgpack string map is a protocol error of its sender
-/// (`bad_metadata`); it is not forwarded. A string that is not UTF-8 (in a key or a value
-/// the router does not read) is refused too: routing compares keys as bytes, and still
-/// checks every string.
+/// (`bad_metadata`); it is not forwarded. (A string that is not UTF-8 is not malformed:
+/// see `metadata_strings_are_bytes_as_on_yomo`.)
 #[tokio::test]
 async fn undecodable_metadata_closes_the_sender() {
     let router = router(|_| {}).await;
@@ -448,10 +447,10 @@ async fn undecodable_metadata_closes_the_sender() {
         (&hex!("81 a161 01")[..], "not a string"),
         (&hex!("a3 616263")[..], "not a map"),
         (
-            &hex!("82 a8 796f6d6f2d746964 a161 a1ff a161")[..],
-            "not UTF-8",
+            &hex!("82 a8 796f6d6f2d746964 a2ff00 a161 d905 61")[..],
+            "string longer than the map",
         ),
-        (&hex!("81 a161 a9 616263646566676880")[..], "not UTF-8"),
+        (&hex!("81 a161 c3")[..], "not a string"),
     ] {
         let mut y3 = join(&router, ClientType::Source, &[]).await;
         y3.writer.send(bad(bytes)).await.unwrap();
@@ -473,6 +472,76 @@ async fn undecodable_metadata_closes_the_sender() {
     assert_eq!(protocol_errors(&router, "bad_metadata"), 6);
     assert_eq!(router.stats().frames_in, 0);
     assert_eq!(leftover_data(&mut sink).await, []);
+    ledger(&router).await;
+    router.shutdown().await;
+}
+
+/// A metadata string is bytes, as on YoMo's zipper (Go strings are bytes; its msgpack
+/// decoder also reads bin and nil as strings): a tid, target, key or value that is not
+/// UTF-8 is routed by its bytes and forwarded unchanged (edited maps included), and the
+/// sender keeps its connection.
+#[tokio::test]
+async fn metadata_strings_are_bytes_as_on_yomo() {
+    let router = router(|_| {}).await;
+    let mut fa = admit(router.connect_in_memory(), wanting(&[0x10], "a")).await;
+    let mut plain = join(&router, ClientType::StreamFunction, &[0x10]).await;
+    let mut source = join(&router, ClientType::Source, &[]).await;
+    // A function wanting "w": the router merges that into what it writes (an edit).
+    let mut fw = admit(router.connect_in_memory(), wanting(&[0x99], "w")).await;
+    let frame = |md: &'static [u8], payload: &'static [u8]| {
+        Frame::Data(
+            Data::new(0x10, payload).with_metadata(Metadata::from_bytes(Bytes::from_static(md))),
+        )
+    };
+    // tid ff00, target "a" ff (nobody's), key fe with a bin value fe.
+    let to_nobody =
+        &hex!("83 a8 796f6d6f2d746964 a2ff00 ab 796f6d6f2d746172676574 a261ff a1fe c401fe");
+    // tid ff01, target "a", key fe with a nil value.
+    let to_a = &hex!("83 a8 796f6d6f2d746964 a2ff01 ab 796f6d6f2d746172676574 a161 a1fe c0");
+    // tid ff02, untargeted.
+    let to_all = &hex!("81 a8 796f6d6f2d746964 a2ff02");
+    for f in [
+        frame(to_nobody, b"0"),
+        frame(to_a, b"1"),
+        frame(to_all, b"2"),
+    ] {
+        source.writer.feed(f).await.unwrap();
+    }
+    source.writer.flush().await.unwrap();
+
+    let got_a: Vec<Data> = vec![next_data(&mut fa).await, next_data(&mut fa).await];
+    assert_eq!(got_a[0].payload, &b"1"[..]);
+    assert_eq!(
+        got_a[0].metadata.as_bytes(),
+        &to_a[..],
+        "forwarded as it came"
+    );
+    assert_eq!(got_a[1].metadata.as_bytes(), &to_all[..]);
+    let d = next_data(&mut plain).await;
+    assert_eq!(
+        (&d.payload[..], d.metadata.as_bytes()),
+        (&b"2"[..], &Bytes::from_static(to_all))
+    );
+    // The function's frame, edited to carry its wanted target: the tid kept as it was.
+    fw.writer.send(frame(to_all, b"3")).await.unwrap();
+    for d in [next_data(&mut fa).await, next_data(&mut plain).await] {
+        assert_eq!(d.payload, &b"3"[..]);
+        assert_eq!(
+            d.metadata.get_bytes(metadata::TID).unwrap(),
+            Some(&hex!("ff02")[..])
+        );
+        assert_eq!(d.metadata.get(metadata::WANTED_TARGET).unwrap(), Some("w"));
+    }
+    assert_eq!(
+        router.stats().drops(Drop::NoSubscriber),
+        1,
+        "the frame for a ff"
+    );
+    assert_eq!(protocol_errors(&router, "bad_metadata"), 0);
+    // Both writers are still served.
+    send_all(&mut source, 0x10, 4..5, b"u").await;
+    assert_eq!(seq(&next_data(&mut plain).await), 4);
+    assert_eq!(leftover_data(&mut fa).await.len(), 1);
     ledger(&router).await;
     router.shutdown().await;
 }

@@ -9,7 +9,8 @@
 //! pair   = key str | value str
 //! str    = fixstr 0xa0|len (len < 32) | str8 0xd9 len:u8 | str16 0xda len:u16
 //!          | str32 0xdb len:u32                                           then len bytes
-//! all lengths big-endian
+//!          (bin8 0xc4, bin16 0xc5, bin32 0xc6 read the same; nil 0xc0 is the empty string)
+//! all lengths big-endian; a string's bytes are any bytes (UTF-8 or not)
 //!
 //! {"yomo-tid": "tid-0001"}:
 //!   81  a8 79 6f 6d 6f 2d 74 69 64  a8 74 69 64 2d 30 30 30 31
@@ -17,7 +18,14 @@
 //! ```
 //!
 //! Every length is checked against the bytes present before it is used, so hostile input
-//! can make a walk fail but never allocate or read out of bounds. Strings must be UTF-8.
+//! can make a walk fail but never allocate or read out of bounds.
+//!
+//! A string is bytes, as YoMo's Go SDK and zipper read it (Go strings are bytes; its
+//! msgpack decoder reads str, bin and nil as a string): the map is valid whatever bytes
+//! its strings hold, and the router compares and forwards them as bytes
+//! ([`Metadata::iter_bytes`], [`Metadata::get_bytes`]). The `&str` accessors
+//! ([`Metadata::iter`], [`Metadata::get`], [`Metadata::to_map`]) read UTF-8 only: a string
+//! that is not is `string is not UTF-8` from them, never a panic.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -69,9 +77,9 @@ pub struct Metadata(Bytes);
 impl fmt::Debug for Metadata {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut map = f.debug_map();
-        for entry in self.iter() {
+        for entry in self.iter_bytes() {
             match entry {
-                Ok((k, v)) => map.entry(&k, &v),
+                Ok((k, v)) => map.entry(&String::from_utf8_lossy(k), &String::from_utf8_lossy(v)),
                 Err(e) => map.entry(&"<error>", &e.what),
             };
         }
@@ -107,10 +115,14 @@ impl Metadata {
             .filter(|(i, (k, v))| last[k] == *i && !v.is_empty())
             .map(|(_, p)| *p)
             .collect();
+        let kept: Vec<(&[u8], &[u8])> = kept
+            .iter()
+            .map(|(k, v)| (k.as_bytes(), v.as_bytes()))
+            .collect();
         Metadata::encode(&kept)
     }
 
-    fn encode(pairs: &[(&str, &str)]) -> Metadata {
+    fn encode(pairs: &[(&[u8], &[u8])]) -> Metadata {
         if pairs.is_empty() {
             return Metadata::empty();
         }
@@ -143,22 +155,22 @@ impl Metadata {
         Entries::new(&self.0)
     }
 
-    /// Walks the pairs in wire order as bytes, each string checked as [`Metadata::iter`]
-    /// checks it (the same errors at the same offsets), but without making a `&str` of it:
-    /// a router that compares keys and forwards values reads them as bytes, and checks
-    /// that they are UTF-8 through an ASCII test of a machine word at a time (`std`'s
-    /// `from_utf8` takes a short string, as metadata strings are, a byte at a time).
+    /// Walks the pairs in wire order as bytes: the map checked as [`Metadata::iter`]
+    /// checks it (the same errors at the same offsets), but its strings taken as the bytes
+    /// they are, UTF-8 or not, as YoMo reads them. The router compares keys and forwards
+    /// values this way.
     pub fn iter_bytes(&self) -> ByteEntries<'_> {
         ByteEntries(Entries::new(&self.0))
     }
 
-    /// Checks the whole map, returning its number of pairs.
+    /// Checks the whole map, returning its number of pairs (strings that are not UTF-8
+    /// are valid: they are bytes).
     ///
     /// # Errors
     /// [`MetadataError`] for anything that is not a msgpack string map, or trailing bytes.
     pub fn validate(&self) -> Result<usize, MetadataError> {
         let mut n = 0;
-        for entry in self.iter() {
+        for entry in self.iter_bytes() {
             entry?;
             n += 1;
         }
@@ -168,12 +180,30 @@ impl Metadata {
     /// The value of `key` (the last one, if repeated), walking the map in place.
     ///
     /// # Errors
-    /// As [`Metadata::validate`]: the whole map is walked.
+    /// As [`Metadata::validate`]: the whole map is walked; and `string is not UTF-8` if
+    /// the value is not (read it with [`Metadata::get_bytes`]). Other pairs may hold any
+    /// bytes.
     pub fn get(&self, key: &str) -> Result<Option<&str>, MetadataError> {
+        let map = self.0.as_ref();
+        self.get_bytes(key)?
+            .map(|v| {
+                std::str::from_utf8(v).map_err(|_| MetadataError {
+                    offset: v.as_ptr() as usize - map.as_ptr() as usize,
+                    what: "string is not UTF-8",
+                })
+            })
+            .transpose()
+    }
+
+    /// The value of `key` as bytes (the last one, if repeated), UTF-8 or not.
+    ///
+    /// # Errors
+    /// As [`Metadata::validate`]: the whole map is walked.
+    pub fn get_bytes(&self, key: &str) -> Result<Option<&[u8]>, MetadataError> {
         let mut found = None;
-        for entry in self.iter() {
+        for entry in self.iter_bytes() {
             let (k, v) = entry?;
-            if k == key {
+            if k == key.as_bytes() {
                 found = Some(v);
             }
         }
@@ -216,13 +246,16 @@ impl Metadata {
     ///
     /// # Errors
     /// As [`Metadata::validate`].
+    /// The pairs kept are copied as bytes: a string that is not UTF-8 stays as it was.
     pub fn edit(&self, set: &[(&str, &str)], remove: &[&str]) -> Result<Metadata, MetadataError> {
-        let mut pairs: Vec<(&str, &str)> = Vec::new();
+        let mut pairs: Vec<(&[u8], &[u8])> = Vec::new();
         // Where each key's last occurrence is in `pairs`: earlier ones are left out.
-        let mut last: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-        for entry in self.iter() {
+        let mut last: std::collections::HashMap<&[u8], usize> = std::collections::HashMap::new();
+        for entry in self.iter_bytes() {
             let (k, v) = entry?;
-            if remove.contains(&k) || set.iter().any(|(s, _)| *s == k) {
+            if remove.iter().any(|r| r.as_bytes() == k)
+                || set.iter().any(|(s, _)| s.as_bytes() == k)
+            {
                 continue;
             }
             last.insert(k, pairs.len());
@@ -235,7 +268,11 @@ impl Metadata {
                 last.get(k) == Some(&(i - 1))
             });
         }
-        pairs.extend(set.iter().filter(|(_, v)| !v.is_empty()).copied());
+        pairs.extend(
+            set.iter()
+                .filter(|(_, v)| !v.is_empty())
+                .map(|(k, v)| (k.as_bytes(), v.as_bytes())),
+        );
         Ok(Metadata::encode(&pairs))
     }
 
@@ -372,33 +409,39 @@ impl<'a> Entries<'a> {
         Ok(n)
     }
 
-    /// The next string's bytes, UTF-8 checked by `utf8` (which says whether they are).
-    fn str_bytes(&mut self, utf8: impl Fn(&[u8]) -> bool) -> Result<&'a [u8], MetadataError> {
+    /// The next string's bytes, whatever they are (str, bin, or nil as the empty string,
+    /// as YoMo's msgpack decoder reads a string).
+    fn str_bytes(&mut self) -> Result<&'a [u8], MetadataError> {
         let marker = *self.buf.get(self.pos).ok_or(self.err("truncated"))?;
         let len = match marker {
-            0xa0..=0xbf => (marker & 0x1f) as u64,
+            0xa0..=0xbf => {
+                self.pos += 1;
+                (marker & 0x1f) as u64
+            }
+            0xc0 => {
+                self.pos += 1;
+                0
+            }
             0xd9..=0xdb => {
                 self.pos += 1;
                 self.be(1 << (marker - 0xd9))?
             }
+            0xc4..=0xc6 => {
+                self.pos += 1;
+                self.be(1 << (marker - 0xc4))?
+            }
             _ => return Err(self.err("not a string")),
         };
-        if marker <= 0xbf {
-            self.pos += 1;
-        }
         if len > (self.buf.len() - self.pos) as u64 {
             return Err(self.err("string longer than the map"));
         }
         let bytes = &self.buf[self.pos..self.pos + len as usize];
-        if !utf8(bytes) {
-            return Err(self.err("string is not UTF-8"));
-        }
         self.pos += len as usize;
         Ok(bytes)
     }
 
     fn str(&mut self) -> Result<&'a str, MetadataError> {
-        let bytes = self.str_bytes(|_| true)?;
+        let bytes = self.str_bytes()?;
         std::str::from_utf8(bytes).map_err(|_| MetadataError {
             // Where the string's bytes begin, as `str_bytes` reports it.
             offset: bytes.as_ptr() as usize - self.buf.as_ptr() as usize,
@@ -436,11 +479,6 @@ impl<'a> Entries<'a> {
     }
 }
 
-/// Whether `bytes` are UTF-8: ASCII (tested a word at a time) or else `std`'s check.
-fn is_utf8(bytes: &[u8]) -> bool {
-    bytes.is_ascii() || std::str::from_utf8(bytes).is_ok()
-}
-
 impl<'a> Iterator for Entries<'a> {
     type Item = Result<(&'a str, &'a str), MetadataError>;
 
@@ -449,8 +487,8 @@ impl<'a> Iterator for Entries<'a> {
     }
 }
 
-/// The pairs of a [`Metadata`] as bytes ([`Metadata::iter_bytes`]): checked as
-/// [`Entries`] checks them. Yields an error once, then stops.
+/// The pairs of a [`Metadata`] as bytes ([`Metadata::iter_bytes`]): the map checked as
+/// [`Entries`] checks it, its strings any bytes. Yields an error once, then stops.
 #[derive(Debug, Clone)]
 pub struct ByteEntries<'a>(Entries<'a>);
 
@@ -458,7 +496,7 @@ impl<'a> Iterator for ByteEntries<'a> {
     type Item = Result<(&'a [u8], &'a [u8]), MetadataError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.0.pair(|e| e.str_bytes(is_utf8))
+        self.0.pair(Entries::str_bytes)
     }
 }
 
@@ -493,7 +531,7 @@ fn put_map_head(out: &mut BytesMut, n: usize) {
     }
 }
 
-fn put_str(out: &mut BytesMut, s: &str) {
+fn put_str(out: &mut BytesMut, s: &[u8]) {
     let n = s.len();
     match n {
         0..=31 => out.put_u8(0xa0 | n as u8),
@@ -510,7 +548,7 @@ fn put_str(out: &mut BytesMut, s: &str) {
             out.put_u32(n as u32);
         }
     }
-    out.put_slice(s.as_bytes());
+    out.put_slice(s);
 }
 
 #[cfg(test)]
@@ -573,13 +611,56 @@ mod tests {
             (&hex!("81 db ffffffff 61")[..], "string longer than the map"),
             (&hex!("81 a161 05")[..], "not a string"),
             (&hex!("81 a161")[..], "truncated"),
-            (&hex!("81 a1ff a161")[..], "string is not UTF-8"),
             (&hex!("80 00")[..], "trailing bytes after the map"),
             (&hex!("de00")[..], "truncated length"),
         ] {
             let err = md(bytes).validate().unwrap_err();
             assert_eq!(err.what, what, "{bytes:02x?}");
             assert_eq!(err.kind(), "bad_metadata");
+        }
+    }
+
+    /// YoMo's decoder reads any bytes, bin and nil as a string: so does the map; the
+    /// `&str` accessors refuse what is not UTF-8 (typed, no panic), the bytes ones read it.
+    #[test]
+    fn strings_are_bytes_as_yomo_reads_them() {
+        let m = md(&hex!(
+            "83 a1ff a2 61fe a8 796f6d6f2d746964 c4 02 ff00 c0 a161"
+        ));
+        assert_eq!(m.validate().unwrap(), 3);
+        let pairs: Vec<_> = m.iter_bytes().map(Result::unwrap).collect();
+        let want: [(&[u8], &[u8]); 3] =
+            [(b"\xff", b"a\xfe"), (b"yomo-tid", b"\xff\x00"), (b"", b"a")];
+        assert_eq!(pairs, want);
+        assert_eq!(m.get_bytes(TID).unwrap(), Some(&b"\xff\x00"[..]));
+        let err = m.get(TID).unwrap_err();
+        assert_eq!((err.what, err.offset), ("string is not UTF-8", 17));
+        assert_eq!(m.get("").unwrap(), Some("a"));
+        assert_eq!(
+            m.iter().next().unwrap().unwrap_err().what,
+            "string is not UTF-8"
+        );
+        assert_eq!(m.to_map().unwrap_err().kind(), "bad_metadata");
+        // Edits keep such strings as they are.
+        let e = m.edit(&[(WANTED_TARGET, "w")], &[""]).unwrap();
+        assert_eq!(e.get_bytes(TID).unwrap(), Some(&b"\xff\x00"[..]));
+        assert_eq!(e.iter_bytes().next().unwrap().unwrap().0, b"\xff");
+        assert_eq!(e.validate().unwrap(), 3);
+        assert!(format!("{m:?}").contains("yomo-tid"));
+        // bin16 and bin32 lengths, and one that overruns.
+        assert_eq!(
+            md(&hex!("81 c50001 61 c600000001 62")).get("a").unwrap(),
+            Some("b")
+        );
+        let err = md(&hex!("81 a161 c6ffffffff")).validate().unwrap_err();
+        assert_eq!(err.what, "string longer than the map");
+        // Other types are still not strings.
+        for bytes in [
+            &hex!("81 a161 01")[..],
+            &hex!("81 c3 a161")[..],
+            &hex!("81 a161 90")[..],
+        ] {
+            assert_eq!(md(bytes).validate().unwrap_err().what, "not a string");
         }
     }
 
@@ -614,7 +695,19 @@ mod tests {
                 .map(|e| e.map(|(k, v)| (k.as_bytes(), v.as_bytes())))
                 .collect();
             let raw: Vec<_> = m.iter_bytes().collect();
-            assert_eq!(raw, strs, "{bytes:02x?}");
+            // Strings that are not UTF-8 are bytes to the one, errors to the other;
+            // everything else reads the same.
+            let not_utf8 = strs
+                .iter()
+                .any(|e| e.is_err_and(|e| e.what == "string is not UTF-8"));
+            if not_utf8 {
+                let utf8_err = |e: &Result<_, MetadataError>| {
+                    e.is_err_and(|e| e.what == "string is not UTF-8")
+                };
+                assert!(!raw.iter().any(utf8_err), "{bytes:02x?}");
+            } else {
+                assert_eq!(raw, strs, "{bytes:02x?}");
+            }
         }
     }
 

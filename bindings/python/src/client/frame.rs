@@ -71,12 +71,26 @@ impl<'py> IntoPyObject<'py> for MaybeFrame {
 #[pymethods]
 impl Frame {
     /// The metadata map (`yomo-tid`, `yomo-source-id`, custom keys) as a new dict; a map
-    /// that is not msgpack strings gives the pairs before the first bad one.
+    /// that is not msgpack strings gives the pairs before the first bad one, and a pair
+    /// that is not UTF-8 (YoMo's strings are any bytes) is left out: see `metadata_bytes`.
     #[getter]
     fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let dict = PyDict::new(py);
-        for (k, v) in self.metadata.iter().map_while(Result::ok) {
-            dict.set_item(k, v)?;
+        for (k, v) in self.metadata.iter_bytes().map_while(Result::ok) {
+            if let (Ok(k), Ok(v)) = (std::str::from_utf8(k), std::str::from_utf8(v)) {
+                dict.set_item(k, v)?;
+            }
+        }
+        Ok(dict)
+    }
+
+    /// The metadata map as bytes to bytes, every pair whether UTF-8 or not; a map that is
+    /// not msgpack strings gives the pairs before the first bad one.
+    #[getter]
+    fn metadata_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let dict = PyDict::new(py);
+        for (k, v) in self.metadata.iter_bytes().map_while(Result::ok) {
+            dict.set_item(PyBytes::new(py, k), PyBytes::new(py, v))?;
         }
         Ok(dict)
     }

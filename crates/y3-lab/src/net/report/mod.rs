@@ -404,8 +404,16 @@ mod tests {
         };
         let t = e2e_targets(&e2e);
         assert_eq!(t[0].met, Some(true), "2M against NATS's 1M: 2.0× ≥ 1.5×");
-        assert_eq!(t[1].met, Some(true), "2M against the Zenoh router's 1M: 2.0× ≥ 1.3×");
-        assert_eq!(t[2].met, Some(false), "p50 20 µs against 15 µs: 1.3× > 0.5×");
+        assert_eq!(
+            t[1].met,
+            Some(true),
+            "2M against the Zenoh router's 1M: 2.0× ≥ 1.3×"
+        );
+        assert_eq!(
+            t[2].met,
+            Some(false),
+            "p50 20 µs against 15 µs: 1.3× > 0.5×"
+        );
         assert_eq!(t[3].met, None, "no QUIC row");
         assert_eq!(t[4].met, None, "no QUIC row");
         let (md, _, _) = render(&e2e);
