@@ -22,14 +22,7 @@ func TestWriteWithTargetNotUTF8(t *testing.T) {
 	forKinds(t, func(t *testing.T, kind harness.Kind) {
 		const n = 20
 		r := harness.Start(t, kind, harness.Options{})
-		target := func(name, wanted string) *peer.Sink {
-			return harness.Sink(t, peer.FunctionConfig{
-				ClientConfig: harness.Client(r, name, ""),
-				Observe:      []uint32{tagIn},
-				WantedTarget: wanted,
-			})
-		}
-		a, plain := target("sfn-a", "a"), target("sfn-plain", "")
+		a, plain := wanting(t, r, "sfn-a", "a"), wanting(t, r, "sfn-plain", "")
 		src := harness.Source(t, harness.Client(r, "source", ""))
 
 		// 0.. to a target that is not UTF-8, 100.. to "a", 200.. to "a" and a byte that is

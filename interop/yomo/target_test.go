@@ -15,14 +15,7 @@ func TestWriteWithTarget(t *testing.T) {
 	forKinds(t, func(t *testing.T, kind harness.Kind) {
 		const n = 20
 		r := harness.Start(t, kind, harness.Options{})
-		target := func(name, wanted string) *peer.Sink {
-			return harness.Sink(t, peer.FunctionConfig{
-				ClientConfig: harness.Client(r, name, ""),
-				Observe:      []uint32{tagIn},
-				WantedTarget: wanted,
-			})
-		}
-		a, b, plain := target("sfn-a", "a"), target("sfn-b", "b"), target("sfn-plain", "")
+		a, b, plain := wanting(t, r, "sfn-a", "a"), wanting(t, r, "sfn-b", "b"), wanting(t, r, "sfn-plain", "")
 		src := harness.Source(t, harness.Client(r, "source", ""))
 
 		// Batches by sequence number: 0.. to "a", 100.. to "b", 200.. to nobody's target,
@@ -61,5 +54,15 @@ func TestWriteWithTarget(t *testing.T) {
 				}
 			}
 		}
+	})
+}
+
+// wanting starts a YoMo stream function on r observing tagIn with wanted target wanted
+// ("" for none), which records what it receives.
+func wanting(t *testing.T, r harness.Router, name, wanted string) *peer.Sink {
+	return harness.Sink(t, peer.FunctionConfig{
+		ClientConfig: harness.Client(r, name, ""),
+		Observe:      []uint32{tagIn},
+		WantedTarget: wanted,
 	})
 }
