@@ -40,24 +40,9 @@ func TestWriteWithTargetNotUTF8(t *testing.T) {
 		}
 		settle()
 
-		want := map[string]struct {
-			sk   *peer.Sink
-			from []uint64 // the batches it must get, each exactly once; no other frame
-		}{
+		exactBatches(t, n, map[string]batches{
 			"sfn-a":     {a, []uint64{100, 300}},
 			"sfn-plain": {plain, []uint64{300}},
-		}
-		for name, w := range want {
-			rep := w.sk.Tracker.Report(0, 0)
-			if rep.Received != n*len(w.from) || rep.Duplicates != 0 || rep.BadPayloads != 0 {
-				t.Errorf("%s: received %d (duplicates %d, bad payloads %d), want %d: batches %v",
-					name, rep.Received, rep.Duplicates, rep.BadPayloads, n*len(w.from), w.from)
-			}
-			for _, from := range w.from {
-				if missing := w.sk.Tracker.Missing(from, n); missing != 0 {
-					t.Errorf("%s: %d of batch %d missing", name, missing, from)
-				}
-			}
-		}
+		})
 	})
 }

@@ -35,25 +35,11 @@ func TestWriteWithTarget(t *testing.T) {
 		}
 		settle()
 
-		want := map[string]struct {
-			sk   *peer.Sink
-			from []uint64 // the batches it must get, each exactly once; no other frame
-		}{
+		exactBatches(t, n, map[string]batches{
 			"sfn-a":     {a, []uint64{0, 300}},
 			"sfn-b":     {b, []uint64{100, 300}},
 			"sfn-plain": {plain, []uint64{300}},
-		}
-		for name, w := range want {
-			rep := w.sk.Tracker.Report(0, 0)
-			if rep.Received != n*len(w.from) || rep.Duplicates != 0 {
-				t.Errorf("%s: received %d (duplicates %d), want %d: batches %v", name, rep.Received, rep.Duplicates, n*len(w.from), w.from)
-			}
-			for _, from := range w.from {
-				if missing := w.sk.Tracker.Missing(from, n); missing != 0 {
-					t.Errorf("%s: %d of batch %d missing", name, missing, from)
-				}
-			}
-		}
+		})
 	})
 }
 
@@ -65,4 +51,29 @@ func wanting(t *testing.T, r harness.Router, name, wanted string) *peer.Sink {
 		Observe:      []uint32{tagIn},
 		WantedTarget: wanted,
 	})
+}
+
+// batches is what one function must receive: each batch of n sequence numbers from these
+// starts exactly once, and no other frame.
+type batches struct {
+	sk   *peer.Sink
+	from []uint64
+}
+
+// exactBatches checks each named function got exactly its batches of n: all of them, no
+// duplicates, no bad payloads, nothing else.
+func exactBatches(t *testing.T, n int, want map[string]batches) {
+	t.Helper()
+	for name, w := range want {
+		rep := w.sk.Tracker.Report(0, 0)
+		if rep.Received != n*len(w.from) || rep.Duplicates != 0 || rep.BadPayloads != 0 {
+			t.Errorf("%s: received %d (duplicates %d, bad payloads %d), want %d: batches %v",
+				name, rep.Received, rep.Duplicates, rep.BadPayloads, n*len(w.from), w.from)
+		}
+		for _, from := range w.from {
+			if missing := w.sk.Tracker.Missing(from, n); missing != 0 {
+				t.Errorf("%s: %d of batch %d missing", name, missing, from)
+			}
+		}
+	}
 }
