@@ -26,24 +26,36 @@ import (
 // Retried and logging the first. It stays in the window meanwhile, so a tag nobody
 // subscribes to eventually fills it and Send waits; Close reports such frames as unstored.
 //
-// It has no goroutine that reconnects on its own (unlike the Rust SDK's and Python's
-// DurableSource): after a lost connection, what it keeps, and frames nobody took whose
-// retry is due, are written again only by the next Send, WaitStored or Close. A source
-// that sends rarely or has stopped calls WaitStored to have them delivered.
+// It writes again by itself, as the Rust SDK's and Python's DurableSource: a goroutine it
+// owns (its keeper, stopped by Close) reconnects with Options.Backoff (forever by default)
+// when a connection ends with frames kept, writes every kept frame again, in order, on the
+// new connection, and writes the frames nobody took when their retry is due. A source that
+// sends rarely, or has stopped, needs no further call for what it sent to be delivered.
+// Calls wait for the keeper's new connection meanwhile (bounded by their context); when
+// reconnecting gives up (Backoff.Attempts), the next call returns gave_up and the keeper
+// tries again on the call after it. Call Close to stop the keeper: a source dropped
+// without Close keeps its goroutine and connection.
 //
 // Routers that do not know the extension (YoMo's zipper) never acknowledge: use Source
-// with them. A DurableSource is safe for concurrent use; its calls are serialized.
+// with them. A DurableSource is safe for concurrent use: one call (or the keeper) writes
+// at a time, and a call waiting for room or a connection lets the others run.
 type DurableSource struct {
 	addr string
 	opts Options
 	who  identity
 
-	mu     sync.Mutex // serializes the calls
-	active *durableLink
-	fatal  error // a refusal that is not retried: returned by every later call
-	closed bool
-	done   chan struct{}
-	once   sync.Once
+	mu      sync.Mutex // one writer at a time: a call or the keeper; guards the fields below
+	active  *durableLink
+	fatal   error // a refusal that is not retried: returned by every later call
+	failed  error // the keeper's reconnecting gave up: returned (once) by the next call
+	wanted  bool  // a call waits for a connection (the keeper reconnects with nothing kept)
+	closing bool  // Close began: a second Close returns nil
+	closed  bool
+	done    chan struct{} // closed by Close once it has waited: stops the keeper and its dial
+	once    sync.Once
+
+	wake       chan struct{} // (1 slot) wakes the keeper: a link ended, frames were deferred
+	keeperDone chan struct{} // closed when the keeper has returned
 
 	wmu   sync.Mutex // guards win, gen and moved (shared with the reader goroutine)
 	win   window
@@ -65,13 +77,17 @@ type durableLink struct {
 //
 // Errors: as ConnectSource.
 func ConnectDurableSource(ctx context.Context, addr string, opts Options) (*DurableSource, error) {
-	s := &DurableSource{addr: addr, opts: opts.norm(), done: make(chan struct{}), moved: make(chan struct{})}
+	s := &DurableSource{addr: addr, opts: opts.norm(), done: make(chan struct{}), moved: make(chan struct{}),
+		wake: make(chan struct{}, 1), keeperDone: make(chan struct{})}
 	s.who = identity{id: newClientID(), typ: ClientSource, wantsAcks: true}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.ensure(ctx); err != nil {
+	l, err := dialUnlessDone(ctx, s.done, s.addr, &s.opts, &s.who)
+	if err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
+	s.install(l)
+	s.mu.Unlock()
+	go s.keep()
 	return s, nil
 }
 
@@ -162,8 +178,9 @@ func (s *DurableSource) SendData(ctx context.Context, d Data) error {
 	}
 }
 
-// WaitStored waits until the router has handled every frame sent so far, reconnecting and
-// writing again as needed. Frames the router refused are not waited for: see Refused.
+// WaitStored waits until the router has handled every frame sent so far (the keeper
+// reconnects and writes again as needed). Frames the router refused are not waited for:
+// see Refused. With nothing kept it returns at once, connected or not.
 //
 // Errors: ctx.Err() when ctx ends first (frames are still kept); a refusal, gave_up,
 // closed.
@@ -175,15 +192,21 @@ func (s *DurableSource) WaitStored(ctx context.Context) error {
 
 func (s *DurableSource) waitStored(ctx context.Context) error {
 	for {
+		if s.closed {
+			return &Error{Kind: KindClosed}
+		}
+		if s.fatal != nil {
+			return s.fatal
+		}
+		if s.Unacked() == 0 {
+			return nil
+		}
 		if err := s.ready(ctx); err != nil {
 			return err
 		}
 		s.wmu.Lock()
-		empty, moved := s.win.len() == 0, s.moved
+		moved := s.moved
 		s.wmu.Unlock()
-		if empty {
-			return nil
-		}
 		if err := s.writePending(ctx); err != nil {
 			return err
 		}
@@ -193,9 +216,12 @@ func (s *DurableSource) waitStored(ctx context.Context) error {
 	}
 }
 
-// wait waits until moved is closed (or a short while: the caller looks again), ctx ends
-// or Close begins.
+// wait lets go of mu until moved is closed (or a short while: the caller looks again),
+// ctx ends or Close is done; it holds mu again when it returns. Another call, or the
+// keeper, may run meanwhile.
 func (s *DurableSource) wait(ctx context.Context, moved <-chan struct{}) error {
+	s.mu.Unlock()
+	defer s.mu.Lock()
 	t := time.NewTimer(100 * time.Millisecond)
 	defer t.Stop()
 	select {
@@ -208,24 +234,28 @@ func (s *DurableSource) wait(ctx context.Context, moved <-chan struct{}) error {
 	return nil
 }
 
-// Close waits (bounded by ctx) until everything is handled, then ends the connection, and
-// every later call returns closed. It returns ctx.Err() when frames were left unstored,
-// and an *Error of kind refused (field Frames) when the router refused any: Close returns
-// nil only when every frame sent was stored. A second Close returns nil.
+// Close waits (bounded by ctx) until everything is handled, then stops the keeper, ends the
+// connection, and every later call returns closed. It returns ctx.Err() when frames were
+// left unstored, and an *Error of kind refused (field Frames) when the router refused any:
+// Close returns nil only when every frame sent was stored. A second Close returns nil.
 func (s *DurableSource) Close(ctx context.Context) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	if s.closing {
+		s.mu.Unlock()
 		return nil
 	}
+	s.closing = true
 	var err error
 	if s.fatal == nil {
 		err = s.waitStored(ctx)
 	}
 	s.closed = true
 	s.once.Do(func() { close(s.done) })
-	if a := s.active; a != nil {
-		s.active = nil
+	a := s.active
+	s.active = nil
+	s.mu.Unlock()
+	<-s.keeperDone
+	if a != nil {
 		_ = closeLink(a.l, a.readerDone, s.opts.Linger)
 	}
 	if n := s.Refused(); err == nil && n > 0 {
@@ -234,16 +264,38 @@ func (s *DurableSource) Close(ctx context.Context) error {
 	return err
 }
 
-// ready is closed after Close, else ensure's answer.
+// ready waits (bounded by ctx) for a connection whose reader is alive, every kept frame
+// written on it or being written: the keeper reconnects. It returns closed after Close,
+// the refusal that ended the source, or the keeper's gave_up (once).
 func (s *DurableSource) ready(ctx context.Context) error {
-	if s.closed {
-		return &Error{Kind: KindClosed}
+	for {
+		if s.closed {
+			return &Error{Kind: KindClosed}
+		}
+		if err := s.dropBroken(); err != nil {
+			return err
+		}
+		if s.active != nil {
+			return nil
+		}
+		if err := s.failed; err != nil {
+			s.failed = nil
+			return err
+		}
+		s.wanted = true
+		s.wakeKeeper()
+		s.wmu.Lock()
+		moved := s.moved
+		s.wmu.Unlock()
+		if err := s.wait(ctx, moved); err != nil {
+			return err
+		}
 	}
-	return s.ensure(ctx)
 }
 
-// ensure makes sure of a connection whose reader is alive, every kept frame written on it.
-func (s *DurableSource) ensure(ctx context.Context) error {
+// dropBroken forgets the connection when it is broken, remembering for good the refusal
+// that ended it (one that is not retryable), and returns that refusal, if any.
+func (s *DurableSource) dropBroken() error {
 	if s.fatal != nil {
 		return s.fatal
 	}
@@ -254,31 +306,109 @@ func (s *DurableSource) ensure(ctx context.Context) error {
 		<-a.readerDone
 		if e := a.end.Load(); e != nil && !e.Retryable() {
 			s.fatal = e
-			return e
 		}
 	}
-	if s.active != nil {
-		return nil
-	}
-	l, err := dialUnlessDone(ctx, s.done, s.addr, &s.opts, &s.who)
-	if err != nil {
-		if isRefusal(err) {
-			s.fatal = err
-		}
-		return err
-	}
+	return s.fatal
+}
+
+// install makes l the connection (under mu): every kept frame is to be written on it.
+func (s *DurableSource) install(l *link) {
 	s.wmu.Lock()
 	s.gen++
 	s.win.reconnected()
 	a := &durableLink{l: l, gen: s.gen, readerDone: make(chan struct{})}
 	s.wmu.Unlock()
-	go s.read(a)
 	s.active = a
-	return s.writePending(ctx)
+	go s.read(a)
 }
 
-// writePending writes the kept frames this connection has not carried yet. A connection
-// that breaks meanwhile is marked broken: the next call reconnects and writes them again.
+// keepLook is how long the keeper sleeps at most between looks; it is woken when a
+// connection ends, frames are deferred, or a call waits for a connection.
+const keepLook = 500 * time.Millisecond
+
+// keep is the keeper: when the connection ends with frames kept (or a call waits for
+// one), it reconnects with the source's backoff and writes every kept frame again, in
+// order; while connected, it writes the frames nobody took when their retry is due. It
+// returns once Close is done waiting.
+func (s *DurableSource) keep() {
+	defer close(s.keeperDone)
+	t := time.NewTimer(keepLook)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-s.wake:
+		case <-t.C:
+		}
+		next, stop := s.tend()
+		if stop {
+			return
+		}
+		t.Reset(next)
+	}
+}
+
+// tend is one look of the keeper: it reconnects if needed (dialing without mu, so that
+// calls can give up meanwhile), writes what the connection has not carried, and says how
+// long until the next look, or to stop (after Close).
+func (s *DurableSource) tend() (next time.Duration, stop bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, true
+	}
+	if s.dropBroken() != nil || s.failed != nil {
+		return keepLook, false // a call reports it; the keeper waits for the next
+	}
+	if s.active == nil {
+		if !s.wanted && s.Unacked() == 0 {
+			return keepLook, false
+		}
+		s.mu.Unlock()
+		l, err := dialUnlessDone(context.Background(), s.done, s.addr, &s.opts, &s.who)
+		s.mu.Lock()
+		if s.closed {
+			if err == nil {
+				l.close()
+			}
+			return 0, true
+		}
+		if err != nil {
+			if isRefusal(err) {
+				s.fatal = err
+			} else {
+				s.failed = err
+			}
+			s.bump()
+			return keepLook, false
+		}
+		s.install(l)
+		s.wanted = false
+	}
+	// Only too_long can come back, which SendData rules out; a broken link is marked.
+	_ = s.writePending(context.Background())
+	s.bump()
+	s.wmu.Lock()
+	due := s.win.nextDue()
+	s.wmu.Unlock()
+	if due.IsZero() {
+		return keepLook, false
+	}
+	return min(max(time.Until(due), time.Millisecond), keepLook), false
+}
+
+// wakeKeeper wakes the keeper (a wake is kept when it is busy).
+func (s *DurableSource) wakeKeeper() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// writePending writes the kept frames this connection has not carried yet (the deferred
+// ones that are due first). A connection that breaks meanwhile is marked broken: the
+// keeper reconnects and writes them again.
 func (s *DurableSource) writePending(ctx context.Context) error {
 	a := s.active
 	if a == nil {
@@ -292,6 +422,7 @@ func (s *DurableSource) writePending(ctx context.Context) error {
 			return err // checked by SendData; a frame that grew cannot happen
 		}
 		a.broken.Store(true)
+		s.wakeKeeper()
 	}
 	return nil
 }
@@ -305,13 +436,25 @@ func (s *DurableSource) read(a *durableLink) {
 	s.signal(a.gen, nil)
 }
 
-// signal applies a stored count of connection gen (if any) and wakes the waiters.
+// signal applies a stored count of connection gen (if any) and wakes the waiters, and the
+// keeper when the connection ended (stored is nil) or frames were deferred.
 func (s *DurableSource) signal(gen uint64, stored *Stored) {
 	s.wmu.Lock()
-	defer s.wmu.Unlock()
 	if stored != nil && gen == s.gen {
 		s.win.ack(*stored, s.opts.Logger)
 	}
 	close(s.moved)
 	s.moved = make(chan struct{})
+	s.wmu.Unlock()
+	if stored == nil || len(stored.Refused) > 0 {
+		s.wakeKeeper()
+	}
+}
+
+// bump wakes the calls waiting for the window or a connection.
+func (s *DurableSource) bump() {
+	s.wmu.Lock()
+	close(s.moved)
+	s.moved = make(chan struct{})
+	s.wmu.Unlock()
 }
