@@ -23,7 +23,8 @@
 // (ConnectDurableSource) and a durable StreamFunction (ConnectDurableStreamFunction) ask
 // for stored acknowledgements (spec/frames.md), keep what they wrote until the router has
 // stored it, and write it again, with the same yomo-tid, after a reconnect: at least once
-// across a router killed mid-stream. A frame the router refuses by its rules (over its
+// across a router killed mid-stream. Both reconnect and write again by themselves, with no
+// further call (a DurableSource's goroutine, its keeper, stops at Close). A frame the router refuses by its rules (over its
 // frame limit, past its hop limit, a loop) is reported with its reason (Refused, Refusals)
 // and not written again; one nobody took (no subscriber yet: no_subscriber) is kept and
 // written again with backoff (RetryFirst doubling to RetryMax) until a subscriber takes it
