@@ -326,6 +326,14 @@ func (s *DurableSource) install(l *link) {
 // connection ends, frames are deferred, or a call waits for a connection.
 const keepLook = 500 * time.Millisecond
 
+// keepSlice is how long the keeper writes at most per look while holding the call mutex:
+// a connection whose queue stays full (a stopped router) holds calls no longer than this,
+// so their contexts and Close's still bound them. It goes on after keepYield.
+const (
+	keepSlice = 50 * time.Millisecond
+	keepYield = 10 * time.Millisecond
+)
+
 // keep is the keeper: when the connection ends with frames kept (or a call waits for
 // one), it reconnects with the source's backoff and writes every kept frame again, in
 // order; while connected, it writes the frames nobody took when their retry is due. It
@@ -385,10 +393,19 @@ func (s *DurableSource) tend() (next time.Duration, stop bool) {
 		}
 		s.install(l)
 		s.wanted = false
+		if n := s.Unacked(); n > 0 {
+			s.opts.Logger.Info("durable source reconnected; writing again what was not stored",
+				"addr", s.addr, "frames", n)
+		}
 	}
-	// Only too_long can come back, which SendData rules out; a broken link is marked.
-	_ = s.writePending(context.Background())
+	// A broken link is marked; too_long cannot come back (SendData rules it out).
+	ctx, cancel := context.WithTimeout(context.Background(), keepSlice)
+	err := s.writePending(ctx)
+	cancel()
 	s.bump()
+	if err != nil {
+		return keepYield, false // the queue is full: let the calls in, then go on
+	}
 	s.wmu.Lock()
 	due := s.win.nextDue()
 	s.wmu.Unlock()
