@@ -115,6 +115,7 @@ func TestDurableSourceResendsByItself(t *testing.T) {
 
 	// No call on the source from the kill until every frame has arrived (or a minute).
 	seen := make(map[int]int)
+	var firsts []int // each number at its first arrival, in arrival order
 	deadline := time.NewTimer(60 * time.Second)
 	defer deadline.Stop()
 count:
@@ -123,6 +124,9 @@ count:
 		case i, ok := <-got:
 			if !ok {
 				break count
+			}
+			if seen[i] == 0 {
+				firsts = append(firsts, i)
 			}
 			seen[i]++
 		case <-deadline.C:
@@ -146,6 +150,15 @@ count:
 	}
 	if src.Resent() == 0 {
 		t.Error("nothing was written again")
+	}
+	// Written again in order: without retries (which put a frame nobody took after newer
+	// ones, by design), every frame first arrives in the order sent.
+	if src.Retried() == 0 {
+		for k, i := range firsts {
+			if i != k {
+				t.Fatalf("frame %d arrived %dth for the first time: out of order", i, k)
+			}
+		}
 	}
 	cctx, ccancel := context.WithTimeout(ctx, 30*time.Second)
 	defer ccancel()
