@@ -24,11 +24,11 @@
 // for stored acknowledgements (spec/frames.md), keep what they wrote until the router has
 // stored it, and write it again, with the same yomo-tid, after a reconnect: at least once
 // across a router killed mid-stream. Both reconnect and write again by themselves, with no
-// further call (a DurableSource's goroutine, its keeper, stops at Close). A frame the router refuses by its rules (over its
-// frame limit, past its hop limit, a loop) is reported with its reason (Refused, Refusals)
-// and not written again; one nobody took (no subscriber yet: no_subscriber) is kept and
-// written again with backoff (RetryFirst doubling to RetryMax) until a subscriber takes it
-// (Retried).
+// further call (a DurableSource's goroutine, its keeper, stops at Close). A frame the
+// router refuses by its rules (over its frame limit, past its hop limit, a loop) is
+// reported with its reason (Refused, Refusals) and not written again; one nobody took (no
+// subscriber yet: no_subscriber) is kept and written again with backoff (RetryFirst
+// doubling to RetryMax) until a subscriber takes it (Retried).
 //
 // Lost connections are re-established with exponential Backoff, forever by default (a
 // client outlives a router restart); refusals (a rejected
