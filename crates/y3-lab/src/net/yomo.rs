@@ -26,8 +26,9 @@
 //! 1. **flat out**: the sink (and relay) connect; then the source writes `messages` stamped
 //!    messages as fast as its client goes. msg/s is the sink's: messages received over the
 //!    time from the first arrival to the last. Router CPU: user + system time of the router
-//!    process (`/proc/PID/stat`) from just before the source starts to the sink's report,
-//!    divided by the frames routed (one per message, two through the relay).
+//!    process ([`proc::cpu_seconds`]: its threads' `/proc/PID/task/*/schedstat`) from just
+//!    before the source starts to the sink's report, divided by the frames routed (one per
+//!    message, two through the relay).
 //! 2. **paced**: fresh router and clients, `paced` messages at `rate` msg/s; one-way latency
 //!    p50/p99/p999 as the sink reports it (arrival minus the send time stamped in the
 //!    payload, one host clock, nearest rank).
