@@ -292,6 +292,23 @@ mod tests {
         assert!(gone);
     }
 
+    /// The lab's own CPU time counts a thread that ended inside the window (filter's
+    /// function threads, joined before the second reading).
+    #[test]
+    fn own_cpu_counts_a_thread_that_ended() {
+        let before = own_cpu_seconds().expect("CLOCK_PROCESS_CPUTIME_ID");
+        std::thread::spawn(|| {
+            let spin = cpu_time::ThreadTime::now();
+            while spin.elapsed() < Duration::from_millis(30) {
+                std::hint::black_box(0u64);
+            }
+        })
+        .join()
+        .unwrap();
+        let after = own_cpu_seconds().unwrap();
+        assert!(after - before >= 0.030, "{before} -> {after}");
+    }
+
     #[test]
     fn exited_child_reports_its_stderr() {
         let sh = which("sh").unwrap();

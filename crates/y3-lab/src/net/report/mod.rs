@@ -417,6 +417,47 @@ mod tests {
         assert!(md.contains("| 64 B × 1 sub | 2M | 20 µs / 40 µs |"), "{md}");
     }
 
+    /// Broker and clients CPU per message sit beside msg/s in every row that measured them:
+    /// `–` for the broker of a row without one (zenoh-p2p), `client-bound` where the
+    /// clients took more.
+    #[test]
+    fn e2e_report_shows_broker_and_clients_cpu_per_message() {
+        let rec = |imp: &str, broker_ns: Option<f64>, clients_ns: f64, bound: &str| {
+            Record::new("e2e", imp, "64 B × 1 sub")
+                .dim(Dim::Bound, bound)
+                .metric_opt(Metric::RouterNsPerMsg, broker_ns)
+                .metric(Metric::ClientsNsPerMsg, clients_ns)
+                .metric(Metric::MsgPerS, 1e6)
+                .metric(Metric::P50Us, 100.0)
+                .metric(Metric::P99Us, 200.0)
+        };
+        let e2e = Results {
+            meta: Meta {
+                suite: "e2e".into(),
+                ..Meta::default()
+            },
+            records: vec![
+                rec("y3-router-tcp", Some(1500.0), 2250.0, "clients"),
+                rec("nats", Some(2000.0), 1000.0, "broker"),
+                rec("zenoh-p2p", None, 1250.0, ""),
+            ],
+            ..Results::default()
+        };
+        let md = e2e_markdown(&e2e);
+        assert!(
+            md.contains("| `y3-router-tcp` msg/s | p50 / p99 | CPU µs/msg broker / clients |"),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "| 64 B × 1 sub | 1M | 100 µs / 200 µs | 1.50 / 2.25 client-bound | 1M | 100 µs / \
+                 200 µs | 2.00 / 1.00 | 1M | 100 µs / 200 µs | – / 1.25 |"
+            ),
+            "{md}"
+        );
+        assert!(md.contains("marked client-bound"), "{md}");
+    }
+
     #[test]
     fn yomo_ratios_and_targets() {
         let rec = |imp: &str, case: &str, rate: f64, cpu: f64, p99: f64| {
