@@ -27,7 +27,7 @@
 //! src/main.rs, src/cli/    the y3-lab command: shared OutputArgs + publish(), one module per suite's options
 //! measure.rs               the harness: runners, medians (measure::median), serial/parallel
 //! record.rs               Record (suite, dims, impl, metrics), Results, Meta: every suite's
-//! report.rs               SuiteReport registry, codec/serde reports, targets table, Bound, fill()
+//! report.rs               SuiteReport registry, codec/serde reports, targets table, Bound, RowTarget, fill()
 //! table.rs                 Table: every report table, to Markdown and to chart series
 //! charts.rs                BarChart → SVG (plotters)
 //! codec/, data.rs, go.rs   codec suite: y3 rows, peer rows (Prepared::looping), Go side

@@ -172,21 +172,54 @@ pub struct Target {
     pub shortfall: String,
 }
 
-/// A requirement on a ratio: at least, or at most, `value`. Every target of every suite is
-/// one of these over a measured ratio.
+/// What a [`Bound`] bounds: a ratio of two rows (most targets) or one row's own figure in
+/// microseconds (an absolute target, such as a p99 of at most 2 ms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// A ratio, shown `0.84×`.
+    Times,
+    /// Microseconds, shown `413 µs` or `2.00 ms`.
+    Micros,
+}
+
+impl Unit {
+    /// `v` in this unit: `0.84×`, `413 µs`, `2.63 ms`.
+    pub fn show(self, v: f64) -> String {
+        match self {
+            Unit::Times => ratio(v),
+            Unit::Micros if v >= 1000.0 => format!("{:.2} ms", v / 1000.0),
+            Unit::Micros => format!("{v:.0} µs"),
+        }
+    }
+}
+
+/// A requirement on a measured figure: at least, or at most, `value`. Every target of every
+/// suite is one of these over a measured ratio ([`Unit::Times`]) or, for an absolute target
+/// ([`RowTarget`]), over one row's figure ([`Unit::Micros`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Bound {
-    /// The bound (`1.0` for "at least as fast").
+    /// The bound (`1.0` for "at least as fast", `2000.0` for "at most 2 ms").
     pub value: f64,
     /// `≥` (else `≤`).
     pub at_least: bool,
+    /// What `value` counts.
+    pub unit: Unit,
 }
 
 impl Bound {
-    /// The requirement in words: `≥ 1.0×`.
+    /// The requirement in words: `≥ 1.0×`, `≤ 2.00 ms`.
     pub fn required(self) -> String {
         let sign = if self.at_least { "≥" } else { "≤" };
-        format!("{sign} {}", ratio(self.value))
+        format!("{sign} {}", self.unit.show(self.value))
+    }
+
+    /// The same requirement on a figure in microseconds: `at_most(2000.0).micros()` is
+    /// "at most 2 ms".
+    pub const fn micros(self) -> Bound {
+        Bound {
+            unit: Unit::Micros,
+            ..self
+        }
     }
 
     /// Whether `v` meets it.
@@ -228,7 +261,7 @@ impl Bound {
                 };
                 Target {
                     name: name.into(),
-                    measured: format!("{} (worst, {at})", ratio(v)),
+                    measured: format!("{} (worst, {at})", self.unit.show(v)),
                     required: self.required(),
                     met: Some(met),
                     shortfall,
@@ -252,6 +285,7 @@ pub const fn at_most(value: f64) -> Bound {
     Bound {
         value,
         at_least: false,
+        unit: Unit::Times,
     }
 }
 
@@ -260,6 +294,7 @@ pub const fn at_least(value: f64) -> Bound {
     Bound {
         value,
         at_least: true,
+        unit: Unit::Times,
     }
 }
 
@@ -337,6 +372,35 @@ impl RatioTarget {
             met: None,
             shortfall: String::new(),
         }
+    }
+}
+
+/// An absolute target, declared as data: one row's own figure (`value(row)`, not a ratio
+/// to another row) in every cell the suite pairs, the worst of them within `bound` (yomo:
+/// y3's clients' paced p99 at most 2 ms, `at_most(2000.0).micros()`).
+pub struct RowTarget {
+    /// What is required, in words.
+    pub name: &'static str,
+    /// The figure's column in a report table.
+    pub column: &'static str,
+    /// The row whose figure is bounded.
+    pub row: &'static str,
+    /// The figure in one cell, when the row measured it.
+    pub value: fn(&Record) -> Option<f64>,
+    /// Where the worst cell must stay.
+    pub bound: Bound,
+}
+
+impl RowTarget {
+    /// The figure in one cell: the row's record there.
+    pub fn in_cell(&self, row: Option<&Record>) -> Option<f64> {
+        (self.value)(row?)
+    }
+
+    /// The target checked over `cells` (value, where), naming the worst cell
+    /// (`2.63 ms (worst, relay 1024 B)`).
+    pub fn check(&self, cells: Vec<(f64, String)>) -> Target {
+        self.bound.check(self.name, cells)
     }
 }
 

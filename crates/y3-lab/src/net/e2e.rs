@@ -15,8 +15,9 @@
 //! processes (`y3 serve` as it ships, with its allocator — the release build next to the
 //! lab's binary —, `nats-server`, `y3-lab net server zenoh-router`); publisher and
 //! subscribers share the lab's process (one tokio runtime). Over the flat-out run the lab
-//! reads the broker's CPU time (its threads' `/proc/PID/task/*/schedstat`) and its own
-//! (`getrusage`): broker and clients CPU per message sit beside msg/s, and a case whose
+//! reads the broker's CPU time (its threads' `/proc/PID/task/*/schedstat`,
+//! [`crate::net::proc::cpu_seconds`]) and its own ([`crate::net::proc::own_cpu_seconds`]):
+//! broker and clients CPU per message sit beside msg/s, and a case whose
 //! clients took more CPU per message than the broker is marked client-bound (dimension
 //! `bound`: `clients`), since the clients share the cores with the broker.
 //! Rows: `y3-router-tcp`, `y3-router-quic`, `nats`, `zenoh-router` (clients through a
@@ -633,13 +634,13 @@ struct CaseResult {
 /// One case on connected clients: probes until every subscriber is ready, a warm-up of
 /// 2% of the messages, the flat-out run, then the paced run.
 ///
-/// `broker_cpu` reads the broker's CPU time, ns (`None`: not measured); the clients' is
-/// this process's.
+/// `broker_cpu` reads the broker's CPU seconds so far (`None`: not measured); the clients'
+/// are this process's.
 async fn run_case(
     opts: &Options,
     mut clients: Clients,
     size: usize,
-    broker_cpu: &(dyn Fn() -> Option<u64> + Sync),
+    broker_cpu: &(dyn Fn() -> Option<f64> + Sync),
 ) -> Result<CaseResult> {
     let result = async {
         clients.wait_ready(size).await?;
@@ -647,17 +648,17 @@ async fn run_case(
         clients
             .phase(warm, size, None, Duration::from_secs(60))
             .await?;
-        let (broker0, clients0) = (broker_cpu(), cpu_time::ProcessTime::try_now().ok());
+        let (broker0, clients0) = (broker_cpu(), crate::net::proc::own_cpu_seconds());
         let (elapsed, loaded) = clients
             .phase(opts.load.messages, size, None, Duration::from_secs(120))
             .await?;
-        let n = opts.load.messages.max(1) as f64;
-        let broker_ns = broker0
-            .zip(broker_cpu())
-            .map(|(a, b)| b.saturating_sub(a) as f64 / n);
-        let clients_ns = clients0
-            .and_then(|t| t.try_elapsed().ok())
-            .map(|d| d.as_nanos() as f64 / n);
+        // CPU seconds from `before` to `after` as ns per message.
+        let per_msg = |before: Option<f64>, after: Option<f64>| {
+            let n = opts.load.messages.max(1) as f64;
+            before.zip(after).map(|(a, b)| (b - a).max(0.0) * 1e9 / n)
+        };
+        let broker_ns = per_msg(broker0, broker_cpu());
+        let clients_ns = per_msg(clients0, crate::net::proc::own_cpu_seconds());
         let limit = Duration::from_secs_f64(opts.load.paced as f64 / opts.load.rate as f64 + 30.0);
         let (_, paced) = clients
             .phase(opts.load.paced, size, Some(opts.load.rate), limit)
@@ -784,7 +785,7 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
             let broker = start_broker(opts, imp)?;
             // The broker process's CPU time so far (none without a process of its own).
             let pid = broker.child.as_ref().map(Child::pid);
-            let broker_cpu = move || pid.and_then(crate::system::process_cpu_ns);
+            let broker_cpu = move || pid.and_then(crate::net::proc::cpu_seconds);
             let r = rt.block_on(async {
                 let clients = connect_clients(imp, &broker, subs, Instant::now()).await?;
                 run_case(opts, clients, size, &broker_cpu).await

@@ -413,7 +413,7 @@ async fn run_variant(opts: &Options, variant: &'static str) -> Result<Record> {
     );
     let mut source = Src::connect(&at).await?;
     let router_cpu = child.cpu_seconds().unwrap_or(0.0);
-    let lab_cpu = crate::net::proc::cpu_seconds(std::process::id()).unwrap_or(0.0);
+    let lab_cpu = crate::net::proc::own_cpu_seconds().unwrap_or(0.0);
     let start = Instant::now();
     for m in 0..opts.messages {
         let (template, at) = &templates[(m % n as u64) as usize];
@@ -427,7 +427,7 @@ async fn run_variant(opts: &Options, variant: &'static str) -> Result<Record> {
         .map_err(|_| anyhow::anyhow!("functions' thread panicked"))??;
     let elapsed = start.elapsed().as_secs_f64();
     let router_cpu = child.cpu_seconds().unwrap_or(0.0) - router_cpu;
-    let lab_cpu = crate::net::proc::cpu_seconds(std::process::id()).unwrap_or(0.0) - lab_cpu;
+    let lab_cpu = crate::net::proc::own_cpu_seconds().unwrap_or(0.0) - lab_cpu;
     source.close().await?;
     child.kill();
     let per_msg = |s: f64| s * 1e9 / opts.messages.max(1) as f64;

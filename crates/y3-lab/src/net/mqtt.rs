@@ -459,12 +459,15 @@ impl Cell<'_> {
                     self.epoch,
                 ))
             };
-            let before = (cpu_of(&self.servers), cpu_of(&[std::process::id()]));
+            let before = (
+                cpu_of(&self.servers),
+                proc::own_cpu_seconds().unwrap_or(0.0),
+            );
             match run(opts.load.messages, 0) {
                 Ok(r) => {
                     let per = |s: f64| s * 1e6 / r.received.max(1) as f64;
                     server_cpu.push(per(cpu_of(&self.servers) - before.0));
-                    client_cpu.push(per(cpu_of(&[std::process::id()]) - before.1));
+                    client_cpu.push(per(proc::own_cpu_seconds().unwrap_or(0.0) - before.1));
                     flat.push(r);
                 }
                 Err(e) => notes.push(format!("{row}, {case}, flat out: {e:#}")),

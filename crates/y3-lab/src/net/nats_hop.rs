@@ -13,14 +13,14 @@
 //! [`SourceReport`].
 
 use std::io::Write;
-use std::time::Instant;
 
 use anyhow::{anyhow, bail, Result};
 use futures_util::StreamExt;
 use tokio_util::bytes::Bytes;
 
 use crate::net::yomo::{
-    emit, emit_connected, stamp, unix_ns, ClientRun, Role, SinkReport, SourceReport, Tally,
+    emit, emit_connected, send_stamped, ClientRun, Role, SinkReport, SourceReport, StampedSource,
+    Tally,
 };
 
 /// The subject the hop's messages travel on.
@@ -87,34 +87,29 @@ pub fn client(run: &ClientRun, out: &mut dyn Write) -> Result<()> {
     }
 }
 
+/// The hop's publisher on [`SUBJECT`], for [`send_stamped`].
+impl StampedSource for async_nats::Client {
+    async fn send(&mut self, payload: Bytes) -> std::result::Result<(), String> {
+        self.publish(SUBJECT, payload)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    async fn flush(&mut self) -> std::result::Result<(), String> {
+        async_nats::Client::flush(self)
+            .await
+            .map_err(|e| e.to_string())
+    }
+}
+
 async fn source(run: &ClientRun) -> SourceReport {
-    let mut report = SourceReport::default();
-    let client = match connect(run).await {
-        Ok(c) => c,
-        Err(e) => {
-            report.error = Some(format!("{e:#}"));
-            return report;
-        }
-    };
-    let start = Instant::now();
-    for i in 0..run.count {
-        crate::net::pace(start, i, run.rate).await;
-        let payload = Bytes::from(stamp(i, unix_ns(), run.size));
-        if let Err(e) = client.publish(SUBJECT, payload).await {
-            report.errors = run.count - i;
-            report.error = Some(e.to_string());
-            break;
-        }
-        report.sent += 1;
+    match connect(run).await {
+        Ok(mut client) => send_stamped(run, &mut client).await,
+        Err(e) => SourceReport {
+            error: Some(format!("{e:#}")),
+            ..SourceReport::default()
+        },
     }
-    if let Err(e) = client.flush().await {
-        report.error.get_or_insert(e.to_string());
-    }
-    report.seconds = start.elapsed().as_secs_f64();
-    if report.seconds > 0.0 {
-        report.msg_per_s = report.sent as f64 / report.seconds;
-    }
-    report
 }
 
 async fn sink<W: Write + ?Sized>(run: &ClientRun, out: &mut W) -> Result<SinkReport> {

@@ -236,35 +236,19 @@ impl Drop for Child {
     }
 }
 
-/// User + system CPU seconds of process `pid` (from `/proc/PID/stat`).
+/// User + system CPU seconds of process `pid` so far: [`crate::system::process_cpu_ns`],
+/// the lab's one reader of another process's CPU time (nanosecond-exact; a thread that ends
+/// between two readings takes its time with it, which a server's long-lived workers do not).
 pub fn cpu_seconds(pid: u32) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    Some(stat_cpu_ticks(&stat)? as f64 / clock_ticks())
+    crate::system::process_cpu_ns(pid).map(|ns| ns as f64 / 1e9)
 }
 
-/// utime + stime, in clock ticks, from the text of a `/proc/PID/stat` file.
-fn stat_cpu_ticks(stat: &str) -> Option<u64> {
-    // The command name may hold spaces and parentheses; the fields after its last `)` are
-    // space-separated.
-    let rest = stat.get(stat.rfind(')')? + 1..)?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // Fields 14 and 15 of stat(5) are the 12th and 13th after the name.
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some(utime + stime)
-}
-
-fn clock_ticks() -> f64 {
-    static TICKS: OnceLock<f64> = OnceLock::new();
-    *TICKS.get_or_init(|| {
-        Command::new("getconf")
-            .arg("CLK_TCK")
-            .output()
-            .ok()
-            .and_then(|o| String::from_utf8(o.stdout).ok())
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or(100.0)
-    })
+/// User + system CPU seconds of this process so far, every thread counted (ended ones
+/// too): `clock_gettime(CLOCK_PROCESS_CPUTIME_ID)`, through the cpu-time crate.
+pub fn own_cpu_seconds() -> Option<f64> {
+    cpu_time::ProcessTime::try_now()
+        .ok()
+        .map(|t| t.as_duration().as_secs_f64())
 }
 
 /// The first line `program args` prints (stdout or stderr), for version records.
@@ -308,16 +292,21 @@ mod tests {
         assert!(gone);
     }
 
+    /// The lab's own CPU time counts a thread that ended inside the window (filter's
+    /// function threads, joined before the second reading).
     #[test]
-    fn stat_fields_after_the_command_name() {
-        // A thread named `y3 (serve) x`: utime 250, stime 31 (fields 14 and 15).
-        let stat = "4242 (y3 (serve) x) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 31 0 0 \
-                    20 0 3 0 100 1000000 500 18446744073709551615";
-        assert_eq!(stat_cpu_ticks(stat), Some(281));
-        assert_eq!(stat_cpu_ticks("4242 (short) S 1 2 3"), None);
-        assert_eq!(stat_cpu_ticks("no name here"), None);
-        let own = std::fs::read_to_string("/proc/self/stat").unwrap();
-        assert!(stat_cpu_ticks(&own).is_some(), "{own}");
+    fn own_cpu_counts_a_thread_that_ended() {
+        let before = own_cpu_seconds().expect("CLOCK_PROCESS_CPUTIME_ID");
+        std::thread::spawn(|| {
+            let spin = cpu_time::ThreadTime::now();
+            while spin.elapsed() < Duration::from_millis(30) {
+                std::hint::black_box(0u64);
+            }
+        })
+        .join()
+        .unwrap();
+        let after = own_cpu_seconds().unwrap();
+        assert!(after - before >= 0.030, "{before} -> {after}");
     }
 
     #[test]

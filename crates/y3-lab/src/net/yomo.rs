@@ -26,8 +26,9 @@
 //! 1. **flat out**: the sink (and relay) connect; then the source writes `messages` stamped
 //!    messages as fast as its client goes. msg/s is the sink's: messages received over the
 //!    time from the first arrival to the last. Router CPU: user + system time of the router
-//!    process (`/proc/PID/stat`) from just before the source starts to the sink's report,
-//!    divided by the frames routed (one per message, two through the relay).
+//!    process ([`proc::cpu_seconds`]: its threads' `/proc/PID/task/*/schedstat`) from just
+//!    before the source starts to the sink's report, divided by the frames routed (one per
+//!    message, two through the relay).
 //! 2. **paced**: fresh router and clients, `paced` messages at `rate` msg/s; one-way latency
 //!    p50/p99/p999 as the sink reports it (arrival minus the send time stamped in the
 //!    payload, one host clock, nearest rank).
@@ -316,6 +317,64 @@ pub(crate) fn unix_ns() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
+/// A connected source that [`send_stamped`] writes through: y3's SDK source on one tag
+/// ([`TaggedSource`]), the NATS hop's publisher on its subject.
+pub(crate) trait StampedSource {
+    /// Writes one payload; an error is the client's, in words.
+    async fn send(&mut self, payload: Bytes) -> std::result::Result<(), String>;
+    /// Returns once everything written has left the client.
+    async fn flush(&mut self) -> std::result::Result<(), String>;
+}
+
+/// The paced send loop of every stamping source (y3's, the NATS hop's): `run.count`
+/// payloads of `run.size` bytes ([`stamp`]ed with their sequence number and send time) at
+/// `run.rate` msg/s (0: flat out, [`crate::net::pace`]), then a flush. The first failed write
+/// stops the loop (a broken connection would fail, or re-dial, every later one) and counts
+/// the writes left as errors. Seconds and msg/s span the first write to the flush's return.
+pub(crate) async fn send_stamped(run: &ClientRun, to: &mut impl StampedSource) -> SourceReport {
+    let mut report = SourceReport::default();
+    let start = Instant::now();
+    for i in 0..run.count {
+        crate::net::pace(start, i, run.rate).await;
+        let payload = Bytes::from(stamp(i, unix_ns(), run.size));
+        if let Err(e) = to.send(payload).await {
+            report.errors = run.count - i;
+            report.error = Some(e);
+            break;
+        }
+        report.sent += 1;
+    }
+    if let Err(e) = to.flush().await {
+        report.error.get_or_insert(e);
+    }
+    report.seconds = start.elapsed().as_secs_f64();
+    if report.seconds > 0.0 {
+        report.msg_per_s = report.sent as f64 / report.seconds;
+    }
+    report
+}
+
+/// y3's SDK source writing on one tag, for [`send_stamped`].
+struct TaggedSource {
+    /// The connected source.
+    source: Source,
+    /// The tag every payload goes out on.
+    tag: u32,
+}
+
+impl StampedSource for TaggedSource {
+    async fn send(&mut self, payload: Bytes) -> std::result::Result<(), String> {
+        self.source
+            .send(self.tag, payload)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    async fn flush(&mut self) -> std::result::Result<(), String> {
+        self.source.flush().await.map_err(|e| e.to_string())
+    }
+}
+
 /// The nearest-rank `q`-quantile of sorted values, 0 when empty (yomo-peer's definition).
 fn nearest_rank(sorted: &[u64], q: f64) -> u64 {
     if sorted.is_empty() {
@@ -581,34 +640,21 @@ pub fn client(run: &ClientRun, out: &mut dyn Write) -> Result<()> {
 }
 
 async fn source(run: &ClientRun) -> SourceReport {
-    let mut report = SourceReport::default();
-    let mut src = match Source::connect(options(run, "y3-lab-source")).await {
+    let source = match Source::connect(options(run, "y3-lab-source")).await {
         Ok(s) => s,
         Err(e) => {
-            report.error = Some(e.to_string());
-            return report;
+            return SourceReport {
+                error: Some(e.to_string()),
+                ..SourceReport::default()
+            }
         }
     };
-    let start = Instant::now();
-    for i in 0..run.count {
-        crate::net::pace(start, i, run.rate).await;
-        let payload = Bytes::from(stamp(i, unix_ns(), run.size));
-        if let Err(e) = src.send(run.tag, payload).await {
-            // A broken connection would be re-dialed for every later send: stop here.
-            report.errors = run.count - i;
-            report.error = Some(e.to_string());
-            break;
-        }
-        report.sent += 1;
-    }
-    if let Err(e) = src.flush().await {
-        report.error.get_or_insert(e.to_string());
-    }
-    report.seconds = start.elapsed().as_secs_f64();
-    if report.seconds > 0.0 {
-        report.msg_per_s = report.sent as f64 / report.seconds;
-    }
-    let _ = src.close().await;
+    let mut to = TaggedSource {
+        source,
+        tag: run.tag,
+    };
+    let report = send_stamped(run, &mut to).await;
+    let _ = to.source.close().await;
     report
 }
 

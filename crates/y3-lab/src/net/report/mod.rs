@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 use crate::charts::BarChart;
 use crate::record::{Metric, Record, Results};
 pub use crate::report::SuiteReport;
-use crate::report::{at_least, at_most, targets_table, RatioTarget, Target};
+use crate::report::{at_least, at_most, targets_table, RatioTarget, Target, Unit};
 use crate::table::{Align, Cell, Table};
 
 pub(crate) mod e2e;
@@ -201,12 +201,9 @@ fn secs(v: f64) -> String {
     }
 }
 
+/// µs or ms ([`Unit::Micros`]), `–` where not measured.
 fn us(v: Option<f64>) -> String {
-    match v {
-        None => "–".into(),
-        Some(v) if v >= 1000.0 => format!("{:.2} ms", v / 1000.0),
-        Some(v) => format!("{v:.0} µs"),
-    }
+    v.map_or_else(|| "–".into(), |v| Unit::Micros.show(v))
 }
 
 /// The cell `p50 / p99 / p999` (or whichever three latency metrics), each in µs or ms.
@@ -420,6 +417,47 @@ mod tests {
         assert!(md.contains("| 64 B × 1 sub | 2M | 20 µs / 40 µs |"), "{md}");
     }
 
+    /// Broker and clients CPU per message sit beside msg/s in every row that measured them:
+    /// `–` for the broker of a row without one (zenoh-p2p), `client-bound` where the
+    /// clients took more.
+    #[test]
+    fn e2e_report_shows_broker_and_clients_cpu_per_message() {
+        let rec = |imp: &str, broker_ns: Option<f64>, clients_ns: f64, bound: &str| {
+            Record::new("e2e", imp, "64 B × 1 sub")
+                .dim(Dim::Bound, bound)
+                .metric_opt(Metric::RouterNsPerMsg, broker_ns)
+                .metric(Metric::ClientsNsPerMsg, clients_ns)
+                .metric(Metric::MsgPerS, 1e6)
+                .metric(Metric::P50Us, 100.0)
+                .metric(Metric::P99Us, 200.0)
+        };
+        let e2e = Results {
+            meta: Meta {
+                suite: "e2e".into(),
+                ..Meta::default()
+            },
+            records: vec![
+                rec("y3-router-tcp", Some(1500.0), 2250.0, "clients"),
+                rec("nats", Some(2000.0), 1000.0, "broker"),
+                rec("zenoh-p2p", None, 1250.0, ""),
+            ],
+            ..Results::default()
+        };
+        let md = e2e_markdown(&e2e);
+        assert!(
+            md.contains("| `y3-router-tcp` msg/s | p50 / p99 | CPU µs/msg broker / clients |"),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "| 64 B × 1 sub | 1M | 100 µs / 200 µs | 1.50 / 2.25 client-bound | 1M | 100 µs / \
+                 200 µs | 2.00 / 1.00 | 1M | 100 µs / 200 µs | – / 1.25 |"
+            ),
+            "{md}"
+        );
+        assert!(md.contains("marked client-bound"), "{md}");
+    }
+
     #[test]
     fn yomo_ratios_and_targets() {
         let rec = |imp: &str, case: &str, rate: f64, cpu: f64, p99: f64| {
@@ -450,15 +488,25 @@ mod tests {
             ..Results::default()
         };
         let t = yomo_targets(&r);
-        assert_eq!(t.len(), 5);
+        assert_eq!(t.len(), 4);
         assert_eq!(t[0].met, Some(false), "3.5 / 14 µs at relay");
         assert!(t[0].shortfall.contains("relay 64 B"), "{}", t[0].shortfall);
-        assert_eq!(t[1].met, Some(true), "p99 0.1×");
-        assert_eq!(t[2].met, Some(false), "1.5× at relay");
-        assert_eq!(t[3].met, Some(true), "22× where y3-quic ran");
-        assert_eq!(t[3].measured, "22× (worst, sink 64 B); 1 of 2 cases");
         assert_eq!(t[0].measured, "0.25× (worst, relay 64 B)");
-        assert_eq!(t[4].met, Some(true), "0.9× at sink 64 B");
+        assert_eq!(t[0].required, "≤ 0.15×");
+        assert_eq!(t[1].met, Some(false), "1.5× at relay");
+        assert_eq!(t[2].met, Some(true), "p99 0.1×");
+        assert_eq!(t[2].required, "≤ 0.50×");
+        assert_eq!(t[3].met, Some(true), "100 µs where y3-quic ran");
+        assert_eq!(t[3].measured, "100 µs (worst, sink 64 B); 1 of 2 cases");
+        assert_eq!(t[3].required, "≤ 2.00 ms");
+        // The absolute target missed: y3's QUIC clients at 2.5 ms in the relay case.
+        let mut slow = r.clone();
+        slow.records
+            .push(rec("y3-quic", "relay 64 B", 200_000.0, 1.0, 2500.0));
+        let t = yomo_targets(&slow);
+        assert_eq!(t[3].met, Some(false));
+        assert_eq!(t[3].measured, "2.50 ms (worst, relay 64 B)");
+        assert_eq!(t[3].shortfall, "by 25.0% at relay 64 B");
         let (md, charts, _) = render(&r);
         assert!(md.contains("- Peers: yomo v1.22.0"), "{md}");
         assert!(
@@ -474,11 +522,16 @@ mod tests {
             "{md}"
         );
         assert!(
-            md.contains("| sink 64 B | 0.07× | 0.10× | 2.5× | 22× | 0.90× |"),
+            md.contains("(≤ 0.15×) | msg/s, y3-yomo-clients ÷ yomo-zipper (≥ 2.0×) |"),
+            "{md}"
+        );
+        assert!(md.contains("| paced p99, y3-quic (≤ 2.00 ms) |"), "{md}");
+        assert!(
+            md.contains("| sink 64 B | 0.07× | 2.5× | 0.10× | 100 µs |"),
             "{md}"
         );
         assert!(
-            md.contains("| relay 64 B | 0.25× | 0.10× | 1.5× | – | – |"),
+            md.contains("| relay 64 B | 0.25× | 1.5× | 0.10× | – |"),
             "{md}"
         );
         assert!(
