@@ -25,6 +25,11 @@ impl TransportError {
                 ) && !refused_tls_over_quic(e)
             }
             TransportError::Closed | TransportError::Timeout { .. } => true,
+            // The stream ended inside a frame: the router's process died (or its host
+            // went away) partway through a write, and its kernel sent what it had, then
+            // closed. A lost connection like any other, as YoMo's clients treat every read
+            // error but a refusal; a malformed frame (a bug that would repeat) is not.
+            TransportError::Frame(FrameError::Truncated { .. }) => true,
             #[cfg(feature = "quic")]
             TransportError::QuicConnection(e) => match e {
                 quinn::ConnectionError::TransportError(_)
