@@ -1,11 +1,17 @@
 //! The chunk loop: the usual chunk of chunked input (the rest of a value skipped or taken
 //! across chunks, a header split after its tag byte, runs of short headers) in one loop that
-//! keeps its place in locals, before the general walk is set up.
+//! keeps its place in locals, before the general walk is set up. It reads no tag or length
+//! byte itself: the one walker's leaves do (the skip run `skip::run_by`, the short header
+//! `tag::short_at`, the header split after its tag byte `tag::split_short`), as they do for
+//! the whole-buffer walks (`walker.rs`, `fast.rs`); what is left here is the state that
+//! crosses a chunk boundary (the levels, the value skipped or taken, the split header).
 
 use super::levels::Action;
 use super::{Hit, Observer, State};
 use crate::skip;
-use crate::tag::{byte_is_invalid, is_one_group, packet_len_at_least, short_header, Header, Tag};
+use crate::tag::{
+    byte_is_invalid, is_one_group, short_at, short_header, split_short, Header, Short, Tag,
+};
 
 impl Observer {
     /// The usual chunk of chunked input, in one loop that keeps its place in locals: it
@@ -228,23 +234,19 @@ impl Observer {
     /// walk: another decision, a value past its node or past the input, an invalid tag byte.
     #[inline(never)]
     pub(super) fn split_take(&mut self, input: &[u8]) -> bool {
-        let tag = self.hbuf[0];
-        let (true, State::Head, Some(&l)) = (self.run, self.state, input.first()) else {
+        let (true, State::Head, Some(h)) = (self.run, self.state, split_short(self.hbuf[0], input))
+        else {
             return false;
         };
         // The value's end from the input's start: it must lie in the input and the node.
-        let next = 1 + l as usize;
-        if !is_one_group(l)
-            || byte_is_invalid(tag)
-            || next > input.len()
-            || next as u64 > self.cur.end - self.pos
-        {
+        let next = h.next();
+        if byte_is_invalid(h.tag) || next > input.len() || next as u64 > self.cur.end - self.pos {
             return false;
         }
         let header = Header {
-            tag: Tag::from_byte(tag),
-            len: l as u64,
-            head_len: 2,
+            tag: Tag::from_byte(h.tag),
+            len: h.len as u64,
+            head_len: h.head_len,
         };
         let Action::Take(sub) = self.decide(&header) else {
             return false;
@@ -256,9 +258,9 @@ impl Observer {
         self.hit = Hit {
             sub,
             tag: header.tag,
-            start: 1,
-            len: l as usize,
-            head_len: 2,
+            start: h.start,
+            len: h.len,
+            head_len: h.head_len,
             depth: self.parents.len() as u32 + 1,
             assembled: false,
         };
@@ -304,11 +306,13 @@ impl Observer {
         if self.state != State::Head || off == input.len() {
             return None;
         }
-        if self.run && off + 1 == input.len() {
-            // A header cut after its tag byte: kept as `read_header` keeps it when the
-            // tag byte is valid (the array flag needs the node flag) and the header can
-            // still fit in the current node; anything else is the walk's to report.
-            let tag = input[off];
+        if !self.run {
+            return Some(off);
+        }
+        // A header cut after its tag byte: kept as `read_header` keeps it when the tag byte
+        // is valid (the array flag needs the node flag) and the header can still fit in the
+        // current node; anything else is the walk's to report.
+        if let Short::Cut(tag) = short_at::<true>(input, off, self.config.limits.max_packet_len) {
             if !byte_is_invalid(tag) && self.cur.end - (self.pos + off as u64) > 1 {
                 self.hbuf[0] = tag;
                 self.hlen = 1;
@@ -326,15 +330,17 @@ impl Observer {
     /// walk goes on; `Some(0)` leaves the header to the general machine.
     #[inline(always)]
     fn skim_split_header(&mut self, input: &[u8]) -> Option<usize> {
-        let (true, 1, Some(&len)) = (self.run, self.hlen, input.first()) else {
+        let (true, 1) = (self.run, self.hlen) else {
             return Some(0);
         };
-        let tag = self.hbuf[0];
-        if !is_one_group(len) || self.stops(tag) {
+        let Some(h) = split_short(self.hbuf[0], input) else {
+            return Some(0);
+        };
+        if self.stops(h.tag) {
             return Some(0);
         }
         // The header began one byte before this input.
-        let end = self.pos - 1 + 2 + len as u64;
+        let end = self.pos + h.next() as u64;
         if end > self.cur.end {
             return Some(0);
         }
@@ -401,18 +407,6 @@ impl Observer {
         }
         off
     }
-}
-
-/// False when the first packet of `input` (a top-level boundary) certainly runs past its
-/// end: [`fast::walk`](crate::fast::walk) would give up on it at once, so chunked input does not
-/// pay for setting it up. A lower bound of the packet's size is enough (the walk checks the rest):
-/// its header, plus the high group of a two-byte length.
-#[inline(always)]
-pub(super) fn first_may_fit(input: &[u8]) -> bool {
-    let Some(&b1) = input.get(1) else {
-        return input.is_empty();
-    };
-    packet_len_at_least(b1) <= input.len()
 }
 
 /// What [`Observer::skim_inside`] did with a chunk.
