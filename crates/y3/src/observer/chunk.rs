@@ -10,7 +10,7 @@ use super::levels::Action;
 use super::{Hit, Observer, State};
 use crate::skip;
 use crate::tag::{
-    byte_is_invalid, is_one_group, short_at, short_header, split_short, Header, Short, Tag,
+    byte_is_invalid, is_one_group, short_at, short_header, split_short, Head, Header, Short, Tag,
 };
 
 impl Observer {
@@ -58,12 +58,11 @@ impl Observer {
             (State::Head, 1) => {
                 // The header began one byte before the input: skipped whole, as the skip
                 // run would have (`skim_split_header`), when its value lies in the node.
-                let tag = self.hbuf[0];
-                let Some(&l) = input.first() else {
+                let Some(h) = split_short(self.hbuf[0], input) else {
                     return Inside::No;
                 };
-                let next = 1 + l as usize;
-                if !is_one_group(l) || self.stops(tag) || next as u64 > self.cur.end - base {
+                let next = h.next();
+                if self.stops(h.tag) || next as u64 > self.cur.end - base {
                     return Inside::No;
                 }
                 self.hlen = 0;
@@ -175,34 +174,13 @@ impl Observer {
                     off = next;
                 }
                 Action::Take(sub) => {
-                    if self.parents.is_empty() {
-                        self.started += 1;
-                    }
-                    let tag = Tag::from_byte(tag);
-                    if next <= len {
-                        self.hit = Hit {
-                            sub,
-                            tag,
-                            start: off + head,
-                            len: value,
-                            head_len: head,
-                            depth: self.parents.len() as u32 + 1,
-                            assembled: false,
-                        };
-                        self.state = State::Head;
-                        self.after_value(base + next as u64);
-                        self.pos = base + next as u64;
-                        return Inside::Found(next);
-                    }
-                    // Straddles chunks: keep what arrived (never reserving from the length).
-                    self.assembled.clear();
-                    self.assembled.extend_from_slice(&input[off + head..]);
-                    self.state = State::Take {
-                        end: base + next as u64,
-                        sub,
+                    let h = Head {
                         tag,
+                        start: off + head,
+                        len: value,
+                        head_len: head,
                     };
-                    return Inside::Done;
+                    return self.chunk_take(input, base, &h, sub);
                 }
                 // A node within the depth limit: entered, and the loop goes on in it (an
                 // empty one closes at the loop's head).
@@ -225,6 +203,42 @@ impl Observer {
                 }
             }
         }
+    }
+
+    /// The chunk loop takes the value of header `h` for subscription `sub`: handed out
+    /// when it lies in `input` (stream offset `base`), else what arrived is kept and the
+    /// rest awaited (the `Take` state). Either way the chunk's feed ends.
+    #[inline(always)]
+    fn chunk_take(&mut self, input: &[u8], base: u64, h: &Head, sub: usize) -> Inside {
+        if self.parents.is_empty() {
+            self.started += 1;
+        }
+        let tag = Tag::from_byte(h.tag);
+        let next = h.next();
+        if next <= input.len() {
+            self.hit = Hit {
+                sub,
+                tag,
+                start: h.start,
+                len: h.len,
+                head_len: h.head_len,
+                depth: self.parents.len() as u32 + 1,
+                assembled: false,
+            };
+            self.state = State::Head;
+            self.after_value(base + next as u64);
+            self.pos = base + next as u64;
+            return Inside::Found(next);
+        }
+        // Straddles chunks: keep what arrived (never reserving from the length).
+        self.assembled.clear();
+        self.assembled.extend_from_slice(&input[h.start..]);
+        self.state = State::Take {
+            end: base + next as u64,
+            sub,
+            tag,
+        };
+        Inside::Done
     }
 
     /// A header split after its tag byte whose value is to be taken, completed by the first
