@@ -9,9 +9,7 @@
 use super::levels::Action;
 use super::{Hit, Observer, State};
 use crate::skip;
-use crate::tag::{
-    byte_is_invalid, is_one_group, short_at, short_header, split_short, Head, Header, Short, Tag,
-};
+use crate::tag::{byte_is_invalid, short_at, split_short, Head, Header, Short, Tag};
 
 impl Observer {
     /// The usual chunk of chunked input, in one loop that keeps its place in locals: it
@@ -115,43 +113,31 @@ impl Observer {
                 self.started += heads;
             }
             heads = 0;
-            let tag = input[off];
-            let Some(&l) = input.get(off + 1) else {
-                // Cut after the tag byte (`off + 1 == len`): kept, as `read_header` keeps
-                // it, when the tag byte is valid and the header can still fit in the node.
-                self.state = State::Head;
-                if byte_is_invalid(tag) || node <= off + 1 {
-                    return Inside::Walk(off);
-                }
-                self.hbuf[0] = tag;
-                self.hlen = 1;
-                return Inside::Done;
-            };
-            if is_one_group(l) && !self.stops(tag) {
-                // The run leaves such a header only when its value runs past its node: the
-                // walk's to report.
-                self.state = State::Head;
-                return Inside::Walk(off);
-            }
             // A short header (a length of one group or two, held to the limit); anything
             // else is the walk's.
-            let (value, head) = if is_one_group(l) {
-                (l as usize, 2)
-            } else {
-                match short_header(l, input, off + 2) {
-                    Some((value, head)) if value as u64 <= self.config.limits.max_packet_len => {
-                        (value, head)
-                    }
-                    _ => {
-                        self.state = State::Head;
+            let h = match short_at::<true>(input, off, self.config.limits.max_packet_len) {
+                Short::Head(h) => h,
+                Short::Cut(tag) => {
+                    // Cut after the tag byte (`off + 1 == len`): kept, as `read_header`
+                    // keeps it, when the tag byte is valid and the header can still fit in
+                    // the node.
+                    self.state = State::Head;
+                    if byte_is_invalid(tag) || node <= off + 1 {
                         return Inside::Walk(off);
                     }
+                    self.hbuf[0] = tag;
+                    self.hlen = 1;
+                    return Inside::Done;
+                }
+                Short::Other => {
+                    self.state = State::Head;
+                    return Inside::Walk(off);
                 }
             };
-            let next = off + head + value;
-            // A value past its node (`child_overflow`), or an invalid tag byte (the array
-            // flag without the node flag): the walk's to report.
-            if next > node || byte_is_invalid(tag) {
+            let (tag, next) = (h.tag, h.next());
+            // A value past its node (`child_overflow`; the run leaves a header it would skip
+            // only then): the walk's to report.
+            if next > node {
                 self.state = State::Head;
                 return Inside::Walk(off);
             }
@@ -159,8 +145,8 @@ impl Observer {
                 // A header that needs a decision (`step_head`).
                 self.decide(&Header {
                     tag: Tag::from_byte(tag),
-                    len: value as u64,
-                    head_len: head,
+                    len: h.len as u64,
+                    head_len: h.head_len,
                 })
             } else {
                 // A two-group length the skip run leaves to the walk: skipped here.
@@ -173,15 +159,7 @@ impl Observer {
                     }
                     off = next;
                 }
-                Action::Take(sub) => {
-                    let h = Head {
-                        tag,
-                        start: off + head,
-                        len: value,
-                        head_len: head,
-                    };
-                    return self.chunk_take(input, base, &h, sub);
-                }
+                Action::Take(sub) => return self.chunk_take(input, base, &h, sub),
                 // A node within the depth limit: entered, and the loop goes on in it (an
                 // empty one closes at the loop's head).
                 Action::Enter(active)
@@ -195,7 +173,7 @@ impl Observer {
                     self.cur = level;
                     node = next;
                     bound = node.min(len);
-                    off += head;
+                    off = h.start;
                 }
                 Action::Enter(_) => {
                     self.state = State::Head;
