@@ -2,8 +2,9 @@
 //! observer's walk and its chunk loop, the fast paths, the skip runs, [`Packet::children`](
 //! crate::Packet::children)) reads tag and length bytes through this module: [`Header::parse`]
 //! for any header of any dialect, and the leaf rules below it for the short headers of the
-//! one-byte dialects that the hot loops read inline (`short_header`, `is_one_group`,
-//! `byte_is_invalid`, `byte_key`, `StopSet`).
+//! one-byte dialects that the hot loops read inline (`short_at`, whole buffer or chunk as a
+//! compile-time choice; `split_short` for a header split after its tag byte; below them
+//! `short_header`, `is_one_group`, `byte_is_invalid`, `byte_key`, `StopSet`).
 //!
 //! ```text
 //! golang / nvarint tag, one byte:          draft02 tag, 1..=4 bytes:

@@ -3,8 +3,19 @@
 //! keeps its place in locals, before the general walk is set up. It reads no tag or length
 //! byte itself: the one walker's leaves do (the skip run `skip::run_by`, the short header
 //! `tag::short_at`, the header split after its tag byte `tag::split_short`), as they do for
-//! the whole-buffer walks (`walker.rs`, `fast.rs`); what is left here is the state that
-//! crosses a chunk boundary (the levels, the value skipped or taken, the split header).
+//! the whole-buffer walks (`walker.rs`, `fast.rs`): `short_at::<true>` is the chunk's
+//! instantiation of the reading `walker::walk` does with `short_at::<false>`. What is left
+//! here is the state that crosses a chunk boundary (the levels, the value skipped or taken,
+//! the split header) and the decisions on it.
+//!
+//! ```text
+//!   skim_inside   resume: the rest of a skipped value, of a taken one (done), a split
+//!                 header completed (`split_short`)
+//!                 loop:   skip run (`run_by`) up to the node's end or the input's
+//!                         at the end: close the nodes that end here, or keep the place
+//!                         at a header (`short_at::<true>`): cut (`keep_cut`), skip, take
+//!                         (`chunk_take`), enter; anything else the walk's
+//! ```
 
 use super::levels::Action;
 use super::{Hit, Observer, State};
@@ -15,7 +26,7 @@ impl Observer {
     /// The usual chunk of chunked input, in one loop that keeps its place in locals: it
     /// finishes the value skipped across chunks, the header split after its tag byte or the
     /// taken value that straddled chunks that the chunk begins with, then reads headers with
-    /// one- and two-byte lengths: it skips what the skip run skips, takes a value to take,
+    /// one- and two-byte lengths (through `tag::short_at`): it skips what the skip run skips, takes a value to take,
     /// enters a node within the depth limit and closes every node that ends in the chunk (as
     /// `after_value` does), counting top-level packets as `check_bounds` does; it ends inside
     /// a value, at a header or after a tag byte. [`Inside::No`] (nothing changed) leaves any
@@ -117,18 +128,7 @@ impl Observer {
             // else is the walk's.
             let h = match short_at::<true>(input, off, self.config.limits.max_packet_len) {
                 Short::Head(h) => h,
-                Short::Cut(tag) => {
-                    // Cut after the tag byte (`off + 1 == len`): kept, as `read_header`
-                    // keeps it, when the tag byte is valid and the header can still fit in
-                    // the node.
-                    self.state = State::Head;
-                    if byte_is_invalid(tag) || node <= off + 1 {
-                        return Inside::Walk(off);
-                    }
-                    self.hbuf[0] = tag;
-                    self.hlen = 1;
-                    return Inside::Done;
-                }
+                Short::Cut(tag) => return self.keep_cut(tag, off, node),
                 Short::Other => {
                     self.state = State::Head;
                     return Inside::Walk(off);
@@ -181,6 +181,21 @@ impl Observer {
                 }
             }
         }
+    }
+
+    /// The chunk loop at a header cut after its tag byte `tag` (at `off`, the input's last
+    /// byte, in a node ending at `node`): kept, as `read_header` keeps it, when the tag byte
+    /// is valid and the header can still fit in the node; else the walk's to report. Either
+    /// way the chunk's feed ends.
+    #[inline(always)]
+    fn keep_cut(&mut self, tag: u8, off: usize, node: usize) -> Inside {
+        self.state = State::Head;
+        if byte_is_invalid(tag) || node <= off + 1 {
+            return Inside::Walk(off);
+        }
+        self.hbuf[0] = tag;
+        self.hlen = 1;
+        Inside::Done
     }
 
     /// The chunk loop takes the value of header `h` for subscription `sub`: handed out
