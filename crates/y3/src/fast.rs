@@ -19,7 +19,8 @@
 use crate::path::MAX_PATH_DEPTH;
 use crate::skip;
 use crate::tag::{
-    byte_is_invalid, byte_is_node, byte_is_node_key, byte_key, is_one_group, short_header,
+    byte_is_invalid, byte_is_node, byte_is_node_key, byte_key, is_one_group, short_at,
+    short_header, Short,
 };
 use crate::walker::{self, Check, Head, Nothing, Step, Trust, Validate, Want};
 use crate::{Config, Tag};
@@ -156,21 +157,20 @@ pub(crate) fn walk_loop(
             };
             continue;
         }
-        // A header must lie inside the current node (else the observer reports
-        // `truncated_header`, or asks for more input at the top).
-        let Some(&[tag, b1]) = input[..end].get(off..off + 2) else {
+        // A short header inside the current node (else the observer reports
+        // `truncated_header`, or asks for more input at the top): a set sign bit or a longer
+        // field, the array flag without the node flag (`invalid_tag`), a length over the
+        // limit (`too_long`), a value past its node (`child_overflow`, or more input
+        // needed) are the observer's.
+        let Short::Head(Head {
+            tag,
+            start,
+            len,
+            head_len,
+        }) = short_at::<false>(&input[..end], off, limit)
+        else {
             return Fast::Bail;
         };
-        // A short header; a set sign bit or a longer field is the observer's.
-        let Some((len, head_len)) = short_header(b1, &input[..end], off + 2) else {
-            return Fast::Bail;
-        };
-        // The array flag without the node flag is `invalid_tag`; a length over the limit
-        // is `too_long`; a value past its node is `child_overflow` (or more input needed).
-        if byte_is_invalid(tag) || len as u64 > limit {
-            return Fast::Bail;
-        }
-        let start = off + head_len;
         let next = start + len;
         if next > end {
             return Fast::Bail;

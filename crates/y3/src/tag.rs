@@ -2,8 +2,9 @@
 //! observer's walk and its chunk loop, the fast paths, the skip runs, [`Packet::children`](
 //! crate::Packet::children)) reads tag and length bytes through this module: [`Header::parse`]
 //! for any header of any dialect, and the leaf rules below it for the short headers of the
-//! one-byte dialects that the hot loops read inline (`short_header`, `is_one_group`,
-//! `byte_is_invalid`, `byte_key`, `StopSet`).
+//! one-byte dialects that the hot loops read inline (`short_at`, whole buffer or chunk as a
+//! compile-time choice; `split_short` for a header split after its tag byte; below them
+//! `short_header`, `is_one_group`, `byte_is_invalid`, `byte_key`, `StopSet`).
 //!
 //! ```text
 //! golang / nvarint tag, one byte:          draft02 tag, 1..=4 bytes:
@@ -101,12 +102,137 @@ pub(crate) fn short_header(l: u8, buf: &[u8], at: usize) -> Option<(usize, usize
 /// A lower bound of the size of a packet of a one-byte dialect whose first length byte is
 /// `l`: its header plus its value, the high group of a longer length counted alone.
 #[inline(always)]
-pub(crate) const fn packet_len_at_least(l: u8) -> usize {
+const fn packet_len_at_least(l: u8) -> usize {
     if is_one_group(l) {
         2 + l as usize
     } else {
         3 + (((l & 0x3f) as usize) << 7)
     }
+}
+
+/// A short header of the one-byte dialects read where it lies: tag byte `tag`, value
+/// `bytes[start..start + len]` after a `head_len`-byte header (`start` may lie past the
+/// bytes read: the value is the caller's to bound).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Head {
+    pub(crate) tag: u8,
+    pub(crate) start: usize,
+    pub(crate) len: usize,
+    pub(crate) head_len: usize,
+}
+
+impl Head {
+    /// Where the value ends (an offset from the same start as `start`).
+    #[inline(always)]
+    pub(crate) const fn next(&self) -> usize {
+        self.start + self.len
+    }
+}
+
+/// What [`short_at`] found at a header.
+pub(crate) enum Short {
+    /// A short header with a valid tag byte and a length within the limit.
+    Head(Head),
+    /// Only the header's tag byte lies in the bytes (the usual cut of chunked input; only
+    /// where `CHUNK`).
+    Cut(u8),
+    /// Anything else, [`Header::parse`]'s to read or report: a longer or negative length,
+    /// a length over the limit, the array flag without the node flag, a two-group length
+    /// cut after its first byte, no header at all.
+    Other,
+}
+
+/// The one reading of a short header of the one-byte dialects (every walker's common
+/// case): the header at `off` in `bytes`, its tag byte valid, its length one group or two
+/// ([`short_header`]) and at most `limit`. `CHUNK` chooses the walk at compile time: a
+/// whole buffer (`false`: a header cut short is [`Short::Other`], the input is all there
+/// is) or a chunk of a stream (`true`: a header cut after its tag byte is [`Short::Cut`],
+/// to be completed by the next chunk; the chunk loop runs only under a limit of 63 or more,
+/// so a one-group length is not compared with it).
+///
+/// ```text
+///   bytes[off]  bytes[off + 1]  (bytes[off + 2])    -> Short
+///   tag         00xxxxxx        -                   Head { tag, start: off + 2, len: x }
+///   tag         10xxxxxx        0yyyyyyy            Head { start: off + 3, len: x << 7 | y }
+///   tag         (the bytes end)                     Cut(tag) in a chunk, else Other
+///   invalid tag, a longer length, len > limit      Other
+/// ```
+#[inline(always)]
+pub(crate) fn short_at<const CHUNK: bool>(bytes: &[u8], off: usize, limit: u64) -> Short {
+    debug_assert!(!CHUNK || limit >= 63);
+    let (tag, l) = if CHUNK {
+        let Some(&tag) = bytes.get(off) else {
+            return Short::Other;
+        };
+        let Some(&l) = bytes.get(off + 1) else {
+            return Short::Cut(tag);
+        };
+        (tag, l)
+    } else {
+        let Some(&[tag, l]) = bytes.get(off..off + 2) else {
+            return Short::Other;
+        };
+        (tag, l)
+    };
+    let (len, head_len) = if CHUNK {
+        // The chunk loop's order: a one-group length as it is, a two-group one held to
+        // the limit, then the tag byte.
+        let short = if is_one_group(l) {
+            (l as usize, 2)
+        } else {
+            match short_header(l, bytes, off + 2) {
+                Some((len, head_len)) if len as u64 <= limit => (len, head_len),
+                _ => return Short::Other,
+            }
+        };
+        if byte_is_invalid(tag) {
+            return Short::Other;
+        }
+        short
+    } else {
+        let Some((len, head_len)) = short_header(l, bytes, off + 2) else {
+            return Short::Other;
+        };
+        if byte_is_invalid(tag) || len as u64 > limit {
+            return Short::Other;
+        }
+        (len, head_len)
+    };
+    Short::Head(Head {
+        tag,
+        start: off + head_len,
+        len,
+        head_len,
+    })
+}
+
+/// A short header split after its tag byte `tag` (kept from the previous chunk), completed
+/// by the first byte of `rest` when that is a length of one group: the value is
+/// `rest[1..1 + len]` (past `rest` when it straddles chunks). `None` leaves any other
+/// completion to [`Header::parse`]. The tag byte is the caller's to check.
+#[inline(always)]
+pub(crate) fn split_short(tag: u8, rest: &[u8]) -> Option<Head> {
+    match rest.first() {
+        Some(&l) if is_one_group(l) => Some(Head {
+            tag,
+            start: 1,
+            len: l as usize,
+            head_len: 2,
+        }),
+        _ => None,
+    }
+}
+
+/// False when the first packet of `input` (a top-level boundary) certainly runs past its
+/// end: a whole-buffer walk would give up on it at once, so chunked input does not pay for
+/// setting one up. A lower bound of the packet's size is enough (the walk checks the rest):
+/// its header, plus the high group of a two-byte length.
+#[inline(always)]
+pub(crate) fn first_may_fit(input: &[u8]) -> bool {
+    let Some(&l) = input.get(1) else {
+        return input.is_empty();
+    };
+    packet_len_at_least(l) <= input.len()
 }
 
 /// The tag bytes a skip run stops at (the header needs a decision), one bit per byte value

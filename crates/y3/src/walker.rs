@@ -16,7 +16,10 @@
 //!
 //! One path (`get`, the observer's fast feed) is `fast::walk_loop`: this loop written out
 //! for one path, kept by hand because the instantiation measured one instruction more (see
-//! there).
+//! there). The observer's chunk loop (`observer/chunk.rs`) walks over the same leaves: the
+//! skip run (`skip::run_by`) and the header reading (`tag::short_at::<true>`, a chunk, where
+//! this walk takes `short_at::<false>`, a whole buffer); its levels and the value in
+//! progress are state that crosses chunk boundaries, kept in the observer.
 //!
 //! The walk never decides anything the [`Observer`](crate::Observer) would decide
 //! differently: every check the observer makes on these headers is made here too (tag byte,
@@ -30,17 +33,10 @@
 //! Only call it where the dialect marks nodes in the tag byte (`has_node_flag`).
 
 use crate::skip;
-use crate::tag::{byte_is_invalid, byte_is_node, short_header, StopKeys, StopNodes};
+use crate::tag::{byte_is_node, short_at, Short, StopKeys, StopNodes};
 
-/// A short header the walk read, inside its node: tag byte `tag`, value
-/// `input[start..start + len]` after a `head_len`-byte header.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Head {
-    pub(crate) tag: u8,
-    pub(crate) start: usize,
-    pub(crate) len: usize,
-    pub(crate) head_len: usize,
-}
+/// A short header the walk read, inside its node (the header decision's, `tag.rs`).
+pub(crate) use crate::tag::Head;
 
 /// What a [`Want`] decides at a header.
 pub(crate) enum Step<O> {
@@ -132,38 +128,25 @@ pub(crate) fn walk<W: Want, C: Check, const N: usize>(
             end = if depth == 0 { top } else { ends[depth - 1] };
             continue;
         }
-        // A header must lie inside the current node (else the observer reports
-        // `truncated_header`, or asks for more input at the top).
-        let Some(&[tag, b1]) = input[..end].get(off..off + 2) else {
+        // A short header inside the current node (else the observer reports
+        // `truncated_header`, or asks for more input at the top): a set sign bit or a longer
+        // field, the array flag without the node flag (`invalid_tag`), a length over the
+        // limit (`too_long`), a value past its node (`child_overflow`, or more input
+        // needed) are the observer's.
+        let Short::Head(h) = short_at::<false>(&input[..end], off, limit) else {
             return W::bail();
         };
-        // A short header; a set sign bit or a longer field is the observer's.
-        let Some((len, head_len)) = short_header(b1, &input[..end], off + 2) else {
-            return W::bail();
-        };
-        // The array flag without the node flag is `invalid_tag`; a length over the limit
-        // is `too_long`; a value past its node is `child_overflow` (or more input needed).
-        if byte_is_invalid(tag) || len as u64 > limit {
-            return W::bail();
-        }
-        let start = off + head_len;
-        let next = start + len;
+        let next = h.next();
         if next > end {
             return W::bail();
         }
         if depth == 0 {
             packets += 1;
         }
-        let h = Head {
-            tag,
-            start,
-            len,
-            head_len,
-        };
         if let Step::Return(out) = want.at(&h, depth, packets) {
             return out;
         }
-        if C::VALIDATE && byte_is_node(tag) {
+        if C::VALIDATE && byte_is_node(h.tag) {
             // The observer refuses to enter a node at the depth limit.
             if depth >= N || depth + 1 >= max_depth {
                 return W::bail();
@@ -171,7 +154,7 @@ pub(crate) fn walk<W: Want, C: Check, const N: usize>(
             ends[depth] = next;
             depth += 1;
             end = next;
-            off = start;
+            off = h.start;
             continue;
         }
         off = next;

@@ -1,17 +1,32 @@
 //! The chunk loop: the usual chunk of chunked input (the rest of a value skipped or taken
 //! across chunks, a header split after its tag byte, runs of short headers) in one loop that
-//! keeps its place in locals, before the general walk is set up.
+//! keeps its place in locals, before the general walk is set up. It reads no tag or length
+//! byte itself: the one walker's leaves do (the skip run `skip::run_by`, the short header
+//! `tag::short_at`, the header split after its tag byte `tag::split_short`), as they do for
+//! the whole-buffer walks (`walker.rs`, `fast.rs`): `short_at::<true>` is the chunk's
+//! instantiation of the reading `walker::walk` does with `short_at::<false>`. What is left
+//! here is the state that crosses a chunk boundary (the levels, the value skipped or taken,
+//! the split header) and the decisions on it.
+//!
+//! ```text
+//!   skim_inside   resume: the rest of a skipped value, of a taken one (done), a split
+//!                 header completed (`split_short`)
+//!                 loop:   skip run (`run_by`) up to the node's end or the input's
+//!                         at the end: close the nodes that end here, or keep the place
+//!                         at a header (`short_at::<true>`): cut (`keep_cut`), skip, take
+//!                         (`chunk_take`), enter; anything else the walk's
+//! ```
 
 use super::levels::Action;
 use super::{Hit, Observer, State};
 use crate::skip;
-use crate::tag::{byte_is_invalid, is_one_group, packet_len_at_least, short_header, Header, Tag};
+use crate::tag::{byte_is_invalid, short_at, split_short, Head, Header, Short, Tag};
 
 impl Observer {
     /// The usual chunk of chunked input, in one loop that keeps its place in locals: it
     /// finishes the value skipped across chunks, the header split after its tag byte or the
     /// taken value that straddled chunks that the chunk begins with, then reads headers with
-    /// one- and two-byte lengths: it skips what the skip run skips, takes a value to take,
+    /// one- and two-byte lengths (through `tag::short_at`): it skips what the skip run skips, takes a value to take,
     /// enters a node within the depth limit and closes every node that ends in the chunk (as
     /// `after_value` does), counting top-level packets as `check_bounds` does; it ends inside
     /// a value, at a header or after a tag byte. [`Inside::No`] (nothing changed) leaves any
@@ -52,12 +67,11 @@ impl Observer {
             (State::Head, 1) => {
                 // The header began one byte before the input: skipped whole, as the skip
                 // run would have (`skim_split_header`), when its value lies in the node.
-                let tag = self.hbuf[0];
-                let Some(&l) = input.first() else {
+                let Some(h) = split_short(self.hbuf[0], input) else {
                     return Inside::No;
                 };
-                let next = 1 + l as usize;
-                if !is_one_group(l) || self.stops(tag) || next as u64 > self.cur.end - base {
+                let next = h.next();
+                if self.stops(h.tag) || next as u64 > self.cur.end - base {
                     return Inside::No;
                 }
                 self.hlen = 0;
@@ -110,43 +124,20 @@ impl Observer {
                 self.started += heads;
             }
             heads = 0;
-            let tag = input[off];
-            let Some(&l) = input.get(off + 1) else {
-                // Cut after the tag byte (`off + 1 == len`): kept, as `read_header` keeps
-                // it, when the tag byte is valid and the header can still fit in the node.
-                self.state = State::Head;
-                if byte_is_invalid(tag) || node <= off + 1 {
-                    return Inside::Walk(off);
-                }
-                self.hbuf[0] = tag;
-                self.hlen = 1;
-                return Inside::Done;
-            };
-            if is_one_group(l) && !self.stops(tag) {
-                // The run leaves such a header only when its value runs past its node: the
-                // walk's to report.
-                self.state = State::Head;
-                return Inside::Walk(off);
-            }
             // A short header (a length of one group or two, held to the limit); anything
             // else is the walk's.
-            let (value, head) = if is_one_group(l) {
-                (l as usize, 2)
-            } else {
-                match short_header(l, input, off + 2) {
-                    Some((value, head)) if value as u64 <= self.config.limits.max_packet_len => {
-                        (value, head)
-                    }
-                    _ => {
-                        self.state = State::Head;
-                        return Inside::Walk(off);
-                    }
+            let h = match short_at::<true>(input, off, self.config.limits.max_packet_len) {
+                Short::Head(h) => h,
+                Short::Cut(tag) => return self.keep_cut(tag, off, node),
+                Short::Other => {
+                    self.state = State::Head;
+                    return Inside::Walk(off);
                 }
             };
-            let next = off + head + value;
-            // A value past its node (`child_overflow`), or an invalid tag byte (the array
-            // flag without the node flag): the walk's to report.
-            if next > node || byte_is_invalid(tag) {
+            let (tag, next) = (h.tag, h.next());
+            // A value past its node (`child_overflow`; the run leaves a header it would skip
+            // only then): the walk's to report.
+            if next > node {
                 self.state = State::Head;
                 return Inside::Walk(off);
             }
@@ -154,8 +145,8 @@ impl Observer {
                 // A header that needs a decision (`step_head`).
                 self.decide(&Header {
                     tag: Tag::from_byte(tag),
-                    len: value as u64,
-                    head_len: head,
+                    len: h.len as u64,
+                    head_len: h.head_len,
                 })
             } else {
                 // A two-group length the skip run leaves to the walk: skipped here.
@@ -168,36 +159,7 @@ impl Observer {
                     }
                     off = next;
                 }
-                Action::Take(sub) => {
-                    if self.parents.is_empty() {
-                        self.started += 1;
-                    }
-                    let tag = Tag::from_byte(tag);
-                    if next <= len {
-                        self.hit = Hit {
-                            sub,
-                            tag,
-                            start: off + head,
-                            len: value,
-                            head_len: head,
-                            depth: self.parents.len() as u32 + 1,
-                            assembled: false,
-                        };
-                        self.state = State::Head;
-                        self.after_value(base + next as u64);
-                        self.pos = base + next as u64;
-                        return Inside::Found(next);
-                    }
-                    // Straddles chunks: keep what arrived (never reserving from the length).
-                    self.assembled.clear();
-                    self.assembled.extend_from_slice(&input[off + head..]);
-                    self.state = State::Take {
-                        end: base + next as u64,
-                        sub,
-                        tag,
-                    };
-                    return Inside::Done;
-                }
+                Action::Take(sub) => return self.chunk_take(input, base, &h, sub),
                 // A node within the depth limit: entered, and the loop goes on in it (an
                 // empty one closes at the loop's head).
                 Action::Enter(active)
@@ -211,7 +173,7 @@ impl Observer {
                     self.cur = level;
                     node = next;
                     bound = node.min(len);
-                    off += head;
+                    off = h.start;
                 }
                 Action::Enter(_) => {
                     self.state = State::Head;
@@ -221,6 +183,57 @@ impl Observer {
         }
     }
 
+    /// The chunk loop at a header cut after its tag byte `tag` (at `off`, the input's last
+    /// byte, in a node ending at `node`): kept, as `read_header` keeps it, when the tag byte
+    /// is valid and the header can still fit in the node; else the walk's to report. Either
+    /// way the chunk's feed ends.
+    #[inline(always)]
+    fn keep_cut(&mut self, tag: u8, off: usize, node: usize) -> Inside {
+        self.state = State::Head;
+        if byte_is_invalid(tag) || node <= off + 1 {
+            return Inside::Walk(off);
+        }
+        self.hbuf[0] = tag;
+        self.hlen = 1;
+        Inside::Done
+    }
+
+    /// The chunk loop takes the value of header `h` for subscription `sub`: handed out
+    /// when it lies in `input` (stream offset `base`), else what arrived is kept and the
+    /// rest awaited (the `Take` state). Either way the chunk's feed ends.
+    #[inline(always)]
+    fn chunk_take(&mut self, input: &[u8], base: u64, h: &Head, sub: usize) -> Inside {
+        if self.parents.is_empty() {
+            self.started += 1;
+        }
+        let tag = Tag::from_byte(h.tag);
+        let next = h.next();
+        if next <= input.len() {
+            self.hit = Hit {
+                sub,
+                tag,
+                start: h.start,
+                len: h.len,
+                head_len: h.head_len,
+                depth: self.parents.len() as u32 + 1,
+                assembled: false,
+            };
+            self.state = State::Head;
+            self.after_value(base + next as u64);
+            self.pos = base + next as u64;
+            return Inside::Found(next);
+        }
+        // Straddles chunks: keep what arrived (never reserving from the length).
+        self.assembled.clear();
+        self.assembled.extend_from_slice(&input[h.start..]);
+        self.state = State::Take {
+            end: base + next as u64,
+            sub,
+            tag,
+        };
+        Inside::Done
+    }
+
     /// A header split after its tag byte whose value is to be taken, completed by the first
     /// byte of `input` (a one-byte length) with the whole value in `input`: taken here, as
     /// `step_head` would take it (the usual way a subscribed key's tag byte ends a chunk),
@@ -228,23 +241,19 @@ impl Observer {
     /// walk: another decision, a value past its node or past the input, an invalid tag byte.
     #[inline(never)]
     pub(super) fn split_take(&mut self, input: &[u8]) -> bool {
-        let tag = self.hbuf[0];
-        let (true, State::Head, Some(&l)) = (self.run, self.state, input.first()) else {
+        let (true, State::Head, Some(h)) = (self.run, self.state, split_short(self.hbuf[0], input))
+        else {
             return false;
         };
         // The value's end from the input's start: it must lie in the input and the node.
-        let next = 1 + l as usize;
-        if !is_one_group(l)
-            || byte_is_invalid(tag)
-            || next > input.len()
-            || next as u64 > self.cur.end - self.pos
-        {
+        let next = h.next();
+        if byte_is_invalid(h.tag) || next > input.len() || next as u64 > self.cur.end - self.pos {
             return false;
         }
         let header = Header {
-            tag: Tag::from_byte(tag),
-            len: l as u64,
-            head_len: 2,
+            tag: Tag::from_byte(h.tag),
+            len: h.len as u64,
+            head_len: h.head_len,
         };
         let Action::Take(sub) = self.decide(&header) else {
             return false;
@@ -256,9 +265,9 @@ impl Observer {
         self.hit = Hit {
             sub,
             tag: header.tag,
-            start: 1,
-            len: l as usize,
-            head_len: 2,
+            start: h.start,
+            len: h.len,
+            head_len: h.head_len,
             depth: self.parents.len() as u32 + 1,
             assembled: false,
         };
@@ -304,11 +313,13 @@ impl Observer {
         if self.state != State::Head || off == input.len() {
             return None;
         }
-        if self.run && off + 1 == input.len() {
-            // A header cut after its tag byte: kept as `read_header` keeps it when the
-            // tag byte is valid (the array flag needs the node flag) and the header can
-            // still fit in the current node; anything else is the walk's to report.
-            let tag = input[off];
+        if !self.run {
+            return Some(off);
+        }
+        // A header cut after its tag byte: kept as `read_header` keeps it when the tag byte
+        // is valid (the array flag needs the node flag) and the header can still fit in the
+        // current node; anything else is the walk's to report.
+        if let Short::Cut(tag) = short_at::<true>(input, off, self.config.limits.max_packet_len) {
             if !byte_is_invalid(tag) && self.cur.end - (self.pos + off as u64) > 1 {
                 self.hbuf[0] = tag;
                 self.hlen = 1;
@@ -326,15 +337,17 @@ impl Observer {
     /// walk goes on; `Some(0)` leaves the header to the general machine.
     #[inline(always)]
     fn skim_split_header(&mut self, input: &[u8]) -> Option<usize> {
-        let (true, 1, Some(&len)) = (self.run, self.hlen, input.first()) else {
+        let (true, 1) = (self.run, self.hlen) else {
             return Some(0);
         };
-        let tag = self.hbuf[0];
-        if !is_one_group(len) || self.stops(tag) {
+        let Some(h) = split_short(self.hbuf[0], input) else {
+            return Some(0);
+        };
+        if self.stops(h.tag) {
             return Some(0);
         }
         // The header began one byte before this input.
-        let end = self.pos - 1 + 2 + len as u64;
+        let end = self.pos + h.next() as u64;
         if end > self.cur.end {
             return Some(0);
         }
@@ -401,18 +414,6 @@ impl Observer {
         }
         off
     }
-}
-
-/// False when the first packet of `input` (a top-level boundary) certainly runs past its
-/// end: [`fast::walk`](crate::fast::walk) would give up on it at once, so chunked input does not
-/// pay for setting it up. A lower bound of the packet's size is enough (the walk checks the rest):
-/// its header, plus the high group of a two-byte length.
-#[inline(always)]
-pub(super) fn first_may_fit(input: &[u8]) -> bool {
-    let Some(&b1) = input.get(1) else {
-        return input.is_empty();
-    };
-    packet_len_at_least(b1) <= input.len()
 }
 
 /// What [`Observer::skim_inside`] did with a chunk.

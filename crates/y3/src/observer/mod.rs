@@ -29,7 +29,7 @@
 use alloc::vec::Vec;
 
 use crate::path::{Path, PathError, Paths, MAX_PATH_DEPTH, MAX_SUBSCRIPTIONS};
-use crate::tag::{StopSet, MAX_HEADER_LEN};
+use crate::tag::{first_may_fit, StopSet, MAX_HEADER_LEN};
 use crate::{Config, DecodeError, Packet, Tag};
 
 mod chunk;
@@ -39,7 +39,7 @@ mod levels;
 mod tests;
 mod walk;
 
-use chunk::{first_may_fit, Inside};
+use chunk::Inside;
 
 /// Levels kept in place before the stack spills to the heap: an observer nests no deeper
 /// than its longest path, so paths of up to `INLINE + 1` keys never allocate (deeper paths
