@@ -35,13 +35,14 @@ const (
 const unknownType = 0x20
 
 // cutRelay relays TCP connections to a router, frame by frame from the router to the
-// client, and spoils the first frame of type match on its first connection.
+// client, and spoils the first frame of type match on its first connection (and, with
+// spoils, on the connections it names: 1 is the first).
 type cutRelay struct {
-	addr  string
-	match client.FrameType
-	mode  relayMode
-	conns atomic.Int32 // connections accepted
-	hits  atomic.Int32 // frames spoiled
+	addr   string
+	mode   relayMode
+	spoils map[int32]client.FrameType
+	conns  atomic.Int32 // connections accepted
+	hits   atomic.Int32 // frames spoiled
 
 	mu   sync.Mutex
 	open []net.Conn
@@ -50,11 +51,18 @@ type cutRelay struct {
 // startCutRelay listens on loopback and relays to upstream until the test ends.
 func startCutRelay(t *testing.T, upstream string, match client.FrameType, mode relayMode) *cutRelay {
 	t.Helper()
+	return startSpoilingRelay(t, upstream, map[int32]client.FrameType{1: match}, mode)
+}
+
+// startSpoilingRelay is startCutRelay spoiling the first frame of type spoils[i] on
+// connection i.
+func startSpoilingRelay(t *testing.T, upstream string, spoils map[int32]client.FrameType, mode relayMode) *cutRelay {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &cutRelay{addr: ln.Addr().String(), match: match, mode: mode}
+	r := &cutRelay{addr: ln.Addr().String(), spoils: spoils, mode: mode}
 	t.Cleanup(func() {
 		_ = ln.Close()
 		r.mu.Lock()
@@ -69,7 +77,7 @@ func startCutRelay(t *testing.T, upstream string, match client.FrameType, mode r
 			if err != nil {
 				return
 			}
-			first := r.conns.Add(1) == 1
+			match, spoil := r.spoils[r.conns.Add(1)]
 			up, err := net.Dial("tcp", upstream)
 			if err != nil {
 				_ = c.Close()
@@ -82,24 +90,23 @@ func startCutRelay(t *testing.T, upstream string, match client.FrameType, mode r
 				_, _ = io.Copy(up, c)
 				_ = up.(*net.TCPConn).CloseWrite()
 			}()
-			go r.down(c, up, first)
+			go r.down(c, up, match, spoil)
 		}
 	}()
 	return r
 }
 
-// down copies the router's frames to the client, spoiling the first matching one when
-// first is set.
-func (r *cutRelay) down(c, up net.Conn, first bool) {
+// down copies the router's frames to the client, spoiling the first of type match when
+// spoil is set.
+func (r *cutRelay) down(c, up net.Conn, match client.FrameType, spoil bool) {
 	defer c.Close()
 	br := bufio.NewReader(up)
-	spoil := first
 	for {
 		raw, err := readRawFrame(br)
 		if err != nil {
 			return
 		}
-		if spoil && client.FrameType(raw[0]&0x3f) == r.match {
+		if spoil && client.FrameType(raw[0]&0x3f) == match {
 			spoil = false
 			r.hits.Add(1)
 			if r.mode == cutShort {
@@ -161,12 +168,12 @@ func cutOpts(name string) client.Options {
 	return o
 }
 
-// checkRelay fails unless the relay spoiled exactly one frame and saw the wanted number of
-// connections (at least, when atLeast).
+// checkRelay fails unless the relay spoiled one frame on each connection it was told to
+// and saw the wanted number of connections (at least, when atLeast).
 func checkRelay(t *testing.T, r *cutRelay, conns int32, atLeast bool) {
 	t.Helper()
-	if h := r.hits.Load(); h != 1 {
-		t.Fatalf("the relay spoiled %d frames, want 1", h)
+	if h := r.hits.Load(); h != int32(len(r.spoils)) {
+		t.Fatalf("the relay spoiled %d frames, want %d", h, len(r.spoils))
 	}
 	if c := r.conns.Load(); c != conns && !(atLeast && c > conns) {
 		t.Fatalf("the relay saw %d connections, want %d", c, conns)
@@ -453,6 +460,42 @@ func TestRouterFrameCutInsideAFrameMidStreamIsRetried(t *testing.T) {
 		expectNumbered(t, ctx, sink, "d", "", n, true)
 		checkRelay(t, relay, 2, true)
 	})
+}
+
+// The durable source's keeper goroutine, reconnecting by itself after its first stored
+// acknowledgement was cut, has the answer to that second handshake cut too: it dials a
+// third time and writes again what was not acknowledged, with no further call on the
+// source, until the router stored all n frames (Unacked drops to 0); each reached the sink
+// (at least once).
+func TestRouterDurableKeeperRetriesAHandshakeAnswerCutInsideAFrame(t *testing.T) {
+	const n, tag = 200, 0x55
+	r := startRouter(t, routerOpts{token: token})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sink, err := client.ConnectSink(ctx, r.tcp, cutOpts("cut-keeper-sink"), []uint32{tag})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	relay := startSpoilingRelay(t, r.tcp,
+		map[int32]client.FrameType{1: client.TypeStored, 2: client.TypeHandshakeAck}, cutShort)
+	src, err := client.ConnectDurableSource(ctx, relay.addr, cutOpts("cut-keeper-durable"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sendNumbered(t, src.Send, tag, "d", n)
+	// No call on the source: only the keeper can have the frames stored.
+	for deadline := time.Now().Add(20 * time.Second); src.Unacked() > 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d frames not stored after 20 s", src.Unacked(), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	expectNumbered(t, ctx, sink, "d", "", n, true)
+	if err := src.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkRelay(t, relay, 3, false)
 }
 
 // A malformed answer is not a lost connection: every client whose handshake answer has a
