@@ -30,8 +30,10 @@
 // subscriber yet: no_subscriber) is kept and written again with backoff (RetryFirst
 // doubling to RetryMax) until a subscriber takes it (Retried).
 //
-// Lost connections are re-established with exponential Backoff, forever by default (a
-// client outlives a router restart); refusals (a rejected
+// Lost connections (a stream that ends, even inside a frame, as when the router's process
+// is killed partway through a write; on the handshake or mid-stream) are re-established
+// with exponential Backoff, forever by default (a client outlives a router restart);
+// Error.Retryable says which failures are lost connections. Refusals (a rejected
 // handshake, a goaway or QUIC close whose code is not retryable, an untrusted certificate)
 // are returned at once as *Error values whose Kind is the stable snake_case name shared
 // with Rust and Python (unauthorized, rejected, shutting_down, gave_up, ...).

@@ -182,13 +182,21 @@ func (e *Error) Is(target error) bool {
 
 // Retryable reports whether trying again later may succeed (a lost connection, a router
 // shutting down) as opposed to a refusal that would repeat (a wrong token, a certificate
-// that is not trusted, a bad configuration, a rejection). It follows the retry column of
-// spec/frames.md's code table.
+// that is not trusted, a bad configuration, a rejection, a malformed answer). It follows
+// the retry column of spec/frames.md's code table, and the Rust transport's
+// TransportError::is_retryable. Every client of this package dials by it (dialWithBackoff:
+// the first connection and every reconnection); an established connection that ends for
+// any reason but a refusal is dialled again, as YoMo's clients do.
 func (e *Error) Retryable() bool {
 	switch e.Kind {
 	case KindNormal, KindShuttingDown, KindSlowConsumer, KindTooManyConnections, KindHandshakeTimeout:
 		return true
 	case KindIO, KindClosed, KindTimeout, KindQUICConnection:
+		return true
+	case KindTruncated:
+		// The stream ended inside a frame: the router's process died (or its host went
+		// away) partway through a write, its kernel sent what it had, then closed. A lost
+		// connection like any other; a malformed frame (a bug that would repeat) is not.
 		return true
 	}
 	return false

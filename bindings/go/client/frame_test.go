@@ -343,6 +343,16 @@ func TestErrorsIsAndRetryable(t *testing.T) {
 	if (&client.Error{Kind: client.KindRejected}).Retryable() {
 		t.Fatal("rejected is retried")
 	}
+	// A stream that ends inside a frame is a lost connection; a malformed frame is final.
+	if !(&client.Error{Kind: client.KindTruncated, Buffered: 5}).Retryable() {
+		t.Fatal("truncated is not retried")
+	}
+	for _, k := range []client.Kind{client.KindUnknownFrame, client.KindTooLong, client.KindInvalidField,
+		client.KindBadMetadata, client.Kind(y3.KindChildOverflow)} {
+		if (&client.Error{Kind: k}).Retryable() {
+			t.Fatalf("%s is retried", k)
+		}
+	}
 	g := &client.Error{Kind: client.KindGaveUp, Attempts: 3, Err: &client.Error{Kind: client.KindIO}}
 	if !errors.Is(g, client.ErrGaveUp) || !errors.Is(g, client.ErrIO) || client.KindOf(g) != "gave_up" {
 		t.Fatal(g)
