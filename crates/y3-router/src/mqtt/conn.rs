@@ -255,6 +255,7 @@ impl Conn {
             keep_alive: connect.keep_alive,
             refusals_logged: false,
             draining: false,
+            tids: y3_transport::sdk::Tids::new(),
         };
         // A session restored from the state directory gets its downlink now that its
         // client's credentials are here.
@@ -658,10 +659,10 @@ impl Conn {
                 return Ok(());
             }
         }
-        let tid = y3_transport::sdk::new_id();
+        let tid = *state.tids.next_bytes();
         let meta = Metadata::from_pairs([
             (metadata::SOURCE_ID, state.who.client_id.as_str()),
-            (metadata::TID, tid.as_str()),
+            (metadata::TID, std::str::from_utf8(&tid).unwrap_or_default()),
             (TOPIC_KEY, p.topic.as_str()),
         ]);
         let payload_len = p.payload.len();
@@ -836,6 +837,8 @@ struct Loop {
     refusals_logged: bool,
     /// The router is shutting down: publishes are no longer taken.
     draining: bool,
+    /// The transaction ids of its publishes (`yomo-tid`).
+    tids: y3_transport::sdk::Tids,
 }
 
 async fn sleep_until(deadline: Option<tokio::time::Instant>) {
