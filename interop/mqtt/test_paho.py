@@ -167,7 +167,7 @@ def test_mixed_qos_publishes_arrive_in_order(router, version):
     col = Collector(sub, "sensors/#", qos=1)
     col.subscribe()
     pub = client(version, user="dev-8", password="sensor-key")
-    qos = [0] * 300 + [1] + [i % 2 for i in range(299)]
+    qos = [0] * 2000 + [1] + [i % 2 for i in range(299)]
     # paho holds back QoS 1 publishes past its in-flight window (QoS 0 ones overtake them):
     # a window over every publish here sends them in order.
     pub.max_inflight_messages_set(len(qos))
