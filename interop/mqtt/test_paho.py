@@ -158,6 +158,32 @@ def test_exact_counts(router, version, qos):
 
 
 @pytest.mark.parametrize("version", [4, 5])
+def test_mixed_qos_publishes_arrive_in_order(router, version):
+    # A connection publishes QoS 0 only (its link to the router asks for no stored
+    # acknowledgements) until its first QoS 1 publish moves it to one that does: nothing
+    # published before that move may arrive after a publish sent later.
+    sub = client(version)
+    assert connect(sub, router, version) == 0
+    col = Collector(sub, "sensors/#", qos=1)
+    col.subscribe()
+    pub = client(version, user="dev-8", password="sensor-key")
+    qos = [0] * 2000 + [1] + [i % 2 for i in range(299)]
+    # paho holds back QoS 1 publishes past its in-flight window (QoS 0 ones overtake them):
+    # a window over every publish here sends them in order.
+    pub.max_inflight_messages_set(len(qos))
+    assert connect(pub, router, version) == 0
+    infos = [pub.publish("sensors/dev-8/noise", f"m{i}", qos=q) for i, q in enumerate(qos)]
+    for info in infos:
+        info.wait_for_publish(WAIT)
+        assert info.rc == 0
+    got = col.wait_for(len(qos))
+    assert got == [("sensors/dev-8/noise", f"m{i}") for i in range(len(qos))]
+    for c in (pub, sub):
+        c.disconnect()
+        c.loop_stop()
+
+
+@pytest.mark.parametrize("version", [4, 5])
 def test_wrong_password_refused(router, version):
     c = client(version, password="nope")
     reason = connect(c, router, version)

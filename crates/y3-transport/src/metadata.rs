@@ -41,6 +41,10 @@ pub const TARGET: &str = "yomo-target";
 /// Metadata key: the wanted target of the connection that sent the frame (set by routers).
 pub const WANTED_TARGET: &str = "yomo-wanted-target";
 
+/// Pairs up to which [`Metadata::from_pairs`] finds repeated keys by comparing each with
+/// the later ones rather than through a hash map.
+const FEW_PAIRS: usize = 16;
+
 /// Why bytes are not a msgpack string map.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("bad metadata at byte {offset}: {what}")]
@@ -103,6 +107,17 @@ impl Metadata {
     /// YoMo's `Set("")` deletes a key; a key repeated keeps its last value.
     pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Metadata {
         let pairs: Vec<(&str, &str)> = pairs.into_iter().collect();
+        if pairs.len() <= FEW_PAIRS {
+            // Few pairs (a frame's usual handful): a rescan of the later keys is cheaper
+            // than hashing (at most FEW_PAIRS² / 2 comparisons).
+            let kept: Vec<(&[u8], &[u8])> = pairs
+                .iter()
+                .enumerate()
+                .filter(|(i, (k, v))| !v.is_empty() && !pairs[i + 1..].iter().any(|p| p.0 == *k))
+                .map(|(_, (k, v))| (k.as_bytes(), v.as_bytes()))
+                .collect();
+            return Metadata::encode(&kept);
+        }
         // Each key's last occurrence decides (linear: a hash map, not a rescan).
         let last: std::collections::HashMap<&str, usize> = pairs
             .iter()
@@ -733,6 +748,14 @@ mod tests {
         let m = Metadata::from_pairs([("a", "1"), ("b", "2"), ("a", "3"), ("b", "")]);
         let pairs: Vec<_> = m.iter().map(Result::unwrap).collect();
         assert_eq!(pairs, [("a", "3")]);
+        // Past FEW_PAIRS (the hash map's way) the same rule: the same pairs, padded.
+        let pad: Vec<String> = (0..FEW_PAIRS).map(|i| format!("p{i}")).collect();
+        let mut long = vec![("a", "1"), ("b", "2"), ("a", "3"), ("b", "")];
+        long.extend(pad.iter().map(|k| (k.as_str(), "v")));
+        let m = Metadata::from_pairs(long);
+        let pairs: Vec<_> = m.iter().map(Result::unwrap).take(2).collect();
+        assert_eq!(pairs, [("a", "3"), ("p0", "v")]);
+        assert_eq!(m.iter().count(), 1 + FEW_PAIRS);
     }
 
     fn many(n: usize) -> Metadata {

@@ -4,6 +4,8 @@
 //! ```text
 //!  socket ─▶ packet::read ─▶ PUBLISH ─▶ map topic → tag, check permission ─▶ uplink
 //!                                                QoS 1: (frame index, pkid) pending
+//!  (the uplink asks for no stored acknowledgements until the first QoS 1 publish:
+//!   then it is closed, read to its end, and replaced by one that does)
 //!  uplink ◀─ Stored(count) ─▶ PUBACK for each pending index below count (after routing)
 //!  session queue ─▶ PUBLISH to the client (QoS 1 kept in flight until its PUBACK)
 //! ```
@@ -132,6 +134,10 @@ struct Uplink {
     unflushed: bool,
     /// The router closed the link (it is shutting down).
     gone: bool,
+    /// Whether the link asks for stored acknowledgements: not until the connection's
+    /// first QoS 1 publish ([`Conn::acked_uplink`]), so that a client publishing QoS 0
+    /// only costs the router no acknowledgement per frame.
+    acked: bool,
 }
 
 impl Conn {
@@ -249,6 +255,7 @@ impl Conn {
             keep_alive: connect.keep_alive,
             refusals_logged: false,
             draining: false,
+            tids: y3_transport::sdk::Tids::new(),
         };
         // A session restored from the state directory gets its downlink now that its
         // client's credentials are here.
@@ -332,7 +339,10 @@ impl Conn {
             client_id: client_id.clone(),
             credential,
         };
-        let (conn, permissions) = match broker.links.open(&who, ClientType::Source, &[], true).await
+        let (conn, permissions) = match broker
+            .links
+            .open(&who, ClientType::Source, &[], false)
+            .await
         {
             Ok(link) => link,
             Err(g) => {
@@ -389,6 +399,7 @@ impl Conn {
             pending: Default::default(),
             unflushed: false,
             gone: false,
+            acked: false,
         };
         Ok(Some((who, uplink, permissions, session, generation)))
     }
@@ -638,10 +649,20 @@ impl Conn {
             }
             self.broker.metrics.retained.set(retained.len() as i64);
         }
-        let tid = y3_transport::sdk::new_id();
+        if p.qos == 1 && !uplink.acked {
+            if let Err(e) = self.acked_uplink(state, uplink).await {
+                self.broker.metrics.publish_refused("router_closed");
+                return Err(e);
+            }
+            if state.draining {
+                self.broker.metrics.publish_refused("shutting_down");
+                return Ok(());
+            }
+        }
+        let tid = *state.tids.next_bytes();
         let meta = Metadata::from_pairs([
             (metadata::SOURCE_ID, state.who.client_id.as_str()),
-            (metadata::TID, tid.as_str()),
+            (metadata::TID, std::str::from_utf8(&tid).unwrap_or_default()),
             (TOPIC_KEY, p.topic.as_str()),
         ]);
         let payload_len = p.payload.len();
@@ -665,6 +686,48 @@ impl Conn {
         uplink.next_index = uplink.next_index.wrapping_add(1);
         self.broker.metrics.routed(p.qos == 1);
         Ok(())
+    }
+
+    /// Moves the connection's publishes to a link with stored acknowledgements (its first
+    /// QoS 1 publish; it stays there). The link without them is closed and read to its
+    /// end first: the router routes a link's frames in order, each before the next, and
+    /// closes its side only after the last, so no publish overtakes an earlier one.
+    async fn acked_uplink(&self, state: &mut Loop, uplink: &mut Uplink) -> Result<(), MqttError> {
+        let router = |e: y3_transport::FrameError| MqttError::Router(e.to_string());
+        uplink.unflushed = false;
+        uplink.conn.writer.close().await.map_err(router)?;
+        while let Some(frame) = uplink.conn.reader.next().await {
+            match frame.map_err(router)? {
+                Frame::Goaway(g) if g.code == GoawayCode::ShuttingDown => state.draining = true,
+                Frame::Goaway(g) | Frame::Rejected(g) => return Err(MqttError::Router(g.reason)),
+                _ => {}
+            }
+        }
+        let opened = self
+            .broker
+            .links
+            .open(&state.who, ClientType::Source, &[], true)
+            .await;
+        match opened {
+            Ok((conn, _)) => {
+                *uplink = Uplink {
+                    conn,
+                    next_index: 0,
+                    pending: Default::default(),
+                    unflushed: false,
+                    gone: false,
+                    acked: true,
+                };
+                Ok(())
+            }
+            Err(g) if g.code == GoawayCode::ShuttingDown => {
+                // The router drains: delivery goes on until it closes.
+                state.draining = true;
+                uplink.gone = true;
+                Ok(())
+            }
+            Err(g) => Err(MqttError::Router(g.reason)),
+        }
     }
 
     async fn subscribe(
@@ -774,6 +837,8 @@ struct Loop {
     refusals_logged: bool,
     /// The router is shutting down: publishes are no longer taken.
     draining: bool,
+    /// The transaction ids of its publishes (`yomo-tid`).
+    tids: y3_transport::sdk::Tids,
 }
 
 async fn sleep_until(deadline: Option<tokio::time::Instant>) {

@@ -4,7 +4,7 @@
 //! the memory budget, the ledger, the metrics).
 //!
 //! ```text
-//!  MQTT client ─▶ conn.rs ─ uplink (source, stored acks) ─▶ connection.rs ─▶ routing
+//!  MQTT client ─▶ conn.rs ─ uplink (source; stored acks once QoS 1) ─▶ connection.rs ─▶ routing
 //!              ◀─ session ◀ downlink (sink, mapped tags)  ◀─ outbox ◀────────┘
 //! ```
 

@@ -4,7 +4,8 @@
 //! ```text
 //!  sensor ─PUBLISH sensors/a/noise─▶ listener ─ [[mqtt.publish]] topic → tag ─▶ uplink ─▶ routing
 //!                                      metadata: yomo-source-id, yomo-tid, mqtt-topic
-//!  QoS 1: PUBACK once the router says the frame is routed (stored acknowledgement)
+//!  QoS 1: PUBACK once the router says the frame is routed (stored acknowledgement;
+//!         the uplink asks for them from the connection's first QoS 1 publish on)
 //!  routing ─ tag ─▶ downlink ─ [[mqtt.subscribe]] tag → topic ─▶ session ─PUBLISH─▶ subscriber
 //! ```
 //!

@@ -40,7 +40,7 @@ pub fn new_id() -> String {
 
 /// Transaction ids of one source: a random prefix and a counter (see the module doc).
 #[derive(Debug, Clone)]
-pub(crate) struct Tids {
+pub struct Tids {
     /// The last id minted (the prefix, then the counter's characters).
     id: [u8; ID_LEN],
     counter: u64,
@@ -56,6 +56,8 @@ impl Tids {
 
     /// The next transaction id: no two calls on any `Tids` return the same one (short of
     /// two prefixes drawn alike, odds 2⁻⁶⁶ a pair).
+    // Not an `Iterator`: the id it returns borrows the `Tids` (no allocation per id).
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> &str {
         // Every byte is from the ASCII alphabet.
         std::str::from_utf8(self.next_bytes()).unwrap_or_default()
@@ -70,6 +72,12 @@ impl Tids {
             c >>= 6;
         }
         &self.id
+    }
+}
+
+impl Default for Tids {
+    fn default() -> Tids {
+        Tids::new()
     }
 }
 

@@ -60,7 +60,7 @@ use std::time::Duration;
 
 pub use durable::{Closed, DurableSource};
 pub use function::StreamFunction;
-pub use id::new_id;
+pub use id::{new_id, Tids};
 pub use outbox::MAX_QUEUED_BYTES;
 pub use sink::Sink;
 pub use source::Source;
