@@ -4,6 +4,8 @@
 # and the asyncio clients against `y3 serve` and YoMo v1.22's own zipper and clients.
 #
 #   scripts/python-test.sh [pytest args...]
+#   scripts/python-test.sh --build-only    (the venv, the extension and yomo-peer, no test:
+#                                           scripts/test.sh runs it early, in the background)
 #
 # The client tests run the `y3` binary (Y3_BIN, else `cargo build -p y3-cli` here, a no-op
 # when scripts/test.sh built it already) and `yomo-peer` (YOMO_PEER, else `go build` of
@@ -20,6 +22,9 @@ set -euo pipefail
 
 MATURIN_VERSION=1.16.0
 PYTEST_VERSION=9.2.0
+
+build_only=false
+if [ "${1:-}" = --build-only ]; then build_only=true; shift; fi
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 pkg="$root/bindings/python"
@@ -74,13 +79,6 @@ log "building the extension (maturin develop, profile $profile)"
     VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" "$venv/bin/maturin" develop --profile "$profile" --quiet
 ) >&2
 
-if [ -z "${Y3_BIN:-}" ]; then
-    log "building the y3 binary (cargo build -p y3-cli)"
-    (cd "$root" && cargo build -p y3-cli --locked --quiet) >&2
-    Y3_BIN="$(cd "$root/${CARGO_TARGET_DIR:-target}" && pwd)/debug/y3"
-fi
-export Y3_BIN
-
 if [ -z "${YOMO_PEER:-}" ] && command -v go >/dev/null 2>&1 && [ -f "$root/interop/yomo/go.mod" ]; then
     log "building yomo-peer (go build ./cmd/yomo-peer)"
     mkdir -p "$pkg/target"
@@ -88,6 +86,14 @@ if [ -z "${YOMO_PEER:-}" ] && command -v go >/dev/null 2>&1 && [ -f "$root/inter
     YOMO_PEER="$pkg/target/yomo-peer"
 fi
 export YOMO_PEER="${YOMO_PEER:-}"
+if "$build_only"; then exit 0; fi
+
+if [ -z "${Y3_BIN:-}" ]; then
+    log "building the y3 binary (cargo build -p y3-cli)"
+    (cd "$root" && cargo build -p y3-cli --locked --quiet) >&2
+    Y3_BIN="$(cd "$root/${CARGO_TARGET_DIR:-target}" && pwd)/debug/y3"
+fi
+export Y3_BIN
 
 log "running pytest"
 cd "$pkg"

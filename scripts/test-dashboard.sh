@@ -31,8 +31,13 @@ export CHROMIUM="$chromium"
 log "playwright-core (npm ci)"
 (cd scripts/dashboard && npm ci --no-audit --no-fund --loglevel=error >&2)
 
-cargo build -p y3-cli --locked
-y3="$target_dir/debug/y3"
+# The y3 binary: Y3_BIN (scripts/test.sh builds it), else built here.
+if [ -n "${Y3_BIN:-}" ]; then
+    y3="$Y3_BIN"
+else
+    cargo build -p y3-cli --locked
+    y3="$target_dir/debug/y3"
+fi
 
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'

@@ -3,7 +3,12 @@
 # mosquitto and mosquitto-clients (mosquitto_pub/mosquitto_sub, also used by the Rust tests in
 # crates/y3-router/tests/mqtt.rs and interop/yomo/mqtt_test.go, which run later in
 # scripts/test.sh) and paho-mqtt in a virtual environment — then runs the paho tests
-# (interop/mqtt/test_paho.py) against `y3 serve`. A tool that cannot be installed fails the run.
+# (interop/mqtt/test_paho.py) against `y3 serve` (Y3_BIN, else `cargo build -p y3-cli` here).
+# A tool that cannot be installed fails the run.
+#
+#   scripts/test-mqtt.sh [pytest args...]
+#   scripts/test-mqtt.sh install      (the tools only: scripts/test.sh installs them before
+#                                      the Rust tests, and runs the paho tests once y3 is built)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,6 +29,10 @@ if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv"
 fi
 "$venv/bin/pip" install --quiet "paho-mqtt==$PAHO_VERSION" "pytest==$PYTEST_VERSION"
+if [ "${1:-}" = install ]; then exit 0; fi
 
-cargo build -p y3-cli --locked
-Y3_BIN="$target/debug/y3" "$venv/bin/python" -m pytest -q interop/mqtt/test_paho.py "$@"
+if [ -z "${Y3_BIN:-}" ]; then
+    cargo build -p y3-cli --locked
+    Y3_BIN="$target/debug/y3"
+fi
+Y3_BIN="$Y3_BIN" "$venv/bin/python" -m pytest -q interop/mqtt/test_paho.py "$@"

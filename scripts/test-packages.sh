@@ -64,13 +64,17 @@ serve() {
     echo "$port"
 }
 
-cargo build -p y3-cli --locked
-target="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)"
-version="$("$target/debug/y3" --version | awk '{ print $2 }')"
+# The y3 binary: Y3_BIN (scripts/test.sh builds it), else built here.
+target="$(mkdir -p "${CARGO_TARGET_DIR:-target}" && cd "${CARGO_TARGET_DIR:-target}" && pwd)"
+if [ -z "${Y3_BIN:-}" ]; then
+    cargo build -p y3-cli --locked
+    Y3_BIN="$target/debug/y3"
+fi
+version="$("$Y3_BIN" --version | awk '{ print $2 }')"
 
 step "debian package"
 started=$SECONDS
-deb="$(packaging/deb/build-deb.sh "$target/debug/y3" "$work/deb")"
+deb="$(packaging/deb/build-deb.sh "$Y3_BIN" "$work/deb")"
 echo "built $(basename "$deb") ($(du -h "$deb" | cut -f1)) in $((SECONDS - started)) s"
 if dpkg-query -W y3 >/dev/null 2>&1; then
     echo "test-packages: a y3 package is already installed; remove it first (dpkg --purge y3)" >&2
@@ -118,7 +122,7 @@ wheel="$(ls "$work"/wheels/y3-*.whl)"
 echo "built $(basename "$wheel") in $((SECONDS - started)) s"
 python3 -m venv "$work/user-venv"
 "$work/user-venv/bin/pip" install --disable-pip-version-check --no-index "$wheel"
-port="$(serve "$target/debug/y3" "$work/py-serve.log")"
+port="$(serve "$Y3_BIN" "$work/py-serve.log")"
 (cd "$work" && "$work/user-venv/bin/python" "$root/packaging/python/smoke.py" "127.0.0.1:$port")
 
 step "go modules through a module proxy, no replace"
@@ -140,13 +144,13 @@ cp packaging/go/consumer/go.mod.in "$work/consumer/go.mod"
     go build -o consumer .
     go clean -modcache
 )
-port="$(serve "$target/debug/y3" "$work/go-serve.log")"
+port="$(serve "$Y3_BIN" "$work/go-serve.log")"
 "$work/consumer/consumer" "127.0.0.1:$port"
 echo "tags for this version: git tag bindings/go/$gover && git tag bindings/go/client/$gover"
 
 # The README's `y3` command examples, with the outputs it shows.
 step "README: the y3 command's examples"
-y3="$target/debug/y3"
+y3="$Y3_BIN"
 [ "$(echo '{"tag":16,"node":[{"tag":17,"float32":40}]}' | "$y3" encode)" = 900411024220 ]
 [ "$("$y3" get --hex 900411024220 --path 0x10/0x11 --as float32)" = 40.0 ]
 "$y3" inspect --hex 9017110242201206aec8bbba800013093132372e302e302e31 | grep -q float32=40.0

@@ -14,7 +14,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 target_dir="$(mkdir -p "${CARGO_TARGET_DIR:-target}" && cd "${CARGO_TARGET_DIR:-target}" && pwd)"
-cargo build -p y3-lab -p y3-cli --locked
+# scripts/test.sh's command for the binaries, so a no-op there (one feature set, no rebuild).
+cargo build --workspace --bins --locked
 lab="$target_dir/debug/y3-lab"
 export Y3_BIN="${Y3_BIN:-$target_dir/debug/y3}"
 out="$(mktemp -d)"

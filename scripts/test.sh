@@ -11,6 +11,10 @@
 #   scripts/soak.sh  the 30-minute soak: its 60 s version runs below
 #   scripts/icount   instruction counts (needs valgrind), a measurement, not a test
 #   bench/cpp      the asio ping-pong peer, built and run only by scripts/bench-net.sh
+#
+# Steps that no later step needs right away run in the background from the start (see `bg`
+# below): the compile-only checks (scripts/test-checks.sh: the Python binding's crate, the
+# fuzz targets, the MSRV, the lab with every peer) and the Python extension's build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,13 +27,48 @@ export Y3_SKIP_DIR="$target_dir/skips"
 rm -rf "$Y3_SKIP_DIR"
 mkdir -p "$Y3_SKIP_DIR"
 
+# Background jobs run under `nice -n 19`: on the CPU that the test suites' sleeps, timers and
+# network waits leave idle, without slowing a foreground step much. A job's output goes to
+# target/bg/NAME.log and is printed where the run waits for it (`bg_wait`), which fails the
+# run when the job failed. A run that stops early stops its jobs (each is a process group).
+bg_dir="$target_dir/bg"
+rm -rf "$bg_dir"
+mkdir -p "$bg_dir"
+declare -A bg_pids=()
+bg() { # NAME COMMAND...: starts COMMAND in the background
+    local name="$1"
+    shift
+    setsid nice -n 19 "$@" >"$bg_dir/$name.log" 2>&1 &
+    bg_pids[$name]=$!
+}
+bg_wait() { # NAME STEP: waits for job NAME, prints its log; its failure fails the run
+    local name="$1" rc=0 waited=$SECONDS
+    step "$2 (in the background since the start)"
+    wait "${bg_pids[$name]}" || rc=$?
+    unset "bg_pids[$name]"
+    cat "$bg_dir/$name.log"
+    echo "(waited $((SECONDS - waited)) s for it)"
+    [ "$rc" = 0 ] || { echo "$2: failed (status $rc)" >&2; exit 1; }
+}
+bg_stop() {
+    local pid
+    for pid in "${bg_pids[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
+}
+trap bg_stop EXIT
+trap 'exit 130' INT TERM
+
 step "rust: format"
 cargo fmt --all --check
 
 step "rust: no function over 150 lines (scripts/long-functions-allowed.txt)"; scripts/long-functions.sh --check
 
+step "background: the compile-only checks and the Python extension's build"
+bg checks scripts/test-checks.sh
+bg python scripts/python-test.sh --build-only
+echo "started: scripts/test-checks.sh, scripts/python-test.sh --build-only (logs in $bg_dir)"
+
 # Default features here; the lab's peers (y3-lab features `peers`, `net-peers`) are
-# checked in a step of their own below.
+# checked by scripts/test-checks.sh, in the background.
 step "rust: clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
@@ -48,22 +87,23 @@ if [ -z "${NATS_SERVER_BIN:-}" ]; then
 fi
 "$NATS_SERVER_BIN" --version
 
-step "mqtt: mosquitto, paho-mqtt and the paho tests (the Rust and Go MQTT tests need them)"; scripts/test-mqtt.sh
-
-# The router binary every suite that runs one uses (Go client, YoMo interop, Python,
-# examples, smoke): built once, exported as Y3_BIN. A suite that cannot find it fails.
-step "rust: build y3 (Y3_BIN)"
-cargo build -p y3-cli --locked
-export Y3_BIN="$target_dir/debug/y3"
+step "mqtt: mosquitto and paho-mqtt (the Rust, Go and paho MQTT tests need them)"; scripts/test-mqtt.sh install
 
 step "rust: tests"
 cargo test --workspace --locked 2>&1 | tee "$Y3_SKIP_DIR/cargo-test.log"
 scripts/skips.py cargo rust "$Y3_SKIP_DIR/cargo-test.log"
 
-# The Python binding's Rust crate is a workspace of its own (bindings/python/Cargo.toml).
-step "rust: format and clippy of the Python binding's crate"
-cargo fmt --manifest-path bindings/python/Cargo.toml --check
-cargo clippy --manifest-path bindings/python/Cargo.toml --all-targets --locked -- -D warnings
+# Every binary the later suites run (y3 as Y3_BIN for the Go client, YoMo interop, MQTT,
+# Python, dashboard and packages; the examples; the soak; the lab for the smoke runs): built
+# once, by one command, so with one feature set (a `cargo build -p X` per step resolved
+# features per package and rebuilt y3-router and its dependencies each time). It runs after
+# the tests because `cargo test` links y3 and the lab into target/debug with the tests'
+# dev-dependency features. A suite that cannot find its binary fails.
+step "rust: build the binaries (Y3_BIN)"
+cargo build --workspace --bins --locked
+export Y3_BIN="$target_dir/debug/y3"
+
+step "mqtt: the paho tests"; scripts/test-mqtt.sh
 
 step "rust: docs"
 RUSTDOCFLAGS=-Dwarnings cargo doc --workspace --no-deps --locked
@@ -75,28 +115,6 @@ cargo publish --workspace --dry-run --no-verify --locked
 
 step "rust: y3 without std"
 cargo build -p y3 --no-default-features --locked
-
-# The lab as scripts/bench-* build it: every peer feature compiled (zenoh, async-nats,
-# monoio, sonic-rs, simd-json, rkyv, prost, ...), so that code cannot rot unseen.
-step "rust: the lab with every peer feature"
-cargo check -p y3-lab --all-targets --features peers,net-peers --locked
-
-# The declared MSRV (workspace `rust-version`): the whole workspace, tests included, checked
-# with that very toolchain, installed by rustup when missing. Clippy's `incompatible_msrv`
-# (in the clippy step above) reads the same `rust-version`; this step also covers language
-# features and dependencies' own rust-version. Without rustup, or when it cannot install
-# that toolchain, the run fails.
-msrv="$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1)"
-step "rust: MSRV $msrv"
-command -v rustup >/dev/null || { echo "MSRV: rustup is needed to install Rust $msrv" >&2; exit 1; }
-rustup run "$msrv" rustc --version >/dev/null 2>&1 ||
-    rustup toolchain install "$msrv" --profile minimal >/dev/null
-CARGO_TARGET_DIR="$target_dir/msrv" cargo "+$msrv" check --workspace --all-targets --locked
-
-if [ -f fuzz/Cargo.toml ]; then
-    step "rust: fuzz targets build check"
-    cargo check --manifest-path fuzz/Cargo.toml
-fi
 
 # Go: every module, vetted and tested with -count=1 (never a result cached from before the
 # router was rebuilt), skips recorded. Y3_BIN and NATS_SERVER_BIN are exported above.
@@ -117,9 +135,9 @@ gotest go-bench bench/go
 # zipper, which is what validates it.
 gotest go-interop-yomo interop/yomo
 
-# examples/: every program runs (the YoMo app against `y3 serve` on a free port).
+# examples/: every program runs (the YoMo app against `y3 serve` on a free port); built by
+# the binaries step above.
 step "examples: run each"
-cargo build -p y3-cli -p y3-examples --locked
 "$target_dir/debug/observe-key"
 "$target_dir/debug/pipeline"
 "$target_dir/debug/fan-out"
@@ -144,11 +162,11 @@ step "dashboard: the live page in headless chromium"; scripts/test-dashboard.sh
 # frames, connection storms, a router restart): every frame accounted, healthy flows in
 # order. The lab's 30-minute soak is scripts/soak.sh.
 step "soak: 60 s of load and chaos against y3 serve"
-cargo build -p y3-soak --locked
 "$target_dir/debug/y3-soak" --y3 "$target_dir/debug/y3" --duration 60s --restart-every 30s \
     --kill-every 7s --storm-every 20s --rate 2000 --out "$target_dir/soak"
 
-step "python: build and test"
+bg_wait python "python: the extension and yomo-peer built"
+step "python: test"
 scripts/python-test.sh -rs --junitxml="$Y3_SKIP_DIR/pytest.xml"
 scripts/skips.py pytest python "$Y3_SKIP_DIR/pytest.xml"
 
@@ -160,6 +178,8 @@ scripts/test-smoke.sh
 # Every test docs/guarantees.md names as the proof of a claim exists.
 step "docs: the tests behind docs/guarantees.md exist"
 scripts/check-guarantees.py docs/guarantees.md
+
+bg_wait checks "rust: the compile-only checks (scripts/test-checks.sh)"
 
 step "skips: per suite"
 scripts/skips.py report scripts/declared-skips.txt
