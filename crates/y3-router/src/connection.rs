@@ -1125,8 +1125,10 @@ async fn write_loop(
             metrics.writing(written.frames.len() as i64);
             let sent = async {
                 for queued in batch.drain(..) {
+                    // Encoded where it lies in the batch (by reference: no move of the
+                    // frame into the sink).
+                    y3_transport::feed_ref(&mut writer, &queued.frame).await?;
                     told.extend(queued.written);
-                    writer.feed(queued.frame).await?;
                 }
                 writer.flush().await
             }

@@ -20,7 +20,7 @@ use crate::cycles::{CycleMap, Cycles, MAX_WRITTEN_TAGS};
 use crate::filters::{Evaluators, RouteFilter};
 use crate::journeys::{Journeys, Passage, Writer};
 use crate::metrics::{Drop, Metrics};
-use crate::outbox::{Outbox, Pushed};
+use crate::outbox::{Outbox, Pushed, Queued};
 use crate::session::Routed;
 use crate::table::{accepts, Route, RoutingTable, SessionId};
 
@@ -330,13 +330,16 @@ pub(crate) async fn route(
             waits.push(rx);
             tx
         });
-        let pushed = match written {
-            Some(written) => {
-                outbox
-                    .push_tracked(Frame::Data(frame), at, Some(written))
-                    .await
-            }
-            None => outbox.push(Frame::Data(frame), at).await,
+        // Queued without an await when there is room (the frame goes straight to its
+        // slot); only a push that must wait builds the waiting future.
+        let item = Queued {
+            frame: Frame::Data(frame),
+            at,
+            written,
+        };
+        let pushed = match outbox.offer(item) {
+            Ok(pushed) => pushed,
+            Err(held) => outbox.wait_push(held).await,
         };
         match pushed {
             Pushed::Queued | Pushed::DroppedOldest => {}
