@@ -13,8 +13,8 @@ use tokio_util::sync::WaitForCancellationFuture;
 use y3_transport::frame::{ClientType, Data, Frame, Goaway, GoawayCode, RefusedReason};
 use y3_transport::metadata::MetadataTooLarge;
 use y3_transport::{
-    mid_frame, next_metered, next_or_skipped, partial_len, Connection, FrameError, FrameReader,
-    FrameWriter, Guard, Next, Skipped, TransportKind,
+    mid_frame, next_buffered, next_metered, next_or_skipped, partial_len, Connection, FrameError,
+    FrameReader, FrameWriter, Guard, Next, Skipped, TransportKind,
 };
 
 use crate::acks::Acks;
@@ -25,7 +25,7 @@ use crate::metrics::{Direction, Drop, Metrics, TagCounters};
 use crate::outbox::{detach_and_charge, Eviction, Outbox, Queued};
 use crate::queue::OVERDRAFT;
 use crate::routing;
-use crate::session::{DropReason, Event, Peer, Session};
+use crate::session::{DropReason, Event, Located, Peer, Session, Verdict};
 use crate::shared::Shared;
 use crate::status::{ConnCounters, Kind, Registered, Registration};
 use crate::table::SessionId;
@@ -685,17 +685,23 @@ async fn read_loop(
         }
         let buffered = !reader.read_buffer().is_empty();
         // A frame that is already complete in the buffer (or on the socket) is taken without
-        // touching the timer; only a wait re-arms it (`wait_for_frame`).
-        let frame = match next_or_skipped(reader).now_or_never() {
-            Some(Next::Frame(frame)) => frame,
-            Some(Next::Skipped(skipped)) => {
-                reading.skipped(skipped);
-                continue;
-            }
-            None => match wait_for_frame(&mut reading, reader, &mut pending, &mut wakeups).await {
-                Waited::Frame(frame) => frame,
-                Waited::Again => continue,
-                Waited::End(end) => return end,
+        // touching the timer; only a wait re-arms it (`wait_for_frame`). One complete in
+        // the buffer is decoded where it lies (`next_buffered`: no stream adapters).
+        let mut frame = match next_buffered(reader) {
+            Some(frame) => Some(frame),
+            None => match next_or_skipped(reader).now_or_never() {
+                Some(Next::Frame(frame)) => frame,
+                Some(Next::Skipped(skipped)) => {
+                    reading.skipped(skipped);
+                    continue;
+                }
+                None => {
+                    match wait_for_frame(&mut reading, reader, &mut pending, &mut wakeups).await {
+                        Waited::Frame(frame) => frame,
+                        Waited::Again => continue,
+                        Waited::End(end) => return end,
+                    }
+                }
             },
         };
         // A frame completed: what is buffered now (if anything) is the next frame's start;
@@ -709,7 +715,8 @@ async fn read_loop(
         }
         // The end of the stream, a failed read, or a protocol error (counted; the session's
         // goaway when it has one) ends the read side.
-        let frame = match frame {
+        // Matched where it lies: the frame is moved only into its last recipient's queue.
+        let frame = match &mut frame {
             None => return End::Eof,
             Some(Err(FrameError::Io(e))) => {
                 tracing::debug!(session = id, error = %e, "read failed");
@@ -717,7 +724,7 @@ async fn read_loop(
             }
             Some(Err(e)) => {
                 shared.metrics.protocol_error(e.kind());
-                return match session.handle_error(&e) {
+                return match session.handle_error(e) {
                     Event::Close(goaway) => End::ProtocolError(goaway),
                     _ => End::ReadError,
                 };
@@ -730,32 +737,31 @@ async fn read_loop(
             same_read = 0;
         }
         // The session's decision: routed here (the hot path, no layer between the loop and
-        // `routing::route`), dropped (counted) or closed by the `Reading` methods.
-        match session.handle_frame(now, frame) {
-            Event::Route(mut routed) => {
-                let data = routed.data_mut();
-                // A small frame queued would keep its whole read buffer alive: copied out
-                // (see outbox.rs), and charged once, for every queue it is routed to.
-                detach_and_charge(&shared.metrics, data);
-                reading.tags.count(data.tag, data.payload.len());
-                shared.metrics.frames_in(1);
-                shared.routing.fetch_add(1, Ordering::Relaxed);
-                routing::route(
-                    &shared.routes,
-                    &mut reading.routes,
-                    &shared.metrics,
-                    routed,
-                    reading.origin,
-                    now,
-                    acks.map(Acks::take),
-                )
-                .await;
-                shared.routing.fetch_sub(1, Ordering::Relaxed);
+        // `routing::route_in_place`), dropped (counted) or closed by the `Reading` methods.
+        // A data frame of an open session is checked where it lies (`check_data`).
+        let verdict = match frame {
+            Frame::Data(data) => session.check_data(data).map(|v| (data, v)),
+            _ => None,
+        };
+        let event = match verdict {
+            Some((data, Verdict::Route(located))) => {
+                reading.route((data, located), now).await;
+                continue;
             }
-            Event::Drop(data, DropReason::Loop) => reading.drop_looped(&data),
-            Event::Drop(data, DropReason::MetadataTooLarge(why)) => {
-                reading.refuse_metadata(&data, &why);
+            Some((data, Verdict::Drop(reason))) => {
+                reading.drop_data(data, reason);
+                continue;
             }
+            Some((_, Verdict::Close(goaway))) => return reading.protocol_close(goaway),
+            // Any other frame (or a data frame before the handshake): the session's event.
+            None => session.handle_frame(now, std::mem::replace(frame, Frame::HandshakeAck)),
+        };
+        match event {
+            Event::Route(routed) => {
+                let (mut data, located) = routed.into_parts();
+                reading.route((&mut data, located), now).await;
+            }
+            Event::Drop(data, reason) => reading.drop_data(&data, reason),
             Event::Close(goaway) => return reading.protocol_close(goaway),
             Event::Admitted(..) | Event::Nothing => {}
         }
@@ -863,6 +869,37 @@ impl<'a> Reading<'a> {
 
     /// A frame past `limits.max_hops` (a loop of y3 functions): counted as `loop`, the first
     /// of this client logged, refused to an acknowledging client.
+    /// Routes a data frame the session passed, held by the caller (the read loop).
+    async fn route(&mut self, frame: (&mut Data, Located), now: Instant) {
+        let shared = self.shared;
+        let data = &mut *frame.0;
+        // A small frame queued would keep its whole read buffer alive: copied out (see
+        // outbox.rs), and charged once, for every queue it is routed to.
+        detach_and_charge(&shared.metrics, data);
+        self.tags.count(data.tag, data.payload.len());
+        shared.metrics.frames_in(1);
+        shared.routing.fetch_add(1, Ordering::Relaxed);
+        routing::route_in_place(
+            &shared.routes,
+            &mut self.routes,
+            &shared.metrics,
+            frame,
+            self.origin,
+            now,
+            self.acks.map(Acks::take),
+        )
+        .await;
+        shared.routing.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// A data frame the session dropped: counted and reported as `reason` says.
+    fn drop_data(&mut self, data: &Data, reason: DropReason) {
+        match reason {
+            DropReason::Loop => self.drop_looped(data),
+            DropReason::MetadataTooLarge(why) => self.refuse_metadata(data, &why),
+        }
+    }
+
     fn drop_looped(&mut self, data: &Data) {
         // One delivery owed (it has no recipient), settled as the drop.
         self.shared.metrics.unrouted(Drop::Loop, data.tag, 1);
@@ -1125,8 +1162,10 @@ async fn write_loop(
             metrics.writing(written.frames.len() as i64);
             let sent = async {
                 for queued in batch.drain(..) {
+                    // Encoded where it lies in the batch (by reference: no move of the
+                    // frame into the sink).
+                    y3_transport::feed_ref(&mut writer, &queued.frame).await?;
                     told.extend(queued.written);
-                    writer.feed(queued.frame).await?;
                 }
                 writer.flush().await
             }

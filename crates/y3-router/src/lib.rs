@@ -102,6 +102,8 @@ mod routing;
 mod server;
 pub mod session;
 mod shared;
+#[cfg(test)]
+mod sizes;
 pub mod state;
 pub mod status;
 pub mod table;

@@ -200,6 +200,10 @@ enum Attempt {
     OverBudget(Queued),
 }
 
+/// A push [`Outbox::offer`] could not finish without waiting: the frame, for
+/// [`Outbox::wait_push`].
+pub(crate) struct Held(Attempt);
+
 /// What happened to a pushed frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Pushed {
@@ -301,6 +305,7 @@ impl Outbox {
     }
 
     /// Queues a data frame, waiting for room under the block policy.
+    #[cfg(test)]
     pub async fn push(&self, frame: Frame, at: Instant) -> Pushed {
         self.push_tracked(frame, at, None).await
     }
@@ -313,19 +318,46 @@ impl Outbox {
         at: Instant,
         written: Option<oneshot::Sender<()>>,
     ) -> Pushed {
-        let mut item = Queued { frame, at, written };
+        match self.offer(Queued { frame, at, written }) {
+            Ok(pushed) => pushed,
+            Err(held) => self.wait_push(held).await,
+        }
+    }
+
+    /// The fast path of a push, without waiting: charges a data frame's bytes (once, see
+    /// [`charge_frame`]) and queues it when there is room (or the policy drops, or the
+    /// subscriber is gone). `Err`: the queue is full or the memory budget over its limit
+    /// under the block policy; [`wait_push`](Outbox::wait_push) finishes the push. Not
+    /// async, so that the frame is not moved into a future on the way to its slot.
+    // The item comes back by value to be pushed again; boxing it would cost an allocation
+    // per routed frame.
+    #[allow(clippy::result_large_err)]
+    pub fn offer(&self, mut item: Queued) -> Result<Pushed, Held> {
         if let Frame::Data(d) = &mut item.frame {
             charge_frame(&self.metrics, d);
         }
-        // Fast path: room in the queue, no waiter registration.
-        let mut item = match self.try_push(item, at, false) {
+        let at = item.at;
+        match self.try_push(item, at, false) {
+            Attempt::Done(pushed) => Ok(pushed),
+            waiting => Err(Held(waiting)),
+        }
+    }
+
+    /// Finishes a push [`offer`](Outbox::offer) could not: waits for room (or the memory
+    /// budget) under the block policy, as the block policy says.
+    pub async fn wait_push(&self, held: Held) -> Pushed {
+        let mut item = match held.0 {
             Attempt::Done(pushed) => return pushed,
             Attempt::Full(item, _) => item,
-            Attempt::OverBudget(item) => match self.wait_for_budget(item, at).await {
-                Ok(pushed) => return pushed,
-                Err(back) => back,
-            },
+            Attempt::OverBudget(item) => {
+                let at = item.at;
+                match self.wait_for_budget(item, at).await {
+                    Ok(pushed) => return pushed,
+                    Err(back) => back,
+                }
+            }
         };
+        let at = item.at;
         // Past the queue's limits: held back while the subscriber makes progress. Every
         // batch its writer takes (what wakes us) restarts the clock; one that took nothing
         // for the block timeout (since its last batch, which may be before this push) is

@@ -13,15 +13,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use y3_transport::frame::{Frame, RefusedReason};
+use y3_transport::Data;
 
 use crate::acks::Ticket;
 use crate::cycles::{CycleMap, Cycles, MAX_WRITTEN_TAGS};
 use crate::filters::{Evaluators, RouteFilter};
 use crate::journeys::{Journeys, Passage, Writer};
 use crate::metrics::{Drop, Metrics};
-use crate::outbox::{Outbox, Pushed};
-use crate::session::Routed;
+use crate::outbox::{Outbox, Pushed, Queued};
+use crate::session::{Located, Routed};
 use crate::table::{accepts, Route, RoutingTable, SessionId};
 
 /// The table of outboxes, as connections route into it.
@@ -245,7 +247,23 @@ pub(crate) async fn route(
     at: Instant,
     ticket: Option<Ticket>,
 ) {
-    let (data, located) = routed.into_parts();
+    let (mut data, located) = routed.into_parts();
+    let frame = (&mut data, located);
+    route_in_place(routes, cache, metrics, frame, origin, at, ticket).await;
+}
+
+/// As [`route`], for a frame the caller holds (a connection's read loop): it is read where
+/// it lies, and taken out of `data` (a [`Data::new`] left behind) only by its last
+/// recipient, so that a routed frame is moved once, into that recipient's queue slot.
+pub(crate) async fn route_in_place(
+    routes: &Routes,
+    cache: &mut RouteCache,
+    metrics: &Metrics,
+    (data, located): (&mut Data, Located),
+    origin: Origin,
+    at: Instant,
+    ticket: Option<Ticket>,
+) {
     // The target is read from the frame's metadata, which goes on with its last recipient:
     // a frame with a target keeps a handle on those bytes (no copy) while it is routed.
     let target_map = located.has_target().then(|| data.metadata.clone());
@@ -258,7 +276,7 @@ pub(crate) async fn route(
         Origin::Mesh | Origin::Federation => (&[], false),
         _ => match &routes.federation {
             // The federation's publisher acknowledges durable frames once stored.
-            Some(federation) => (&routes.mesh, federation.offer(&data, &mut ticket).await),
+            Some(federation) => (&routes.mesh, federation.offer(data, &mut ticket).await),
             None => (&routes.mesh, false),
         },
     };
@@ -303,7 +321,6 @@ pub(crate) async fn route(
     }
     // The fan-out: clones for all but the last recipient.
     let tag = trip.tag;
-    let mut data = Some(data);
     let mut dropped = dropped_at.iter().copied().peekable();
     let chosen = chosen.iter().enumerate().filter_map(|(i, r)| {
         if dropped.next_if_eq(&i).is_some() {
@@ -323,20 +340,25 @@ pub(crate) async fn route(
     };
     for outbox in chosen.chain(downstream).take(left) {
         left -= 1;
-        let frame = if left > 0 { data.clone() } else { data.take() };
-        let Some(frame) = frame else { break };
         let written = ticket.as_mut().map(|(_, waits)| {
             let (tx, rx) = tokio::sync::oneshot::channel();
             waits.push(rx);
             tx
         });
-        let pushed = match written {
-            Some(written) => {
-                outbox
-                    .push_tracked(Frame::Data(frame), at, Some(written))
-                    .await
-            }
-            None => outbox.push(Frame::Data(frame), at).await,
+        // Built in its queue item, and queued without an await when there is room; only
+        // a push that must wait builds the waiting future.
+        let item = Queued {
+            frame: Frame::Data(if left > 0 {
+                data.clone()
+            } else {
+                std::mem::replace(data, Data::new(0, Bytes::new()))
+            }),
+            at,
+            written,
+        };
+        let pushed = match outbox.offer(item) {
+            Ok(pushed) => pushed,
+            Err(held) => outbox.wait_push(held).await,
         };
         match pushed {
             Pushed::Queued | Pushed::DroppedOldest => {}

@@ -317,28 +317,22 @@ impl Routed {
     /// `data` as it is, its target and tid found in one walk of its metadata. A map that
     /// does not decode gives neither (the frame is still routed: to every observer).
     pub fn new(data: Data) -> Routed {
-        let (target, tid) = match Found::walk(&data.metadata) {
-            Ok(found) => {
-                let map = data.metadata.as_bytes();
-                (
-                    found.target.map(|t| Span::of(map, t)),
-                    found.tid.map(|t| Span::of(map, t)),
-                )
-            }
-            Err(_) => (None, None),
-        };
-        Routed { data, target, tid }
+        let located = Located::find(&data.metadata);
+        Routed::from_parts(data, located)
+    }
+
+    /// `data` with where its target and tid lie (found in its metadata by the session).
+    pub(crate) fn from_parts(data: Data, located: Located) -> Routed {
+        Routed {
+            data,
+            target: located.target,
+            tid: located.tid,
+        }
     }
 
     /// The frame.
     pub fn data(&self) -> &Data {
         &self.data
-    }
-
-    /// The frame, to copy out of its read buffer or to charge; its metadata must keep its
-    /// bytes (the target and tid are read from them).
-    pub(crate) fn data_mut(&mut self) -> &mut Data {
-        &mut self.data
     }
 
     /// Its `yomo-target`'s bytes, if any: only functions wanting it receive the frame.
@@ -372,6 +366,27 @@ pub(crate) struct Located {
 }
 
 impl Located {
+    /// The target and tid of `metadata`, found in one walk. A map that does not decode
+    /// gives neither (the frame is still routed: to every observer).
+    fn find(metadata: &metadata::Metadata) -> Located {
+        match Found::walk(metadata) {
+            Ok(found) => Located::of(metadata, &found),
+            Err(_) => Located {
+                target: None,
+                tid: None,
+            },
+        }
+    }
+
+    /// Where `found` (borrowed from `metadata`) lies in it.
+    fn of(metadata: &metadata::Metadata, found: &Found<'_>) -> Located {
+        let map = metadata.as_bytes();
+        Located {
+            target: found.target.map(|t| Span::of(map, t)),
+            tid: found.tid.map(|t| Span::of(map, t)),
+        }
+    }
+
     /// The target, read from `map` (the metadata these spans were found in).
     pub fn target(self, map: &metadata::Metadata) -> Option<&[u8]> {
         self.target?.read(map.as_bytes())
@@ -401,6 +416,18 @@ pub enum Event {
     Close(Goaway),
     /// Nothing to do.
     Nothing,
+}
+
+/// The session's decision on a data frame it checked where the frame lies
+/// ([`Session::check_data`]): [`Event`]'s data cases, without moving the frame.
+#[derive(Debug)]
+pub(crate) enum Verdict {
+    /// Route it; its target and tid lie here in its metadata.
+    Route(Located),
+    /// Drop it (and count it).
+    Drop(DropReason),
+    /// Refuse or close with this goaway. The session is over.
+    Close(Goaway),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -483,6 +510,18 @@ impl Session {
 
     /// A frame arrived at `now`.
     pub fn handle_frame(&mut self, now: Instant, frame: Frame) -> Event {
+        // A data frame of an open session: `check_data` decides.
+        let frame = match frame {
+            Frame::Data(mut data) => match self.check_data(&mut data) {
+                Some(Verdict::Route(located)) => {
+                    return Event::Route(Routed::from_parts(data, located))
+                }
+                Some(Verdict::Drop(reason)) => return Event::Drop(data, reason),
+                Some(Verdict::Close(goaway)) => return Event::Close(goaway),
+                None => Frame::Data(data),
+            },
+            frame => frame,
+        };
         match (&self.state, frame) {
             (State::Closed, _) => Event::Nothing,
             (State::AwaitHandshake { deadline }, _) if now >= *deadline => self.handle_timeout(now),
@@ -522,53 +561,6 @@ impl Session {
                     format!("expected a handshake, got a {} frame", other.name()),
                 ))
             }
-            (
-                State::Open {
-                    wanted_target,
-                    permissions,
-                },
-                Frame::Data(data),
-            ) => {
-                if RESERVED_TAGS.contains(&data.tag) {
-                    self.state = State::Closed;
-                    return Event::Close(Goaway::new(
-                        GoawayCode::ReservedTag,
-                        "[0xF000, 0xFFFF] is reserved; please do not write within this range",
-                    ));
-                }
-                if !permissions.may_publish(data.tag) {
-                    let reason = format!("this token may not publish tag {:#x}", data.tag);
-                    self.state = State::Closed;
-                    return Event::Close(Goaway::new(GoawayCode::Forbidden, reason));
-                }
-                if data.hops > self.admission.max_hops {
-                    return Event::Drop(data, DropReason::Loop);
-                }
-                if let Err(e) = data.metadata.check_size(self.admission.metadata_limits) {
-                    return Event::Drop(data, DropReason::MetadataTooLarge(e));
-                }
-                let sent_len = data.metadata.as_bytes().len();
-                match prepare(data, wanted_target.as_deref()) {
-                    // With the router's own `yomo-wanted-target` pair merged in, the frame
-                    // as forwarded must still be within the limits (the next router, or a
-                    // y3 client, would refuse it): over them, refused as the client's.
-                    Ok(routed) if routed.data.metadata.as_bytes().len() > sent_len => {
-                        let limits = self.admission.metadata_limits;
-                        match routed.data.metadata.check_size(limits) {
-                            Ok(()) => Event::Route(routed),
-                            Err(e) => Event::Drop(routed.data, DropReason::MetadataTooLarge(e)),
-                        }
-                    }
-                    Ok(routed) => Event::Route(routed),
-                    Err(e) => {
-                        self.state = State::Closed;
-                        Event::Close(Goaway::new(
-                            GoawayCode::ProtocolError,
-                            format!("{}: {e}", e.kind()),
-                        ))
-                    }
-                }
-            }
             (State::Open { .. }, other) => {
                 self.state = State::Closed;
                 Event::Close(Goaway::new(
@@ -578,6 +570,58 @@ impl Session {
             }
         }
     }
+
+    /// A data frame arrived on an open session: checked where it lies (the hot path moves
+    /// no frame), its metadata edited in place when the rules say so. `None` when the
+    /// session is not open ([`handle_frame`](Session::handle_frame) decides then).
+    pub(crate) fn check_data(&mut self, data: &mut Data) -> Option<Verdict> {
+        let State::Open {
+            wanted_target,
+            permissions,
+        } = &self.state
+        else {
+            return None;
+        };
+        if RESERVED_TAGS.contains(&data.tag) {
+            self.state = State::Closed;
+            return Some(Verdict::Close(Goaway::new(
+                GoawayCode::ReservedTag,
+                "[0xF000, 0xFFFF] is reserved; please do not write within this range",
+            )));
+        }
+        if !permissions.may_publish(data.tag) {
+            let reason = format!("this token may not publish tag {:#x}", data.tag);
+            self.state = State::Closed;
+            return Some(Verdict::Close(Goaway::new(GoawayCode::Forbidden, reason)));
+        }
+        if data.hops > self.admission.max_hops {
+            return Some(Verdict::Drop(DropReason::Loop));
+        }
+        let limits = self.admission.metadata_limits;
+        if let Err(e) = data.metadata.check_size(limits) {
+            return Some(Verdict::Drop(DropReason::MetadataTooLarge(e)));
+        }
+        let sent_len = data.metadata.as_bytes().len();
+        Some(match prepare(data, wanted_target.as_deref()) {
+            // With the router's own `yomo-wanted-target` pair merged in, the frame as
+            // forwarded must still be within the limits (the next router, or a y3 client,
+            // would refuse it): over them, refused as the client's.
+            Ok(located) if data.metadata.as_bytes().len() > sent_len => {
+                match data.metadata.check_size(limits) {
+                    Ok(()) => Verdict::Route(located),
+                    Err(e) => Verdict::Drop(DropReason::MetadataTooLarge(e)),
+                }
+            }
+            Ok(located) => Verdict::Route(located),
+            Err(e) => {
+                self.state = State::Closed;
+                Verdict::Close(Goaway::new(
+                    GoawayCode::ProtocolError,
+                    format!("{}: {e}", e.kind()),
+                ))
+            }
+        })
+    }
 }
 
 /// YoMo's metadata rules, in one walk of the map: check it, find `yomo-target` and
@@ -585,15 +629,12 @@ impl Session {
 /// An untouched frame keeps its bytes (and is forwarded as they are); an edited one (rare:
 /// the reducer's, or a sender with a wanted target that the frame does not carry yet) is
 /// walked again in its new bytes.
-fn prepare(mut data: Data, wanted_target: Option<&str>) -> Result<Routed, FrameError> {
+fn prepare(data: &mut Data, wanted_target: Option<&str>) -> Result<Located, FrameError> {
     let found = Found::walk(&data.metadata)?;
     let strip = data.tag == REDUCER_TAG && found.target.is_some();
     let merge = wanted_target.is_some_and(|w| found.wanted != Some(w.as_bytes()));
     if !(strip || merge) {
-        let map = data.metadata.as_bytes();
-        let target = found.target.map(|t| Span::of(map, t));
-        let tid = found.tid.map(|t| Span::of(map, t));
-        return Ok(Routed { data, target, tid });
+        return Ok(Located::of(&data.metadata, &found));
     }
     let set: Vec<(&str, &str)> = wanted_target
         .map(|w| (metadata::WANTED_TARGET, w))
@@ -601,7 +642,7 @@ fn prepare(mut data: Data, wanted_target: Option<&str>) -> Result<Routed, FrameE
         .collect();
     let remove: &[&str] = if strip { &[metadata::TARGET] } else { &[] };
     data.metadata = data.metadata.edit(&set, remove)?;
-    Ok(Routed::new(data))
+    Ok(Located::find(&data.metadata))
 }
 
 #[cfg(test)]

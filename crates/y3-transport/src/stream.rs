@@ -62,6 +62,42 @@ pub async fn next_or_skipped(reader: &mut FrameReader) -> Next {
     .await
 }
 
+/// The next frame already complete in `reader`'s buffer, decoded where it lies: frames
+/// that arrived together are taken without the stream adapters, each of which would move
+/// the frame once more (`poll_next`, [`next_or_skipped`], `now_or_never`). `None` when
+/// the buffer holds no complete frame (then poll the reader as usual: it reads, skips,
+/// and ends the stream as it would have). After an `Err` the reader must not be polled
+/// again.
+pub fn next_buffered(reader: &mut FrameReader) -> Option<Result<Frame, FrameError>> {
+    if reader.read_buffer().is_empty() {
+        return None;
+    }
+    // The codec and the buffer are borrowed one at a time: the buffer is lent to the codec
+    // (a move of its handle, no copy of its bytes) and put back.
+    let mut buffer = std::mem::take(reader.read_buffer_mut());
+    let decoded = tokio_util::codec::Decoder::decode(reader.decoder_mut(), &mut buffer);
+    *reader.read_buffer_mut() = buffer;
+    decoded.transpose()
+}
+
+/// As `writer.feed(frame)`, but encoding `frame` where it lies (a writer's queue slot)
+/// instead of moving it into the sink: waits while the write buffer is past its
+/// backpressure boundary (flushing), then appends the frame to it, as the codec's
+/// encoder would (an empty buffer rewound first).
+///
+/// # Errors
+/// A failed flush, and [`Frame::encode`]'s errors (nothing is written then).
+pub async fn feed_ref(writer: &mut FrameWriter, frame: &Frame) -> Result<(), FrameError> {
+    std::future::poll_fn(|cx| futures_util::Sink::<Frame>::poll_ready(Pin::new(&mut *writer), cx))
+        .await?;
+    let max_len = writer.encoder().max_frame_len();
+    let dst = writer.write_buffer_mut();
+    if dst.is_empty() {
+        crate::codec::rewind(dst);
+    }
+    frame.encode(dst, max_len)
+}
+
 /// Which adapter a connection came through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TransportKind {
@@ -248,4 +284,67 @@ pub async fn next_metered(
         },
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame::Data;
+    use bytes::BytesMut;
+    use futures_util::SinkExt;
+    use tokio::io::AsyncWriteExt;
+
+    fn wire(frames: &[Frame]) -> Vec<u8> {
+        let mut out = BytesMut::new();
+        for f in frames {
+            f.encode(&mut out, 1 << 20).unwrap();
+        }
+        out.to_vec()
+    }
+
+    #[tokio::test]
+    async fn next_buffered_takes_only_frames_complete_in_the_buffer() {
+        let (mut tx, rx) = tokio::io::duplex(4096);
+        let mut reader = FrameReader::new(Box::pin(rx), FrameCodec::default());
+        let frames: Vec<Frame> = (0..3u8)
+            .map(|i| Frame::Data(Data::new(0x33, vec![i; 40])))
+            .collect();
+        // Nothing read yet: nothing buffered.
+        assert!(next_buffered(&mut reader).is_none());
+        // Two frames and half of a third in one write: the first poll reads them all.
+        let bytes = wire(&frames);
+        let cut = bytes.len() - 10;
+        tx.write_all(&bytes[..cut]).await.unwrap();
+        assert_eq!(reader.next().await.unwrap().unwrap(), frames[0]);
+        assert_eq!(next_buffered(&mut reader).unwrap().unwrap(), frames[1]);
+        // The third is incomplete: left buffered for the reader, which finishes it.
+        assert!(next_buffered(&mut reader).is_none());
+        assert!(!reader.read_buffer().is_empty());
+        tx.write_all(&bytes[cut..]).await.unwrap();
+        assert_eq!(reader.next().await.unwrap().unwrap(), frames[2]);
+        assert!(next_buffered(&mut reader).is_none());
+        drop(tx);
+        assert!(reader.next().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn feed_ref_writes_what_feed_writes() {
+        let frames = [
+            Frame::HandshakeAck,
+            Frame::Data(Data::new(0x10, vec![0xab; 300])),
+            Frame::Data(Data::new(0x11, &b""[..])),
+        ];
+        let (tx, mut rx) = tokio::io::duplex(4096);
+        let mut writer = FrameWriter::new(Box::pin(tx), FrameCodec::default());
+        for f in &frames {
+            feed_ref(&mut writer, f).await.unwrap();
+        }
+        writer.flush().await.unwrap();
+        drop(writer);
+        let mut got = Vec::new();
+        tokio::io::AsyncReadExt::read_to_end(&mut rx, &mut got)
+            .await
+            .unwrap();
+        assert_eq!(got, wire(&frames));
+    }
 }
