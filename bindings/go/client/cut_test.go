@@ -272,6 +272,47 @@ func serve(f *client.StreamFunction, ctx context.Context, h client.Handler) <-ch
 	return done
 }
 
+// cutSink connects a sink of tag to addr, closed when the test ends.
+func cutSink(t *testing.T, ctx context.Context, addr, name string, tag uint32) *client.Sink {
+	t.Helper()
+	sink, err := client.ConnectSink(ctx, addr, cutOpts(name), []uint32{tag})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sink.Close() })
+	return sink
+}
+
+// throughCutFunction runs a stream function behind a relay that cuts the first frame of
+// type typ one byte short: the function connects again and every one of n frames a source
+// sends on in comes out on out (a probe first when the cut frame is a data frame, so the
+// cut lands before the counted frames).
+func throughCutFunction(t *testing.T, ctx context.Context, r *router, typ client.FrameType, in, out uint32, name string, n int) {
+	t.Helper()
+	sink := cutSink(t, ctx, r.tcp, name+"-sink", out)
+	relay := startCutRelay(t, r.tcp, typ, cutShort)
+	fn, err := client.ConnectStreamFunction(ctx, relay.addr, cutOpts(name+"-function"), []uint32{in})
+	if err != nil {
+		t.Fatalf("connect through the cutting relay: %v", err)
+	}
+	fctx, stop := context.WithCancel(ctx)
+	done := serve(fn, fctx, seen(out))
+	src, err := client.ConnectSource(ctx, r.tcp, cutOpts(name+"-source"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	skip := ""
+	if typ == client.TypeData {
+		probeUntil(t, ctx, src, sink, in, func(p string) string { return "seen:" + p })
+		skip = "seen:probe"
+	}
+	sendNumbered(t, src.Send, in, "f", n)
+	expectNumbered(t, ctx, sink, "seen:f", skip, n, false)
+	stopServe(t, stop, done)
+	checkRelay(t, relay, 2, false)
+}
+
 // stopServe cancels a function and checks that Serve returned nil.
 func stopServe(t *testing.T, cancel context.CancelFunc, done <-chan error) {
 	t.Helper()
@@ -297,11 +338,7 @@ func TestRouterHandshakeAnswerCutInsideAFrameIsRetried(t *testing.T) {
 
 	t.Run("source", func(t *testing.T) {
 		const tag = 0x41
-		sink, err := client.ConnectSink(ctx, r.tcp, cutOpts("cut-hs-sink"), []uint32{tag})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sink.Close()
+		sink := cutSink(t, ctx, r.tcp, "cut-hs-sink", tag)
 		relay := startCutRelay(t, r.tcp, client.TypeHandshakeAck, cutShort)
 		src, err := client.ConnectSource(ctx, relay.addr, cutOpts("cut-hs-source"))
 		if err != nil {
@@ -317,11 +354,7 @@ func TestRouterHandshakeAnswerCutInsideAFrameIsRetried(t *testing.T) {
 
 	t.Run("durable_source", func(t *testing.T) {
 		const tag = 0x42
-		sink, err := client.ConnectSink(ctx, r.tcp, cutOpts("cut-hs-sink"), []uint32{tag})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sink.Close()
+		sink := cutSink(t, ctx, r.tcp, "cut-hs-sink", tag)
 		relay := startCutRelay(t, r.tcp, client.TypeHandshakeAck, cutShort)
 		src, err := client.ConnectDurableSource(ctx, relay.addr, cutOpts("cut-hs-durable"))
 		if err != nil {
@@ -336,30 +369,7 @@ func TestRouterHandshakeAnswerCutInsideAFrameIsRetried(t *testing.T) {
 	})
 
 	t.Run("function", func(t *testing.T) {
-		const in, out = 0x43, 0x44
-		sink, err := client.ConnectSink(ctx, r.tcp, cutOpts("cut-hs-sink"), []uint32{out})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sink.Close()
-		relay := startCutRelay(t, r.tcp, client.TypeHandshakeAck, cutShort)
-		fn, err := client.ConnectStreamFunction(ctx, relay.addr, cutOpts("cut-hs-function"), []uint32{in})
-		if err != nil {
-			t.Fatalf("connect through the cutting relay: %v", err)
-		}
-		fctx, stop := context.WithCancel(ctx)
-		done := serve(fn, fctx, seen(out))
-		src, err := client.ConnectSource(ctx, r.tcp, cutOpts("cut-hs-source"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sendNumbered(t, src.Send, in, "f", n)
-		if err := src.Close(); err != nil {
-			t.Fatal(err)
-		}
-		expectNumbered(t, ctx, sink, "seen:f", "", n, false)
-		stopServe(t, stop, done)
-		checkRelay(t, relay, 2, false)
+		throughCutFunction(t, ctx, r, client.TypeHandshakeAck, 0x43, 0x44, "cut-hs", n)
 	})
 
 	t.Run("sink", func(t *testing.T) {
@@ -413,38 +423,12 @@ func TestRouterFrameCutInsideAFrameMidStreamIsRetried(t *testing.T) {
 	})
 
 	t.Run("function", func(t *testing.T) {
-		const in, out = 0x52, 0x53
-		sink, err := client.ConnectSink(ctx, r.tcp, cutOpts("cut-data-sink"), []uint32{out})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sink.Close()
-		relay := startCutRelay(t, r.tcp, client.TypeData, cutShort)
-		fn, err := client.ConnectStreamFunction(ctx, relay.addr, cutOpts("cut-data-function"), []uint32{in})
-		if err != nil {
-			t.Fatal(err)
-		}
-		fctx, stop := context.WithCancel(ctx)
-		done := serve(fn, fctx, seen(out))
-		src, err := client.ConnectSource(ctx, r.tcp, cutOpts("cut-data-source"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer src.Close()
-		probeUntil(t, ctx, src, sink, in, func(p string) string { return "seen:" + p })
-		sendNumbered(t, src.Send, in, "f", n)
-		expectNumbered(t, ctx, sink, "seen:f", "seen:probe", n, false)
-		stopServe(t, stop, done)
-		checkRelay(t, relay, 2, false)
+		throughCutFunction(t, ctx, r, client.TypeData, 0x52, 0x53, "cut-data", n)
 	})
 
 	t.Run("durable_source", func(t *testing.T) {
 		const tag = 0x54
-		sink, err := client.ConnectSink(ctx, r.tcp, cutOpts("cut-stored-sink"), []uint32{tag})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sink.Close()
+		sink := cutSink(t, ctx, r.tcp, "cut-stored-sink", tag)
 		relay := startCutRelay(t, r.tcp, client.TypeStored, cutShort)
 		src, err := client.ConnectDurableSource(ctx, relay.addr, cutOpts("cut-stored-durable"))
 		if err != nil {
@@ -472,11 +456,7 @@ func TestRouterDurableKeeperRetriesAHandshakeAnswerCutInsideAFrame(t *testing.T)
 	r := startRouter(t, routerOpts{token: token})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	sink, err := client.ConnectSink(ctx, r.tcp, cutOpts("cut-keeper-sink"), []uint32{tag})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Close()
+	sink := cutSink(t, ctx, r.tcp, "cut-keeper-sink", tag)
 	relay := startSpoilingRelay(t, r.tcp,
 		map[int32]client.FrameType{1: client.TypeStored, 2: client.TypeHandshakeAck}, cutShort)
 	src, err := client.ConnectDurableSource(ctx, relay.addr, cutOpts("cut-keeper-durable"))
