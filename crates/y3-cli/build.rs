@@ -11,7 +11,7 @@
 //!   checkout (crates.io, a tarball, `cargo package`'s copy under `target/`) or git is
 //!   missing. A build never fails for want of git.
 //! - `Y3_VERSION`: what `y3 --version` prints after `y3 `: `0.1.0 (git 4a1e7d3c0f2b-dirty)`,
-//!   or the plain `0.1.0` without a commit. `y3-lab` parses this line (`net::build_of`).
+//!   or the plain `0.1.0` without a commit. `y3-lab` parses this line (`net::y3_build`).
 //!
 //! Cargo reruns this script when HEAD, the index, the branch HEAD names, `packed-refs`, or
 //! any file under `crates/` or the workspace manifests changes (mtime), and so rebuilds
