@@ -82,7 +82,8 @@ if dpkg-query -W y3 >/dev/null 2>&1; then
 fi
 installed=yes
 as_root dpkg -i "$deb"
-[ "$(/usr/bin/y3 --version)" = "y3 $version" ]
+# The installed binary is the one packaged: `y3 0.1.0 (git <commit>)`, as built.
+[ "$(/usr/bin/y3 --version)" = "$("$Y3_BIN" --version)" ]
 [ -f /etc/y3/y3.toml ] && [ -f /usr/lib/systemd/system/y3.service ]
 /usr/bin/y3 serve --config /etc/y3/y3.toml --print-config > /dev/null
 port="$(serve /usr/bin/y3 "$work/deb-serve.log")"

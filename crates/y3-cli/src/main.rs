@@ -35,7 +35,8 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(
     name = "y3",
-    version,
+    // `0.1.0 (git 4a1e7d3c0f2b)`: the commit this binary is built from (build.rs).
+    version = env!("Y3_VERSION"),
     about = "Encode, inspect and query Y3 packets (YoMo's tag-length-value wire format)",
     long_about = "Encode, inspect and query Y3 packets, YoMo's tag-length-value wire format.
 

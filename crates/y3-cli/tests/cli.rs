@@ -842,3 +842,38 @@ fn inputs_and_help() {
         "invalid value",
     );
 }
+
+/// `git`'s trimmed stdout in this package's directory (inside the repository).
+fn git(args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("git (the tests run inside the repository)");
+    assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// Built inside the repository, `y3 --version` names the commit it was built from, and
+/// `-dirty` exactly when the workspace's sources differ from it (cargo rebuilt the binary
+/// for this test run, so the working tree now is the one it was built from).
+#[test]
+fn version_names_the_commit_it_was_built_from() {
+    let head = git(&["rev-parse", "--short=12", "HEAD"]);
+    let top = git(&["rev-parse", "--show-toplevel"]);
+    let out = Command::new("git")
+        .args([
+            "status",
+            "--porcelain",
+            "--",
+            "crates",
+            "Cargo.toml",
+            "Cargo.lock",
+        ])
+        .current_dir(&top)
+        .output()
+        .unwrap();
+    let dirty = if out.stdout.is_empty() { "" } else { "-dirty" };
+    let want = format!("y3 {} (git {head}{dirty})\n", env!("CARGO_PKG_VERSION"));
+    assert_eq!(ok(&["--version"], None), want);
+}

@@ -468,15 +468,7 @@ fn versions(opts: &Options, peers: &Peers) -> Result<Vec<(String, String)>> {
             proc::version_of(&nats_bin, &["--version"]).unwrap_or_default(),
         ),
         ("async-nats".into(), net_report::lock_version("async-nats")),
-        (
-            "y3 serve".into(),
-            format!(
-                "{}{} ({})",
-                proc::version_of(&peers.y3, &["--version"]).unwrap_or_default(),
-                yomo::git_revision().map_or_else(String::new, |g| format!(", {g}")),
-                peers.y3.display()
-            ),
-        ),
+        ("y3 serve".into(), super::y3_build::label_of(&peers.y3)),
     ])
 }
 

@@ -40,6 +40,7 @@ pub mod quic;
 mod quic_s2n;
 pub mod report;
 pub mod suites;
+pub mod y3_build;
 pub mod yomo;
 
 use std::net::SocketAddr;

@@ -764,25 +764,6 @@ fn run_build(cmd: &mut Command, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// `git abc1234` of the working tree (`+ uncommitted changes` when the crates differ from
-/// it): what `y3 serve` was built from.
-pub(crate) fn git_revision() -> Option<String> {
-    let git = |args: &[&str]| {
-        Command::new("git")
-            .args(args)
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-    };
-    let head = git(&["rev-parse", "--short", "HEAD"])?;
-    let dirty = git(&["status", "--porcelain", "--", "crates"]).is_some_and(|s| !s.is_empty());
-    Some(format!(
-        "git {head}{}",
-        if dirty { " + uncommitted changes" } else { "" }
-    ))
-}
-
 /// The environment variable that makes a debug lab's YoMo and federation suites run with
 /// the debug binaries next to it (see `Peers::build`); `scripts/test-smoke.sh` sets it.
 pub const SMOKE_ENV: &str = "Y3_LAB_SMOKE";
@@ -1150,10 +1131,8 @@ pub fn run(opts: &Options, bar: &indicatif::ProgressBar) -> Result<Results> {
     versions.push((
         "y3 serve".into(),
         format!(
-            "{}{} ({}), with [queue] block_timeout_ms = {}",
-            proc::version_of(&peers.y3, &["--version"]).unwrap_or_default(),
-            git_revision().map_or_else(String::new, |g| format!(", {g}")),
-            peers.y3.display(),
+            "{}, with [queue] block_timeout_ms = {}",
+            super::y3_build::label_of(&peers.y3),
             opts.block_timeout_ms
         ),
     ));

@@ -30,7 +30,8 @@ static GIT: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
 
 /// Sets the git commit the program was built from, for `y3_build_info` and `/varz` (the
 /// `y3` binary does at start, from its build script: only the binary is rebuilt when
-/// HEAD moves, not this library and everything on it). The first call wins.
+/// HEAD moves, not this library and everything on it; `4a1e7d302303-dirty` when its
+/// sources differed from that commit). The first call wins.
 pub fn set_git_commit(commit: &'static str) {
     let _ = GIT.set(commit);
 }
