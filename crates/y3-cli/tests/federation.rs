@@ -390,9 +390,12 @@ fn pipeline_across_three_routers_interest_and_two_publishers() {
             .await
             .unwrap();
         let local = Sink::connect(a.options("local"), &[0x12]).await.unwrap();
+        // (router, tag) pairs: A hears B's relay (0x10) and C's sink (0x11, 0x12); B hears
+        // C's sink and A's local sink (0x12). Two would let C's sink alone satisfy A before
+        // B's relay is heard, and A would refuse s1's frames as no_subscriber.
         wait_for("interest to reach A and B", || {
-            a.metric("y3_router_federation_remote_interest") >= 2
-                && b.metric("y3_router_federation_remote_interest") >= 2
+            a.metric("y3_router_federation_remote_interest") >= 3
+                && b.metric("y3_router_federation_remote_interest") >= 3
         });
         let p = Pipeline {
             a: &a,
