@@ -282,11 +282,22 @@ impl Encoder<Frame> for FrameCodec {
     /// Appends `frame` to `dst`; an empty `dst` (everything before was written out) is
     /// first [rewound](rewind), so encoding reuses the same warm bytes.
     fn encode(&mut self, frame: Frame, dst: &mut BytesMut) -> Result<(), FrameError> {
-        if dst.is_empty() {
-            rewind(dst);
-        }
-        frame.encode(dst, self.max_frame_len)
+        append(&frame, dst, self.max_frame_len)
     }
+}
+
+/// What the encoder does with a frame, for a caller holding it by reference
+/// ([`crate::stream::feed_ref`]): appends `frame` to `dst`, an empty `dst` [rewound](rewind)
+/// first.
+pub(crate) fn append(
+    frame: &Frame,
+    dst: &mut BytesMut,
+    max_frame_len: usize,
+) -> Result<(), FrameError> {
+    if dst.is_empty() {
+        rewind(dst);
+    }
+    frame.encode(dst, max_frame_len)
 }
 
 #[cfg(test)]

@@ -82,8 +82,8 @@ pub fn next_buffered(reader: &mut FrameReader) -> Option<Result<Frame, FrameErro
 
 /// As `writer.feed(frame)`, but encoding `frame` where it lies (a writer's queue slot)
 /// instead of moving it into the sink: waits while the write buffer is past its
-/// backpressure boundary (flushing), then appends the frame to it, as the codec's
-/// encoder would (an empty buffer rewound first).
+/// backpressure boundary (flushing), then appends the frame to it as the codec's
+/// encoder does (`codec::append`).
 ///
 /// # Errors
 /// A failed flush, and [`Frame::encode`]'s errors (nothing is written then).
@@ -91,11 +91,7 @@ pub async fn feed_ref(writer: &mut FrameWriter, frame: &Frame) -> Result<(), Fra
     std::future::poll_fn(|cx| futures_util::Sink::<Frame>::poll_ready(Pin::new(&mut *writer), cx))
         .await?;
     let max_len = writer.encoder().max_frame_len();
-    let dst = writer.write_buffer_mut();
-    if dst.is_empty() {
-        crate::codec::rewind(dst);
-    }
-    frame.encode(dst, max_len)
+    crate::codec::append(frame, writer.write_buffer_mut(), max_len)
 }
 
 /// Which adapter a connection came through.
