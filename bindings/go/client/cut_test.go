@@ -313,6 +313,33 @@ func throughCutFunction(t *testing.T, ctx context.Context, r *router, typ client
 	checkRelay(t, relay, 2, false)
 }
 
+// throughCutSink runs a sink of tag behind a relay that cuts the first frame of type typ
+// one byte short: the sink connects again and receives every one of n frames a source sends
+// (a probe first when the cut frame is a data frame, so the cut lands before the counted
+// frames).
+func throughCutSink(t *testing.T, ctx context.Context, r *router, typ client.FrameType, tag uint32, name string, n int) {
+	t.Helper()
+	relay := startCutRelay(t, r.tcp, typ, cutShort)
+	sink, err := client.ConnectSink(ctx, relay.addr, cutOpts(name+"-sink"), []uint32{tag})
+	if err != nil {
+		t.Fatalf("connect through the cutting relay: %v", err)
+	}
+	defer sink.Close()
+	src, err := client.ConnectSource(ctx, r.tcp, cutOpts(name+"-source"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	skip := ""
+	if typ == client.TypeData {
+		probeUntil(t, ctx, src, sink, tag, func(p string) string { return p })
+		skip = "probe"
+	}
+	sendNumbered(t, src.Send, tag, "k", n)
+	expectNumbered(t, ctx, sink, "k", skip, n, false)
+	checkRelay(t, relay, 2, false)
+}
+
 // stopServe cancels a function and checks that Serve returned nil.
 func stopServe(t *testing.T, cancel context.CancelFunc, done <-chan error) {
 	t.Helper()
@@ -373,23 +400,7 @@ func TestRouterHandshakeAnswerCutInsideAFrameIsRetried(t *testing.T) {
 	})
 
 	t.Run("sink", func(t *testing.T) {
-		const tag = 0x45
-		relay := startCutRelay(t, r.tcp, client.TypeHandshakeAck, cutShort)
-		sink, err := client.ConnectSink(ctx, relay.addr, cutOpts("cut-hs-sink"), []uint32{tag})
-		if err != nil {
-			t.Fatalf("connect through the cutting relay: %v", err)
-		}
-		defer sink.Close()
-		src, err := client.ConnectSource(ctx, r.tcp, cutOpts("cut-hs-source"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sendNumbered(t, src.Send, tag, "k", n)
-		if err := src.Close(); err != nil {
-			t.Fatal(err)
-		}
-		expectNumbered(t, ctx, sink, "k", "", n, false)
-		checkRelay(t, relay, 2, false)
+		throughCutSink(t, ctx, r, client.TypeHandshakeAck, 0x45, "cut-hs", n)
 	})
 }
 
@@ -404,22 +415,7 @@ func TestRouterFrameCutInsideAFrameMidStreamIsRetried(t *testing.T) {
 	defer cancel()
 
 	t.Run("sink", func(t *testing.T) {
-		const tag = 0x51
-		relay := startCutRelay(t, r.tcp, client.TypeData, cutShort)
-		sink, err := client.ConnectSink(ctx, relay.addr, cutOpts("cut-data-sink"), []uint32{tag})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sink.Close()
-		src, err := client.ConnectSource(ctx, r.tcp, cutOpts("cut-data-source"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer src.Close()
-		probeUntil(t, ctx, src, sink, tag, func(p string) string { return p })
-		sendNumbered(t, src.Send, tag, "k", n)
-		expectNumbered(t, ctx, sink, "k", "probe", n, false)
-		checkRelay(t, relay, 2, false)
+		throughCutSink(t, ctx, r, client.TypeData, 0x51, "cut-data", n)
 	})
 
 	t.Run("function", func(t *testing.T) {
