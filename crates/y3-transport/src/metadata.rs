@@ -107,32 +107,26 @@ impl Metadata {
     /// YoMo's `Set("")` deletes a key; a key repeated keeps its last value.
     pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Metadata {
         let pairs: Vec<(&str, &str)> = pairs.into_iter().collect();
-        if pairs.len() <= FEW_PAIRS {
-            // Few pairs (a frame's usual handful): a rescan of the later keys is cheaper
-            // than hashing (at most FEW_PAIRS² / 2 comparisons).
-            let kept: Vec<(&[u8], &[u8])> = pairs
-                .iter()
-                .enumerate()
-                .filter(|(i, (k, v))| !v.is_empty() && !pairs[i + 1..].iter().any(|p| p.0 == *k))
-                .map(|(_, (k, v))| (k.as_bytes(), v.as_bytes()))
-                .collect();
-            return Metadata::encode(&kept);
-        }
-        // Each key's last occurrence decides (linear: a hash map, not a rescan).
-        let last: std::collections::HashMap<&str, usize> = pairs
+        // Each key's last occurrence decides. For a frame's usual handful a rescan of the
+        // later keys (at most FEW_PAIRS² / 2 comparisons) is cheaper than hashing; past
+        // that, a hash map keeps it linear.
+        let last: Option<std::collections::HashMap<&str, usize>> =
+            (pairs.len() > FEW_PAIRS).then(|| {
+                pairs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (k, _))| (*k, i))
+                    .collect()
+            });
+        let is_last = |i: usize, k: &str| match &last {
+            Some(last) => last[k] == i,
+            None => !pairs[i + 1..].iter().any(|p| p.0 == k),
+        };
+        let kept: Vec<(&[u8], &[u8])> = pairs
             .iter()
             .enumerate()
-            .map(|(i, (k, _))| (*k, i))
-            .collect();
-        let kept: Vec<(&str, &str)> = pairs
-            .iter()
-            .enumerate()
-            .filter(|(i, (k, v))| last[k] == *i && !v.is_empty())
-            .map(|(_, p)| *p)
-            .collect();
-        let kept: Vec<(&[u8], &[u8])> = kept
-            .iter()
-            .map(|(k, v)| (k.as_bytes(), v.as_bytes()))
+            .filter(|(i, (k, v))| !v.is_empty() && is_last(*i, k))
+            .map(|(_, (k, v))| (k.as_bytes(), v.as_bytes()))
             .collect();
         Metadata::encode(&kept)
     }
