@@ -140,6 +140,20 @@ struct Uplink {
     acked: bool,
 }
 
+impl Uplink {
+    /// A fresh link to the router: nothing written, nothing pending.
+    fn new(conn: Connection, acked: bool) -> Uplink {
+        Uplink {
+            conn,
+            next_index: 0,
+            pending: Default::default(),
+            unflushed: false,
+            gone: false,
+            acked,
+        }
+    }
+}
+
 impl Conn {
     fn queue(&mut self, packet: &Outgoing) -> Result<(), MqttError> {
         packet::write(self.version, packet, &mut self.out)
@@ -393,15 +407,13 @@ impl Conn {
             broker.config.receive_maximum,
         ))
         .await?;
-        let uplink = Uplink {
-            conn,
-            next_index: 0,
-            pending: Default::default(),
-            unflushed: false,
-            gone: false,
-            acked: false,
-        };
-        Ok(Some((who, uplink, permissions, session, generation)))
+        Ok(Some((
+            who,
+            Uplink::new(conn, false),
+            permissions,
+            session,
+            generation,
+        )))
     }
 
     /// The loop; `Ok(true)` after the client's DISCONNECT (no will).
@@ -710,14 +722,7 @@ impl Conn {
             .await;
         match opened {
             Ok((conn, _)) => {
-                *uplink = Uplink {
-                    conn,
-                    next_index: 0,
-                    pending: Default::default(),
-                    unflushed: false,
-                    gone: false,
-                    acked: true,
-                };
+                *uplink = Uplink::new(conn, true);
                 Ok(())
             }
             Err(g) if g.code == GoawayCode::ShuttingDown => {
