@@ -61,18 +61,12 @@ func fastWalk(ids []uint32, c *Config, in []byte, ends *[MaxPathDepth]int) (got 
 			}
 			continue
 		}
-		// A header must lie inside the current node.
-		if off+2 > end {
-			return fastBail, 0, 0, 0, 0, 0, 0
-		}
-		tag := in[off]
+		// A short header inside the current node (shortAt), a valid tag byte, a length
+		// within the limit; anything else (invalid_tag, too_long, child_overflow, or more
+		// input needed) is the observer's.
 		var short bool
-		n, hl, short = shortHeader(in[:end], off)
-		if !short {
-			return fastBail, 0, 0, 0, 0, 0, 0
-		}
-		// invalid_tag, too_long, child_overflow (or more input needed): the observer's.
-		if byteInvalid(tag) || uint64(n) > limit {
+		tag, n, hl, short = shortAt(in[:end], off)
+		if !short || byteInvalid(tag) || uint64(n) > limit {
 			return fastBail, 0, 0, 0, 0, 0, 0
 		}
 		start = off + hl
@@ -87,7 +81,7 @@ func fastWalk(ids []uint32, c *Config, in []byte, ends *[MaxPathDepth]int) (got 
 			if depth == last {
 				return fastFound, start, n, hl, depth + 1, tag, packets
 			}
-			if tag&flagNode != 0 {
+			if byteNode(tag) {
 				// The observer refuses to enter a node at the depth limit.
 				if depth+1 >= maxDepth {
 					return fastBail, 0, 0, 0, 0, 0, 0

@@ -584,12 +584,12 @@ func (o *Observer) step(in []byte) (int, bool, error) {
 	}
 }
 
-// header is parseHeader with the common one- and two-byte lengths of the one-byte dialects
-// read inline.
+// header is parseHeader with the short headers of the one-byte dialects read first
+// (shortAt).
 func (o *Observer) header(b []byte, fast bool) (header, bool, error) {
-	if fast && len(b) >= 3 && !byteInvalid(b[0]) {
-		if n, hl, ok := shortHeader(b, 0); ok && uint64(n) <= o.cfg.Limits.MaxPacketLen {
-			return header{tag: byteTag(b[0]), len: uint64(n), headLen: hl}, true, nil
+	if fast {
+		if tag, n, hl, ok := shortAt(b, 0); ok && !byteInvalid(tag) && uint64(n) <= o.cfg.Limits.MaxPacketLen {
+			return header{tag: byteTag(tag), len: uint64(n), headLen: hl}, true, nil
 		}
 	}
 	return parseHeader(b, &o.cfg)

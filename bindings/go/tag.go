@@ -9,7 +9,8 @@ import (
 // observer's walk and its scan, the fast path, the skip run, ChildIter) reads tag and length
 // bytes through this file: parseHeader for any header of any dialect, and the leaf rules
 // below it for the short headers of the one-byte dialects that the hot loops read inline
-// (shortHeader, byteInvalid, byteKey, stopSet, skipShort).
+// (shortAt, byteInvalid, byteKey, byteNode, stopSet, skipShort). No other file
+// reads a tag or length byte.
 //
 //	golang / nvarint tag, one byte:        draft02 tag, 1..4 bytes:
 //
@@ -155,20 +156,28 @@ func byteKey(t byte) uint32 { return uint32(t & 0x3f) }
 // byteTag is the Tag of a one-byte-dialect tag byte that is not invalid.
 func byteTag(t byte) Tag { return mkTag(byteKey(t), t&(flagNode|flagArray)) }
 
-// shortHeader reads the length of the short header at b[i:] (one-byte tag at b[i], length
-// at b[i+1] and, for two groups, b[i+2]): the value length n and header length hl (2 or 3);
-// ok is false for anything else (a longer or negative length, b ending first), which the
-// caller leaves to parseHeader. The limit is the caller's to check. i+1 < len(b) must hold.
-func shortHeader(b []byte, i int) (n, hl int, ok bool) {
-	l := b[i+1]
+// shortAt reads the short header at b[i:] for the whole-buffer walks (fastWalk, walk, the
+// observer's header): its tag byte, the value length n and the header length hl, 2 for a
+// one-group length (0..63), 3 for two groups (64..8191); ok is false for anything else
+// (fewer than two bytes, a longer or negative length, b ending first), which the caller
+// leaves to parseHeader. The tag byte (byteInvalid) and the limit are the caller's to
+// check, so that this stays small enough to be inlined into the walks.
+func shortAt(b []byte, i int) (tag byte, n, hl int, ok bool) {
+	if i+1 >= len(b) {
+		return 0, 0, 0, false
+	}
+	t, l := b[i], b[i+1]
 	if l < 0x40 {
-		return int(l), 2, true
+		return t, int(l), 2, true
 	}
 	if l&0xc0 == 0x80 && i+2 < len(b) && b[i+2] < 0x80 {
-		return int(l&0x3f)<<7 | int(b[i+2]), 3, true
+		return t, int(l&0x3f)<<7 | int(b[i+2]), 3, true
 	}
-	return 0, 0, false
+	return 0, 0, 0, false
 }
+
+// byteNode reports whether a one-byte-dialect tag byte marks a node.
+func byteNode(t byte) bool { return t&flagNode != 0 }
 
 // stopSet is the set of tag bytes a skip run stops at (the header needs a decision), one
 // bit per byte value in four words by the two flag bits:

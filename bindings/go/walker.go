@@ -9,7 +9,7 @@ import "math"
 //	walk[nothing]   whole-buffer validation (Validate, Decode): every node entered
 //
 //	per header:   skip run (skipShort) over what needs no decision
-//	              short header (shortHeader), invalid tag, limit, inside its node
+//	              short header (shortAt: invalid tag, limit), inside its node
 //	              wanter.at: skip or answer;  wanter.validate: into every node (depth limit)
 //	per node end: back to the enclosing node (its end kept in ends)
 //
@@ -65,13 +65,10 @@ func walk[W wanter](w W, in []byte, top int, c *Config, maxDepth int, ends []int
 			stop = w.stops(depth)
 			continue
 		}
-		// A header must lie inside the current node.
-		if off+2 > end {
-			return fastBail, 0
-		}
-		tag := in[off]
-		n, hl, short := shortHeader(in[:end], off)
-		// invalid_tag, too_long, child_overflow (or more input needed): the observer's.
+		// A short header inside the current node (shortAt), a valid tag byte, a length
+		// within the limit; anything else (invalid_tag, too_long, child_overflow, or more
+		// input needed) is the observer's.
+		tag, n, hl, short := shortAt(in[:end], off)
 		if !short || byteInvalid(tag) || uint64(n) > limit {
 			return fastBail, 0
 		}
@@ -86,7 +83,7 @@ func walk[W wanter](w W, in []byte, top int, c *Config, maxDepth int, ends []int
 		if w.at(tag, start, n, depth) {
 			return fastFound, packets
 		}
-		if validate && tag&flagNode != 0 {
+		if validate && byteNode(tag) {
 			// The observer refuses to enter a node at the depth limit.
 			if depth+1 >= maxDepth || depth >= len(ends) {
 				return fastBail, 0

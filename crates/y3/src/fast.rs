@@ -18,10 +18,7 @@
 
 use crate::path::MAX_PATH_DEPTH;
 use crate::skip;
-use crate::tag::{
-    byte_is_invalid, byte_is_node, byte_is_node_key, byte_key, is_one_group, short_at,
-    short_header, Short,
-};
+use crate::tag::{byte_is_node, byte_key, keyed_at, short_at, Short};
 use crate::walker::{self, Check, Head, Nothing, Step, Trust, Validate, Want};
 use crate::{Config, Tag};
 
@@ -208,9 +205,10 @@ pub(crate) fn walk_loop(
 
 /// The usual two-key lookup (a child of the first top-level packet, the small-message case)
 /// in straight-line code: the first packet is node `outer`, and a child `inner` with a
-/// one-byte length lies in it. It makes the checks [`walk`]'s loop makes on the same
-/// headers and answers what that loop would; `None` (nothing decided) sends every other
-/// input to the loop, which starts over. Only call it where `limit >= 63`. On an answer,
+/// one-group length lies in it, both headers read as [`walk`]'s loop reads them
+/// (`tag::keyed_at`: `short_at` for one key). It makes the checks that loop makes on the
+/// same headers and answers what it would; `None` (nothing decided) sends every other input
+/// to the loop, which starts over. Only call it where `limit >= 63`. On an answer,
 /// `outer_end` is where the first packet ends (the `ends[0]` of [`walk`]).
 #[inline(always)]
 pub(crate) fn first_child(
@@ -221,33 +219,26 @@ pub(crate) fn first_child(
     input: &[u8],
     outer_end: &mut usize,
 ) -> Option<Fast> {
-    let &[tag, b1, ..] = input else {
-        return None;
-    };
-    // The node flag set, so the tag byte is valid; entering it must leave room in depth.
-    if !byte_is_node_key(tag, outer) || max_depth <= 1 {
-        return None;
-    }
-    let (len, start) = short_header(b1, input, 2)?;
-    let end = start + len;
-    if len as u64 > limit || end > input.len() {
+    // The first packet: node `outer`, its value in the input; entering it must leave room
+    // in depth.
+    let node = keyed_at::<true, true>(input, 0, outer, limit)?;
+    let end = node.next();
+    if max_depth <= 1 || end > input.len() {
         return None;
     }
-    let off = skip::run(&input[..end], start, inner);
-    let &[t, l] = input[..end].get(off..off + 2)? else {
-        return None;
-    };
-    // One group, `l <= 63 <= limit`: the limit holds.
-    let next = off + 2 + l as usize;
-    if byte_key(t) != inner || !is_one_group(l) || byte_is_invalid(t) || next > end {
+    let off = skip::run(&input[..end], node.start, inner);
+    // The child the run stopped at: key `inner`, a one-group length (the run stops at a
+    // longer one: the loop's), its value in the node.
+    let child = keyed_at::<false, false>(&input[..end], off, inner, limit)?;
+    if child.next() > end {
         return None;
     }
     *outer_end = end;
     Some(Fast::Found {
-        tag: Tag::from_byte(t),
-        start: off + 2,
-        len: l as usize,
-        head_len: 2,
+        tag: Tag::from_byte(child.tag),
+        start: child.start,
+        len: child.len,
+        head_len: child.head_len,
         depth: 2,
         packets: 1,
     })

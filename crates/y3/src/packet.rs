@@ -11,7 +11,7 @@
 //! uses. Every length is checked against the enclosing node and the limits before it is
 //! used to slice.
 
-use crate::tag::{byte_is_invalid, is_one_group, Header};
+use crate::tag::{one_group_head, Header};
 use crate::{scalar, Config, DecodeError, Dialect, Tag};
 
 /// One packet borrowed from a buffer: tag, value bytes and typed accessors.
@@ -322,19 +322,17 @@ pub struct Children<'a> {
 }
 
 impl<'a> Children<'a> {
-    /// The usual child: a one-byte tag and a one-byte length (0..=63) whose value lies in
-    /// the node. It passes every check [`next_child`](Children::next_child) makes (a valid
-    /// tag byte, a length within the limit and within the node), so it is read here, inlined
-    /// into the caller's loop, without them; `None` leaves anything else to `next_child`.
+    /// The usual child: a header of the shortest kind (`tag::one_group_head`: a valid tag
+    /// byte, a one-group length) whose value lies in the node and within the limit. It
+    /// passes every check [`next_child`](Children::next_child) makes, so it is read here,
+    /// inlined into the caller's loop, without them; `None` leaves anything else to
+    /// `next_child`.
     #[inline(always)]
     fn next_short(&mut self) -> Option<Packet<'a>> {
-        let &[tag, l, ref after @ ..] = self.rest else {
+        let Some((tag, len, after)) = one_group_head(self.rest) else {
             return None;
         };
-        let len = l as usize;
-        if !is_one_group(l)
-            || byte_is_invalid(tag)
-            || len > after.len()
+        if len > after.len()
             || !self.config.dialect.has_node_flag()
             || len as u64 > self.config.limits.max_packet_len
         {

@@ -17,11 +17,12 @@
 //! need the CPU feature, checked at run time before the call) and two unaligned 64-byte
 //! loads that lie inside the slice (checked by the loop condition).
 //!
-//! Every decision on a header here is the header grammar's (`tag.rs`): the scalar run is
-//! one loop, [`run_by`], over its rules, and the vector path computes the same rules on 64
-//! lanes at once.
+//! No byte here is read as a tag or a length but by the header grammar (`tag.rs`): the
+//! scalar run is one loop, [`run_by`], over `tag::skippable`, and the vector path loads 64
+//! headers at once and decides them by `tag::lanes`, the same rules lane by lane; what is
+//! left here is the chain through a window (and the loads).
 
-use crate::tag::{StopKey, StopKeys, Stops};
+use crate::tag::{skippable, StopKey, StopKeys, Stops};
 
 /// The offset of the first header at or after `s` in `node` (the children of one node, up
 /// to its end) that the run does not skip: a key equal to `want`, the array flag without
@@ -52,9 +53,8 @@ pub fn run_scalar(node: &[u8], s: usize, want: u32) -> usize {
 /// with a set of keys; specialised at compile time by `S`): from `s`, steps over every
 /// header in `bytes` whose tag byte `stops` passes, whose length is one group
 /// ([`is_one_group`](crate::tag::is_one_group)) and whose value ends inside `node` (an offset from
-/// `bytes`' start, `bytes.len()` or beyond it), counting them in `heads`. Returns the offset of the
-/// first
-/// header it leaves, or the end of a value that runs past `bytes` but not past `node` (then
+/// `bytes`' start, `bytes.len()` or beyond it), counting them in `heads`. Returns the offset
+/// of the first header it leaves, or the end of a value that runs past `bytes` but not past `node` (then
 /// above `bytes.len()`: a chunk's end inside the node), or `s` where that is past `bytes`
 /// already.
 #[inline(always)]
@@ -65,21 +65,11 @@ pub(crate) fn run_by<S: Stops, const REST: bool>(
     stops: &S,
     heads: &mut u64,
 ) -> usize {
+    // The next header, read by the header grammar (`tag::skippable`), until one it stops at.
     loop {
-        // The next header's two bytes, read in one of two shapes that decide the same (the
-        // fewer instructions depend on the caller's registers; see `REST`).
-        let pair = if REST {
-            bytes.get(s..).and_then(|rest| rest.get(..2))
-        } else {
-            bytes.get(s..s + 2)
-        };
-        let Some(&[t, l]) = pair else {
+        let Some(next) = skippable::<S, REST>(bytes, s, stops) else {
             break;
         };
-        if stops.stops_at(t, l) {
-            break;
-        }
-        let next = s + 2 + l as usize;
         if next > bytes.len() {
             if next <= node {
                 *heads += 1;
@@ -150,6 +140,8 @@ pub fn run_vector(node: &[u8], s: usize, want: u32) -> Option<usize> {
 mod avx512 {
     use core::arch::x86_64::*;
 
+    use crate::tag::{lanes, skippable, StopKey, StopKeys};
+
     /// Pointer jumping over 64-byte windows; the tail (under 65 bytes) is scalar.
     ///
     /// # Safety
@@ -183,35 +175,24 @@ mod avx512 {
             41, 40, 39, 38, 37, 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20,
             19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0,
         );
-        // A key above 63 matches no `tag & 0x3f`; 0xff never equals one either.
-        let w = _mm512_set1_epi8(if want < 64 { want as i8 } else { -1 });
-        let two = _mm512_set1_epi8(2);
-        let m3f = _mm512_set1_epi8(0x3f);
-        let mc0 = _mm512_set1_epi8(0xc0u8 as i8);
-        let x40 = _mm512_set1_epi8(0x40);
         let x40u = _mm512_set1_epi8(64);
         let none = _mm512_set1_epi8(-1);
-        // Byte k is 0xff where key k is wanted: a permute by the tag bytes (whose low six
-        // bits index it) tells every lane whether its key is one of them.
-        let table = _mm512_movm_epi8(keys);
+        let table = lanes::key_table(keys);
         while s + 65 <= node.len() {
             // SAFETY: `s + 65 <= node.len()`: bytes `s..s + 64` and `s + 1..s + 65` are in
             // the slice.
             let p = unsafe { node.as_ptr().add(s) };
             let tags = unsafe { _mm512_loadu_si512(p.cast()) };
             let lens = unsafe { _mm512_loadu_si512(p.add(1).cast()) };
-            // Lane i: the header that would start at s + i. Its successor (lengths under
-            // 0x40 only; a longer one is a stop), and whether it needs a decision.
-            let succ = _mm512_add_epi8(_mm512_add_epi8(idx, two), lens);
+            // Lane i: the header that would start at s + i, decided by the header grammar
+            // (`tag::lanes`): its successor, and whether it needs a decision.
+            let succ = lanes::next(idx, lens);
             let key = if KEYS {
-                let hit = _mm512_permutexvar_epi8(tags, table);
-                _mm512_test_epi8_mask(hit, hit)
+                lanes::key_in(tags, table)
             } else {
-                _mm512_cmpeq_epi8_mask(_mm512_and_si512(tags, m3f), w)
+                lanes::key_is(tags, want)
             };
-            let stop = key
-                | _mm512_cmpge_epu8_mask(lens, x40)
-                | _mm512_cmpeq_epi8_mask(_mm512_and_si512(tags, mc0), x40);
+            let stop = key | lanes::stops(tags, lens);
             // j: the successor inside the window, or the header itself (the chain's last in
             // this window loops on itself). f: the first stop on the chain from lane i within
             // 2^k steps, 0xff for none.
@@ -229,12 +210,17 @@ mod avx512 {
                 return s + first as usize;
             }
             // No stop on the chain in this window: from its last header, one scalar step.
+            // (The header there needs no decision: `skippable` steps over it.)
             let last = s + _mm_extract_epi8::<0>(_mm512_castsi512_si128(j)) as u8 as usize;
-            let next = last + 2 + node[last + 1] as usize;
-            if next > node.len() {
-                return last;
+            let next = if KEYS {
+                skippable::<_, false>(node, last, &StopKeys(keys))
+            } else {
+                skippable::<_, false>(node, last, &StopKey(want))
+            };
+            match next {
+                Some(next) if next <= node.len() => s = next,
+                _ => return last,
             }
-            s = next;
         }
         if KEYS {
             super::run_scalar_keys(node, s, keys)

@@ -99,6 +99,32 @@ pub(crate) fn short_header(l: u8, buf: &[u8], at: usize) -> Option<(usize, usize
     }
 }
 
+/// Where the value of the header at `s` in `bytes` ends (`s + 2 + len`) when a skip run
+/// steps over it: its tag byte and first length byte lie in `bytes`, `stops` passes the tag
+/// byte and the length is one group ([`Stops::stops_at`]). `None` where the run stops. The
+/// two bytes are read in one of two shapes that decide the same (`REST`: the fewer
+/// instructions depend on the caller's registers). Whether the value ends inside the node
+/// is the run's to check.
+#[inline(always)]
+pub(crate) fn skippable<S: Stops, const REST: bool>(
+    bytes: &[u8],
+    s: usize,
+    stops: &S,
+) -> Option<usize> {
+    let pair = if REST {
+        bytes.get(s..).and_then(|rest| rest.get(..2))
+    } else {
+        bytes.get(s..s + 2)
+    };
+    let Some(&[t, l]) = pair else {
+        return None;
+    };
+    if stops.stops_at(t, l) {
+        return None;
+    }
+    Some(s + 2 + l as usize)
+}
+
 /// A lower bound of the size of a packet of a one-byte dialect whose first length byte is
 /// `l`: its header plus its value, the high group of a longer length counted alone.
 #[inline(always)]
@@ -204,6 +230,65 @@ pub(crate) fn short_at<const CHUNK: bool>(bytes: &[u8], off: usize, limit: u64) 
         len,
         head_len,
     })
+}
+
+/// [`short_at::<false>`](short_at) for a header that must carry key `key` (and, where
+/// `NODE`, the node flag), the key tested first: the header at `off` in `bytes` when its tag
+/// byte is valid with that key and its length is one group, or (where `TWO`) two groups
+/// within `limit`; `None` for anything else (another key, anything `short_at` leaves, a
+/// two-group length unless `TWO`). Only where `limit >= 63` (a one-group length is not
+/// compared with it): the straight-line lookups of `fast.rs`.
+#[inline(always)]
+pub(crate) fn keyed_at<const NODE: bool, const TWO: bool>(
+    bytes: &[u8],
+    off: usize,
+    key: u32,
+    limit: u64,
+) -> Option<Head> {
+    debug_assert!(limit >= 63);
+    let &[tag, l] = bytes.get(off..off + 2)? else {
+        return None;
+    };
+    // A node key implies the node flag, so a valid tag byte.
+    let keyed = if NODE {
+        byte_is_node_key(tag, key)
+    } else {
+        byte_key(tag) == key && !byte_is_invalid(tag)
+    };
+    if !keyed {
+        return None;
+    }
+    let (len, head_len) = if is_one_group(l) {
+        (l as usize, 2)
+    } else if TWO {
+        match short_header(l, bytes, off + 2) {
+            Some((len, head_len)) if len as u64 <= limit => (len, head_len),
+            _ => return None,
+        }
+    } else {
+        return None;
+    };
+    Some(Head {
+        tag,
+        start: off + head_len,
+        len,
+        head_len,
+    })
+}
+
+/// The header at the start of `bytes` when it is the shortest kind: a valid tag byte and a
+/// one-group length (`00xxxxxx`, 0..=63). Its tag byte, its value length and the bytes
+/// after it (the value is the caller's to bound, and the limit to check where under 63);
+/// `None` for anything else, [`short_at`]'s or [`Header::parse`]'s. The usual child of
+/// [`Packet::children`](crate::Packet::children), in the fewest instructions.
+#[inline(always)]
+pub(crate) fn one_group_head(bytes: &[u8]) -> Option<(u8, usize, &[u8])> {
+    match bytes {
+        &[tag, l, ref after @ ..] if is_one_group(l) && !byte_is_invalid(tag) => {
+            Some((tag, l as usize, after))
+        }
+        _ => None,
+    }
 }
 
 /// A short header split after its tag byte `tag` (kept from the previous chunk), completed
@@ -332,6 +417,62 @@ impl Stops for StopNodes {
     fn stops_at(&self, tag: u8, l: u8) -> bool {
         // Primitives are `0x00..=0x3f` and one-group lengths `0x00..=0x3f`.
         (tag | l) >= ARRAY
+    }
+}
+
+/// The short-header rules of the skip run on 64 headers at once (the AVX-512 path of
+/// `skip.rs`): lane `i` holds the header that would start at byte `i` of a 64-byte window,
+/// its tag byte in `tags` and its first length byte in `lens` (the window's bytes from `i +
+/// 1`). The same decisions as [`skippable`] with [`StopKey`] or [`StopKeys`], lane by lane;
+/// the loads, and the chain through the window, are the run's.
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+pub(crate) mod lanes {
+    use core::arch::x86_64::*;
+
+    /// Where each lane's value would end (`i + 2 + len`, modulo 256), `idx` holding each
+    /// lane's index: meaningful where the length is one group, else the lane stops.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw")]
+    pub(crate) fn next(idx: __m512i, lens: __m512i) -> __m512i {
+        _mm512_add_epi8(_mm512_add_epi8(idx, _mm512_set1_epi8(2)), lens)
+    }
+
+    /// The lanes a run stops at whatever the key: a length not of one group
+    /// ([`is_one_group`](super::is_one_group)), or a tag byte with the array flag alone
+    /// ([`byte_is_invalid`](super::byte_is_invalid)).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw")]
+    pub(crate) fn stops(tags: __m512i, lens: __m512i) -> __mmask64 {
+        let flags = _mm512_set1_epi8((super::NODE | super::ARRAY) as i8);
+        let array = _mm512_set1_epi8(super::ARRAY as i8);
+        _mm512_cmpge_epu8_mask(lens, array)
+            | _mm512_cmpeq_epi8_mask(_mm512_and_si512(tags, flags), array)
+    }
+
+    /// The lanes whose tag byte has key `want` ([`StopKey`](super::StopKey); a key above
+    /// 63 matches none: 0xff never equals a six-bit key).
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw")]
+    pub(crate) fn key_is(tags: __m512i, want: u32) -> __mmask64 {
+        let w = _mm512_set1_epi8(if want < 64 { want as i8 } else { -1 });
+        _mm512_cmpeq_epi8_mask(_mm512_and_si512(tags, _mm512_set1_epi8(0x3f)), w)
+    }
+
+    /// The lanes whose tag byte's key is in bit set `keys` ([`StopKeys`](super::StopKeys)):
+    /// a byte permute by the tag bytes (whose low six bits index it) of the table whose byte
+    /// `k` is 0xff where key `k` is in the set.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    pub(crate) fn key_in(tags: __m512i, keys: __m512i) -> __mmask64 {
+        let hit = _mm512_permutexvar_epi8(tags, keys);
+        _mm512_test_epi8_mask(hit, hit)
+    }
+
+    /// [`key_in`]'s table of bit set `keys`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw")]
+    pub(crate) fn key_table(keys: u64) -> __m512i {
+        _mm512_movm_epi8(keys)
     }
 }
 
@@ -684,6 +825,33 @@ mod tests {
                     "{b:02x} {l:02x}"
                 );
                 assert_eq!(StopNodes.stops(b), node_or_invalid);
+            }
+        }
+    }
+
+    #[test]
+    fn keyed_at_is_short_at_of_that_key() {
+        for t in 0..=255u8 {
+            for l in 0..=255u8 {
+                for tail in [&[][..], &[0x01], &[0x81]] {
+                    let buf = [&[t, l][..], tail].concat();
+                    for key in [0, 1, 0x11, 0x3f, 0x40] {
+                        for limit in [63, 200, 1 << 20] {
+                            let short = match short_at::<false>(&buf, 0, limit) {
+                                Short::Head(h) => Some((h.tag, h.start, h.len, h.head_len)),
+                                _ => None,
+                            };
+                            let get =
+                                |h: Option<Head>| h.map(|h| (h.tag, h.start, h.len, h.head_len));
+                            let any = short.filter(|h| byte_key(h.0) == key);
+                            assert_eq!(get(keyed_at::<false, true>(&buf, 0, key, limit)), any);
+                            let node = any.filter(|h| byte_is_node(h.0));
+                            assert_eq!(get(keyed_at::<true, true>(&buf, 0, key, limit)), node);
+                            let one = any.filter(|h| h.3 == 2);
+                            assert_eq!(get(keyed_at::<false, false>(&buf, 0, key, limit)), one);
+                        }
+                    }
+                }
             }
         }
     }
