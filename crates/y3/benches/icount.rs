@@ -12,7 +12,8 @@
 //!
 //! Operations (cases C03/C16/C32/C63 of `observe.rs`, key N/2 or 2): `oneshot` (a reused
 //! observer fed the packet), `get` ([`y3::get`]), `stream7` (the observer fed 7-byte
-//! chunks), `validate` (a reused validator observer fed the packet), `validatewith`
+//! chunks until the value completes, as the lab's `y3-stream7` feeds it), `stream7each`
+//! (the same chunks through `feed_each`, which walks on to each chunk's end), `validate` (a reused validator observer fed the packet), `validatewith`
 //! ([`y3::validate_with`]) and `decodewith` ([`y3::decode`]: the packet checked whole),
 //! `floor` (the unchecked walk), `stream7floor` (the unchecked walk
 //! fed the same 7-byte chunks, the lab's `y3-stream7-floor`: the bound of issue 30 is
@@ -115,6 +116,15 @@ fn main() {
                 .len()
         }),
         "stream7" => measured(iterations, || {
+            observer.reset();
+            for chunk in black_box(&buf).chunks(7) {
+                if let Some(v) = observer.feed(chunk).unwrap().observed {
+                    return v.value().len();
+                }
+            }
+            0
+        }),
+        "stream7each" => measured(iterations, || {
             observer.reset();
             let mut found = 0;
             for chunk in black_box(&buf).chunks(7) {
