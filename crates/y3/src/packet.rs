@@ -329,9 +329,7 @@ impl<'a> Children<'a> {
     /// `next_child`.
     #[inline(always)]
     fn next_short(&mut self) -> Option<Packet<'a>> {
-        let Some((tag, len, after)) = one_group_head(self.rest) else {
-            return None;
-        };
+        let (tag, len, after) = one_group_head(self.rest)?;
         if len > after.len()
             || !self.config.dialect.has_node_flag()
             || len as u64 > self.config.limits.max_packet_len
