@@ -1,10 +1,18 @@
-//! Tags and packet headers: the one header decision of this crate. Every reader (the
-//! observer's walk and its chunk loop, the fast paths, the skip runs, [`Packet::children`](
-//! crate::Packet::children)) reads tag and length bytes through this module: [`Header::parse`]
-//! for any header of any dialect, and the leaf rules below it for the short headers of the
-//! one-byte dialects that the hot loops read inline (`short_at`, whole buffer or chunk as a
-//! compile-time choice; `split_short` for a header split after its tag byte; below them
-//! `short_header`, `is_one_group`, `byte_is_invalid`, `byte_key`, `StopSet`).
+//! Tags and packet headers: the one header decision of this crate, and the only code that
+//! reads tag and length bytes. Every reader (the observer's walk and its chunk loop, the fast
+//! paths, the skip runs scalar and AVX-512, [`Packet::children`](crate::Packet::children))
+//! goes through this module: [`Header::parse`] for any header of any dialect, and the leaf
+//! rules below it for the short headers of the one-byte dialects that the hot loops inline:
+//!
+//! ```text
+//!   short_at::<CHUNK>   a short header, whole buffer or chunk (a compile-time choice)
+//!   keyed_at            short_at for one key, the key tested first (fast::first_child)
+//!   one_group_head      the shortest header (Packet::children' usual child)
+//!   split_short         a header split after its tag byte (the chunk loop)
+//!   skippable           one step of a skip run (skip::run_by), by a Stops set
+//!   lanes               the skip run's rules on 64 headers at once (AVX-512)
+//!   below them          short_header, is_one_group, byte_is_invalid, byte_key, StopSet
+//! ```
 //!
 //! ```text
 //! golang / nvarint tag, one byte:          draft02 tag, 1..=4 bytes:
