@@ -1,5 +1,5 @@
 //! One MQTT connection: CONNECT and its verdict, then one loop over the socket, the
-//! uplink's stored acknowledgements and the session's queue.
+//! stored acknowledgements of its QoS 1 publishes and the session's queue.
 //!
 //! ```text
 //!  socket ─▶ packet::read ─▶ PUBLISH ─▶ map topic → tag, check permission
