@@ -120,10 +120,10 @@ impl Ticket {
 }
 
 impl Acks {
-    /// The acknowledgements of a connection over `transport`: an in-memory link (the
-    /// router's own MQTT listener, `mqtt/link.rs`) is told at once, since a stored frame
-    /// there costs no socket write and its MQTT client waits for the PUBACK; a socket's
-    /// completions gather for [`GATHER`] into one frame.
+    /// The acknowledgements of a connection over `transport`: an in-memory link is told
+    /// at once, since a stored frame there costs no socket write; a socket's completions
+    /// gather for [`GATHER`] into one frame. (The MQTT listener reads its publishes'
+    /// acknowledgements in-process, [`Acks::moved_past`].)
     pub fn for_transport(transport: y3_transport::TransportKind) -> Acks {
         Acks {
             immediate: transport == y3_transport::TransportKind::Memory,
@@ -211,6 +211,18 @@ impl Acks {
         let mut s = self.lock();
         runs.append(&mut s.refused);
         s.refused = runs;
+    }
+
+    /// The count and refused runs once the count moved past `sent`: for a client served
+    /// in-process (the MQTT listener, `mqtt/conn.rs`), which reads them without a frame.
+    /// Cancel-safe: nothing leaves the state until it is returned.
+    pub async fn moved_past(&self, sent: u32) -> Stored {
+        loop {
+            if let Some(stored) = self.take_frame(sent) {
+                return stored;
+            }
+            self.moved.notified().await;
+        }
     }
 
     /// Writes a [`Frame::Stored`] into `outbox` whenever the count moved, until `stop`.

@@ -4,14 +4,12 @@
 
 use std::collections::HashMap;
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::{FutureExt, SinkExt, StreamExt};
 use tokio_util::sync::WaitForCancellationFuture;
-use y3_transport::frame::{ClientType, Data, Frame, Goaway, GoawayCode, RefusedReason};
-use y3_transport::metadata::MetadataTooLarge;
+use y3_transport::frame::{ClientType, Frame, Goaway, GoawayCode, RefusedReason};
 use y3_transport::{
     mid_frame, next_buffered, next_metered, next_or_skipped, partial_len, Connection, FrameError,
     FrameReader, FrameWriter, Guard, Next, Skipped, TransportKind,
@@ -21,11 +19,11 @@ use crate::acks::Acks;
 use crate::budget::Partial;
 use crate::filters::RouteFilter;
 use crate::histogram::LocalLatency;
+use crate::ingress::{count_close, Handled, Ingress};
 use crate::metrics::{Direction, Drop, Metrics, TagCounters};
-use crate::outbox::{detach_and_charge, Eviction, Outbox, Queued};
+use crate::outbox::{Eviction, Outbox, Queued};
 use crate::queue::OVERDRAFT;
-use crate::routing;
-use crate::session::{DropReason, Event, Located, Peer, Session, Verdict};
+use crate::session::{Event, Peer, Session};
 use crate::shared::Shared;
 use crate::status::{ConnCounters, Kind, Registered, Registration};
 use crate::table::SessionId;
@@ -736,32 +734,29 @@ async fn read_loop(
             now = Instant::now();
             same_read = 0;
         }
-        // The session's decision: routed here (the hot path, no layer between the loop and
-        // `routing::route_in_place`), dropped (counted) or closed by the `Reading` methods.
-        // A data frame of an open session is checked where it lies (`check_data`).
-        let verdict = match frame {
-            Frame::Data(data) => session.check_data(data).map(|v| (data, v)),
-            _ => None,
-        };
-        let event = match verdict {
-            Some((data, Verdict::Route(located))) => {
-                reading.route((data, located), now).await;
-                continue;
+        // The session's decision: routed (`routing::route_in_place`, the hot path), dropped
+        // (counted) or closed. A data frame of an open session is checked where it lies
+        // (`check_data`) by `Ingress::data`, the arms the MQTT listener's publishes share.
+        if let Frame::Data(data) = frame {
+            let (ingress, acks) = (&mut reading.ingress, reading.acks);
+            match ingress.data(shared, session, data, now, acks).await {
+                Handled::Routed | Handled::Dropped => continue,
+                Handled::Close(goaway) => return End::ProtocolError(goaway),
+                Handled::NotOpen => {}
             }
-            Some((data, Verdict::Drop(reason))) => {
-                reading.drop_data(data, reason);
-                continue;
-            }
-            Some((_, Verdict::Close(goaway))) => return reading.protocol_close(goaway),
-            // Any other frame (or a data frame before the handshake): the session's event.
-            None => session.handle_frame(now, std::mem::replace(frame, Frame::HandshakeAck)),
-        };
+        }
+        // Any other frame (or a data frame before the handshake): the session's event.
+        let event = session.handle_frame(now, std::mem::replace(frame, Frame::HandshakeAck));
         match event {
             Event::Route(routed) => {
                 let (mut data, located) = routed.into_parts();
-                reading.route((&mut data, located), now).await;
+                let (ingress, acks) = (&mut reading.ingress, reading.acks);
+                ingress.route(shared, (&mut data, located), now, acks).await;
             }
-            Event::Drop(data, reason) => reading.drop_data(&data, reason),
+            Event::Drop(data, reason) => {
+                let (ingress, acks) = (&mut reading.ingress, reading.acks);
+                ingress.drop_data(shared, &data, reason, acks);
+            }
             Event::Close(goaway) => return reading.protocol_close(goaway),
             Event::Admitted(..) | Event::Nothing => {}
         }
@@ -779,15 +774,10 @@ struct Reading<'a> {
     sender_only: bool,
     /// A y3 source: told to stop (a goaway) on a drain rather than closed at once.
     y3_source: bool,
-    origin: routing::Origin,
-    routes: routing::RouteCache,
+    /// Its data frames' way into the routing table.
+    ingress: Ingress,
     /// Whether the drain's goaway was queued for it.
     told_to_stop: bool,
-    /// Whether a hop-limit drop of this client was logged (once per connection).
-    hops_reported: bool,
-    /// Whether a refusal for metadata over its limits was logged (once per connection).
-    metadata_reported: bool,
-    tags: TagCache,
     /// Frames skipped on this connection so far (the first skip is logged as a warning).
     skips: u64,
 }
@@ -807,16 +797,8 @@ impl<'a> Reading<'a> {
             acks,
             sender_only,
             y3_source: hello.extension >= 1 && sender_only,
-            origin: match hello.client_type {
-                ClientType::UpstreamZipper => routing::Origin::Mesh,
-                ClientType::StreamFunction => routing::Origin::Function,
-                _ => routing::Origin::Source,
-            },
-            routes: shared.routes.cache_for(id, &hello.name),
+            ingress: Ingress::new(shared, (id, conn), hello),
             told_to_stop: false,
-            hops_reported: false,
-            metadata_reported: false,
-            tags: TagCache::new(shared.metrics.clone(), Direction::In, conn),
             skips: 0,
         }
     }
@@ -858,90 +840,8 @@ impl<'a> Reading<'a> {
 
     /// The end of a connection the session closed (a protocol error, counted by kind).
     fn protocol_close(&self, goaway: Goaway) -> End {
-        let kind = if goaway.reason.starts_with("bad_metadata") {
-            "bad_metadata"
-        } else {
-            goaway.code.kind()
-        };
-        self.shared.metrics.protocol_error(kind);
+        count_close(self.shared, &goaway);
         End::ProtocolError(goaway)
-    }
-
-    /// A frame past `limits.max_hops` (a loop of y3 functions): counted as `loop`, the first
-    /// of this client logged, refused to an acknowledging client.
-    /// Routes a data frame the session passed, held by the caller (the read loop).
-    async fn route(&mut self, frame: (&mut Data, Located), now: Instant) {
-        let shared = self.shared;
-        let data = &mut *frame.0;
-        // A small frame queued would keep its whole read buffer alive: copied out (see
-        // outbox.rs), and charged once, for every queue it is routed to.
-        detach_and_charge(&shared.metrics, data);
-        self.tags.count(data.tag, data.payload.len());
-        shared.metrics.frames_in(1);
-        shared.routing.fetch_add(1, Ordering::Relaxed);
-        routing::route_in_place(
-            &shared.routes,
-            &mut self.routes,
-            &shared.metrics,
-            frame,
-            self.origin,
-            now,
-            self.acks.map(Acks::take),
-        )
-        .await;
-        shared.routing.fetch_sub(1, Ordering::Relaxed);
-    }
-
-    /// A data frame the session dropped: counted and reported as `reason` says.
-    fn drop_data(&mut self, data: &Data, reason: DropReason) {
-        match reason {
-            DropReason::Loop => self.drop_looped(data),
-            DropReason::MetadataTooLarge(why) => self.refuse_metadata(data, &why),
-        }
-    }
-
-    fn drop_looped(&mut self, data: &Data) {
-        // One delivery owed (it has no recipient), settled as the drop.
-        self.shared.metrics.unrouted(Drop::Loop, data.tag, 1);
-        if !self.hops_reported {
-            self.hops_reported = true;
-            tracing::warn!(
-                session = self.id,
-                name = %self.hello.name,
-                tag = format_args!("{:#x}", data.tag),
-                hops = data.hops,
-                "loop: a frame past limits.max_hops dropped (a loop of y3 functions); \
-                 further ones from this client are counted as loop, not logged"
-            );
-        }
-        // Handled (dropped and counted): sending it again would not help; an
-        // acknowledging client learns it was refused.
-        if let Some(acks) = self.acks {
-            acks.take().refused(RefusedReason::HopLimit);
-        }
-    }
-
-    /// A frame whose metadata is over its limits: counted as a skip, the first of this
-    /// client logged, refused to an acknowledging client.
-    fn refuse_metadata(&mut self, data: &Data, why: &MetadataTooLarge) {
-        // Refused unread, as a frame over max_frame_len is skipped: never routed,
-        // so no delivery is owed.
-        self.shared.metrics.skip(why.kind(), 1);
-        if !self.metadata_reported {
-            self.metadata_reported = true;
-            tracing::warn!(
-                session = self.id,
-                name = %self.hello.name,
-                id = %self.hello.id,
-                tag = format_args!("{:#x}", data.tag),
-                "refused a data frame: {why} (limits.max_metadata_bytes, \
-                 limits.max_metadata_entries); further ones from this client are \
-                 counted, not logged"
-            );
-        }
-        if let Some(acks) = self.acks {
-            acks.take().refused(RefusedReason::MetadataTooLarge);
-        }
     }
 }
 

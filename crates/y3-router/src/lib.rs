@@ -87,6 +87,7 @@ mod federated;
 pub mod federation;
 pub mod filters;
 mod histogram;
+mod ingress;
 mod journeys;
 #[cfg(test)]
 mod ledger_props;

@@ -461,6 +461,50 @@ async fn wrong_password_and_unmapped_topics_are_refused_and_counted() {
     router.shutdown().await;
 }
 
+/// A publish the router's own rules drop (its metadata over `limits.max_metadata_bytes`:
+/// a long topic) or that nobody takes: counted where a socket client's frame is, and a
+/// QoS 1 one answered PUBACK 0x80 (MQTT 5), the connection served on. The direct way in
+/// runs the read loop's drop arms, so the sender hears of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn router_drops_reach_the_sender_as_puback_0x80() {
+    let mut config = config();
+    config.limits.max_metadata_bytes = 256;
+    let router = Router::start(config).await.expect("router starts");
+    let long = format!("sensors/{}/noise", "a".repeat(300));
+    let main = ["-q", "1", "-u", "tester", "-P", "main", "-d"];
+    // Over the metadata limit: refused by the router, the connection goes on (QoS 0 too).
+    let (ok, text) = publish_one(&router, &main, "mqttv5", &long).await;
+    assert!(ok && text.contains("RC:128"), "{text}");
+    let (ok, text) = publish_one(&router, &["-u", "tester", "-P", "main"], "mqttv5", &long).await;
+    assert!(ok, "{text}");
+    assert_eq!(router.metrics().skipped("metadata_too_large"), 2);
+    // Within it, and nobody observes 0x10: refused as no_subscriber.
+    let (ok, text) = publish_one(&router, &main, "mqttv5", "sensors/a/noise").await;
+    assert!(ok && text.contains("RC:128"), "{text}");
+    // With a subscriber, stored: PUBACK 0.
+    let sub = subscriber(
+        &router,
+        &["-u", "tester", "-P", "main"],
+        "sensors/+/noise",
+        1,
+    )
+    .await;
+    let (ok, text) = publish_one(&router, &main, "mqttv5", "sensors/b/noise").await;
+    assert!(ok && text.contains("RC:0"), "{text}");
+    assert_eq!(lines_of(sub).await, ["sensors/b/noise x"]);
+    let pubacked = |reason: &str| {
+        metric(
+            &router,
+            &format!("y3_router_mqtt_pubacked_total{{reason=\"{reason}\"}}"),
+        )
+    };
+    assert_eq!(pubacked("refused_by_router"), 2);
+    assert_eq!(pubacked("stored"), 1);
+    assert_eq!(metric(&router, "y3_router_mqtt_published_total"), 4);
+    common::ledger(&router).await;
+    router.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn persistent_sessions_get_what_arrived_while_away() {
     let router = start().await;

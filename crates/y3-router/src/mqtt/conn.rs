@@ -1,12 +1,12 @@
 //! One MQTT connection: CONNECT and its verdict, then one loop over the socket, the
-//! uplink's stored acknowledgements and the session's queue.
+//! stored acknowledgements of its QoS 1 publishes and the session's queue.
 //!
 //! ```text
-//!  socket ─▶ packet::read ─▶ PUBLISH ─▶ map topic → tag, check permission ─▶ uplink
-//!                                                QoS 1: (frame index, pkid) pending
-//!  (the uplink asks for no stored acknowledgements until the first QoS 1 publish:
-//!   then it is closed, read to its end, and replaced by one that does)
-//!  uplink ◀─ Stored(count) ─▶ PUBACK for each pending index below count (after routing)
+//!  socket ─▶ packet::read ─▶ PUBLISH ─▶ map topic → tag, check permission
+//!     ─▶ the router's data frame ─▶ Ingress::data (the read loop's routing, in this task)
+//!                                                QoS 1: (ticket index, pkid) pending
+//!  Acks ◀─ stored count (a ticket per QoS 1 publish) ─▶ PUBACK for each pending index
+//!                                                       below the count (after routing)
 //!  session queue ─▶ PUBLISH to the client (QoS 1 kept in flight until its PUBACK)
 //! ```
 
@@ -26,12 +26,13 @@ use y3_transport::{Connection, Data, Frame};
 
 use super::broker::Broker;
 use super::error::MqttError;
-use super::link::{Who, TOPIC_KEY};
+use super::link::{Direct, Who, TOPIC_KEY};
 use super::packet::{self, ConnCode, Connect, Incoming, Outgoing, Publish, Version};
 use super::session::Session;
 use super::ConnInfo;
+use crate::ingress::Handled;
 use crate::session::Permissions;
-use crate::status::{ConnCounters, Kind, MqttState, QueueState, Registration, MAX_PUBLISHED_TAGS};
+use crate::status::{ConnCounters, Kind, MqttState, QueueState, Registration};
 
 /// The router's shutdown, as an MQTT connection follows it: at `drain` it takes no more
 /// publishes (QoS 1 ones go unacknowledged, for the client to send again to the router's
@@ -123,33 +124,33 @@ struct Conn {
     max_inflight: usize,
 }
 
-/// The internal source link of a connection and its publishes awaiting routing.
+/// A connection's ways to the router: the internal source link it was admitted through
+/// (the drain's goaway comes that way), the direct way its publishes take, and its QoS 1
+/// publishes awaiting their stored acknowledgement.
 struct Uplink {
     conn: Connection,
-    /// Data frames written so far (the next one's index).
+    direct: Direct,
+    /// QoS 1 publishes handed in so far (the next one's ticket index): only they take a
+    /// ticket, so that a client publishing QoS 0 costs the router no acknowledgement.
     next_index: u32,
-    /// (frame index, packet id) of QoS 1 publishes not yet acknowledged.
+    /// The stored count last read from the acknowledgements.
+    answered: u32,
+    /// (ticket index, packet id) of QoS 1 publishes not yet acknowledged.
     pending: std::collections::VecDeque<(u32, u16)>,
-    /// Frames fed and not yet flushed.
-    unflushed: bool,
     /// The router closed the link (it is shutting down).
     gone: bool,
-    /// Whether the link asks for stored acknowledgements: not until the connection's
-    /// first QoS 1 publish ([`Conn::acked_uplink`]), so that a client publishing QoS 0
-    /// only costs the router no acknowledgement per frame.
-    acked: bool,
 }
 
 impl Uplink {
-    /// A fresh link to the router: nothing written, nothing pending.
-    fn new(conn: Connection, acked: bool) -> Uplink {
+    /// The ways in of a connection just admitted: nothing handed in, nothing pending.
+    fn new(conn: Connection, direct: Direct) -> Uplink {
         Uplink {
             conn,
+            direct,
             next_index: 0,
+            answered: 0,
             pending: Default::default(),
-            unflushed: false,
             gone: false,
-            acked,
         }
     }
 }
@@ -201,8 +202,7 @@ impl Conn {
         if let Some(n) = connect.receive_max {
             self.max_inflight = self.max_inflight.min(usize::from(n));
         }
-        let Some((who, mut uplink, permissions, session, generation)) =
-            self.accept(&connect).await?
+        let Some((who, link, permissions, session, generation)) = self.accept(&connect).await?
         else {
             return Ok(());
         };
@@ -218,8 +218,9 @@ impl Conn {
         let shared = broker.links.shared.clone();
         shared.metrics.connection("mqtt", 1);
         let _counted = scopeguard_connection(&shared);
+        let id = shared.next_session();
         let registered = shared.connections.register(Registration {
-            id: shared.next_session(),
+            id,
             name: who.name.clone(),
             client_id: who.client_id.clone(),
             kind: Kind::Mqtt,
@@ -229,6 +230,13 @@ impl Conn {
             observed: Vec::new(),
             filters: Vec::new(),
         });
+        // The same handshake the link was admitted with: it cannot be refused now but
+        // by a token reloaded away in between.
+        let direct = broker
+            .links
+            .direct(&who, id, registered.counters())
+            .map_err(|g| MqttError::Router(g.reason))?;
+        let mut uplink = Uplink::new(link, direct);
         let awaiting = Arc::new(AtomicU64::new(0));
         {
             let (weak, awaiting) = (Arc::downgrade(&session), awaiting.clone());
@@ -261,7 +269,6 @@ impl Conn {
         let mut state = Loop {
             counters: registered.counters(),
             awaiting,
-            published: Vec::new(),
             who,
             permissions,
             session: session.clone(),
@@ -291,7 +298,6 @@ impl Conn {
                 if let Err(e) = self.publish(&mut state, &mut uplink, will).await {
                     tracing::warn!(client = %state.who.client_id, error = %e, "mqtt will not published");
                 }
-                let _ = uplink.conn.writer.flush().await;
             }
         }
         let _ = uplink.conn.writer.close().await;
@@ -316,7 +322,7 @@ impl Conn {
     async fn accept(
         &mut self,
         connect: &Connect,
-    ) -> Result<Option<(Who, Uplink, Arc<Permissions>, Arc<Session>, u64)>, MqttError> {
+    ) -> Result<Option<(Who, Connection, Arc<Permissions>, Arc<Session>, u64)>, MqttError> {
         let broker = self.broker.clone();
         let mut client_id = connect.client_id.clone();
         if client_id.is_empty() {
@@ -407,13 +413,7 @@ impl Conn {
             broker.config.receive_maximum,
         ))
         .await?;
-        Ok(Some((
-            who,
-            Uplink::new(conn, false),
-            permissions,
-            session,
-            generation,
-        )))
+        Ok(Some((who, conn, permissions, session, generation)))
     }
 
     /// The loop; `Ok(true)` after the client's DISCONNECT (no will).
@@ -442,15 +442,7 @@ impl Conn {
                 }
             }
             let reading = uplink.pending.len() < receive_max || self.version == Version::V5;
-            if uplink.unflushed {
-                uplink.unflushed = false;
-                uplink
-                    .conn
-                    .writer
-                    .flush()
-                    .await
-                    .map_err(|e| MqttError::Router(e.to_string()))?;
-            }
+            let waiting = !uplink.pending.is_empty();
             self.send_queued(state)?;
             self.flush_out().await?;
             tokio::select! {
@@ -469,8 +461,11 @@ impl Conn {
                 }
                 _ = state.session.ready.notified() => {}
                 _ = sleep_until(deadline) => return Err(MqttError::KeepAlive),
+                stored = uplink.direct.acks.moved_past(uplink.answered), if waiting => {
+                    uplink.answered = stored.count;
+                    self.stored(state, uplink, &stored)?;
+                }
                 frame = uplink.conn.reader.next(), if !uplink.gone => match frame {
-                    Some(Ok(Frame::Stored(stored))) => self.stored(state, uplink, &stored)?,
                     Some(Ok(Frame::Goaway(g))) if g.code == GoawayCode::ShuttingDown => {
                         // The router drains: delivery goes on until it closes.
                         state.draining = true;
@@ -661,78 +656,46 @@ impl Conn {
             }
             self.broker.metrics.retained.set(retained.len() as i64);
         }
-        if p.qos == 1 && !uplink.acked {
-            if let Err(e) = self.acked_uplink(state, uplink).await {
-                self.broker.metrics.publish_refused("router_closed");
-                return Err(e);
-            }
-            if state.draining {
-                self.broker.metrics.publish_refused("shutting_down");
-                return Ok(());
-            }
-        }
         let tid = *state.tids.next_bytes();
         let meta = Metadata::from_pairs([
             (metadata::SOURCE_ID, state.who.client_id.as_str()),
             (metadata::TID, std::str::from_utf8(&tid).unwrap_or_default()),
             (TOPIC_KEY, p.topic.as_str()),
         ]);
-        let payload_len = p.payload.len();
-        let data = Data::new(tag, p.payload).with_metadata(meta);
-        if let Err(e) = uplink.conn.writer.feed(Frame::Data(data)).await {
-            self.broker.metrics.publish_refused("router_closed");
-            return Err(MqttError::Router(e.to_string()));
+        let mut data = Data::new(tag, p.payload).with_metadata(meta);
+        // The read loop's own routing, here: the frame is routed (QoS 1: its ticket
+        // answered once stored) or dropped by the router's rules (counted; QoS 1: refused,
+        // PUBACK 0x80) before the next packet is read, so publishes keep their order.
+        let Direct {
+            session,
+            ingress,
+            acks,
+        } = &mut uplink.direct;
+        let acks = (p.qos == 1).then_some(&*acks);
+        let shared = &self.broker.links.shared;
+        match ingress
+            .data(shared, session, &mut data, Instant::now(), acks)
+            .await
+        {
+            Handled::Routed | Handled::Dropped => {}
+            Handled::Close(g) => {
+                self.broker.metrics.publish_refused("router_refused");
+                return Err(MqttError::Router(g.reason));
+            }
+            Handled::NotOpen => {
+                self.broker.metrics.publish_refused("router_refused");
+                return Err(MqttError::Router("the router's session is closed".into()));
+            }
         }
-        uplink.unflushed = true;
         if p.qos == 1 {
             uplink.pending.push_back((uplink.next_index, p.pkid));
+            uplink.next_index = uplink.next_index.wrapping_add(1);
             state
                 .awaiting
                 .store(uplink.pending.len() as u64, Ordering::Relaxed);
         }
-        state.counters.count_in(payload_len);
-        if !state.published.contains(&tag) && state.published.len() < MAX_PUBLISHED_TAGS {
-            state.published.push(tag);
-            state.counters.published(tag);
-        }
-        uplink.next_index = uplink.next_index.wrapping_add(1);
         self.broker.metrics.routed(p.qos == 1);
         Ok(())
-    }
-
-    /// Moves the connection's publishes to a link with stored acknowledgements (its first
-    /// QoS 1 publish; it stays there). The link without them is closed and read to its
-    /// end first: the router routes a link's frames in order, each before the next, and
-    /// closes its side only after the last, so no publish overtakes an earlier one.
-    async fn acked_uplink(&self, state: &mut Loop, uplink: &mut Uplink) -> Result<(), MqttError> {
-        let router = |e: y3_transport::FrameError| MqttError::Router(e.to_string());
-        uplink.unflushed = false;
-        uplink.conn.writer.close().await.map_err(router)?;
-        while let Some(frame) = uplink.conn.reader.next().await {
-            match frame.map_err(router)? {
-                Frame::Goaway(g) if g.code == GoawayCode::ShuttingDown => state.draining = true,
-                Frame::Goaway(g) | Frame::Rejected(g) => return Err(MqttError::Router(g.reason)),
-                _ => {}
-            }
-        }
-        let opened = self
-            .broker
-            .links
-            .open(&state.who, ClientType::Source, &[], true)
-            .await;
-        match opened {
-            Ok((conn, _)) => {
-                *uplink = Uplink::new(conn, true);
-                Ok(())
-            }
-            Err(g) if g.code == GoawayCode::ShuttingDown => {
-                // The router drains: delivery goes on until it closes.
-                state.draining = true;
-                uplink.gone = true;
-                Ok(())
-            }
-            Err(g) => Err(MqttError::Router(g.reason)),
-        }
     }
 
     async fn subscribe(
@@ -831,8 +794,6 @@ struct Loop {
     counters: ConnCounters,
     /// Its QoS 1 publishes awaiting the router's answer (`/connz`).
     awaiting: Arc<AtomicU64>,
-    /// Tags it published (noted once each in `/connz`, at most [`MAX_PUBLISHED_TAGS`]).
-    published: Vec<u32>,
     who: Who,
     permissions: Arc<Permissions>,
     session: Arc<Session>,

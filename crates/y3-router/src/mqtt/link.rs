@@ -1,11 +1,17 @@
-//! Internal links: an MQTT client reaches the routing table through in-memory y3
-//! connections that the router serves exactly as it serves any client's (handshake, token
-//! and permissions, the tarpit for the MQTT client's own address, per-subscriber queues,
-//! the memory budget, the ledger, the metrics).
+//! Internal links and the direct way in: an MQTT client is admitted through an in-memory
+//! y3 connection that the router serves exactly as it serves any client's (handshake, token
+//! and permissions, the tarpit for the MQTT client's own address, the connection limit, the
+//! drain's goaway), and receives through another (per-subscriber queues, the memory budget,
+//! the ledger, the metrics). Its publishes take the direct way: each becomes the router's
+//! parsed data frame and goes through [`Ingress`], the code a socket connection's read loop
+//! routes with (the session's checks, the budget, the counters, stored acknowledgements),
+//! with no encoding, pipe or decoding in between.
 //!
 //! ```text
-//!  MQTT client ─▶ conn.rs ─ uplink (source; stored acks once QoS 1) ─▶ connection.rs ─▶ routing
-//!              ◀─ session ◀ downlink (sink, mapped tags)  ◀─ outbox ◀────────┘
+//!  MQTT client ─▶ conn.rs ─ publish ─▶ Direct: Session + Ingress ─▶ routing
+//!                   │  ◀─ Acks (QoS 1: stored / refused) ─┘
+//!                   └─ uplink (source: admission, the drain's goaway) ─▶ connection.rs
+//!              ◀─ session ◀ downlink (sink, mapped tags)  ◀─ outbox ◀── routing
 //! ```
 
 use std::net::SocketAddr;
@@ -15,8 +21,12 @@ use futures_util::{SinkExt, StreamExt};
 use y3_transport::frame::{ClientType, Goaway, GoawayCode, Handshake};
 use y3_transport::{Connection, Frame};
 
-use crate::session::Permissions;
+use crate::acks::Acks;
+use crate::ingress::Ingress;
+use crate::session::{Event, Permissions, Session};
 use crate::shared::Shared;
+use crate::status::ConnCounters;
+use crate::table::SessionId;
 
 /// Bytes each way of an internal link's in-memory pipe.
 const PIPE_BYTES: usize = 256 * 1024;
@@ -62,9 +72,7 @@ impl Links {
         let codec = y3_transport::FrameCodec::new(self.shared.config.limits.max_frame_len);
         let (mut client, mut server) = Connection::pair(codec, PIPE_BYTES);
         server.peer = Some(who.peer);
-        let id = format!("mqtt-{}-{}", who.client_id, y3_transport::sdk::new_id());
-        let mut hello =
-            Handshake::new(client_type, who.name.clone(), id).credential(&who.credential);
+        let mut hello = hello(who, client_type);
         hello.observed = observed.to_vec();
         hello.wants_acks = wants_acks;
         let permissions = self.shared.admission().check(&hello);
@@ -85,4 +93,52 @@ impl Links {
         let permissions = permissions?;
         Ok((client, permissions))
     }
+
+    /// The direct way in for the publishes of `who`, already admitted through its uplink:
+    /// a session opened by the same handshake (so the same token, permissions and metadata
+    /// rules), its [`Ingress`] as session `id` counted in `counters` (`/connz`), and the
+    /// stored acknowledgements of its QoS 1 publishes.
+    pub fn direct(
+        &self,
+        who: &Who,
+        id: SessionId,
+        counters: ConnCounters,
+    ) -> Result<Direct, Goaway> {
+        let shared = &self.shared;
+        let now = std::time::Instant::now();
+        let mut session = Session::new(
+            id,
+            now + shared.config.handshake_timeout(),
+            shared.admission(),
+        );
+        let hello = hello(who, ClientType::Source);
+        match session.handle_frame(now, Frame::Handshake(Box::new(hello))) {
+            Event::Admitted(peer) => Ok(Direct {
+                ingress: Ingress::new(shared, (id, counters), &peer),
+                session,
+                acks: Arc::new(Acks::default()),
+            }),
+            Event::Close(goaway) => Err(goaway),
+            _ => Err(Goaway::new(
+                GoawayCode::ProtocolError,
+                "the router did not open the session",
+            )),
+        }
+    }
+}
+
+/// The handshake an MQTT client's links and direct way in are opened with.
+fn hello(who: &Who, client_type: ClientType) -> Handshake {
+    let id = format!("mqtt-{}-{}", who.client_id, y3_transport::sdk::new_id());
+    Handshake::new(client_type, who.name.clone(), id).credential(&who.credential)
+}
+
+/// An MQTT client's direct way into the routing table ([`Links::direct`]).
+pub(crate) struct Direct {
+    /// Its session, open: it checks each frame (`Session::check_data`).
+    pub session: Session,
+    /// Its frames' way in, shared with the read loop of socket connections.
+    pub ingress: Ingress,
+    /// The stored acknowledgements of its QoS 1 publishes (a ticket each).
+    pub acks: Arc<Acks>,
 }

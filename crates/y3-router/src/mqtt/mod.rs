@@ -2,15 +2,18 @@
 //! that YoMo sources and stream functions use (`docs/mqtt.md`).
 //!
 //! ```text
-//!  sensor ─PUBLISH sensors/a/noise─▶ listener ─ [[mqtt.publish]] topic → tag ─▶ uplink ─▶ routing
+//!  sensor ─PUBLISH sensors/a/noise─▶ listener ─ [[mqtt.publish]] topic → tag ─▶ Ingress ─▶ routing
 //!                                      metadata: yomo-source-id, yomo-tid, mqtt-topic
-//!  QoS 1: PUBACK once the router says the frame is routed (stored acknowledgement;
-//!         the uplink asks for them from the connection's first QoS 1 publish on)
+//!  QoS 1: PUBACK once the router says the frame is routed (stored acknowledgement, a
+//!         ticket for each QoS 1 publish)
 //!  routing ─ tag ─▶ downlink ─ [[mqtt.subscribe]] tag → topic ─▶ session ─PUBLISH─▶ subscriber
 //! ```
 //!
-//! Each MQTT client reaches the router through internal in-memory links (`link.rs`) that
-//! the router serves as any client's connection: the client's password is checked as a y3
+//! Each MQTT client is admitted through an internal in-memory link (`link.rs`) that the
+//! router serves as any client's connection, and receives through another; its publishes
+//! become the router's data frames and go straight to the routing code a socket
+//! connection's read loop uses (`crate::ingress`), with no encoding in between. The
+//! client's password is checked as a y3
 //! token (`[[auth.tokens]]`, with the MQTT client's own address in the tarpit), the token's
 //! `publish`/`observe` tags bound what it may publish and subscribe to, and its frames go
 //! through the same queues, memory budget, filters, ledger and federation. The codec is
