@@ -1000,6 +1000,11 @@ fn batches_only_to_routers_that_read_them() {
             "no batch once the router reads them: {messages} messages"
         );
         assert!(messages < frames, "{messages} messages for {frames} frames");
+        // A frame alone goes as a batch of one too (hops and metadata in the body).
+        assert_eq!(
+            batches, messages,
+            "every message to a batch reader is a batch"
+        );
     });
     assert_eq!(a.lost("queue_full"), 0);
 }

@@ -7,7 +7,7 @@
 //!           Y3-Seq:      1, 2, 3, ... per (origin, epoch, subject): gaps are counted losses
 //!           Y3-Hops:     the frame's hops (stream functions passed)
 //!           Y3-Metadata: the frame's msgpack metadata, hex (absent: empty)
-//!           Nats-Msg-Id: <tag>:<yomo-tid>:<content, 16 hex> (durable tags: JetStream's
+//!           Nats-Msg-Id: <tag>:<yomo-tid>:<content, 16 hex> (durable tags only: JetStream's
 //!                        de-duplication; see [`msg_id`])
 //!  payload  the frame's payload, as is
 //! ```
@@ -96,19 +96,36 @@ pub(crate) struct Stamp {
     pub seq: u64,
 }
 
-/// The headers of `data` published by `stamp`.
-pub(crate) fn headers(data: &Data, stamp: &Stamp) -> HeaderMap {
+/// Headers with `stamp`: `Y3-Origin`, `Y3-Epoch`, `Y3-Seq`.
+///
+/// Numbers go in as `HeaderValue::from(u64)` (digits, not checked again); a `String` or
+/// `&str` value is scanned for line breaks by async-nats on every insert (a refused one is
+/// a panic), a per-message cost on the hot path. The origin is a subject token (checked
+/// when the federation starts) and the metadata is hex: neither holds a line break.
+fn stamped(stamp: &Stamp) -> HeaderMap {
     let mut h = HeaderMap::new();
-    // Every value is a `String` moved in (no second copy). The origin is a subject token,
-    // the numbers are digits and the metadata is hex: none holds a line break, which
-    // async-nats refuses with a panic.
-    h.insert(name(ORIGIN), stamp.origin.clone());
-    h.insert(name(EPOCH), stamp.epoch.to_string());
-    h.insert(name(SEQ), stamp.seq.to_string());
-    h.insert(name(HOPS), data.hops.to_string());
+    h.insert(name(ORIGIN), stamp.origin.as_str());
+    h.insert(name(EPOCH), HeaderValue::from(stamp.epoch));
+    h.insert(name(SEQ), HeaderValue::from(stamp.seq));
+    h
+}
+
+/// The headers of `data` published by `stamp` on a plain tag (core NATS): no
+/// `Nats-Msg-Id`, which only JetStream reads (see [`durable_headers`]).
+pub(crate) fn headers(data: &Data, stamp: &Stamp) -> HeaderMap {
+    let mut h = stamped(stamp);
+    h.insert(name(HOPS), HeaderValue::from(data.hops));
     if !data.metadata.is_empty() {
         h.insert(name(METADATA), to_hex(data.metadata.as_bytes()));
     }
+    h
+}
+
+/// The headers of `data` published by `stamp` on a durable tag (JetStream): [`headers`]
+/// and `Nats-Msg-Id` ([`msg_id`]), which the stream de-duplicates by. Only here: the id
+/// digests the whole payload (FNV-1a, a byte at a time), work a plain frame does not need.
+pub(crate) fn durable_headers(data: &Data, stamp: &Stamp) -> HeaderMap {
+    let mut h = headers(data, stamp);
     // The id carries a client's yomo-tid: one with a line break is left out (the frame is
     // then not de-duplicated by JetStream) rather than refused.
     if let Some(id) = msg_id(data).and_then(|id| id.parse::<HeaderValue>().ok()) {
@@ -124,16 +141,12 @@ pub(crate) fn entry_len(data: &Data) -> usize {
 
 /// One message carrying `frames` (all of one tag, at least one), the first published as
 /// `first`, the others with the following sequence numbers: its headers and payload. A
-/// single frame is a plain message ([`headers`]), which every router reads.
+/// batch of one is for routers that read batches: its hops and metadata travel in the
+/// body, raw, instead of as `Y3-Hops` and hex `Y3-Metadata` headers; for the others a frame
+/// goes as a message of its own ([`headers`]).
 pub(crate) fn batch(frames: &[Data], first: &Stamp) -> (HeaderMap, Bytes) {
-    if let [one] = frames {
-        return (headers(one, first), one.payload.clone());
-    }
-    let mut h = HeaderMap::new();
-    h.insert(name(ORIGIN), first.origin.clone());
-    h.insert(name(EPOCH), first.epoch.to_string());
-    h.insert(name(SEQ), first.seq.to_string());
-    h.insert(name(BATCH), frames.len().to_string());
+    let mut h = stamped(first);
+    h.insert(name(BATCH), HeaderValue::from(frames.len()));
     let mut body = BytesMut::with_capacity(frames.iter().map(entry_len).sum());
     for data in frames {
         let metadata = data.metadata.as_bytes();
@@ -320,7 +333,8 @@ mod tests {
             epoch: 7,
             seq: 42,
         };
-        let h = headers(&data, &stamp);
+        assert!(headers(&data, &stamp).get(MSG_ID).is_none());
+        let h = durable_headers(&data, &stamp);
         let id = h.get(MSG_ID).unwrap().as_str();
         assert!(
             id.starts_with("51:t1:") && id.len() == "51:t1:".len() + 16,
@@ -373,7 +387,7 @@ mod tests {
             epoch: 1,
             seq: 1,
         };
-        let h = headers(&data, &stamp);
+        let h = durable_headers(&data, &stamp);
         assert!(h.get(MSG_ID).is_none());
         assert!(h.get("Injected").is_none());
         let (back, _) = decode("y3", "y3.tag.51", Some(&h), data.payload.clone()).unwrap();
@@ -448,20 +462,26 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_of_one_is_a_plain_message() {
-        let one = &frames()[..1];
-        let (h, payload) = batch(one, &first());
-        assert!(h.get(BATCH).is_none());
-        assert_eq!(payload, one[0].payload);
+    fn a_frame_alone_is_a_plain_message_or_a_batch_of_one() {
+        let one = &frames()[0];
+        let h = headers(one, &first());
+        assert!(h.get(BATCH).is_none() && h.get(MSG_ID).is_none());
         // Read as before by any router, and as a single frame by `decode_all`.
-        let (data, stamp) = decode("y3", "y3.tag.51", Some(&h), payload.clone()).unwrap();
+        let (data, stamp) = decode("y3", "y3.tag.51", Some(&h), one.payload.clone()).unwrap();
         assert_eq!((data.hops, stamp), (3, first()));
-        let got = decode_all("y3", "y3.tag.51", Some(&h), payload).unwrap();
+        let got = decode_all("y3", "y3.tag.51", Some(&h), one.payload.clone()).unwrap();
         assert_eq!(got.frames.len(), 1);
-        assert_eq!(
-            got.frames[0].metadata.as_bytes(),
-            one[0].metadata.as_bytes()
-        );
+        assert_eq!(got.frames[0].metadata.as_bytes(), one.metadata.as_bytes());
+        // For routers that read batches: hops and metadata in the body, no hex.
+        let (h, body) = batch(std::slice::from_ref(one), &first());
+        assert_eq!(h.get(BATCH).unwrap().as_str(), "1");
+        assert!(h.get(HOPS).is_none() && h.get(METADATA).is_none() && h.get(MSG_ID).is_none());
+        let got = decode_all("y3", "y3.tag.51", Some(&h), body).unwrap();
+        assert_eq!(got.first, first());
+        assert_eq!(got.frames.len(), 1);
+        let back = &got.frames[0];
+        assert_eq!((back.hops, &back.payload), (3, &one.payload));
+        assert_eq!(back.metadata.as_bytes(), one.metadata.as_bytes());
     }
 
     #[test]
