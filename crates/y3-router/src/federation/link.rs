@@ -284,6 +284,9 @@ struct Open {
     /// Whether every router observing the tag reads batches: then even a frame alone goes
     /// as a batch (of one), its hops and metadata in the body rather than in headers.
     batched: bool,
+    /// Whether every router observing the tag reads packed messages: then the batch goes
+    /// without headers, its stamp in the body too.
+    packed: bool,
     frames: Vec<Data>,
     /// Their size as batch entries.
     bytes: usize,
@@ -295,6 +298,7 @@ impl Open {
             first,
             subject,
             batched: !remote.unbatched.contains(&tag),
+            packed: !remote.unbatched.contains(&tag) && !remote.unpacked.contains(&tag),
             frames: Vec::new(),
             bytes: 0,
         }
@@ -310,19 +314,28 @@ impl Open {
     }
 }
 
-/// Publishes `open`'s frames as one message: a batch, or a frame of its own for a tag that
-/// a router which does not read batches observes.
+/// Publishes `open`'s frames as one message: packed (no headers), a batch, or a frame of
+/// its own, as the routers observing the tag read.
 async fn send_plain(fed: &Federation, client: &Client, open: Open) {
     let frames = open.frames.len() as u64;
-    let (headers, payload) = match &open.frames[..] {
+    let packed = match &open.frames[..] {
         [] => return,
-        [one] if !open.batched => (wire::headers(one, &open.first), one.payload.clone()),
-        all => wire::batch(all, &open.first),
+        all if open.packed => wire::packed(all, &open.first),
+        _ => None,
     };
-    match client
-        .publish_with_headers(open.subject, headers, payload)
-        .await
-    {
+    let sent = match packed {
+        Some(body) => client.publish(open.subject, body).await,
+        None => {
+            let (headers, payload) = match &open.frames[..] {
+                [one] if !open.batched => (wire::headers(one, &open.first), one.payload.clone()),
+                all => wire::batch(all, &open.first),
+            };
+            client
+                .publish_with_headers(open.subject, headers, payload)
+                .await
+        }
+    };
+    match sent {
         Ok(()) => {
             fed.metrics.published.inc_by(frames);
             fed.metrics.published_messages.inc();
@@ -497,6 +510,7 @@ async fn interest<L: Local>(
             let _ = client.flush().await;
             let mut headers = HeaderMap::new();
             headers.insert(wire::READS_BATCHES, "1");
+            headers.insert(wire::READS_PACKED, "1");
             if sync {
                 headers.insert("Y3-Sync", "1");
             }
@@ -541,6 +555,7 @@ async fn interest<L: Local>(
                 let heard = Heard {
                     tags,
                     reads_batches: header(wire::READS_BATCHES),
+                    reads_packed: header(wire::READS_PACKED),
                     at: Instant::now(),
                 };
                 remote.insert(router.to_owned(), heard);
@@ -562,6 +577,9 @@ struct Heard {
     /// Whether it reads batches (`Y3-Reads-Batches`); a router older than batches does not
     /// say so, and gets one frame per message.
     reads_batches: bool,
+    /// Whether it reads packed messages (`Y3-Reads-Packed`); a router older than them gets
+    /// batches with headers.
+    reads_packed: bool,
     /// When it was heard.
     at: Instant,
 }
@@ -572,6 +590,9 @@ fn publish_remote(fed: &Federation, remote: &HashMap<String, Heard>) {
         interest.tags.extend(h.tags.iter().copied());
         if !h.reads_batches {
             interest.unbatched.extend(h.tags.iter().copied());
+        }
+        if !h.reads_packed {
+            interest.unpacked.extend(h.tags.iter().copied());
         }
     }
     let pairs: usize = remote.values().map(|h| h.tags.len()).sum();

@@ -21,6 +21,17 @@
 //!           | metadata (msgpack, raw) | payload
 //!  body     entry 1 | entry 2 | ... | entry <count>      (nothing after the last)
 //! ```
+//!
+//! To routers that read them (`Y3-Reads-Packed`), the same frames go **packed**: a message
+//! without headers (core NATS `PUB`, no header block for either side to build or parse), the
+//! stamp and count in front of the entries:
+//!
+//! ```text
+//!  0       4      5             5+o          13+o       21+o         23+o
+//!  +-------+------+-------------+------------+----------+------------+-----------------+
+//!  | Y3P1  | o:u8 | origin (o)  | epoch u64  | seq u64  | count u16  | entry 1 ... <count> |
+//!  +-------+------+-------------+------------+----------+------------+-----------------+
+//! ```
 
 use async_nats::{HeaderMap, HeaderName, HeaderValue};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -36,6 +47,14 @@ pub(crate) const MSG_ID: &str = "Nats-Msg-Id";
 pub(crate) const BATCH: &str = "Y3-Batch";
 /// On an interest announcement: the announcing router reads batches (`spec/federation.md`).
 pub(crate) const READS_BATCHES: &str = "Y3-Reads-Batches";
+/// On an interest announcement: the announcing router reads packed messages.
+pub(crate) const READS_PACKED: &str = "Y3-Reads-Packed";
+
+/// The first bytes of a packed message's body (a message without headers).
+const PACKED_MAGIC: &[u8; 4] = b"Y3P1";
+
+/// A packed message's fixed part after the magic and the origin: epoch, seq, count.
+const PACKED_STAMP: usize = 8 + 8 + 2;
 
 pub(crate) use crate::config::federation::MAX_BATCH_FRAMES;
 
@@ -148,6 +167,32 @@ pub(crate) fn batch(frames: &[Data], first: &Stamp) -> (HeaderMap, Bytes) {
     let mut h = stamped(first);
     h.insert(name(BATCH), HeaderValue::from(frames.len()));
     let mut body = BytesMut::with_capacity(frames.iter().map(entry_len).sum());
+    put_entries(&mut body, frames);
+    (h, body.freeze())
+}
+
+/// `frames` (all of one tag, 1 to [`MAX_BATCH_FRAMES`]), the first published as `first`,
+/// as one packed message's body (no headers); `None` when the origin is longer than 255
+/// bytes or there are too many frames (then a batch carries them).
+pub(crate) fn packed(frames: &[Data], first: &Stamp) -> Option<Bytes> {
+    let origin = u8::try_from(first.origin.len()).ok()?;
+    let count = u16::try_from(frames.len())
+        .ok()
+        .filter(|&n| usize::from(n) <= MAX_BATCH_FRAMES)?;
+    let fixed = PACKED_MAGIC.len() + 1 + usize::from(origin) + PACKED_STAMP;
+    let mut body = BytesMut::with_capacity(fixed + frames.iter().map(entry_len).sum::<usize>());
+    body.put_slice(PACKED_MAGIC);
+    body.put_u8(origin);
+    body.put_slice(first.origin.as_bytes());
+    body.put_u64(first.epoch);
+    body.put_u64(first.seq);
+    body.put_u16(count);
+    put_entries(&mut body, frames);
+    Some(body.freeze())
+}
+
+/// Appends `frames` as batch entries.
+fn put_entries(body: &mut BytesMut, frames: &[Data]) {
     for data in frames {
         let metadata = data.metadata.as_bytes();
         body.put_u32(data.hops);
@@ -158,7 +203,6 @@ pub(crate) fn batch(frames: &[Data], first: &Stamp) -> (HeaderMap, Bytes) {
         body.put_slice(metadata);
         body.put_slice(&data.payload);
     }
-    (h, body.freeze())
 }
 
 /// Lower-case hex of `bytes`, by table (`hex::encode` goes one `char` at a time).
@@ -179,6 +223,9 @@ pub(crate) enum Malformed {
     Header(&'static str),
     /// A batch body that does not hold exactly the announced frames.
     Batch(BadBatch),
+    /// A packed message whose fixed part (origin, epoch, sequence, count) is cut short or
+    /// out of range.
+    Packed,
 }
 
 /// How a batch body disagrees with its header.
@@ -200,14 +247,17 @@ pub(crate) struct Frames {
     pub frames: Vec<Data>,
 }
 
-/// The frames of a message on `subject`: one, or a batch's (`Y3-Batch`). A batch is taken
-/// whole or refused whole.
+/// The frames of a message on `subject`: one, a batch's (`Y3-Batch`) or a packed
+/// message's (no headers, [`PACKED_MAGIC`]). A batch is taken whole or refused whole.
 pub(crate) fn decode_all(
     prefix: &str,
     subject: &str,
     headers: Option<&HeaderMap>,
     payload: Bytes,
 ) -> Result<Frames, Malformed> {
+    if headers.is_none_or(HeaderMap::is_empty) && payload.starts_with(PACKED_MAGIC) {
+        return decode_packed(prefix, subject, payload);
+    }
     let count = match headers.and_then(|h| h.get(name(BATCH))) {
         None => {
             let (data, first) = decode(prefix, subject, headers, payload)?;
@@ -228,6 +278,40 @@ pub(crate) fn decode_all(
     if first.seq.checked_add(count as u64).is_none() {
         return Err(Malformed::Header(SEQ));
     }
+    let frames = entries(tag, count, payload)?;
+    Ok(Frames { first, frames })
+}
+
+/// The frames of a packed message (`body` starts with [`PACKED_MAGIC`]).
+fn decode_packed(prefix: &str, subject: &str, mut body: Bytes) -> Result<Frames, Malformed> {
+    let tag = tag_of(prefix, subject).ok_or(Malformed::Subject)?;
+    body.advance(PACKED_MAGIC.len());
+    let origin_len = usize::from(*body.first().ok_or(Malformed::Packed)?);
+    let fixed = 1 + origin_len + PACKED_STAMP;
+    if origin_len == 0 || body.len() < fixed {
+        return Err(Malformed::Packed);
+    }
+    let origin = std::str::from_utf8(&body[1..1 + origin_len]).map_err(|_| Malformed::Packed)?;
+    let origin = origin.to_owned();
+    let mut stamp = &body[1 + origin_len..fixed];
+    let (epoch, seq, count) = (
+        stamp.get_u64(),
+        stamp.get_u64(),
+        usize::from(stamp.get_u16()),
+    );
+    if !(1..=MAX_BATCH_FRAMES).contains(&count) || seq.checked_add(count as u64).is_none() {
+        return Err(Malformed::Packed);
+    }
+    body.advance(fixed);
+    let frames = entries(tag, count, body)?;
+    Ok(Frames {
+        first: Stamp { origin, epoch, seq },
+        frames,
+    })
+}
+
+/// Exactly `count` batch entries of `tag` in `payload`.
+fn entries(tag: u32, count: usize, payload: Bytes) -> Result<Vec<Data>, Malformed> {
     // Bounded by the constant and by what the body can hold, not by a length in it.
     let mut frames = Vec::with_capacity(count.min(payload.len() / ENTRY_HEAD));
     let mut rest = payload;
@@ -252,7 +336,7 @@ pub(crate) fn decode_all(
     if !rest.is_empty() {
         return Err(Malformed::Batch(BadBatch::Trailing { left: rest.len() }));
     }
-    Ok(Frames { first, frames })
+    Ok(frames)
 }
 
 /// The origin, epoch and sequence number of a message.
@@ -482,6 +566,78 @@ mod tests {
         let back = &got.frames[0];
         assert_eq!((back.hops, &back.payload), (3, &one.payload));
         assert_eq!(back.metadata.as_bytes(), one.metadata.as_bytes());
+    }
+
+    #[test]
+    fn packed_round_trip() {
+        let sent = frames();
+        for frames in [&sent[..1], &sent[..]] {
+            let body = packed(frames, &first()).unwrap();
+            let got = decode_all("y3", "y3.tag.51", None, body.clone()).unwrap();
+            assert_eq!(got.first, first());
+            assert_eq!(got.frames.len(), frames.len());
+            for (back, data) in got.frames.iter().zip(frames) {
+                assert_eq!((back.tag, back.hops), (0x33, data.hops));
+                assert_eq!(back.payload, data.payload);
+                assert_eq!(back.metadata.as_bytes(), data.metadata.as_bytes());
+            }
+            // async-nats hands a message without headers over as `None` or as an empty map.
+            let empty = HeaderMap::new();
+            assert!(decode_all("y3", "y3.tag.51", Some(&empty), body).is_ok());
+        }
+        let long = Stamp {
+            origin: "o".repeat(256),
+            ..first()
+        };
+        assert!(
+            packed(&sent, &long).is_none(),
+            "a batch carries a long origin"
+        );
+    }
+
+    #[test]
+    fn hostile_packed_messages_are_malformed() {
+        let body = packed(&frames(), &first()).unwrap().to_vec();
+        let fixed = PACKED_MAGIC.len() + 1 + 1 + PACKED_STAMP; // origin "a"
+        let decode = |b: &[u8]| decode_all("y3", "y3.tag.51", None, Bytes::copy_from_slice(b));
+        // Cut inside the fixed part, at every length.
+        for len in PACKED_MAGIC.len()..fixed {
+            assert_eq!(
+                decode(&body[..len]).unwrap_err(),
+                Malformed::Packed,
+                "{len}"
+            );
+        }
+        // Counts 0 and past the bound, a sequence number that would wrap, an empty origin.
+        let with = |at: usize, bytes: &[u8]| {
+            let mut b = body.clone();
+            b[at..at + bytes.len()].copy_from_slice(bytes);
+            b
+        };
+        for count in [0u16, 1025, u16::MAX] {
+            let b = with(fixed - 2, &count.to_be_bytes());
+            assert_eq!(decode(&b).unwrap_err(), Malformed::Packed);
+        }
+        let b = with(fixed - 10, &(u64::MAX - 1).to_be_bytes());
+        assert_eq!(decode(&b).unwrap_err(), Malformed::Packed);
+        let b = with(PACKED_MAGIC.len(), &[0]);
+        assert_eq!(decode(&b).unwrap_err(), Malformed::Packed);
+        // Count and entries disagree, as for a batch.
+        let b = with(fixed - 2, &4u16.to_be_bytes());
+        assert_eq!(
+            decode(&b).unwrap_err(),
+            Malformed::Batch(BadBatch::Truncated { entry: 3 })
+        );
+        let b = with(fixed - 2, &2u16.to_be_bytes());
+        assert!(matches!(
+            decode(&b).unwrap_err(),
+            Malformed::Batch(BadBatch::Trailing { .. })
+        ));
+        // Without the magic, a message without headers is not a frame (as before).
+        assert_eq!(
+            decode(&body[PACKED_MAGIC.len()..]).unwrap_err(),
+            Malformed::Header(ORIGIN)
+        );
     }
 
     #[test]
