@@ -938,8 +938,10 @@ fn full_publish_queue_holds_the_source_back_or_drops_and_counts() {
 
 /// A router older than batches (a NATS client that announces interest the way such a router
 /// does, without `Y3-Reads-Batches`) gets one frame per message; once it announces that it
-/// reads batches, a burst travels in batches. The second announcement adds a tag, so that
-/// A's `remote_interest` (tags over routers) tells when A has heard it: one burst then.
+/// reads batches, every message is a batch (a frame alone a batch of one), and a burst
+/// travels in fewer messages than frames; once it announces that it reads packed messages
+/// too, every message is packed (no headers). Each announcement adds a tag, so that A's
+/// `remote_interest` (tags over routers) tells when A has heard it: one burst then.
 #[test]
 fn batches_only_to_routers_that_read_them() {
     let dir = temp_dir("negotiate");
@@ -949,90 +951,114 @@ fn batches_only_to_routers_that_read_them() {
     rt.block_on(async {
         let old = async_nats::connect(nodes[1].url()).await.unwrap();
         let mut sub = old.subscribe("y3.tag.20").await.unwrap();
-        let announce = |reads_batches: bool| {
+        // 0: older than batches; 1: reads batches; 2: reads batches and packed messages.
+        let announce = |reads: usize| {
             let old = old.clone();
             async move {
                 let mut h = async_nats::HeaderMap::new();
-                let tags = if reads_batches {
+                if reads >= 1 {
                     h.insert("Y3-Reads-Batches", "1");
-                    "20,21"
-                } else {
-                    "20"
-                };
+                }
+                if reads >= 2 {
+                    h.insert("Y3-Reads-Packed", "1");
+                }
+                let tags = ["20", "20,21", "20,21,22"][reads];
                 old.publish_with_headers("y3.interest.old", h, tags.into())
                     .await
                     .unwrap();
                 old.flush().await.unwrap();
             }
         };
-        // Announced again until A, which connects in the background, has heard it (a router
-        // announces every 5 s).
-        let start = Instant::now();
-        loop {
-            announce(false).await;
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            if a.metric("y3_router_federation_remote_interest") >= 1 {
-                break;
+        let mut bursts = Vec::new();
+        for reads in 0..3 {
+            // Announced again until A, which connects in the background, has heard it (a
+            // router announces every 5 s).
+            let start = Instant::now();
+            loop {
+                announce(reads).await;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                if a.metric("y3_router_federation_remote_interest") > reads as u64 {
+                    break;
+                }
+                assert!(start.elapsed() < WAIT, "A never heard announcement {reads}");
             }
-            assert!(start.elapsed() < WAIT, "A never heard the old router");
+            let source = format!("s{reads}");
+            let got = burst(a.options(&source), source, &mut sub).await;
+            eprintln!("announcement {reads}: {got:?}");
+            bursts.push(got);
         }
-        let (messages, frames, batches) = burst(a.options("s1"), "s1".into(), &mut sub).await;
-        eprintln!("old router: {frames} frames in {messages} messages");
-        assert_eq!((messages, batches), (frames, 0));
-
-        // Once A has heard the new announcement (its two tags), one burst travels in batches.
-        let start = Instant::now();
-        loop {
-            announce(true).await;
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            if a.metric("y3_router_federation_remote_interest") >= 2 {
-                break;
+        let [old, batches, packed] = bursts[..] else {
+            unreachable!()
+        };
+        assert_eq!(
+            old,
+            Burst {
+                messages: old.frames,
+                frames: 3000,
+                batches: 0,
+                packed: 0
             }
-            assert!(
-                start.elapsed() < WAIT,
-                "A never heard that the router reads batches"
-            );
-        }
-        let (messages, frames, batches) = burst(a.options("s2"), "s2".into(), &mut sub).await;
-        eprintln!("reads batches: {frames} frames in {messages} messages");
-        assert!(
-            batches > 0,
-            "no batch once the router reads them: {messages} messages"
         );
-        assert!(messages < frames, "{messages} messages for {frames} frames");
+        assert_eq!((batches.batches, batches.packed), (batches.messages, 0));
+        assert!(batches.messages < batches.frames, "{batches:?}");
+        assert_eq!((packed.batches, packed.packed), (0, packed.messages));
+        assert!(packed.messages < packed.frames, "{packed:?}");
     });
     assert_eq!(a.lost("queue_full"), 0);
 }
 
-/// Sends 3,000 frames of tag 20 as source `name` without pauses and reads them on `sub`:
-/// (NATS messages, frames, messages that were batches).
-async fn burst(
-    options: ClientOptions,
-    name: String,
-    sub: &mut async_nats::Subscriber,
-) -> (u64, u64, u64) {
+/// What [`burst`] read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Burst {
+    /// NATS messages.
+    messages: u64,
+    /// Frames in them.
+    frames: u64,
+    /// Messages with a `Y3-Batch` header (batches of one included).
+    batches: u64,
+    /// Messages without headers (packed).
+    packed: u64,
+}
+
+/// Sends 3,000 frames of tag 20 as source `name` without pauses and reads them on `sub`.
+async fn burst(options: ClientOptions, name: String, sub: &mut async_nats::Subscriber) -> Burst {
     let n = 3000u64;
     let sent = tokio::spawn(async move {
         send_paced(options, 20, &name, n, Duration::ZERO).await;
     });
-    let (mut messages, mut frames, mut batches) = (0u64, 0u64, 0u64);
-    while frames < n {
+    let mut got = Burst {
+        messages: 0,
+        frames: 0,
+        batches: 0,
+        packed: 0,
+    };
+    while got.frames < n {
         let msg = tokio::time::timeout(Duration::from_secs(5), sub.next())
             .await
             .expect("frames stopped")
             .unwrap();
-        let count = msg
-            .headers
-            .as_ref()
-            .and_then(|h| h.get("Y3-Batch"))
-            .map_or(1, |v| v.as_str().parse::<u64>().unwrap());
-        messages += 1;
-        frames += count;
-        batches += u64::from(count > 1);
+        let batch = msg.headers.as_ref().and_then(|h| h.get("Y3-Batch"));
+        let count = match (&msg.headers, batch) {
+            (_, Some(count)) => {
+                got.batches += 1;
+                count.as_str().parse::<u64>().unwrap()
+            }
+            (Some(h), None) if !h.is_empty() => 1,
+            _ => {
+                // Packed: "Y3P1" | origin length | origin | epoch | seq | count u16 | ...
+                got.packed += 1;
+                let body = &msg.payload;
+                assert!(body.starts_with(b"Y3P1"), "{body:?}");
+                let at = 5 + usize::from(body[4]) + 16;
+                u64::from(u16::from_be_bytes([body[at], body[at + 1]]))
+            }
+        };
+        got.messages += 1;
+        got.frames += count;
     }
     sent.await.unwrap();
-    assert_eq!(frames, n);
-    (messages, frames, batches)
+    assert_eq!(got.frames, n);
+    got
 }
 
 /// Two routers given one `federation.name`: the second refuses to start (exit status 1, a runtime failure,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::{self, consumer, stream, AckKind};
-use async_nats::{Client, ConnectOptions, HeaderMap};
+use async_nats::{Client, ConnectOptions, HeaderMap, Subject};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use tokio::sync::oneshot;
@@ -195,8 +195,16 @@ async fn publish(
     mut queued: tokio::sync::mpsc::Receiver<Queued>,
 ) {
     let prefix = fed.config.subject_prefix.clone();
-    let mut seqs: HashMap<u32, u64> = HashMap::new();
+    // Per tag: the last sequence number published, and the subject (made once, not a
+    // `format!` per message).
+    let mut tags: HashMap<u32, (u64, Subject)> = HashMap::new();
+    let stamp = |seq| Stamp {
+        origin: fed.name.to_string(),
+        epoch: fed.epoch,
+        seq,
+    };
     let mut batch = Vec::with_capacity(MAX_BATCH);
+    let mut open: Vec<Open> = Vec::new();
     let mut stream_ready = false;
     loop {
         let n = tokio::select! {
@@ -219,18 +227,14 @@ async fn publish(
         // A tag that a router which does not read batches observes: one frame per message.
         let remote = fed.remote.read().unwrap_or_else(|e| e.into_inner()).clone();
         let mut stored = Vec::new();
-        let mut open: Vec<Open> = Vec::new();
         for Queued { data, ticket } in batch.drain(..) {
-            let seq = seqs.entry(data.tag).or_insert(0);
+            let (seq, subject) = tags
+                .entry(data.tag)
+                .or_insert_with(|| (0, Subject::from(wire::subject(&prefix, data.tag))));
             *seq += 1;
-            let stamp = Stamp {
-                origin: fed.name.to_string(),
-                epoch: fed.epoch,
-                seq: *seq,
-            };
-            let subject = wire::subject(&prefix, data.tag);
+            let (seq, subject) = (*seq, subject.clone());
             if fed.config.is_durable(data.tag) {
-                let headers = wire::headers(&data, &stamp);
+                let headers = wire::durable_headers(&data, &stamp(seq));
                 if !stream_ready {
                     stream_ready = ensure_stream(&fed, &js).await;
                 }
@@ -249,40 +253,52 @@ async fn publish(
             // Plain: joins the frames of its subject waiting in this round, up to the bound.
             let len = wire::entry_len(&data);
             let at = match open.iter().position(|o| o.frames[0].tag == data.tag) {
-                Some(at) if open[at].fits(len, &fed.config, &remote) => at,
+                Some(at) if open[at].fits(len, &fed.config) => at,
                 Some(at) => {
                     let full = open.swap_remove(at);
-                    send_plain(&fed, &client, &prefix, full).await;
-                    open.push(Open::new(stamp));
+                    send_plain(&fed, &client, full).await;
+                    open.push(Open::new(stamp(seq), subject, &remote, data.tag));
                     open.len() - 1
                 }
                 None => {
-                    open.push(Open::new(stamp));
+                    open.push(Open::new(stamp(seq), subject, &remote, data.tag));
                     open.len() - 1
                 }
             };
             open[at].bytes += len;
             open[at].frames.push(data);
         }
-        for o in open {
-            send_plain(&fed, &client, &prefix, o).await;
+        for o in open.drain(..) {
+            send_plain(&fed, &client, o).await;
         }
-        store(&fed, &js, stored).await;
+        if !stored.is_empty() {
+            store(&fed, &js, stored).await;
+        }
     }
 }
 
 /// Plain frames of one subject gathered for one message.
 struct Open {
     first: Stamp,
+    subject: Subject,
+    /// Whether every router observing the tag reads batches: then even a frame alone goes
+    /// as a batch (of one), its hops and metadata in the body rather than in headers.
+    batched: bool,
+    /// Whether every router observing the tag reads packed messages: then the batch goes
+    /// without headers, its stamp in the body too.
+    packed: bool,
     frames: Vec<Data>,
     /// Their size as batch entries.
     bytes: usize,
 }
 
 impl Open {
-    fn new(first: Stamp) -> Open {
+    fn new(first: Stamp, subject: Subject, remote: &super::Remote, tag: u32) -> Open {
         Open {
             first,
+            subject,
+            batched: !remote.unbatched.contains(&tag),
+            packed: !remote.unbatched.contains(&tag) && !remote.unpacked.contains(&tag),
             frames: Vec::new(),
             bytes: 0,
         }
@@ -291,24 +307,35 @@ impl Open {
     /// Whether a frame of `len` bytes (as an entry) joins this message
     /// (`federation.batch_frames`, `federation.batch_bytes`; never for a tag that a router
     /// which does not read batches observes).
-    fn fits(&self, len: usize, config: &super::FederationConfig, remote: &super::Remote) -> bool {
-        self.frames.len() < config.batch_frames
+    fn fits(&self, len: usize, config: &super::FederationConfig) -> bool {
+        self.batched
+            && self.frames.len() < config.batch_frames
             && self.bytes + len <= config.batch_bytes
-            && !remote.unbatched.contains(&self.frames[0].tag)
     }
 }
 
-/// Publishes `open`'s frames as one message (a single frame: a plain one).
-async fn send_plain(fed: &Federation, client: &Client, prefix: &str, open: Open) {
-    let Some(tag) = open.frames.first().map(|d| d.tag) else {
-        return;
-    };
+/// Publishes `open`'s frames as one message: packed (no headers), a batch, or a frame of
+/// its own, as the routers observing the tag read.
+async fn send_plain(fed: &Federation, client: &Client, open: Open) {
     let frames = open.frames.len() as u64;
-    let (headers, payload) = wire::batch(&open.frames, &open.first);
-    match client
-        .publish_with_headers(wire::subject(prefix, tag), headers, payload)
-        .await
-    {
+    let packed = match &open.frames[..] {
+        [] => return,
+        all if open.packed => wire::packed(all, &open.first),
+        _ => None,
+    };
+    let sent = match packed {
+        Some(body) => client.publish(open.subject, body).await,
+        None => {
+            let (headers, payload) = match &open.frames[..] {
+                [one] if !open.batched => (wire::headers(one, &open.first), one.payload.clone()),
+                all => wire::batch(all, &open.first),
+            };
+            client
+                .publish_with_headers(open.subject, headers, payload)
+                .await
+        }
+    };
+    match sent {
         Ok(()) => {
             fed.metrics.published.inc_by(frames);
             fed.metrics.published_messages.inc();
@@ -319,7 +346,7 @@ async fn send_plain(fed: &Federation, client: &Client, prefix: &str, open: Open)
 
 /// A durable frame on its way into the stream.
 struct Pending {
-    subject: String,
+    subject: Subject,
     headers: HeaderMap,
     payload: Bytes,
     ack: Option<jetstream::context::PublishAckFuture>,
@@ -483,6 +510,7 @@ async fn interest<L: Local>(
             let _ = client.flush().await;
             let mut headers = HeaderMap::new();
             headers.insert(wire::READS_BATCHES, "1");
+            headers.insert(wire::READS_PACKED, "1");
             if sync {
                 headers.insert("Y3-Sync", "1");
             }
@@ -527,6 +555,7 @@ async fn interest<L: Local>(
                 let heard = Heard {
                     tags,
                     reads_batches: header(wire::READS_BATCHES),
+                    reads_packed: header(wire::READS_PACKED),
                     at: Instant::now(),
                 };
                 remote.insert(router.to_owned(), heard);
@@ -548,6 +577,9 @@ struct Heard {
     /// Whether it reads batches (`Y3-Reads-Batches`); a router older than batches does not
     /// say so, and gets one frame per message.
     reads_batches: bool,
+    /// Whether it reads packed messages (`Y3-Reads-Packed`); a router older than them gets
+    /// batches with headers.
+    reads_packed: bool,
     /// When it was heard.
     at: Instant,
 }
@@ -558,6 +590,9 @@ fn publish_remote(fed: &Federation, remote: &HashMap<String, Heard>) {
         interest.tags.extend(h.tags.iter().copied());
         if !h.reads_batches {
             interest.unbatched.extend(h.tags.iter().copied());
+        }
+        if !h.reads_packed {
+            interest.unpacked.extend(h.tags.iter().copied());
         }
     }
     let pairs: usize = remote.values().map(|h| h.tags.len()).sum();
@@ -593,14 +628,10 @@ struct Gaps {
 impl Gaps {
     /// Records `stamp`; returns how many messages before it were missed.
     fn record(&mut self, stamp: &Stamp) -> u64 {
-        // Looked up first: the origin is copied only for a publisher not seen before.
-        if !self.last.contains_key(&stamp.origin) {
-            self.last.insert(
-                stamp.origin.clone(),
-                (stamp.epoch, stamp.seq.saturating_sub(1)),
-            );
-        }
+        // Looked up once; the origin is copied only for a publisher not seen before.
         let Some(entry) = self.last.get_mut(&stamp.origin) else {
+            self.last
+                .insert(stamp.origin.clone(), (stamp.epoch, stamp.seq));
             return 0;
         };
         if entry.0 != stamp.epoch {

@@ -67,6 +67,8 @@ struct Remote {
     tags: HashSet<u32>,
     /// Those of them observed by a router that does not read batches.
     unbatched: HashSet<u32>,
+    /// Those of them observed by a router that does not read packed messages.
+    unpacked: HashSet<u32>,
 }
 
 /// A local stream function's interest.

@@ -7,7 +7,7 @@
 //!           Y3-Seq:      1, 2, 3, ... per (origin, epoch, subject): gaps are counted losses
 //!           Y3-Hops:     the frame's hops (stream functions passed)
 //!           Y3-Metadata: the frame's msgpack metadata, hex (absent: empty)
-//!           Nats-Msg-Id: <tag>:<yomo-tid>:<content, 16 hex> (durable tags: JetStream's
+//!           Nats-Msg-Id: <tag>:<yomo-tid>:<content, 16 hex> (durable tags only: JetStream's
 //!                        de-duplication; see [`msg_id`])
 //!  payload  the frame's payload, as is
 //! ```
@@ -20,6 +20,17 @@
 //!  entry    hops: u32 BE | metadata length: u32 BE | payload length: u32 BE
 //!           | metadata (msgpack, raw) | payload
 //!  body     entry 1 | entry 2 | ... | entry <count>      (nothing after the last)
+//! ```
+//!
+//! To routers that read them (`Y3-Reads-Packed`), the same frames go **packed**: a message
+//! without headers (core NATS `PUB`, no header block for either side to build or parse), the
+//! stamp and count in front of the entries:
+//!
+//! ```text
+//!  0       4      5             5+o          13+o       21+o         23+o
+//!  +-------+------+-------------+------------+----------+------------+-----------------+
+//!  | Y3P1  | o:u8 | origin (o)  | epoch u64  | seq u64  | count u16  | entry 1 ... <count> |
+//!  +-------+------+-------------+------------+----------+------------+-----------------+
 //! ```
 
 use async_nats::{HeaderMap, HeaderName, HeaderValue};
@@ -36,6 +47,14 @@ pub(crate) const MSG_ID: &str = "Nats-Msg-Id";
 pub(crate) const BATCH: &str = "Y3-Batch";
 /// On an interest announcement: the announcing router reads batches (`spec/federation.md`).
 pub(crate) const READS_BATCHES: &str = "Y3-Reads-Batches";
+/// On an interest announcement: the announcing router reads packed messages.
+pub(crate) const READS_PACKED: &str = "Y3-Reads-Packed";
+
+/// The first bytes of a packed message's body (a message without headers).
+const PACKED_MAGIC: &[u8; 4] = b"Y3P1";
+
+/// A packed message's fixed part after the magic and the origin: epoch, seq, count.
+const PACKED_STAMP: usize = 8 + 8 + 2;
 
 pub(crate) use crate::config::federation::MAX_BATCH_FRAMES;
 
@@ -96,19 +115,36 @@ pub(crate) struct Stamp {
     pub seq: u64,
 }
 
-/// The headers of `data` published by `stamp`.
-pub(crate) fn headers(data: &Data, stamp: &Stamp) -> HeaderMap {
+/// Headers with `stamp`: `Y3-Origin`, `Y3-Epoch`, `Y3-Seq`.
+///
+/// Numbers go in as `HeaderValue::from(u64)` (digits, not checked again); a `String` or
+/// `&str` value is scanned for line breaks by async-nats on every insert (a refused one is
+/// a panic), a per-message cost on the hot path. The origin is a subject token (checked
+/// when the federation starts) and the metadata is hex: neither holds a line break.
+fn stamped(stamp: &Stamp) -> HeaderMap {
     let mut h = HeaderMap::new();
-    // Every value is a `String` moved in (no second copy). The origin is a subject token,
-    // the numbers are digits and the metadata is hex: none holds a line break, which
-    // async-nats refuses with a panic.
-    h.insert(name(ORIGIN), stamp.origin.clone());
-    h.insert(name(EPOCH), stamp.epoch.to_string());
-    h.insert(name(SEQ), stamp.seq.to_string());
-    h.insert(name(HOPS), data.hops.to_string());
+    h.insert(name(ORIGIN), stamp.origin.as_str());
+    h.insert(name(EPOCH), HeaderValue::from(stamp.epoch));
+    h.insert(name(SEQ), HeaderValue::from(stamp.seq));
+    h
+}
+
+/// The headers of `data` published by `stamp` on a plain tag (core NATS): no
+/// `Nats-Msg-Id`, which only JetStream reads (see [`durable_headers`]).
+pub(crate) fn headers(data: &Data, stamp: &Stamp) -> HeaderMap {
+    let mut h = stamped(stamp);
+    h.insert(name(HOPS), HeaderValue::from(data.hops));
     if !data.metadata.is_empty() {
         h.insert(name(METADATA), to_hex(data.metadata.as_bytes()));
     }
+    h
+}
+
+/// The headers of `data` published by `stamp` on a durable tag (JetStream): [`headers`]
+/// and `Nats-Msg-Id` ([`msg_id`]), which the stream de-duplicates by. Only here: the id
+/// digests the whole payload (FNV-1a, a byte at a time), work a plain frame does not need.
+pub(crate) fn durable_headers(data: &Data, stamp: &Stamp) -> HeaderMap {
+    let mut h = headers(data, stamp);
     // The id carries a client's yomo-tid: one with a line break is left out (the frame is
     // then not de-duplicated by JetStream) rather than refused.
     if let Some(id) = msg_id(data).and_then(|id| id.parse::<HeaderValue>().ok()) {
@@ -124,17 +160,39 @@ pub(crate) fn entry_len(data: &Data) -> usize {
 
 /// One message carrying `frames` (all of one tag, at least one), the first published as
 /// `first`, the others with the following sequence numbers: its headers and payload. A
-/// single frame is a plain message ([`headers`]), which every router reads.
+/// batch of one is for routers that read batches: its hops and metadata travel in the
+/// body, raw, instead of as `Y3-Hops` and hex `Y3-Metadata` headers; for the others a frame
+/// goes as a message of its own ([`headers`]).
 pub(crate) fn batch(frames: &[Data], first: &Stamp) -> (HeaderMap, Bytes) {
-    if let [one] = frames {
-        return (headers(one, first), one.payload.clone());
-    }
-    let mut h = HeaderMap::new();
-    h.insert(name(ORIGIN), first.origin.clone());
-    h.insert(name(EPOCH), first.epoch.to_string());
-    h.insert(name(SEQ), first.seq.to_string());
-    h.insert(name(BATCH), frames.len().to_string());
+    let mut h = stamped(first);
+    h.insert(name(BATCH), HeaderValue::from(frames.len()));
     let mut body = BytesMut::with_capacity(frames.iter().map(entry_len).sum());
+    put_entries(&mut body, frames);
+    (h, body.freeze())
+}
+
+/// `frames` (all of one tag, 1 to [`MAX_BATCH_FRAMES`]), the first published as `first`,
+/// as one packed message's body (no headers); `None` when the origin is longer than 255
+/// bytes or there are too many frames (then a batch carries them).
+pub(crate) fn packed(frames: &[Data], first: &Stamp) -> Option<Bytes> {
+    let origin = u8::try_from(first.origin.len()).ok()?;
+    let count = u16::try_from(frames.len())
+        .ok()
+        .filter(|&n| usize::from(n) <= MAX_BATCH_FRAMES)?;
+    let fixed = PACKED_MAGIC.len() + 1 + usize::from(origin) + PACKED_STAMP;
+    let mut body = BytesMut::with_capacity(fixed + frames.iter().map(entry_len).sum::<usize>());
+    body.put_slice(PACKED_MAGIC);
+    body.put_u8(origin);
+    body.put_slice(first.origin.as_bytes());
+    body.put_u64(first.epoch);
+    body.put_u64(first.seq);
+    body.put_u16(count);
+    put_entries(&mut body, frames);
+    Some(body.freeze())
+}
+
+/// Appends `frames` as batch entries.
+fn put_entries(body: &mut BytesMut, frames: &[Data]) {
     for data in frames {
         let metadata = data.metadata.as_bytes();
         body.put_u32(data.hops);
@@ -145,7 +203,6 @@ pub(crate) fn batch(frames: &[Data], first: &Stamp) -> (HeaderMap, Bytes) {
         body.put_slice(metadata);
         body.put_slice(&data.payload);
     }
-    (h, body.freeze())
 }
 
 /// Lower-case hex of `bytes`, by table (`hex::encode` goes one `char` at a time).
@@ -166,6 +223,9 @@ pub(crate) enum Malformed {
     Header(&'static str),
     /// A batch body that does not hold exactly the announced frames.
     Batch(BadBatch),
+    /// A packed message whose fixed part (origin, epoch, sequence, count) is cut short or
+    /// out of range.
+    Packed,
 }
 
 /// How a batch body disagrees with its header.
@@ -187,14 +247,17 @@ pub(crate) struct Frames {
     pub frames: Vec<Data>,
 }
 
-/// The frames of a message on `subject`: one, or a batch's (`Y3-Batch`). A batch is taken
-/// whole or refused whole.
+/// The frames of a message on `subject`: one, a batch's (`Y3-Batch`) or a packed
+/// message's (no headers, [`PACKED_MAGIC`]). A batch is taken whole or refused whole.
 pub(crate) fn decode_all(
     prefix: &str,
     subject: &str,
     headers: Option<&HeaderMap>,
     payload: Bytes,
 ) -> Result<Frames, Malformed> {
+    if headers.is_none_or(HeaderMap::is_empty) && payload.starts_with(PACKED_MAGIC) {
+        return decode_packed(prefix, subject, payload);
+    }
     let count = match headers.and_then(|h| h.get(name(BATCH))) {
         None => {
             let (data, first) = decode(prefix, subject, headers, payload)?;
@@ -215,6 +278,40 @@ pub(crate) fn decode_all(
     if first.seq.checked_add(count as u64).is_none() {
         return Err(Malformed::Header(SEQ));
     }
+    let frames = entries(tag, count, payload)?;
+    Ok(Frames { first, frames })
+}
+
+/// The frames of a packed message (`body` starts with [`PACKED_MAGIC`]).
+fn decode_packed(prefix: &str, subject: &str, mut body: Bytes) -> Result<Frames, Malformed> {
+    let tag = tag_of(prefix, subject).ok_or(Malformed::Subject)?;
+    body.advance(PACKED_MAGIC.len());
+    let origin_len = usize::from(*body.first().ok_or(Malformed::Packed)?);
+    let fixed = 1 + origin_len + PACKED_STAMP;
+    if origin_len == 0 || body.len() < fixed {
+        return Err(Malformed::Packed);
+    }
+    let origin = std::str::from_utf8(&body[1..1 + origin_len]).map_err(|_| Malformed::Packed)?;
+    let origin = origin.to_owned();
+    let mut stamp = &body[1 + origin_len..fixed];
+    let (epoch, seq, count) = (
+        stamp.get_u64(),
+        stamp.get_u64(),
+        usize::from(stamp.get_u16()),
+    );
+    if !(1..=MAX_BATCH_FRAMES).contains(&count) || seq.checked_add(count as u64).is_none() {
+        return Err(Malformed::Packed);
+    }
+    body.advance(fixed);
+    let frames = entries(tag, count, body)?;
+    Ok(Frames {
+        first: Stamp { origin, epoch, seq },
+        frames,
+    })
+}
+
+/// Exactly `count` batch entries of `tag` in `payload`.
+fn entries(tag: u32, count: usize, payload: Bytes) -> Result<Vec<Data>, Malformed> {
     // Bounded by the constant and by what the body can hold, not by a length in it.
     let mut frames = Vec::with_capacity(count.min(payload.len() / ENTRY_HEAD));
     let mut rest = payload;
@@ -239,7 +336,7 @@ pub(crate) fn decode_all(
     if !rest.is_empty() {
         return Err(Malformed::Batch(BadBatch::Trailing { left: rest.len() }));
     }
-    Ok(Frames { first, frames })
+    Ok(frames)
 }
 
 /// The origin, epoch and sequence number of a message.
@@ -320,7 +417,8 @@ mod tests {
             epoch: 7,
             seq: 42,
         };
-        let h = headers(&data, &stamp);
+        assert!(headers(&data, &stamp).get(MSG_ID).is_none());
+        let h = durable_headers(&data, &stamp);
         let id = h.get(MSG_ID).unwrap().as_str();
         assert!(
             id.starts_with("51:t1:") && id.len() == "51:t1:".len() + 16,
@@ -373,7 +471,7 @@ mod tests {
             epoch: 1,
             seq: 1,
         };
-        let h = headers(&data, &stamp);
+        let h = durable_headers(&data, &stamp);
         assert!(h.get(MSG_ID).is_none());
         assert!(h.get("Injected").is_none());
         let (back, _) = decode("y3", "y3.tag.51", Some(&h), data.payload.clone()).unwrap();
@@ -448,19 +546,97 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_of_one_is_a_plain_message() {
-        let one = &frames()[..1];
-        let (h, payload) = batch(one, &first());
-        assert!(h.get(BATCH).is_none());
-        assert_eq!(payload, one[0].payload);
+    fn a_frame_alone_is_a_plain_message_or_a_batch_of_one() {
+        let one = &frames()[0];
+        let h = headers(one, &first());
+        assert!(h.get(BATCH).is_none() && h.get(MSG_ID).is_none());
         // Read as before by any router, and as a single frame by `decode_all`.
-        let (data, stamp) = decode("y3", "y3.tag.51", Some(&h), payload.clone()).unwrap();
+        let (data, stamp) = decode("y3", "y3.tag.51", Some(&h), one.payload.clone()).unwrap();
         assert_eq!((data.hops, stamp), (3, first()));
-        let got = decode_all("y3", "y3.tag.51", Some(&h), payload).unwrap();
+        let got = decode_all("y3", "y3.tag.51", Some(&h), one.payload.clone()).unwrap();
         assert_eq!(got.frames.len(), 1);
+        assert_eq!(got.frames[0].metadata.as_bytes(), one.metadata.as_bytes());
+        // For routers that read batches: hops and metadata in the body, no hex.
+        let (h, body) = batch(std::slice::from_ref(one), &first());
+        assert_eq!(h.get(BATCH).unwrap().as_str(), "1");
+        assert!(h.get(HOPS).is_none() && h.get(METADATA).is_none() && h.get(MSG_ID).is_none());
+        let got = decode_all("y3", "y3.tag.51", Some(&h), body).unwrap();
+        assert_eq!(got.first, first());
+        assert_eq!(got.frames.len(), 1);
+        let back = &got.frames[0];
+        assert_eq!((back.hops, &back.payload), (3, &one.payload));
+        assert_eq!(back.metadata.as_bytes(), one.metadata.as_bytes());
+    }
+
+    #[test]
+    fn packed_round_trip() {
+        let sent = frames();
+        for frames in [&sent[..1], &sent[..]] {
+            let body = packed(frames, &first()).unwrap();
+            let got = decode_all("y3", "y3.tag.51", None, body.clone()).unwrap();
+            assert_eq!(got.first, first());
+            assert_eq!(got.frames.len(), frames.len());
+            for (back, data) in got.frames.iter().zip(frames) {
+                assert_eq!((back.tag, back.hops), (0x33, data.hops));
+                assert_eq!(back.payload, data.payload);
+                assert_eq!(back.metadata.as_bytes(), data.metadata.as_bytes());
+            }
+            // async-nats hands a message without headers over as `None` or as an empty map.
+            let empty = HeaderMap::new();
+            assert!(decode_all("y3", "y3.tag.51", Some(&empty), body).is_ok());
+        }
+        let long = Stamp {
+            origin: "o".repeat(256),
+            ..first()
+        };
+        assert!(
+            packed(&sent, &long).is_none(),
+            "a batch carries a long origin"
+        );
+    }
+
+    #[test]
+    fn hostile_packed_messages_are_malformed() {
+        let body = packed(&frames(), &first()).unwrap().to_vec();
+        let fixed = PACKED_MAGIC.len() + 1 + 1 + PACKED_STAMP; // origin "a"
+        let decode = |b: &[u8]| decode_all("y3", "y3.tag.51", None, Bytes::copy_from_slice(b));
+        // Cut inside the fixed part, at every length.
+        for len in PACKED_MAGIC.len()..fixed {
+            assert_eq!(
+                decode(&body[..len]).unwrap_err(),
+                Malformed::Packed,
+                "{len}"
+            );
+        }
+        // Counts 0 and past the bound, a sequence number that would wrap, an empty origin.
+        let with = |at: usize, bytes: &[u8]| {
+            let mut b = body.clone();
+            b[at..at + bytes.len()].copy_from_slice(bytes);
+            b
+        };
+        for count in [0u16, 1025, u16::MAX] {
+            let b = with(fixed - 2, &count.to_be_bytes());
+            assert_eq!(decode(&b).unwrap_err(), Malformed::Packed);
+        }
+        let b = with(fixed - 10, &(u64::MAX - 1).to_be_bytes());
+        assert_eq!(decode(&b).unwrap_err(), Malformed::Packed);
+        let b = with(PACKED_MAGIC.len(), &[0]);
+        assert_eq!(decode(&b).unwrap_err(), Malformed::Packed);
+        // Count and entries disagree, as for a batch.
+        let b = with(fixed - 2, &4u16.to_be_bytes());
         assert_eq!(
-            got.frames[0].metadata.as_bytes(),
-            one[0].metadata.as_bytes()
+            decode(&b).unwrap_err(),
+            Malformed::Batch(BadBatch::Truncated { entry: 3 })
+        );
+        let b = with(fixed - 2, &2u16.to_be_bytes());
+        assert!(matches!(
+            decode(&b).unwrap_err(),
+            Malformed::Batch(BadBatch::Trailing { .. })
+        ));
+        // Without the magic, a message without headers is not a frame (as before).
+        assert_eq!(
+            decode(&body[PACKED_MAGIC.len()..]).unwrap_err(),
+            Malformed::Header(ORIGIN)
         );
     }
 
