@@ -10,7 +10,9 @@
 //! processes). The source sends `COUNT` frames of `SIZE` bytes at `RATE` msg/s, paced by
 //! tokio's timer (bursts of up to RATE/1000, as the lab's source); the sink reports
 //! p50/p99/p999/max. `ROUNDS` rounds alternate the transports, so that their ratios are
-//! taken under the same load.
+//! taken under the same load. With `PACED_SLOW` set, the sink prints every frame that took
+//! over 5 ms (sequence number, latency) to stderr: a stall at the start of a connection,
+//! one after an idle time and a backlog draining look different.
 //!
 //! ```text
 //! cargo run --release -p y3-transport --example paced_latency -- ADDR_TCP ADDR_QUIC COUNT SIZE RATE [ROUNDS]
@@ -74,7 +76,12 @@ fn run(
                 let p = &data.payload;
                 if p.len() >= STAMP {
                     let sent = u64::from_le_bytes(p[8..16].try_into().unwrap_or_default());
-                    latencies.push(unix_ns().saturating_sub(sent));
+                    let seq = u64::from_le_bytes(p[..8].try_into().unwrap_or_default());
+                    let latency = unix_ns().saturating_sub(sent);
+                    if std::env::var_os("PACED_SLOW").is_some() && latency > 5_000_000 {
+                        eprintln!("slow: seq {seq} {} µs", latency / 1000);
+                    }
+                    latencies.push(latency);
                 }
             }
             sink.close().await;
