@@ -235,3 +235,67 @@ async fn quic_on_loopback_carries_many_frames_per_datagram() {
         "y3's tuning: {tx} sent, {rx} received"
     );
 }
+
+/// The congestion windows a fresh loopback QUIC connection with `tuning` starts with: the
+/// client's and the server's, once the client's first frame arrived.
+async fn quic_initial_windows(tuning: &y3_transport::quic::Tuning) -> (u64, u64) {
+    let id = Identity::self_signed().unwrap();
+    let recovery = y3_transport::quic::Recovery {
+        secret: y3_transport::quic::ResetSecret::random().unwrap(),
+        peers_dir: None,
+    };
+    let server = QuicServer::bind_tuned(
+        local(),
+        id.server_config().unwrap(),
+        FrameCodec::default(),
+        &recovery,
+        tuning,
+    )
+    .unwrap();
+    let addr = server.local_addr().unwrap();
+    let accepted = tokio::spawn(async move {
+        let mut conn = server.accept().await.unwrap().establish().await.unwrap();
+        let _first = conn.reader.next().await;
+        let y3_transport::Guard::Quic(quic, _) = &conn.guard else {
+            panic!("a QUIC connection without its guard")
+        };
+        quic.stats().path.cwnd
+    });
+    let pinned = Trust::Pinned(vec![id.certificate().clone()])
+        .client_config()
+        .unwrap();
+    let mut conn =
+        y3_transport::quic::connect_tuned(addr, pinned, "localhost", FrameCodec::default(), tuning)
+            .await
+            .unwrap();
+    let data = Data::new(0x10, Bytes::from_static(b"hello"));
+    conn.writer.send(Frame::Data(data)).await.unwrap();
+    let y3_transport::Guard::Quic(quic, _) = &conn.guard else {
+        panic!("a QUIC connection without its guard")
+    };
+    let client = quic.stats().path.cwnd;
+    let server = tokio::time::timeout(Duration::from_secs(20), accepted)
+        .await
+        .expect("accepted in time")
+        .unwrap();
+    (client, server)
+}
+
+#[tokio::test]
+async fn quic_on_loopback_starts_with_the_receive_window_in_flight() {
+    use y3_transport::quic::{Tuning, LOOPBACK_INITIAL_WINDOW, LOOPBACK_UDP_PAYLOAD};
+    // quinn's default: 12,000 bytes, raised to two datagrams; at 6 KiB datagrams that is
+    // one datagram per flight before an ACK (see LOOPBACK_INITIAL_WINDOW).
+    let quinn = Tuning {
+        loopback_initial_window: None,
+        ..Tuning::default()
+    };
+    let (client, server) = quic_initial_windows(&quinn).await;
+    let two = 2 * u64::from(LOOPBACK_UDP_PAYLOAD);
+    assert!(client <= two && server <= two, "{client} {server}");
+    let (client, server) = quic_initial_windows(&Tuning::default()).await;
+    assert!(
+        client >= LOOPBACK_INITIAL_WINDOW && server >= LOOPBACK_INITIAL_WINDOW,
+        "{client} {server}"
+    );
+}
