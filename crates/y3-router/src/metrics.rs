@@ -247,8 +247,13 @@ pub struct TagCounters {
 impl TagCounters {
     /// Counts one frame of `bytes` payload bytes.
     pub fn add(&self, bytes: usize) {
-        self.frames.inc();
-        self.bytes.inc_by(bytes as u64);
+        self.add_many(1, bytes as u64);
+    }
+
+    /// Counts `frames` frames of `bytes` payload bytes in all.
+    pub fn add_many(&self, frames: u64, bytes: u64) {
+        self.frames.inc_by(frames);
+        self.bytes.inc_by(bytes);
     }
 }
 

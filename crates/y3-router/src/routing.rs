@@ -270,8 +270,9 @@ pub(crate) async fn route_in_place(
     let target = target_map.as_ref().and_then(|m| located.target(m));
     let mut ticket = ticket;
     cache.note_written(routes, origin, data.tag);
-    let subscribers = cache.table(routes).routes(data.tag);
-    let subscribers: &[_] = subscribers.as_deref().unwrap_or(&[]);
+    // Borrowed from the cached table (its own field, apart from those mutated below).
+    cache.table(routes);
+    let subscribers = cache.table.routes_of(data.tag);
     let (downstream, federated): (&[Arc<Outbox>], bool) = match origin {
         Origin::Mesh | Origin::Federation => (&[], false),
         _ => match &routes.federation {
