@@ -18,6 +18,7 @@ use y3_transport::{
 use crate::acks::Acks;
 use crate::budget::Partial;
 use crate::filters::RouteFilter;
+use crate::handoff::Handoff;
 use crate::histogram::LocalLatency;
 use crate::ingress::{count_close, Handled, Ingress};
 use crate::metrics::{Direction, Drop, Metrics, TagCounters};
@@ -136,7 +137,10 @@ impl std::ops::Drop for AbortOnDrop {
 ///       └─ refused: closed     ▼
 ///                          read_loop ──End──▶ leave (unsubscribe) ──▶ closing plan ──▶ close
 /// ```
-pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
+///
+/// `handoff`: where its data frames go instead of its writer (an in-process recipient,
+/// `handoff.rs`); `None` for a client's socket.
+pub(crate) async fn run(shared: Arc<Shared>, conn: Connection, handoff: Option<Handoff>) {
     let Connection {
         mut reader,
         mut writer,
@@ -184,7 +188,7 @@ pub(crate) async fn run(shared: Arc<Shared>, conn: Connection) {
         &shared,
         &hello,
         (id, peer, transport),
-        (writer, acked),
+        (writer, acked, handoff),
         wants_acks,
     );
     let end = read_loop(
@@ -363,7 +367,11 @@ fn attach(
     shared: &Arc<Shared>,
     hello: &Peer,
     (id, peer, transport): (SessionId, Option<std::net::SocketAddr>, TransportKind),
-    (writer, acked): (FrameWriter, Option<y3_transport::tcp_acked::TcpAcked>),
+    (writer, acked, handoff): (
+        FrameWriter,
+        Option<y3_transport::tcp_acked::TcpAcked>,
+        Option<Handoff>,
+    ),
     wants_acks: bool,
 ) -> Attached {
     let client_type = hello.client_type;
@@ -416,7 +424,7 @@ fn attach(
         }
     }
     let writer_task = AbortOnDrop(tokio::spawn(write_loop(
-        writer,
+        (writer, handoff),
         StoredAt::new(acked),
         outbox.clone(),
         shared.metrics.clone(),
@@ -1048,9 +1056,10 @@ impl std::ops::Drop for InFlight {
     }
 }
 
-/// Drains the outbox into the socket: feed a batch, flush once.
+/// Drains the outbox into the socket: feed a batch, flush once. With a `handoff`, its data
+/// frames go there instead of the socket (`handoff.rs`), under the same rules.
 async fn write_loop(
-    mut writer: FrameWriter,
+    (mut writer, mut handoff): (FrameWriter, Option<Handoff>),
     mut stored_at: StoredAt,
     outbox: Arc<Outbox>,
     metrics: Arc<Metrics>,
@@ -1077,9 +1086,12 @@ async fn write_loop(
             metrics.writing(written.frames.len() as i64);
             let sent = async {
                 for queued in batch.drain(..) {
-                    // Encoded where it lies in the batch (by reference: no move of the
-                    // frame into the sink).
-                    y3_transport::feed_ref(&mut writer, &queued.frame).await?;
+                    match (&queued.frame, &mut handoff) {
+                        (Frame::Data(d), Some(handoff)) => handoff(d)?,
+                        // Encoded where it lies in the batch (by reference: no move of the
+                        // frame into the sink).
+                        (frame, _) => y3_transport::feed_ref(&mut writer, frame).await?,
+                    }
                     told.extend(queued.written);
                 }
                 writer.flush().await
@@ -1121,4 +1133,105 @@ async fn write_loop(
         outbox.abort(None, Drop::Disconnected);
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::QueueConfig;
+    use crate::handoff::Gone;
+    use crate::status::Connections;
+    use y3_transport::frame::Data;
+    use y3_transport::FrameCodec;
+
+    /// A writer over an in-memory link handing its data frames to `handoff`; its
+    /// outbox holds a handshake ack and the frames of tags 1, 2, 3, then finishes with a
+    /// goaway. Returns the writer's result, the client's side of the link and the metrics.
+    async fn write_with(
+        handoff: Handoff,
+    ) -> (Result<(), FrameError>, Connection, Arc<Metrics>, Registered) {
+        let metrics = Arc::new(Metrics::new());
+        let (client, server) = Connection::pair(FrameCodec::new(1 << 20), 64 * 1024);
+        let outbox = Arc::new(Outbox::new(&QueueConfig::default(), metrics.clone()));
+        let registered = Arc::new(Connections::default()).register(Registration {
+            id: 1,
+            name: "sink".into(),
+            client_id: "sink".into(),
+            kind: Kind::of(ClientType::StreamFunction),
+            protocol: "y3",
+            transport: "memory",
+            remote: None,
+            observed: vec![1, 2, 3],
+            filters: Vec::new(),
+        });
+        outbox.push_control(Frame::HandshakeAck);
+        for tag in 1..=3 {
+            let frame = Frame::Data(Data::new(tag, vec![tag as u8; 10]));
+            outbox.push(frame, Instant::now()).await;
+        }
+        let goaway = Goaway::new(GoawayCode::ShuttingDown, "bye");
+        outbox.finish(Some(Frame::Goaway(goaway)));
+        let result = write_loop(
+            (server.writer, Some(handoff)),
+            StoredAt::new(None),
+            outbox,
+            metrics.clone(),
+            registered.counters(),
+        )
+        .await;
+        (result, client, metrics, registered)
+    }
+
+    /// Data frames go to the handoff, in order, counted written as a socket's are; the
+    /// control frames around them still cross the link.
+    #[tokio::test]
+    async fn a_handoff_takes_the_data_frames_and_the_link_the_control_frames() {
+        let taken = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let handoff: Handoff = {
+            let taken = taken.clone();
+            Box::new(move |d: &Data| {
+                taken.lock().unwrap().push((d.tag, d.payload.len()));
+                Ok(())
+            })
+        };
+        let (result, mut client, metrics, _registered) = write_with(handoff).await;
+        result.expect("written");
+        assert_eq!(*taken.lock().unwrap(), [(1, 10), (2, 10), (3, 10)]);
+        assert!(matches!(
+            client.reader.next().await,
+            Some(Ok(Frame::HandshakeAck))
+        ));
+        assert!(matches!(
+            client.reader.next().await,
+            Some(Ok(Frame::Goaway(_)))
+        ));
+        assert!(
+            client.reader.next().await.is_none(),
+            "no data frame crossed"
+        );
+        let stats = metrics.stats();
+        assert_eq!((stats.frames_out, stats.writing), (3, 0));
+        assert_eq!(stats.drops(Drop::Disconnected), 0);
+    }
+
+    /// A recipient gone stops the writer: the batch it was in is counted dropped
+    /// (`disconnected`), as a failed socket's, none written.
+    #[tokio::test]
+    async fn a_gone_handoff_stops_the_writer_every_frame_counted() {
+        let mut calls = 0;
+        let handoff: Handoff = Box::new(move |_: &Data| {
+            calls += 1;
+            if calls == 2 {
+                Err(Gone)
+            } else {
+                Ok(())
+            }
+        });
+        let (result, _client, metrics, _registered) = write_with(handoff).await;
+        assert!(result.is_err());
+        let stats = metrics.stats();
+        // The batch held all three: taken from the queue, none counted written.
+        assert_eq!((stats.frames_out, stats.writing), (0, 0));
+        assert_eq!(stats.drops(Drop::Disconnected), 3);
+    }
 }

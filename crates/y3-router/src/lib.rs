@@ -86,6 +86,7 @@ mod error;
 mod federated;
 pub mod federation;
 pub mod filters;
+mod handoff;
 mod histogram;
 mod ingress;
 mod journeys;

@@ -36,6 +36,7 @@ use crate::config::{Listen, RouterConfig};
 use crate::connection;
 use crate::error::RouterError;
 use crate::federation::{self, Federation};
+use crate::handoff::Handoff;
 use crate::journeys::{self, Journeys};
 use crate::mesh;
 use crate::metrics::{self, Metrics, Stats};
@@ -65,6 +66,19 @@ impl Shared {
     /// Serves a connection from `peer` once `establish` (its TLS or QUIC handshake) is done.
     pub(crate) fn spawn_connection<F>(self: &Arc<Self>, peer: Option<SocketAddr>, establish: F)
     where
+        F: std::future::Future<Output = Result<Connection, TransportError>> + Send + 'static,
+    {
+        self.spawn_connection_with(peer, establish, None);
+    }
+
+    /// [`spawn_connection`](Self::spawn_connection), its data frames handed to `handoff`
+    /// rather than written (an in-process recipient, `handoff.rs`).
+    pub(crate) fn spawn_connection_with<F>(
+        self: &Arc<Self>,
+        peer: Option<SocketAddr>,
+        establish: F,
+        handoff: Option<Handoff>,
+    ) where
         F: std::future::Future<Output = Result<Connection, TransportError>> + Send + 'static,
     {
         // Connections still in their TLS or QUIC handshake are not admitted yet; past a
@@ -100,7 +114,7 @@ impl Shared {
                     }
                 };
                 shared.metrics.accepted(conn.transport.name());
-                connection::run(shared.clone(), conn).await;
+                connection::run(shared.clone(), conn, handoff).await;
             };
             tokio::select! {
                 _ = task => {}

@@ -6,9 +6,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use futures_util::StreamExt;
+use tokio_util::sync::CancellationToken;
 use y3_transport::frame::ClientType;
 use y3_transport::metadata::{Metadata, SOURCE_ID};
-use y3_transport::Frame;
+use y3_transport::Data;
 
 use super::config::MqttConfig;
 use super::link::{Links, Who, TOPIC_KEY};
@@ -18,6 +19,7 @@ use super::retained::Retained;
 use super::saved::{Saved, SavedSession};
 use super::session::{Offered, Session};
 use super::ConnInfo;
+use crate::handoff::{Gone, Handoff};
 
 /// An open connection's entry in [`Broker::connections`], removed on drop.
 pub(crate) struct Listed(Arc<Broker>, u64);
@@ -363,9 +365,27 @@ impl Broker {
         if tags.is_empty() {
             return;
         }
+        // The link's frames go straight from its outbox into the session, while its task
+        // runs: aborted (replaced, the session ended), the writer stops at the next frame
+        // (counted `disconnected`, as a closed socket's).
+        let live = CancellationToken::new();
+        let handoff: Handoff = {
+            let (broker, weak, live) = (self.clone(), Arc::downgrade(session), live.clone());
+            Box::new(move |data: &Data| {
+                let session = weak.upgrade().filter(|_| !live.is_cancelled());
+                let session = session.ok_or(Gone)?;
+                broker.deliver(&session, data.tag, &data.metadata, &data.payload);
+                Ok(())
+            })
+        };
         let mut conn = match self
             .links
-            .open(who, ClientType::StreamFunction, &tags, false)
+            .open(
+                who,
+                (ClientType::StreamFunction, &tags),
+                false,
+                Some(handoff),
+            )
             .await
         {
             Ok((conn, _)) => conn,
@@ -374,14 +394,11 @@ impl Broker {
                 return;
             }
         };
-        let broker = self.clone();
-        let weak = Arc::downgrade(session);
         let task = tokio::spawn(async move {
-            while let Some(frame) = conn.reader.next().await {
-                let Ok(Frame::Data(data)) = frame else { break };
-                let Some(session) = weak.upgrade() else { break };
-                broker.deliver(&session, data.tag, &data.metadata, &data.payload);
-            }
+            let _live = live.drop_guard();
+            // Data comes by the handoff: what the link itself carries now is the goaway
+            // at the router's stop, after the last frame was handed over, or its end.
+            let _ = conn.reader.next().await;
         });
         if let Some((_, old)) = session.lock().downlink.replace((tags, task)) {
             old.abort();

@@ -361,7 +361,7 @@ impl Conn {
         };
         let (conn, permissions) = match broker
             .links
-            .open(&who, ClientType::Source, &[], false)
+            .open(&who, (ClientType::Source, &[]), false, None)
             .await
         {
             Ok(link) => link,

@@ -5,13 +5,17 @@
 //! the ledger, the metrics). Its publishes take the direct way: each becomes the router's
 //! parsed data frame and goes through [`Ingress`], the code a socket connection's read loop
 //! routes with (the session's checks, the budget, the counters, stored acknowledgements),
-//! with no encoding, pipe or decoding in between.
+//! with no encoding, pipe or decoding in between. So do the frames its downlink receives:
+//! the downlink's writer hands each data frame from its outbox to the MQTT session
+//! ([`Handoff`]) where a socket's writer would encode it; only the link's control frames
+//! (the handshake ack, the goaway at its end) cross the pipe.
 //!
 //! ```text
 //!  MQTT client ─▶ conn.rs ─ publish ─▶ Direct: Session + Ingress ─▶ routing
 //!                   │  ◀─ Acks (QoS 1: stored / refused) ─┘
 //!                   └─ uplink (source: admission, the drain's goaway) ─▶ connection.rs
-//!              ◀─ session ◀ downlink (sink, mapped tags)  ◀─ outbox ◀── routing
+//!              ◀─ session ◀─ Handoff ◀─ downlink's writer ◀─ outbox ◀── routing
+//!                                        (sink, mapped tags)
 //! ```
 
 use std::net::SocketAddr;
@@ -22,6 +26,7 @@ use y3_transport::frame::{ClientType, Goaway, GoawayCode, Handshake};
 use y3_transport::{Connection, Frame};
 
 use crate::acks::Acks;
+use crate::handoff::Handoff;
 use crate::ingress::Ingress;
 use crate::session::{Event, Permissions, Session};
 use crate::shared::Shared;
@@ -60,14 +65,14 @@ pub(crate) struct Who {
 }
 
 impl Links {
-    /// Opens a link as `client_type` observing `observed`, handshaken; the router's
-    /// refusal as its goaway.
+    /// Opens a link as `client_type` observing `observed`, handshaken, its data frames
+    /// given to `handoff` (none: they cross the pipe); the router's refusal as its goaway.
     pub async fn open(
         &self,
         who: &Who,
-        client_type: ClientType,
-        observed: &[u32],
+        (client_type, observed): (ClientType, &[u32]),
         wants_acks: bool,
+        handoff: Option<Handoff>,
     ) -> Result<(Connection, Arc<Permissions>), Goaway> {
         let codec = y3_transport::FrameCodec::new(self.shared.config.limits.max_frame_len);
         let (mut client, mut server) = Connection::pair(codec, PIPE_BYTES);
@@ -77,7 +82,7 @@ impl Links {
         hello.wants_acks = wants_acks;
         let permissions = self.shared.admission().check(&hello);
         self.shared
-            .spawn_connection(Some(who.peer), async move { Ok(server) });
+            .spawn_connection_with(Some(who.peer), async move { Ok(server) }, handoff);
         let gone = || Goaway::new(GoawayCode::ShuttingDown, "the router closed the link");
         client
             .writer
