@@ -1084,10 +1084,16 @@ async fn write_loop(
                 }));
             // In the ledger, between the queue and the socket.
             metrics.writing(written.frames.len() as i64);
+            // Data frames the handoff took: theirs reached the recipient even when a later
+            // one of the batch finds it gone.
+            let mut handed = 0;
             let sent = async {
                 for queued in batch.drain(..) {
                     match (&queued.frame, &mut handoff) {
-                        (Frame::Data(d), Some(handoff)) => handoff(d)?,
+                        (Frame::Data(d), Some(handoff)) => {
+                            handoff(d)?;
+                            handed += 1;
+                        }
                         // Encoded where it lies in the batch (by reference: no move of the
                         // frame into the sink).
                         (frame, _) => y3_transport::feed_ref(&mut writer, frame).await?,
@@ -1098,33 +1104,25 @@ async fn write_loop(
             }
             .await;
             // On an error the batch left the queue but not (surely) the socket: `written`
-            // counts it as dropped when it goes, as it does when this task is cancelled.
-            sent?;
+            // counts it as dropped when it goes, as it does when this task is cancelled;
+            // but what a handoff took before it found its recipient gone was written.
+            if let Err(e) = sent {
+                count_written(
+                    &metrics,
+                    &mut written.frames,
+                    handed,
+                    (&mut tags, &mut latencies),
+                );
+                return Err(e);
+            }
             stored_at.flushed(&mut told);
-            // Out of `writing` before counted written: a reader never sees one twice.
-            metrics.writing(-(written.frames.len() as i64));
-            metrics.frames_out(written.frames.len() as u64);
-            let now = Instant::now();
-            // Counted by runs of one tag (a batch is mostly one run).
-            let mut run: Option<(u32, u64, u64)> = None;
-            for (tag, len, at) in written.frames.drain(..) {
-                latencies.observe(now.saturating_duration_since(at));
-                match &mut run {
-                    Some((t, frames, bytes)) if *t == tag => {
-                        *frames += 1;
-                        *bytes += len as u64;
-                    }
-                    _ => {
-                        if let Some((t, frames, bytes)) = run.replace((tag, 1, len as u64)) {
-                            tags.count_written(t, frames, bytes);
-                        }
-                    }
-                }
-            }
-            if let Some((t, frames, bytes)) = run {
-                tags.count_written(t, frames, bytes);
-            }
-            metrics.latencies(&mut latencies);
+            let all = written.frames.len();
+            count_written(
+                &metrics,
+                &mut written.frames,
+                all,
+                (&mut tags, &mut latencies),
+            );
         }
         writer.close().await
     }
@@ -1133,6 +1131,40 @@ async fn write_loop(
         outbox.abort(None, Drop::Disconnected);
     }
     result
+}
+
+/// Counts the first `n` frames of a batch as written (out of the ledger's `writing`, into
+/// `frames_out`, the tags' counters and the latency histogram) and takes them out of it.
+fn count_written(
+    metrics: &Metrics,
+    frames: &mut Vec<(u32, usize, Instant)>,
+    n: usize,
+    (tags, latencies): (&mut TagCache, &mut LocalLatency),
+) {
+    // Out of `writing` before counted written: a reader never sees one twice.
+    metrics.writing(-(n as i64));
+    metrics.frames_out(n as u64);
+    let now = Instant::now();
+    // Counted by runs of one tag (a batch is mostly one run).
+    let mut run: Option<(u32, u64, u64)> = None;
+    for (tag, len, at) in frames.drain(..n) {
+        latencies.observe(now.saturating_duration_since(at));
+        match &mut run {
+            Some((t, frames, bytes)) if *t == tag => {
+                *frames += 1;
+                *bytes += len as u64;
+            }
+            _ => {
+                if let Some((t, frames, bytes)) = run.replace((tag, 1, len as u64)) {
+                    tags.count_written(t, frames, bytes);
+                }
+            }
+        }
+    }
+    if let Some((t, frames, bytes)) = run {
+        tags.count_written(t, frames, bytes);
+    }
+    metrics.latencies(latencies);
 }
 
 #[cfg(test)]
@@ -1214,8 +1246,9 @@ mod tests {
         assert_eq!(stats.drops(Drop::Disconnected), 0);
     }
 
-    /// A recipient gone stops the writer: the batch it was in is counted dropped
-    /// (`disconnected`), as a failed socket's, none written.
+    /// A recipient gone stops the writer: the frame it refused and the rest of its batch
+    /// are counted dropped (`disconnected`), as a failed socket's; the one it took before
+    /// is counted written, once.
     #[tokio::test]
     async fn a_gone_handoff_stops_the_writer_every_frame_counted() {
         let mut calls = 0;
@@ -1230,8 +1263,8 @@ mod tests {
         let (result, _client, metrics, _registered) = write_with(handoff).await;
         assert!(result.is_err());
         let stats = metrics.stats();
-        // The batch held all three: taken from the queue, none counted written.
-        assert_eq!((stats.frames_out, stats.writing), (0, 0));
-        assert_eq!(stats.drops(Drop::Disconnected), 3);
+        // The batch held all three: the first handed over, the second refused.
+        assert_eq!((stats.frames_out, stats.writing), (1, 0));
+        assert_eq!(stats.drops(Drop::Disconnected), 2);
     }
 }
