@@ -155,22 +155,41 @@ async fn quic_echo() {
     exchange(conn).await;
 }
 
-/// Echoes 1,000 frames of 1 KiB over QUIC on loopback with `tuning`; the datagrams the
-/// client sent and received, and its path's MTU.
-async fn quic_datagrams(tuning: &y3_transport::quic::Tuning) -> (u64, u64, u16) {
-    let id = Identity::self_signed().unwrap();
+/// A QUIC server on loopback with `tuning`, presenting `id`.
+fn tuned_server(id: &Identity, tuning: &y3_transport::quic::Tuning) -> QuicServer {
     let recovery = y3_transport::quic::Recovery {
         secret: y3_transport::quic::ResetSecret::random().unwrap(),
         peers_dir: None,
     };
-    let server = QuicServer::bind_tuned(
+    QuicServer::bind_tuned(
         local(),
         id.server_config().unwrap(),
         FrameCodec::default(),
         &recovery,
         tuning,
     )
-    .unwrap();
+    .unwrap()
+}
+
+/// A QUIC client with `tuning`, connected to `addr`, pinning `id`'s certificate.
+async fn tuned_client(
+    addr: SocketAddr,
+    id: &Identity,
+    tuning: &y3_transport::quic::Tuning,
+) -> Connection {
+    let pinned = Trust::Pinned(vec![id.certificate().clone()])
+        .client_config()
+        .unwrap();
+    y3_transport::quic::connect_tuned(addr, pinned, "localhost", FrameCodec::default(), tuning)
+        .await
+        .unwrap()
+}
+
+/// Echoes 1,000 frames of 1 KiB over QUIC on loopback with `tuning`; the datagrams the
+/// client sent and received, and its path's MTU.
+async fn quic_datagrams(tuning: &y3_transport::quic::Tuning) -> (u64, u64, u16) {
+    let id = Identity::self_signed().unwrap();
+    let server = tuned_server(&id, tuning);
     let addr = server.local_addr().unwrap();
     tokio::spawn(async move {
         if let Some(incoming) = server.accept().await {
@@ -179,13 +198,7 @@ async fn quic_datagrams(tuning: &y3_transport::quic::Tuning) -> (u64, u64, u16) 
             }
         }
     });
-    let pinned = Trust::Pinned(vec![id.certificate().clone()])
-        .client_config()
-        .unwrap();
-    let mut conn =
-        y3_transport::quic::connect_tuned(addr, pinned, "localhost", FrameCodec::default(), tuning)
-            .await
-            .unwrap();
+    let mut conn = tuned_client(addr, &id, tuning).await;
     // Written while the echo is read: 1 MiB is more than the windows hold.
     let mut writer = conn.writer;
     let send = tokio::spawn(async move {
@@ -240,18 +253,7 @@ async fn quic_on_loopback_carries_many_frames_per_datagram() {
 /// client's and the server's, once the client's first frame arrived.
 async fn quic_initial_windows(tuning: &y3_transport::quic::Tuning) -> (u64, u64) {
     let id = Identity::self_signed().unwrap();
-    let recovery = y3_transport::quic::Recovery {
-        secret: y3_transport::quic::ResetSecret::random().unwrap(),
-        peers_dir: None,
-    };
-    let server = QuicServer::bind_tuned(
-        local(),
-        id.server_config().unwrap(),
-        FrameCodec::default(),
-        &recovery,
-        tuning,
-    )
-    .unwrap();
+    let server = tuned_server(&id, tuning);
     let addr = server.local_addr().unwrap();
     let accepted = tokio::spawn(async move {
         let mut conn = server.accept().await.unwrap().establish().await.unwrap();
@@ -261,13 +263,7 @@ async fn quic_initial_windows(tuning: &y3_transport::quic::Tuning) -> (u64, u64)
         };
         quic.stats().path.cwnd
     });
-    let pinned = Trust::Pinned(vec![id.certificate().clone()])
-        .client_config()
-        .unwrap();
-    let mut conn =
-        y3_transport::quic::connect_tuned(addr, pinned, "localhost", FrameCodec::default(), tuning)
-            .await
-            .unwrap();
+    let mut conn = tuned_client(addr, &id, tuning).await;
     let data = Data::new(0x10, Bytes::from_static(b"hello"));
     conn.writer.send(Frame::Data(data)).await.unwrap();
     let y3_transport::Guard::Quic(quic, _) = &conn.guard else {
