@@ -131,14 +131,11 @@ func (m NodeMark) End(dst []byte) ([]byte, error) {
 		return dst, errEncodeTooLong(n)
 	}
 	lenAt := m.value - 1 // the placeholder length byte
-	if n < 0x40 {
-		dst[lenAt] = byte(n)
-		return dst, nil
+	if extra := lengthLen(n) - 1; extra > 0 {
+		dst = append(dst, make([]byte, extra)...)
+		copy(dst[m.value+extra:], dst[m.value:m.value+n])
 	}
-	extra := pvarintLen(int64(n)) - 1
-	dst = append(dst, make([]byte, extra)...)
-	copy(dst[m.value+extra:], dst[m.value:m.value+n])
-	appendPVarint(dst[lenAt:lenAt], int64(n))
+	appendLength(dst[lenAt:lenAt], n)
 	return dst, nil
 }
 

@@ -10,7 +10,9 @@ import (
 // bytes through this file: parseHeader for any header of any dialect, and the leaf rules
 // below it for the short headers of the one-byte dialects that the hot loops read inline
 // (shortAt, byteInvalid, byteKey, byteNode, stopSet, skipShort). No other file
-// reads a tag or length byte.
+// reads a tag or length byte, nor writes one: appendHeader / appendHeaderUnchecked write a
+// header (the tag, then appendLength), NodeMark.End patches a node's length through
+// appendLength.
 //
 //	golang / nvarint tag, one byte:        draft02 tag, 1..4 bytes:
 //
@@ -272,7 +274,7 @@ func readLengthSlow(b []byte) (uint64, int, error) {
 
 // headerLen is the number of bytes the header of tag and an n-byte value takes in d.
 func headerLen(t Tag, n int, d Dialect) int {
-	return t.EncodedLen(d) + pvarintLen(int64(n))
+	return t.EncodedLen(d) + lengthLen(n)
 }
 
 // appendHeader appends the header of tag t and an n-byte value after checking both.
@@ -292,8 +294,17 @@ func appendHeaderUnchecked(dst []byte, d Dialect, t Tag, n int) []byte {
 	} else {
 		dst = append(dst, t.fl()|byte(t.ID()))
 	}
+	return appendLength(dst, n)
+}
+
+// appendLength appends the length of an n-byte value (0 <= n <= maxLen32) as PVarInt32: one
+// group 00xxxxxx for 0..63, the usual case, else appendPVarint. lengthLen(n) bytes.
+func appendLength(dst []byte, n int) []byte {
 	if n < 0x40 {
 		return append(dst, byte(n))
 	}
 	return appendPVarint(dst, int64(n))
 }
+
+// lengthLen is the number of bytes appendLength appends for n.
+func lengthLen(n int) int { return pvarintLen(int64(n)) }
