@@ -19,7 +19,7 @@ use alloc::vec::Vec;
 use bytes::BufMut;
 
 use crate::scalar::{self, MAX_SCALAR_LEN};
-use crate::tag::{Header, MAX_HEADER_LEN};
+use crate::tag::{self, Header};
 use crate::{DecodeError, Dialect, EncodeError, Packet, Tag};
 
 /// A value in an owned packet tree.
@@ -130,14 +130,7 @@ impl Item {
     /// # Errors
     /// [`EncodeError::InvalidTag`], [`EncodeError::TooLong`].
     pub fn check(&self, dialect: Dialect) -> Result<(), EncodeError> {
-        self.tag().check(dialect)?;
-        let len = self.value_len(dialect);
-        if len > i32::MAX as usize {
-            return Err(EncodeError::TooLong {
-                len: len as u64,
-                limit: i32::MAX as u64,
-            });
-        }
+        Header::checked_len(self.tag(), self.value_len(dialect), dialect)?;
         if let Value::Node(children) | Value::Array(children) = &self.value {
             children.iter().try_for_each(|c| c.check(dialect))?;
         }
@@ -252,10 +245,8 @@ impl Item {
 
 /// Writes a header for `tag` and a `len`-byte value; the caller checked tag and length.
 fn put_header(buf: &mut impl BufMut, tag: Tag, len: usize, dialect: Dialect) {
-    let mut head = [0u8; MAX_HEADER_LEN + 1];
-    // Checked by the caller: the tag fits the dialect and `len <= i32::MAX`.
-    let n = Header::write(tag, len, dialect, &mut head).unwrap_or(0);
-    buf.put_slice(&head[..n]);
+    let written = tag::put_header(tag, len, dialect, buf);
+    debug_assert!(written.is_ok(), "checked by Item::check");
 }
 
 /// Writes a header for `tag` followed by `len` value bytes that the caller writes next.
@@ -269,16 +260,14 @@ pub fn write_header(
     tag: Tag,
     len: usize,
 ) -> Result<(), EncodeError> {
-    let mut head = [0u8; MAX_HEADER_LEN + 1];
-    let n = Header::write(tag, len, dialect, &mut head)?;
+    let n = Header::checked_len(tag, len, dialect)?;
     if buf.remaining_mut() < n + len {
         return Err(EncodeError::BufferTooSmall {
             required: (n + len) as u64,
             remaining: buf.remaining_mut() as u64,
         });
     }
-    buf.put_slice(&head[..n]);
-    Ok(())
+    tag::put_header(tag, len, dialect, buf)
 }
 
 /// Writes a primitive packet whose value is `bytes` (a string, raw bytes, or a value

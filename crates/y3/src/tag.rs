@@ -14,6 +14,19 @@
 //!   below them          short_header, is_one_group, byte_is_invalid, byte_key, StopSet
 //! ```
 //!
+//! It is also the only code that writes them: every encoder of this crate (the item tree of
+//! `encode.rs`, `write_header`, the typed encoders) writes a header through the writers
+//! below, the short headers of the one-byte dialects (drawn below, one fixed-size store each)
+//! first and the rest through [`Header::write`]:
+//!
+//! ```text
+//!   put_header          any header of any dialect, checked: put_short, else Header::write
+//!   put_short           a short header of the one-byte dialects (0..=8191)
+//!   put_one_group       the shortest header (a tag byte, a length of 0..=63)
+//!   Header::write       any header into an array: tag byte(s), then the length's groups
+//!   Header::checked_len the bytes a header takes, after Header::write's checks
+//! ```
+//!
 //! ```text
 //! golang / nvarint tag, one byte:          draft02 tag, 1..=4 bytes:
 //!
@@ -38,6 +51,8 @@
 //!
 //! See `spec/wire-format.md` sections "Tag" and "Length".
 
+use bytes::BufMut;
+
 use crate::{varint, Config, DecodeError, Dialect, EncodeError};
 
 /// Largest number of bytes a PVarInt32 length may take (35 bits hold any i32).
@@ -54,6 +69,13 @@ pub const MAX_HEADER_LEN: usize = DRAFT02_TAG_BYTES + MAX_LEN_BYTES;
 
 const NODE: u8 = 0x80;
 const ARRAY: u8 = 0x40;
+
+/// Values of this many bytes or more take a length of more than two groups (`1 << 13`):
+/// the end of the short headers.
+const SHORT_LEN_END: usize = 1 << 13;
+
+/// Largest value length any header carries (a signed 32-bit length).
+const MAX_VALUE_LEN: usize = i32::MAX as usize;
 
 /// Whether a one-byte-dialect tag byte is refused: the array flag without the node flag
 /// (`0x40..=0x7f`, `invalid_tag`). The reference reads 0x51 as key 0x11 and loses the bit.
@@ -644,8 +666,10 @@ impl Header {
         }))
     }
 
-    /// Writes the header for `tag` and a value of `len` bytes into `out`, returning the bytes
-    /// used.
+    /// Writes the header for `tag` and a value of `len` bytes in `dialect` into `out`,
+    /// returning the bytes used: the tag (one byte, or the draft-02 tag's 1..=4 groups), then
+    /// the length as PVarInt32 (1..=5 groups), as drawn in the module doc. Encoders write
+    /// through `tag::put_header` (crate-private), which takes the short headers without it.
     ///
     /// # Errors
     /// [`EncodeError::InvalidTag`] when the dialect cannot carry the tag,
@@ -657,12 +681,7 @@ impl Header {
         out: &mut [u8; MAX_HEADER_LEN + 1],
     ) -> Result<usize, EncodeError> {
         tag.check(dialect)?;
-        if len > i32::MAX as usize {
-            return Err(EncodeError::TooLong {
-                len: len as u64,
-                limit: i32::MAX as u64,
-            });
-        }
+        check_value_len(len)?;
         let mut scratch = [0u8; 10];
         let tag_len = match dialect {
             Dialect::Golang | Dialect::NVarInt => {
@@ -685,6 +704,107 @@ impl Header {
     pub const fn encoded_len(tag: Tag, len: usize, dialect: Dialect) -> usize {
         tag.encoded_len(dialect) + varint::pvarint_len(len as i64)
     }
+
+    /// [`Header::encoded_len`] after the checks of [`Header::write`]: the bytes the header
+    /// will take, or the error writing it would report.
+    ///
+    /// # Errors
+    /// As [`Header::write`].
+    #[inline(always)]
+    pub(crate) fn checked_len(
+        tag: Tag,
+        len: usize,
+        dialect: Dialect,
+    ) -> Result<usize, EncodeError> {
+        // A tag byte exists only for a key the one-byte dialects carry: the checks pass.
+        if let (true, Some(_)) = (dialect.has_node_flag(), tag.byte()) {
+            if let Some(n) = short_len(len) {
+                return Ok(n);
+            }
+        }
+        tag.check(dialect)?;
+        check_value_len(len)?;
+        Ok(Header::encoded_len(tag, len, dialect))
+    }
+}
+
+/// Refuses a value length no header carries (above `i32::MAX`): `too_long`.
+///
+/// # Errors
+/// [`EncodeError::TooLong`].
+#[inline(always)]
+pub(crate) fn check_value_len(len: usize) -> Result<(), EncodeError> {
+    if len > MAX_VALUE_LEN {
+        return Err(EncodeError::TooLong {
+            len: len as u64,
+            limit: MAX_VALUE_LEN as u64,
+        });
+    }
+    Ok(())
+}
+
+/// Bytes of the short header of the one-byte dialects for a `len`-byte value ([`put_short`]):
+/// 2 for a length of one group (0..=63), 3 for two (64..=8191); `None` for a longer value.
+#[inline(always)]
+const fn short_len(len: usize) -> Option<usize> {
+    if len < 0x40 {
+        Some(2)
+    } else if len < SHORT_LEN_END {
+        Some(3)
+    } else {
+        None
+    }
+}
+
+/// Writes the shortest header of the one-byte dialects: tag byte `t` and a length of one
+/// group `len` (0..=63), one fixed-size store (a variable-length copy is a `memcpy` call).
+#[inline(always)]
+pub(crate) fn put_one_group(t: u8, len: u8, buf: &mut impl BufMut) {
+    debug_assert!(is_one_group(len));
+    buf.put_slice(&[t, len]);
+}
+
+/// Writes the short header of the one-byte dialects (drawn in the module doc) for tag byte
+/// `t` and a `len`-byte value: one length group for 0..=63, two for 64..=8191, each one
+/// fixed-size store. False, with nothing written, for a longer value ([`put_header`] takes
+/// it through [`Header::write`]).
+#[inline(always)]
+pub(crate) fn put_short(t: u8, len: usize, buf: &mut impl BufMut) -> bool {
+    if len < 0x40 {
+        put_one_group(t, len as u8, buf);
+        return true;
+    }
+    if len < SHORT_LEN_END {
+        // `10xx_xxxx 0yyy_yyyy`: the sign bit (bit 6 of the first group) clear.
+        buf.put_slice(&[t, 0x80 | (len >> 7) as u8, (len & 0x7f) as u8]);
+        return true;
+    }
+    false
+}
+
+/// The one writer of a header into `buf`: tag `tag` and a `len`-byte value in `dialect`.
+/// The short header of the one-byte dialects ([`put_short`]) is the usual one; the rest goes
+/// through [`Header::write`], which also reports the errors. Nothing is written on error.
+///
+/// # Errors
+/// As [`Header::write`].
+#[inline(always)]
+pub(crate) fn put_header(
+    tag: Tag,
+    len: usize,
+    dialect: Dialect,
+    buf: &mut impl BufMut,
+) -> Result<(), EncodeError> {
+    // A tag byte exists only for a key the one-byte dialects carry: the checks pass.
+    if let (true, Some(t)) = (dialect.has_node_flag(), tag.byte()) {
+        if put_short(t, len, buf) {
+            return Ok(());
+        }
+    }
+    let mut head = [0u8; MAX_HEADER_LEN + 1];
+    let n = Header::write(tag, len, dialect, &mut head)?;
+    buf.put_slice(&head[..n]);
+    Ok(())
 }
 
 /// Reads a PVarInt32 length field from the start of `buf`.
@@ -787,6 +907,59 @@ mod tests {
             Header::encoded_len(Tag::primitive(300), 64, Dialect::Draft02),
             4
         );
+    }
+
+    #[test]
+    fn writers_agree_with_header_write_and_read_back() {
+        let tags = [
+            Tag::primitive(0x11),
+            Tag::node(0x3f),
+            Tag::array(0x10),
+            Tag::primitive(0x40),
+            Tag::primitive(300),
+        ];
+        let lens = [
+            0,
+            1,
+            63,
+            64,
+            127,
+            128,
+            8191,
+            8192,
+            1 << 20,
+            i32::MAX as usize,
+        ];
+        let dialects = [Dialect::Golang, Dialect::NVarInt, Dialect::Draft02];
+        for dialect in dialects {
+            // Any length reads back: the limit is the decoder's policy, not the layout's.
+            let config = Config {
+                dialect,
+                limits: crate::Limits {
+                    max_packet_len: u64::MAX,
+                    ..crate::Limits::DEFAULT
+                },
+            };
+            for tag in tags {
+                for len in lens.into_iter().chain([i32::MAX as usize + 1]) {
+                    let mut head = [0; MAX_HEADER_LEN + 1];
+                    let written = Header::write(tag, len, dialect, &mut head);
+                    let mut out = alloc::vec::Vec::new();
+                    let put = put_header(tag, len, dialect, &mut out);
+                    let at = (tag, len, dialect);
+                    assert_eq!(put, written.map(|_| ()), "{at:?}");
+                    assert_eq!(Header::checked_len(tag, len, dialect), written, "{at:?}");
+                    let Ok(n) = written else {
+                        assert!(out.is_empty(), "nothing written on error: {at:?}");
+                        continue;
+                    };
+                    assert_eq!(out, head[..n], "{at:?}");
+                    assert_eq!(n, Header::encoded_len(tag, len, dialect), "{at:?}");
+                    let read = Header::parse(&out, &config).unwrap().unwrap();
+                    assert_eq!((read.len, read.head_len), (len as u64, n), "{at:?}");
+                }
+            }
+        }
     }
 
     #[test]

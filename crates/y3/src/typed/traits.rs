@@ -208,10 +208,7 @@ pub trait Message: Default {
         let len = self.fields_len(dialect);
         let tag = Tag::node(key);
         // The header's own errors (tag, length) come before the room check, as always.
-        let head_len = match (dialect.has_node_flag(), tag.byte()) {
-            (true, Some(_)) if len < 0x2000 => Header::encoded_len(tag, len, dialect),
-            _ => header(tag, len, dialect)?.len(),
-        };
+        let head_len = Header::checked_len(tag, len, dialect)?;
         reserve(buf, head_len + len)?;
         put_header(tag, len, dialect, buf)?;
         self.encode_fields(dialect, buf)

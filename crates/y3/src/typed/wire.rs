@@ -4,7 +4,8 @@
 use bytes::BufMut;
 
 use super::{FieldValue, FIRST_USER_KEY};
-use crate::tag::{Header, MAX_HEADER_LEN};
+pub(super) use crate::tag::put_header;
+use crate::tag::{put_one_group, Header, MAX_HEADER_LEN};
 use crate::{varint, DecodeError, Dialect, EncodeError, Packet, Tag};
 
 /// A header already written into a small array.
@@ -83,38 +84,10 @@ pub(super) fn put_int_packet(t: u8, v: i64, buf: &mut impl BufMut) {
         x >>= 7;
         more = 0x80;
     }
-    buf.put_slice(&[t, n as u8]);
+    put_one_group(t, n as u8, buf);
     for &g in &groups[..n] {
         buf.put_u8(g);
     }
-}
-
-/// Writes the header for `tag` and a `len`-byte value.
-///
-/// The usual header — a one-byte tag, a value under 8 KiB — is written as one fixed-size
-/// slice (a store, where a variable-length copy is a `memcpy` call); the rest goes through
-/// [`Header::write`], which also reports the errors.
-#[inline(always)]
-pub(super) fn put_header(
-    tag: Tag,
-    len: usize,
-    dialect: Dialect,
-    buf: &mut impl BufMut,
-) -> Result<(), EncodeError> {
-    if let (true, Some(t)) = (dialect.has_node_flag(), tag.byte()) {
-        // PVarInt: one group `00xx_xxxx` for 0..=63, two groups `10xx_xxxx 0yyy_yyyy` for
-        // 64..=8191 (the sign bit, bit 6 of the first group, clear).
-        if len < 0x40 {
-            buf.put_slice(&[t, len as u8]);
-            return Ok(());
-        }
-        if len < 0x2000 {
-            buf.put_slice(&[t, 0x80 | (len >> 7) as u8, (len & 0x7f) as u8]);
-            return Ok(());
-        }
-    }
-    buf.put_slice(&header(tag, len, dialect)?);
-    Ok(())
 }
 
 /// Bytes a struct field `key` holding `v` takes, header included; 0 when it is omitted.
@@ -211,11 +184,5 @@ pub(super) fn inner_len<T: FieldValue>(
 }
 
 pub(super) fn check_len(len: usize) -> Result<(), EncodeError> {
-    if len > i32::MAX as usize {
-        return Err(EncodeError::TooLong {
-            len: len as u64,
-            limit: i32::MAX as u64,
-        });
-    }
-    Ok(())
+    crate::tag::check_value_len(len)
 }
