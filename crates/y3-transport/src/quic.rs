@@ -76,7 +76,7 @@ const RECEIVE_WINDOW: u32 = 256 * 1024;
 pub const LOOPBACK_UDP_PAYLOAD: u16 = 6 * 1024;
 
 /// Congestion window a connection to a peer on this host starts with: its receive window
-/// ([`RECEIVE_WINDOW`]), so that on loopback flow control, not congestion control, bounds
+/// (`RECEIVE_WINDOW`, 256 KiB), so that on loopback flow control, not congestion control, bounds
 /// what is in flight (as with TCP there, whose ten-segment initial window at loopback's
 /// 64 KiB segments is 640 KiB).
 ///
