@@ -297,20 +297,28 @@ func throughCutFunction(t *testing.T, ctx context.Context, r *router, typ client
 	}
 	fctx, stop := context.WithCancel(ctx)
 	done := serve(fn, fctx, seen(out))
-	src, err := client.ConnectSource(ctx, r.tcp, cutOpts(name+"-source"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, skip := probedSource(t, ctx, r, sink, typ, in, name, "seen:")
 	defer src.Close()
-	skip := ""
-	if typ == client.TypeData {
-		probeUntil(t, ctx, src, sink, in, func(p string) string { return "seen:" + p })
-		skip = "seen:probe"
-	}
 	sendNumbered(t, src.Send, in, "f", n)
 	expectNumbered(t, ctx, sink, "seen:f", skip, n, false)
 	stopServe(t, stop, done)
 	checkRelay(t, relay, 2, false)
+}
+
+// probedSource connects a source to r and, when the frame the relay cuts is a data frame,
+// sends probes on tag until sink reads one (as seen + payload), so the cut lands before the
+// counted frames; it returns the source and the payload the count skips ("" without probes).
+func probedSource(t *testing.T, ctx context.Context, r *router, sink *client.Sink, typ client.FrameType, tag uint32, name, seen string) (*client.Source, string) {
+	t.Helper()
+	src, err := client.ConnectSource(ctx, r.tcp, cutOpts(name+"-source"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if typ != client.TypeData {
+		return src, ""
+	}
+	probeUntil(t, ctx, src, sink, tag, func(p string) string { return seen + p })
+	return src, seen + "probe"
 }
 
 // throughCutSink runs a sink of tag behind a relay that cuts the first frame of type typ
@@ -325,16 +333,8 @@ func throughCutSink(t *testing.T, ctx context.Context, r *router, typ client.Fra
 		t.Fatalf("connect through the cutting relay: %v", err)
 	}
 	defer sink.Close()
-	src, err := client.ConnectSource(ctx, r.tcp, cutOpts(name+"-source"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, skip := probedSource(t, ctx, r, sink, typ, tag, name, "")
 	defer src.Close()
-	skip := ""
-	if typ == client.TypeData {
-		probeUntil(t, ctx, src, sink, tag, func(p string) string { return p })
-		skip = "probe"
-	}
 	sendNumbered(t, src.Send, tag, "k", n)
 	expectNumbered(t, ctx, sink, "k", skip, n, false)
 	checkRelay(t, relay, 2, false)
