@@ -172,7 +172,7 @@ impl Want for Nothing {
     #[inline(always)]
     fn run<C: Check>(&self, node: &[u8], s: usize, _depth: usize, heads: &mut u64) -> usize {
         if C::VALIDATE {
-            skip::run_by::<_, false>(node, s, node.len(), &StopNodes, heads)
+            skip::run_once(node, s, node.len(), &StopNodes, heads)
         } else {
             skip::run_by::<_, false>(node, s, node.len(), &StopKeys(0), heads)
         }
