@@ -568,6 +568,41 @@ impl QuicIncoming {
     }
 }
 
+/// The log target of [`log_stats`]' line (`RUST_LOG=info,y3_transport::quic::stats=debug`).
+pub const STATS_TARGET: &str = "y3_transport::quic::stats";
+
+/// Logs a connection's packet and frame counts so far, at debug level on [`STATS_TARGET`]
+/// (`Guard` calls it as it closes a connection): what each side sent (datagrams, system
+/// calls, ACKs, credit updates), which is what QUIC costs beyond the frames themselves,
+/// and tells a client's packets from the router's on a shared loopback.
+pub fn log_stats(conn: &quinn::Connection) {
+    if !tracing::enabled!(target: STATS_TARGET, tracing::Level::DEBUG) {
+        return;
+    }
+    let s = conn.stats();
+    tracing::debug!(
+        target: STATS_TARGET,
+        peer = %conn.remote_address(),
+        tx_datagrams = s.udp_tx.datagrams,
+        tx_ios = s.udp_tx.ios,
+        tx_bytes = s.udp_tx.bytes,
+        rx_datagrams = s.udp_rx.datagrams,
+        rx_ios = s.udp_rx.ios,
+        rx_bytes = s.udp_rx.bytes,
+        tx_acks = s.frame_tx.acks,
+        tx_stream = s.frame_tx.stream,
+        tx_max_data = s.frame_tx.max_data,
+        tx_max_stream_data = s.frame_tx.max_stream_data,
+        rx_acks = s.frame_rx.acks,
+        rx_stream = s.frame_rx.stream,
+        rx_max_data = s.frame_rx.max_data,
+        rx_max_stream_data = s.frame_rx.max_stream_data,
+        rtt_us = u64::try_from(s.path.rtt.as_micros()).unwrap_or(u64::MAX),
+        lost_packets = s.path.lost_packets,
+        "quic connection stats"
+    );
+}
+
 /// Connects to a router at `addr` presenting `server_name`, and opens the stream.
 ///
 /// The client endpoint binds the loopback address for a loopback router, else the
