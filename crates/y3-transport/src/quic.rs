@@ -107,6 +107,14 @@ pub const CLOSE_RETRY: u32 = 0x01;
 ///
 /// Receive windows stay at 256 KiB on both sides (the gaps YoMo's one-packet-per-message
 /// clients leave in a bigger one; see `RECEIVE_WINDOW`).
+///
+/// quinn's send window (10 MB written and not yet acknowledged) stays too. A YoMo sink
+/// grants megabytes and, starved of CPU, drops what passes its 256 unprocessed packets:
+/// at 1 KiB flat out it lost 2.4% of the router's datagrams. A 256 KiB send window on
+/// loopback ended those losses, but the router then waited on the sink's ACKs (quic-go
+/// sends about one per 20 packets): msg/s fell in 4 of 6 runs at 1 KiB, medians 23.4k to
+/// 19.9k (sink) and 15.3k to 11.2k (relay), router CPU per frame not lower
+/// (`scripts/perframe-yomo.py`, interleaved runs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tuning {
     /// Largest UDP payload on a loopback path (see [`LOOPBACK_UDP_PAYLOAD`]); 1,452 is what
