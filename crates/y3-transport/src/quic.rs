@@ -112,7 +112,7 @@ pub const CLOSE_RETRY: u32 = 0x01;
 /// grants megabytes and, starved of CPU, drops what passes its 256 unprocessed packets:
 /// at 1 KiB flat out it lost 2.4% of the router's datagrams. A 256 KiB send window on
 /// loopback ended those losses, but the router then waited on the sink's ACKs (quic-go
-/// sends about one per 20 packets): msg/s fell in 4 of 6 runs at 1 KiB, medians 23.4k to
+/// sends about one per 20 packets): msg/s fell in 5 of 6 runs at 1 KiB, medians 23.4k to
 /// 19.9k (sink) and 15.3k to 11.2k (relay), router CPU per frame not lower
 /// (`scripts/perframe-yomo.py`, interleaved runs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
