@@ -107,6 +107,14 @@ pub const CLOSE_RETRY: u32 = 0x01;
 ///
 /// Receive windows stay at 256 KiB on both sides (the gaps YoMo's one-packet-per-message
 /// clients leave in a bigger one; see `RECEIVE_WINDOW`).
+///
+/// quinn's send window (10 MB written and not yet acknowledged) stays too. A YoMo sink
+/// grants megabytes and, starved of CPU, drops what passes its 256 unprocessed packets:
+/// at 1 KiB flat out it lost 2.4% of the router's datagrams. A 256 KiB send window on
+/// loopback ended those losses, but the router then waited on the sink's ACKs (quic-go
+/// sends about one per 20 packets): msg/s fell in 5 of 6 runs at 1 KiB, medians 23.4k to
+/// 19.9k (sink) and 15.3k to 11.2k (relay), router CPU per frame not lower
+/// (`scripts/perframe-yomo.py`, interleaved runs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tuning {
     /// Largest UDP payload on a loopback path (see [`LOOPBACK_UDP_PAYLOAD`]); 1,452 is what
@@ -566,6 +574,41 @@ impl QuicIncoming {
         framed.guard = Guard::Quic(conn, None);
         Ok(framed)
     }
+}
+
+/// The log target of [`log_stats`]' line (`RUST_LOG=info,y3_transport::quic::stats=debug`).
+pub const STATS_TARGET: &str = "y3_transport::quic::stats";
+
+/// Logs a connection's packet and frame counts so far, at debug level on [`STATS_TARGET`]
+/// (`Guard` calls it as it closes a connection): what each side sent (datagrams, system
+/// calls, ACKs, credit updates), which is what QUIC costs beyond the frames themselves,
+/// and tells a client's packets from the router's on a shared loopback.
+pub fn log_stats(conn: &quinn::Connection) {
+    if !tracing::enabled!(target: STATS_TARGET, tracing::Level::DEBUG) {
+        return;
+    }
+    let s = conn.stats();
+    tracing::debug!(
+        target: STATS_TARGET,
+        peer = %conn.remote_address(),
+        tx_datagrams = s.udp_tx.datagrams,
+        tx_ios = s.udp_tx.ios,
+        tx_bytes = s.udp_tx.bytes,
+        rx_datagrams = s.udp_rx.datagrams,
+        rx_ios = s.udp_rx.ios,
+        rx_bytes = s.udp_rx.bytes,
+        tx_acks = s.frame_tx.acks,
+        tx_stream = s.frame_tx.stream,
+        tx_max_data = s.frame_tx.max_data,
+        tx_max_stream_data = s.frame_tx.max_stream_data,
+        rx_acks = s.frame_rx.acks,
+        rx_stream = s.frame_rx.stream,
+        rx_max_data = s.frame_rx.max_data,
+        rx_max_stream_data = s.frame_rx.max_stream_data,
+        rtt_us = u64::try_from(s.path.rtt.as_micros()).unwrap_or(u64::MAX),
+        lost_packets = s.path.lost_packets,
+        "quic connection stats"
+    );
 }
 
 /// Connects to a router at `addr` presenting `server_name`, and opens the stream.

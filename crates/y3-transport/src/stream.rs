@@ -146,7 +146,10 @@ impl Guard {
         match self {
             Guard::None => {}
             #[cfg(feature = "quic")]
-            Guard::Quic(conn, _endpoint) => conn.close(0u32.into(), b""),
+            Guard::Quic(conn, _endpoint) => {
+                crate::quic::log_stats(&conn);
+                conn.close(0u32.into(), b"");
+            }
         }
     }
 
@@ -157,6 +160,7 @@ impl Guard {
             Guard::None => {}
             #[cfg(feature = "quic")]
             Guard::Quic(conn, _endpoint) => {
+                crate::quic::log_stats(&conn);
                 let reason = crate::quic::close_reason(goaway);
                 conn.close(
                     crate::quic::close_code(goaway.code).into(),
@@ -178,7 +182,7 @@ impl Guard {
                 let _ = tokio::time::timeout(linger, conn.closed()).await;
                 match goaway {
                     Some(g) => Guard::Quic(conn, None).close_with(g),
-                    None => conn.close(0u32.into(), b""),
+                    None => Guard::Quic(conn, None).close(),
                 }
                 if let Some(endpoint) = endpoint {
                     let _ = tokio::time::timeout(linger, endpoint.wait_idle()).await;
