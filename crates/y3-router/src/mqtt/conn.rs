@@ -28,6 +28,7 @@ use super::broker::Broker;
 use super::error::MqttError;
 use super::link::{Direct, Who, TOPIC_KEY};
 use super::packet::{self, ConnCode, Connect, Incoming, Outgoing, Publish, Version};
+use super::puback::PubAckCode;
 use super::session::Session;
 use super::ConnInfo;
 use crate::ingress::Handled;
@@ -523,20 +524,12 @@ impl Conn {
             }
             uplink.pending.pop_front();
             let refused = stored.refused.iter().find(|r| r.contains(index));
-            let code = match refused {
-                None => {
-                    self.broker.metrics.pubacked("stored", 1);
-                    0
-                }
-                Some(run) => {
-                    self.broker.metrics.pubacked("refused_by_router", 1);
-                    if !state.refusals_logged {
-                        state.refusals_logged = true;
-                        tracing::warn!(client = %state.who.client_id, reason = ?run.reason, "the router refused an mqtt publish (first of this connection)");
-                    }
-                    0x80
-                }
-            };
+            let code = PubAckCode::of_verdict(refused.map(|r| r.reason));
+            self.broker.metrics.pubacked(code.outcome(), 1);
+            if let Some(run) = refused.filter(|_| !state.refusals_logged) {
+                state.refusals_logged = true;
+                tracing::warn!(client = %state.who.client_id, reason = %run.reason, puback = format_args!("{:#04x}", code.byte()), "the router refused an mqtt publish (first of this connection; each counted)");
+            }
             self.queue(&Outgoing::PubAck(pkid, code))?;
         }
         state
@@ -617,15 +610,16 @@ impl Conn {
             )));
         }
         let (tag, refusal) = match self.broker.config.tag_of(&p.topic) {
-            None => (0, Some((MqttError::Unmapped(p.topic.clone()), 0x90))),
+            None => (0, Some(MqttError::Unmapped(p.topic.clone()))),
             Some(tag) if !state.permissions.may_publish(tag) => {
-                (tag, Some((MqttError::NotAuthorized(p.topic.clone()), 0x87)))
+                (tag, Some(MqttError::NotAuthorized(p.topic.clone())))
             }
             Some(tag) => (tag, None),
         };
-        if let Some((error, code)) = refusal {
+        if let Some(error) = refusal {
             self.broker.metrics.publish_refused(error.kind());
-            if self.version == Version::V5 && p.qos == 1 {
+            let code = PubAckCode::of_refusal(&error);
+            if let Some(code) = code.filter(|_| self.version == Version::V5 && p.qos == 1) {
                 // Refused with its reason; the connection goes on.
                 if !state.refusals_logged {
                     state.refusals_logged = true;
@@ -665,7 +659,7 @@ impl Conn {
         let mut data = Data::new(tag, p.payload).with_metadata(meta);
         // The read loop's own routing, here: the frame is routed (QoS 1: its ticket
         // answered once stored) or dropped by the router's rules (counted; QoS 1: refused,
-        // PUBACK 0x80) before the next packet is read, so publishes keep their order.
+        // its PUBACK's code by `puback.rs`) before the next packet is read, so publishes keep their order.
         let Direct {
             session,
             ingress,

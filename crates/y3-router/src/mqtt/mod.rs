@@ -19,7 +19,8 @@
 //! through the same queues, memory budget, filters, ledger and federation. The codec is
 //! rumqttc's (`packet.rs`); the session logic is here: `conn.rs` (one connection),
 //! `session.rs` (subscriptions, queued and in-flight messages), `broker.rs` (sessions by
-//! client id, retained messages, downlinks), `retained.rs`, `metrics.rs`; its configuration is `config/mqtt.rs`.
+//! client id, retained messages, downlinks), `puback.rs` (what a QoS 1 publish is
+//! answered), `retained.rs`, `metrics.rs`; its configuration is `config/mqtt.rs`.
 //!
 //! Not supported, refused with MQTT's reason: QoS 2 publishes (`0x9B`; subscriptions are
 //! granted QoS 1 at most), topic aliases, shared subscriptions, MQTT 3.1 (level 3).
@@ -31,6 +32,7 @@ mod error;
 mod link;
 mod metrics;
 pub mod packet;
+pub mod puback;
 mod retained;
 mod saved;
 mod session;
