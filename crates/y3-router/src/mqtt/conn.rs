@@ -27,9 +27,10 @@ use y3_transport::{Connection, Data, Frame};
 use super::broker::Broker;
 use super::error::MqttError;
 use super::link::{Direct, Who, TOPIC_KEY};
+use super::outlet::Outlet;
 use super::packet::{self, ConnCode, Connect, Incoming, Outgoing, Publish, Version};
 use super::puback::PubAckCode;
-use super::session::Session;
+use super::session::{Attached, Session};
 use super::ConnInfo;
 use crate::ingress::Handled;
 use crate::session::Permissions;
@@ -50,8 +51,16 @@ pub(crate) struct Stop {
 /// A client's socket, plain or TLS, split into its two halves.
 pub(crate) struct Io {
     rd: Box<dyn AsyncRead + Send + Sync + Unpin>,
-    wr: Box<dyn AsyncWrite + Send + Sync + Unpin>,
+    wr: Wr,
     transport: &'static str,
+}
+
+/// A socket's write side.
+enum Wr {
+    /// Plain TCP: shared with the session's downlink, which writes messages straight.
+    Tcp(Arc<Outlet>),
+    /// TLS: the connection's task alone writes.
+    Tls(Box<dyn AsyncWrite + Send + Sync + Unpin>),
 }
 
 impl Io {
@@ -60,7 +69,7 @@ impl Io {
         let (rd, wr) = stream.into_split();
         Io {
             rd: Box::new(rd),
-            wr: Box::new(wr),
+            wr: Wr::Tcp(Arc::new(Outlet::new(wr))),
             transport: "tcp",
         }
     }
@@ -70,7 +79,7 @@ impl Io {
         let (rd, wr) = tokio::io::split(stream);
         Io {
             rd: Box::new(rd),
-            wr: Box::new(wr),
+            wr: Wr::Tls(Box::new(wr)),
             transport: "tls",
         }
     }
@@ -91,6 +100,7 @@ pub(crate) async fn run(broker: Arc<Broker>, io: Io, peer: SocketAddr, stop: Sto
         wr,
         buf: BytesMut::with_capacity(8 * 1024),
         out: BytesMut::with_capacity(8 * 1024),
+        spare: BytesMut::new(),
         version: Version::V4,
         peer,
         transport,
@@ -106,16 +116,26 @@ pub(crate) async fn run(broker: Arc<Broker>, io: Io, peer: SocketAddr, stop: Sto
             let _ = conn.send(&Outgoing::Disconnect(code)).await;
         }
     }
-    let _ = conn.wr.shutdown().await;
+    match &mut conn.wr {
+        // What the downlink wrote last, if the socket takes it (the socket's write side
+        // shuts down as the last holder of the outlet lets it go).
+        Wr::Tcp(outlet) => outlet.try_flush(),
+        Wr::Tls(wr) => {
+            let _ = wr.shutdown().await;
+        }
+    }
     open.dec();
 }
 
 struct Conn {
     broker: Arc<Broker>,
     rd: Box<dyn AsyncRead + Send + Sync + Unpin>,
-    wr: Box<dyn AsyncWrite + Send + Sync + Unpin>,
+    wr: Wr,
     buf: BytesMut,
+    /// The connection's own packets, encoded, before they go to the socket.
     out: BytesMut,
+    /// The buffer the outlet's pending bytes are swapped into to be written.
+    spare: BytesMut,
     version: Version,
     peer: SocketAddr,
     /// `tcp` or `tls` (`/connz`).
@@ -162,9 +182,17 @@ impl Conn {
     }
 
     async fn flush_out(&mut self) -> Result<(), MqttError> {
-        if !self.out.is_empty() {
-            self.wr.write_all(&self.out).await?;
-            self.out.clear();
+        match &mut self.wr {
+            Wr::Tcp(outlet) => {
+                outlet.append_all(&mut self.out);
+                outlet.write_all(&mut self.spare).await?;
+            }
+            Wr::Tls(wr) => {
+                if !self.out.is_empty() {
+                    wr.write_all(&self.out).await?;
+                    self.out.clear();
+                }
+            }
         }
         Ok(())
     }
@@ -279,12 +307,31 @@ impl Conn {
             draining: false,
             tids: y3_transport::sdk::Tids::new(),
         };
+        // From now on the downlink writes messages straight to a plain-TCP client's socket
+        // (after the CONNACK, written already).
+        if let Wr::Tcp(outlet) = &self.wr {
+            let mut s = session.lock();
+            if s.generation == generation {
+                s.attached = Some(Attached {
+                    outlet: outlet.clone(),
+                    version: self.version,
+                    max_inflight: self.max_inflight,
+                    counters: registered.counters(),
+                });
+            }
+        }
         // A session restored from the state directory gets its downlink now that its
         // client's credentials are here.
         if !state.session.lock().subscriptions.is_empty() {
             self.refresh(&state).await;
         }
         let result = self.run_loop(&mut state, &mut uplink, &stop).await;
+        {
+            let mut s = session.lock();
+            if s.generation == generation {
+                s.attached = None;
+            }
+        }
         let clean_exit = matches!(result, Ok(true));
         if !clean_exit {
             if let Some(will) = state.will.take() {
@@ -398,6 +445,8 @@ impl Conn {
             let mut s = session.lock();
             s.generation += 1;
             s.holder = Some(CancellationToken::new());
+            // Attached again once the connection is ready (`serve`).
+            s.attached = None;
             s.persistent = match connect.session_expiry {
                 Some(expiry) => expiry > 0,
                 None => !connect.clean,
@@ -461,6 +510,7 @@ impl Conn {
                     return Ok(true);
                 }
                 _ = state.session.ready.notified() => {}
+                _ = wake(&self.wr) => {}
                 _ = sleep_until(deadline) => return Err(MqttError::KeepAlive),
                 stored = uplink.direct.acks.moved_past(uplink.answered), if waiting => {
                     uplink.answered = stored.count;
@@ -489,9 +539,12 @@ impl Conn {
 
     /// Writes what the session has for the client (QoS 1 up to `max_inflight`): a batch
     /// of up to [`BATCH_BYTES`] encoded under one hold of the session's lock.
+    /// Plain TCP: the batch joins the outlet's pending bytes under the lock, after what
+    /// the downlink wrote straight before and before what it writes next.
     fn send_queued(&mut self, state: &Loop) -> Result<(), MqttError> {
         let session = &state.session;
         let mut s = session.lock();
+        let mut more = false;
         while let Some(m) = s.next_to_send(self.max_inflight) {
             if m.qos == 0 {
                 self.broker.metrics.delivered();
@@ -502,10 +555,16 @@ impl Conn {
             packet::write_publish(self.version, &m, &mut self.out)?;
             if self.out.len() > BATCH_BYTES {
                 // The rest after this write, taking turns with the other events.
-                drop(s);
-                session.ready.notify_one();
+                more = true;
                 break;
             }
+        }
+        if let Wr::Tcp(outlet) = &self.wr {
+            outlet.append_all(&mut self.out);
+        }
+        drop(s);
+        if more {
+            session.ready.notify_one();
         }
         Ok(())
     }
@@ -799,6 +858,14 @@ struct Loop {
     draining: bool,
     /// The transaction ids of its publishes (`yomo-tid`).
     tids: y3_transport::sdk::Tids,
+}
+
+/// Waits until the downlink leaves bytes the socket did not take at once (plain TCP).
+async fn wake(wr: &Wr) {
+    match wr {
+        Wr::Tcp(outlet) => outlet.wake.notified().await,
+        Wr::Tls(_) => std::future::pending().await,
+    }
 }
 
 async fn sleep_until(deadline: Option<tokio::time::Instant>) {

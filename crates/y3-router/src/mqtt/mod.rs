@@ -18,6 +18,7 @@
 //! `publish`/`observe` tags bound what it may publish and subscribe to, and its frames go
 //! through the same queues, memory budget, filters, ledger and federation. The codec is
 //! rumqttc's (`packet.rs`); the session logic is here: `conn.rs` (one connection),
+//! `outlet.rs` (a plain-TCP socket's write side, shared with the session's downlink),
 //! `session.rs` (subscriptions, queued and in-flight messages), `broker.rs` (sessions by
 //! client id, retained messages, downlinks), `puback.rs` (what a QoS 1 publish is
 //! answered), `retained.rs`, `metrics.rs`; its configuration is `config/mqtt.rs`.
@@ -31,6 +32,7 @@ mod conn;
 mod error;
 mod link;
 mod metrics;
+mod outlet;
 pub mod packet;
 pub mod puback;
 mod retained;
