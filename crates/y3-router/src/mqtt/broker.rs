@@ -457,7 +457,7 @@ impl Broker {
                 let s = session.lock();
                 s.subscriptions
                     .iter()
-                    .filter(|(f, _)| rumqttc::mqttbytes::matches(topic, f))
+                    .filter(|(f, _)| super::config::topic_matches(topic, f))
                     .map(|(_, q)| *q)
                     .max()
             };

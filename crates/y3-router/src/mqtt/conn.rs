@@ -301,6 +301,7 @@ impl Conn {
             who,
             permissions,
             session: session.clone(),
+            generation,
             will: connect.will.clone(),
             keep_alive: connect.keep_alive,
             refusals_logged: false,
@@ -326,12 +327,7 @@ impl Conn {
             self.refresh(&state).await;
         }
         let result = self.run_loop(&mut state, &mut uplink, &stop).await;
-        {
-            let mut s = session.lock();
-            if s.generation == generation {
-                s.attached = None;
-            }
-        }
+        detach(&session, generation);
         let clean_exit = matches!(result, Ok(true));
         if !clean_exit {
             if let Some(will) = state.will.take() {
@@ -500,7 +496,8 @@ impl Conn {
                 _ = stop.drain.cancelled(), if !state.draining => state.draining = true,
                 _ = stop.close.cancelled() => {
                     // The session's last messages, then goodbye (no will: the client did
-                    // nothing wrong).
+                    // nothing wrong); nothing written straight after it.
+                    detach(&state.session, state.generation);
                     self.send_queued(state)?;
                     if self.version == Version::V5 {
                         self.queue(&Outgoing::Disconnect(0x8B))?;
@@ -780,6 +777,11 @@ impl Conn {
         }
         self.refresh(state).await;
         self.queue(&Outgoing::SubAck(pkid, granted))?;
+        // Ahead of the retained messages, written straight (MQTT lets live ones come
+        // before it).
+        if let Wr::Tcp(outlet) = &self.wr {
+            outlet.append_all(&mut self.out);
+        }
         // Retained messages the new filters match, as subscribers see them.
         let retained = broker.retained.lock().unwrap_or_else(|e| e.into_inner());
         for (origin, tag, payload) in retained.iter() {
@@ -789,7 +791,7 @@ impl Conn {
             for topic in config.topics_of(tag, Some(origin)) {
                 let Some(qos) = new
                     .iter()
-                    .filter(|(f, _)| rumqttc::mqttbytes::matches(topic, f))
+                    .filter(|(f, _)| super::config::topic_matches(topic, f))
                     .map(|(_, q)| *q)
                     .max()
                 else {
@@ -850,6 +852,8 @@ struct Loop {
     who: Who,
     permissions: Arc<Permissions>,
     session: Arc<Session>,
+    /// The connection's generation of the session (`State::generation`).
+    generation: u64,
     will: Option<packet::Will>,
     keep_alive: u16,
     /// The first refused publish of the connection was logged.
@@ -858,6 +862,15 @@ struct Loop {
     draining: bool,
     /// The transaction ids of its publishes (`yomo-tid`).
     tids: y3_transport::sdk::Tids,
+}
+
+/// The connection of `generation` goes: the downlink writes no more straight to it (unless
+/// another connection took the session over meanwhile, with its own).
+fn detach(session: &Session, generation: u64) {
+    let mut s = session.lock();
+    if s.generation == generation {
+        s.attached = None;
+    }
 }
 
 /// Waits until the downlink leaves bytes the socket did not take at once (plain TCP).
