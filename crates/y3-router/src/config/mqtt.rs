@@ -222,22 +222,31 @@ pub(crate) fn topic_matches(topic: &str, filter: &str) -> bool {
     if topic.starts_with('$') {
         return false;
     }
-    let mut rest = Some(topic.as_bytes());
-    for f in filter.as_bytes().split(|&b| b == b'/') {
+    let (mut topic, mut filter) = (Some(topic.as_bytes()), filter.as_bytes());
+    loop {
+        let (f, more) = next_level(filter);
         if f == b"#" {
             return true;
         }
-        let Some(r) = rest else { return false };
-        let (level, after) = match r.iter().position(|&b| b == b'/') {
-            Some(i) => (&r[..i], Some(&r[i + 1..])),
-            None => (r, None),
-        };
-        rest = after;
+        let Some(t) = topic else { return false };
+        let (level, after) = next_level(t);
         if level == b"#" || (f != b"+" && f != level) {
             return false;
         }
+        topic = after;
+        match more {
+            Some(rest) => filter = rest,
+            None => return topic.is_none(),
+        }
     }
-    rest.is_none()
+}
+
+/// The first level of `name` and what follows its `/` (`None`: it was the last).
+fn next_level(name: &[u8]) -> (&[u8], Option<&[u8]>) {
+    match name.iter().position(|&b| b == b'/') {
+        Some(i) => (&name[..i], Some(&name[i + 1..])),
+        None => (name, None),
+    }
 }
 
 /// Whether some topic matches both filters (a topic is a filter without wildcards).
