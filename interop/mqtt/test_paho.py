@@ -7,6 +7,7 @@ control for these: the YoMo side of the path is in interop/yomo/mqtt_test.go.
 
 import os
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -39,6 +40,8 @@ name = "sensors"
 token = "sensor-key"
 publish = [0x10]
 observe = []
+[limits]
+max_metadata_bytes = 1024  # a long topic is over it (test_puback_codes_...)
 [state]
 persist = true
 dir = "{state}"
@@ -312,3 +315,91 @@ def test_persistent_session_survives_a_router_restart(router, version):
     assert flags.get("present") is True
     back.disconnect()
     back.loop_stop()
+
+
+@pytest.fixture
+def mosquitto(tmp_path):
+    """Debian's Mosquitto on a free port, anonymous: the control for what a real broker
+    answers."""
+    port = free_port()
+    conf = tmp_path / "mosquitto.conf"
+    conf.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\n")
+    proc = subprocess.Popen(["mosquitto", "-c", str(conf)], stdout=subprocess.DEVNULL,
+                            stderr=open(tmp_path / "mosquitto.log", "w"))
+    deadline = time.time() + WAIT
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            assert time.time() < deadline and proc.poll() is None, "mosquitto did not start"
+            time.sleep(0.05)
+    yield ("127.0.0.1", port)
+    proc.terminate()
+    proc.wait(WAIT)
+
+
+def puback_of(c, topic):
+    """Publishes `topic` QoS 1 on the connected `c`; its PUBACK's reason code."""
+    acked = {}
+    done = threading.Condition()
+
+    def on_publish(_c, _u, mid, reason, _props):
+        with done:
+            acked[mid] = reason
+            done.notify_all()
+
+    c.on_publish = on_publish
+    info = c.publish(topic, b"x", qos=1)
+    with done:
+        assert done.wait_for(lambda: info.mid in acked, WAIT), "no PUBACK"
+        return acked[info.mid]
+
+
+@pytest.mark.parametrize("version", [4, 5])
+def test_puback_codes_tell_no_subscriber_from_a_refusal(router, mosquitto, version):
+    """A QoS 1 publish nobody subscribes to is a success with MQTT 5's code 0x10 "no matching
+    subscribers" (as Mosquitto answers it), not a failure; one over the router's metadata
+    limit (a 2,000-byte topic, over `max_metadata_bytes`) is a refusal (0x83); a routed one
+    is 0x00. MQTT 3.1.1 has no reason code: each is PUBACKed all the same. The router
+    counts each outcome."""
+    # The control: Mosquitto's answer to a publish nobody subscribes to.
+    control = client(version)
+    connected = threading.Event()
+    control.on_connect = lambda *_a: connected.set()
+    control.connect(*mosquitto)
+    control.loop_start()
+    assert connected.wait(WAIT), "no CONNACK from mosquitto"
+    control_nobody = puback_of(control, "sensors/a/noise")
+    control.disconnect()
+    control.loop_stop()
+    pub = client(version, password="sensor-key")
+    assert connect(pub, router, version) == 0
+    publish = lambda topic: puback_of(pub, topic)  # noqa: E731
+
+    before = router.metrics()
+    nobody = publish("sensors/a/noise")
+    too_long = publish(f"sensors/{'a' * 2000}/noise")
+    sub = client(version)
+    assert connect(sub, router, version) == 0
+    col = Collector(sub, "sensors/+/noise")
+    col.subscribe()
+    routed = publish("sensors/b/noise")
+    assert col.wait_for(1) == [("sensors/b/noise", "x")]
+    assert (nobody.value, nobody.is_failure) == (control_nobody.value, False), nobody
+    if version == 5:
+        assert (nobody.value, nobody.is_failure) == (0x10, False), nobody
+        assert (too_long.value, too_long.is_failure) == (0x83, True), too_long
+        assert (routed.value, routed.is_failure) == (0x00, False), routed
+    else:
+        assert [r.value for r in (nobody, too_long, routed)] == [0, 0, 0]
+    after = router.metrics()
+
+    def delta(reason):
+        name = f'y3_router_mqtt_pubacked_total{{reason="{reason}"}}'
+        return after.get(name, 0) - before.get(name, 0)
+
+    assert (delta("no_subscriber"), delta("refused_by_router"), delta("stored")) == (1, 1, 1)
+    for c in (pub, sub):
+        c.disconnect()
+        c.loop_stop()

@@ -1091,7 +1091,7 @@ async fn write_loop(
                 for queued in batch.drain(..) {
                     match (&queued.frame, &mut handoff) {
                         (Frame::Data(d), Some(handoff)) => {
-                            handoff(d)?;
+                            handoff.take(d)?;
                             handed += 1;
                         }
                         // Encoded where it lies in the batch (by reference: no move of the
@@ -1099,6 +1099,9 @@ async fn write_loop(
                         (frame, _) => y3_transport::feed_ref(&mut writer, frame).await?,
                     }
                     told.extend(queued.written);
+                }
+                if let Some(handoff) = &mut handoff {
+                    handoff.batch_end();
                 }
                 writer.flush().await
             }

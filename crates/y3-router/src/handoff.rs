@@ -7,8 +7,11 @@
 //! is handed over and flushed.
 //!
 //! ```text
-//!  routing ─▶ outbox ─▶ write_loop ─┬─ data frame ─▶ Handoff (the recipient's own queue)
-//!                                   └─ control frame ─▶ writer (encoded) ─▶ the link
+//!  routing ─▶ outbox ─▶ write_loop ─┬─ data frame ─▶ Recipient::take (the recipient's own
+//!                                   │                 queue, or its socket's buffer)
+//!                                   ├─ control frame ─▶ writer (encoded) ─▶ the link
+//!                                   └─ end of the batch ─▶ Recipient::batch_end (one
+//!                                                          write for the batch)
 //! ```
 
 use y3_transport::Data;
@@ -26,6 +29,22 @@ impl From<Gone> for y3_transport::FrameError {
     }
 }
 
-/// Takes a data frame out of the writer's batch; never waits (the recipient queues it or
-/// drops it by its own counted rules).
-pub(crate) type Handoff = Box<dyn FnMut(&Data) -> Result<(), Gone> + Send>;
+/// Where a writer's data frames go instead of its socket.
+pub(crate) trait Recipient: Send {
+    /// Takes a data frame out of the writer's batch; never waits (the recipient queues it
+    /// or drops it by its own counted rules).
+    fn take(&mut self, data: &Data) -> Result<(), Gone>;
+
+    /// The writer's batch is handed over (where a socket's writer flushes); never waits.
+    fn batch_end(&mut self) {}
+}
+
+/// A function taking each frame is a recipient with nothing to do at a batch's end.
+impl<F: FnMut(&Data) -> Result<(), Gone> + Send> Recipient for F {
+    fn take(&mut self, data: &Data) -> Result<(), Gone> {
+        self(data)
+    }
+}
+
+/// A writer's recipient.
+pub(crate) type Handoff = Box<dyn Recipient>;

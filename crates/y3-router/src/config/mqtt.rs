@@ -172,7 +172,7 @@ impl MqttConfig {
     pub fn tag_of(&self, topic: &str) -> Option<u32> {
         self.publish
             .iter()
-            .find(|m| rumqttc::mqttbytes::matches(topic, &m.topic))
+            .find(|m| topic_matches(topic, &m.topic))
             .map(|m| m.tag)
     }
 
@@ -188,7 +188,7 @@ impl MqttConfig {
             .filter(move |m| m.tag == tag)
             .filter_map(move |m| {
                 if rumqttc::mqttbytes::has_wildcards(&m.topic) {
-                    origin.filter(|o| rumqttc::mqttbytes::matches(o, &m.topic))
+                    origin.filter(|o| topic_matches(o, &m.topic))
                 } else {
                     Some(m.topic.as_str())
                 }
@@ -206,6 +206,46 @@ impl MqttConfig {
         tags.sort_unstable();
         tags.dedup();
         tags
+    }
+}
+
+/// Whether `topic` matches the topic filter `filter`, by MQTT's rules as rumqttc's
+/// `mqttbytes::matches` applies them (a topic that starts with `$` matches no filter;
+/// `a/#` matches `a`), without allocating or searching by `str` patterns: it runs for
+/// every message published and delivered.
+///
+/// ```text
+///  topic  sensors/a/noise     levels split at '/', compared one by one:
+///  filter sensors/+/noise     '+' takes any one level, '#' the rest (and none)
+/// ```
+pub(crate) fn topic_matches(topic: &str, filter: &str) -> bool {
+    if topic.starts_with('$') {
+        return false;
+    }
+    let (mut topic, mut filter) = (Some(topic.as_bytes()), filter.as_bytes());
+    loop {
+        let (f, more) = next_level(filter);
+        if f == b"#" {
+            return true;
+        }
+        let Some(t) = topic else { return false };
+        let (level, after) = next_level(t);
+        if level == b"#" || (f != b"+" && f != level) {
+            return false;
+        }
+        topic = after;
+        match more {
+            Some(rest) => filter = rest,
+            None => return topic.is_none(),
+        }
+    }
+}
+
+/// The first level of `name` and what follows its `/` (`None`: it was the last).
+fn next_level(name: &[u8]) -> (&[u8], Option<&[u8]>) {
+    match name.iter().position(|&b| b == b'/') {
+        Some(i) => (&name[..i], Some(&name[i + 1..])),
+        None => (name, None),
     }
 }
 
@@ -229,6 +269,41 @@ pub(crate) fn filters_overlap(a: &str, b: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The same verdict as rumqttc's `matches` on every pair of a corpus of topics and
+    /// filters (levels empty, `+`, `#`, `$`, prefixes, trailing slashes).
+    #[test]
+    fn topic_matches_agrees_with_rumqttc() {
+        let levels = ["", "a", "b", "ab", "+", "#", "$SYS"];
+        let mut names = vec![String::new()];
+        for _ in 0..3 {
+            let mut longer = Vec::new();
+            for n in &names {
+                for l in levels {
+                    longer.push(if n.is_empty() {
+                        l.to_string()
+                    } else {
+                        format!("{n}/{l}")
+                    });
+                }
+            }
+            names.extend(longer);
+        }
+        names.sort();
+        names.dedup();
+        let mut checked = 0;
+        for topic in &names {
+            for filter in &names {
+                assert_eq!(
+                    topic_matches(topic, filter),
+                    rumqttc::mqttbytes::matches(topic, filter),
+                    "{topic:?} {filter:?}"
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked > 100_000, "{checked}");
+    }
 
     fn config() -> MqttConfig {
         toml::from_str(

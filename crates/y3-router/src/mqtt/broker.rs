@@ -19,7 +19,43 @@ use super::retained::Retained;
 use super::saved::{Saved, SavedSession};
 use super::session::{Offered, Session};
 use super::ConnInfo;
-use crate::handoff::{Gone, Handoff};
+use crate::handoff::{Gone, Handoff, Recipient};
+
+/// A session's downlink, as its link's writer hands over frames: each offered to the
+/// session (written straight to its client's socket, or queued), and at the end of a
+/// batch what was written straight goes out in one write.
+struct Downlink {
+    broker: Arc<Broker>,
+    session: std::sync::Weak<Session>,
+    /// Cancelled when the downlink's task ends (replaced, the session ended).
+    live: CancellationToken,
+}
+
+impl Downlink {
+    fn session(&self) -> Result<Arc<Session>, Gone> {
+        self.session
+            .upgrade()
+            .filter(|_| !self.live.is_cancelled())
+            .ok_or(Gone)
+    }
+}
+
+impl Recipient for Downlink {
+    fn take(&mut self, data: &Data) -> Result<(), Gone> {
+        let session = self.session()?;
+        self.broker
+            .deliver(&session, data.tag, &data.metadata, &data.payload);
+        Ok(())
+    }
+
+    fn batch_end(&mut self) {
+        let Ok(session) = self.session() else { return };
+        let outlet = session.lock().attached.as_ref().map(|a| a.outlet.clone());
+        if let Some(outlet) = outlet {
+            outlet.try_flush();
+        }
+    }
+}
 
 /// An open connection's entry in [`Broker::connections`], removed on drop.
 pub(crate) struct Listed(Arc<Broker>, u64);
@@ -115,9 +151,12 @@ impl Broker {
         });
         if let Some(old) = sessions.get(client_id).cloned() {
             // A takeover: the old connection closes.
-            if let Some(holder) = old.lock().holder.take() {
+            let mut o = old.lock();
+            o.attached = None;
+            if let Some(holder) = o.holder.take() {
                 holder.cancel();
             }
+            drop(o);
             if !clean {
                 return Some((old, true));
             }
@@ -141,6 +180,7 @@ impl Broker {
             return;
         }
         s.holder = None;
+        s.attached = None;
         let keep = s.persistent;
         drop(s);
         if !keep {
@@ -312,6 +352,12 @@ impl Broker {
         let qos = message.qos;
         let offered = session.offer(message, self.config.max_session_queue);
         let dropped = match offered {
+            Offered::Written => {
+                if qos == 0 {
+                    self.metrics.delivered();
+                }
+                return;
+            }
             Offered::Queued => return,
             Offered::DroppedOldest => "the oldest waiting message",
             Offered::DroppedNew => "the new message (every kept one is in flight)",
@@ -369,15 +415,11 @@ impl Broker {
         // runs: aborted (replaced, the session ended), the writer stops at the next frame
         // (counted `disconnected`, as a closed socket's).
         let live = CancellationToken::new();
-        let handoff: Handoff = {
-            let (broker, weak, live) = (self.clone(), Arc::downgrade(session), live.clone());
-            Box::new(move |data: &Data| {
-                let session = weak.upgrade().filter(|_| !live.is_cancelled());
-                let session = session.ok_or(Gone)?;
-                broker.deliver(&session, data.tag, &data.metadata, &data.payload);
-                Ok(())
-            })
-        };
+        let handoff: Handoff = Box::new(Downlink {
+            broker: self.clone(),
+            session: Arc::downgrade(session),
+            live: live.clone(),
+        });
         let mut conn = match self
             .links
             .open(
@@ -415,7 +457,7 @@ impl Broker {
                 let s = session.lock();
                 s.subscriptions
                     .iter()
-                    .filter(|(f, _)| rumqttc::mqttbytes::matches(topic, f))
+                    .filter(|(f, _)| super::config::topic_matches(topic, f))
                     .map(|(_, q)| *q)
                     .max()
             };

@@ -27,8 +27,10 @@ use y3_transport::{Connection, Data, Frame};
 use super::broker::Broker;
 use super::error::MqttError;
 use super::link::{Direct, Who, TOPIC_KEY};
+use super::outlet::Outlet;
 use super::packet::{self, ConnCode, Connect, Incoming, Outgoing, Publish, Version};
-use super::session::Session;
+use super::puback::PubAckCode;
+use super::session::{Attached, Session};
 use super::ConnInfo;
 use crate::ingress::Handled;
 use crate::session::Permissions;
@@ -49,8 +51,16 @@ pub(crate) struct Stop {
 /// A client's socket, plain or TLS, split into its two halves.
 pub(crate) struct Io {
     rd: Box<dyn AsyncRead + Send + Sync + Unpin>,
-    wr: Box<dyn AsyncWrite + Send + Sync + Unpin>,
+    wr: Wr,
     transport: &'static str,
+}
+
+/// A socket's write side.
+enum Wr {
+    /// Plain TCP: shared with the session's downlink, which writes messages straight.
+    Tcp(Arc<Outlet>),
+    /// TLS: the connection's task alone writes.
+    Tls(Box<dyn AsyncWrite + Send + Sync + Unpin>),
 }
 
 impl Io {
@@ -59,7 +69,7 @@ impl Io {
         let (rd, wr) = stream.into_split();
         Io {
             rd: Box::new(rd),
-            wr: Box::new(wr),
+            wr: Wr::Tcp(Arc::new(Outlet::new(wr))),
             transport: "tcp",
         }
     }
@@ -69,7 +79,7 @@ impl Io {
         let (rd, wr) = tokio::io::split(stream);
         Io {
             rd: Box::new(rd),
-            wr: Box::new(wr),
+            wr: Wr::Tls(Box::new(wr)),
             transport: "tls",
         }
     }
@@ -90,6 +100,7 @@ pub(crate) async fn run(broker: Arc<Broker>, io: Io, peer: SocketAddr, stop: Sto
         wr,
         buf: BytesMut::with_capacity(8 * 1024),
         out: BytesMut::with_capacity(8 * 1024),
+        spare: BytesMut::new(),
         version: Version::V4,
         peer,
         transport,
@@ -105,16 +116,26 @@ pub(crate) async fn run(broker: Arc<Broker>, io: Io, peer: SocketAddr, stop: Sto
             let _ = conn.send(&Outgoing::Disconnect(code)).await;
         }
     }
-    let _ = conn.wr.shutdown().await;
+    match &mut conn.wr {
+        // What the downlink wrote last, if the socket takes it (the socket's write side
+        // shuts down as the last holder of the outlet lets it go).
+        Wr::Tcp(outlet) => outlet.try_flush(),
+        Wr::Tls(wr) => {
+            let _ = wr.shutdown().await;
+        }
+    }
     open.dec();
 }
 
 struct Conn {
     broker: Arc<Broker>,
     rd: Box<dyn AsyncRead + Send + Sync + Unpin>,
-    wr: Box<dyn AsyncWrite + Send + Sync + Unpin>,
+    wr: Wr,
     buf: BytesMut,
+    /// The connection's own packets, encoded, before they go to the socket.
     out: BytesMut,
+    /// The buffer the outlet's pending bytes are swapped into to be written.
+    spare: BytesMut,
     version: Version,
     peer: SocketAddr,
     /// `tcp` or `tls` (`/connz`).
@@ -161,9 +182,17 @@ impl Conn {
     }
 
     async fn flush_out(&mut self) -> Result<(), MqttError> {
-        if !self.out.is_empty() {
-            self.wr.write_all(&self.out).await?;
-            self.out.clear();
+        match &mut self.wr {
+            Wr::Tcp(outlet) => {
+                outlet.append_all(&mut self.out);
+                outlet.write_all(&mut self.spare).await?;
+            }
+            Wr::Tls(wr) => {
+                if !self.out.is_empty() {
+                    wr.write_all(&self.out).await?;
+                    self.out.clear();
+                }
+            }
         }
         Ok(())
     }
@@ -272,18 +301,33 @@ impl Conn {
             who,
             permissions,
             session: session.clone(),
+            generation,
             will: connect.will.clone(),
             keep_alive: connect.keep_alive,
             refusals_logged: false,
             draining: false,
             tids: y3_transport::sdk::Tids::new(),
         };
+        // From now on the downlink writes messages straight to a plain-TCP client's socket
+        // (after the CONNACK, written already).
+        if let Wr::Tcp(outlet) = &self.wr {
+            let mut s = session.lock();
+            if s.generation == generation {
+                s.attached = Some(Attached {
+                    outlet: outlet.clone(),
+                    version: self.version,
+                    max_inflight: self.max_inflight,
+                    counters: registered.counters(),
+                });
+            }
+        }
         // A session restored from the state directory gets its downlink now that its
         // client's credentials are here.
         if !state.session.lock().subscriptions.is_empty() {
             self.refresh(&state).await;
         }
         let result = self.run_loop(&mut state, &mut uplink, &stop).await;
+        detach(&session, generation);
         let clean_exit = matches!(result, Ok(true));
         if !clean_exit {
             if let Some(will) = state.will.take() {
@@ -397,6 +441,8 @@ impl Conn {
             let mut s = session.lock();
             s.generation += 1;
             s.holder = Some(CancellationToken::new());
+            // Attached again once the connection is ready (`serve`).
+            s.attached = None;
             s.persistent = match connect.session_expiry {
                 Some(expiry) => expiry > 0,
                 None => !connect.clean,
@@ -450,7 +496,8 @@ impl Conn {
                 _ = stop.drain.cancelled(), if !state.draining => state.draining = true,
                 _ = stop.close.cancelled() => {
                     // The session's last messages, then goodbye (no will: the client did
-                    // nothing wrong).
+                    // nothing wrong); nothing written straight after it.
+                    detach(&state.session, state.generation);
                     self.send_queued(state)?;
                     if self.version == Version::V5 {
                         self.queue(&Outgoing::Disconnect(0x8B))?;
@@ -460,6 +507,7 @@ impl Conn {
                     return Ok(true);
                 }
                 _ = state.session.ready.notified() => {}
+                _ = wake(&self.wr) => {}
                 _ = sleep_until(deadline) => return Err(MqttError::KeepAlive),
                 stored = uplink.direct.acks.moved_past(uplink.answered), if waiting => {
                     uplink.answered = stored.count;
@@ -488,9 +536,12 @@ impl Conn {
 
     /// Writes what the session has for the client (QoS 1 up to `max_inflight`): a batch
     /// of up to [`BATCH_BYTES`] encoded under one hold of the session's lock.
+    /// Plain TCP: the batch joins the outlet's pending bytes under the lock, after what
+    /// the downlink wrote straight before and before what it writes next.
     fn send_queued(&mut self, state: &Loop) -> Result<(), MqttError> {
         let session = &state.session;
         let mut s = session.lock();
+        let mut more = false;
         while let Some(m) = s.next_to_send(self.max_inflight) {
             if m.qos == 0 {
                 self.broker.metrics.delivered();
@@ -501,10 +552,16 @@ impl Conn {
             packet::write_publish(self.version, &m, &mut self.out)?;
             if self.out.len() > BATCH_BYTES {
                 // The rest after this write, taking turns with the other events.
-                drop(s);
-                session.ready.notify_one();
+                more = true;
                 break;
             }
+        }
+        if let Wr::Tcp(outlet) = &self.wr {
+            outlet.append_all(&mut self.out);
+        }
+        drop(s);
+        if more {
+            session.ready.notify_one();
         }
         Ok(())
     }
@@ -523,20 +580,12 @@ impl Conn {
             }
             uplink.pending.pop_front();
             let refused = stored.refused.iter().find(|r| r.contains(index));
-            let code = match refused {
-                None => {
-                    self.broker.metrics.pubacked("stored", 1);
-                    0
-                }
-                Some(run) => {
-                    self.broker.metrics.pubacked("refused_by_router", 1);
-                    if !state.refusals_logged {
-                        state.refusals_logged = true;
-                        tracing::warn!(client = %state.who.client_id, reason = ?run.reason, "the router refused an mqtt publish (first of this connection)");
-                    }
-                    0x80
-                }
-            };
+            let code = PubAckCode::of_verdict(refused.map(|r| r.reason));
+            self.broker.metrics.pubacked(code.outcome(), 1);
+            if let Some(run) = refused.filter(|_| !state.refusals_logged) {
+                state.refusals_logged = true;
+                tracing::warn!(client = %state.who.client_id, reason = %run.reason, puback = format_args!("{:#04x}", code.byte()), "the router refused an mqtt publish (first of this connection; each counted)");
+            }
             self.queue(&Outgoing::PubAck(pkid, code))?;
         }
         state
@@ -617,15 +666,16 @@ impl Conn {
             )));
         }
         let (tag, refusal) = match self.broker.config.tag_of(&p.topic) {
-            None => (0, Some((MqttError::Unmapped(p.topic.clone()), 0x90))),
+            None => (0, Some(MqttError::Unmapped(p.topic.clone()))),
             Some(tag) if !state.permissions.may_publish(tag) => {
-                (tag, Some((MqttError::NotAuthorized(p.topic.clone()), 0x87)))
+                (tag, Some(MqttError::NotAuthorized(p.topic.clone())))
             }
             Some(tag) => (tag, None),
         };
-        if let Some((error, code)) = refusal {
+        if let Some(error) = refusal {
             self.broker.metrics.publish_refused(error.kind());
-            if self.version == Version::V5 && p.qos == 1 {
+            let code = PubAckCode::of_refusal(&error);
+            if let Some(code) = code.filter(|_| self.version == Version::V5 && p.qos == 1) {
                 // Refused with its reason; the connection goes on.
                 if !state.refusals_logged {
                     state.refusals_logged = true;
@@ -665,7 +715,7 @@ impl Conn {
         let mut data = Data::new(tag, p.payload).with_metadata(meta);
         // The read loop's own routing, here: the frame is routed (QoS 1: its ticket
         // answered once stored) or dropped by the router's rules (counted; QoS 1: refused,
-        // PUBACK 0x80) before the next packet is read, so publishes keep their order.
+        // its PUBACK's code by `puback.rs`) before the next packet is read, so publishes keep their order.
         let Direct {
             session,
             ingress,
@@ -727,6 +777,11 @@ impl Conn {
         }
         self.refresh(state).await;
         self.queue(&Outgoing::SubAck(pkid, granted))?;
+        // Ahead of the retained messages, written straight (MQTT lets live ones come
+        // before it).
+        if let Wr::Tcp(outlet) = &self.wr {
+            outlet.append_all(&mut self.out);
+        }
         // Retained messages the new filters match, as subscribers see them.
         let retained = broker.retained.lock().unwrap_or_else(|e| e.into_inner());
         for (origin, tag, payload) in retained.iter() {
@@ -736,7 +791,7 @@ impl Conn {
             for topic in config.topics_of(tag, Some(origin)) {
                 let Some(qos) = new
                     .iter()
-                    .filter(|(f, _)| rumqttc::mqttbytes::matches(topic, f))
+                    .filter(|(f, _)| super::config::topic_matches(topic, f))
                     .map(|(_, q)| *q)
                     .max()
                 else {
@@ -797,6 +852,8 @@ struct Loop {
     who: Who,
     permissions: Arc<Permissions>,
     session: Arc<Session>,
+    /// The connection's generation of the session (`State::generation`).
+    generation: u64,
     will: Option<packet::Will>,
     keep_alive: u16,
     /// The first refused publish of the connection was logged.
@@ -805,6 +862,23 @@ struct Loop {
     draining: bool,
     /// The transaction ids of its publishes (`yomo-tid`).
     tids: y3_transport::sdk::Tids,
+}
+
+/// The connection of `generation` goes: the downlink writes no more straight to it (unless
+/// another connection took the session over meanwhile, with its own).
+fn detach(session: &Session, generation: u64) {
+    let mut s = session.lock();
+    if s.generation == generation {
+        s.attached = None;
+    }
+}
+
+/// Waits until the downlink leaves bytes the socket did not take at once (plain TCP).
+async fn wake(wr: &Wr) {
+    match wr {
+        Wr::Tcp(outlet) => outlet.wake.notified().await,
+        Wr::Tls(_) => std::future::pending().await,
+    }
 }
 
 async fn sleep_until(deadline: Option<tokio::time::Instant>) {

@@ -267,7 +267,7 @@ impl MqttMetrics {
     }
 
     /// Counts `n` routed QoS 1 publishes answered with `outcome` (`stored`,
-    /// `refused_by_router`, `abandoned`).
+    /// `no_subscriber`, `refused_by_router`: `puback.rs`; `abandoned`).
     pub fn pubacked(&self, outcome: &'static str, n: u64) {
         if n == 0 {
             return;

@@ -18,8 +18,10 @@
 //! `publish`/`observe` tags bound what it may publish and subscribe to, and its frames go
 //! through the same queues, memory budget, filters, ledger and federation. The codec is
 //! rumqttc's (`packet.rs`); the session logic is here: `conn.rs` (one connection),
+//! `outlet.rs` (a plain-TCP socket's write side, shared with the session's downlink),
 //! `session.rs` (subscriptions, queued and in-flight messages), `broker.rs` (sessions by
-//! client id, retained messages, downlinks), `retained.rs`, `metrics.rs`; its configuration is `config/mqtt.rs`.
+//! client id, retained messages, downlinks), `puback.rs` (what a QoS 1 publish is
+//! answered), `retained.rs`, `metrics.rs`; its configuration is `config/mqtt.rs`.
 //!
 //! Not supported, refused with MQTT's reason: QoS 2 publishes (`0x9B`; subscriptions are
 //! granted QoS 1 at most), topic aliases, shared subscriptions, MQTT 3.1 (level 3).
@@ -30,7 +32,9 @@ mod conn;
 mod error;
 mod link;
 mod metrics;
+mod outlet;
 pub mod packet;
+pub mod puback;
 mod retained;
 mod saved;
 mod session;

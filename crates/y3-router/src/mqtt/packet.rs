@@ -18,6 +18,7 @@ use rumqttc::v5::mqttbytes::v5;
 use rumqttc::v5::mqttbytes::QoS as Qos5;
 
 use super::error::MqttError;
+use super::puback::PubAckCode;
 
 /// The protocol a connection speaks, from its CONNECT.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,8 +135,8 @@ pub enum Outgoing {
     ConnAck(ConnCode, bool, u16),
     /// PUBLISH to a subscriber.
     Publish(Publish),
-    /// PUBACK: packet id, and an MQTT 5 reason code (0: success).
-    PubAck(u16, u8),
+    /// PUBACK: packet id, and its MQTT 5 reason code (`puback.rs`).
+    PubAck(u16, PubAckCode),
     /// SUBACK: packet id, granted QoS per filter (`None`: refused).
     SubAck(u16, Vec<Option<u8>>),
     /// UNSUBACK: packet id, filters.
@@ -464,11 +465,16 @@ pub fn write(version: Version, packet: &Outgoing, out: &mut BytesMut) -> Result<
                 Outgoing::PubAck(pkid, reason) => v5::Packet::PubAck(v5::PubAck {
                     pkid: *pkid,
                     reason: match reason {
-                        0 => v5::PubAckReason::Success,
-                        0x87 => v5::PubAckReason::NotAuthorized,
-                        0x90 => v5::PubAckReason::TopicNameInvalid,
-                        0x97 => v5::PubAckReason::QuotaExceeded,
-                        _ => v5::PubAckReason::UnspecifiedError,
+                        PubAckCode::Success => v5::PubAckReason::Success,
+                        PubAckCode::NoMatchingSubscribers => {
+                            v5::PubAckReason::NoMatchingSubscribers
+                        }
+                        PubAckCode::UnspecifiedError => v5::PubAckReason::UnspecifiedError,
+                        PubAckCode::ImplementationSpecificError => {
+                            v5::PubAckReason::ImplementationSpecificError
+                        }
+                        PubAckCode::NotAuthorized => v5::PubAckReason::NotAuthorized,
+                        PubAckCode::TopicNameInvalid => v5::PubAckReason::TopicNameInvalid,
                     },
                     properties: None,
                 }),

@@ -4,11 +4,18 @@
 //! flight is sent again, flagged dup, when it comes back.
 //!
 //! ```text
-//!  downlink frames ─▶ offer() ─▶ queue (≤ max_session_queue with inflight; oldest dropped,
-//!                                  counted)
+//!  downlink frames ─▶ offer() ─┬─ connected over plain TCP, queue empty, window open:
+//!                              │    written straight to its socket (`outlet.rs`); QoS 1
+//!                              │    kept in inflight[pkid]
+//!                              └─ else: queue (≤ max_session_queue with inflight; oldest
+//!                                  dropped, counted)
 //!  connection: next_to_send() ─▶ inflight[pkid] (≤ max_inflight) ─ PUBACK ─▶ acked()
 //!  client gone: inflight back to the queue's front (persistent), or the session ends
 //! ```
+//!
+//! Messages are decided, written straight or queued, under the session's lock, and only
+//! while the queue is empty are they written straight: so they reach the socket in the
+//! order they came.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -18,7 +25,23 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::packet::Publish;
+use super::outlet::Outlet;
+use super::packet::{self, Publish, Version};
+use crate::status::ConnCounters;
+
+/// The connection a session's messages are written to straight, while it holds the
+/// session (a plain-TCP client: `outlet.rs`).
+#[derive(Debug, Clone)]
+pub(crate) struct Attached {
+    /// Its socket's write side.
+    pub outlet: Arc<Outlet>,
+    /// The MQTT version its packets are encoded in.
+    pub version: Version,
+    /// QoS 1 messages in flight to it at most.
+    pub max_inflight: usize,
+    /// Its `/connz` counters (messages written out).
+    pub counters: ConnCounters,
+}
 
 /// A session's state, behind its lock.
 #[derive(Debug, Default)]
@@ -34,6 +57,9 @@ pub(crate) struct State {
     pub downlink: Option<(Vec<u32>, JoinHandle<()>)>,
     /// Cancelled to close the connection that holds the session now (a takeover).
     pub holder: Option<CancellationToken>,
+    /// The holder's socket when messages may be written to it straight (set once it is
+    /// ready, cleared as it goes or is taken over).
+    pub attached: Option<Attached>,
     /// Counts the connections that held the session; the holder's is the last.
     pub generation: u64,
     /// Whether the session is kept after its connection.
@@ -58,16 +84,59 @@ impl State {
         }
         let mut message = s.queue.pop_front()?;
         if message.qos > 0 {
-            let pkid = loop {
-                s.next_pkid = s.next_pkid.wrapping_add(1).max(1);
-                if !s.inflight.contains_key(&s.next_pkid) {
-                    break s.next_pkid;
-                }
-            };
-            message.pkid = pkid;
-            s.inflight.insert(pkid, message.clone());
+            message.pkid = free_pkid(&mut s.next_pkid, &s.inflight);
+            s.inflight.insert(message.pkid, message.clone());
         }
         Some(message)
+    }
+
+    /// Writes `message` straight to the attached connection's socket when nothing waits
+    /// before it (the queue is empty) and its QoS 1 window is open; gives it back if not.
+    fn write_straight(&mut self, mut message: Publish) -> Result<(), Publish> {
+        let State {
+            attached,
+            queue,
+            inflight,
+            next_pkid,
+            ..
+        } = self;
+        let Some(to) = attached else {
+            return Err(message);
+        };
+        if !queue.is_empty() || (message.qos > 0 && inflight.len() >= to.max_inflight) {
+            return Err(message);
+        }
+        if message.qos > 0 {
+            message.pkid = free_pkid(next_pkid, inflight);
+        }
+        let version = to.version;
+        match to
+            .outlet
+            .append(|out| packet::write_publish(version, &message, out))
+        {
+            Ok(true) => {}
+            // Past the outlet's bound (the socket is slow), or not encodable (the
+            // connection meets the error when it writes it from the queue).
+            Ok(false) | Err(_) => {
+                message.pkid = 0;
+                return Err(message);
+            }
+        }
+        to.counters.count_out(1, message.payload.len() as u64);
+        if message.qos > 0 {
+            inflight.insert(message.pkid, message);
+        }
+        Ok(())
+    }
+}
+
+/// A packet id no message in `inflight` has, the next after `last`.
+fn free_pkid(last: &mut u16, inflight: &BTreeMap<u16, Publish>) -> u16 {
+    loop {
+        *last = last.wrapping_add(1).max(1);
+        if !inflight.contains_key(last) {
+            return *last;
+        }
     }
 }
 
@@ -85,6 +154,8 @@ pub(crate) struct Session {
 /// What [`Session::offer`] did.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Offered {
+    /// Written straight to the client's socket (QoS 1: kept in flight).
+    Written,
     /// Queued.
     Queued,
     /// Queued, and the oldest waiting message dropped to make room.
@@ -111,7 +182,8 @@ impl Session {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Queues `message`, keeping at most `max` waiting and in flight together.
+    /// Writes `message` straight to the client's socket (`Attached`), else queues it,
+    /// keeping at most `max` waiting and in flight together.
     pub fn offer(&self, message: Publish, max: usize) -> Offered {
         let mut s = self.lock();
         if s.ended {
@@ -120,6 +192,10 @@ impl Session {
         if s.holder.is_none() && message.qos == 0 {
             return Offered::Offline;
         }
+        let message = match s.write_straight(message) {
+            Ok(()) => return Offered::Written,
+            Err(message) => message,
+        };
         let mut offered = Offered::Queued;
         if s.queue.len() + s.inflight.len() >= max {
             if s.queue.pop_front().is_some() {
@@ -167,6 +243,7 @@ impl Session {
     pub fn end(&self) -> usize {
         let mut s = self.lock();
         s.ended = true;
+        s.attached = None;
         if let Some((_, task)) = s.downlink.take() {
             task.abort();
         }
@@ -227,5 +304,79 @@ mod tests {
         let s = Session::new("c".into());
         assert_eq!(s.offer(msg(0, 1), 3), Offered::Offline);
         assert_eq!(s.offer(msg(1, 1), 3), Offered::Queued);
+    }
+
+    /// Connected over plain TCP, messages are written straight while nothing waits before
+    /// them; once one waits (its QoS 1 window full), the later ones wait behind it; they
+    /// reach the socket in the order offered.
+    #[tokio::test]
+    async fn written_straight_while_nothing_waits_and_in_order_after() {
+        use tokio::io::AsyncReadExt;
+        let (outlet, mut client) = crate::mqtt::outlet::test_pair().await;
+        let outlet = Arc::new(outlet);
+        let registry = Arc::new(crate::status::Connections::default());
+        let registered = registry.register(crate::status::Registration {
+            id: 1,
+            name: "c".into(),
+            client_id: "c".into(),
+            kind: crate::status::Kind::Mqtt,
+            protocol: "mqtt",
+            transport: "tcp",
+            remote: None,
+            observed: Vec::new(),
+            filters: Vec::new(),
+        });
+        let s = Session::new("c".into());
+        {
+            let mut st = s.lock();
+            st.holder = Some(CancellationToken::new());
+            st.attached = Some(Attached {
+                outlet: outlet.clone(),
+                version: Version::V4,
+                max_inflight: 1,
+                counters: registered.counters(),
+            });
+        }
+        assert_eq!(s.offer(msg(0, 1), 10), Offered::Written);
+        assert_eq!(s.offer(msg(1, 2), 10), Offered::Written);
+        assert_eq!(s.offer(msg(1, 3), 10), Offered::Queued, "window full");
+        assert_eq!(
+            s.offer(msg(0, 4), 10),
+            Offered::Queued,
+            "behind the waiting one"
+        );
+        let pkid = *s.lock().inflight.keys().next().unwrap();
+        assert!(s.acked(pkid));
+        // The connection's task writes the queue (under the lock, as `send_queued` does).
+        {
+            let mut st = s.lock();
+            let mut out = bytes::BytesMut::new();
+            while let Some(m) = st.next_to_send(1) {
+                packet::write_publish(Version::V4, &m, &mut out).unwrap();
+            }
+            outlet.append_all(&mut out);
+        }
+        assert_eq!(
+            s.offer(msg(0, 5), 10),
+            Offered::Written,
+            "nothing waits again"
+        );
+        outlet.try_flush();
+        outlet.write_all(&mut bytes::BytesMut::new()).await.unwrap();
+        let mut buf = bytes::BytesMut::new();
+        let mut got = Vec::new();
+        while got.len() < 5 {
+            while let Some(p) = packet::read(&mut buf, Some(Version::V4), 1 << 20).unwrap() {
+                let packet::Incoming::Publish(p) = p else {
+                    panic!("{p:?}")
+                };
+                got.push((p.payload[0], p.qos));
+            }
+            if got.len() < 5 {
+                assert!(client.read_buf(&mut buf).await.unwrap() > 0);
+            }
+        }
+        assert_eq!(got, [(1, 0), (2, 1), (3, 1), (4, 0), (5, 0)]);
+        assert_eq!(s.lock().inflight.len(), 1, "3 in flight");
     }
 }
