@@ -11,7 +11,7 @@
 //! uses. Every length is checked against the enclosing node and the limits before it is
 //! used to slice.
 
-use crate::tag::{one_group_head, Header};
+use crate::tag::{short_head, Header};
 use crate::{scalar, Config, DecodeError, Dialect, Tag};
 
 /// One packet borrowed from a buffer: tag, value bytes and typed accessors.
@@ -322,14 +322,13 @@ pub struct Children<'a> {
 }
 
 impl<'a> Children<'a> {
-    /// The usual child: a header of the shortest kind (`tag::one_group_head`: a valid tag
-    /// byte, a one-group length) whose value lies in the node and within the limit. It
-    /// passes every check [`next_child`](Children::next_child) makes, so it is read here,
-    /// inlined into the caller's loop, without them; `None` leaves anything else to
-    /// `next_child`.
+    /// The usual child: a short header (`tag::short_head`: a valid tag byte, a length of
+    /// one or two groups) whose value lies in the node and within the limit. It passes
+    /// every check [`next_child`](Children::next_child) makes, so it is read here, inlined
+    /// into the caller's loop, without them; `None` leaves anything else to `next_child`.
     #[inline(always)]
     fn next_short(&mut self) -> Option<Packet<'a>> {
-        let (tag, len, after) = one_group_head(self.rest)?;
+        let (tag, len, head_len, after) = short_head(self.rest)?;
         if len > after.len()
             || !self.config.dialect.has_node_flag()
             || len as u64 > self.config.limits.max_packet_len
@@ -341,7 +340,7 @@ impl<'a> Children<'a> {
         Some(Packet::from_parts(
             Tag::from_byte(tag),
             value,
-            2,
+            head_len,
             self.depth,
             self.config,
         ))
