@@ -622,9 +622,11 @@ impl Data {
     /// Moves the frame's bytes into what `copy` makes of them: its wire bytes in one copy,
     /// or (a changed frame) its payload, then its metadata.
     fn detach_with(&mut self, mut copy: impl FnMut(&[u8]) -> Bytes) {
-        if let Some(frame) = self.wire().cloned() {
-            let base = frame.as_ptr() as usize;
-            let copy = copy(&frame);
+        // The wire bytes are borrowed for the copy (no reference taken on them).
+        let copied = self
+            .wire()
+            .map(|frame| (frame.as_ptr() as usize, copy(frame)));
+        if let Some((base, copy)) = copied {
             // The same bytes in the copy. An empty field is no slice of the frame (it is
             // `Bytes::new()`, wherever that points) and stays empty.
             let moved = |b: &Bytes| match (b.as_ptr() as usize).checked_sub(base) {
