@@ -1109,7 +1109,7 @@ impl Frame {
             return Err(FrameError::UnknownFrame { tag: tag.id() });
         }
         let name = kind::name(tag.id());
-        let packet = Packet::from_value(tag, &frame[head_len..], *config);
+        let packet = Packet::from_parsed(tag, &frame[head_len..], head_len, *config);
         let invalid = |field| FrameError::InvalidField { frame: name, field };
         match tag.id() {
             kind::DATA => {

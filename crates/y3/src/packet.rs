@@ -102,6 +102,13 @@ impl<'a> Packet<'a> {
         Packet::from_parts(tag, value, head_len, 1, config)
     }
 
+    /// As [`from_value`](Packet::from_value), for a value whose header the caller parsed
+    /// and measured (`head_len` bytes, as [`Header::parse`](crate::tag::Header::parse)
+    /// gave it): the header's length is not worked out again (a frame decoder, per frame).
+    pub fn from_parsed(tag: Tag, value: &'a [u8], head_len: usize, config: Config) -> Self {
+        Packet::from_parts(tag, value, head_len, 1, config)
+    }
+
     /// The tag.
     #[inline]
     pub fn tag(&self) -> Tag {
