@@ -50,8 +50,9 @@ pub const MAX_CONTROL: usize = 16;
 /// Slots per block of a queue's data lane.
 pub const BLOCK: usize = 64;
 
-/// Emptied blocks a queue keeps for its next pushes; the rest go back to the allocator.
-pub const SPARE: usize = 4;
+/// Emptied blocks a queue keeps for its next pushes; the rest go back to the allocator (a
+/// block's allocation and release cost a few instructions per frame of its [`BLOCK`]).
+pub const SPARE: usize = 1;
 
 /// How many times its limits (frames and bytes) a queue may hold through
 /// [`Queue::push_overdraft`]: the first multiple is the budget a subscriber is given, the
@@ -64,11 +65,14 @@ pub const OVERDRAFT: usize = 2;
 /// slots behind was 340 instructions per routed frame (`scripts/icount-router`).
 /// Draining gives each emptied block back, keeping [`SPARE`] of them, so a burst's memory
 /// goes back as it drains, and a backlog swinging between a few and thousands of frames
-/// allocates one block per [`BLOCK`] frames of swing, never resizes a whole deque.
+/// allocates one block per [`BLOCK`] frames of swing, never resizes a whole deque. The
+/// first block of an empty queue grows as it fills (up to [`BLOCK`] slots), so that a
+/// subscriber that never falls behind holds the few slots it uses, not a whole block.
 #[derive(Debug)]
 struct Blocks<T> {
-    /// Each holds at most [`BLOCK`] items (and has room for them: it never grows); only the
-    /// front one may be partly popped, only the back one partly filled.
+    /// Each holds at most [`BLOCK`] items (and, but for a queue's first, has room for them:
+    /// it never grows); only the front one may be partly popped, only the back one partly
+    /// filled.
     blocks: VecDeque<VecDeque<T>>,
     len: usize,
     spare: Vec<VecDeque<T>>,
@@ -87,10 +91,11 @@ impl<T> Blocks<T> {
         match self.blocks.back_mut() {
             Some(back) if back.len() < BLOCK => back.push_back(item),
             _ => {
-                let mut block = self
-                    .spare
-                    .pop()
-                    .unwrap_or_else(|| VecDeque::with_capacity(BLOCK));
+                let first = self.blocks.is_empty();
+                let mut block = self.spare.pop().unwrap_or_else(|| match first {
+                    true => VecDeque::new(),
+                    false => VecDeque::with_capacity(BLOCK),
+                });
                 block.push_back(item);
                 self.blocks.push_back(block);
             }
@@ -167,7 +172,11 @@ impl<T> Blocks<T> {
     /// Slots allocated: the blocks in use and the spare ones.
     #[cfg(test)]
     fn slots(&self) -> usize {
-        (self.blocks.len() + self.spare.len()) * BLOCK
+        self.blocks
+            .iter()
+            .chain(&self.spare)
+            .map(VecDeque::capacity)
+            .sum()
     }
 }
 
@@ -434,6 +443,19 @@ mod tests {
         );
         assert_eq!(out.len(), 100_000);
         assert!(out.iter().enumerate().all(|(i, &(id, _))| i as u32 == id));
+    }
+
+    #[test]
+    fn a_subscriber_that_keeps_up_holds_a_few_slots() {
+        let mut q = Queue::new(1 << 20, usize::MAX, Policy::Block);
+        let mut out = Vec::new();
+        for id in 0..1_000 {
+            q.push((id, 1));
+            q.push((id, 1));
+            q.pop_batch(&mut out, usize::MAX);
+        }
+        assert!(q.data.slots() <= 8, "{}", q.data.slots());
+        assert_eq!(out.len(), 2_000);
     }
 
     #[test]
