@@ -9,6 +9,15 @@
 //!  push_overdraft ──▶ past the limits, up to OVERDRAFT × them (a subscriber that took
 //!                     nothing for a while: its publishers are no longer held back)
 //! ```
+//!
+//! The data lane is a deque of blocks of [`BLOCK`] slots ([`Blocks`]): a backlog grows by
+//! one block at a time and never moves the items it holds, and gives its blocks back as
+//! it drains (but a few, [`SPARE`]).
+//!
+//! ```text
+//!   blocks:  [ ..▓▓▓▓ ] [ ▓▓▓▓▓▓▓▓ ] [ ▓▓▓▓▓... ]     spare: [ ] [ ]
+//!              front: pop_batch       back: push     (emptied, kept for the next push)
+//! ```
 
 use std::collections::VecDeque;
 
@@ -38,48 +47,162 @@ pub enum Push<T> {
 /// Most control frames held at once; more are refused (a peer flooding pings).
 pub const MAX_CONTROL: usize = 16;
 
-/// Slots a queue keeps however empty it gets (see [`Queue::pop_batch`]).
-const SHRINK_ABOVE: usize = 1024;
+/// Slots per block of a queue's data lane.
+pub const BLOCK: usize = 64;
 
-/// A queue that is not drained gives its slots back once this many times its capacity
-/// went through it at under a quarter full since its last resize (see [`Queue::shrink`]).
-const SHRINK_AFTER: usize = 2;
+/// Emptied blocks a queue keeps for its next pushes; the rest go back to the allocator (a
+/// block's allocation and release cost a few instructions per frame of its [`BLOCK`]).
+pub const SPARE: usize = 1;
 
 /// How many times its limits (frames and bytes) a queue may hold through
 /// [`Queue::push_overdraft`]: the first multiple is the budget a subscriber is given, the
 /// rest what it may fall further behind while it takes nothing, before it is evicted.
 pub const OVERDRAFT: usize = 2;
 
+/// A FIFO in blocks of [`BLOCK`] slots. Growing takes a block (a spare one, or a new
+/// allocation) and moves nothing already queued: a deque of single slots doubles and
+/// copies every queued item, which for a subscriber falling ten thousand 200-byte
+/// slots behind was 340 instructions per routed frame (`scripts/icount-router`).
+/// Draining gives each emptied block back, keeping [`SPARE`] of them, so a burst's memory
+/// goes back as it drains, and a backlog swinging between a few and thousands of frames
+/// allocates one block per [`BLOCK`] frames of swing, never resizes a whole deque. The
+/// first block of an empty queue grows as it fills (up to [`BLOCK`] slots), so that a
+/// subscriber that never falls behind holds the few slots it uses, not a whole block.
+#[derive(Debug)]
+struct Blocks<T> {
+    /// Each holds at most [`BLOCK`] items (and, but for a queue's first, has room for them:
+    /// it never grows); only the front one may be partly popped, only the back one partly
+    /// filled.
+    blocks: VecDeque<VecDeque<T>>,
+    len: usize,
+    spare: Vec<VecDeque<T>>,
+}
+
+impl<T> Blocks<T> {
+    fn new() -> Blocks<T> {
+        Blocks {
+            blocks: VecDeque::new(),
+            len: 0,
+            spare: Vec::new(),
+        }
+    }
+
+    fn push_back(&mut self, item: T) {
+        match self.blocks.back_mut() {
+            Some(back) if back.len() < BLOCK => back.push_back(item),
+            _ => {
+                let first = self.blocks.is_empty();
+                let mut block = self.spare.pop().unwrap_or_else(|| match first {
+                    true => VecDeque::new(),
+                    false => VecDeque::with_capacity(BLOCK),
+                });
+                block.push_back(item);
+                self.blocks.push_back(block);
+            }
+        }
+        self.len += 1;
+    }
+
+    fn pop_front(&mut self) -> Option<T> {
+        let front = self.blocks.front_mut()?;
+        let item = front.pop_front()?;
+        if front.is_empty() {
+            self.retire_front();
+        }
+        self.len -= 1;
+        Some(item)
+    }
+
+    /// Moves the first `n` items (at most [`len`](Blocks::len)) into `out`, each shown
+    /// to `each` first.
+    fn drain_into(&mut self, n: usize, out: &mut Vec<T>, mut each: impl FnMut(&T)) {
+        let mut left = n.min(self.len);
+        self.len -= left;
+        while left > 0 {
+            let Some(front) = self.blocks.front_mut() else {
+                break;
+            };
+            let k = left.min(front.len());
+            out.extend(front.drain(..k).inspect(&mut each));
+            left -= k;
+            if front.is_empty() {
+                self.retire_front();
+            }
+        }
+    }
+
+    /// Takes the emptied front block off, keeping it as a spare (up to [`SPARE`]); the
+    /// deque of blocks gives its own slots back once under a quarter full.
+    fn retire_front(&mut self) {
+        if let Some(block) = self.blocks.pop_front() {
+            if self.spare.len() < SPARE {
+                self.spare.push(block);
+            }
+        }
+        let (len, cap) = (self.blocks.len(), self.blocks.capacity());
+        if cap > 4 * SPARE && len < cap / 4 {
+            self.blocks.shrink_to((2 * len).max(SPARE));
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &T> {
+        self.blocks.iter().flatten()
+    }
+
+    /// Removes every item, each shown to `each` first.
+    fn clear_with(&mut self, each: impl FnMut(&T)) {
+        self.iter().for_each(each);
+        while !self.blocks.is_empty() {
+            if let Some(front) = self.blocks.front_mut() {
+                front.clear();
+            }
+            self.retire_front();
+        }
+        self.len = 0;
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Slots allocated: the blocks in use and the spare ones.
+    #[cfg(test)]
+    fn slots(&self) -> usize {
+        self.blocks
+            .iter()
+            .chain(&self.spare)
+            .map(VecDeque::capacity)
+            .sum()
+    }
+}
+
 /// A bounded FIFO of data items plus a small priority lane of control items.
 #[derive(Debug)]
 pub struct Queue<T> {
-    data: VecDeque<T>,
+    data: Blocks<T>,
     control: VecDeque<T>,
     bytes: usize,
     capacity: usize,
     max_bytes: usize,
     policy: Policy,
     dropped: u64,
-    /// The data deque's capacity when [`popped`](Queue::popped) was last reset.
-    sized: usize,
-    /// Data items popped, leaving the deque under a quarter full, since its capacity last
-    /// changed.
-    popped: usize,
 }
 
 impl<T: Weighted> Queue<T> {
     /// An empty queue of at most `capacity` items (at least 1) and `max_bytes` bytes.
     pub fn new(capacity: usize, max_bytes: usize, policy: Policy) -> Queue<T> {
         Queue {
-            data: VecDeque::new(),
+            data: Blocks::new(),
             control: VecDeque::new(),
             bytes: 0,
             capacity: capacity.max(1),
             max_bytes,
             policy,
             dropped: 0,
-            sized: 0,
-            popped: 0,
         }
     }
 
@@ -164,36 +287,10 @@ impl<T: Weighted> Queue<T> {
             room -= 1;
         }
         let n = room.min(self.data.len());
-        for item in self.data.drain(..n) {
-            self.bytes -= item.weight();
-            out.push(item);
-        }
-        self.shrink(n);
+        let mut bytes = 0;
+        self.data.drain_into(n, out, |item| bytes += item.weight());
+        self.bytes -= bytes;
         n
-    }
-
-    /// Gives back the memory of a burst: a deque keeps its largest capacity otherwise, and a
-    /// subscriber that once fell a million frames behind would hold their slots for good.
-    /// It shrinks (to twice what is left, at least [`SHRINK_ABOVE`]) once drained, or once
-    /// under a quarter full after [`SHRINK_AFTER`] times its capacity was popped since its
-    /// last resize; not each time it dips under a quarter. A subscriber whose backlog
-    /// swings between a few and thousands of frames would otherwise shrink and regrow its
-    /// deque every swing, copying every slot each time: 480 instructions of each routed
-    /// 64 B frame (`scripts/icount-router`), for memory it needs again at the next swing.
-    fn shrink(&mut self, popped: usize) {
-        let (len, cap) = (self.data.len(), self.data.capacity());
-        if cap != self.sized {
-            // Grown since (pushes): the count starts again.
-            (self.sized, self.popped) = (cap, 0);
-        }
-        if len < cap / 4 {
-            self.popped += popped;
-        }
-        let due = len == 0 || (len < cap / 4 && self.popped >= SHRINK_AFTER * cap);
-        if cap > SHRINK_ABOVE && due {
-            self.data.shrink_to((2 * len).max(SHRINK_ABOVE));
-            (self.sized, self.popped) = (self.data.capacity(), 0);
-        }
     }
 
     /// Removes every data item, returning how many there were (control items stay).
@@ -204,8 +301,7 @@ impl<T: Weighted> Queue<T> {
     /// As [`clear`](Queue::clear), showing `each` every data item removed.
     pub fn clear_with(&mut self, each: impl FnMut(&T)) -> usize {
         let n = self.data.len();
-        self.data.iter().for_each(each);
-        self.data.clear();
+        self.data.clear_with(each);
         self.bytes = 0;
         n
     }
@@ -332,78 +428,78 @@ mod tests {
         for id in 0..100_000 {
             q.push((id, 1));
         }
-        assert!(q.data.capacity() >= 100_000);
+        assert!(q.data.slots() >= 100_000);
         let mut out = Vec::new();
-        // Not yet drained: a backlog that may swing back keeps its slots.
+        // Given back block by block as it drains: what is left, and the spares.
         q.pop_batch(&mut out, 99_000);
-        assert!(q.data.capacity() >= 100_000, "{}", q.data.capacity());
+        let held = q.data.slots();
+        assert!(held <= 1_000 + (2 + SPARE) * BLOCK, "{held}");
         q.pop_batch(&mut out, usize::MAX);
+        assert!(q.data.slots() <= SPARE * BLOCK, "{}", q.data.slots());
         assert!(
-            q.data.capacity() <= 2 * SHRINK_ABOVE,
+            q.data.blocks.capacity() <= 4 * SPARE,
             "{}",
-            q.data.capacity()
+            q.data.blocks.capacity()
         );
         assert_eq!(out.len(), 100_000);
+        assert!(out.iter().enumerate().all(|(i, &(id, _))| i as u32 == id));
     }
 
     #[test]
-    fn a_burst_never_drained_gives_its_memory_back_once_it_stays_small() {
+    fn a_subscriber_that_keeps_up_holds_a_few_slots() {
         let mut q = Queue::new(1 << 20, usize::MAX, Policy::Block);
-        for id in 0..100_000 {
+        let mut out = Vec::new();
+        for id in 0..1_000 {
             q.push((id, 1));
+            q.push((id, 1));
+            q.pop_batch(&mut out, usize::MAX);
         }
-        let cap = q.data.capacity();
-        let mut out = Vec::new();
-        q.pop_batch(&mut out, 99_000);
-        // A thousand frames stay queued while frames flow through: the slots go back once
-        // SHRINK_AFTER times the capacity went through.
-        let mut id = 100_000;
-        while q.data.capacity() == cap {
-            assert!(id < 100_000 + 3 * cap as u32, "never shrank");
-            for _ in 0..500 {
-                q.push((id, 1));
-                id += 1;
-            }
-            out.clear();
-            q.pop_batch(&mut out, 500);
-        }
-        assert!(q.data.capacity() <= 4 * 1_000, "{}", q.data.capacity());
-        assert_eq!(q.len(), 1_000);
+        assert!(q.data.slots() <= 8, "{}", q.data.slots());
+        assert_eq!(out.len(), 2_000);
     }
 
     #[test]
-    fn a_swinging_backlog_keeps_its_slots() {
-        // (Shrinking whenever under a quarter full: 169 resizes.)
+    fn a_swinging_backlog_holds_its_backlog_and_a_few_blocks() {
+        // Swings between 10 and 10,000 frames, never drained: the blocks held follow the
+        // backlog, order is kept, and the bytes add up.
         let mut q = Queue::new(1 << 20, usize::MAX, Policy::Block);
         let mut out = Vec::new();
-        let mut id = 0;
-        // Swings between 10 and 10,000 frames, never drained: sized once, then shrunk
-        // (and grown again) at most once per SHRINK_AFTER capacities popped under a
-        // quarter full (about 4,000 per swing), not every swing.
-        let mut resized = 0;
-        let mut last = 0;
-        let mut seen = |q: &Queue<(u32, usize)>| {
-            if q.data.capacity() != last {
-                resized += 1;
-                last = q.data.capacity();
-            }
-        };
+        let (mut id, mut next) = (0, 0);
         for _ in 0..20 {
             while q.len() < 10_000 {
                 q.push((id, 1));
                 id += 1;
-                seen(&q);
+                assert!(q.data.slots() <= q.len() + (1 + SPARE) * BLOCK);
             }
             while q.len() > 10 {
                 out.clear();
                 q.pop_batch(&mut out, 256.min(q.len() - 10));
-                seen(&q);
+                for &(got, _) in &out {
+                    assert_eq!(got, next);
+                    next += 1;
+                }
+                assert!(q.data.slots() <= q.len() + (2 + SPARE) * BLOCK);
             }
+            assert_eq!(q.bytes(), q.len());
         }
-        // Grown from nothing to 16,384 slots (13 doublings from 4), then at most three
-        // shrinks of a few steps (to twice what was left, at least 1,024) and their
-        // regrowths; shrinking every swing would resize 20 x 8 times.
-        assert!(resized <= 13 + 3 * 6, "{resized} resizes");
+    }
+
+    #[test]
+    fn drop_oldest_and_clear_across_blocks() {
+        let mut q = Queue::new(3 * BLOCK, usize::MAX, Policy::DropOldest);
+        for id in 0..(5 * BLOCK) as u32 {
+            q.push((id, 1));
+        }
+        assert_eq!((q.len(), q.dropped()), (3 * BLOCK, 2 * BLOCK as u64));
+        let mut out = Vec::new();
+        q.pop_batch(&mut out, BLOCK + 1);
+        assert_eq!(out.first().map(|o| o.0), Some(2 * BLOCK as u32));
+        let mut seen = 0;
+        assert_eq!(q.clear_with(|_| seen += 1), 2 * BLOCK - 1);
+        assert_eq!((seen, q.len(), q.bytes()), (2 * BLOCK - 1, 0, 0));
+        assert!(q.data.slots() <= SPARE * BLOCK);
+        q.push((7, 1));
+        assert_eq!(ids(&mut q), [7]);
     }
 
     #[test]

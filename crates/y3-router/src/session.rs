@@ -298,18 +298,16 @@ impl<'a> Found<'a> {
     /// not UTF-8 is not, as on YoMo's zipper). Keys are compared as bytes, values kept as
     /// bytes: routing compares them as bytes ([`Span::read`]).
     fn walk(metadata: &'a metadata::Metadata) -> Result<Found<'a>, metadata::MetadataError> {
-        let mut found = Found::default();
-        for entry in metadata.iter_bytes() {
-            let (k, v) = entry?;
-            let slot = match k {
-                k if k == metadata::TID.as_bytes() => &mut found.tid,
-                k if k == metadata::TARGET.as_bytes() => &mut found.target,
-                k if k == metadata::WANTED_TARGET.as_bytes() => &mut found.wanted,
-                _ => continue,
-            };
-            *slot = Some(v);
-        }
-        Ok(found)
+        let [tid, target, wanted] = metadata.find([
+            metadata::TID.as_bytes(),
+            metadata::TARGET.as_bytes(),
+            metadata::WANTED_TARGET.as_bytes(),
+        ])?;
+        Ok(Found {
+            target,
+            wanted,
+            tid,
+        })
     }
 }
 

@@ -622,9 +622,11 @@ impl Data {
     /// Moves the frame's bytes into what `copy` makes of them: its wire bytes in one copy,
     /// or (a changed frame) its payload, then its metadata.
     fn detach_with(&mut self, mut copy: impl FnMut(&[u8]) -> Bytes) {
-        if let Some(frame) = self.wire().cloned() {
-            let base = frame.as_ptr() as usize;
-            let copy = copy(&frame);
+        // The wire bytes are borrowed for the copy (no reference taken on them).
+        let copied = self
+            .wire()
+            .map(|frame| (frame.as_ptr() as usize, copy(frame)));
+        if let Some((base, copy)) = copied {
             // The same bytes in the copy. An empty field is no slice of the frame (it is
             // `Bytes::new()`, wherever that points) and stays empty.
             let moved = |b: &Bytes| match (b.as_ptr() as usize).checked_sub(base) {
@@ -1041,14 +1043,18 @@ impl Frame {
     /// # Ok::<(), y3_transport::FrameError>(())
     /// ```
     pub fn encode(&self, dst: &mut BytesMut, max_len: usize) -> Result<(), FrameError> {
-        let body = self.check_len(max_len)?;
         if let Frame::Data(d) = self {
             if let Some(wire) = d.wire() {
-                // Its header was checked against the reader's limit, and ours above.
+                // Its body is shorter than its bytes: within our limit when they are, and
+                // only a frame longer than the limit has its body measured (by its fields).
+                if wire.len() > max_len.min(i32::MAX as usize) {
+                    fits(d.body_len(), max_len)?;
+                }
                 dst.put_slice(wire);
                 return Ok(());
             }
         }
+        let body = self.check_len(max_len)?;
         dst.reserve(Header::encoded_len(Tag::node(self.kind()), body, D) + body);
         let mut out = Staged::new();
         out.header(dst, Tag::node(self.kind()), body);
@@ -1103,7 +1109,7 @@ impl Frame {
             return Err(FrameError::UnknownFrame { tag: tag.id() });
         }
         let name = kind::name(tag.id());
-        let packet = Packet::from_value(tag, &frame[head_len..], *config);
+        let packet = Packet::from_parsed(tag, &frame[head_len..], head_len, *config);
         let invalid = |field| FrameError::InvalidField { frame: name, field };
         match tag.id() {
             kind::DATA => {
@@ -1305,6 +1311,29 @@ mod tests {
         d.hops = 0;
         d.payload = Bytes::from_static(b"\x01\x02\x03");
         assert!(d.wire().is_none(), "same bytes elsewhere are a change");
+    }
+
+    /// An unchanged frame written as its bytes is still held to the writer's limit on its
+    /// body (10 bytes here, 12 with the header).
+    #[test]
+    fn a_frame_written_as_its_bytes_is_checked_against_the_limit() {
+        let wire = Bytes::from_static(&hex!("bf0a 010134 0300 0203010203"));
+        let frame = Frame::decode(wire.clone(), &cfg()).unwrap();
+        let mut buf = BytesMut::new();
+        for max_len in [10, 11, 1 << 20] {
+            buf.clear();
+            frame.encode(&mut buf, max_len).unwrap();
+            assert_eq!(buf, wire);
+        }
+        buf.clear();
+        assert!(matches!(
+            frame.encode(&mut buf, 9),
+            Err(FrameError::TooLong {
+                declared: 10,
+                limit: 9
+            })
+        ));
+        assert!(buf.is_empty());
     }
 
     #[test]

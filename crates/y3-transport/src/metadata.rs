@@ -219,6 +219,34 @@ impl Metadata {
         Ok(found)
     }
 
+    /// The values of `keys` as bytes (the last one of each, if repeated), found in one walk
+    /// of the whole map, which is checked as [`Metadata::validate`] checks it. A router
+    /// reads `yomo-tid`, `yomo-target` and `yomo-wanted-target` of every frame this way.
+    ///
+    /// A map of a fixmap head and fixstr strings only (what YoMo's and y3's clients write:
+    /// under 16 pairs, strings under 32 bytes) is walked by a loop of its own, one marker
+    /// and one bounds check per string; anything else, malformed maps included, takes
+    /// [`Metadata::iter_bytes`]'s walk, so the errors are its errors, at its offsets.
+    ///
+    /// # Errors
+    /// As [`Metadata::validate`].
+    pub fn find<const N: usize>(
+        &self,
+        keys: [&[u8]; N],
+    ) -> Result<[Option<&[u8]>; N], MetadataError> {
+        if let Some(found) = find_fixed(&self.0, keys) {
+            return Ok(found);
+        }
+        let mut found = [None; N];
+        for entry in self.iter_bytes() {
+            let (k, v) = entry?;
+            if let Some(i) = keys.iter().position(|key| *key == k) {
+                found[i] = Some(v);
+            }
+        }
+        Ok(found)
+    }
+
     /// The map, decoded.
     ///
     /// # Errors
@@ -509,6 +537,45 @@ impl<'a> Iterator for ByteEntries<'a> {
     }
 }
 
+/// [`Metadata::find`] for a map of a fixmap head and fixstr strings only, all of it valid:
+/// `None` at the first byte that is anything else (another marker, a string past the end,
+/// bytes after the last pair), for the general walk to judge. The empty map is valid.
+///
+/// ```text
+///   8n | a0|len key | a0|len value | ...  (n < 16 pairs, len < 32)
+/// ```
+#[inline]
+fn find_fixed<'a, const N: usize>(
+    buf: &'a [u8],
+    keys: [&[u8]; N],
+) -> Option<[Option<&'a [u8]>; N]> {
+    let mut found = [None; N];
+    let Some((&head, mut rest)) = buf.split_first() else {
+        return Some(found);
+    };
+    if head & 0xf0 != 0x80 {
+        return None;
+    }
+    // One string: its fixstr marker, then its bytes, which must be there.
+    let string = |rest: &mut &'a [u8]| -> Option<&'a [u8]> {
+        let (&marker, tail) = rest.split_first()?;
+        if marker & 0xe0 != 0xa0 {
+            return None;
+        }
+        let (bytes, tail) = tail.split_at_checked((marker & 0x1f) as usize)?;
+        *rest = tail;
+        Some(bytes)
+    };
+    for _ in 0..head & 0x0f {
+        let k = string(&mut rest)?;
+        let v = string(&mut rest)?;
+        if let Some(i) = keys.iter().position(|key| *key == k) {
+            found[i] = Some(v);
+        }
+    }
+    rest.is_empty().then_some(found)
+}
+
 fn map_head_len(n: usize) -> usize {
     match n {
         0..=15 => 1,
@@ -627,6 +694,50 @@ mod tests {
             assert_eq!(err.what, what, "{bytes:02x?}");
             assert_eq!(err.kind(), "bad_metadata");
         }
+    }
+
+    /// `find` (its fixstr loop, or the general walk) agrees with `get_bytes` on every
+    /// map: valid ones of every form, repeated keys, and each malformed one (the same
+    /// error at the same offset), including every truncation of a fixstr map.
+    #[test]
+    fn find_agrees_with_the_general_walk() {
+        let keys: [&[u8]; 3] = [b"yomo-tid", b"yomo-target", b"a"];
+        let fixed = hex!("83 a8 796f6d6f2d746964 a3 746964 a1 61 a1 31 a1 61 a1 32");
+        let mut maps: Vec<Vec<u8>> = (0..=fixed.len()).map(|n| fixed[..n].to_vec()).collect();
+        maps.extend(
+            [
+                &hex!("")[..],
+                &hex!("80")[..],
+                &hex!("c0")[..],
+                &hex!("80 00")[..],
+                &hex!("81 a161 a131 00")[..],
+                &hex!("de0001 d90161 da000162")[..],
+                &hex!("81 a161 c0")[..],
+                &hex!("81 a161 c40162")[..],
+                &hex!("8f a161")[..],
+                &hex!("81 a161 05")[..],
+                &hex!("81 bf 61")[..],
+                &hex!("a3 616263")[..],
+            ]
+            .map(<[u8]>::to_vec),
+        );
+        for bytes in maps {
+            let m = md(&bytes);
+            let general = keys.map(|k| m.get_bytes(std::str::from_utf8(k).unwrap()));
+            match m.find(keys) {
+                Ok(found) => {
+                    for (f, g) in found.iter().zip(general) {
+                        assert_eq!(Ok(*f), g, "{bytes:02x?}");
+                    }
+                }
+                Err(e) => assert_eq!(Err(e), general[0], "{bytes:02x?}"),
+            }
+        }
+        let m = md(&fixed);
+        assert_eq!(
+            m.find(keys).unwrap(),
+            [Some(&b"tid"[..]), None, Some(&b"2"[..])]
+        );
     }
 
     /// YoMo's decoder reads any bytes, bin and nil as a string: so does the map; the

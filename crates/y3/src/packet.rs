@@ -11,7 +11,7 @@
 //! uses. Every length is checked against the enclosing node and the limits before it is
 //! used to slice.
 
-use crate::tag::{one_group_head, Header};
+use crate::tag::{short_head, Header};
 use crate::{scalar, Config, DecodeError, Dialect, Tag};
 
 /// One packet borrowed from a buffer: tag, value bytes and typed accessors.
@@ -99,6 +99,13 @@ impl<'a> Packet<'a> {
     /// A view of a value whose header was read elsewhere (by an [`Observer`](crate::Observer)).
     pub fn from_value(tag: Tag, value: &'a [u8], config: Config) -> Self {
         let head_len = crate::tag::Header::encoded_len(tag, value.len(), config.dialect);
+        Packet::from_parts(tag, value, head_len, 1, config)
+    }
+
+    /// As [`from_value`](Packet::from_value), for a value whose header the caller parsed
+    /// and measured (`head_len` bytes, as [`Header::parse`](crate::tag::Header::parse)
+    /// gave it): the header's length is not worked out again (a frame decoder, per frame).
+    pub fn from_parsed(tag: Tag, value: &'a [u8], head_len: usize, config: Config) -> Self {
         Packet::from_parts(tag, value, head_len, 1, config)
     }
 
@@ -322,14 +329,13 @@ pub struct Children<'a> {
 }
 
 impl<'a> Children<'a> {
-    /// The usual child: a header of the shortest kind (`tag::one_group_head`: a valid tag
-    /// byte, a one-group length) whose value lies in the node and within the limit. It
-    /// passes every check [`next_child`](Children::next_child) makes, so it is read here,
-    /// inlined into the caller's loop, without them; `None` leaves anything else to
-    /// `next_child`.
+    /// The usual child: a short header (`tag::short_head`: a valid tag byte, a length of
+    /// one or two groups) whose value lies in the node and within the limit. It passes
+    /// every check [`next_child`](Children::next_child) makes, so it is read here, inlined
+    /// into the caller's loop, without them; `None` leaves anything else to `next_child`.
     #[inline(always)]
     fn next_short(&mut self) -> Option<Packet<'a>> {
-        let (tag, len, after) = one_group_head(self.rest)?;
+        let (tag, len, head_len, after) = short_head(self.rest)?;
         if len > after.len()
             || !self.config.dialect.has_node_flag()
             || len as u64 > self.config.limits.max_packet_len
@@ -341,7 +347,7 @@ impl<'a> Children<'a> {
         Some(Packet::from_parts(
             Tag::from_byte(tag),
             value,
-            2,
+            head_len,
             self.depth,
             self.config,
         ))

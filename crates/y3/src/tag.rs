@@ -7,7 +7,7 @@
 //! ```text
 //!   short_at::<CHUNK>   a short header, whole buffer or chunk (a compile-time choice)
 //!   keyed_at            short_at for one key, the key tested first (fast::first_child)
-//!   one_group_head      the shortest header (Packet::children' usual child)
+//!   short_head          a short header at a buffer's start (Packet::children' usual child)
 //!   split_short         a header split after its tag byte (the chunk loop)
 //!   skippable           one step of a skip run (skip::run_by), by a Stops set
 //!   lanes               the skip run's rules on 64 headers at once (AVX-512)
@@ -306,16 +306,18 @@ pub(crate) fn keyed_at<const NODE: bool, const TWO: bool>(
     })
 }
 
-/// The header at the start of `bytes` when it is the shortest kind: a valid tag byte and a
-/// one-group length (`00xxxxxx`, 0..=63). Its tag byte, its value length and the bytes
-/// after it (the value is the caller's to bound, and the limit to check where under 63);
-/// `None` for anything else, [`short_at`]'s or [`Header::parse`]'s. The usual child of
-/// [`Packet::children`](crate::Packet::children), in the fewest instructions.
+/// The header at the start of `bytes` when it is a short one ([`short_header`]): a valid
+/// tag byte and a length of one group (0..=63) or two (64..=8191). Its tag byte, its value
+/// length, its header length and the bytes after it (the value is the caller's to bound,
+/// and the limit to check); `None` for anything else, [`short_at`]'s or
+/// [`Header::parse`]'s. The usual child of [`Packet::children`](crate::Packet::children)
+/// (a data frame's 64-byte payload has a two-group length), in the fewest instructions.
 #[inline(always)]
-pub(crate) fn one_group_head(bytes: &[u8]) -> Option<(u8, usize, &[u8])> {
+pub(crate) fn short_head(bytes: &[u8]) -> Option<(u8, usize, usize, &[u8])> {
     match bytes {
-        &[tag, l, ref after @ ..] if is_one_group(l) && !byte_is_invalid(tag) => {
-            Some((tag, l as usize, after))
+        &[tag, l, ..] if !byte_is_invalid(tag) => {
+            let (len, head_len) = short_header(l, bytes, 2)?;
+            Some((tag, len, head_len, bytes.get(head_len..)?))
         }
         _ => None,
     }
