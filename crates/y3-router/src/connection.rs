@@ -26,6 +26,7 @@ use crate::outbox::{Eviction, Outbox, Queued};
 use crate::queue::OVERDRAFT;
 use crate::session::{Event, Peer, Session};
 use crate::shared::Shared;
+use crate::spread::Spread;
 use crate::status::{ConnCounters, Kind, Registered, Registration};
 use crate::table::SessionId;
 use crate::tcp_acked::StoredAt;
@@ -700,7 +701,11 @@ async fn read_loop(
         evicted,
         cut,
     };
+    // Yields every so many frames so that an idle worker takes this reader or the writers
+    // it woke (`spread.rs`).
+    let mut spread = Spread::default();
     loop {
+        spread.frame().await;
         if let Some(end) = reading.between_frames(reader, outbox) {
             return end;
         }
