@@ -722,6 +722,7 @@ async fn read_loop(
                     continue;
                 }
                 None => {
+                    spread.waiting();
                     match wait_for_frame(&mut reading, reader, &mut pending, &mut wakeups).await {
                         Waited::Frame(frame) => frame,
                         Waited::Again => continue,

@@ -10,7 +10,9 @@
 //! of `y3 serve` ran 88% of the router's CPU, and that one thread was the busiest of the
 //! whole pipeline (source, router, sink).
 //!
-//! Every [`Spread::EVERY`] frames the reader yields by waking itself while it runs: tokio
+//! Every [`Spread::EVERY`] frames read without waiting on the socket in between (a reader
+//! that waits gives its thread up anyway, and the next read's wake-up may land on another
+//! worker), the reader yields by waking itself while it runs: tokio
 //! then requeues it at the back of its worker's queue, where it can be stolen, and wakes an
 //! idle worker (if there is one and none is already looking for work). The writer runs
 //! here, the reader moves to the other worker, and routing and writing proceed on two
@@ -35,7 +37,7 @@ use std::task::{Context, Poll};
 /// Counts a reader's frames and hands it over every [`Spread::EVERY`].
 #[derive(Debug, Default)]
 pub(crate) struct Spread {
-    /// Frames since the last hand-over.
+    /// Frames since the last hand-over or wait on the socket.
     frames: u32,
 }
 
@@ -45,8 +47,15 @@ impl Spread {
     /// writes wait behind the reader on its thread.
     pub const EVERY: u32 = 64;
 
-    /// Counts one frame; every [`Spread::EVERY`]th, yields the task as described in the
-    /// module documentation.
+    /// The reader is about to wait on its socket: it gives its thread up there, so the
+    /// count starts over.
+    #[inline]
+    pub fn waiting(&mut self) {
+        self.frames = 0;
+    }
+
+    /// Counts one frame; every [`Spread::EVERY`]th since the last hand-over or wait, yields
+    /// the task as described in the module documentation.
     #[inline]
     pub async fn frame(&mut self) {
         self.frames += 1;
@@ -83,7 +92,7 @@ mod tests {
     use std::sync::Arc;
 
     #[tokio::test]
-    async fn it_yields_once_every_so_many_frames() {
+    async fn it_yields_once_every_so_many_frames_read_without_a_wait() {
         let mut spread = Spread::default();
         let mut cx = Context::from_waker(std::task::Waker::noop());
         for round in 0..3 {
@@ -94,6 +103,16 @@ mod tests {
             }
             let mut frame = std::pin::pin!(spread.frame());
             assert!(frame.as_mut().poll(&mut cx).is_pending(), "round {round}");
+            assert!(frame.as_mut().poll(&mut cx).is_ready());
+        }
+        // A wait on the socket starts the count over.
+        for _ in 1..Spread::EVERY {
+            let mut frame = std::pin::pin!(spread.frame());
+            assert!(frame.as_mut().poll(&mut cx).is_ready());
+        }
+        spread.waiting();
+        for _ in 1..Spread::EVERY {
+            let mut frame = std::pin::pin!(spread.frame());
             assert!(frame.as_mut().poll(&mut cx).is_ready());
         }
     }
