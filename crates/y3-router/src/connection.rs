@@ -705,7 +705,10 @@ async fn read_loop(
     // it woke (`spread.rs`).
     let mut spread = Spread::default();
     loop {
-        spread.frame().await;
+        if spread.frame().await {
+            // It may have waited for a thread: the next frame reads the clock again.
+            same_read = u32::MAX / 2;
+        }
         if let Some(end) = reading.between_frames(reader, outbox) {
             return end;
         }

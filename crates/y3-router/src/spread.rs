@@ -55,14 +55,17 @@ impl Spread {
     }
 
     /// Counts one frame; every [`Spread::EVERY`]th since the last hand-over or wait, yields
-    /// the task as described in the module documentation.
+    /// the task as described in the module documentation. Returns whether it yielded (the
+    /// task may have waited for a thread: a clock read before it is stale).
     #[inline]
-    pub async fn frame(&mut self) {
+    pub async fn frame(&mut self) -> bool {
         self.frames += 1;
-        if self.frames >= Spread::EVERY {
-            self.frames = 0;
-            HandOver { yielded: false }.await;
+        if self.frames < Spread::EVERY {
+            return false;
         }
+        self.frames = 0;
+        HandOver { yielded: false }.await;
+        true
     }
 }
 
@@ -95,26 +98,34 @@ mod tests {
     async fn it_yields_once_every_so_many_frames_read_without_a_wait() {
         let mut spread = Spread::default();
         let mut cx = Context::from_waker(std::task::Waker::noop());
+        let mut frame = |spread: &mut Spread| {
+            let mut frame = std::pin::pin!(spread.frame());
+            match frame.as_mut().poll(&mut cx) {
+                Poll::Ready(handed) => {
+                    assert!(!handed);
+                    false
+                }
+                Poll::Pending => {
+                    assert_eq!(frame.as_mut().poll(&mut cx), Poll::Ready(true));
+                    true
+                }
+            }
+        };
         for round in 0..3 {
             for n in 1..Spread::EVERY {
-                let mut frame = std::pin::pin!(spread.frame());
-                let polled = frame.as_mut().poll(&mut cx);
-                assert!(polled.is_ready(), "round {round}: frame {n} yielded");
+                assert!(!frame(&mut spread), "round {round}: frame {n} yielded");
             }
-            let mut frame = std::pin::pin!(spread.frame());
-            assert!(frame.as_mut().poll(&mut cx).is_pending(), "round {round}");
-            assert!(frame.as_mut().poll(&mut cx).is_ready());
+            assert!(frame(&mut spread), "round {round}: no yield");
         }
         // A wait on the socket starts the count over.
         for _ in 1..Spread::EVERY {
-            let mut frame = std::pin::pin!(spread.frame());
-            assert!(frame.as_mut().poll(&mut cx).is_ready());
+            assert!(!frame(&mut spread));
         }
         spread.waiting();
         for _ in 1..Spread::EVERY {
-            let mut frame = std::pin::pin!(spread.frame());
-            assert!(frame.as_mut().poll(&mut cx).is_ready());
+            assert!(!frame(&mut spread));
         }
+        assert!(frame(&mut spread));
     }
 
     /// A reader that never waits on anything still lets a task it woke run: without the
