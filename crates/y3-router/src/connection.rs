@@ -725,8 +725,8 @@ async fn read_loop(
                     continue;
                 }
                 None => {
-                    spread.waiting();
-                    match wait_for_frame(&mut reading, reader, &mut pending, &mut wakeups).await {
+                    let wait = wait_for_frame(&mut reading, reader, &mut pending, &mut wakeups);
+                    match spread.watch(wait).await {
                         Waited::Frame(frame) => frame,
                         Waited::Again => continue,
                         Waited::End(end) => return end,
@@ -771,7 +771,10 @@ async fn read_loop(
         // (`check_data`) by `Ingress::data`, the arms the MQTT listener's publishes share.
         if let Frame::Data(data) = frame {
             let (ingress, acks) = (&mut reading.ingress, reading.acks);
-            match ingress.data(shared, session, data, now, acks).await {
+            match spread
+                .watch(ingress.data(shared, session, data, now, acks))
+                .await
+            {
                 Handled::Routed | Handled::Dropped => continue,
                 Handled::Close(goaway) => return End::ProtocolError(goaway),
                 Handled::NotOpen => {}

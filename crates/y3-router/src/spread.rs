@@ -10,9 +10,9 @@
 //! of `y3 serve` ran 88% of the router's CPU, and that one thread was the busiest of the
 //! whole pipeline (source, router, sink).
 //!
-//! Every [`Spread::EVERY`] frames read without waiting on the socket in between (a reader
-//! that waits gives its thread up anyway, and the next read's wake-up may land on another
-//! worker), the reader yields by waking itself while it runs: tokio
+//! Every [`Spread::EVERY`] frames read without waiting in between (on the socket, or for room
+//! in a recipient's queue: a reader that waits gives its thread up anyway, and its wake-up
+//! may land on another worker), the reader yields by waking itself while it runs: tokio
 //! then requeues it at the back of its worker's queue, where it can be stolen, and wakes an
 //! idle worker (if there is one and none is already looking for work). The writer runs
 //! here, the reader moves to the other worker, and routing and writing proceed on two
@@ -37,7 +37,7 @@ use std::task::{Context, Poll};
 /// Counts a reader's frames and hands it over every [`Spread::EVERY`].
 #[derive(Debug, Default)]
 pub(crate) struct Spread {
-    /// Frames since the last hand-over or wait on the socket.
+    /// Frames since the last hand-over or wait.
     frames: u32,
 }
 
@@ -47,11 +47,20 @@ impl Spread {
     /// writes wait behind the reader on its thread.
     pub const EVERY: u32 = 64;
 
-    /// The reader is about to wait on its socket: it gives its thread up there, so the
+    /// Runs `step` (a wait on the socket, a push into a recipient's queue that may wait
+    /// for room); if it waits (is pending once), the task gave its thread up there and the
     /// count starts over.
     #[inline]
-    pub fn waiting(&mut self) {
-        self.frames = 0;
+    pub async fn watch<F: Future>(&mut self, step: F) -> F::Output {
+        let mut step = std::pin::pin!(step);
+        std::future::poll_fn(|cx| {
+            let polled = step.as_mut().poll(cx);
+            if polled.is_pending() {
+                self.frames = 0;
+            }
+            polled
+        })
+        .await
     }
 
     /// Counts one frame; every [`Spread::EVERY`]th since the last hand-over or wait, yields
@@ -117,15 +126,40 @@ mod tests {
             }
             assert!(frame(&mut spread), "round {round}: no yield");
         }
-        // A wait on the socket starts the count over.
+        // A step that waits starts the count over; one that does not, does not.
         for _ in 1..Spread::EVERY {
             assert!(!frame(&mut spread));
         }
-        spread.waiting();
+        assert_eq!(watched(&mut spread, std::future::ready(7)), 7);
+        assert!(
+            frame(&mut spread),
+            "a step that did not wait reset the count"
+        );
+        for _ in 1..Spread::EVERY {
+            assert!(!frame(&mut spread));
+        }
+        assert_eq!(watched(&mut spread, pending_once()), 8);
         for _ in 1..Spread::EVERY {
             assert!(!frame(&mut spread));
         }
         assert!(frame(&mut spread));
+    }
+
+    /// Polls `spread.watch(step)` to its end with a no-op waker.
+    fn watched<F: Future<Output = u32>>(spread: &mut Spread, step: F) -> u32 {
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let mut watch = std::pin::pin!(spread.watch(step));
+        loop {
+            if let Poll::Ready(v) = watch.as_mut().poll(&mut cx) {
+                return v;
+            }
+        }
+    }
+
+    /// Pending once, then 8.
+    async fn pending_once() -> u32 {
+        HandOver { yielded: false }.await;
+        8
     }
 
     /// A reader that never waits on anything still lets a task it woke run: without the
