@@ -26,6 +26,7 @@ use crate::outbox::{Eviction, Outbox, Queued};
 use crate::queue::OVERDRAFT;
 use crate::session::{Event, Peer, Session};
 use crate::shared::Shared;
+use crate::spread::Spread;
 use crate::status::{ConnCounters, Kind, Registered, Registration};
 use crate::table::SessionId;
 use crate::tcp_acked::StoredAt;
@@ -718,7 +719,14 @@ async fn read_loop(
         evicted,
         cut,
     };
+    // Yields every so many frames so that an idle worker takes this reader or the writers
+    // it woke (`spread.rs`).
+    let mut spread = Spread::default();
     loop {
+        if spread.frame().await {
+            // It may have waited for a thread: the next frame reads the clock again.
+            same_read = u32::MAX / 2;
+        }
         if let Some(end) = reading.between_frames(reader, outbox) {
             return end;
         }
@@ -735,7 +743,8 @@ async fn read_loop(
                     continue;
                 }
                 None => {
-                    match wait_for_frame(&mut reading, reader, &mut pending, &mut wakeups).await {
+                    let wait = wait_for_frame(&mut reading, reader, &mut pending, &mut wakeups);
+                    match spread.watch(wait).await {
                         Waited::Frame(frame) => frame,
                         Waited::Again => continue,
                         Waited::End(end) => return end,
@@ -780,7 +789,10 @@ async fn read_loop(
         // (`check_data`) by `Ingress::data`, the arms the MQTT listener's publishes share.
         if let Frame::Data(data) = frame {
             let (ingress, acks) = (&mut reading.ingress, reading.acks);
-            match ingress.data(shared, session, data, now, acks).await {
+            match spread
+                .watch(ingress.data(shared, session, data, now, acks))
+                .await
+            {
                 Handled::Routed | Handled::Dropped => continue,
                 Handled::Close(goaway) => return End::ProtocolError(goaway),
                 Handled::NotOpen => {}

@@ -106,6 +106,7 @@ pub mod session;
 mod shared;
 #[cfg(test)]
 mod sizes;
+mod spread;
 pub mod state;
 pub mod status;
 pub mod table;
