@@ -793,7 +793,13 @@ async fn read_loop(
                 .watch(ingress.data(shared, session, data, now, acks))
                 .await
             {
-                Handled::Routed | Handled::Dropped => continue,
+                Handled::Routed => {
+                    if reading.ingress.fanned_out() {
+                        spread.fanned_out();
+                    }
+                    continue;
+                }
+                Handled::Dropped => continue,
                 Handled::Close(goaway) => return End::ProtocolError(goaway),
                 Handled::NotOpen => {}
             }

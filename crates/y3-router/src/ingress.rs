@@ -144,6 +144,12 @@ impl Ingress {
         shared.routing.fetch_sub(1, Ordering::Relaxed);
     }
 
+    /// Whether the last frame routed had more than one subscriber
+    /// ([`routing::RouteCache::fanned_out`]).
+    pub fn fanned_out(&self) -> bool {
+        self.routes.fanned_out()
+    }
+
     /// A data frame the session dropped: counted and reported as `reason` says.
     pub fn drop_data(
         &mut self,

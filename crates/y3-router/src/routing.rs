@@ -120,6 +120,7 @@ impl Routes {
             written: Default::default(),
             cycle_generation: 0,
             cycle_map: Arc::default(),
+            fan_out: 0,
         }
     }
 
@@ -148,6 +149,8 @@ pub(crate) struct RouteCache {
     written: std::collections::HashSet<u32>,
     cycle_generation: u64,
     cycle_map: Arc<CycleMap>,
+    /// Subscribers of the last frame routed (before filters and targets).
+    fan_out: usize,
 }
 
 /// Loop reports of one sending connection: its self-loop once, dropped returns at most
@@ -166,6 +169,12 @@ struct LoopLog {
 const LOOP_LOG_EVERY: Duration = Duration::from_secs(1);
 
 impl RouteCache {
+    /// Whether the last frame routed had more than one subscriber: their writers were
+    /// woken where an idle worker can take them (`spread.rs`).
+    pub fn fanned_out(&self) -> bool {
+        self.fan_out > 1
+    }
+
     /// The current table: the cached one unless a change was published since.
     pub fn table(&mut self, routes: &Routes) -> &Table {
         let now = routes.generation.load(Ordering::Acquire);
@@ -273,6 +282,7 @@ pub(crate) async fn route_in_place(
     // Borrowed from the cached table (its own field, apart from those mutated below).
     cache.table(routes);
     let subscribers = cache.table.routes_of(data.tag);
+    cache.fan_out = subscribers.len();
     let (downstream, federated): (&[Arc<Outbox>], bool) = match origin {
         Origin::Mesh | Origin::Federation => (&[], false),
         _ => match &routes.federation {

@@ -63,6 +63,15 @@ impl Spread {
         .await
     }
 
+    /// A frame routed to more than one subscriber: every writer it woke but the last went
+    /// where an idle worker takes it (tokio's LIFO slot holds one task), so the work spreads
+    /// without a hand-over, and the count starts over. With five subscribers a hand-over
+    /// only added wake-ups: router CPU per message +10% at 1 KiB × 5 (`net e2e`, A/B).
+    #[inline]
+    pub fn fanned_out(&mut self) {
+        self.frames = 0;
+    }
+
     /// Counts one frame; every [`Spread::EVERY`]th since the last hand-over or wait, yields
     /// the task as described in the module documentation. Returns whether it yielded (the
     /// task may have waited for a thread: a clock read before it is stale).
