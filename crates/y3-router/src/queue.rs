@@ -10,7 +10,7 @@
 //!                     nothing for a while: its publishers are no longer held back)
 //! ```
 //!
-//! The data lane is a deque of blocks of [`BLOCK`] slots ([`Blocks`]): a backlog grows by
+//! The data lane is a deque of blocks of [`BLOCK`] slots (`Blocks`): a backlog grows by
 //! one block at a time and never moves the items it holds, and gives its blocks back as
 //! it drains (but a few, [`SPARE`]).
 //!
