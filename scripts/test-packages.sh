@@ -42,6 +42,11 @@ pids=()
 installed=""  # set once this script installed the package: the cleanup purges it
 cleanup() {
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    # Routers `serve` started: it runs in a command substitution (a subshell), so their
+    # pids come back through a file, not through `pids`.
+    if [ -f "$work/serve.pids" ]; then
+        while read -r pid; do kill "$pid" 2>/dev/null || true; done < "$work/serve.pids"
+    fi
     if [ -n "$installed" ] && dpkg-query -W y3 >/dev/null 2>&1; then
         as_root dpkg --purge y3 >/dev/null || true
     fi
@@ -52,13 +57,14 @@ trap cleanup EXIT
 free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
-# serve BIN LOG: starts `BIN serve` on a free loopback TCP port; prints the port.
+# serve BIN LOG: starts `BIN serve` on a free loopback TCP port; prints the port. Called
+# as `port="$(serve ...)"`, so its pid goes to $work/serve.pids for the cleanup.
 serve() {
     local port
     port="$(free_port)"
     "$1" serve --tcp "127.0.0.1:$port" --quic "" --metrics "" --dev-cert-out "$work/cert.pem" \
         > "$2" 2>&1 &
-    pids+=($!)
+    echo "$!" >> "$work/serve.pids"
     for _ in $(seq 200); do grep -q "listening" "$2" && break; sleep 0.1; done
     grep -q "listening" "$2" || { cat "$2" >&2; echo "test-packages: $1 serve did not start" >&2; exit 1; }
     echo "$port"
