@@ -972,3 +972,88 @@ async fn a_full_session_queue_drops_the_oldest_counted_and_logged_once() {
         sent - limit
     );
 }
+
+/// Sends 1 KiB messages on tag 0x20 (`alerts/noise`) in rounds of 16 until what the
+/// router holds for the stopped subscriber shows in the memory budget's gauge while every
+/// message so far was written straight (delivered, none in the session's queue): then only
+/// the socket's outlet holds bytes. Returns the gauge.
+async fn fill_outlet(router: &RouterHandle, source: &mut Source, sent: &mut u64) -> u64 {
+    let payload = vec![b'x'; 1024];
+    for _ in 0..2000 {
+        for _ in 0..16 {
+            source.send(0x20, payload.clone()).await.unwrap();
+            *sent += 1;
+        }
+        let want = *sent;
+        // Written (to the socket or its outlet) soon; queued (the outlet full) never, while
+        // the subscriber is stopped.
+        let until = tokio::time::Instant::now() + Duration::from_secs(5);
+        while metric(router, "y3_router_mqtt_delivered_total") < want {
+            assert!(
+                tokio::time::Instant::now() < until,
+                "the outlet filled without its bytes showing in the budget's gauge: {:?}",
+                router.stats().mqtt
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let held = router.stats().queued_bytes;
+        if held >= 16 * 1024 {
+            return held;
+        }
+    }
+    panic!("the stopped subscriber's socket never filled");
+}
+
+/// `kill -SIGNAL pid`.
+fn signal(child: &tokio::process::Child, signal: &str) {
+    let pid = child.id().unwrap().to_string();
+    let status = std::process::Command::new("kill")
+        .args([signal, &pid])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill {signal} {pid}");
+}
+
+/// A subscriber that stops reading (`mosquitto_sub` stopped by SIGSTOP): the bytes the router
+/// holds for its socket (written straight, past what the socket took) are charged to the
+/// memory budget (`y3_router_queued_bytes`), and come back when it reads them again
+/// (SIGCONT) and when it goes (SIGKILL).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_subscribers_bytes_are_charged_to_the_budget_until_written_or_gone() {
+    let router = start().await;
+    let options = ClientOptions::new(router.tcp_addr().unwrap()).token("main");
+    let mut source = Source::connect(options).await.unwrap();
+    // What it prints goes nowhere: a pipe nobody reads would stop it once full.
+    let before = metric(&router, "y3_router_mqtt_accepted_total");
+    let sub = tool("mosquitto_sub")
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port(&router),
+            "-t",
+            "alerts/noise",
+        ])
+        .args(["-u", "tester", "-P", "main"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(|| metric(&router, "y3_router_mqtt_accepted_total") > before).await;
+    // SUBSCRIBE follows CONNECT at once; give the downlink its handshake.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The messages go to the subscriber only: no sink observes 0x20.
+    let mut sent = 0u64;
+    signal(&sub, "-STOP");
+    let held = fill_outlet(&router, &mut source, &mut sent).await;
+    assert!(held >= 16 * 1024, "{held}");
+    signal(&sub, "-CONT");
+    wait_for(|| router.stats().queued_bytes == 0).await;
+    signal(&sub, "-STOP");
+    fill_outlet(&router, &mut source, &mut sent).await;
+    signal(&sub, "-KILL");
+    wait_for(|| router.stats().queued_bytes == 0).await;
+    let mqtt = router.stats().mqtt;
+    assert_eq!((mqtt.offered, mqtt.delivered), (sent, sent));
+    router.shutdown().await;
+}

@@ -64,12 +64,13 @@ enum Wr {
 }
 
 impl Io {
-    /// A plain TCP client (`listen`).
-    pub fn plain(stream: TcpStream) -> Io {
+    /// A plain TCP client (`listen`), what its socket holds to write charged to the memory
+    /// budget of `metrics`.
+    pub fn plain(stream: TcpStream, metrics: Arc<crate::metrics::Metrics>) -> Io {
         let (rd, wr) = stream.into_split();
         Io {
             rd: Box::new(rd),
-            wr: Wr::Tcp(Arc::new(Outlet::new(wr))),
+            wr: Wr::Tcp(Arc::new(Outlet::new(wr, metrics))),
             transport: "tcp",
         }
     }

@@ -141,12 +141,13 @@ pub(crate) async fn serve(
                     close: shared.close_all.clone(),
                 };
                 let (broker, kill) = (broker.clone(), shared.kill.clone());
+                let metrics = shared.metrics.clone();
                 let (tls, handshake) = (tls.clone(), shared.config.handshake_timeout());
                 shared.tracker.spawn(async move {
                     let _ = stream.set_nodelay(true);
                     let serve = async {
                         let io = match tls {
-                            None => conn::Io::plain(stream),
+                            None => conn::Io::plain(stream, metrics),
                             Some(tls) => {
                                 let accepted = tokio::time::timeout(handshake, tls.accept(stream)).await;
                                 match accepted {
