@@ -26,7 +26,6 @@ use y3_transport::{Connection, Data, Frame};
 
 use super::broker::Broker;
 use super::error::MqttError;
-use super::inbuf::InBuf;
 use super::link::{Direct, Who, TOPIC_KEY};
 use super::outlet::Outlet;
 use super::packet::{self, ConnCode, Connect, Incoming, Outgoing, Publish, Version};
@@ -100,7 +99,7 @@ pub(crate) async fn run(broker: Arc<Broker>, io: Io, peer: SocketAddr, stop: Sto
         broker: broker.clone(),
         rd,
         wr,
-        inbuf: InBuf::default(),
+        buf: BytesMut::with_capacity(8 * 1024),
         out: BytesMut::with_capacity(8 * 1024),
         spare: BytesMut::new(),
         version: Version::V4,
@@ -133,8 +132,7 @@ struct Conn {
     broker: Arc<Broker>,
     rd: Box<dyn AsyncRead + Send + Sync + Unpin>,
     wr: Wr,
-    /// What was read from the client and not yet parsed.
-    inbuf: InBuf,
+    buf: BytesMut,
     /// The connection's own packets, encoded, before they go to the socket.
     out: BytesMut,
     /// The buffer the outlet's pending bytes are swapped into to be written.
@@ -211,19 +209,14 @@ impl Conn {
         version: Option<Version>,
     ) -> Result<Option<Incoming>, MqttError> {
         loop {
-            if let Some(p) = packet::read(
-                &mut self.inbuf.buf,
-                version,
-                self.broker.config.max_packet_bytes,
-            )? {
+            if let Some(p) =
+                packet::read(&mut self.buf, version, self.broker.config.max_packet_bytes)?
+            {
                 return Ok(Some(p));
             }
-            self.inbuf.prepare();
-            let n = self.rd.read_buf(&mut self.inbuf.buf).await?;
-            if n == 0 {
+            if self.rd.read_buf(&mut self.buf).await? == 0 {
                 return Ok(None);
             }
-            self.inbuf.read(n);
         }
     }
 
@@ -493,8 +486,7 @@ impl Conn {
             // 3.1.1 client with `receive_maximum` publishes awaiting their PUBACK waits
             // (MQTT 5 was told the bound: one past it closes the connection).
             while uplink.pending.len() < receive_max || self.version == Version::V5 {
-                let Some(p) = packet::read(&mut self.inbuf.buf, Some(self.version), max_packet)?
-                else {
+                let Some(p) = packet::read(&mut self.buf, Some(self.version), max_packet)? else {
                     break;
                 };
                 if self.handle(state, uplink, p).await? {
@@ -505,9 +497,6 @@ impl Conn {
             let waiting = !uplink.pending.is_empty();
             self.send_queued(state)?;
             self.flush_out().await?;
-            if reading {
-                self.inbuf.prepare();
-            }
             tokio::select! {
                 _ = holder.cancelled() => return Err(MqttError::TakenOver),
                 _ = stop.drain.cancelled(), if !state.draining => state.draining = true,
@@ -541,12 +530,10 @@ impl Conn {
                     Some(Err(e)) => return Err(MqttError::Router(e.to_string())),
                     None => return Err(MqttError::Router("the router closed the link".into())),
                 },
-                n = self.rd.read_buf(&mut self.inbuf.buf), if reading => {
-                    let n = n?;
-                    if n == 0 {
+                n = self.rd.read_buf(&mut self.buf), if reading => {
+                    if n? == 0 {
                         return Err(MqttError::Io(std::io::ErrorKind::UnexpectedEof.into()));
                     }
-                    self.inbuf.read(n);
                     deadline = keep_alive.map(|k| tokio::time::Instant::now() + k);
                 }
             }

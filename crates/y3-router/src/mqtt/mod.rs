@@ -18,7 +18,6 @@
 //! `publish`/`observe` tags bound what it may publish and subscribe to, and its frames go
 //! through the same queues, memory budget, filters, ledger and federation. The codec is
 //! rumqttc's (`packet.rs`); the session logic is here: `conn.rs` (one connection),
-//! `inbuf.rs` (its read buffer, sized to how its client sends),
 //! `outlet.rs` (a plain-TCP socket's write side, shared with the session's downlink),
 //! `session.rs` (subscriptions, queued and in-flight messages), `broker.rs` (sessions by
 //! client id, retained messages, downlinks), `puback.rs` (what a QoS 1 publish is
@@ -31,7 +30,6 @@
 mod broker;
 mod conn;
 mod error;
-mod inbuf;
 mod link;
 mod metrics;
 mod outlet;
