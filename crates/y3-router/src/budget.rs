@@ -8,6 +8,8 @@
 //!       + Σ queue slots               FRAME_OVERHEAD per queued frame per queue (outbox.rs)
 //!       + Σ partial frames            bytes a reader buffered of a frame still arriving
 //!                                     ([`Partial`]), before and after the handshake
+//!       + Σ MQTT outlets              bytes written to a plain-TCP MQTT client that its
+//!                                     socket has not taken yet (`mqtt/outlet.rs`)
 //! ```
 //!
 //! One atomic counter, which is also the `y3_router_queued_bytes` gauge: charging and
