@@ -64,6 +64,6 @@ pub use metadata::Metadata;
 pub use plain_write::PlainWrite;
 pub use stream::{
     feed_ref, mid_frame, next_buffered, next_metered, next_or_skipped, partial_len, BoxRead,
-    BoxWrite, Connection, FrameReader, FrameWriter, Guard, Next, TransportKind, READ_BUFFER,
-    WRITE_BUFFER,
+    BoxWrite, Connection, FrameReader, FrameWriter, Guard, Next, TransportKind, WriteHalf,
+    READ_BUFFER, WRITE_BUFFER,
 };
