@@ -9,7 +9,7 @@ use y3_transport::frame::{Data, Frame};
 use y3_transport::quic::QuicServer;
 use y3_transport::tcp::{self, TcpServer};
 use y3_transport::tls::{self, Identity, Trust};
-use y3_transport::{Connection, FrameCodec, TransportKind, WriteHalf};
+use y3_transport::{Connection, FrameCodec, TransportKind};
 
 const FRAMES: u64 = 2000;
 
