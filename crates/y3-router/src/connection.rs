@@ -1139,7 +1139,8 @@ async fn write_loop(
                 if let Some(handoff) = &mut handoff {
                     handoff.batch_end();
                 }
-                writer.flush().await
+                // Over QUIC the batch goes to quinn whole, not copied.
+                y3_transport::flush(&mut writer).await
             }
             .await;
             // On an error the batch left the queue but not (surely) the socket: `written`

@@ -43,6 +43,13 @@ impl<W> PlainWrite<W> {
     }
 }
 
+impl<W: AsyncWrite + Send + Unpin + 'static> crate::stream::WriteHalf for PlainWrite<W> {
+    #[cfg(feature = "quic")]
+    fn quic_send(self: Pin<&mut Self>) -> Option<&mut quinn::SendStream> {
+        (&mut self.get_mut().inner as &mut dyn std::any::Any).downcast_mut()
+    }
+}
+
 impl<W: AsyncWrite> AsyncWrite for PlainWrite<W> {
     fn poll_write(
         self: Pin<&mut Self>,

@@ -26,7 +26,17 @@ pub const WRITE_BUFFER: usize = 64 * 1024;
 /// A boxed read half.
 pub type BoxRead = Pin<Box<dyn AsyncRead + Send>>;
 /// A boxed write half.
-pub type BoxWrite = Pin<Box<dyn AsyncWrite + Send>>;
+pub type BoxWrite = Pin<Box<dyn WriteHalf>>;
+
+/// A write half of a [`Connection`]: an `AsyncWrite` that says whether a QUIC send stream is
+/// under it. A writer holding whole buffers hands them to that stream as they are
+/// (`write_chunk`: quinn keeps the buffer) instead of through `poll_write`, which copies
+/// every byte into a buffer of quinn's (4% of a QUIC client's CPU at 1 KiB frames).
+pub trait WriteHalf: AsyncWrite + Send {
+    /// The QUIC send stream this half writes to, when it is one.
+    #[cfg(feature = "quic")]
+    fn quic_send(self: Pin<&mut Self>) -> Option<&mut quinn::SendStream>;
+}
 /// The framed read half of a [`Connection`]: a `Stream` of `Result<Frame, FrameError>`.
 pub type FrameReader = FramedRead<BoxRead, FrameCodec>;
 /// The framed write half of a [`Connection`]: a `Sink<Frame>`; `feed` many, `flush` once.
@@ -92,6 +102,27 @@ pub async fn feed_ref(writer: &mut FrameWriter, frame: &Frame) -> Result<(), Fra
         .await?;
     let max_len = writer.encoder().max_frame_len();
     crate::codec::append(frame, writer.write_buffer_mut(), max_len)
+}
+
+/// As `writer.flush()`; over QUIC the encoded frames go to the stream whole
+/// ([`WriteHalf::quic_send`], quinn's `write_chunk`: it keeps the buffer until the peer
+/// acknowledges it) instead of through `poll_write`, which copies them into a buffer of
+/// quinn's. The write buffer keeps the rest of its allocation for the next frames.
+///
+/// # Errors
+/// The write's error, as `flush` gives it.
+pub async fn flush(writer: &mut FrameWriter) -> Result<(), FrameError> {
+    #[cfg(feature = "quic")]
+    if !writer.write_buffer().is_empty() && writer.get_mut().as_mut().quic_send().is_some() {
+        let chunk = writer.write_buffer_mut().split().freeze();
+        if let Some(send) = writer.get_mut().as_mut().quic_send() {
+            send.write_chunk(chunk)
+                .await
+                .map_err(std::io::Error::from)?;
+        }
+        return Ok(());
+    }
+    futures_util::SinkExt::<Frame>::flush(writer).await
 }
 
 /// Which adapter a connection came through.
@@ -224,7 +255,7 @@ impl Connection {
     /// Frames a read half and a write half with `codec`.
     pub fn new(
         read: impl AsyncRead + Send + 'static,
-        write: impl AsyncWrite + Send + 'static,
+        write: impl AsyncWrite + Send + Unpin + 'static,
         codec: FrameCodec,
         transport: TransportKind,
         peer: Option<SocketAddr>,
@@ -335,7 +366,8 @@ mod tests {
             Frame::Data(Data::new(0x11, &b""[..])),
         ];
         let (tx, mut rx) = tokio::io::duplex(4096);
-        let mut writer = FrameWriter::new(Box::pin(tx), FrameCodec::default());
+        let mut writer =
+            FrameWriter::new(Box::pin(crate::PlainWrite::new(tx)), FrameCodec::default());
         for f in &frames {
             feed_ref(&mut writer, f).await.unwrap();
         }

@@ -79,6 +79,11 @@ async fn tcp_echo() {
         .await
         .unwrap();
     assert_eq!(conn.transport, TransportKind::Tcp);
+    let mut conn = conn;
+    assert!(
+        conn.writer.get_mut().as_mut().quic_send().is_none(),
+        "a TCP write half takes batches through poll_write"
+    );
     exchange(conn).await;
 }
 
@@ -152,6 +157,9 @@ async fn quic_echo() {
         .await
         .unwrap();
     assert_eq!(conn.transport, TransportKind::Quic);
+    // The SDK's writer hands its batches to this stream whole (`write_chunk`, no copy).
+    let mut conn = conn;
+    assert!(conn.writer.get_mut().as_mut().quic_send().is_some());
     exchange(conn).await;
 }
 

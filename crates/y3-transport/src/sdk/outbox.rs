@@ -15,16 +15,37 @@
 //! queued (a single larger frame is queued when the buffer is empty). A frame is *written*
 //! once the writer's `write` and `flush` of the buffer holding it returned
 //! ([`Outbox::flush`] waits for that).
+//!
+//! Over QUIC the batch goes to quinn whole (`write_batch`): quinn keeps the buffer until
+//! the peer acknowledges it, instead of copying it into one of its own, and the senders
+//! encode into the rest of the buffer's allocation or a fresh one.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::BytesMut;
-use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::frame::Frame;
+use crate::stream::BoxWrite;
 use crate::TransportError;
+
+/// Writes all of `batch` to `io` and flushes. `batch` is left empty, with the capacity it
+/// can keep: all of it when its bytes were copied out, the unused rest when the buffer
+/// itself went to a QUIC stream (whole: quinn holds on to the bytes until they are
+/// acknowledged, where its `poll_write` would copy them; its flush does nothing).
+async fn write_batch(io: &mut BoxWrite, batch: &mut BytesMut) -> std::io::Result<()> {
+    #[cfg(feature = "quic")]
+    if let Some(send) = io.as_mut().quic_send() {
+        send.write_chunk(batch.split().freeze()).await?;
+        return Ok(());
+    }
+    io.write_all(batch).await?;
+    io.flush().await?;
+    batch.clear();
+    Ok(())
+}
 
 /// Most encoded bytes queued before a send waits for the writer.
 pub const MAX_QUEUED_BYTES: usize = 1 << 20;
@@ -223,9 +244,9 @@ impl Outbox {
     ///
     /// # Errors
     /// The first write error; frames still queued are not written.
-    pub async fn write_to<W: AsyncWrite + Unpin>(
+    pub async fn write_to(
         &self,
-        io: &mut W,
+        io: &mut BoxWrite,
         stop: &CancellationToken,
     ) -> Result<(), TransportError> {
         struct Finish<'a>(&'a Outbox);
@@ -244,9 +265,7 @@ impl Outbox {
             }
             match self.take(&mut spare) {
                 Some(upto) => {
-                    io.write_all(&spare).await?;
-                    io.flush().await?;
-                    spare.clear();
+                    write_batch(io, &mut spare).await?;
                     if spare.capacity() > KEEP_CAPACITY {
                         spare = BytesMut::new();
                     }
@@ -296,6 +315,10 @@ mod tests {
     use crate::frame::Data;
     use std::time::Duration;
 
+    fn boxed(io: tokio::io::DuplexStream) -> BoxWrite {
+        Box::pin(crate::PlainWrite::new(io))
+    }
+
     fn data(n: u8) -> Frame {
         Frame::Data(Data::new(0x33, vec![n; 3]))
     }
@@ -327,7 +350,8 @@ mod tests {
     #[tokio::test]
     async fn the_writer_writes_batches_flush_waits_for_them_and_close_drains() {
         let outbox = Outbox::new(1024, 1 << 20);
-        let (mut client, mut server) = tokio::io::duplex(1 << 16);
+        let (client, mut server) = tokio::io::duplex(1 << 16);
+        let mut client = boxed(client);
         let stop = CancellationToken::new();
         let writer = {
             let (outbox, stop) = (outbox.clone(), stop.clone());
@@ -363,7 +387,8 @@ mod tests {
     #[tokio::test]
     async fn a_broken_writer_fails_the_flush_and_later_sends() {
         let outbox = Outbox::new(16, 1 << 20);
-        let (mut client, server) = tokio::io::duplex(64);
+        let (client, server) = tokio::io::duplex(64);
+        let mut client = boxed(client);
         drop(server);
         outbox.send(&data(1)).await.unwrap();
         let stop = CancellationToken::new();
