@@ -72,6 +72,13 @@ impl Spread {
         self.frames = 0;
     }
 
+    /// Whether the next [`frame`](Spread::frame) hands the reader over (whoever it owes a
+    /// wake-up is woken first, so that they run meanwhile).
+    #[inline]
+    pub fn due(&self) -> bool {
+        self.frames + 1 >= Spread::EVERY
+    }
+
     /// Counts one frame; every [`Spread::EVERY`]th since the last hand-over or wait, yields
     /// the task as described in the module documentation. Returns whether it yielded (the
     /// task may have waited for a thread: a clock read before it is stale).
