@@ -3,7 +3,8 @@
 //!
 //! ```text
 //!   reader tasks ──push──▶ [ Queue ] ──pop_batch──▶ writer task ──feed×N, flush──▶ socket
-//!        ▲ waits on `writable`      │ notifies `readable`
+//!        ▲ waits on `writable`      │ notifies `readable` (per push; a socket reader
+//!        │                          │ once per read: `offer_deferred`, `wakes.rs`)
 //!        └──── notified after every batch taken
 //! ```
 //!

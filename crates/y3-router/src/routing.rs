@@ -401,7 +401,14 @@ pub(crate) async fn route_in_place(
                 pushed
             }
             Ok(pushed) => pushed,
-            Err(held) => cache.wakes.around(outbox.wait_push(held)).await,
+            // A push that waits for room: every writer owed is woken first (its own among
+            // them: a queue whose writer was not told of its frames would never drain).
+            // Not `Wakes::around`: that would make this rare await's state part of every
+            // routed frame's future, moved per frame.
+            Err(held) => {
+                cache.wakes.wake_all();
+                outbox.wait_push(held).await
+            }
         };
         match pushed {
             Pushed::Queued | Pushed::DroppedOldest => {}

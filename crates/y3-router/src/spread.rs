@@ -63,8 +63,9 @@ impl Spread {
         .await
     }
 
-    /// A frame routed to more than one subscriber: every writer it woke but the last went
-    /// where an idle worker takes it (tokio's LIFO slot holds one task), so the work spreads
+    /// A frame routed to more than one subscriber: every writer woken for it (with the
+    /// rest of its read, `wakes.rs`) but the last goes where an idle worker takes it
+    /// (tokio's LIFO slot holds one task), so the work spreads
     /// without a hand-over, and the count starts over. With five subscribers a hand-over
     /// only added wake-ups: router CPU per message +10% at 1 KiB × 5 (`net e2e`, A/B).
     #[inline]

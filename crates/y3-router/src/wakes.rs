@@ -47,6 +47,10 @@ pub(crate) const MAX_OWED: usize = 16;
 #[derive(Debug, Default)]
 pub(crate) struct Wakes {
     owed: Vec<Arc<Outbox>>,
+    /// Where in `owed` the next outbox is looked for first: a reader's frames go to the
+    /// same recipients in the same order, frame after frame, so the one owed after the last
+    /// one found is usually the next one pushed to (one comparison, not a scan).
+    next: usize,
     /// Frames routed since the last round.
     frames: u32,
 }
@@ -55,10 +59,18 @@ impl Wakes {
     /// Notes that `outbox` was pushed to quietly: its writer is woken with the next round.
     #[inline]
     pub fn owe(&mut self, outbox: &Arc<Outbox>) {
-        if self.owed.iter().any(|o| Arc::ptr_eq(o, outbox)) {
+        if let Some(o) = self.owed.get(self.next) {
+            if Arc::ptr_eq(o, outbox) {
+                self.next = (self.next + 1) % self.owed.len();
+                return;
+            }
+        }
+        if let Some(at) = self.owed.iter().position(|o| Arc::ptr_eq(o, outbox)) {
+            self.next = (at + 1) % self.owed.len();
             return;
         }
         if self.owed.len() < MAX_OWED {
+            self.next = 0;
             self.owed.push(outbox.clone());
         } else {
             outbox.wake();
@@ -79,6 +91,7 @@ impl Wakes {
     #[inline]
     pub fn wake_all(&mut self) {
         self.frames = 0;
+        self.next = 0;
         for outbox in self.owed.drain(..) {
             outbox.wake();
         }
