@@ -722,7 +722,13 @@ async fn read_loop(
     // Yields every so many frames so that an idle worker takes this reader or the writers
     // it woke (`spread.rs`).
     let mut spread = Spread::default();
+    // Writers are woken once per read, not per frame (`wakes.rs`): before the socket is
+    // read again, before any wait, and before a hand-over.
+    reading.ingress.defer_wakes();
     loop {
+        if spread.due() {
+            reading.ingress.wake_writers();
+        }
         if spread.frame().await {
             // It may have waited for a thread: the next frame reads the clock again.
             same_read = u32::MAX / 2;
@@ -734,7 +740,12 @@ async fn read_loop(
         // A frame that is already complete in the buffer (or on the socket) is taken without
         // touching the timer; only a wait re-arms it (`wait_for_frame`). One complete in
         // the buffer is decoded where it lies (`next_buffered`: no stream adapters).
-        let mut frame = match next_buffered(reader) {
+        let buffered_frame = next_buffered(reader);
+        if buffered_frame.is_none() {
+            // The frames of the last read are routed: their writers take them now.
+            reading.ingress.wake_writers();
+        }
+        let mut frame = match buffered_frame {
             Some(frame) => Some(frame),
             None => match next_or_skipped(reader).now_or_never() {
                 Some(Next::Frame(frame)) => frame,

@@ -144,6 +144,19 @@ impl Ingress {
         shared.routing.fetch_sub(1, Ordering::Relaxed);
     }
 
+    /// Queues this client's frames without waking their writers at once, each writer owed
+    /// one wake-up per read instead (`wakes.rs`); the caller calls
+    /// [`wake_writers`](Ingress::wake_writers) before it reads its socket again.
+    pub fn defer_wakes(&mut self) {
+        self.routes.defer_wakes();
+    }
+
+    /// Wakes every writer owed a wake-up by this client's frames.
+    #[inline]
+    pub fn wake_writers(&mut self) {
+        self.routes.wake_writers();
+    }
+
     /// Whether the last frame routed had more than one subscriber
     /// ([`routing::RouteCache::fanned_out`]).
     pub fn fanned_out(&self) -> bool {

@@ -112,6 +112,7 @@ pub mod status;
 pub mod table;
 mod tcp_acked;
 pub mod throttle;
+mod wakes;
 pub mod yomo_yaml;
 
 pub use config::RouterConfig;

@@ -3,7 +3,8 @@
 //!
 //! ```text
 //!   reader tasks ──push──▶ [ Queue ] ──pop_batch──▶ writer task ──feed×N, flush──▶ socket
-//!        ▲ waits on `writable`      │ notifies `readable`
+//!        ▲ waits on `writable`      │ notifies `readable` (per push; a socket reader
+//!        │                          │ once per read: `offer_deferred`, `wakes.rs`)
 //!        └──── notified after every batch taken
 //! ```
 //!
@@ -340,20 +341,53 @@ impl Outbox {
     // The item comes back by value to be pushed again; boxing it would cost an allocation
     // per routed frame.
     #[allow(clippy::result_large_err)]
-    pub fn offer(&self, mut item: Queued) -> Result<Pushed, Held> {
+    pub fn offer(&self, item: Queued) -> Result<Pushed, Held> {
+        self.offer_waking(item, true)
+    }
+
+    /// As [`offer`](Outbox::offer), but a frame queued does not wake the writer: the caller
+    /// owes it a [`wake`](Outbox::wake) (`wakes.rs`: a reader wakes each writer once per
+    /// read) when this returns `Ok(Queued)` or `Ok(DroppedOldest)`. A push that must wait
+    /// ([`wait_push`](Outbox::wait_push)) wakes it itself.
+    #[allow(clippy::result_large_err)]
+    pub fn offer_deferred(&self, item: Queued) -> Result<Pushed, Held> {
+        self.offer_waking(item, false)
+    }
+
+    #[allow(clippy::result_large_err)]
+    #[inline]
+    fn offer_waking(&self, mut item: Queued, wake: bool) -> Result<Pushed, Held> {
         if let Frame::Data(d) = &mut item.frame {
             charge_frame(&self.metrics, d);
         }
         let at = item.at;
-        match self.try_push(item, at, false) {
+        match self.try_push(item, at, false, wake) {
             Attempt::Done(pushed) => Ok(pushed),
             waiting => Err(Held(waiting)),
         }
     }
 
+    /// Wakes the writer to take what is queued (owed after
+    /// [`offer_deferred`](Outbox::offer_deferred)).
+    #[inline]
+    pub fn wake(&self) {
+        self.readable.notify_one();
+    }
+
+    /// Whether the writer was told to look (and takes that wake-up, as the writer would).
+    #[cfg(test)]
+    pub fn take_wake(&self) -> bool {
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let notified = std::pin::pin!(self.readable.notified());
+        std::future::Future::poll(notified, &mut cx).is_ready()
+    }
+
     /// Finishes a push [`offer`](Outbox::offer) could not: waits for room (or the memory
     /// budget) under the block policy, as the block policy says.
     pub async fn wait_push(&self, held: Held) -> Pushed {
+        // The writer takes what is queued before this waits for it (a pusher that deferred
+        // its wake-ups, `wakes.rs`, may owe it one).
+        self.readable.notify_one();
         let mut item = match held.0 {
             Attempt::Done(pushed) => return pushed,
             Attempt::Full(item, _) => item,
@@ -375,7 +409,7 @@ impl Outbox {
             tokio::pin!(notified);
             // Register before looking again, so a batch taken in between still wakes us.
             notified.as_mut().enable();
-            let idle_since = match self.try_push(item, at, true) {
+            let idle_since = match self.try_push(item, at, true, true) {
                 Attempt::Done(pushed) => return pushed,
                 Attempt::Full(back, since) => {
                     item = back;
@@ -423,7 +457,7 @@ impl Outbox {
                 _ = tokio::time::sleep(BUDGET_RETRY) => {}
                 _ = self.evicted.cancelled() => return Ok(Pushed::Evicted),
             }
-            item = match self.try_push(item, at, false) {
+            item = match self.try_push(item, at, false, true) {
                 Attempt::Done(pushed) => return Ok(pushed),
                 Attempt::Full(item, _) => return Err(item),
                 Attempt::OverBudget(item) => item,
@@ -448,11 +482,12 @@ impl Outbox {
 
     /// One attempt: queued (or dropped-oldest, closed, evicted), or the item back when
     /// full and the subscriber not stalled. With `wait`, that records one more waiting
-    /// pusher (the caller waits next).
+    /// pusher (the caller waits next). Without `wake`, a frame queued does not wake the
+    /// writer (the caller owes it a [`wake`](Outbox::wake)).
     // The item comes back by value to be pushed again; boxing it would cost an allocation
     // per routed frame.
     #[allow(clippy::result_large_err)]
-    fn try_push(&self, item: Queued, at: Instant, wait: bool) -> Attempt {
+    fn try_push(&self, item: Queued, at: Instant, wait: bool, wake: bool) -> Attempt {
         let mut inner = self.lock();
         if !matches!(inner.phase, Phase::Open) {
             return Attempt::Done(if self.is_evicted() {
@@ -522,7 +557,9 @@ impl Outbox {
             Push::Queued => {
                 drop(inner);
                 self.metrics.queued(1);
-                self.readable.notify_one();
+                if wake {
+                    self.readable.notify_one();
+                }
                 Attempt::Done(Pushed::Queued)
             }
             Push::DroppedOldest(n) => {
@@ -530,7 +567,9 @@ impl Outbox {
                 self.metrics.queued(1 - n as i64);
                 self.count_drops(Drop::QueueFull, n as u64);
                 self.count_tags(&tags);
-                self.readable.notify_one();
+                if wake {
+                    self.readable.notify_one();
+                }
                 Attempt::Done(Pushed::DroppedOldest)
             }
             Push::Full(back) => {

@@ -25,6 +25,7 @@ use crate::metrics::{Drop, Metrics};
 use crate::outbox::{Outbox, Pushed, Queued};
 use crate::session::{Located, Routed};
 use crate::table::{accepts, Route, RoutingTable, SessionId};
+use crate::wakes::Wakes;
 
 /// The table of outboxes, as connections route into it.
 pub(crate) type Table = RoutingTable<Arc<Outbox>>;
@@ -121,6 +122,8 @@ impl Routes {
             cycle_generation: 0,
             cycle_map: Arc::default(),
             fan_out: 0,
+            defer: false,
+            wakes: Wakes::default(),
         }
     }
 
@@ -151,6 +154,10 @@ pub(crate) struct RouteCache {
     cycle_map: Arc<CycleMap>,
     /// Subscribers of the last frame routed (before filters and targets).
     fan_out: usize,
+    /// Whether frames are queued without waking their writers, who are owed a wake-up in
+    /// `wakes` instead (a socket reader's, see `wakes.rs`).
+    defer: bool,
+    wakes: Wakes,
 }
 
 /// Loop reports of one sending connection: its self-loop once, dropped returns at most
@@ -169,6 +176,20 @@ struct LoopLog {
 const LOOP_LOG_EVERY: Duration = Duration::from_secs(1);
 
 impl RouteCache {
+    /// Routes the frames of this cache without waking their writers at once: each writer
+    /// is owed one wake-up, given by [`wake_writers`](RouteCache::wake_writers), before the
+    /// router waits for anything, after [`WAKE_EVERY`](crate::wakes::WAKE_EVERY) frames, or
+    /// when the cache is dropped (`wakes.rs`).
+    pub fn defer_wakes(&mut self) {
+        self.defer = true;
+    }
+
+    /// Wakes every writer owed a wake-up (a reader about to read its socket again).
+    #[inline]
+    pub fn wake_writers(&mut self) {
+        self.wakes.wake_all();
+    }
+
     /// Whether the last frame routed had more than one subscriber: their writers were
     /// woken where an idle worker can take them (`spread.rs`).
     pub fn fanned_out(&self) -> bool {
@@ -287,7 +308,10 @@ pub(crate) async fn route_in_place(
         Origin::Mesh | Origin::Federation => (&[], false),
         _ => match &routes.federation {
             // The federation's publisher acknowledges durable frames once stored.
-            Some(federation) => (&routes.mesh, federation.offer(data, &mut ticket).await),
+            Some(federation) => {
+                let offer = federation.offer(data, &mut ticket);
+                (&routes.mesh, cache.wakes.around(offer).await)
+            }
             None => (&routes.mesh, false),
         },
     };
@@ -367,9 +391,24 @@ pub(crate) async fn route_in_place(
             at,
             written,
         };
-        let pushed = match outbox.offer(item) {
+        let offered = match cache.defer {
+            true => outbox.offer_deferred(item),
+            false => outbox.offer(item),
+        };
+        let pushed = match offered {
+            Ok(pushed @ (Pushed::Queued | Pushed::DroppedOldest)) if cache.defer => {
+                cache.wakes.owe(outbox);
+                pushed
+            }
             Ok(pushed) => pushed,
-            Err(held) => outbox.wait_push(held).await,
+            // A push that waits for room: every writer owed is woken first (its own among
+            // them: a queue whose writer was not told of its frames would never drain).
+            // Not `Wakes::around`: that would make this rare await's state part of every
+            // routed frame's future, moved per frame.
+            Err(held) => {
+                cache.wakes.wake_all();
+                outbox.wait_push(held).await
+            }
         };
         match pushed {
             Pushed::Queued | Pushed::DroppedOldest => {}
@@ -382,6 +421,9 @@ pub(crate) async fn route_in_place(
                 metrics.dropped_tag(tag, 1);
             }
         }
+    }
+    if cache.defer {
+        cache.wakes.routed();
     }
     if let Some((ticket, waits)) = ticket {
         ticket.done_when_written(waits);

@@ -63,13 +63,21 @@ impl Spread {
         .await
     }
 
-    /// A frame routed to more than one subscriber: every writer it woke but the last went
-    /// where an idle worker takes it (tokio's LIFO slot holds one task), so the work spreads
+    /// A frame routed to more than one subscriber: every writer woken for it (with the
+    /// rest of its read, `wakes.rs`) but the last goes where an idle worker takes it
+    /// (tokio's LIFO slot holds one task), so the work spreads
     /// without a hand-over, and the count starts over. With five subscribers a hand-over
     /// only added wake-ups: router CPU per message +10% at 1 KiB × 5 (`net e2e`, A/B).
     #[inline]
     pub fn fanned_out(&mut self) {
         self.frames = 0;
+    }
+
+    /// Whether the next [`frame`](Spread::frame) hands the reader over (whoever it owes a
+    /// wake-up is woken first, so that they run meanwhile).
+    #[inline]
+    pub fn due(&self) -> bool {
+        self.frames + 1 >= Spread::EVERY
     }
 
     /// Counts one frame; every [`Spread::EVERY`]th since the last hand-over or wait, yields

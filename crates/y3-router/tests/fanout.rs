@@ -284,3 +284,64 @@ async fn a_loop_across_a_mesh_ends_too() {
     ledger(&b).await;
     b.shutdown().await;
 }
+
+/// A reader wakes each recipient's writer once per read (`wakes.rs`), not per frame: a
+/// burst to five subscribers, one of them slow (it pauses every 100 frames) among fast ones,
+/// reaches every one of them whole and in order, and a lone frame after the burst (a read
+/// of one frame, no more to come) reaches all five at once, not when more frames come.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_to_five_reaches_each_in_order_and_a_lone_frame_at_once() {
+    let router = router(|_| {}).await;
+    let tag = 0x61;
+    const FRAMES: u64 = 5_000;
+    let mut readers = Vec::new();
+    let (done_tx, done_rx) = tokio::sync::watch::channel(false);
+    for slow in [false, false, true, false, false] {
+        let mut sub = join(&router, ClientType::StreamFunction, &[tag]).await;
+        let mut done = done_rx.clone();
+        readers.push(tokio::spawn(async move {
+            for i in 0..FRAMES {
+                let d = next_data(&mut sub).await;
+                assert_eq!(seq(&d), i, "slow: {slow}: in order, none lost");
+                if slow && i % 100 == 99 {
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+            }
+            // The lone frame comes after the test says so, with nothing behind it.
+            done.changed().await.unwrap();
+            let started = Instant::now();
+            let d = next_data(&mut sub).await;
+            (seq(&d), started.elapsed(), sub)
+        }));
+    }
+    eventually("all admitted", || router.stats().connections == 5).await;
+    let mut source = join(&router, ClientType::Source, &[]).await;
+    for chunk in 0..FRAMES / 500 {
+        send_all(&mut source, tag, chunk * 500..(chunk + 1) * 500, &[7u8; 64]).await;
+    }
+    eventually("the burst delivered", || {
+        router.stats().frames_out == 5 * FRAMES
+    })
+    .await;
+    done_tx.send(true).unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    send_all(&mut source, tag, FRAMES..FRAMES + 1, b"lone").await;
+    let mut subs = Vec::new();
+    for reader in readers {
+        let (id, took, sub) = within("a subscriber's frames", reader).await.unwrap();
+        assert_eq!(id, FRAMES);
+        // Well under the wait for a frame that never woke its writer (forever) or one
+        // woken only by a later frame (none comes); generous for a loaded machine.
+        assert!(
+            took < Duration::from_secs(5),
+            "the lone frame took {took:?}"
+        );
+        subs.push(sub);
+    }
+    let stats = router.stats();
+    assert_eq!(stats.total_drops(), 0, "{stats:?}");
+    assert_eq!(stats.frames_out, 5 * (FRAMES + 1));
+    drop((subs, source));
+    let last = router.shutdown().await;
+    assert_eq!(last.unaccounted(), 0, "{last:?}");
+}
