@@ -816,19 +816,9 @@ async fn read_loop(
             }
         }
         // Any other frame (or a data frame before the handshake): the session's event.
-        let event = session.handle_frame(now, std::mem::replace(frame, Frame::HandshakeAck));
-        match event {
-            Event::Route(routed) => {
-                let (mut data, located) = routed.into_parts();
-                let (ingress, acks) = (&mut reading.ingress, reading.acks);
-                ingress.route(shared, (&mut data, located), now, acks).await;
-            }
-            Event::Drop(data, reason) => {
-                let (ingress, acks) = (&mut reading.ingress, reading.acks);
-                ingress.drop_data(shared, &data, reason, acks);
-            }
-            Event::Close(goaway) => return reading.protocol_close(goaway),
-            Event::Admitted(..) | Event::Nothing => {}
+        let frame = std::mem::replace(frame, Frame::HandshakeAck);
+        if let Some(end) = reading.event(session, frame, now).await {
+            return end;
         }
     }
 }
@@ -909,6 +899,24 @@ impl<'a> Reading<'a> {
     }
 
     /// The end of a connection the session closed (a protocol error, counted by kind).
+    /// A frame that is not an open session's data frame: the session's event for it
+    /// (routed, dropped, or the connection closed: its end).
+    async fn event(&mut self, session: &mut Session, frame: Frame, now: Instant) -> Option<End> {
+        let (shared, acks) = (self.shared, self.acks);
+        match session.handle_frame(now, frame) {
+            Event::Route(routed) => {
+                let (mut data, located) = routed.into_parts();
+                self.ingress
+                    .route(shared, (&mut data, located), now, acks)
+                    .await;
+            }
+            Event::Drop(data, reason) => self.ingress.drop_data(shared, &data, reason, acks),
+            Event::Close(goaway) => return Some(self.protocol_close(goaway)),
+            Event::Admitted(..) | Event::Nothing => {}
+        }
+        None
+    }
+
     fn protocol_close(&self, goaway: Goaway) -> End {
         count_close(self.shared, &goaway);
         End::ProtocolError(goaway)
