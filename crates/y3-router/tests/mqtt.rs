@@ -198,10 +198,19 @@ async fn subscriber(
     filter: &str,
     count: usize,
 ) -> tokio::process::Child {
+    accepted(router, || spawn_sub(router, extra, filter, count)).await
+}
+
+/// Runs `spawn` (a client that connects and subscribes) and waits until the router has
+/// accepted it (its metrics count one more MQTT connection), then gives its SUBSCRIBE,
+/// which follows CONNECT at once, time to reach the downlink.
+async fn accepted(
+    router: &RouterHandle,
+    spawn: impl FnOnce() -> tokio::process::Child,
+) -> tokio::process::Child {
     let before = metric(router, "y3_router_mqtt_accepted_total");
-    let child = spawn_sub(router, extra, filter, count);
+    let child = spawn();
     wait_for(|| metric(router, "y3_router_mqtt_accepted_total") > before).await;
-    // SUBSCRIBE follows CONNECT at once; give the downlink its handshake.
     tokio::time::sleep(Duration::from_millis(300)).await;
     child
 }
@@ -709,26 +718,26 @@ async fn tls_listen_serves_mosquitto_with_the_routers_certificate() {
     let ca = ca.to_str().unwrap().to_owned();
     let tls = ["-p", &tls_port, "--cafile", &ca];
     let n = 100;
-    let before = metric(&router, "y3_router_mqtt_accepted_total");
-    let sub = tool("mosquitto_sub")
-        .args(["-h", "127.0.0.1", "-t", "sensors/#", "-v", "-q", "1"])
-        .args([
-            "-C",
-            &n.to_string(),
-            "-W",
-            "60",
-            "-u",
-            "tester",
-            "-P",
-            "main",
-        ])
-        .args(tls)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for(|| metric(&router, "y3_router_mqtt_accepted_total") > before).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let sub = accepted(&router, || {
+        tool("mosquitto_sub")
+            .args(["-h", "127.0.0.1", "-t", "sensors/#", "-v", "-q", "1"])
+            .args([
+                "-C",
+                &n.to_string(),
+                "-W",
+                "60",
+                "-u",
+                "tester",
+                "-P",
+                "main",
+            ])
+            .args(tls)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    })
+    .await;
     let conns = router.mqtt_connections();
     assert_eq!(conns.len(), 1, "{conns:?}");
     let lines = numbered("tls", n);
@@ -1024,24 +1033,23 @@ async fn a_stalled_subscribers_bytes_are_charged_to_the_budget_until_written_or_
     let options = ClientOptions::new(router.tcp_addr().unwrap()).token("main");
     let mut source = Source::connect(options).await.unwrap();
     // What it prints goes nowhere: a pipe nobody reads would stop it once full.
-    let before = metric(&router, "y3_router_mqtt_accepted_total");
-    let sub = tool("mosquitto_sub")
-        .args([
-            "-h",
-            "127.0.0.1",
-            "-p",
-            &port(&router),
-            "-t",
-            "alerts/noise",
-        ])
-        .args(["-u", "tester", "-P", "main"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for(|| metric(&router, "y3_router_mqtt_accepted_total") > before).await;
-    // SUBSCRIBE follows CONNECT at once; give the downlink its handshake.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let sub = accepted(&router, || {
+        tool("mosquitto_sub")
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &port(&router),
+                "-t",
+                "alerts/noise",
+            ])
+            .args(["-u", "tester", "-P", "main"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    })
+    .await;
     // The messages go to the subscriber only: no sink observes 0x20.
     let mut sent = 0u64;
     signal(&sub, "-STOP");
