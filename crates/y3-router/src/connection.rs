@@ -1158,8 +1158,7 @@ async fn write_loop(
                 if let Some(handoff) = &mut handoff {
                     handoff.batch_end();
                 }
-                // Over QUIC the batch goes to quinn whole, not copied.
-                y3_transport::flush(&mut writer).await
+                writer.flush().await
             }
             .await;
             // On an error the batch left the queue but not (surely) the socket: `written`

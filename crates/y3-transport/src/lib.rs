@@ -63,7 +63,7 @@ pub use frame::{ClientType, Data, Frame, Goaway, GoawayCode, RefusedReason, Stor
 pub use metadata::Metadata;
 pub use plain_write::PlainWrite;
 pub use stream::{
-    feed_ref, flush, mid_frame, next_buffered, next_metered, next_or_skipped, partial_len, BoxRead,
+    feed_ref, mid_frame, next_buffered, next_metered, next_or_skipped, partial_len, BoxRead,
     BoxWrite, Connection, FrameReader, FrameWriter, Guard, Next, TransportKind, WriteHalf,
     READ_BUFFER, WRITE_BUFFER,
 };

@@ -104,27 +104,6 @@ pub async fn feed_ref(writer: &mut FrameWriter, frame: &Frame) -> Result<(), Fra
     crate::codec::append(frame, writer.write_buffer_mut(), max_len)
 }
 
-/// As `writer.flush()`; over QUIC the encoded frames go to the stream whole
-/// ([`WriteHalf::quic_send`], quinn's `write_chunk`: it keeps the buffer until the peer
-/// acknowledges it) instead of through `poll_write`, which copies them into a buffer of
-/// quinn's. The write buffer keeps the rest of its allocation for the next frames.
-///
-/// # Errors
-/// The write's error, as `flush` gives it.
-pub async fn flush(writer: &mut FrameWriter) -> Result<(), FrameError> {
-    #[cfg(feature = "quic")]
-    if !writer.write_buffer().is_empty() && writer.get_mut().as_mut().quic_send().is_some() {
-        let chunk = writer.write_buffer_mut().split().freeze();
-        if let Some(send) = writer.get_mut().as_mut().quic_send() {
-            send.write_chunk(chunk)
-                .await
-                .map_err(std::io::Error::from)?;
-        }
-        return Ok(());
-    }
-    futures_util::SinkExt::<Frame>::flush(writer).await
-}
-
 /// Which adapter a connection came through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TransportKind {
