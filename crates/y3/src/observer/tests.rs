@@ -134,3 +134,26 @@ fn overlapping_paths_are_refused() {
         "path_overlap"
     );
 }
+
+#[test]
+fn a_taken_value_keeps_its_header_length_at_every_split() {
+    // Node 0x10 { 0x11 = 1 byte, 0x12 = 70 bytes (a two-byte length) }: the value taken
+    // whole or across chunks (borrowed after a header that ends a chunk, or assembled)
+    // reports the header it had, as `encoded_len`.
+    let mut buf = hex!("90 80 4c 11 01 07 12 80 46").to_vec();
+    buf.extend(core::iter::repeat_n(0xab, 70));
+    for path in [[0x10, 0x11], [0x10, 0x12]] {
+        let want = if path[1] == 0x11 { 3 } else { 73 };
+        for a in 0..=buf.len() {
+            for b in a..=buf.len() {
+                let mut obs = Observer::new(Config::DEFAULT, &[&path]).unwrap();
+                let mut seen = Vec::new();
+                for chunk in [&buf[..a], &buf[a..b], &buf[b..]] {
+                    obs.feed_each(chunk, |v| seen.push(v.encoded_len()))
+                        .unwrap();
+                }
+                assert_eq!(seen, [want], "path {path:x?}, chunks at {a} and {b}");
+            }
+        }
+    }
+}
