@@ -257,6 +257,96 @@ async fn quic_on_loopback_carries_many_frames_per_datagram() {
     );
 }
 
+/// A `tracing` writer into a shared buffer: what a test reads the logged lines from.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The value of `name=` in a logged line.
+fn logged_count(line: &str, name: &str) -> u64 {
+    let key = format!(" {name}=");
+    let at = line
+        .find(&key)
+        .unwrap_or_else(|| panic!("no {name} in {line}"))
+        + key.len();
+    let digits: String = line[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().unwrap()
+}
+
+#[tokio::test]
+async fn quic_stats_say_when_the_peers_credit_held_data_back() {
+    use y3_transport::quic::{log_stats, Tuning, STATS_TARGET};
+    let id = Identity::self_signed().unwrap();
+    let server = tuned_server(&id, &Tuning::default());
+    let addr = server.local_addr().unwrap();
+    // The server takes the connection and never reads: the client's writes stop at the
+    // receive window (256 KiB) and quinn tells the server so (DATA_BLOCKED frames).
+    let (held_tx, held_rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let conn = server.accept().await.unwrap().establish().await.unwrap();
+        let _ = held_rx.await;
+        drop(conn);
+    });
+    let mut conn = tuned_client(addr, &id, &Tuning::default()).await;
+    let payload = Bytes::from(vec![0x5a; 1024]);
+    let fill = async {
+        for _ in 0..1024 {
+            let data = Data::new(0x10, payload.clone());
+            conn.writer.feed(Frame::Data(data)).await.unwrap();
+        }
+        conn.writer.flush().await.unwrap();
+    };
+    // 1 MiB does not fit: the writes wait for credit that never comes.
+    assert!(tokio::time::timeout(Duration::from_millis(500), fill)
+        .await
+        .is_err());
+    let y3_transport::Guard::Quic(quic, _) = &conn.guard else {
+        panic!("a QUIC connection without its guard")
+    };
+    // The blocked frame goes with the next packet: on a loaded machine, give it time.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while quic.stats().frame_tx.data_blocked + quic.stats().frame_tx.stream_data_blocked == 0
+        && std::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_ansi(false)
+        .with_writer({
+            let c = captured.clone();
+            move || c.clone()
+        })
+        .finish();
+    tracing::subscriber::with_default(subscriber, || log_stats(quic));
+    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains(STATS_TARGET))
+        .unwrap_or_else(|| panic!("no stats line in {text:?}"));
+    let blocked =
+        logged_count(line, "tx_data_blocked") + logged_count(line, "tx_stream_data_blocked");
+    assert!(blocked >= 1, "{line}");
+    // Nothing was lost on loopback, so no congestion event; the window is still there.
+    assert_eq!(logged_count(line, "congestion_events"), 0, "{line}");
+    assert!(logged_count(line, "cwnd") > 0, "{line}");
+    assert_eq!(logged_count(line, "rx_data_blocked"), 0, "{line}");
+    let _ = held_tx.send(());
+}
+
 /// The congestion windows a fresh loopback QUIC connection with `tuning` starts with: the
 /// client's and the server's, once the client's first frame arrived.
 async fn quic_initial_windows(tuning: &y3_transport::quic::Tuning) -> (u64, u64) {
