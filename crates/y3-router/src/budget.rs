@@ -3,7 +3,8 @@
 //!
 //! ```text
 //!  held = Σ unique frame buffers      a routed frame is charged once (a [`Charge`] token it
-//!                                     carries; every queue's clone shares it) and released
+//!                                     carries), its shared queue entry included (every queue
+//!                                     points at one `Arc` of it, outbox.rs), and released
 //!                                     when the last queue lets go of it
 //!       + Σ queue slots               FRAME_OVERHEAD per queued frame per queue (outbox.rs)
 //!       + Σ partial frames            bytes a reader buffered of a frame still arriving

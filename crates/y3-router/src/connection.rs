@@ -1133,7 +1133,7 @@ async fn write_loop(
         while outbox.pop_batch(&mut batch, MAX_BATCH).await {
             written
                 .frames
-                .extend(batch.iter().filter_map(|q| match &q.frame {
+                .extend(batch.iter().filter_map(|q| match &*q.frame {
                     Frame::Data(d) => Some((d.tag, d.payload.len(), q.at)),
                     _ => None,
                 }));
@@ -1144,7 +1144,7 @@ async fn write_loop(
             let mut handed = 0;
             let sent = async {
                 for queued in batch.drain(..) {
-                    match (&queued.frame, &mut handoff) {
+                    match (&*queued.frame, &mut handoff) {
                         (Frame::Data(d), Some(handoff)) => {
                             handoff.take(d)?;
                             handed += 1;

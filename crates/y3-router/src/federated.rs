@@ -4,6 +4,7 @@
 
 use std::collections::HashSet;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Instant;
 
 use tokio::sync::oneshot;
@@ -73,13 +74,14 @@ impl Local for Shared {
         let at = Instant::now();
         self.metrics.deliveries(outboxes.len() as u64);
         let mut written = Vec::with_capacity(outboxes.len());
+        // One shared frame for every queue, charged once.
+        let mut shared = data.clone();
+        crate::outbox::charge_frame(&self.metrics, &mut shared);
+        let shared = Arc::new(Frame::Data(shared));
         for outbox in outboxes {
             let (tx, rx) = oneshot::channel();
             written.push(rx);
-            match outbox
-                .push_tracked(Frame::Data(data.clone()), at, Some(tx))
-                .await
-            {
+            match outbox.push_tracked(shared.clone(), at, Some(tx)).await {
                 Pushed::Queued | Pushed::DroppedOldest => {}
                 Pushed::Closed => {
                     self.metrics.dropped(Drop::Disconnected, 1);

@@ -115,7 +115,7 @@ fn check(metrics: &Metrics, at: &str) -> Result<(), TestCaseError> {
 fn write_batch(metrics: &Metrics, batch: &mut Vec<Queued>, fail: bool) {
     let n = batch
         .drain(..)
-        .filter(|q| matches!(q.frame, Frame::Data(_)))
+        .filter(|q| matches!(*q.frame, Frame::Data(_)))
         .count();
     metrics.writing(n as i64);
     metrics.writing(-(n as i64));

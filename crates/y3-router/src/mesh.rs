@@ -190,7 +190,7 @@ impl Link {
         let result = async {
             for queued in batch.drain(..) {
                 told.extend(queued.written);
-                writer.feed(queued.frame).await?;
+                y3_transport::feed_ref(writer, &queued.frame).await?;
             }
             writer.flush().await
         }

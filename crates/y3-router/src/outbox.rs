@@ -31,9 +31,25 @@
 //! *last batch*, not after the push began, so a publisher meeting fifty subscribers that
 //! all stopped at once waits one block timeout, not fifty.
 //!
+//! A routed frame is queued once for all its subscribers: one [`SharedFrame`] (an `Arc` of
+//! the frame) that every recipient's slot points at, so that a slot is a pointer plus what
+//! is the subscriber's own (the read time, the `written` notification), 40 bytes, moved
+//! from routing into the queue and out to the writer where a clone of the whole frame
+//! (~170 bytes) was moved about 11 times per delivery (issue 28):
+//!
+//! ```text
+//!  Queued (40 B, one per queue)              SharedFrame: Arc<Frame>, one per routed frame
+//!  ┌─────────────────────────────────┐       ┌──────────────┬────────────────────────────┐
+//!  │ frame: pointer ─────────────────┼──────▶│ strong, weak │ Frame (tag, metadata,      │
+//!  │ at: Instant (16 B)              │       │ (2 × 8 B)    │ payload, wire, token, …)   │
+//!  │ written: Option<Sender> (16 B)  │       └──────────────┴────────────────────────────┘
+//!  └─────────────────────────────────┘
+//! ```
+//!
 //! The router-wide memory budget (`budget.rs`) charges a queued frame's bytes once however
 //! many queues hold it (its [`Charge`](crate::budget::Charge) token, attached by
-//! [`charge_frame`] before routing), plus [`FRAME_OVERHEAD`] per queue slot. A push that
+//! [`charge_frame`] before routing; the charge includes the shared entry, [`SHARED_FRAME`]),
+//! plus [`FRAME_OVERHEAD`] per queue slot. A push that
 //! finds the budget over its limit first evicts the non-reading subscribers
 //! ([`Budget::reclaim`](crate::budget::Budget::reclaim)); if it is still over, a `block`
 //! subscriber's publisher waits (retrying every [`BUDGET_RETRY`]) for up to the write
@@ -53,10 +69,22 @@ use crate::config::QueueConfig;
 use crate::metrics::{Drop, Metrics};
 use crate::queue::{Policy, Push, Queue, Weighted};
 
+/// A routed frame, shared by every queue it is routed to (see the module): cloning it
+/// clones a pointer.
+pub(crate) type SharedFrame = Arc<Frame>;
+
+/// Bytes of a [`SharedFrame`]'s allocation: the two reference counts and the frame. A data
+/// frame's charge includes it once ([`held_bytes`]): one per routed frame, however many
+/// queues point at it.
+pub(crate) const SHARED_FRAME: usize =
+    2 * std::mem::size_of::<usize>() + std::mem::size_of::<Frame>();
+
 /// A frame waiting in an outbox, with the time it was read (for the latency histogram).
 #[derive(Debug)]
 pub(crate) struct Queued {
-    pub frame: Frame,
+    /// The frame, shared with the other queues it was routed to.
+    pub frame: SharedFrame,
+    /// When it was read.
     pub at: Instant,
     /// Told once the frame is written to the socket (flushed); dropped unsent when the
     /// frame is dropped instead (a durable consumer acknowledges JetStream on it).
@@ -84,7 +112,8 @@ pub(crate) fn frame_bytes(d: &y3_transport::Data) -> usize {
 
 /// Bytes of memory a data frame's buffer holds: its own allocation (a copied small frame,
 /// or a frame larger than a read buffer, which the codec gives one of its own), or the
-/// whole read buffer it keeps alive; plus its charge's own overhead.
+/// whole read buffer it keeps alive; plus its charge's own overhead and its shared queue
+/// entry ([`SHARED_FRAME`]).
 pub(crate) fn held_bytes(d: &y3_transport::Data) -> usize {
     let bytes = frame_bytes(d);
     let buffer = if (COPY_BELOW..=READ_BUFFER).contains(&bytes) {
@@ -92,25 +121,29 @@ pub(crate) fn held_bytes(d: &y3_transport::Data) -> usize {
     } else {
         bytes
     };
-    buffer + crate::budget::CHARGE_OVERHEAD
+    buffer + crate::budget::CHARGE_OVERHEAD + SHARED_FRAME
 }
 
 /// Readies a frame read from a client for its queues, charged once for all of them: one
 /// under [`COPY_BELOW`] is copied out of its read buffer into one allocation that also holds
-/// its charge (the copy's size class plus [`CHARGE_OVERHEAD`](crate::budget::CHARGE_OVERHEAD),
-/// see `y3_transport::holding`), so that copying and charging it allocate once; a larger
+/// its charge (the copy's size class plus [`CHARGE_OVERHEAD`](crate::budget::CHARGE_OVERHEAD)
+/// and [`SHARED_FRAME`], see `y3_transport::holding`), so that copying and charging it
+/// allocate once; a larger
 /// one stays in its buffer and is charged with it ([`charge_frame`]).
 pub(crate) fn detach_and_charge(metrics: &Metrics, d: &mut y3_transport::Data) {
     if frame_bytes(d) < COPY_BELOW && !d.has_token() {
         let budget = &metrics.budget;
-        d.detach_holding(|held| budget.charge(held + crate::budget::CHARGE_OVERHEAD));
+        d.detach_holding(|held| {
+            budget.charge(held + crate::budget::CHARGE_OVERHEAD + SHARED_FRAME)
+        });
     } else {
         charge_frame(metrics, d);
     }
 }
 
-/// Charges `d`'s bytes to the router's memory budget once, for every clone made of it after
-/// this (the clones routed to many queues share the charge), unless it carries one already.
+/// Charges `d`'s bytes ([`held_bytes`]) to the router's memory budget once, for every queue
+/// it is routed to (they share it, and its charge, as one [`SharedFrame`]), unless it carries
+/// one already.
 pub(crate) fn charge_frame(metrics: &Metrics, d: &mut y3_transport::Data) {
     if !d.has_token() {
         d.set_token(Arc::new(metrics.budget.charge(held_bytes(d))));
@@ -118,21 +151,22 @@ pub(crate) fn charge_frame(metrics: &Metrics, d: &mut y3_transport::Data) {
 }
 
 impl Weighted for Queued {
-    /// A frame's bytes plus overhead; a frame large enough to stay in its read buffer is
-    /// charged that whole buffer too, since it keeps it alive.
+    /// A frame's bytes plus its shared entry and its slot; a frame large enough to stay in
+    /// its read buffer is charged that whole buffer too, since it keeps it alive. (Every
+    /// queue holding a shared frame counts all of it against its own `max_bytes`.)
     fn weight(&self) -> usize {
-        match &self.frame {
+        match &*self.frame {
             Frame::Data(d) => {
                 let bytes = frame_bytes(d);
                 let pinned = if bytes < COPY_BELOW { 0 } else { READ_BUFFER };
-                bytes + pinned + FRAME_OVERHEAD
+                bytes + pinned + SHARED_FRAME + FRAME_OVERHEAD
             }
-            _ => FRAME_OVERHEAD,
+            _ => SHARED_FRAME + FRAME_OVERHEAD,
         }
     }
 
     fn tag(&self) -> Option<u32> {
-        match &self.frame {
+        match &*self.frame {
             Frame::Data(d) => Some(d.tag),
             _ => None,
         }
@@ -143,7 +177,7 @@ impl Weighted for Queued {
 enum Phase {
     Open,
     /// Deliver what is queued, then `tail` (a goaway), then stop.
-    Finishing(Option<Box<Frame>>),
+    Finishing(Option<SharedFrame>),
     /// Stop after the control frames; data was dropped.
     Aborted,
 }
@@ -313,17 +347,22 @@ impl Outbox {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Queues a data frame, waiting for room under the block policy.
+    /// Queues a data frame (charged here if it was not: [`charge_frame`]), waiting for room
+    /// under the block policy.
     #[cfg(test)]
-    pub async fn push(&self, frame: Frame, at: Instant) -> Pushed {
-        self.push_tracked(frame, at, None).await
+    pub async fn push(&self, mut frame: Frame, at: Instant) -> Pushed {
+        if let Frame::Data(d) = &mut frame {
+            charge_frame(&self.metrics, d);
+        }
+        self.push_tracked(Arc::new(frame), at, None).await
     }
 
-    /// As [`push`](Outbox::push); `written` is told once the frame is flushed to the
-    /// socket, and dropped untold if the frame never is.
+    /// Queues a shared frame, waiting for room under the block policy; `written` is told
+    /// once the frame is flushed to the socket, and dropped untold if the frame never is.
+    /// A data frame is charged before it is shared ([`charge_frame`]).
     pub async fn push_tracked(
         &self,
-        frame: Frame,
+        frame: SharedFrame,
         at: Instant,
         written: Option<oneshot::Sender<()>>,
     ) -> Pushed {
@@ -333,14 +372,11 @@ impl Outbox {
         }
     }
 
-    /// The fast path of a push, without waiting: charges a data frame's bytes (once, see
-    /// [`charge_frame`]) and queues it when there is room (or the policy drops, or the
+    /// The fast path of a push, without waiting (a data frame is charged already, see
+    /// [`charge_frame`]): queues it when there is room (or the policy drops, or the
     /// subscriber is gone). `Err`: the queue is full or the memory budget over its limit
     /// under the block policy; [`wait_push`](Outbox::wait_push) finishes the push. Not
     /// async, so that the frame is not moved into a future on the way to its slot.
-    // The item comes back by value to be pushed again; boxing it would cost an allocation
-    // per routed frame.
-    #[allow(clippy::result_large_err)]
     pub fn offer(&self, item: Queued) -> Result<Pushed, Held> {
         self.offer_waking(item, true)
     }
@@ -349,17 +385,12 @@ impl Outbox {
     /// owes it a [`wake`](Outbox::wake) (`wakes.rs`: a reader wakes each writer once per
     /// read) when this returns `Ok(Queued)` or `Ok(DroppedOldest)`. A push that must wait
     /// ([`wait_push`](Outbox::wait_push)) wakes it itself.
-    #[allow(clippy::result_large_err)]
     pub fn offer_deferred(&self, item: Queued) -> Result<Pushed, Held> {
         self.offer_waking(item, false)
     }
 
-    #[allow(clippy::result_large_err)]
     #[inline]
-    fn offer_waking(&self, mut item: Queued, wake: bool) -> Result<Pushed, Held> {
-        if let Frame::Data(d) = &mut item.frame {
-            charge_frame(&self.metrics, d);
-        }
+    fn offer_waking(&self, item: Queued, wake: bool) -> Result<Pushed, Held> {
         let at = item.at;
         match self.try_push(item, at, false, wake) {
             Attempt::Done(pushed) => Ok(pushed),
@@ -449,7 +480,6 @@ impl Outbox {
     /// looks again every [`BUDGET_RETRY`] (evicting whoever stopped reading meanwhile),
     /// for up to the write deadline; then the frame is dropped, counted as `memory_budget`.
     /// `Err(item)` when the queue itself is full now (the caller waits for the writer).
-    #[allow(clippy::result_large_err)]
     async fn wait_for_budget(&self, mut item: Queued, at: Instant) -> Result<Pushed, Queued> {
         let give_up = tokio::time::Instant::now() + self.write_deadline;
         loop {
@@ -484,9 +514,6 @@ impl Outbox {
     /// full and the subscriber not stalled. With `wait`, that records one more waiting
     /// pusher (the caller waits next). Without `wake`, a frame queued does not wake the
     /// writer (the caller owes it a [`wake`](Outbox::wake)).
-    // The item comes back by value to be pushed again; boxing it would cost an allocation
-    // per routed frame.
-    #[allow(clippy::result_large_err)]
     fn try_push(&self, item: Queued, at: Instant, wait: bool, wake: bool) -> Attempt {
         let mut inner = self.lock();
         if !matches!(inner.phase, Phase::Open) {
@@ -587,7 +614,7 @@ impl Outbox {
             let mut inner = self.lock();
             !matches!(inner.phase, Phase::Aborted)
                 && inner.queue.push_control(Queued {
-                    frame,
+                    frame: Arc::new(frame),
                     at: Instant::now(),
                     written: None,
                 })
@@ -630,7 +657,7 @@ impl Outbox {
                         return match tail.take() {
                             Some(frame) => {
                                 out.push(Queued {
-                                    frame: *frame,
+                                    frame,
                                     at: Instant::now(),
                                     written: None,
                                 });
@@ -651,7 +678,7 @@ impl Outbox {
         {
             let mut inner = self.lock();
             if matches!(inner.phase, Phase::Open) {
-                inner.phase = Phase::Finishing(tail.map(Box::new));
+                inner.phase = Phase::Finishing(tail.map(Arc::new));
             }
         }
         self.readable.notify_one();
@@ -666,7 +693,7 @@ impl Outbox {
             let mut inner = self.lock();
             if let Some(goaway) = goaway {
                 inner.queue.push_control(Queued {
-                    frame: goaway,
+                    frame: Arc::new(goaway),
                     at: Instant::now(),
                     written: None,
                 });
@@ -763,7 +790,7 @@ mod tests {
     #[test]
     fn a_frame_is_charged_its_slot() {
         let q = Queued {
-            frame: Frame::Data(Data::new(0x10, Vec::new())),
+            frame: Arc::new(Frame::Data(Data::new(0x10, Vec::new()))),
             at: Instant::now(),
             written: None,
         };
@@ -908,14 +935,15 @@ mod tests {
             unreachable!()
         };
         charge_frame(&metrics, &mut d);
+        let shared = Arc::new(Frame::Data(d));
         for o in &outboxes {
             assert_eq!(
-                o.push(Frame::Data(d.clone()), Instant::now()).await,
+                o.push_tracked(shared.clone(), Instant::now(), None).await,
                 Pushed::Queued
             );
         }
-        drop(d);
-        let one = 1024 + crate::budget::CHARGE_OVERHEAD;
+        drop(shared);
+        let one = 1024 + crate::budget::CHARGE_OVERHEAD + SHARED_FRAME;
         assert_eq!(metrics.budget.used(), one + 10 * FRAME_OVERHEAD);
         let mut out = Vec::new();
         assert!(outboxes[0].pop_batch(&mut out, 10).await);
@@ -948,7 +976,9 @@ mod tests {
         assert!(d.has_token());
         let copied = d.wire().expect("an unchanged frame keeps its wire bytes");
         assert_ne!(copied.as_ptr() as usize, read_buffer);
-        let one = y3_transport::holding::held_for(wire_len) + crate::budget::CHARGE_OVERHEAD;
+        let one = y3_transport::holding::held_for(wire_len)
+            + crate::budget::CHARGE_OVERHEAD
+            + SHARED_FRAME;
         assert_eq!(metrics.budget.used(), one);
         // Not charged again.
         detach_and_charge(&metrics, &mut d);
@@ -957,11 +987,12 @@ mod tests {
         let outboxes: Vec<_> = (0..3)
             .map(|_| Outbox::new(&config(100, Policy::Block, 100), metrics.clone()))
             .collect();
+        let shared = Arc::new(Frame::Data(d));
         for o in &outboxes {
-            let pushed = o.push(Frame::Data(d.clone()), Instant::now()).await;
+            let pushed = o.push_tracked(shared.clone(), Instant::now(), None).await;
             assert_eq!(pushed, Pushed::Queued);
         }
-        drop(d);
+        drop(shared);
         assert_eq!(metrics.budget.used(), one + 3 * FRAME_OVERHEAD);
         drop(outboxes);
         assert_eq!(metrics.budget.used(), 0);
@@ -1000,7 +1031,7 @@ mod tests {
         assert!(outbox.pop_batch(&mut out, 10).await);
         assert!(outbox.pop_batch(&mut out, 10).await);
         assert!(!outbox.pop_batch(&mut out, 10).await);
-        let frames: Vec<_> = out.into_iter().map(|q| q.frame).collect();
+        let frames: Vec<_> = out.into_iter().map(|q| (*q.frame).clone()).collect();
         assert_eq!(frames, [data(1), Frame::HandshakeAck]);
     }
 }

@@ -283,8 +283,9 @@ pub(crate) async fn route(
 }
 
 /// As [`route`], for a frame the caller holds (a connection's read loop): it is read where
-/// it lies, and taken out of `data` (a [`Data::new`] left behind) only by its last
-/// recipient, so that a routed frame is moved once, into that recipient's queue slot.
+/// it lies, and taken out of `data` (a [`Data::new`] left behind) once its recipients are
+/// known, moved once, into the one [`SharedFrame`](crate::outbox::SharedFrame) that every
+/// recipient's queue slot points at.
 pub(crate) async fn route_in_place(
     routes: &Routes,
     cache: &mut RouteCache,
@@ -294,7 +295,7 @@ pub(crate) async fn route_in_place(
     at: Instant,
     ticket: Option<Ticket>,
 ) {
-    // The target is read from the frame's metadata, which goes on with its last recipient:
+    // The target is read from the frame's metadata, which goes into the shared frame:
     // a frame with a target keeps a handle on those bytes (no copy) while it is routed.
     let target_map = located.has_target().then(|| data.metadata.clone());
     let target = target_map.as_ref().and_then(|m| located.target(m));
@@ -354,8 +355,14 @@ pub(crate) async fn route_in_place(
             return every_recipient_looped(ticket, federated);
         }
     }
-    // The fan-out: clones for all but the last recipient.
+    // The fan-out: one shared frame (charged once, its shared entry included), a pointer
+    // to it in every recipient's queue slot.
     let tag = trip.tag;
+    crate::outbox::charge_frame(metrics, data);
+    let frame = Arc::new(Frame::Data(std::mem::replace(
+        data,
+        Data::new(0, Bytes::new()),
+    )));
     let mut dropped = dropped_at.iter().copied().peekable();
     let chosen = chosen.iter().enumerate().filter_map(|(i, r)| {
         if dropped.next_if_eq(&i).is_some() {
@@ -374,20 +381,15 @@ pub(crate) async fn route_in_place(
         (ticket, _) => ticket.map(|t| (t, Vec::with_capacity(left))),
     };
     for outbox in chosen.chain(downstream).take(left) {
-        left -= 1;
         let written = ticket.as_mut().map(|(_, waits)| {
             let (tx, rx) = tokio::sync::oneshot::channel();
             waits.push(rx);
             tx
         });
-        // Built in its queue item, and queued without an await when there is room; only
-        // a push that must wait builds the waiting future.
+        // Queued without an await when there is room; only a push that must wait builds
+        // the waiting future.
         let item = Queued {
-            frame: Frame::Data(if left > 0 {
-                data.clone()
-            } else {
-                std::mem::replace(data, Data::new(0, Bytes::new()))
-            }),
+            frame: frame.clone(),
             at,
             written,
         };
@@ -689,4 +691,58 @@ impl LoopLog {
 /// as U+FFFD).
 fn shown(tid: &[u8]) -> std::borrow::Cow<'_, str> {
     String::from_utf8_lossy(&tid[..tid.len().min(64)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::QueueConfig;
+    use crate::outbox::{held_bytes, FRAME_OVERHEAD};
+
+    /// A frame routed to three subscribers is one shared frame: every queue's slot points
+    /// at the same allocation, charged once (its shared entry included) plus a slot per
+    /// queue, and all of it is given back when the queues let go.
+    #[tokio::test]
+    async fn a_frame_routed_to_many_queues_is_shared_and_charged_once() {
+        let metrics = Arc::new(Metrics::new());
+        let routes = Routes::new(
+            Vec::new(),
+            Journeys::new(1, crate::journeys::WINDOW),
+            Cycles::new(1),
+        );
+        let outboxes: Vec<_> = (0..3)
+            .map(|_| Arc::new(Outbox::new(&QueueConfig::default(), metrics.clone())))
+            .collect();
+        for (id, outbox) in outboxes.iter().enumerate() {
+            routes.subscribe(id as SessionId, &[0x33], "", outbox.clone(), &[]);
+        }
+        let data = Data::new(0x33, vec![7u8; 100]);
+        let charged = held_bytes(&data);
+        let mut cache = routes.cache_for(9, "source");
+        let routed = Routed::new(data);
+        let now = Instant::now();
+        route(
+            &routes,
+            &mut cache,
+            &metrics,
+            routed,
+            Origin::Source,
+            now,
+            None,
+        )
+        .await;
+        assert_eq!(metrics.budget.used(), charged + 3 * FRAME_OVERHEAD);
+        let mut taken = Vec::new();
+        for outbox in &outboxes {
+            let mut batch = Vec::new();
+            assert!(outbox.pop_batch(&mut batch, 10).await);
+            assert_eq!(batch.len(), 1);
+            taken.push(batch.pop().unwrap().frame);
+        }
+        assert!(Arc::ptr_eq(&taken[0], &taken[1]) && Arc::ptr_eq(&taken[1], &taken[2]));
+        assert!(matches!(&*taken[0], Frame::Data(d) if d.payload[..] == [7u8; 100][..]));
+        assert_eq!(metrics.budget.used(), charged);
+        drop(taken);
+        assert_eq!(metrics.budget.used(), 0);
+    }
 }

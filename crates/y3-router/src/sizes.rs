@@ -26,7 +26,7 @@ fn per_frame_types_stay_as_small_as_they_are() {
         ("Routed", size_of::<Routed>(), 192),
         ("Event", size_of::<Event>(), 200),
         ("Verdict", size_of::<Verdict>(), 32),
-        ("Queued", size_of::<Queued>(), 200),
+        ("Queued", size_of::<Queued>(), 40),
     ];
     for (name, size, _) in sizes {
         println!("{name}: {size} B");

@@ -144,7 +144,7 @@ mod tests {
 
     fn quiet_push(o: &Outbox, id: u8) {
         let item = Queued {
-            frame: Frame::Data(Data::new(0x10, vec![id])),
+            frame: Arc::new(Frame::Data(Data::new(0x10, vec![id]))),
             at: Instant::now(),
             written: None,
         };

@@ -4,6 +4,7 @@
 //! nothing for somebody else's backlog. Each test prints its numbers.
 //!
 //! The tests measure the process's resident memory, so they run one at a time (a lock).
+//! The gauge's test against that memory is in `budget_gauge.rs`, a process of its own.
 
 mod common;
 
@@ -22,13 +23,6 @@ const MIB: usize = 1024 * 1024;
 
 /// One test at a time: each measures the process's memory.
 static SERIAL: Mutex<()> = Mutex::const_new(());
-
-/// Resident memory of this process, bytes.
-fn rss() -> usize {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
-    let pages: usize = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
-    pages * 4096
-}
 
 /// `frame` on the wire, whatever its size.
 fn big_wire(frame: Frame) -> Vec<u8> {
@@ -55,16 +49,6 @@ async fn eventually_long(what: &str, mut cond: impl FnMut() -> bool) {
 
 fn budget_actions(router: &y3_router::RouterHandle, action: &str) -> u64 {
     counter(router, "budget_actions", "action", action)
-}
-
-/// A subscriber over TCP with a small receive buffer that handshakes and then never reads.
-async fn stuck_over_tcp(router: &y3_router::RouterHandle, tag: u32) -> tokio::net::TcpStream {
-    let socket = tokio::net::TcpSocket::new_v4().unwrap();
-    socket.set_recv_buffer_size(4 * KIB as u32).unwrap();
-    let mut tcp = socket.connect(router.tcp_addr().unwrap()).await.unwrap();
-    let h = hello(ClientType::StreamFunction, &[tag]);
-    tcp.write_all(&wire(Frame::from(h))).await.unwrap();
-    tcp
 }
 
 /// 50 subscribers that never read, each on a tag of its own and each within its own queue
@@ -155,63 +139,6 @@ async fn fifty_non_readers_cannot_take_a_healthy_block_streams_frames() {
     drop(source);
     let last = router.shutdown().await;
     assert_eq!(last.unaccounted(), 0, "{last:?}");
-}
-
-/// The gauge counts the bytes held: 50 subscribers on one tag that never read hold the
-/// same frames, charged once (the probe before: gauge 537 MB, RSS 86 MB). The gauge stays
-/// within 1.5× of the process's resident memory growth.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_gauge_counts_a_shared_frame_once() {
-    let _serial = SERIAL.lock().await;
-    let router = router(|_| {}).await;
-    let tag = 0xa0;
-    let mut stuck = Vec::new();
-    for _ in 0..50 {
-        stuck.push(stuck_over_tcp(&router, tag).await);
-    }
-    eventually("all admitted", || router.stats().connections == 50).await;
-    let mut source = join(&router, ClientType::Source, &[]).await;
-    let before = rss();
-    // 32 MB per subscriber: the kernel's socket buffers take a few MB of each, the router
-    // holds the rest.
-    const FRAMES: u64 = 8_000;
-    const PAYLOAD: usize = 4 * KIB;
-    let sender = tokio::spawn(async move {
-        for i in 0..FRAMES {
-            // A payload of its own per frame, as a real client's frames are.
-            let frame = Frame::Data(numbered(tag, i, bytes::Bytes::from(vec![i as u8; PAYLOAD])));
-            source.writer.feed(frame).await.unwrap();
-            if i % 64 == 63 {
-                source.writer.flush().await.unwrap();
-            }
-        }
-        source.writer.flush().await.unwrap();
-        source
-    });
-    let source = within("the frames sent", sender).await.unwrap();
-    eventually("every frame routed", || router.stats().frames_in == FRAMES).await;
-    // Let the writers push what the sockets take.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let stats = router.stats();
-    let grown = rss().saturating_sub(before);
-    let gauge = stats.queued_bytes as usize;
-    let naive = stats.queued as usize * (PAYLOAD + 100);
-    eprintln!(
-        "50 non-readers of one tag, {FRAMES} frames of {PAYLOAD} B: {} queued; gauge {gauge} B, \
-         RSS grew {grown} B (ratio {:.2}); charging each queue its own copy would read about \
-         {naive} B",
-        stats.queued,
-        gauge as f64 / grown.max(1) as f64
-    );
-    assert_eq!(stats.total_drops(), 0, "{stats:?}");
-    assert!(stats.queued > 25 * FRAMES, "queued: {}", stats.queued);
-    assert!(
-        gauge * 2 <= grown * 3 && grown * 2 <= gauge * 3,
-        "gauge {gauge} B within 1.5x of RSS growth {grown} B"
-    );
-    drop(stuck);
-    drop(source);
-    router.shutdown().await;
 }
 
 /// 50 subscribers of one tag that stop reading at once hold their publisher once, for

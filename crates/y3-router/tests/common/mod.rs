@@ -351,3 +351,22 @@ pub async fn http_get(
     let body = text.split_once("\r\n\r\n").unwrap().1.to_owned();
     (status, body)
 }
+
+/// Resident memory of this process, bytes.
+pub fn rss() -> usize {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+    let pages: usize = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
+    pages * 4096
+}
+
+/// A subscriber over TCP with a small receive buffer that handshakes and then never reads.
+pub async fn stuck_over_tcp(router: &y3_router::RouterHandle, tag: u32) -> tokio::net::TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4 * 1024).unwrap();
+    let mut tcp = socket.connect(router.tcp_addr().unwrap()).await.unwrap();
+    let h = hello(ClientType::StreamFunction, &[tag]);
+    tokio::io::AsyncWriteExt::write_all(&mut tcp, &wire(Frame::from(h)))
+        .await
+        .unwrap();
+    tcp
+}
