@@ -706,6 +706,58 @@ async fn packets_that_arrive_with_connect_are_served() {
     router.shutdown().await;
 }
 
+/// Keep-alive is counted from the last packet: a client with a 1 s keep-alive that pings
+/// every 400 ms stays connected well past 1.5 s (each ping answered), and once it goes
+/// quiet the router closes it 1.5 s after its last ping, counted as a keep-alive timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keep_alive_counts_from_the_last_packet() {
+    let router = start().await;
+    let mut s = tokio::net::TcpStream::connect(router.mqtt_addr().unwrap())
+        .await
+        .unwrap();
+    // Client id "k", user "u", password "main", keep-alive 1 s, clean session.
+    let connect = [
+        0x10, 22, 0, 4, b'M', b'Q', b'T', b'T', 4, 0xC2, 0, 1, 0, 1, b'k', 0, 1, b'u', 0, 4, b'm',
+        b'a', b'i', b'n',
+    ];
+    s.write_all(&connect).await.unwrap();
+    let mut connack = [0u8; 4];
+    tokio::time::timeout(WAIT, s.read_exact(&mut connack))
+        .await
+        .expect("CONNACK")
+        .unwrap();
+    assert_eq!(connack, [0x20, 2, 0, 0]);
+    let keepalive = "y3_router_mqtt_closed_total{reason=\"keepalive_timeout\"}";
+    // 4 s of pings, 400 ms apart: past the 1.5 s deadline of the first read several times.
+    for _ in 0..10 {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        s.write_all(&[0xC0, 0]).await.unwrap();
+        let mut pong = [0u8; 2];
+        tokio::time::timeout(WAIT, s.read_exact(&mut pong))
+            .await
+            .expect("PINGRESP")
+            .unwrap();
+        assert_eq!(pong, [0xD0, 0]);
+    }
+    assert_eq!(metric(&router, keepalive), 0);
+    // Quiet now: closed 1.5 s after the last ping (not sooner than 1 s, not much later).
+    let quiet = std::time::Instant::now();
+    let mut rest = Vec::new();
+    tokio::time::timeout(WAIT, s.read_to_end(&mut rest))
+        .await
+        .expect("closed")
+        .unwrap();
+    let waited = quiet.elapsed();
+    assert!(
+        waited >= Duration::from_millis(1000) && waited < Duration::from_millis(4000),
+        "closed after {waited:?}"
+    );
+    wait_for(|| metric(&router, keepalive) >= 1).await;
+    assert_eq!(metric(&router, keepalive), 1);
+    common::ledger(&router).await;
+    router.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_listen_serves_mosquitto_with_the_routers_certificate() {
     let mut config = config();

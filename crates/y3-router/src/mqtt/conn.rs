@@ -10,12 +10,15 @@
 //!  session queue ─▶ PUBLISH to the client (QoS 1 kept in flight until its PUBACK)
 //! ```
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
+use futures_util::stream::FuturesUnordered;
 use futures_util::{SinkExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -469,6 +472,16 @@ impl Conn {
     }
 
     /// The loop; `Ok(true)` after the client's DISCONNECT (no will).
+    /// The connection's loop: the packets read, the session's messages, the stored
+    /// acknowledgements, the router's goaway, keep-alive, take-over and shutdown.
+    ///
+    /// A paced client wakes it once per packet, so what each turn sets up is the cost of
+    /// a message. The rare events (take-over, drain, close, keep-alive, the session's and
+    /// the outlet's wake-ups) wait in one [`FuturesUnordered`], registered once and polled
+    /// only when woken, instead of each being made, registered (a lock each), polled and
+    /// dropped at every turn; one that fired is put back, if it can fire again. The
+    /// keep-alive timer is not moved at each read: a read notes its time, and the timer,
+    /// when it fires, sleeps again until 1.5 keep-alives after the last read, or closes.
     async fn run_loop(
         &mut self,
         state: &mut Loop,
@@ -478,9 +491,33 @@ impl Conn {
         let holder = state.session.lock().holder.clone().unwrap_or_default();
         let keep_alive = (state.keep_alive > 0)
             .then(|| Duration::from_millis(u64::from(state.keep_alive) * 1500));
-        let mut deadline = keep_alive.map(|k| tokio::time::Instant::now() + k);
+        let mut last_read = tokio::time::Instant::now();
         let max_packet = self.broker.config.max_packet_bytes;
         let receive_max = usize::from(self.broker.config.receive_maximum);
+        let session = state.session.clone();
+        let outlet = match &self.wr {
+            Wr::Tcp(outlet) => Some(outlet.clone()),
+            Wr::Tls(_) => None,
+        };
+        let rare = Rare {
+            holder: &holder,
+            stop,
+            session: &session,
+            outlet: outlet.as_deref(),
+        };
+        let mut events: FuturesUnordered<RareFuture<'_>> = [
+            Event::TakenOver,
+            Event::Drain,
+            Event::Close,
+            Event::Ready,
+            Event::Woken,
+        ]
+        .into_iter()
+        .map(|e| rare.wait(e))
+        .collect();
+        if let Some(k) = keep_alive {
+            events.push(rare.expire(last_read + k));
+        }
         loop {
             // Every whole packet read so far (CONNECT's read may have taken more); an MQTT
             // 3.1.1 client with `receive_maximum` publishes awaiting their PUBACK waits
@@ -498,23 +535,27 @@ impl Conn {
             self.send_queued(state)?;
             self.flush_out().await?;
             tokio::select! {
-                _ = holder.cancelled() => return Err(MqttError::TakenOver),
-                _ = stop.drain.cancelled(), if !state.draining => state.draining = true,
-                _ = stop.close.cancelled() => {
-                    // The session's last messages, then goodbye (no will: the client did
-                    // nothing wrong); nothing written straight after it.
-                    detach(&state.session, state.generation);
-                    self.send_queued(state)?;
-                    if self.version == Version::V5 {
-                        self.queue(&Outgoing::Disconnect(0x8B))?;
+                Some(event) = events.next() => match event {
+                    Event::TakenOver => return Err(MqttError::TakenOver),
+                    Event::Drain => state.draining = true,
+                    Event::Close => {
+                        // The session's last messages, then goodbye (no will: the client
+                        // did nothing wrong); nothing written straight after it.
+                        detach(&state.session, state.generation);
+                        self.send_queued(state)?;
+                        if self.version == Version::V5 {
+                            self.queue(&Outgoing::Disconnect(0x8B))?;
+                        }
+                        self.flush_out().await?;
+                        state.will = None;
+                        return Ok(true);
                     }
-                    self.flush_out().await?;
-                    state.will = None;
-                    return Ok(true);
-                }
-                _ = state.session.ready.notified() => {}
-                _ = wake(&self.wr) => {}
-                _ = sleep_until(deadline) => return Err(MqttError::KeepAlive),
+                    Event::Ready | Event::Woken => events.push(rare.wait(event)),
+                    Event::Expired => match keep_alive.map(|k| last_read + k) {
+                        Some(due) if due > tokio::time::Instant::now() => events.push(rare.expire(due)),
+                        _ => return Err(MqttError::KeepAlive),
+                    },
+                },
                 stored = uplink.direct.acks.moved_past(uplink.answered), if waiting => {
                     uplink.answered = stored.count;
                     self.stored(state, uplink, &stored)?;
@@ -534,7 +575,9 @@ impl Conn {
                     if n? == 0 {
                         return Err(MqttError::Io(std::io::ErrorKind::UnexpectedEof.into()));
                     }
-                    deadline = keep_alive.map(|k| tokio::time::Instant::now() + k);
+                    if keep_alive.is_some() {
+                        last_read = tokio::time::Instant::now();
+                    }
                 }
             }
         }
@@ -880,17 +923,61 @@ fn detach(session: &Session, generation: u64) {
     }
 }
 
-/// Waits until the downlink leaves bytes the socket did not take at once (plain TCP).
-async fn wake(wr: &Wr) {
-    match wr {
-        Wr::Tcp(outlet) => outlet.wake.notified().await,
-        Wr::Tls(_) => std::future::pending().await,
-    }
+/// The rare events of a connection's loop ([`Conn::run_loop`]).
+#[derive(Debug, Clone, Copy)]
+enum Event {
+    /// Another connection took the session over.
+    TakenOver,
+    /// The router drains ([`Stop::drain`]).
+    Drain,
+    /// The router closes ([`Stop::close`]).
+    Close,
+    /// The session has messages queued for the client.
+    Ready,
+    /// The downlink left bytes the socket did not take at once (plain TCP).
+    Woken,
+    /// The keep-alive timer ran out (the loop looks whether a read came since).
+    Expired,
 }
 
-async fn sleep_until(deadline: Option<tokio::time::Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d).await,
-        None => std::future::pending().await,
+/// One rare event's wait, borrowing what it waits on.
+type RareFuture<'a> = Pin<Box<dyn Future<Output = Event> + Send + 'a>>;
+
+/// What a connection's rare events wait on.
+#[derive(Clone, Copy)]
+struct Rare<'a> {
+    holder: &'a CancellationToken,
+    stop: &'a Stop,
+    session: &'a Session,
+    /// A plain-TCP client's outlet (a TLS client has none, and never gets [`Event::Woken`]).
+    outlet: Option<&'a Outlet>,
+}
+
+impl<'a> Rare<'a> {
+    /// Waits for `event` (any but [`Event::Expired`], which [`Rare::expire`] waits for).
+    fn wait(self, event: Event) -> RareFuture<'a> {
+        Box::pin(async move {
+            match event {
+                Event::TakenOver => self.holder.cancelled().await,
+                Event::Drain => self.stop.drain.cancelled().await,
+                Event::Close => self.stop.close.cancelled().await,
+                Event::Ready => self.session.ready.notified().await,
+                Event::Woken => match self.outlet {
+                    Some(outlet) => outlet.wake.notified().await,
+                    None => std::future::pending().await,
+                },
+                // The keep-alive timer is `expire`'s: this wait never ends.
+                Event::Expired => std::future::pending().await,
+            }
+            event
+        })
+    }
+
+    /// [`Event::Expired`] at `deadline`.
+    fn expire(self, deadline: tokio::time::Instant) -> RareFuture<'a> {
+        Box::pin(async move {
+            tokio::time::sleep_until(deadline).await;
+            Event::Expired
+        })
     }
 }
