@@ -471,9 +471,9 @@ impl Conn {
         Ok(Some((who, conn, permissions, session, generation)))
     }
 
-    /// The loop; `Ok(true)` after the client's DISCONNECT (no will).
     /// The connection's loop: the packets read, the session's messages, the stored
-    /// acknowledgements, the router's goaway, keep-alive, take-over and shutdown.
+    /// acknowledgements, the router's goaway, keep-alive, take-over and shutdown;
+    /// `Ok(true)` after the client's DISCONNECT (no will).
     ///
     /// A paced client wakes it once per packet, so what each turn sets up is the cost of
     /// a message. The rare events (take-over, drain, close, keep-alive, the session's and
