@@ -403,3 +403,29 @@ def test_puback_codes_tell_no_subscriber_from_a_refusal(router, mosquitto, versi
     for c in (pub, sub):
         c.disconnect()
         c.loop_stop()
+
+
+def test_each_publish_is_mapped_by_its_own_topic(router):
+    """One MQTT 5 connection alternating a mapped topic and an unmapped one: each publish is
+    mapped by its own topic (the router keeps the last topic's tag: a topic that changes is
+    looked up again), so the unmapped ones are refused with 0x90 and the connection goes
+    on, and the subscriber gets exactly the mapped ones, in order."""
+    sub = client(5)
+    assert connect(sub, router, 5) == 0
+    col = Collector(sub, "sensors/+/noise")
+    col.subscribe()
+    pub = client(5, password="sensor-key")
+    assert connect(pub, router, 5) == 0
+    topics = ["sensors/a/noise", "elsewhere/x", "elsewhere/x", "sensors/b/noise",
+              "sensors/b/noise", "elsewhere/y", "sensors/a/noise"]
+    codes = [puback_of(pub, t) for t in topics]
+    mapped = [t for t in topics if t.startswith("sensors/")]
+    assert col.wait_for(len(mapped)) == [(t, "x") for t in mapped]
+    for t, code in zip(topics, codes):
+        if t.startswith("sensors/"):
+            assert (code.value, code.is_failure) == (0x00, False), (t, code)
+        else:
+            assert (code.value, code.is_failure) == (0x90, True), (t, code)
+    for c in (pub, sub):
+        c.disconnect()
+        c.loop_stop()

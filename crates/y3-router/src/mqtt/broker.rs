@@ -450,7 +450,14 @@ impl Broker {
     /// Offers a frame of `tag` with metadata `meta` to `session` under each topic it maps
     /// to that the session subscribes to (its `mqtt-topic` for a wildcard mapping).
     fn deliver(&self, session: &Session, tag: u32, meta: &Metadata, payload: &bytes::Bytes) {
-        let origin = meta.get(TOPIC_KEY).ok().flatten();
+        // `find`: one walk, by its own loop for the fixmap of fixstrs MQTT publishes carry
+        // (`get` takes the general walk). A map that is not valid, or a topic that is not
+        // UTF-8, is no topic, as with `get`.
+        let origin = meta
+            .find([TOPIC_KEY.as_bytes()])
+            .ok()
+            .and_then(|[topic]| topic)
+            .and_then(|topic| std::str::from_utf8(topic).ok());
         let mut any = false;
         for topic in self.config.topics_of(tag, origin) {
             let qos = {

@@ -19,7 +19,8 @@
 //! through the same queues, memory budget, filters, ledger and federation. The codec is
 //! rumqttc's (`packet.rs`); the session logic is here: `conn.rs` (one connection),
 //! `outlet.rs` (a plain-TCP socket's write side, shared with the session's downlink),
-//! `session.rs` (subscriptions, queued and in-flight messages), `broker.rs` (sessions by
+//! `session.rs` (subscriptions, queued and in-flight messages), `stamp.rs` (a publish's
+//! metadata, encoded once per topic), `broker.rs` (sessions by
 //! client id, retained messages, downlinks), `puback.rs` (what a QoS 1 publish is
 //! answered), `retained.rs`, `metrics.rs`; its configuration is `config/mqtt.rs`.
 //!
@@ -38,6 +39,7 @@ pub mod puback;
 mod retained;
 mod saved;
 mod session;
+mod stamp;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
