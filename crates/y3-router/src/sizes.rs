@@ -35,3 +35,24 @@ fn per_frame_types_stay_as_small_as_they_are() {
         assert!(size <= most, "{name} is {size} B, more than {most} B");
     }
 }
+
+/// `Spread::watch` holds its step once, polled where it lies: an `async fn` watch held it
+/// twice (its argument, and the pinned copy it moved it into on the first poll), so a
+/// routed frame's 3 KiB step was copied once per frame.
+#[test]
+fn a_watched_step_is_held_once() {
+    async fn step() -> u8 {
+        let held = [1u8; 1024];
+        std::future::ready(()).await;
+        held[std::hint::black_box(3)]
+    }
+    let mut spread = crate::spread::Spread::default();
+    let step_size = std::mem::size_of_val(&step());
+    let watch = spread.watch(step());
+    let watch_size = std::mem::size_of_val(&watch);
+    println!("step: {step_size} B, watched: {watch_size} B");
+    assert!(
+        watch_size <= step_size + 2 * size_of::<usize>(),
+        "a watched {step_size} B step takes {watch_size} B"
+    );
+}
