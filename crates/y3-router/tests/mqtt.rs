@@ -679,18 +679,29 @@ async fn retained_messages_wills_and_keep_alive() {
     router.shutdown().await;
 }
 
+/// A plain TCP connection to the router's MQTT listener, for tests that write packets by
+/// hand.
+async fn raw_client(router: &RouterHandle) -> tokio::net::TcpStream {
+    tokio::net::TcpStream::connect(router.mqtt_addr().unwrap())
+        .await
+        .unwrap()
+}
+
+/// An MQTT 3.1.1 CONNECT, clean session, user "u" and password "main", from the one-letter
+/// client id `client` with a keep-alive of `keep_alive` seconds.
+fn raw_connect(client: u8, keep_alive: u8) -> [u8; 24] {
+    [
+        0x10, 22, 0, 4, b'M', b'Q', b'T', b'T', 4, 0xC2, 0, keep_alive, 0, 1, client, 0, 1, b'u',
+        0, 4, b'm', b'a', b'i', b'n',
+    ]
+}
+
 /// CONNECT and SUBSCRIBE in one TCP segment (as paho sends them): both answered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn packets_that_arrive_with_connect_are_served() {
     let router = start().await;
-    let mut s = tokio::net::TcpStream::connect(router.mqtt_addr().unwrap())
-        .await
-        .unwrap();
-    // Client id "c", user "u", password "main".
-    let connect = [
-        0x10, 22, 0, 4, b'M', b'Q', b'T', b'T', 4, 0xC2, 0, 60, 0, 1, b'c', 0, 1, b'u', 0, 4, b'm',
-        b'a', b'i', b'n',
-    ];
+    let mut s = raw_client(&router).await;
+    let connect = raw_connect(b'c', 60);
     let subscribe = [0x82, 8, 0, 1, 0, 3, b'a', b'/', b'b', 1];
     s.write_all(&[&connect[..], &subscribe[..]].concat())
         .await
@@ -712,14 +723,8 @@ async fn packets_that_arrive_with_connect_are_served() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keep_alive_counts_from_the_last_packet() {
     let router = start().await;
-    let mut s = tokio::net::TcpStream::connect(router.mqtt_addr().unwrap())
-        .await
-        .unwrap();
-    // Client id "k", user "u", password "main", keep-alive 1 s, clean session.
-    let connect = [
-        0x10, 22, 0, 4, b'M', b'Q', b'T', b'T', 4, 0xC2, 0, 1, 0, 1, b'k', 0, 1, b'u', 0, 4, b'm',
-        b'a', b'i', b'n',
-    ];
+    let mut s = raw_client(&router).await;
+    let connect = raw_connect(b'k', 1);
     s.write_all(&connect).await.unwrap();
     let mut connack = [0u8; 4];
     tokio::time::timeout(WAIT, s.read_exact(&mut connack))
