@@ -23,7 +23,9 @@
 //!   put_header          any header of any dialect, checked: put_short, else Header::write
 //!   put_short           a short header of the one-byte dialects (0..=8191)
 //!   put_one_group       the shortest header (a tag byte, a length of 0..=63)
-//!   Header::write       any header into an array: tag byte(s), then the length's groups
+//!   Header::write       any header into an array: short_bytes, else tag byte(s) and the
+//!                       length's groups
+//!   short_bytes         the short header's bytes: the one rule put_short and Header::write use
 //!   Header::checked_len the bytes a header takes, after Header::write's checks
 //! ```
 //!
@@ -682,22 +684,24 @@ impl Header {
         dialect: Dialect,
         out: &mut [u8; MAX_HEADER_LEN + 1],
     ) -> Result<usize, EncodeError> {
+        // The usual header first: a tag byte exists only for a key the one-byte dialects
+        // carry, and a short length is in range, so the checks pass.
+        if let (true, Some(t)) = (dialect.has_node_flag(), tag.byte()) {
+            if let Some((bytes, n)) = short_bytes(t, len) {
+                out[..3].copy_from_slice(&bytes);
+                return Ok(n);
+            }
+        }
         tag.check(dialect)?;
         check_value_len(len)?;
-        let mut scratch = [0u8; 10];
         let tag_len = match dialect {
             Dialect::Golang | Dialect::NVarInt => {
                 out[0] = tag.flags | tag.id as u8;
                 1
             }
-            Dialect::Draft02 => {
-                let n = varint::uvarint_write(tag.id, &mut scratch);
-                out[..n].copy_from_slice(&scratch[..n]);
-                n
-            }
+            Dialect::Draft02 => varint::uvarint_write(tag.id, out),
         };
-        let n = varint::pvarint_write(len as i64, &mut scratch);
-        out[tag_len..tag_len + n].copy_from_slice(&scratch[..n]);
+        let n = varint::pvarint_write(len as i64, &mut out[tag_len..]);
         Ok(tag_len + n)
     }
 
@@ -745,16 +749,14 @@ pub(crate) fn check_value_len(len: usize) -> Result<(), EncodeError> {
     Ok(())
 }
 
-/// Bytes of the short header of the one-byte dialects for a `len`-byte value ([`put_short`]):
-/// 2 for a length of one group (0..=63), 3 for two (64..=8191); `None` for a longer value.
+/// Bytes of the short header of the one-byte dialects for a `len`-byte value
+/// ([`short_bytes`]): 2 for a length of one group (0..=63), 3 for two (64..=8191); `None`
+/// for a longer value.
 #[inline(always)]
 const fn short_len(len: usize) -> Option<usize> {
-    if len < 0x40 {
-        Some(2)
-    } else if len < SHORT_LEN_END {
-        Some(3)
-    } else {
-        None
+    match short_bytes(0, len) {
+        Some((_, n)) => Some(n),
+        None => None,
     }
 }
 
@@ -766,22 +768,34 @@ pub(crate) fn put_one_group(t: u8, len: u8, buf: &mut impl BufMut) {
     buf.put_slice(&[t, len]);
 }
 
-/// Writes the short header of the one-byte dialects (drawn in the module doc) for tag byte
-/// `t` and a `len`-byte value: one length group for 0..=63, two for 64..=8191, each one
-/// fixed-size store. False, with nothing written, for a longer value ([`put_header`] takes
-/// it through [`Header::write`]).
+/// The short header of the one-byte dialects (drawn in the module doc) for tag byte `t`
+/// and a `len`-byte value, and how many of its three bytes it takes: one length group for
+/// 0..=63 (2), two for 64..=8191 (3); `None` for a longer value. The one rule both writers
+/// of short headers use ([`put_short`], [`Header::write`]).
+#[inline(always)]
+const fn short_bytes(t: u8, len: usize) -> Option<([u8; 3], usize)> {
+    if len < 0x40 {
+        Some(([t, len as u8, 0], 2))
+    } else if len < SHORT_LEN_END {
+        // `10xx_xxxx 0yyy_yyyy`: the sign bit (bit 6 of the first group) clear.
+        Some(([t, 0x80 | (len >> 7) as u8, (len & 0x7f) as u8], 3))
+    } else {
+        None
+    }
+}
+
+/// Writes the short header of the one-byte dialects ([`short_bytes`]) for tag byte `t` and
+/// a `len`-byte value, one fixed-size store. False, with nothing written, for a longer value
+/// ([`put_header`] takes it through [`Header::write`]).
 #[inline(always)]
 pub(crate) fn put_short(t: u8, len: usize, buf: &mut impl BufMut) -> bool {
-    if len < 0x40 {
-        put_one_group(t, len as u8, buf);
-        return true;
+    match short_bytes(t, len) {
+        // Two constant lengths, not `bytes[..n]`: a variable-length copy is a `memcpy` call.
+        Some(([t, l, _], 2)) => put_one_group(t, l, buf),
+        Some((bytes, _)) => buf.put_slice(&bytes),
+        None => return false,
     }
-    if len < SHORT_LEN_END {
-        // `10xx_xxxx 0yyy_yyyy`: the sign bit (bit 6 of the first group) clear.
-        buf.put_slice(&[t, 0x80 | (len >> 7) as u8, (len & 0x7f) as u8]);
-        return true;
-    }
-    false
+    true
 }
 
 /// The one writer of a header into `buf`: tag `tag` and a `len`-byte value in `dialect`.

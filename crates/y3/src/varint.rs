@@ -35,9 +35,13 @@ pub const fn pvarint_len(v: i64) -> usize {
     ((signed_bits(v) + 6) / 7) as usize
 }
 
-/// Writes `v` as PVarInt into `out`, returning the bytes used (at most 10).
+/// Writes `v` as PVarInt at the start of `out`, returning the bytes used (at most 10,
+/// [`pvarint_len`]).
+///
+/// # Panics
+/// When `out` is shorter than that (every caller passes room for the longest).
 #[inline]
-pub fn pvarint_write(v: i64, out: &mut [u8; 10]) -> usize {
+pub fn pvarint_write(v: i64, out: &mut [u8]) -> usize {
     let n = pvarint_len(v);
     for (i, slot) in out[..n].iter_mut().enumerate() {
         let shift = 7 * (n - 1 - i) as u32;
@@ -166,9 +170,13 @@ pub const fn uvarint_len(v: u32) -> usize {
     }
 }
 
-/// Writes `v` as an unsigned big-endian 7-bit-group varint (draft-02 tags).
+/// Writes `v` as an unsigned big-endian 7-bit-group varint (draft-02 tags) at the start of
+/// `out`, returning the bytes used ([`uvarint_len`]).
+///
+/// # Panics
+/// When `out` is shorter than that (every caller passes room for the longest).
 #[inline]
-pub fn uvarint_write(v: u32, out: &mut [u8; 10]) -> usize {
+pub fn uvarint_write(v: u32, out: &mut [u8]) -> usize {
     let n = uvarint_len(v);
     for (i, slot) in out[..n].iter_mut().enumerate() {
         let shift = 7 * (n - 1 - i) as u32;
