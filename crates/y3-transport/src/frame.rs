@@ -755,6 +755,7 @@ enum Field<'a> {
 
 impl Field<'_> {
     /// Bytes the field takes, header included.
+    #[inline(always)]
     fn len(self) -> usize {
         let value = match self {
             Field::Bytes(_, b) => b.len(),
@@ -771,6 +772,7 @@ impl Field<'_> {
         Header::encoded_len(Tag::primitive(self.key()), value, D) + value
     }
 
+    #[inline(always)]
     fn key(self) -> u32 {
         match self {
             Field::Bytes(k, _)
@@ -785,6 +787,7 @@ impl Field<'_> {
 }
 
 /// The fields of a data frame, in the order YoMo writes them, then y3's.
+#[inline(always)]
 fn data_fields<'a>(d: &'a Data, mut f: impl FnMut(Field<'a>)) {
     f(Field::Int(F_TAG, d.tag));
     f(Field::Bytes(F_METADATA, d.metadata.as_bytes()));
@@ -876,6 +879,7 @@ impl Staged {
     /// Writes a header; every caller passes a key below 0x40 and a length that fits
     /// (checked by [`Frame::encode`] against `i32::MAX`), so `Header::write` cannot fail;
     /// a lost header would be caught by the round-trip tests.
+    #[inline(always)]
     fn header(&mut self, dst: &mut BytesMut, tag: Tag, len: usize) {
         if self.len + STEP > self.buf.len() {
             self.flush(dst);
@@ -887,6 +891,7 @@ impl Staged {
 
     /// Writes one field: headers and integers are staged; before a byte string everything
     /// staged goes out, then the bytes themselves.
+    #[inline(always)]
     fn field(&mut self, dst: &mut BytesMut, field: Field<'_>) {
         let key = field.key();
         match field {
@@ -965,6 +970,7 @@ impl Frame {
 
     /// Every field of the frame, in wire order: the one declaration that
     /// [`Frame::body_len`] and [`Frame::encode`] both walk.
+    #[inline(always)]
     fn fields<'a>(&'a self, mut f: impl FnMut(Field<'a>)) {
         match self {
             Frame::Handshake(h) => {
