@@ -20,13 +20,13 @@
 //! first and the rest through [`Header::write`]:
 //!
 //! ```text
-//!   put_header          any header of any dialect, checked: put_short, else Header::write
-//!   put_short           a short header of the one-byte dialects (0..=8191)
+//!   put_header          any header of any dialect, checked: short_encoded, else Header::write
 //!   put_one_group       the shortest header (a tag byte, a length of 0..=63)
-//!   Header::write       any header into an array: short_bytes, else tag byte(s) and the
+//!   Header::write       any header into an array: short_encoded, else tag byte(s) and the
 //!                       length's groups
-//!   short_bytes         the short header's bytes: the one rule put_short and Header::write use
 //!   Header::checked_len the bytes a header takes, after Header::write's checks
+//!   short_encoded       the short header of the one-byte dialects (0..=8191): the one rule
+//!                       put_header, Header::write and Header::checked_len use
 //! ```
 //!
 //! ```text
@@ -684,13 +684,10 @@ impl Header {
         dialect: Dialect,
         out: &mut [u8; MAX_HEADER_LEN + 1],
     ) -> Result<usize, EncodeError> {
-        // The usual header first: a tag byte exists only for a key the one-byte dialects
-        // carry, and a short length is in range, so the checks pass.
-        if let (true, Some(t)) = (dialect.has_node_flag(), tag.byte()) {
-            if let Some((bytes, n)) = short_bytes(t, len) {
-                out[..3].copy_from_slice(&bytes);
-                return Ok(n);
-            }
+        // The usual header first; its checks pass (`short_encoded`).
+        if let Some((bytes, n)) = short_encoded(tag, len, dialect) {
+            out[..3].copy_from_slice(&bytes);
+            return Ok(n);
         }
         tag.check(dialect)?;
         check_value_len(len)?;
@@ -722,11 +719,8 @@ impl Header {
         len: usize,
         dialect: Dialect,
     ) -> Result<usize, EncodeError> {
-        // A tag byte exists only for a key the one-byte dialects carry: the checks pass.
-        if let (true, Some(_)) = (dialect.has_node_flag(), tag.byte()) {
-            if let Some(n) = short_len(len) {
-                return Ok(n);
-            }
+        if let Some((_, n)) = short_encoded(tag, len, dialect) {
+            return Ok(n);
         }
         tag.check(dialect)?;
         check_value_len(len)?;
@@ -749,17 +743,6 @@ pub(crate) fn check_value_len(len: usize) -> Result<(), EncodeError> {
     Ok(())
 }
 
-/// Bytes of the short header of the one-byte dialects for a `len`-byte value
-/// ([`short_bytes`]): 2 for a length of one group (0..=63), 3 for two (64..=8191); `None`
-/// for a longer value.
-#[inline(always)]
-const fn short_len(len: usize) -> Option<usize> {
-    match short_bytes(0, len) {
-        Some((_, n)) => Some(n),
-        None => None,
-    }
-}
-
 /// Writes the shortest header of the one-byte dialects: tag byte `t` and a length of one
 /// group `len` (0..=63), one fixed-size store (a variable-length copy is a `memcpy` call).
 #[inline(always)]
@@ -768,12 +751,16 @@ pub(crate) fn put_one_group(t: u8, len: u8, buf: &mut impl BufMut) {
     buf.put_slice(&[t, len]);
 }
 
-/// The short header of the one-byte dialects (drawn in the module doc) for tag byte `t`
-/// and a `len`-byte value, and how many of its three bytes it takes: one length group for
-/// 0..=63 (2), two for 64..=8191 (3); `None` for a longer value. The one rule both writers
-/// of short headers use ([`put_short`], [`Header::write`]).
+/// The short header (drawn in the module doc) for `tag` and a `len`-byte value in `dialect`,
+/// and how many of its three bytes it takes: in a one-byte dialect, for a key it carries as
+/// a tag byte, one length group for 0..=63 (2), two for 64..=8191 (3); `None` otherwise.
+/// Its checks pass (the key fits the dialect, the length is in range). The one rule that
+/// [`put_header`], [`Header::write`] and [`Header::checked_len`] use.
 #[inline(always)]
-const fn short_bytes(t: u8, len: usize) -> Option<([u8; 3], usize)> {
+const fn short_encoded(tag: Tag, len: usize, dialect: Dialect) -> Option<([u8; 3], usize)> {
+    let (true, Some(t)) = (dialect.has_node_flag(), tag.byte()) else {
+        return None;
+    };
     if len < 0x40 {
         Some(([t, len as u8, 0], 2))
     } else if len < SHORT_LEN_END {
@@ -784,23 +771,10 @@ const fn short_bytes(t: u8, len: usize) -> Option<([u8; 3], usize)> {
     }
 }
 
-/// Writes the short header of the one-byte dialects ([`short_bytes`]) for tag byte `t` and
-/// a `len`-byte value, one fixed-size store. False, with nothing written, for a longer value
-/// ([`put_header`] takes it through [`Header::write`]).
-#[inline(always)]
-pub(crate) fn put_short(t: u8, len: usize, buf: &mut impl BufMut) -> bool {
-    match short_bytes(t, len) {
-        // Two constant lengths, not `bytes[..n]`: a variable-length copy is a `memcpy` call.
-        Some(([t, l, _], 2)) => put_one_group(t, l, buf),
-        Some((bytes, _)) => buf.put_slice(&bytes),
-        None => return false,
-    }
-    true
-}
-
 /// The one writer of a header into `buf`: tag `tag` and a `len`-byte value in `dialect`.
-/// The short header of the one-byte dialects ([`put_short`]) is the usual one; the rest goes
-/// through [`Header::write`], which also reports the errors. Nothing is written on error.
+/// The short header of the one-byte dialects ([`short_encoded`], one fixed-size store) is
+/// the usual one; the rest goes through [`Header::write`], which also reports the errors.
+/// Nothing is written on error.
 ///
 /// # Errors
 /// As [`Header::write`].
@@ -811,15 +785,16 @@ pub(crate) fn put_header(
     dialect: Dialect,
     buf: &mut impl BufMut,
 ) -> Result<(), EncodeError> {
-    // A tag byte exists only for a key the one-byte dialects carry: the checks pass.
-    if let (true, Some(t)) = (dialect.has_node_flag(), tag.byte()) {
-        if put_short(t, len, buf) {
-            return Ok(());
+    match short_encoded(tag, len, dialect) {
+        // Two constant lengths, not `bytes[..n]`: a variable-length copy is a `memcpy` call.
+        Some(([t, l, _], 2)) => put_one_group(t, l, buf),
+        Some((bytes, _)) => buf.put_slice(&bytes),
+        None => {
+            let mut head = [0u8; MAX_HEADER_LEN + 1];
+            let n = Header::write(tag, len, dialect, &mut head)?;
+            buf.put_slice(&head[..n]);
         }
     }
-    let mut head = [0u8; MAX_HEADER_LEN + 1];
-    let n = Header::write(tag, len, dialect, &mut head)?;
-    buf.put_slice(&head[..n]);
     Ok(())
 }
 
