@@ -640,9 +640,17 @@ fn nats_node_killed_mid_stream_durable_exact_plain_counted() {
             a.lost("publish_failed"),
             c.metric("y3_router_federation_duplicates_total"),
         );
-        // Plain: whatever did not arrive is counted (at A's queue, or as a gap at C).
-        let lost = a.lost("queue_full") + a.lost("publish_failed") + c.lost("gap");
+        // Plain: whatever did not arrive is counted (at A's queue, or as a gap at C). Frames
+        // lost at the end of the stream (A's client drops what it buffered for the dead
+        // node) are counted when A's next mark reaches C (every 250 ms, and once A's client
+        // is connected again): wait for it, boundedly.
         let received = got_p.len() as u64;
+        let counted = || a.lost("queue_full") + a.lost("publish_failed") + c.lost("gap");
+        let marked = Instant::now();
+        while received + counted() < n && marked.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let lost = counted();
         eprintln!(
             "node kill: durable {}/{n} (duplicates skipped {}), plain {received}/{n}, counted lost {lost}",
             got_d.len(),
@@ -1059,6 +1067,118 @@ async fn burst(options: ClientOptions, name: String, sub: &mut async_nats::Subsc
     sent.await.unwrap();
     assert_eq!(got.frames, n);
     got
+}
+
+/// Marks (`spec/federation.md`, "Marks"), both ends, with a plain NATS client standing in
+/// for the other router: A marks a subject within a period of its last frame, with that
+/// frame's `Y3-Seq`, only once the subscriber announces `Y3-Reads-Marks` (none to a router
+/// that does not, which would count one as malformed); C counts the frames between the last
+/// one it received and a mark as `gap`, once, and a mark with a body as `malformed`.
+#[test]
+fn marks_only_to_routers_that_read_them_and_a_mark_counts_a_lost_tail() {
+    let dir = temp_dir("marks");
+    let nodes = cluster(&dir);
+    let a = Router::start(&dir, &nodes, 0, "a", &[]);
+    let c = Router::start(&dir, &nodes, 2, "c", &[]);
+    let rt = runtime();
+    rt.block_on(async {
+        let other = async_nats::connect(nodes[1].url()).await.unwrap();
+        let mut sub = other.subscribe("y3.tag.23").await.unwrap();
+        other.flush().await.unwrap();
+        let announce = |marks: bool| {
+            let other = other.clone();
+            async move {
+                let mut h = async_nats::HeaderMap::new();
+                h.insert("Y3-Reads-Batches", "1");
+                h.insert("Y3-Reads-Packed", "1");
+                if marks {
+                    h.insert("Y3-Reads-Marks", "1");
+                }
+                other
+                    .publish_with_headers("y3.interest.other", h, "23".into())
+                    .await
+                    .unwrap();
+                other.flush().await.unwrap();
+            }
+        };
+        let start = Instant::now();
+        while a.metric("y3_router_federation_remote_interest") == 0 {
+            announce(false).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            assert!(start.elapsed() < WAIT, "A never heard the announcement");
+        }
+        send_paced(a.options("s"), 23, "s", 100, Duration::ZERO).await;
+        // Frames, and nothing else for a second (four marking periods).
+        let mut frames = 0u64;
+        loop {
+            let msg = match tokio::time::timeout(Duration::from_secs(1), sub.next()).await {
+                Ok(msg) => msg.unwrap(),
+                Err(_) => break,
+            };
+            let h = msg.headers.as_ref();
+            assert!(
+                h.is_none_or(|h| h.get("Y3-Mark").is_none()),
+                "a mark to a router that does not read them"
+            );
+            assert!(msg.payload.starts_with(b"Y3P1"), "{msg:?}");
+            let at = 5 + usize::from(msg.payload[4]) + 16;
+            frames += u64::from(u16::from_be_bytes([msg.payload[at], msg.payload[at + 1]]));
+        }
+        assert_eq!(frames, 100);
+        // Now it reads marks: the next one says 100, with A's stamp.
+        announce(true).await;
+        let mark = tokio::time::timeout(Duration::from_secs(6), sub.next())
+            .await
+            .expect("no mark")
+            .unwrap();
+        let h = mark.headers.as_ref().expect("a mark has headers");
+        let get = |n: &str| h.get(n).map(|v| v.as_str().to_owned());
+        assert_eq!(get("Y3-Mark").as_deref(), Some("1"));
+        assert_eq!(get("Y3-Seq").as_deref(), Some("100"));
+        assert_eq!(get("Y3-Origin").as_deref(), Some("a"));
+        assert!(mark.payload.is_empty());
+
+        // The receiving end: frames 1..=3 of publisher "z" arrive, 4..=10 are lost, then
+        // its mark says 10 (twice: counted once).
+        let mut sink = Sink::connect(c.options("sink"), &[24]).await.unwrap();
+        wait_for("C's subscription", || {
+            c.metric("y3_router_federation_subscriptions") >= 1
+        });
+        let stamp = |seq: u64| {
+            let mut h = async_nats::HeaderMap::new();
+            h.insert("Y3-Origin", "z");
+            h.insert("Y3-Epoch", "1");
+            h.insert("Y3-Seq", seq.to_string().as_str());
+            h
+        };
+        for seq in 1..=3u64 {
+            let mut h = stamp(seq);
+            h.insert("Y3-Hops", "0");
+            let payload = Bytes::from(format!("z:{seq}"));
+            other
+                .publish_with_headers("y3.tag.24", h, payload)
+                .await
+                .unwrap();
+        }
+        for body in ["", "", "not empty"] {
+            let mut h = stamp(10);
+            h.insert("Y3-Mark", "1");
+            other
+                .publish_with_headers("y3.tag.24", h, body.into())
+                .await
+                .unwrap();
+        }
+        other.flush().await.unwrap();
+        let got = receive(&mut sink, 3, Duration::from_secs(2)).await;
+        assert_eq!(got.len(), 3);
+        wait_for("the malformed mark to be counted", || {
+            c.lost("malformed") == 1
+        });
+        assert_eq!(c.lost("gap"), 7);
+        assert_eq!(c.metric("y3_router_federation_received_total"), 3);
+    });
+    drop((a, c, nodes));
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Two routers given one `federation.name`: the second refuses to start (exit status 1, a runtime failure,

@@ -27,6 +27,15 @@ const MAX_BATCH: usize = 256;
 /// taken to observe nothing.
 const ANNOUNCE_EVERY: Duration = Duration::from_secs(5);
 
+/// How often the publisher marks the plain subjects it sent frames on since their last
+/// mark (a receiver counts the lost tail of a burst from it, `spec/federation.md`).
+const MARK_EVERY: Duration = Duration::from_millis(250);
+
+/// Every this many marking rounds (and after the NATS client reconnected), every plain
+/// subject this router published on is marked again, sent or not since: a mark lost with a
+/// connection, the publisher's or a receiver's, is made good.
+const MARK_ALL_EVERY: u32 = 20;
+
 /// Attempts at storing a durable frame before it is counted as lost.
 const STORE_ATTEMPTS: u32 = 20;
 
@@ -195,20 +204,18 @@ async fn publish(
     mut queued: tokio::sync::mpsc::Receiver<Queued>,
 ) {
     let prefix = fed.config.subject_prefix.clone();
-    // Per tag: the last sequence number published, and the subject (made once, not a
-    // `format!` per message).
-    let mut tags: HashMap<u32, (u64, Subject)> = HashMap::new();
-    let stamp = |seq| Stamp {
-        origin: fed.name.to_string(),
-        epoch: fed.epoch,
-        seq,
-    };
+    let mut tags: HashMap<u32, Sent> = HashMap::new();
     let mut batch = Vec::with_capacity(MAX_BATCH);
     let mut open: Vec<Open> = Vec::new();
     let mut stream_ready = false;
+    let mut marking = Marking::new(&client);
     loop {
         let n = tokio::select! {
             n = queued.recv_many(&mut batch, MAX_BATCH) => n,
+            all = marking.due(&client) => {
+                mark(&fed, &client, &mut tags, all).await;
+                continue;
+            }
             _ = fed.finishing.cancelled() => {
                 while let Ok(data) = queued.try_recv() {
                     batch.push(data);
@@ -228,13 +235,15 @@ async fn publish(
         let remote = fed.remote.read().unwrap_or_else(|e| e.into_inner()).clone();
         let mut stored = Vec::new();
         for Queued { data, ticket } in batch.drain(..) {
-            let (seq, subject) = tags
-                .entry(data.tag)
-                .or_insert_with(|| (0, Subject::from(wire::subject(&prefix, data.tag))));
-            *seq += 1;
-            let (seq, subject) = (*seq, subject.clone());
+            let sent = tags.entry(data.tag).or_insert_with(|| Sent {
+                seq: 0,
+                marked: 0,
+                subject: Subject::from(wire::subject(&prefix, data.tag)),
+            });
+            sent.seq += 1;
+            let (seq, subject) = (sent.seq, sent.subject.clone());
             if fed.config.is_durable(data.tag) {
-                let headers = wire::durable_headers(&data, &stamp(seq));
+                let headers = wire::durable_headers(&data, &fed.stamp(seq));
                 if !stream_ready {
                     stream_ready = ensure_stream(&fed, &js).await;
                 }
@@ -257,11 +266,11 @@ async fn publish(
                 Some(at) => {
                     let full = open.swap_remove(at);
                     send_plain(&fed, &client, full).await;
-                    open.push(Open::new(stamp(seq), subject, &remote, data.tag));
+                    open.push(Open::new(fed.stamp(seq), subject, &remote, data.tag));
                     open.len() - 1
                 }
                 None => {
-                    open.push(Open::new(stamp(seq), subject, &remote, data.tag));
+                    open.push(Open::new(fed.stamp(seq), subject, &remote, data.tag));
                     open.len() - 1
                 }
             };
@@ -273,6 +282,84 @@ async fn publish(
         }
         if !stored.is_empty() {
             store(&fed, &js, stored).await;
+        }
+    }
+}
+
+impl Federation {
+    /// This router's stamp on its frame `seq` of a subject.
+    fn stamp(&self, seq: u64) -> Stamp {
+        Stamp {
+            origin: self.name.to_string(),
+            epoch: self.epoch,
+            seq,
+        }
+    }
+}
+
+/// What the publisher sent on one tag's subject.
+struct Sent {
+    /// The last sequence number published.
+    seq: u64,
+    /// The sequence number the last mark carried.
+    marked: u64,
+    /// The subject, made once (not a `format!` per message).
+    subject: Subject,
+}
+
+/// When the publisher marks its subjects: every [`MARK_EVERY`], all of them every
+/// [`MARK_ALL_EVERY`] rounds and after a reconnect.
+struct Marking {
+    every: tokio::time::Interval,
+    round: u32,
+    connects: u64,
+}
+
+impl Marking {
+    fn new(client: &Client) -> Marking {
+        let mut every = tokio::time::interval(MARK_EVERY);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Marking {
+            every,
+            round: 0,
+            connects: Self::connects(client),
+        }
+    }
+
+    fn connects(client: &Client) -> u64 {
+        client
+            .statistics()
+            .connects
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Waits for the next round; whether it marks every subject.
+    async fn due(&mut self, client: &Client) -> bool {
+        self.every.tick().await;
+        self.round = self.round.wrapping_add(1);
+        let connects = Self::connects(client);
+        let reconnected = std::mem::replace(&mut self.connects, connects) != connects;
+        reconnected || self.round.is_multiple_of(MARK_ALL_EVERY)
+    }
+}
+
+/// Marks the plain subjects that frames went out on since their last mark (`all`: every
+/// one), for routers that observe them and read marks. Called between rounds, when every
+/// frame numbered so far was handed to the client, so a mark follows its frames.
+async fn mark(fed: &Federation, client: &Client, tags: &mut HashMap<u32, Sent>, all: bool) {
+    let remote = fed.remote.read().unwrap_or_else(|e| e.into_inner()).clone();
+    for (tag, sent) in tags.iter_mut() {
+        let wanted = remote.tags.contains(tag) && !remote.unmarked.contains(tag);
+        if sent.seq == 0 || fed.config.is_durable(*tag) || !wanted {
+            continue;
+        }
+        if sent.marked == sent.seq && !all {
+            continue;
+        }
+        let headers = wire::mark(&fed.stamp(sent.seq));
+        let published = client.publish_with_headers(sent.subject.clone(), headers, Bytes::new());
+        if published.await.is_ok() {
+            sent.marked = sent.seq;
         }
     }
 }
@@ -511,6 +598,7 @@ async fn interest<L: Local>(
             let mut headers = HeaderMap::new();
             headers.insert(wire::READS_BATCHES, "1");
             headers.insert(wire::READS_PACKED, "1");
+            headers.insert(wire::READS_MARKS, "1");
             if sync {
                 headers.insert("Y3-Sync", "1");
             }
@@ -556,6 +644,7 @@ async fn interest<L: Local>(
                     tags,
                     reads_batches: header(wire::READS_BATCHES),
                     reads_packed: header(wire::READS_PACKED),
+                    reads_marks: header(wire::READS_MARKS),
                     at: Instant::now(),
                 };
                 remote.insert(router.to_owned(), heard);
@@ -580,6 +669,9 @@ struct Heard {
     /// Whether it reads packed messages (`Y3-Reads-Packed`); a router older than them gets
     /// batches with headers.
     reads_packed: bool,
+    /// Whether it reads marks (`Y3-Reads-Marks`); a router older than them gets none (it
+    /// would count them as malformed), and counts a lost tail when a later frame arrives.
+    reads_marks: bool,
     /// When it was heard.
     at: Instant,
 }
@@ -593,6 +685,9 @@ fn publish_remote(fed: &Federation, remote: &HashMap<String, Heard>) {
         }
         if !h.reads_packed {
             interest.unpacked.extend(h.tags.iter().copied());
+        }
+        if !h.reads_marks {
+            interest.unmarked.extend(h.tags.iter().copied());
         }
     }
     let pairs: usize = remote.values().map(|h| h.tags.len()).sum();
@@ -642,6 +737,24 @@ impl Gaps {
         entry.1 = entry.1.max(stamp.seq);
         missed
     }
+
+    /// Records a mark (`stamp.seq`: the publisher's last frame); returns how many frames
+    /// up to it were missed. A publisher not heard from before (or of a new epoch) starts
+    /// its count there.
+    fn mark(&mut self, stamp: &Stamp) -> u64 {
+        match self.last.get_mut(&stamp.origin) {
+            Some(entry) if entry.0 == stamp.epoch => {
+                let missed = stamp.seq.saturating_sub(entry.1);
+                entry.1 = entry.1.max(stamp.seq);
+                missed
+            }
+            _ => {
+                self.last
+                    .insert(stamp.origin.clone(), (stamp.epoch, stamp.seq));
+                0
+            }
+        }
+    }
 }
 
 /// Decodes a message of one frame (durable tags); `None` (counted) when it is not a frame
@@ -656,24 +769,24 @@ fn frame_of(fed: &Federation, msg: &async_nats::Message) -> Option<(Data, Stamp)
     not_ours(fed, msg, decoded, |(_, stamp)| stamp)
 }
 
-/// Decodes a plain message, a batch or a single frame; `None` (counted) when it is not
-/// frames or carries this router's name.
-fn frames_of(fed: &Federation, msg: &async_nats::Message) -> Option<wire::Frames> {
-    let decoded = wire::decode_all(
+/// Decodes a plain message: a packed message, a batch, a single frame or a mark; `None`
+/// (counted) when it is none of them or carries this router's name.
+fn plain_of(fed: &Federation, msg: &async_nats::Message) -> Option<wire::Plain> {
+    let decoded = wire::decode_plain(
         &fed.config.subject_prefix,
         &msg.subject,
         msg.headers.as_ref(),
         msg.payload.clone(),
     );
-    if let Ok(frames) = &decoded {
-        if frames.first.origin == *fed.name {
+    if let Ok(plain) = &decoded {
+        if plain.stamp().origin == *fed.name {
             // The client does not receive its own core NATS messages (`no_echo`): another
             // router publishes under this router's name.
-            same_name(fed, frames.frames.len() as u64);
+            same_name(fed, plain.frames());
             return None;
         }
     }
-    not_ours(fed, msg, decoded, |frames| &frames.first)
+    not_ours(fed, msg, decoded, wire::Plain::stamp)
 }
 
 /// Counts `n` frames of another router running under this router's name, and logs the
@@ -732,8 +845,13 @@ async fn receive<L: Local>(fed: Arc<Federation>, local: Arc<L>, mut sub: async_n
     let mut cache = local.cache();
     let mut gaps = Gaps::default();
     while let Some(msg) = sub.next().await {
-        let Some(wire::Frames { mut first, frames }) = frames_of(&fed, &msg) else {
-            continue;
+        let (mut first, frames) = match plain_of(&fed, &msg) {
+            None => continue,
+            Some(wire::Plain::Mark(stamp)) => {
+                fed.metrics.lost(Lost::Gap, gaps.mark(&stamp));
+                continue;
+            }
+            Some(wire::Plain::Frames(wire::Frames { first, frames })) => (first, frames),
         };
         // Each frame of a batch has its own sequence number: gaps are counted per frame.
         for data in frames {
@@ -955,6 +1073,31 @@ mod tests {
         assert_eq!(g.record(&s("b", 1, 1)), 0);
         assert_eq!(g.record(&s("a", 2, 1)), 0); // restarted publisher
         assert_eq!(g.record(&s("a", 2, 2)), 0);
+    }
+
+    #[test]
+    fn a_mark_counts_the_lost_tail_once() {
+        let mut g = Gaps::default();
+        let s = |epoch, seq| Stamp {
+            origin: "a".into(),
+            epoch,
+            seq,
+        };
+        assert_eq!(g.mark(&s(1, 10)), 0); // first heard: the baseline
+        assert_eq!(g.record(&s(1, 11)), 0);
+        assert_eq!(g.record(&s(1, 12)), 0);
+        // Frames 13..=20 lost, then the mark: counted once, and not again by the next mark
+        // or the next frame.
+        assert_eq!(g.mark(&s(1, 20)), 8);
+        assert_eq!(g.mark(&s(1, 20)), 0);
+        assert_eq!(g.record(&s(1, 21)), 0);
+        // A mark behind what arrived (it cannot overtake its frames) counts nothing.
+        assert_eq!(g.mark(&s(1, 15)), 0);
+        assert_eq!(g.record(&s(1, 22)), 0);
+        assert_eq!(g.mark(&s(1, 22)), 0);
+        // A new epoch starts again.
+        assert_eq!(g.mark(&s(2, 4)), 0);
+        assert_eq!(g.mark(&s(2, 7)), 3);
     }
 
     #[test]

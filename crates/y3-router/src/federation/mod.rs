@@ -69,6 +69,8 @@ struct Remote {
     unbatched: HashSet<u32>,
     /// Those of them observed by a router that does not read packed messages.
     unpacked: HashSet<u32>,
+    /// Those of them observed by a router that does not read marks.
+    unmarked: HashSet<u32>,
 }
 
 /// A local stream function's interest.

@@ -32,6 +32,11 @@
 //!  | Y3P1  | o:u8 | origin (o)  | epoch u64  | seq u64  | count u16  | entry 1 ... <count> |
 //!  +-------+------+-------------+------------+----------+------------+-----------------+
 //! ```
+//!
+//! A publisher that went quiet on a subject says how far it got with a **mark**: a message
+//! with headers `Y3-Origin`, `Y3-Epoch`, `Y3-Seq` (its last frame's) and `Y3-Mark: 1`, and
+//! no body, so a receiver counts the frames lost after the last one that arrived
+//! (`spec/federation.md`, "Marks").
 
 use async_nats::{HeaderMap, HeaderName, HeaderValue};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -45,10 +50,14 @@ pub(crate) const HOPS: &str = "Y3-Hops";
 pub(crate) const METADATA: &str = "Y3-Metadata";
 pub(crate) const MSG_ID: &str = "Nats-Msg-Id";
 pub(crate) const BATCH: &str = "Y3-Batch";
+/// On a mark: `1` (a message without frames, `Y3-Seq` the publisher's last).
+pub(crate) const MARK: &str = "Y3-Mark";
 /// On an interest announcement: the announcing router reads batches (`spec/federation.md`).
 pub(crate) const READS_BATCHES: &str = "Y3-Reads-Batches";
 /// On an interest announcement: the announcing router reads packed messages.
 pub(crate) const READS_PACKED: &str = "Y3-Reads-Packed";
+/// On an interest announcement: the announcing router reads marks.
+pub(crate) const READS_MARKS: &str = "Y3-Reads-Marks";
 
 /// The first bytes of a packed message's body (a message without headers).
 const PACKED_MAGIC: &[u8; 4] = b"Y3P1";
@@ -153,6 +162,14 @@ pub(crate) fn durable_headers(data: &Data, stamp: &Stamp) -> HeaderMap {
     h
 }
 
+/// The headers of a mark: `stamp`'s seq is the last frame its publisher sent on the
+/// subject (the body is empty).
+pub(crate) fn mark(stamp: &Stamp) -> HeaderMap {
+    let mut h = stamped(stamp);
+    h.insert(name(MARK), "1");
+    h
+}
+
 /// The bytes `data` takes in a batch body.
 pub(crate) fn entry_len(data: &Data) -> usize {
     ENTRY_HEAD + data.metadata.as_bytes().len() + data.payload.len()
@@ -226,6 +243,8 @@ pub(crate) enum Malformed {
     /// A packed message whose fixed part (origin, epoch, sequence, count) is cut short or
     /// out of range.
     Packed,
+    /// A mark with a body.
+    Mark,
 }
 
 /// How a batch body disagrees with its header.
@@ -245,6 +264,53 @@ pub(crate) enum BadBatch {
 pub(crate) struct Frames {
     pub first: Stamp,
     pub frames: Vec<Data>,
+}
+
+/// A message on a plain subject.
+#[derive(Debug)]
+pub(crate) enum Plain {
+    /// Frames ([`decode_all`]).
+    Frames(Frames),
+    /// A mark: its publisher's last frame on the subject so far ([`mark`]).
+    Mark(Stamp),
+}
+
+impl Plain {
+    /// Its publisher's stamp (a batch's: its first frame's).
+    pub(crate) fn stamp(&self) -> &Stamp {
+        match self {
+            Plain::Frames(f) => &f.first,
+            Plain::Mark(stamp) => stamp,
+        }
+    }
+
+    /// How many frames it carries.
+    pub(crate) fn frames(&self) -> u64 {
+        match self {
+            Plain::Frames(f) => f.frames.len() as u64,
+            Plain::Mark(_) => 0,
+        }
+    }
+}
+
+/// A message on a plain subject: frames or a mark. A mark has no body and no `Y3-Batch`.
+pub(crate) fn decode_plain(
+    prefix: &str,
+    subject: &str,
+    headers: Option<&HeaderMap>,
+    payload: Bytes,
+) -> Result<Plain, Malformed> {
+    let Some(h) = headers.filter(|h| h.get(name(MARK)).is_some()) else {
+        return decode_all(prefix, subject, headers, payload).map(Plain::Frames);
+    };
+    tag_of(prefix, subject).ok_or(Malformed::Subject)?;
+    if h.get(name(MARK)).map(|v| v.as_str()) != Some("1") || h.get(name(BATCH)).is_some() {
+        return Err(Malformed::Header(MARK));
+    }
+    if !payload.is_empty() {
+        return Err(Malformed::Mark);
+    }
+    stamp(headers).map(Plain::Mark)
 }
 
 /// The frames of a message on `subject`: one, a batch's (`Y3-Batch`) or a packed
@@ -638,6 +704,40 @@ mod tests {
             decode(&body[PACKED_MAGIC.len()..]).unwrap_err(),
             Malformed::Header(ORIGIN)
         );
+    }
+
+    #[test]
+    fn marks_round_trip_and_hostile_marks_are_malformed() {
+        let decode = |h: &HeaderMap, body: &'static [u8]| {
+            decode_plain("y3", "y3.tag.51", Some(h), Bytes::from_static(body))
+        };
+        let h = mark(&first());
+        assert!(matches!(decode(&h, b"").unwrap(), Plain::Mark(s) if s == first()));
+        // Frames still decode as frames.
+        let (batch_h, body) = batch(&frames(), &first());
+        let got = decode_plain("y3", "y3.tag.51", Some(&batch_h), body).unwrap();
+        assert!(matches!(got, Plain::Frames(f) if f.frames.len() == 3));
+        // A body, a batch count, another value, no stamp, a bad subject.
+        assert_eq!(decode(&h, b"x").unwrap_err(), Malformed::Mark);
+        let mut with_batch = h.clone();
+        with_batch.insert(name(BATCH), "1");
+        assert_eq!(
+            decode(&with_batch, b"").unwrap_err(),
+            Malformed::Header(MARK)
+        );
+        let mut other = h.clone();
+        other.insert(name(MARK), "2");
+        assert_eq!(decode(&other, b"").unwrap_err(), Malformed::Header(MARK));
+        let mut bare = HeaderMap::new();
+        bare.insert(name(MARK), "1");
+        assert_eq!(decode(&bare, b"").unwrap_err(), Malformed::Header(ORIGIN));
+        assert_eq!(
+            decode_plain("y3", "y3.x", Some(&h), Bytes::new()).unwrap_err(),
+            Malformed::Subject
+        );
+        // A router that does not read marks (`decode_all`) refuses one: marks go only to
+        // routers that announce `Y3-Reads-Marks`.
+        assert!(decode_all("y3", "y3.tag.51", Some(&h), Bytes::new()).is_err());
     }
 
     #[test]
