@@ -17,8 +17,16 @@ use crate::{tls, Connection, FrameCodec, TransportError};
 pub(crate) const LINGER: Duration = Duration::from_secs(2);
 
 /// The next frame from the router, as `reader.next()`; frames over this client's
-/// `max_frame_len` that the codec skipped on the way are logged (never silent).
+/// `max_frame_len` that the codec skipped on the way are logged (never silent). One
+/// already complete in the read buffer is decoded where it lies ([`crate::next_buffered`]:
+/// frames that arrived together are not moved through the stream adapters one by one).
 pub(crate) async fn next(reader: &mut FrameReader) -> Option<Result<Frame, crate::FrameError>> {
+    if let Some(frame) = crate::next_buffered(reader) {
+        if let Some(skipped) = reader.decoder_mut().take_skipped() {
+            warn_skipped(skipped, reader.decoder().max_frame_len());
+        }
+        return Some(frame);
+    }
     loop {
         match crate::next_or_skipped(reader).await {
             crate::Next::Frame(frame) => {

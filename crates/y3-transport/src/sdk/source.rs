@@ -151,8 +151,8 @@ impl Source {
         tag: u32,
         payload: impl Into<Bytes>,
     ) -> Result<(), TransportError> {
-        let metadata = self.stamp.next();
-        self.send_data(Data::new(tag, payload).with_metadata(metadata))
+        let payload = payload.into();
+        self.send_built(|s| Data::new(tag, payload).with_metadata(s.stamp.next()))
             .await
     }
 
@@ -177,6 +177,17 @@ impl Source {
     /// # Errors
     /// As [`Source::send`].
     pub async fn send_data(&mut self, data: Data) -> Result<(), TransportError> {
+        self.send_built(|_| data).await
+    }
+
+    /// Queues the data frame `build` makes, built once it is this send's turn: on the
+    /// usual path (a connection with room) the frame is made, encoded into the queue and
+    /// dropped where it lies, never moved into the send's future (a `memcpy` call per move
+    /// of a frame); only a send that must wait holds it, boxed.
+    async fn send_built(
+        &mut self,
+        build: impl FnOnce(&mut Source) -> Data,
+    ) -> Result<(), TransportError> {
         if let Some(g) = &self.refused {
             return Err(TransportError::Goaway {
                 code: g.code,
@@ -186,14 +197,18 @@ impl Source {
         // Sends that never wait for room still give the runtime's other tasks (the writer,
         // on a current-thread runtime) their turn, as a channel send would.
         tokio::task::coop::consume_budget().await;
-        // Over the limit, the encoding into the queue fails: said here, nothing queued.
-        let frame = Frame::Data(data);
-        if let Some(done) = self.try_send_now(&frame) {
-            return done;
-        }
-        // Boxed: the (re)connection's future is large, and a send future that held it
-        // inline would be copied whole at every call.
-        Box::pin(self.send_waiting(frame)).await
+        // The frame lives in this block only: held across no `.await` of this future.
+        let waiting = {
+            let frame = Frame::Data(build(self));
+            // Over the limit, the encoding into the queue fails: said here, nothing queued.
+            if let Some(done) = self.try_send_now(&frame) {
+                return done;
+            }
+            // Boxed: the (re)connection's future is large, and a send future that held it
+            // inline would be copied whole at every call.
+            Box::pin(self.send_waiting(frame))
+        };
+        waiting.await
     }
 
     /// Queues `frame` on the current connection if it is up and has room: `None` when the
