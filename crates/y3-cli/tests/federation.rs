@@ -1181,6 +1181,71 @@ fn marks_only_to_routers_that_read_them_and_a_mark_counts_a_lost_tail() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A frame larger than the NATS server's `max_payload` (nats-server's default, 1 MiB; a y3
+/// frame may be 16 MiB) crosses to no router: on a plain tag and on a durable one it is
+/// counted once, at the publisher, as `too_large` (a durable one at once, not after seconds
+/// of publishing it again while the stream's other frames wait); the frames around it
+/// arrive, and the receiver counts no gap for it, marks included.
+#[test]
+fn frames_over_nats_max_payload_are_counted_once_as_too_large() {
+    let dir = temp_dir("maxpayload");
+    let nodes = cluster(&dir);
+    let a = Router::start(&dir, &nodes, 0, "a", &[0x61]);
+    let c = Router::start(&dir, &nodes, 2, "c", &[0x61]);
+    let rt = runtime();
+    rt.block_on(async {
+        let mut plain = Sink::connect(c.options("plain-sink"), &[0x60])
+            .await
+            .unwrap();
+        let mut durable = Sink::connect(c.options("durable-sink"), &[0x61])
+            .await
+            .unwrap();
+        wait_for("interest and the durable consumer", || {
+            a.metric("y3_router_federation_remote_interest") >= 1
+                && c.metric("y3_router_federation_subscriptions") >= 2
+        });
+        let mut source = Source::connect(a.options("s")).await.unwrap();
+        for i in 0..10u64 {
+            for tag in [0x60, 0x61] {
+                let mut data = frame(tag, "s", i);
+                if i == 5 {
+                    data.payload = Bytes::from(vec![b'x'; 2 << 20]);
+                }
+                source.send_data(data).await.unwrap();
+            }
+        }
+        source.close().await.unwrap();
+        // The durable frames wait for the new stream's leader (seconds on a loaded machine).
+        let want: Vec<String> = (0..10)
+            .filter(|&i| i != 5)
+            .map(|i| format!("s:{i}"))
+            .collect();
+        for (sink, what) in [(&mut plain, "plain"), (&mut durable, "durable")] {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            let mut got = Vec::new();
+            while got.len() < want.len() && Instant::now() < deadline {
+                match tokio::time::timeout(Duration::from_millis(500), sink.recv()).await {
+                    Ok(Some(Ok(data))) => {
+                        got.push(String::from_utf8(data.payload.to_vec()).unwrap())
+                    }
+                    Ok(other) => panic!("{what} sink: {other:?}"),
+                    Err(_) => {}
+                }
+            }
+            assert_eq!(got, want, "{what}");
+        }
+        // A mark has had time to arrive: still no gap.
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        assert_eq!(a.lost("too_large"), 2);
+        assert_eq!((a.lost("publish_failed"), c.lost("gap")), (0, 0));
+        assert_eq!(c.metric("y3_router_federation_received_total"), 18);
+        let log = std::fs::read_to_string(dir.join("a.log")).unwrap();
+        assert!(log.contains("max_payload"), "A logs the limit by name");
+    });
+    drop((a, c, nodes));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Two routers given one `federation.name`: the second refuses to start (exit status 1, a runtime failure,
 /// `federation_name_taken`, the name and its holder named) before it publishes anything;
 /// the holder counts the refused claim and keeps routing both ways with a third router,

@@ -240,9 +240,9 @@ async fn publish(
                 marked: 0,
                 subject: Subject::from(wire::subject(&prefix, data.tag)),
             });
-            sent.seq += 1;
-            let (seq, subject) = (sent.seq, sent.subject.clone());
             if fed.config.is_durable(data.tag) {
+                sent.seq += 1;
+                let (seq, subject) = (sent.seq, sent.subject.clone());
                 let headers = wire::durable_headers(&data, &fed.stamp(seq));
                 if !stream_ready {
                     stream_ready = ensure_stream(&fed, &js).await;
@@ -250,27 +250,38 @@ async fn publish(
                 let ack = js
                     .publish_with_headers(subject.clone(), headers.clone(), data.payload.clone())
                     .await;
+                let ack = match ack {
+                    // Never stored, however often it is published again: counted now,
+                    // not after the attempts that would hold the other durable frames.
+                    Err(e)
+                        if e.kind() == jetstream::context::PublishErrorKind::MaxPayloadExceeded =>
+                    {
+                        too_large(&fed, &client, 1, data.payload.len());
+                        continue;
+                    }
+                    ack => ack.ok(),
+                };
                 stored.push(Pending {
                     subject,
                     headers,
                     payload: data.payload,
-                    ack: ack.ok(),
+                    ack,
                     ticket,
                 });
                 continue;
             }
             // Plain: joins the frames of its subject waiting in this round, up to the bound.
             let len = wire::entry_len(&data);
-            let at = match open.iter().position(|o| o.frames[0].tag == data.tag) {
+            let at = match open.iter().position(|o| o.tag == data.tag) {
                 Some(at) if open[at].fits(len, &fed.config) => at,
                 Some(at) => {
                     let full = open.swap_remove(at);
-                    send_plain(&fed, &client, full).await;
-                    open.push(Open::new(fed.stamp(seq), subject, &remote, data.tag));
+                    send_plain(&fed, &client, full, sent).await;
+                    open.push(Open::new(sent.subject.clone(), &remote, data.tag));
                     open.len() - 1
                 }
                 None => {
-                    open.push(Open::new(fed.stamp(seq), subject, &remote, data.tag));
+                    open.push(Open::new(sent.subject.clone(), &remote, data.tag));
                     open.len() - 1
                 }
             };
@@ -278,7 +289,9 @@ async fn publish(
             open[at].frames.push(data);
         }
         for o in open.drain(..) {
-            send_plain(&fed, &client, o).await;
+            if let Some(sent) = tags.get_mut(&o.tag) {
+                send_plain(&fed, &client, o, sent).await;
+            }
         }
         if !stored.is_empty() {
             store(&fed, &js, stored).await;
@@ -299,7 +312,9 @@ impl Federation {
 
 /// What the publisher sent on one tag's subject.
 struct Sent {
-    /// The last sequence number published.
+    /// The last sequence number published: on a plain tag, only a message the client
+    /// took numbers its frames, so a frame counted at the publisher (`publish_failed`,
+    /// `too_large`) is no gap at a receiver.
     seq: u64,
     /// The sequence number the last mark carried.
     marked: u64,
@@ -366,7 +381,7 @@ async fn mark(fed: &Federation, client: &Client, tags: &mut HashMap<u32, Sent>, 
 
 /// Plain frames of one subject gathered for one message.
 struct Open {
-    first: Stamp,
+    tag: u32,
     subject: Subject,
     /// Whether every router observing the tag reads batches: then even a frame alone goes
     /// as a batch (of one), its hops and metadata in the body rather than in headers.
@@ -380,9 +395,9 @@ struct Open {
 }
 
 impl Open {
-    fn new(first: Stamp, subject: Subject, remote: &super::Remote, tag: u32) -> Open {
+    fn new(subject: Subject, remote: &super::Remote, tag: u32) -> Open {
         Open {
-            first,
+            tag,
             subject,
             batched: !remote.unbatched.contains(&tag),
             packed: !remote.unbatched.contains(&tag) && !remote.unpacked.contains(&tag),
@@ -402,33 +417,55 @@ impl Open {
 }
 
 /// Publishes `open`'s frames as one message: packed (no headers), a batch, or a frame of
-/// its own, as the routers observing the tag read.
-async fn send_plain(fed: &Federation, client: &Client, open: Open) {
+/// its own, as the routers observing the tag read; numbered after `sent`'s last, which
+/// moves on only when the client takes the message.
+async fn send_plain(fed: &Federation, client: &Client, open: Open, sent: &mut Sent) {
     let frames = open.frames.len() as u64;
+    let first = fed.stamp(sent.seq + 1);
     let packed = match &open.frames[..] {
         [] => return,
-        all if open.packed => wire::packed(all, &open.first),
+        all if open.packed => wire::packed(all, &first),
         _ => None,
     };
-    let sent = match packed {
-        Some(body) => client.publish(open.subject, body).await,
+    let published = match packed {
+        Some(body) => client.publish(open.subject.clone(), body).await,
         None => {
             let (headers, payload) = match &open.frames[..] {
-                [one] if !open.batched => (wire::headers(one, &open.first), one.payload.clone()),
-                all => wire::batch(all, &open.first),
+                [one] if !open.batched => (wire::headers(one, &first), one.payload.clone()),
+                all => wire::batch(all, &first),
             };
             client
-                .publish_with_headers(open.subject, headers, payload)
+                .publish_with_headers(open.subject.clone(), headers, payload)
                 .await
         }
     };
-    match sent {
+    match published {
         Ok(()) => {
+            sent.seq += frames;
             fed.metrics.published.inc_by(frames);
             fed.metrics.published_messages.inc();
         }
+        Err(e) if e.kind() == async_nats::client::PublishErrorKind::MaxPayloadExceeded => {
+            let largest = open.frames.iter().map(|d| d.payload.len()).max();
+            too_large(fed, client, frames, largest.unwrap_or(0));
+        }
         Err(_) => fed.metrics.lost(Lost::PublishFailed, frames),
     }
+}
+
+/// Counts `frames` refused by the client for the NATS server's `max_payload` (`too_large`),
+/// and logs the first such refusal with the sizes.
+fn too_large(fed: &Federation, client: &Client, frames: u64, payload: usize) {
+    if fed.metrics.lost_total(Lost::TooLarge) == 0 {
+        tracing::warn!(
+            payload,
+            max_payload = client.max_payload(),
+            "federation: a frame is larger than the NATS server's max_payload and crosses to \
+             no router; further ones are counted (lost_total{{reason=\"too_large\"}}), not \
+             logged (raise max_payload in the nats-server configuration, up to 64 MiB)"
+        );
+    }
+    fed.metrics.lost(Lost::TooLarge, frames);
 }
 
 /// A durable frame on its way into the stream.

@@ -18,6 +18,9 @@ pub enum Lost {
     QueueFull,
     /// NATS refused or failed the publish (or JetStream never acknowledged it).
     PublishFailed,
+    /// Larger than the NATS server's `max_payload` (its `INFO`; nats-server's default is
+    /// 1 MiB, a y3 frame may be 16 MiB): refused by the client, never published.
+    TooLarge,
     /// A gap in a publisher's sequence seen by a receiving router: lost on the way.
     Gap,
     /// A message that is not a frame (`spec/federation.md`).
@@ -37,6 +40,7 @@ impl Lost {
         match self {
             Lost::QueueFull => "queue_full",
             Lost::PublishFailed => "publish_failed",
+            Lost::TooLarge => "too_large",
             Lost::Gap => "gap",
             Lost::Malformed => "malformed",
             Lost::Loop => "loop",
