@@ -16,7 +16,7 @@ use bytes::Bytes;
 use common::serve::{Launch, Serve};
 use common::WAIT;
 use futures_util::StreamExt;
-use y3_transport::frame::Data;
+use y3_transport::frame::{Data, RefusedReason};
 use y3_transport::metadata::Metadata;
 use y3_transport::sdk::{ClientOptions, DurableSource, Sink, Source, StreamFunction};
 
@@ -1184,8 +1184,9 @@ fn marks_only_to_routers_that_read_them_and_a_mark_counts_a_lost_tail() {
 /// A frame larger than the NATS server's `max_payload` (nats-server's default, 1 MiB; a y3
 /// frame may be 16 MiB) crosses to no router: on a plain tag and on a durable one it is
 /// counted once, at the publisher, as `too_large` (a durable one at once, not after seconds
-/// of publishing it again while the stream's other frames wait); the frames around it
-/// arrive, and the receiver counts no gap for it, marks included.
+/// of publishing it again while the stream's other frames wait, and its durable source is
+/// told it was refused as too long rather than left waiting); the frames around it arrive,
+/// and the receiver counts no gap for it, marks included.
 #[test]
 fn frames_over_nats_max_payload_are_counted_once_as_too_large() {
     let dir = temp_dir("maxpayload");
@@ -1204,17 +1205,37 @@ fn frames_over_nats_max_payload_are_counted_once_as_too_large() {
             a.metric("y3_router_federation_remote_interest") >= 1
                 && c.metric("y3_router_federation_subscriptions") >= 2
         });
+        // The durable tag's source wants stored acknowledgements.
         let mut source = Source::connect(a.options("s")).await.unwrap();
-        for i in 0..10u64 {
-            for tag in [0x60, 0x61] {
-                let mut data = frame(tag, "s", i);
-                if i == 5 {
-                    data.payload = Bytes::from(vec![b'x'; 2 << 20]);
-                }
-                source.send_data(data).await.unwrap();
+        let mut durable_source = DurableSource::connect(a.options("d")).await.unwrap();
+        let big = |mut data: Data, i: u64| {
+            if i == 5 {
+                data.payload = Bytes::from(vec![b'x'; 2 << 20]);
             }
+            data
+        };
+        for i in 0..10u64 {
+            source.send_data(big(frame(0x60, "s", i), i)).await.unwrap();
+            durable_source
+                .send_data(big(frame(0x61, "s", i), i))
+                .await
+                .unwrap();
         }
         source.close().await.unwrap();
+        // Told, not left waiting: nine stored, the big one refused as too long (so it is
+        // not sent again).
+        assert!(durable_source
+            .wait_stored(Duration::from_secs(20))
+            .await
+            .unwrap());
+        let refused: Vec<_> = durable_source
+            .refusals()
+            .list()
+            .into_iter()
+            .map(|r| (r.tid, r.reason))
+            .collect();
+        assert_eq!(refused, [("s-5".to_owned(), RefusedReason::TooLong)]);
+        assert!(!durable_source.close(Duration::from_secs(1)).await.unwrap());
         // The durable frames wait for the new stream's leader (seconds on a loaded machine).
         let want: Vec<String> = (0..10)
             .filter(|&i| i != 5)

@@ -101,4 +101,8 @@ impl Receipt for Ticket {
     fn stored(self: Box<Self>) {
         self.done();
     }
+
+    fn too_large(self: Box<Self>) {
+        self.refused(y3_transport::frame::RefusedReason::TooLong);
+    }
 }

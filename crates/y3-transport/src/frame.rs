@@ -362,7 +362,8 @@ impl Handshake {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum RefusedReason {
-    /// Over the router's `limits.max_frame_len`: skipped as it streamed past.
+    /// Over the router's `limits.max_frame_len`: skipped as it streamed past; or a durable
+    /// tag's frame over the federation's NATS `max_payload` (never storable).
     TooLong,
     /// Past the router's `limits.max_hops`: a loop of y3 functions.
     HopLimit,

@@ -257,6 +257,9 @@ async fn publish(
                         if e.kind() == jetstream::context::PublishErrorKind::MaxPayloadExceeded =>
                     {
                         too_large(&fed, &client, 1, data.payload.len());
+                        if let Some(ticket) = ticket {
+                            ticket.too_large();
+                        }
                         continue;
                     }
                     ack => ack.ok(),

@@ -54,9 +54,14 @@ pub(crate) trait Local: Send + Sync + 'static {
     ) -> impl Future<Output = Option<Vec<oneshot::Receiver<()>>>> + Send;
 }
 
-/// A client's wait for its durable frame to be stored: told once JetStream stored it;
-/// dropped untold when it was not.
+/// A client's wait for its durable frame to be stored: told once JetStream stored it, or
+/// that it never can be; dropped untold when it was not stored (the client sends it
+/// again).
 pub(crate) trait Receipt: Send + fmt::Debug + 'static {
     /// The frame is stored.
     fn stored(self: Box<Self>);
+
+    /// The frame is larger than the NATS server takes (`max_payload`): it is refused as
+    /// too long, and the client does not send it again.
+    fn too_large(self: Box<Self>);
 }
