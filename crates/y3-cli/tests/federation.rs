@@ -260,6 +260,29 @@ impl Router {
     }
 }
 
+/// One nats-server without JetStream (where a durable tag's frames are never stored), its
+/// log `<dir>/lone.log`.
+fn lone_node(dir: &Path) -> Node {
+    let (client, monitor) = (free_port(), free_port());
+    let log = std::fs::File::create(dir.join("lone.log")).unwrap();
+    let child = Command::new(nats_server_bin())
+        .args(["-a", "127.0.0.1", "-p", &client.to_string()])
+        .args(["-m", &monitor.to_string()])
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("start nats-server");
+    let node = Node {
+        proc: Killed(Some(child)),
+        client,
+        monitor: SocketAddr::from(([127, 0, 0, 1], monitor)),
+    };
+    wait_for("the lone nats-server", || {
+        http_get(node.monitor, "/healthz").is_some_and(|b| b.contains("\"ok\""))
+    });
+    node
+}
+
 /// Routers A, B and C, one per node of the cluster, federated with `durable` tags.
 fn three_routers(dir: &Path, nodes: &[Node], durable: &[u32]) -> (Router, Router, Router) {
     (
@@ -1264,6 +1287,41 @@ fn frames_over_nats_max_payload_are_counted_once_as_too_large() {
         assert!(log.contains("max_payload"), "A logs the limit by name");
     });
     drop((a, c, nodes));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A durable frame JetStream never stores (here: a NATS server without JetStream) is
+/// counted (`publish_failed`) after the publisher's attempts, and a `DurableSource` waiting
+/// for it is told it was not taken (`no_subscriber`), so it sends it again later, rather than
+/// its stored count stopping at that frame for as long as the connection lasts.
+#[test]
+fn a_durable_frame_never_stored_is_sent_again_by_its_durable_source() {
+    let dir = temp_dir("nostore");
+    let nodes = vec![lone_node(&dir)];
+    let a = Router::start(&dir, &nodes, 0, "a", &[0x62]);
+    let rt = runtime();
+    rt.block_on(async {
+        wait_for("A connected to NATS", || {
+            a.metric("y3_router_federation_connected") == 1
+        });
+        let mut source = DurableSource::connect(a.options("d")).await.unwrap();
+        source.send_data(frame(0x62, "d", 0)).await.unwrap();
+        // 20 attempts with pauses of 0.1 to 1 s: about 16 s, then the refusal.
+        let start = Instant::now();
+        while source.retried() == 0 {
+            assert!(
+                start.elapsed() < Duration::from_secs(40),
+                "the durable source was never told"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        assert!(a.lost("publish_failed") >= 1);
+        assert!(
+            source.refusals().list().is_empty(),
+            "kept, not refused for good"
+        );
+    });
+    drop((a, nodes));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

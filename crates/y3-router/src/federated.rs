@@ -102,6 +102,10 @@ impl Receipt for Ticket {
         self.done();
     }
 
+    fn not_stored(self: Box<Self>) {
+        self.refused(y3_transport::frame::RefusedReason::NoSubscriber);
+    }
+
     fn too_large(self: Box<Self>) {
         self.refused(y3_transport::frame::RefusedReason::TooLong);
     }

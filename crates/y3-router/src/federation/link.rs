@@ -534,6 +534,11 @@ async fn store(fed: &Federation, js: &jetstream::Context, mut pending: Vec<Pendi
         "federation: JetStream never stored frames"
     );
     fed.metrics.lost(Lost::PublishFailed, pending.len() as u64);
+    // A client waiting for them is told (its stored count would stop here otherwise), and
+    // sends them again.
+    for ticket in pending.into_iter().filter_map(|p| p.ticket) {
+        ticket.not_stored();
+    }
 }
 
 /// Creates the durable tags' stream if it does not exist. Returns whether it is there.

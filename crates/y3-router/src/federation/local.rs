@@ -54,12 +54,15 @@ pub(crate) trait Local: Send + Sync + 'static {
     ) -> impl Future<Output = Option<Vec<oneshot::Receiver<()>>>> + Send;
 }
 
-/// A client's wait for its durable frame to be stored: told once JetStream stored it, or
-/// that it never can be; dropped untold when it was not stored (the client sends it
-/// again).
+/// A client's wait for its durable frame to be stored: told once JetStream stored it, that
+/// it was not (yet), or that it never can be.
 pub(crate) trait Receipt: Send + fmt::Debug + 'static {
     /// The frame is stored.
     fn stored(self: Box<Self>);
+
+    /// JetStream did not store the frame in the publisher's attempts: refused as not taken
+    /// (`no_subscriber`), so the client sends it again later.
+    fn not_stored(self: Box<Self>);
 
     /// The frame is larger than the NATS server takes (`max_payload`): it is refused as
     /// too long, and the client does not send it again.
