@@ -187,8 +187,9 @@ type Stored struct {
 }
 
 // RefusedReason is why the router refused a data frame (delivered to no one). For every
-// reason but RefusedNoSubscriber the frame was handled for good; one refused as
-// no_subscriber was not stored, and durable clients keep it and send it again (Retried).
+// reason but RefusedNoSubscriber and RefusedNotStored the frame was handled for good; one
+// refused as no_subscriber or not_stored was not stored, and durable clients keep it and
+// send it again (Retried).
 type RefusedReason uint8
 
 // Refusal reasons; a router may send others, kept as their number.
@@ -201,14 +202,18 @@ const (
 	// RefusedNoSubscriber: nobody took it (no subscriber to its tag yet): not stored;
 	// durable clients keep it and send it again with backoff.
 	RefusedNoSubscriber RefusedReason = 5
+	// RefusedNotStored: on a durable tag of the federation, JetStream did not store it in
+	// the router's attempts; durable clients keep it and send it again with backoff.
+	RefusedNotStored RefusedReason = 6
 )
 
 // Retried is whether a durable client keeps a frame refused for r and sends it again
-// later (no_subscriber: a subscriber may come) rather than forgetting it.
-func (r RefusedReason) Retried() bool { return r == RefusedNoSubscriber }
+// later (no_subscriber: a subscriber may come; not_stored: JetStream may come back) rather
+// than forgetting it.
+func (r RefusedReason) Retried() bool { return r == RefusedNoSubscriber || r == RefusedNotStored }
 
 // String is the reason's stable snake_case name: "too_long", "hop_limit", "loop",
-// "metadata_too_large", "no_subscriber" ("other" otherwise).
+// "metadata_too_large", "no_subscriber", "not_stored" ("other" otherwise).
 func (r RefusedReason) String() string {
 	switch r {
 	case RefusedTooLong:
@@ -221,6 +226,8 @@ func (r RefusedReason) String() string {
 		return "metadata_too_large"
 	case RefusedNoSubscriber:
 		return "no_subscriber"
+	case RefusedNotStored:
+		return "not_stored"
 	}
 	return "other"
 }

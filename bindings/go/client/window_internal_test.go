@@ -151,3 +151,18 @@ func TestWindowDefersFramesNobodyTook(t *testing.T) {
 		t.Fatal(w.len())
 	}
 }
+
+// A frame the router answered not_stored (JetStream did not store it) is kept and retried
+// as one nobody took; the reasons' names are the router's.
+func TestWindowKeepsFramesNotStored(t *testing.T) {
+	w := windowOf(4)
+	writeAll(w)
+	t0 := time.Now()
+	w.ackAt(Stored{Count: 4, Refused: []RefusedRun{{First: 2, Frames: 1, Reason: RefusedNotStored}}}, nil, t0)
+	if w.len() != 1 || w.retried != 1 || w.refused.count != 0 {
+		t.Fatalf("len %d retried %d refused %d", w.len(), w.retried, w.refused.count)
+	}
+	if !RefusedNotStored.Retried() || RefusedTooLong.Retried() || RefusedNotStored.String() != "not_stored" {
+		t.Fatal(RefusedNotStored.Retried(), RefusedTooLong.Retried(), RefusedNotStored.String())
+	}
+}

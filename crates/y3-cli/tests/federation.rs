@@ -283,6 +283,46 @@ fn lone_node(dir: &Path) -> Node {
     node
 }
 
+/// Connects to the MQTT listener at `addr` as protocol level `level` (4: 3.1.1, 5), publishes
+/// one QoS 1 message on topic "t" and waits for its PUBACK: `Some(reason code)` (0 for 3.1.1,
+/// whose PUBACK has none), or `None` when the connection closed first.
+async fn mqtt_publish_qos1(addr: SocketAddr, level: u8) -> Option<u8> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let props: &[u8] = if level == 5 { &[0] } else { &[] };
+    // CONNECT: "MQTT", level, clean start, keep-alive 60 s, [properties], client id.
+    let mut connect = vec![0, 4, b'M', b'Q', b'T', b'T', level, 0x02, 0, 60];
+    connect.extend_from_slice(props);
+    connect.extend_from_slice(&[0, 1, b'0' + level]);
+    // PUBLISH QoS 1: topic "t", packet id 1, [properties], payload.
+    let mut publish = vec![0, 1, b't', 0, 1];
+    publish.extend_from_slice(props);
+    publish.extend_from_slice(b"reading");
+    for (kind, body) in [(0x10, connect), (0x32, publish)] {
+        tcp.write_all(&[kind, body.len() as u8]).await.unwrap();
+        tcp.write_all(&body).await.unwrap();
+    }
+    // CONNACK, then the PUBACK (or the end of the connection, a DISCONNECT before it).
+    let mut got = Vec::new();
+    let mut buf = [0u8; 256];
+    loop {
+        let read = tokio::time::timeout(Duration::from_secs(40), tcp.read(&mut buf)).await;
+        match read.expect("no PUBACK nor close in 40 s") {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+        // Packets: type byte, one-byte remaining length (all of these are short).
+        let mut at = 0;
+        while at + 2 <= got.len() && at + 2 + usize::from(got[at + 1]) <= got.len() {
+            let (kind, len) = (got[at], usize::from(got[at + 1]));
+            if kind == 0x40 {
+                return Some(if len > 2 { got[at + 4] } else { 0 });
+            }
+            at += 2 + len;
+        }
+    }
+}
+
 /// Routers A, B and C, one per node of the cluster, federated with `durable` tags.
 fn three_routers(dir: &Path, nodes: &[Node], durable: &[u32]) -> (Router, Router, Router) {
     (
@@ -1292,18 +1332,24 @@ fn frames_over_nats_max_payload_are_counted_once_as_too_large() {
 
 /// A durable frame JetStream never stores (here: a NATS server without JetStream) is
 /// counted (`publish_failed`) after the publisher's attempts, and a `DurableSource` waiting
-/// for it is told it was not taken (`no_subscriber`), so it sends it again later, rather than
+/// for it is told it was not stored (`not_stored`), so it sends it again later, rather than
 /// its stored count stopping at that frame for as long as the connection lasts.
 #[test]
 fn a_durable_frame_never_stored_is_sent_again_by_its_durable_source() {
     let dir = temp_dir("nostore");
     let nodes = vec![lone_node(&dir)];
-    let a = Router::start(&dir, &nodes, 0, "a", &[0x62]);
+    let mqtt = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let extra =
+        format!("[mqtt]\nlisten = \"{mqtt}\"\n[[mqtt.publish]]\ntopic = \"t\"\ntag = 0x62\n");
+    let a = Router::start_with(&dir, &nodes, 0, "a", &[0x62], "", &extra);
     let rt = runtime();
     rt.block_on(async {
         wait_for("A connected to NATS", || {
             a.metric("y3_router_federation_connected") == 1
         });
+        // MQTT devices publishing QoS 1 on the durable tag, one per version.
+        let v5 = tokio::spawn(mqtt_publish_qos1(mqtt, 5));
+        let v311 = tokio::spawn(mqtt_publish_qos1(mqtt, 4));
         let mut source = DurableSource::connect(a.options("d")).await.unwrap();
         source.send_data(frame(0x62, "d", 0)).await.unwrap();
         // 20 attempts with pauses of 0.1 to 1 s: about 16 s, then the refusal.
@@ -1319,6 +1365,14 @@ fn a_durable_frame_never_stored_is_sent_again_by_its_durable_source() {
         assert!(
             source.refusals().list().is_empty(),
             "kept, not refused for good"
+        );
+        // MQTT 5 hears the failure in its PUBACK; MQTT 3.1.1, whose PUBACK has no code, is
+        // disconnected with no PUBACK, to send the publish again.
+        assert_eq!(v5.await.unwrap(), Some(0x80), "MQTT 5 PUBACK reason");
+        assert_eq!(
+            v311.await.unwrap(),
+            None,
+            "MQTT 3.1.1: closed, not acknowledged"
         );
     });
     drop((a, nodes));

@@ -103,7 +103,7 @@ impl Receipt for Ticket {
     }
 
     fn not_stored(self: Box<Self>) {
-        self.refused(y3_transport::frame::RefusedReason::NoSubscriber);
+        self.refused(y3_transport::frame::RefusedReason::NotStored);
     }
 
     fn too_large(self: Box<Self>) {

@@ -356,9 +356,10 @@ impl Handshake {
 
 /// Why the router refused one of a client's data frames (a [`Stored`] frame's runs): it
 /// was delivered to no one. For every reason but [`NoSubscriber`](RefusedReason::NoSubscriber)
-/// it was handled for good (the client must not send it again: that would not help); a
-/// frame refused as `no_subscriber` is *not stored*, and a durable client keeps it and
-/// sends it again later ([`RefusedReason::is_retried`]).
+/// and [`NotStored`](RefusedReason::NotStored) it was handled for good (the client must not
+/// send it again: that would not help); a frame refused as `no_subscriber` or `not_stored`
+/// is *not stored*, and a durable client keeps it and sends it again later
+/// ([`RefusedReason::is_retried`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum RefusedReason {
@@ -377,6 +378,10 @@ pub enum RefusedReason {
     /// federation): not stored. A durable client keeps the frame and sends it again with
     /// backoff until a subscriber takes it (or its own window is full).
     NoSubscriber,
+    /// On a durable tag of the federation: JetStream did not store it in the router's
+    /// attempts (NATS unreachable, no quorum). A durable client keeps the frame and sends
+    /// it again with backoff, as for [`NoSubscriber`](RefusedReason::NoSubscriber).
+    NotStored,
     /// A reason this crate does not know.
     Other(u8),
 }
@@ -390,6 +395,7 @@ impl RefusedReason {
             RefusedReason::Loop => 3,
             RefusedReason::MetadataTooLarge => 4,
             RefusedReason::NoSubscriber => 5,
+            RefusedReason::NotStored => 6,
             RefusedReason::Other(b) => b,
         }
     }
@@ -402,6 +408,7 @@ impl RefusedReason {
             3 => RefusedReason::Loop,
             4 => RefusedReason::MetadataTooLarge,
             5 => RefusedReason::NoSubscriber,
+            6 => RefusedReason::NotStored,
             other => RefusedReason::Other(other),
         }
     }
@@ -414,14 +421,16 @@ impl RefusedReason {
             RefusedReason::Loop => "loop",
             RefusedReason::MetadataTooLarge => "metadata_too_large",
             RefusedReason::NoSubscriber => "no_subscriber",
+            RefusedReason::NotStored => "not_stored",
             RefusedReason::Other(_) => "other",
         }
     }
 
     /// Whether a durable client keeps a frame refused for this reason and sends it again
-    /// later (`no_subscriber`: a subscriber may come), rather than forgetting it.
+    /// later (`no_subscriber`: a subscriber may come; `not_stored`: JetStream may come
+    /// back), rather than forgetting it.
     pub const fn is_retried(self) -> bool {
-        matches!(self, RefusedReason::NoSubscriber)
+        matches!(self, RefusedReason::NoSubscriber | RefusedReason::NotStored)
     }
 }
 
@@ -1454,6 +1463,9 @@ mod tests {
         assert_eq!(RefusedReason::from_code(5), RefusedReason::NoSubscriber);
         assert_eq!(RefusedReason::NoSubscriber.kind(), "no_subscriber");
         assert!(RefusedReason::NoSubscriber.is_retried() && !RefusedReason::Loop.is_retried());
+        assert_eq!(RefusedReason::from_code(6), RefusedReason::NotStored);
+        assert_eq!(RefusedReason::NotStored.kind(), "not_stored");
+        assert!(RefusedReason::NotStored.is_retried());
         // Handshake field 32: present only when the client wants acknowledgements.
         let mut h = Handshake::new(ClientType::Source, "s", "id-0");
         let plain = roundtrip(h.clone().into());

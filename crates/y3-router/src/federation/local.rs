@@ -60,8 +60,8 @@ pub(crate) trait Receipt: Send + fmt::Debug + 'static {
     /// The frame is stored.
     fn stored(self: Box<Self>);
 
-    /// JetStream did not store the frame in the publisher's attempts: refused as not taken
-    /// (`no_subscriber`), so the client sends it again later.
+    /// JetStream did not store the frame in the publisher's attempts: refused as
+    /// `not_stored`, so the client sends it again later.
     fn not_stored(self: Box<Self>);
 
     /// The frame is larger than the NATS server takes (`max_payload`): it is refused as

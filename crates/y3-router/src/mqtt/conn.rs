@@ -23,7 +23,7 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
-use y3_transport::frame::{ClientType, GoawayCode, Stored};
+use y3_transport::frame::{ClientType, GoawayCode, RefusedReason, Stored};
 use y3_transport::{Connection, Data, Frame};
 
 use super::broker::Broker;
@@ -630,8 +630,19 @@ impl Conn {
             if stored.count.wrapping_sub(index).wrapping_sub(1) >= 1 << 31 {
                 break;
             }
-            uplink.pending.pop_front();
             let refused = stored.refused.iter().find(|r| r.contains(index));
+            if let (Version::V4, Some(RefusedReason::NotStored)) =
+                (self.version, refused.map(|r| r.reason))
+            {
+                // MQTT 3.1.1's PUBACK says only "received": not sent for a publish that was
+                // not stored. Closing leaves it unacknowledged, for the client to send again.
+                return Err(MqttError::Router(
+                    "a QoS 1 publish was not stored (the federation's JetStream): closing \
+                     unacknowledged, for the client to send it again"
+                        .into(),
+                ));
+            }
+            uplink.pending.pop_front();
             let code = PubAckCode::of_verdict(refused.map(|r| r.reason));
             self.broker.metrics.pubacked(code.outcome(), 1);
             if let Some(run) = refused.filter(|_| !state.refusals_logged) {

@@ -8,7 +8,9 @@
 //!  refused: no_subscriber          0x10 no matching subscribers    no_subscriber
 //!  refused: too_long,              0x83 implementation specific    refused_by_router
 //!           metadata_too_large          error (a limit of the router)
-//!  refused: hop_limit, loop, ...   0x80 unspecified error          refused_by_router
+//!  refused: hop_limit, loop,       0x80 unspecified error          refused_by_router
+//!           not_stored, ...             (MQTT 3.1.1, with no code: not_stored closes the
+//!                                        connection instead, the publish unacknowledged)
 //!  the connection's own checks:
 //!  unmapped topic                  0x90 topic name invalid         (publish_refused_total)
 //!  not permitted by the token      0x87 not authorized             (publish_refused_total)
@@ -98,6 +100,7 @@ mod tests {
         assert_eq!(of(RefusedReason::TooLong), 0x83);
         assert_eq!(of(RefusedReason::Loop), 0x80);
         assert_eq!(of(RefusedReason::HopLimit), 0x80);
+        assert_eq!(of(RefusedReason::NotStored), 0x80);
         assert_eq!(of(RefusedReason::Other(42)), 0x80);
         // Below 0x80 a code is a success (MQTT 5, 2.4): only the no-subscriber one is.
         for r in [
@@ -105,6 +108,7 @@ mod tests {
             RefusedReason::HopLimit,
             RefusedReason::Loop,
             RefusedReason::MetadataTooLarge,
+            RefusedReason::NotStored,
         ] {
             assert!(of(r) >= 0x80, "{r}");
         }
