@@ -767,19 +767,26 @@ struct Gaps {
 
 impl Gaps {
     /// Records `stamp`; returns how many messages before it were missed.
+    #[cfg(test)]
     fn record(&mut self, stamp: &Stamp) -> u64 {
+        self.record_run(stamp, 1)
+    }
+
+    /// Records `frames` (at least one) numbered from `first.seq` on, one message's (a
+    /// batch's frames follow each other); returns how many frames before them were missed.
+    fn record_run(&mut self, first: &Stamp, frames: u64) -> u64 {
+        let last = first.seq + frames.max(1) - 1;
         // Looked up once; the origin is copied only for a publisher not seen before.
-        let Some(entry) = self.last.get_mut(&stamp.origin) else {
-            self.last
-                .insert(stamp.origin.clone(), (stamp.epoch, stamp.seq));
+        let Some(entry) = self.last.get_mut(&first.origin) else {
+            self.last.insert(first.origin.clone(), (first.epoch, last));
             return 0;
         };
-        if entry.0 != stamp.epoch {
-            *entry = (stamp.epoch, stamp.seq);
+        if entry.0 != first.epoch {
+            *entry = (first.epoch, last);
             return 0;
         }
-        let missed = stamp.seq.saturating_sub(entry.1 + 1);
-        entry.1 = entry.1.max(stamp.seq);
+        let missed = first.seq.saturating_sub(entry.1 + 1);
+        entry.1 = entry.1.max(last);
         missed
     }
 
@@ -890,7 +897,7 @@ async fn receive<L: Local>(fed: Arc<Federation>, local: Arc<L>, mut sub: async_n
     let mut cache = local.cache();
     let mut gaps = Gaps::default();
     while let Some(msg) = sub.next().await {
-        let (mut first, frames) = match plain_of(&fed, &msg) {
+        let (first, frames) = match plain_of(&fed, &msg) {
             None => continue,
             Some(wire::Plain::Mark(stamp)) => {
                 fed.metrics.lost(Lost::Gap, gaps.mark(&stamp));
@@ -898,10 +905,11 @@ async fn receive<L: Local>(fed: Arc<Federation>, local: Arc<L>, mut sub: async_n
             }
             Some(wire::Plain::Frames(wire::Frames { first, frames })) => (first, frames),
         };
-        // Each frame of a batch has its own sequence number: gaps are counted per frame.
+        // Each frame of a batch has its own sequence number, the first's and those after it:
+        // frames missed before the batch are counted (within it, none can be).
+        fed.metrics
+            .lost(Lost::Gap, gaps.record_run(&first, frames.len() as u64));
         for data in frames {
-            fed.metrics.lost(Lost::Gap, gaps.record(&first));
-            first.seq += 1;
             if data.hops > local.max_hops() {
                 fed.metrics.lost(Lost::Loop, 1);
                 continue;
@@ -1118,6 +1126,11 @@ mod tests {
         assert_eq!(g.record(&s("b", 1, 1)), 0);
         assert_eq!(g.record(&s("a", 2, 1)), 0); // restarted publisher
         assert_eq!(g.record(&s("a", 2, 2)), 0);
+        // A batch of 4 from 3 on: 3..=6 taken at once; 7 follows, 10 misses 8 and 9.
+        assert_eq!(g.record_run(&s("a", 2, 3), 4), 0);
+        assert_eq!(g.record(&s("a", 2, 7)), 0);
+        assert_eq!(g.record_run(&s("a", 2, 10), 2), 2);
+        assert_eq!(g.record(&s("a", 2, 12)), 0);
     }
 
     #[test]
