@@ -114,8 +114,9 @@ func (s *DurableSource) Refused() uint64 {
 	return n
 }
 
-// Retried is how many times the router answered a frame no_subscriber (nobody took it) so
-// far: each time the frame was kept and written again after a backoff.
+// Retried is how many times the router answered a frame no_subscriber (nobody took it) or
+// not_stored (JetStream did not store it) so far: each time the frame was kept and written
+// again after a backoff.
 func (s *DurableSource) Retried() uint64 { return retriedCount(&s.wmu, &s.win) }
 
 // Refusals lists the first MaxRefusalsKept refused frames, with each one's reason.

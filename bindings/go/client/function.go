@@ -149,8 +149,8 @@ func (f *StreamFunction) Refused() uint64 {
 }
 
 // Retried is how many times the router answered an output of a durable function
-// no_subscriber (nobody took it) so far: each time it was kept and written again after a
-// backoff (0 for a plain function).
+// no_subscriber (nobody took it) or not_stored (JetStream did not store it) so far: each
+// time it was kept and written again after a backoff (0 for a plain function).
 func (f *StreamFunction) Retried() uint64 { return retriedCount(&f.wmu, &f.win) }
 
 // Refusals lists the first MaxRefusalsKept refused outputs, with each one's reason.

@@ -90,7 +90,7 @@ type window struct {
 	written  int            // frames of unacked written on this connection
 	stored   uint32         // the router's last count on this connection
 	resent   uint64         // frames written again on a later connection
-	retried  uint64         // times a frame was answered no_subscriber and kept
+	retried  uint64         // times a frame was answered no_subscriber or not_stored and kept
 	refused  refusals
 }
 
@@ -213,7 +213,7 @@ func (w *window) reconnected() {
 	w.written, w.stored = 0, 0
 }
 
-// retriedCount reads, under mu, how many times a frame was answered no_subscriber and kept.
+// retriedCount reads, under mu, how many times a frame was answered no_subscriber or not_stored and kept.
 func retriedCount(mu *sync.Mutex, w *window) uint64 {
 	mu.Lock()
 	defer mu.Unlock()

@@ -330,9 +330,10 @@ class DurableSource(_Sending):
 
     @property
     def retried(self) -> int:
-        """Times the router answered a frame ``no_subscriber`` so far (nobody subscribed to
-        its tag yet): each time the frame was kept and written again after a backoff (100 ms,
-        doubling to 2 s) until a subscriber took it; such frames are not refused."""
+        """Times the router answered a frame ``no_subscriber`` (nobody subscribed to its
+        tag yet) or ``not_stored`` (the federation's JetStream did not store it) so far: each
+        time the frame was kept and written again after a backoff (100 ms, doubling to 2 s)
+        until it was taken; such frames are not refused."""
         return self._native_or_raise().retried
 
 

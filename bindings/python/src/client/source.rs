@@ -388,8 +388,9 @@ impl NativeSource {
         self.refusals.count()
     }
 
-    /// Times the router answered a durable source's frame `no_subscriber` so far (nobody
-    /// took it): each time the frame was kept and written again after a backoff.
+    /// Times the router answered a durable source's frame `no_subscriber` (nobody took it)
+    /// or `not_stored` (JetStream did not store it) so far: each time the frame was kept and
+    /// written again after a backoff.
     #[getter]
     fn retried(&self) -> u64 {
         self.refusals.retried()

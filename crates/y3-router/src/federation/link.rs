@@ -36,6 +36,10 @@ const MARK_EVERY: Duration = Duration::from_millis(250);
 /// connection, the publisher's or a receiver's, is made good.
 const MARK_ALL_EVERY: u32 = 20;
 
+/// Bytes a plain message takes besides its batch entries, at most: a packed message's stamp
+/// (a 255-byte origin at most) or a batch's headers.
+const MESSAGE_ROOM: usize = 1024;
+
 /// Attempts at storing a durable frame before it is counted as lost.
 const STORE_ATTEMPTS: u32 = 20;
 
@@ -233,6 +237,7 @@ async fn publish(
         fed.progressed();
         // A tag that a router which does not read batches observes: one frame per message.
         let remote = fed.remote.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let max_payload = client.max_payload();
         let mut stored = Vec::new();
         for Queued { data, ticket } in batch.drain(..) {
             let sent = tags.entry(data.tag).or_insert_with(|| Sent {
@@ -276,7 +281,7 @@ async fn publish(
             // Plain: joins the frames of its subject waiting in this round, up to the bound.
             let len = wire::entry_len(&data);
             let at = match open.iter().position(|o| o.tag == data.tag) {
-                Some(at) if open[at].fits(len, &fed.config) => at,
+                Some(at) if open[at].fits(len, &fed.config, max_payload) => at,
                 Some(at) => {
                     let full = open.swap_remove(at);
                     send_plain(&fed, &client, full, sent).await;
@@ -410,12 +415,15 @@ impl Open {
     }
 
     /// Whether a frame of `len` bytes (as an entry) joins this message
-    /// (`federation.batch_frames`, `federation.batch_bytes`; never for a tag that a router
-    /// which does not read batches observes).
-    fn fits(&self, len: usize, config: &super::FederationConfig) -> bool {
-        self.batched
-            && self.frames.len() < config.batch_frames
-            && self.bytes + len <= config.batch_bytes
+    /// (`federation.batch_frames`, `federation.batch_bytes`, and the NATS server's
+    /// `max_payload` less [`MESSAGE_ROOM`], so that frames a server takes one by one are
+    /// never refused together; never for a tag that a router which does not read batches
+    /// observes).
+    fn fits(&self, len: usize, config: &super::FederationConfig, max_payload: usize) -> bool {
+        let bound = config
+            .batch_bytes
+            .min(max_payload.saturating_sub(MESSAGE_ROOM));
+        self.batched && self.frames.len() < config.batch_frames && self.bytes + len <= bound
     }
 }
 
@@ -785,7 +793,7 @@ impl Gaps {
             *entry = (first.epoch, last);
             return 0;
         }
-        let missed = first.seq.saturating_sub(entry.1 + 1);
+        let missed = first.seq.saturating_sub(entry.1.saturating_add(1));
         entry.1 = entry.1.max(last);
         missed
     }

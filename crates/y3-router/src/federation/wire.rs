@@ -310,7 +310,12 @@ pub(crate) fn decode_plain(
     if !payload.is_empty() {
         return Err(Malformed::Mark);
     }
-    stamp(headers).map(Plain::Mark)
+    // As for frames: a sequence number with a successor (a frame's `Y3-Seq` + count fits).
+    let mark = stamp(headers)?;
+    if mark.seq == u64::MAX {
+        return Err(Malformed::Header(SEQ));
+    }
+    Ok(Plain::Mark(mark))
 }
 
 /// The frames of a message on `subject`: one, a batch's (`Y3-Batch`) or a packed
@@ -731,6 +736,10 @@ mod tests {
         let mut bare = HeaderMap::new();
         bare.insert(name(MARK), "1");
         assert_eq!(decode(&bare, b"").unwrap_err(), Malformed::Header(ORIGIN));
+        // A sequence number no frame can carry (a frame's seq + count fits in u64).
+        let mut last = h.clone();
+        last.insert(name(SEQ), u64::MAX.to_string());
+        assert_eq!(decode(&last, b"").unwrap_err(), Malformed::Header(SEQ));
         assert_eq!(
             decode_plain("y3", "y3.x", Some(&h), Bytes::new()).unwrap_err(),
             Malformed::Subject

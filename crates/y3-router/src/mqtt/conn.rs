@@ -561,7 +561,13 @@ impl Conn {
                 },
                 stored = uplink.direct.acks.moved_past(uplink.answered), if waiting => {
                     uplink.answered = stored.count;
-                    self.stored(state, uplink, &stored)?;
+                    if let Some(unacknowledged) = self.stored(state, uplink, &stored)? {
+                        // The PUBACKs before it go out; no will (the client did nothing
+                        // wrong). The publish stays unacknowledged (see `stored`).
+                        self.flush_out().await?;
+                        state.will = None;
+                        return Err(unacknowledged);
+                    }
                 }
                 frame = uplink.conn.reader.next(), if !uplink.gone => match frame {
                     Some(Ok(Frame::Goaway(g))) if g.code == GoawayCode::ShuttingDown => {
@@ -618,13 +624,16 @@ impl Conn {
         Ok(())
     }
 
-    /// The router handled frames up to `stored.count`: PUBACK their QoS 1 publishes.
+    /// The router handled frames up to `stored.count`: PUBACK their QoS 1 publishes. An MQTT
+    /// 3.1.1 publish refused as `not_stored` stops there: its PUBACK could only say
+    /// "received", so the connection is to be closed with it unacknowledged (the error
+    /// returned), for a client with a persistent session to send it again (`docs/mqtt.md`).
     fn stored(
         &mut self,
         state: &mut Loop,
         uplink: &mut Uplink,
         stored: &Stored,
-    ) -> Result<(), MqttError> {
+    ) -> Result<Option<MqttError>, MqttError> {
         while let Some(&(index, pkid)) = uplink.pending.front() {
             // index < count, modulo 2^32.
             if stored.count.wrapping_sub(index).wrapping_sub(1) >= 1 << 31 {
@@ -634,13 +643,11 @@ impl Conn {
             if let (Version::V4, Some(RefusedReason::NotStored)) =
                 (self.version, refused.map(|r| r.reason))
             {
-                // MQTT 3.1.1's PUBACK says only "received": not sent for a publish that was
-                // not stored. Closing leaves it unacknowledged, for the client to send again.
-                return Err(MqttError::Router(
+                return Ok(Some(MqttError::Router(
                     "a QoS 1 publish was not stored (the federation's JetStream): closing \
-                     unacknowledged, for the client to send it again"
+                     with it unacknowledged"
                         .into(),
-                ));
+                )));
             }
             uplink.pending.pop_front();
             let code = PubAckCode::of_verdict(refused.map(|r| r.reason));
@@ -654,7 +661,7 @@ impl Conn {
         state
             .awaiting
             .store(uplink.pending.len() as u64, Ordering::Relaxed);
-        Ok(())
+        Ok(None)
     }
 
     /// Acts on one packet; `true` after DISCONNECT without a will.

@@ -164,8 +164,9 @@ impl DurableSource {
         lock(&self.state).window.refusals.count()
     }
 
-    /// Times the router answered a frame `no_subscriber` (nobody took it) so far: each
-    /// time the frame was kept and sent again after a backoff.
+    /// Times the router answered a frame `no_subscriber` (nobody took it) or `not_stored`
+    /// (JetStream did not store it) so far: each time the frame was kept and sent again
+    /// after a backoff.
     pub fn retried(&self) -> u64 {
         lock(&self.state).window.refusals.retried()
     }

@@ -52,7 +52,7 @@ pub struct Refused {
 
 #[derive(Debug, Default)]
 struct RefusalLog {
-    /// Frames the router answered `no_subscriber`: kept and sent again.
+    /// Frames the router answered `no_subscriber` or `not_stored`: kept and sent again.
     retried: u64,
     count: u64,
     by_reason: Vec<(RefusedReason, u64)>,
@@ -78,8 +78,9 @@ impl Refusals {
         self.lock().count
     }
 
-    /// Times the router answered a frame `no_subscriber` so far (nobody took it): each
-    /// time the frame was kept and sent again after a backoff.
+    /// Times the router answered a frame `no_subscriber` (nobody took it) or `not_stored`
+    /// (JetStream did not store it) so far: each time the frame was kept and sent again
+    /// after a backoff ([`RefusedReason::is_retried`]).
     pub fn retried(&self) -> u64 {
         self.lock().retried
     }
@@ -157,7 +158,7 @@ impl Refusals {
 #[derive(Debug)]
 struct Kept {
     data: Data,
-    /// Times the router answered it `no_subscriber`.
+    /// Times the router answered it `no_subscriber` or `not_stored`.
     retries: u32,
 }
 
