@@ -783,37 +783,32 @@ impl Gaps {
     /// Records `frames` (at least one) numbered from `first.seq` on, one message's (a
     /// batch's frames follow each other); returns how many frames before them were missed.
     fn record_run(&mut self, first: &Stamp, frames: u64) -> u64 {
-        let last = first.seq + frames.max(1) - 1;
-        // Looked up once; the origin is copied only for a publisher not seen before.
-        let Some(entry) = self.last.get_mut(&first.origin) else {
-            self.last.insert(first.origin.clone(), (first.epoch, last));
-            return 0;
-        };
-        if entry.0 != first.epoch {
-            *entry = (first.epoch, last);
-            return 0;
-        }
-        let missed = first.seq.saturating_sub(entry.1.saturating_add(1));
-        entry.1 = entry.1.max(last);
-        missed
+        self.reach(first, first.seq, first.seq + frames.max(1) - 1)
     }
 
     /// Records a mark (`stamp.seq`: the publisher's last frame); returns how many frames
-    /// up to it were missed. A publisher not heard from before (or of a new epoch) starts
-    /// its count there.
+    /// up to it were missed.
     fn mark(&mut self, stamp: &Stamp) -> u64 {
-        match self.last.get_mut(&stamp.origin) {
-            Some(entry) if entry.0 == stamp.epoch => {
-                let missed = stamp.seq.saturating_sub(entry.1);
-                entry.1 = entry.1.max(stamp.seq);
-                missed
-            }
-            _ => {
-                self.last
-                    .insert(stamp.origin.clone(), (stamp.epoch, stamp.seq));
-                0
-            }
+        self.reach(stamp, stamp.seq.saturating_add(1), stamp.seq)
+    }
+
+    /// The one rule of both: `stamp`'s publisher (origin, epoch) sent up to `last`, and
+    /// what arrived now starts at `from` (`last` + 1 for a mark: nothing); the frames
+    /// between the last one heard and `from` were missed. A publisher not heard from before
+    /// (or of a new epoch) starts its count here.
+    fn reach(&mut self, stamp: &Stamp, from: u64, last: u64) -> u64 {
+        // Looked up once; the origin is copied only for a publisher not seen before.
+        let Some(entry) = self.last.get_mut(&stamp.origin) else {
+            self.last.insert(stamp.origin.clone(), (stamp.epoch, last));
+            return 0;
+        };
+        if entry.0 != stamp.epoch {
+            *entry = (stamp.epoch, last);
+            return 0;
         }
+        let missed = from.saturating_sub(entry.1.saturating_add(1));
+        entry.1 = entry.1.max(last);
+        missed
     }
 }
 
