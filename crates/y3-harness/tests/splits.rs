@@ -78,3 +78,34 @@ fn values_nodes_and_packets_read_alike_in_every_split() {
     agrees_in_every_split(small, &[1, 3], &hex!("02 82 00 00 00 81 03 03 01 07"));
     agrees_in_every_split(Config::DEFAULT, &[1, 3], &hex!("81 04 02 01 00 03 05 00"));
 }
+
+/// The stream loop's case (a child of a top-level node, the node longer than a chunk):
+/// a 63-child packet (every value shape of the published report) and a second packet after
+/// it, every child as the path, in chunks of 1 to 9 bytes, against the general machine.
+#[test]
+fn a_child_of_a_long_node_reads_alike_in_chunks_of_every_size() {
+    use y3::{Item, Value};
+    let value = |k: u32| match k % 7 {
+        0 => Value::Str("a".into()),
+        1 => Value::I32(-65),
+        2 => Value::U32(128),
+        3 => Value::I64(-1),
+        4 => Value::U64(u64::MAX),
+        5 => Value::F32(0.25),
+        _ => Value::Bytes(vec![7; k as usize]),
+    };
+    let node = |n: u32| Item::node(0, (1..=n).map(|k| Item::new(k, value(k))).collect());
+    let mut input = node(63).to_vec(Dialect::Golang).unwrap();
+    input.extend(node(3).to_vec(Dialect::Golang).unwrap());
+    for key in [1, 2, 3, 7, 31, 32, 62, 63, 64] {
+        let observer = Observer::new(Config::DEFAULT, &[&[0, key]]).unwrap();
+        let reference = observer.clone().without_skip_runs();
+        for size in 1..=9 {
+            assert_eq!(
+                trace_chunks(&mut observer.clone(), input.chunks(size)),
+                trace_chunks(&mut reference.clone(), input.chunks(size)),
+                "key {key}, {size}-byte chunks"
+            );
+        }
+    }
+}

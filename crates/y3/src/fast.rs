@@ -207,8 +207,9 @@ pub(crate) fn walk_loop(
 /// in straight-line code: the first packet is node `outer`, and a child `inner` with a
 /// one-group length lies in it, both headers read as [`walk`]'s loop reads them
 /// (`tag::keyed_at`: `short_at` for one key). It makes the checks that loop makes on the
-/// same headers and answers what it would; `None` (nothing decided) sends every other input
-/// to the loop, which starts over. Only call it where `limit >= 63`. On an answer,
+/// same headers and answers what it would (giving up, [`Fast::Bail`], where the loop gives
+/// up at that first header); `None` (nothing decided) sends every other input to the loop,
+/// which starts over. Only call it where `limit >= 63`. On an answer,
 /// `outer_end` is where the first packet ends (the `ends[0]` of [`walk`]).
 #[inline(always)]
 pub(crate) fn first_child(
@@ -224,7 +225,9 @@ pub(crate) fn first_child(
     let node = keyed_at::<true, true>(input, 0, outer, limit)?;
     let end = node.next();
     if max_depth <= 1 || end > input.len() {
-        return None;
+        // The loop would give up at this header too (no room in depth, or a packet that
+        // runs past the input: chunked input, the observer's stream loop).
+        return Some(Fast::Bail);
     }
     let off = skip::run(&input[..end], node.start, inner);
     // The child the run stopped at: key `inner`, a one-group length (the run stops at a

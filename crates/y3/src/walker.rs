@@ -16,10 +16,11 @@
 //!
 //! One path (`get`, the observer's fast feed) is `fast::walk_loop`: this loop written out
 //! for one path, kept by hand because the instantiation measured one instruction more (see
-//! there). The observer's chunk loop (`observer/chunk.rs`) walks over the same leaves: the
-//! skip run (`skip::run_by`) and the header reading (`tag::short_at::<true>`, a chunk, where
-//! this walk takes `short_at::<false>`, a whole buffer); its levels and the value in
-//! progress are state that crosses chunk boundaries, kept in the observer.
+//! there). The observer's chunk loops (`observer/chunk.rs`, and `observer/stream.rs` for a
+//! two-key path inside the node it leaves pending) walk over the same leaves: the skip run
+//! (`skip::run_by`) and the header reading (`tag::short_at::<true>`, a chunk, where this
+//! walk takes `short_at::<false>`, a whole buffer); its levels and the value in progress
+//! are state that crosses chunk boundaries, kept in the observer.
 //!
 //! The walk never decides anything the [`Observer`](crate::Observer) would decide
 //! differently: every check the observer makes on these headers is made here too (tag byte,

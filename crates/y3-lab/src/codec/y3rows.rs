@@ -107,12 +107,12 @@ fn stream7(ds: &Dataset) -> Result<Prepared> {
         move |buf: &[u8]| {
             obs.reset();
             for chunk in buf.chunks(7) {
-                match obs.feed(chunk) {
-                    Ok(fed) => {
-                        if let Some(v) = fed.observed {
-                            return expected.read_y3(&v);
-                        }
-                    }
+                // Read in place, as `observe` does.
+                match &obs.feed(chunk) {
+                    Ok(Fed {
+                        observed: Some(v), ..
+                    }) => return expected.read_y3(v),
+                    Ok(_) => {}
                     Err(_) => return Scalar::Missing,
                 }
             }

@@ -18,7 +18,7 @@
 //! ```
 
 use super::levels::Action;
-use super::{Hit, Observer, State};
+use super::{Hit, Observer, State, Taking};
 use crate::skip;
 use crate::tag::{byte_is_invalid, short_at, split_short, Head, Header, Short, Tag};
 
@@ -51,17 +51,17 @@ impl Observer {
                 // `left <= len`, a usize; the loop closes the nodes that end with the value.
                 left as usize
             }
-            (State::Take { end, sub, tag }, _) => {
+            (State::Take(taking), _) => {
                 // The rest of a taken value that straddles chunks (`step_take`).
-                let left = end - base;
+                let left = taking.end - base;
                 if left > len as u64 {
                     self.assembled.extend_from_slice(input);
                     return Inside::Done;
                 }
                 // `left <= len`, a usize.
                 let left = left as usize;
-                self.complete_take(input, 0, left, end, sub, tag);
-                self.pos = end;
+                self.complete_take(input, 0, left, &taking);
+                self.pos = taking.end;
                 return Inside::Found(left);
             }
             (State::Head, 1) => {
@@ -226,11 +226,12 @@ impl Observer {
         // Straddles chunks: keep what arrived (never reserving from the length).
         self.assembled.clear();
         self.assembled.extend_from_slice(&input[h.start..]);
-        self.state = State::Take {
+        self.state = State::Take(Taking {
             end: base + next as u64,
             sub,
             tag,
-        };
+            head_len: h.head_len as u8,
+        });
         Inside::Done
     }
 
@@ -301,7 +302,7 @@ impl Observer {
                 self.state = State::Head;
                 self.after_value(end);
             }
-            State::Take { .. } => return Some(0),
+            State::Take(_) => return Some(0),
         }
         if self.hlen != 0 {
             off = self.skim_split_header(input)?;

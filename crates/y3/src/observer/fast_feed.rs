@@ -2,7 +2,7 @@
 //! turned into the state the general walk would have reached, and the nodes it entered
 //! opened only if more input arrives.
 
-use super::{Fed, Observed, Observer};
+use super::{CatchUp, Fed, Observed, Observer};
 use crate::fast::{self, Fast};
 use crate::Packet;
 
@@ -74,7 +74,7 @@ impl Observer {
                 if depth > 1 && self.ends[0] != end {
                     self.pending = depth - 1;
                     self.pending_base = self.pos;
-                    self.catch_up = true;
+                    self.catch_up = CatchUp::Open;
                 }
                 self.pos += end as u64;
                 let packet = Packet::from_parts(

@@ -21,10 +21,12 @@
 //! The machine is split by job: this file holds the state that crosses a chunk boundary
 //! (the levels, the state of the value in progress, a split header, the subscriptions) and
 //! the entry points; [`levels`] what a header decides and the nodes it opens and closes;
-//! [`chunk`] the chunk loop that serves most of chunked input; [`walk`] the general walk,
-//! one header at a time through [`Header::parse`](crate::tag::Header::parse); [`fast_feed`]
-//! the complete-buffer fast path's answer committed to this state. Every tag and length
-//! byte is read by the header grammar of `tag.rs`.
+//! [`chunk`] the chunk loop that serves most of chunked input; [`stream`] the same loop for
+//! a two-key path inside the node it leaves pending (the usual subscription, chunked);
+//! [`walk`] the general walk, one header at a time through
+//! [`Header::parse`](crate::tag::Header::parse); [`fast_feed`] the complete-buffer fast
+//! path's answer committed to this state. Every tag and length byte is read by the header
+//! grammar of `tag.rs`.
 
 use alloc::vec::Vec;
 
@@ -35,6 +37,7 @@ use crate::{Config, DecodeError, Packet, Tag};
 mod chunk;
 mod fast_feed;
 mod levels;
+mod stream;
 #[cfg(test)]
 mod tests;
 mod walk;
@@ -136,8 +139,18 @@ enum State {
     Head,
     /// Counting a skipped value down until the stream offset reaches `end`.
     Skip { end: u64 },
-    /// Assembling a taken value that straddles chunks, until offset `end`.
-    Take { end: u64, sub: usize, tag: Tag },
+    /// Assembling a taken value that straddles chunks.
+    Take(Taking),
+}
+
+/// A taken value that straddles chunks: its subscription, its tag and header length, and
+/// the stream offset where it ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Taking {
+    end: u64,
+    sub: usize,
+    tag: Tag,
+    head_len: u8,
 }
 
 /// What one call to [`Observer::feed`] did.
@@ -219,9 +232,8 @@ pub struct Observer {
     hlen: usize,
     assembled: Vec<u8>,
     /// Work left for the next `feed` before it walks (so that the value just handed out
-    /// stays valid and a one-shot decode does not pay for it): clear the buffer of an
-    /// assembled value, open the levels the fast path deferred (`pending`).
-    catch_up: bool,
+    /// stays valid and a one-shot decode does not pay for it), or the stream loop's turn.
+    catch_up: CatchUp,
     started: u64,
     /// Where the value the general walk last completed lies (see
     /// [`Progress::found`](walk::Progress::found)).
@@ -236,9 +248,25 @@ pub struct Observer {
     pending_base: u64,
     /// Where the nodes the fast path entered end, outermost first (`ends[..pending]`).
     ends: [usize; MAX_PATH_DEPTH],
+    /// The second key of a two-key path where `pair` is set: the key the stream loop
+    /// (`stream.rs`) looks for.
+    stream_key: u32,
     /// The general walk ran since the last `reset` (which then restores what only the walk
     /// changes: the levels, the state, a split header, the assembled value).
     walked: bool,
+}
+
+/// What the next `feed` does before it walks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CatchUp {
+    /// Nothing: it may take the fast path.
+    No,
+    /// Clear the buffer of an assembled value, open the levels the fast path deferred
+    /// (`pending`).
+    Open,
+    /// Go on with the stream loop (`stream.rs`) in the node it left pending (`pending` 1):
+    /// `state`, `hlen` and `assembled` are the value or header in progress inside it.
+    Stream,
 }
 
 /// A value completed by the general walk, described by where it lies: `feed` (inlined
@@ -356,12 +384,13 @@ impl Observer {
             hbuf: [0; MAX_HEADER_LEN],
             hlen: 0,
             assembled: Vec::new(),
-            catch_up: false,
+            catch_up: CatchUp::No,
             started: 0,
             hit: NO_HIT,
             pending: 0,
             pending_base: 0,
             ends: [0; MAX_PATH_DEPTH],
+            stream_key: u32::MAX,
             walked: true,
         };
         observer.top = observer.level(u64::MAX, all, 0);
@@ -411,6 +440,7 @@ impl Observer {
             Some(p) if self.fast && self.run && p.len == 2 => Some((p.ids[0], p.ids[1])),
             _ => None,
         };
+        self.stream_key = self.pair.map_or(u32::MAX, |(_, inner)| inner);
     }
 
     /// Forgets all stream state, keeping the subscriptions and buffers, so that one observer
@@ -427,7 +457,7 @@ impl Observer {
             self.assembled.clear();
         }
         self.pos = 0;
-        self.catch_up = false;
+        self.catch_up = CatchUp::No;
         self.started = 0;
         self.pending = 0;
     }
@@ -495,16 +525,30 @@ impl Observer {
         // the caller; everything else (and whatever it gives up on) is the general walk.
         // `parents` before the per-call state: a chunk inside a node (most chunks of chunked
         // input) leaves at once.
-        if self.fast
+        // `catch_up` first: the stream loop's chunks (inside the node it left pending)
+        // leave at once.
+        if self.catch_up == CatchUp::No
+            && self.fast
             && self.parents.is_empty()
-            && !self.catch_up
             && self.state == State::Head
             && self.hlen == 0
-            && first_may_fit(input)
         {
-            if let Some(fed) = self.feed_fast(input) {
-                return Ok(fed);
+            if first_may_fit(input) {
+                if let Some(fed) = self.feed_fast(input) {
+                    return Ok(fed);
+                }
             }
+            if let Some((outer, inner)) = self.pair {
+                // Where the first packet runs past the input, its node's children are the
+                // stream loop's (`stream.rs`).
+                if let Some(off) = self.stream_start(input, outer) {
+                    let streamed = self.stream_children(input, self.pos, off, inner);
+                    return self.streamed(input, streamed);
+                }
+            }
+        } else if self.catch_up == CatchUp::Stream {
+            let streamed = self.feed_stream(input, self.stream_key);
+            return self.streamed(input, streamed);
         }
         self.feed_general(input)
     }
@@ -535,9 +579,9 @@ impl Observer {
     #[inline(always)]
     fn feed_general<'a>(&'a mut self, input: &'a [u8]) -> Result<Fed<'a>, DecodeError> {
         self.walked = true;
-        if self.catch_up {
+        if self.catch_up != CatchUp::No {
             self.assembled.clear();
-            self.catch_up = false;
+            self.catch_up = CatchUp::No;
             if self.pending != 0 {
                 self.open_pending();
             }
@@ -564,6 +608,12 @@ impl Observer {
                 None => return Ok(self.consumed_all(input)),
             },
         };
+        self.walk_fed(input, off)
+    }
+
+    /// The general walk from `input[off..]` (the state committed up to it), and its [`Fed`].
+    #[inline(always)]
+    fn walk_fed<'a>(&'a mut self, input: &'a [u8], off: usize) -> Result<Fed<'a>, DecodeError> {
         let progress = self.walk(input, off)?;
         let observed = if progress.found {
             Some(self.observed(input))
@@ -624,7 +674,7 @@ impl Observer {
             _ if self.pending != 0 => self.pending_base + self.ends[0] as u64,
             (2.., _) => self.parents.get(1).end,
             (1, _) => self.cur.end,
-            (_, State::Skip { end } | State::Take { end, .. }) => end,
+            (_, State::Skip { end } | State::Take(Taking { end, .. })) => end,
             (_, State::Head) => self.pos + 1,
         };
         Err(DecodeError::UnexpectedEnd {

@@ -3,9 +3,9 @@
 //! loop and the fast path answer only where they would answer the same.
 
 use super::levels::Action;
-use super::{Hit, Observer, State};
+use super::{CatchUp, Hit, Observer, State, Taking};
 use crate::tag::{Header, MAX_HEADER_LEN};
-use crate::{DecodeError, Tag};
+use crate::DecodeError;
 
 /// What one run of the general walk did: consumed `consumed` bytes and, when `found`,
 /// completed the value described by `Observer::hit`.
@@ -23,7 +23,7 @@ impl Observer {
             let step = match self.state {
                 State::Head => self.step_head(input, off),
                 State::Skip { end } => self.step_skip(input, off, end),
-                State::Take { end, sub, tag } => self.step_take(input, off, end, sub, tag),
+                State::Take(taking) => self.step_take(input, off, &taking),
             };
             match step {
                 Step::Next(at) => off = at,
@@ -102,11 +102,12 @@ impl Observer {
                 // (it is already bounded by `max_packet_len`, but the bytes may never come).
                 self.assembled.clear();
                 self.assembled.extend_from_slice(&input[off..]);
-                self.state = State::Take {
+                self.state = State::Take(Taking {
                     end: body_end,
                     sub,
                     tag: h.tag,
-                };
+                    head_len: h.head_len as u8,
+                });
                 // The rest of the value is still to come: nothing more to do here.
                 Step::More(input.len())
             }
@@ -197,17 +198,17 @@ impl Observer {
     /// `State::Take`: gather the rest of an observed value that straddles chunks; the
     /// value is whole once its last byte arrives.
     #[inline(always)]
-    fn step_take(&mut self, input: &[u8], mut off: usize, end: u64, sub: usize, tag: Tag) -> Step {
+    fn step_take(&mut self, input: &[u8], mut off: usize, taking: &Taking) -> Step {
         let here = self.pos + off as u64;
         let avail = input.len() - off;
-        let left = end - here;
+        let left = taking.end - here;
         if left > avail as u64 {
             self.assembled.extend_from_slice(&input[off..]);
             return Step::More(input.len());
         }
         // `left <= avail`, which is a usize.
         let left = left as usize;
-        self.complete_take(input, off, left, end, sub, tag);
+        self.complete_take(input, off, left, taking);
         off += left;
         self.pos += off as u64;
         Step::Found(off)
@@ -218,36 +219,28 @@ impl Observer {
     /// of it arrived before (its header ended with the previous chunk), else the rest is
     /// appended to the assembled bytes.
     #[inline(always)]
-    pub(super) fn complete_take(
-        &mut self,
-        input: &[u8],
-        off: usize,
-        left: usize,
-        end: u64,
-        sub: usize,
-        tag: Tag,
-    ) {
+    pub(super) fn complete_take(&mut self, input: &[u8], off: usize, left: usize, taking: &Taking) {
         let depth = self.parents.len() as u32 + 1;
         let assembled = !self.assembled.is_empty();
         let (start, len) = if assembled {
             self.assembled.extend_from_slice(&input[off..off + left]);
             // The next feed clears the buffer (the value handed out borrows it until then).
-            self.catch_up = true;
+            self.catch_up = CatchUp::Open;
             (0, self.assembled.len())
         } else {
             (off, left)
         };
         self.hit = Hit {
-            sub,
-            tag,
+            sub: taking.sub,
+            tag: taking.tag,
             start,
             len,
-            head_len: Header::encoded_len(tag, len, self.config.dialect),
+            head_len: taking.head_len as usize,
             depth,
             assembled,
         };
         self.state = State::Head;
-        self.after_value(end);
+        self.after_value(taking.end);
     }
 
     /// Checks a header that starts at stream offset `start` against the current node and
