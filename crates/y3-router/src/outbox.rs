@@ -554,13 +554,22 @@ impl Outbox {
                 return Attempt::Done(Pushed::Closed);
             }
         }
-        if empty && at > inner.idle_since {
-            inner.idle_since = at;
-            inner.overdue = at.checked_add(self.write_deadline);
-        }
         if empty {
-            // (No clock read per frame: the frame's read time, on the runtime's clock.)
-            inner.progress = inner.progress.max(tokio::time::Instant::from_std(at));
+            if at > inner.idle_since {
+                // Frames wait for it from this one's read time (no clock read per frame).
+                inner.idle_since = at;
+                inner.overdue = at.checked_add(self.write_deadline);
+                inner.progress = inner.progress.max(tokio::time::Instant::from_std(at));
+            } else {
+                // Read before the subscriber's last batch and pushed only now (its
+                // publisher was held meanwhile): frames wait for it from now, not from that
+                // batch, or a reader that kept up would look stalled the moment its queue
+                // filled (and be evicted).
+                let now = Instant::now();
+                inner.idle_since = now;
+                inner.overdue = now.checked_add(self.write_deadline);
+                inner.progress = tokio::time::Instant::now();
+            }
         }
         let before = inner.queue.len();
         let mut tags = Vec::new();
@@ -818,6 +827,31 @@ mod tests {
         assert_eq!(out.len(), 2);
         assert_eq!(pusher.await.unwrap(), Pushed::Queued);
         assert_eq!(outbox.depth(), 1);
+    }
+
+    /// A frame read before the subscriber's last batch and pushed long after it (its
+    /// publisher was held elsewhere meanwhile) starts the subscriber's clock when it lands in
+    /// the empty queue: a queue it fills holds the publisher for the block timeout, not
+    /// "since that batch" (at once), which stalled a reader that kept up and evicted it
+    /// past the overdraft.
+    #[tokio::test(start_paused = true)]
+    async fn a_queue_filled_after_a_hold_elsewhere_holds_its_publisher_the_whole_timeout() {
+        let outbox = Outbox::new(&config(2, Policy::Block, 100), Arc::new(Metrics::new()));
+        let read = Instant::now();
+        assert_eq!(outbox.push(data(1), read).await, Pushed::Queued);
+        let mut out = Vec::new();
+        assert!(outbox.pop_batch(&mut out, 10).await);
+        // The publisher is held by another subscriber for longer than the block timeout.
+        tokio::time::advance(Duration::from_millis(150)).await;
+        assert_eq!(outbox.push(data(2), read).await, Pushed::Queued);
+        assert_eq!(outbox.push(data(3), read).await, Pushed::Queued);
+        let held = tokio::time::Instant::now();
+        assert_eq!(outbox.push(data(4), read).await, Pushed::Queued);
+        assert_eq!(
+            held.elapsed(),
+            Duration::from_millis(100),
+            "held for the timeout, not stalled at once"
+        );
     }
 
     /// Past its budget, a subscriber that takes nothing holds a publisher for the block

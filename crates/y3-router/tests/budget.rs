@@ -143,18 +143,15 @@ async fn fifty_non_readers_cannot_take_a_healthy_block_streams_frames() {
 
 /// 50 subscribers of one tag that stop reading at once hold their publisher once, for
 /// about the block timeout, not 50 times (the probe before: ~12 s). A healthy subscriber of
-/// the same tag gets every frame; the stuck ones are evicted. The block timeout is 1 s here
-/// (default 250 ms): in one fresh-clone run of the test command (background compiles on 2
-/// cores) the healthy reader's connection ended mid-stream, most likely evicted after
-/// falling a queue behind for 250 ms; 18 runs here, 10 of them beside two busy loops, passed.
+/// the same tag gets every frame; the stuck ones are evicted. (On a loaded machine the
+/// healthy one was once evicted with them: frames read before the hold landed in its empty
+/// queue after it, and its clock ran from its last batch, so the queue they filled counted
+/// as stalled at once; `outbox.rs`'s
+/// `a_queue_filled_after_a_hold_elsewhere_holds_its_publisher_the_whole_timeout`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_stuck_on_one_tag_stall_their_publisher_once() {
     let _serial = SERIAL.lock().await;
-    let router = router(|c| {
-        c.queue.max_bytes = 64 * KIB;
-        c.queue.block_timeout_ms = 1_000;
-    })
-    .await;
+    let router = router(|c| c.queue.max_bytes = 64 * KIB).await;
     let tag = 0xb0;
     // Over in-memory pipes (256 KiB each): what they do not take stays in the router.
     let mut stuck = Vec::new();
@@ -194,9 +191,9 @@ async fn fifty_stuck_on_one_tag_stall_their_publisher_once() {
          {evictions} evicted"
     );
     assert_eq!(evictions, 50);
-    // One block timeout (1 s), however loaded the machine; 50 of them would be 50 s.
+    // One block timeout (250 ms), however loaded the machine; 50 of them would be 12.5 s.
     assert!(
-        longest < Duration::from_millis(5_000),
+        longest < Duration::from_millis(2_000),
         "held once, not per subscriber: {longest:?}"
     );
     let stats = router.stats();
