@@ -425,7 +425,7 @@ pub enum Over {
 }
 
 /// The codec targets of the issue.
-pub const CODEC_TARGETS: [(Over, RatioTarget); 5] = [
+pub const CODEC_TARGETS: [(Over, RatioTarget); 6] = [
     (
         Over::Case("C63-K32"),
         RatioTarget {
@@ -479,6 +479,17 @@ pub const CODEC_TARGETS: [(Over, RatioTarget); 5] = [
             base: "y3-stream7",
             ratio: ns_ratio,
             bound: at_most(STREAM7_BOUND),
+        },
+    ),
+    (
+        Over::EveryCase,
+        RatioTarget {
+            name: "every case: y3-stream7 / y3-stream7-floor (highest)",
+            column: "",
+            y3: "y3-stream7-floor",
+            base: "y3-stream7",
+            ratio: ns_ratio,
+            bound: at_most(STREAM7_FLOOR_BOUND),
         },
     ),
 ];
@@ -673,6 +684,10 @@ fn codec_parallel_table(r: &Results) -> Table {
 /// Issue 14's streaming bound: `y3-stream7` within this many times `y3-observe`.
 const STREAM7_BOUND: f64 = 1.5;
 
+/// Issue 30's streaming bound, on the floor the lab measures: `y3-stream7` within this
+/// many times `y3-stream7-floor`.
+const STREAM7_FLOOR_BOUND: f64 = 1.5;
+
 /// A row's serial ns/op on a case in ascending order.
 fn serial_ns(r: &Results, case: &str, imp: &str) -> Option<f64> {
     get(r, case, "ascending", imp, "serial").map(|x| x.value(Metric::NsPerOp))
@@ -711,6 +726,12 @@ fn stream7_floor_table(r: &Results) -> Option<Table> {
         "over",
         "`y3-stream7-floor` ÷ `y3-observe`",
         &|c| Some(value(c, "y3-stream7-floor")? / value(c, "y3-observe")?),
+        ratio,
+    );
+    line(
+        "to-floor",
+        &format!("`y3-stream7` ÷ `y3-stream7-floor` (bound {STREAM7_FLOOR_BOUND})"),
+        &|c| Some(value(c, "y3-stream7")? / value(c, "y3-stream7-floor")?),
         ratio,
     );
     Some(t)
@@ -1421,14 +1442,21 @@ mod tests {
 
     #[test]
     fn targets_are_checked_with_shortfalls() {
-        let t = codec_targets(&results());
-        assert_eq!(t.len(), 5);
+        let mut r = results();
+        for c in case_names() {
+            r.records
+                .push(rec("y3-stream7-floor", &c, "ascending", Mode::Serial, 13.0));
+        }
+        let t = codec_targets(&r);
+        assert_eq!(t.len(), 6);
         assert_eq!((t[0].met, t[0].measured.as_str()), (Some(true), "20×"));
         // 500 / 20 = 25× against 30×: missed by 17%.
         assert_eq!(t[1].met, Some(false));
         assert!(t[1].shortfall.contains("17%"), "{}", t[1].shortfall);
         assert_eq!(t[2].met, Some(true));
         assert_eq!(t[4].met, Some(true));
+        // 26 / 13 = 2× against 1.5× (issue 30's bound on the floor).
+        assert_eq!((t[5].met, t[5].measured.as_str()), (Some(false), "2.0×"));
         let empty = codec_targets(&Results::default());
         assert!(empty.iter().all(|t| t.met.is_none()));
     }
