@@ -218,7 +218,7 @@ fn accessors(packet: &Packet<'_>) {
 }
 
 /// One value an observer handed out.
-type Seen = (usize, Tag, Vec<u8>, u32);
+type Seen = (usize, Tag, Vec<u8>, u32, usize);
 
 /// What one observer run saw: the values in order and how the stream ended.
 #[derive(Debug, PartialEq)]
@@ -230,7 +230,13 @@ struct Run {
 }
 
 fn seen(v: &y3::Observed<'_>) -> Seen {
-    (v.sub, v.tag(), v.value().to_vec(), v.depth())
+    (
+        v.sub,
+        v.tag(),
+        v.value().to_vec(),
+        v.depth(),
+        v.encoded_len(),
+    )
 }
 
 /// Feeds `chunks` through `observer` with a hand-written `feed` loop, checking what every

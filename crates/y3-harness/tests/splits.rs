@@ -79,24 +79,25 @@ fn values_nodes_and_packets_read_alike_in_every_split() {
     agrees_in_every_split(Config::DEFAULT, &[1, 3], &hex!("81 04 02 01 00 03 05 00"));
 }
 
-/// The stream loop's case (a child of a top-level node, the node longer than a chunk):
-/// a 63-child packet (every value shape of the published report) and a second packet after
-/// it, every child as the path, in chunks of 1 to 9 bytes, against the general machine.
+/// The benches' C{n} packets (`crates/y3/benches/common/data.rs`).
+#[path = "../../y3/benches/common/data.rs"]
+mod data;
+
+/// The stream loop's case (a child of a top-level node, the node longer than a chunk): the
+/// C63 packet, then a packet of values longer than any chunk (taken across several) ending
+/// its node, then C3, every child as the path, in chunks of 1 to 9 bytes, against the
+/// general machine.
 #[test]
 fn a_child_of_a_long_node_reads_alike_in_chunks_of_every_size() {
     use y3::{Item, Value};
-    let value = |k: u32| match k % 7 {
-        0 => Value::Str("a".into()),
-        1 => Value::I32(-65),
-        2 => Value::U32(128),
-        3 => Value::I64(-1),
-        4 => Value::U64(u64::MAX),
-        5 => Value::F32(0.25),
-        _ => Value::Bytes(vec![7; k as usize]),
-    };
-    let node = |n: u32| Item::node(0, (1..=n).map(|k| Item::new(k, value(k))).collect());
-    let mut input = node(63).to_vec(Dialect::Golang).unwrap();
-    input.extend(node(3).to_vec(Dialect::Golang).unwrap());
+    let long = (1..=3).map(|k| Item::new(k, Value::Bytes(vec![7; 20 * k as usize])));
+    let mut input = data::packet(63);
+    input.extend(
+        Item::node(0, long.collect())
+            .to_vec(Dialect::Golang)
+            .unwrap(),
+    );
+    input.extend(data::packet(3));
     for key in [1, 2, 3, 7, 31, 32, 62, 63, 64] {
         let observer = Observer::new(Config::DEFAULT, &[&[0, key]]).unwrap();
         let reference = observer.clone().without_skip_runs();
@@ -107,5 +108,65 @@ fn a_child_of_a_long_node_reads_alike_in_chunks_of_every_size() {
                 "key {key}, {size}-byte chunks"
             );
         }
+    }
+}
+
+/// The stream loop's edges, in every 3-chunk split: no room in depth to enter the node, a
+/// lone tag byte at the node's end (a header that cannot fit), a value that ends the node
+/// with another packet after it.
+#[test]
+fn the_stream_loops_edges_read_alike_in_every_split() {
+    let shallow = Config::new(Dialect::Golang).with_limits(Limits {
+        max_packet_len: 1 << 12,
+        max_depth: 1,
+    });
+    agrees_in_every_split(shallow, &[1, 3], &hex!("81 03 03 01 07 81 03 03 01 08"));
+    agrees_in_every_split(
+        Config::DEFAULT,
+        &[1, 3],
+        &hex!("81 04 02 01 00 05 81 03 03 01 07"),
+    );
+    agrees_in_every_split(
+        Config::DEFAULT,
+        &[1, 3],
+        &hex!("81 06 02 01 00 03 01 07 81 03 03 01 08"),
+    );
+}
+
+/// An observer cloned or reset in the middle of the stream loop (a value skipped, taken in
+/// part, or a header cut after its tag byte) goes on as the general machine does: the clone
+/// reads the rest alike (with its skip runs on or off), and after `reset` a fresh packet
+/// reads as on a fresh observer.
+#[test]
+fn an_observer_cloned_or_reset_mid_stream_reads_alike() {
+    let mut input = data::packet(63);
+    input.extend(data::packet(3));
+    let path: &[u32] = &[0, 32];
+    let observer = Observer::new(Config::DEFAULT, &[path]).unwrap();
+    let reference = observer.clone().without_skip_runs();
+    let fresh = data::packet(16);
+    for cut in 1..input.len() {
+        let (head, rest) = input.split_at(cut);
+        let mut a = observer.clone();
+        let mut b = reference.clone();
+        trace_chunks(&mut a, head.chunks(7));
+        trace_chunks(&mut b, head.chunks(7));
+        assert_eq!(
+            trace_chunks(&mut a.clone(), rest.chunks(5)),
+            trace_chunks(&mut b.clone(), rest.chunks(5)),
+            "cloned after {cut} bytes"
+        );
+        // Its skip runs turned off there too (the harness's reference, made mid-stream).
+        assert_eq!(
+            trace_chunks(&mut a.clone().without_skip_runs(), rest.chunks(5)),
+            trace_chunks(&mut b.clone(), rest.chunks(5)),
+            "cloned without skip runs after {cut} bytes"
+        );
+        a.reset();
+        assert_eq!(
+            trace_chunks(&mut a, fresh.chunks(7)),
+            trace_chunks(&mut observer.clone(), fresh.chunks(7)),
+            "reset after {cut} bytes"
+        );
     }
 }

@@ -7,7 +7,7 @@ use crate::fast::{self, Fast};
 use crate::Packet;
 
 impl Observer {
-    /// Opens the levels of the nodes the fast path entered (see `pending`), as
+    /// Opens the levels of the pending nodes (the fast path's or the stream loop's), as
     /// [`enter`](Observer::enter) would have, and closes those that ended with its value.
     #[cold]
     #[inline(never)]

@@ -218,7 +218,7 @@ pub struct Observer {
     run: bool,
     /// The two keys of a two-key path where `fast` and `run` hold:
     /// [`fast::first_child`](crate::fast::first_child) may answer first (the small-message case),
-    /// before [`fast::walk_loop`](crate::fast::walk_loop).
+    /// before [`fast::walk_loop`](crate::fast::walk_loop); chunked input takes the stream loop.
     pair: Option<(u32, u32)>,
     /// The current level; `parents` holds the enclosing ones.
     cur: Level,
@@ -238,21 +238,24 @@ pub struct Observer {
     /// Where the value the general walk last completed lies (see
     /// [`Progress::found`](walk::Progress::found)).
     hit: Hit,
-    /// Nodes the fast path entered that are still open and not opened as levels yet (0:
-    /// none). Opening them costs more than the walk of a small packet, and a reused
-    /// observer is mostly reset before it is fed again: so the next `feed` opens them
-    /// ([`Observer::open_pending`], with `catch_up` set) and reading state accounts for
-    /// them.
+    /// Nodes the fast path (or the stream loop) entered that are still open and not opened
+    /// as levels yet (0: none). Opening them costs more than the walk of a small packet,
+    /// and a reused observer is mostly reset before it is fed again: so the next `feed`
+    /// opens them ([`Observer::open_pending`], with `catch_up` `Open`), or the stream loop
+    /// goes on in its node (`catch_up` `Stream`, opening it only if it hands a header to
+    /// the walk), and reading state accounts for them.
     pending: usize,
-    /// Stream offset of the input the fast path walked: `ends` are offsets into it.
+    /// Stream offset of the input the pending nodes were entered in: `ends` are offsets
+    /// into it.
     pending_base: u64,
-    /// Where the nodes the fast path entered end, outermost first (`ends[..pending]`).
+    /// Where the pending nodes end, outermost first (`ends[..pending]`).
     ends: [usize; MAX_PATH_DEPTH],
     /// The second key of a two-key path where `pair` is set: the key the stream loop
     /// (`stream.rs`) looks for.
     stream_key: u32,
-    /// The general walk ran since the last `reset` (which then restores what only the walk
-    /// changes: the levels, the state, a split header, the assembled value).
+    /// The general walk (or the stream loop) ran since the last `reset` (which then
+    /// restores what only they change: the levels, the state, a split header, the
+    /// assembled value).
     walked: bool,
 }
 
@@ -435,6 +438,10 @@ impl Observer {
     /// Turns the fast path on where it serves this observer (one path, not validating, a
     /// one-byte-tag dialect), or off.
     fn set_fast(&mut self, on: bool) {
+        // In the stream loop's node: the general machine goes on from here.
+        if self.catch_up == CatchUp::Stream {
+            self.stream_to_general();
+        }
         self.fast = on && self.all == 1 && !self.validate && self.config.dialect.has_node_flag();
         self.pair = match &self.paths.first {
             Some(p) if self.fast && self.run && p.len == 2 => Some((p.ids[0], p.ids[1])),
@@ -488,7 +495,7 @@ impl Observer {
             && self.pending_end().is_none()
     }
 
-    /// Where the outermost node that the fast path entered and left open ends (`None`:
+    /// Where the outermost node that the fast path or the stream loop left pending ends (`None`:
     /// no such node).
     #[inline(always)]
     fn pending_end(&self) -> Option<u64> {
@@ -522,11 +529,10 @@ impl Observer {
     #[inline(always)]
     pub fn feed<'a>(&'a mut self, input: &'a [u8]) -> Result<Fed<'a>, DecodeError> {
         // Whole packets for one path from a top-level boundary: the fast path, inlined into
-        // the caller; everything else (and whatever it gives up on) is the general walk.
-        // `parents` before the per-call state: a chunk inside a node (most chunks of chunked
-        // input) leaves at once.
-        // `catch_up` first: the stream loop's chunks (inside the node it left pending)
-        // leave at once.
+        // the caller; a two-key path's packet that runs past the input: the stream loop
+        // (`stream.rs`), which the chunks inside its node go on with; everything else (and
+        // whatever they give up on) is the general walk. `catch_up` first: the stream loop's
+        // chunks leave at once.
         if self.catch_up == CatchUp::No
             && self.fast
             && self.parents.is_empty()
@@ -670,7 +676,8 @@ impl Observer {
         }
         // The outermost open packet ends last; everything inside it ends no later.
         let end = match (self.parents.len(), self.state) {
-            // Only the fast path's nodes are open (it stops at a header boundary).
+            // Only pending nodes are open (left by the fast path at a header boundary, or by
+            // the stream loop anywhere inside its node): the outermost ends last.
             _ if self.pending != 0 => self.pending_base + self.ends[0] as u64,
             (2.., _) => self.parents.get(1).end,
             (1, _) => self.cur.end,

@@ -13,12 +13,12 @@
 //!
 //! It reads no tag or length byte itself: the skip run (`skip::run_by` with the path's key),
 //! the short header (`tag::short_at::<true>`) and the header cut after its tag byte
-//! (`tag::split_short`) do, as they do for the chunk loop of `chunk.rs`. Anything it does
-//! not decide (an invalid tag byte, a longer length, a value past its node, another top-level
-//! packet) opens the pending node as the general machine would have opened it and hands
-//! the header to the walk, state committed: so it answers what the general machine
-//! answers, or leaves the bytes to it (`crates/y3-harness`'s split tests check that on
-//! every split of every input).
+//! (`tag::split_short`) do, as they do for the chunk loop of `chunk.rs`. A header it does not
+//! decide (an invalid tag byte, a length of two groups or more, a value past its node) opens
+//! the pending node as the general machine would have opened it and goes to the walk, state
+//! committed; where the node ends inside a chunk, the rest of the chunk is the walk's, at the
+//! top level. So it answers what the general machine answers, or leaves the bytes to it
+//! (`crates/y3-harness`'s split tests check that on every split of every input).
 //!
 //! What it found is returned by value ([`Streamed::Found`]), not through `Observer::hit`:
 //! a chunk of 7 bytes costs about as much as the stores and loads of that record.
@@ -34,8 +34,8 @@ use crate::{DecodeError, Packet, Tag};
 pub(super) enum Streamed {
     /// Consumed the whole chunk (the stream position is the caller's to advance).
     Done,
-    /// Left the header at this offset to the general walk, the node opened (the stream
-    /// position not advanced).
+    /// Left the header at this offset to the general walk, the node opened, or the rest of
+    /// the chunk after the node's end (the stream position not advanced).
     Walk(usize),
     /// Took a value, having consumed this many bytes (the stream position advanced): the
     /// value is `input[start..start + len]`, or the observer's buffer when `assembled`.
@@ -174,11 +174,9 @@ impl Observer {
         off = skip::run_by::<_, true>(&input[..bound], off, node, &StopKey(inner), &mut 0);
         if off >= bound {
             if off == node && off <= len {
-                // The node ends here: back at the top level (the rest, if any, is the
-                // general machine's).
+                // The node ends here: back at the top level (the rest of the chunk, if any,
+                // is the general machine's).
                 self.stream_leave();
-                self.catch_up = CatchUp::No;
-                self.assembled.clear();
                 if off < len {
                     return Streamed::Walk(off);
                 }
@@ -189,8 +187,8 @@ impl Observer {
             }
             return Streamed::Done;
         }
-        // A header the run left: key `inner`, an invalid tag byte, a longer length, a value
-        // past the node, or cut by the chunk's end.
+        // A header the run left: key `inner`, an invalid tag byte, a two-group length, a
+        // value past the node, or cut by the chunk's end.
         let h = match short_at::<true>(input, off, self.config.limits.max_packet_len) {
             Short::Head(h) => h,
             Short::Cut(tag) => {
@@ -205,6 +203,9 @@ impl Observer {
             }
             Short::Other => return self.stream_bail(off),
         };
+        // Another key with a two-group length (a value of 64 bytes or more) is the general
+        // machine's, with the rest of the packet: skipping it here in a loop cost the
+        // usual chunk more (`scripts/icount` stream7 +3/+19/+42/+88).
         if h.next() > node || byte_key(h.tag) != inner {
             return self.stream_bail(off);
         }
@@ -255,20 +256,27 @@ impl Observer {
     /// The pending node ended: back at the top level, as the general machine would be.
     #[inline(always)]
     fn stream_leave(&mut self) {
-        // The general walk's next feed clears the buffer of a value handed out from it.
-        self.catch_up = CatchUp::Open;
+        // The next feed may take the fast path or this loop again (a value handed out from
+        // the buffer stays there until the next take clears it).
+        self.catch_up = CatchUp::No;
         self.pending = 0;
     }
 
-    /// Hands the header at `off` (the state committed up to it) to the general walk, the
-    /// pending node opened as a level.
+    /// Hands the header at `off` (the state committed up to it, at a header) to the
+    /// general walk, the pending node opened as a level.
     #[cold]
     #[inline(never)]
     fn stream_bail(&mut self, off: usize) -> Streamed {
-        self.catch_up = CatchUp::No;
         self.assembled.clear();
-        self.open_pending();
+        self.stream_to_general();
         Streamed::Walk(off)
+    }
+
+    /// Leaves the stream loop for the general machine wherever it is: the pending node
+    /// opened as a level, the value or header in progress kept.
+    pub(super) fn stream_to_general(&mut self) {
+        self.catch_up = CatchUp::No;
+        self.open_pending();
     }
 
     /// The [`Fed`] of what the stream loop did with `input`.
