@@ -109,6 +109,9 @@ pub(crate) struct Budget {
     /// When the last reclaim scanned the subscribers (ns since [`base`]): at most one scan
     /// per [`RESCAN`], so that pushers waiting on a full budget do not each walk them all.
     scanned_at: AtomicU64,
+    /// When the last push that waited (for room in a queue, or for this budget) ended (ns
+    /// since [`base`], 0: none yet): see [`Budget::pushed_no_earlier`].
+    hold_ended: AtomicU64,
     actions: Family<ActionLabel, Counter>,
 }
 
@@ -162,6 +165,26 @@ pub(crate) struct Cut {
 }
 
 impl Budget {
+    /// A push that waited has ended (on the runtime's clock): the frames its publisher read
+    /// before are queued only from now on.
+    pub fn hold_ended(&self) {
+        let now = nanos(tokio::time::Instant::now().into_std());
+        self.hold_ended.fetch_max(now, Ordering::Relaxed);
+    }
+
+    /// A time no later than the push of a frame read at `at` that is being pushed now: the
+    /// later of `at` and the end of the last hold (a frame read before a hold is pushed only
+    /// after it). A queue the frame finds empty starts its subscriber's clock from it, with
+    /// no clock read per frame: from `at` alone, a subscriber that kept up while its
+    /// publisher was held elsewhere would count as stalled the moment its queue filled.
+    #[inline]
+    pub fn pushed_no_earlier(&self, at: Instant) -> Instant {
+        match self.hold_ended.load(Ordering::Relaxed) {
+            0 => at,
+            ended => at.max(base() + Duration::from_nanos(ended)),
+        }
+    }
+
     /// The gauge to register as `queued_bytes`.
     pub fn gauge(&self) -> Gauge {
         self.held.clone()

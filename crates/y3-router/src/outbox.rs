@@ -414,8 +414,16 @@ impl Outbox {
     }
 
     /// Finishes a push [`offer`](Outbox::offer) could not: waits for room (or the memory
-    /// budget) under the block policy, as the block policy says.
+    /// budget) under the block policy, as the block policy says; the end of the wait is the
+    /// router's last hold ([`Budget::hold_ended`](crate::budget::Budget::hold_ended)).
     pub async fn wait_push(&self, held: Held) -> Pushed {
+        let pushed = self.hold(held).await;
+        self.metrics.budget.hold_ended();
+        pushed
+    }
+
+    /// [`wait_push`](Outbox::wait_push)'s wait.
+    async fn hold(&self, held: Held) -> Pushed {
         // The writer takes what is queued before this waits for it (a pusher that deferred
         // its wake-ups, `wakes.rs`, may owe it one).
         self.readable.notify_one();
@@ -555,21 +563,14 @@ impl Outbox {
             }
         }
         if empty {
-            if at > inner.idle_since {
-                // Frames wait for it from this one's read time (no clock read per frame).
-                inner.idle_since = at;
-                inner.overdue = at.checked_add(self.write_deadline);
-                inner.progress = inner.progress.max(tokio::time::Instant::from_std(at));
-            } else {
-                // Read before the subscriber's last batch and pushed only now (its
-                // publisher was held meanwhile): frames wait for it from now, not from that
-                // batch, or a reader that kept up would look stalled the moment its queue
-                // filled (and be evicted).
-                let now = Instant::now();
-                inner.idle_since = now;
-                inner.overdue = now.checked_add(self.write_deadline);
-                inner.progress = tokio::time::Instant::now();
+            // Frames wait for it from this push: no earlier than the frame's read time and
+            // the end of the last hold (no clock read per frame).
+            let since = self.metrics.budget.pushed_no_earlier(at);
+            if since > inner.idle_since {
+                inner.idle_since = since;
+                inner.overdue = since.checked_add(self.write_deadline);
             }
+            inner.progress = inner.progress.max(tokio::time::Instant::from_std(since));
         }
         let before = inner.queue.len();
         let mut tags = Vec::new();
@@ -829,24 +830,33 @@ mod tests {
         assert_eq!(outbox.depth(), 1);
     }
 
-    /// A frame read before the subscriber's last batch and pushed long after it (its
-    /// publisher was held elsewhere meanwhile) starts the subscriber's clock when it lands in
-    /// the empty queue: a queue it fills holds the publisher for the block timeout, not
-    /// "since that batch" (at once), which stalled a reader that kept up and evicted it
-    /// past the overdraft.
+    /// A frame read before a hold elsewhere and pushed after it starts the clock of the
+    /// subscriber whose empty queue it lands in at the hold's end: a queue it fills then
+    /// holds the publisher for the block timeout, not "since the subscriber's last batch"
+    /// (at once), which stalled a reader that kept up and evicted it past the overdraft.
     #[tokio::test(start_paused = true)]
     async fn a_queue_filled_after_a_hold_elsewhere_holds_its_publisher_the_whole_timeout() {
-        let outbox = Outbox::new(&config(2, Policy::Block, 100), Arc::new(Metrics::new()));
+        let metrics = Arc::new(Metrics::new());
+        let stuck = Outbox::new(&config(1, Policy::Block, 100), metrics.clone());
+        let healthy = Outbox::new(&config(2, Policy::Block, 100), metrics.clone());
         let read = Instant::now();
-        assert_eq!(outbox.push(data(1), read).await, Pushed::Queued);
+        assert_eq!(healthy.push(data(1), read).await, Pushed::Queued);
         let mut out = Vec::new();
-        assert!(outbox.pop_batch(&mut out, 10).await);
-        // The publisher is held by another subscriber for longer than the block timeout.
-        tokio::time::advance(Duration::from_millis(150)).await;
-        assert_eq!(outbox.push(data(2), read).await, Pushed::Queued);
-        assert_eq!(outbox.push(data(3), read).await, Pushed::Queued);
+        assert!(healthy.pop_batch(&mut out, 10).await);
+        // The publisher is held by the stuck subscriber for the block timeout.
+        assert_eq!(stuck.push(data(1), read).await, Pushed::Queued);
+        let hold = tokio::time::Instant::now();
+        assert_eq!(stuck.push(data(2), read).await, Pushed::Queued);
+        assert_eq!(
+            hold.elapsed(),
+            Duration::from_millis(100),
+            "held by the stuck one"
+        );
+        // Then frames read before the hold reach the healthy one, and fill its queue.
+        assert_eq!(healthy.push(data(2), read).await, Pushed::Queued);
+        assert_eq!(healthy.push(data(3), read).await, Pushed::Queued);
         let held = tokio::time::Instant::now();
-        assert_eq!(outbox.push(data(4), read).await, Pushed::Queued);
+        assert_eq!(healthy.push(data(4), read).await, Pushed::Queued);
         assert_eq!(
             held.elapsed(),
             Duration::from_millis(100),

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 /// nothing for `write_deadline_ms` while frames waited for it, or when, taking nothing,
 /// it falls twice the limits behind. A publisher held by several subscribers that stopped
 /// at once waits one block timeout in all (each one's clock runs from its last batch, or
-/// from the frame that found its queue empty, whichever came later).
+/// from the push of the frame that found its queue empty, if later).
 /// Queued frames also count against the router's `limits.max_queued_bytes` (a frame shared
 /// by many queues once): when it is full, the subscribers that took nothing for the block
 /// timeout are evicted first, largest backlog first (`memory_budget`), and a reading
