@@ -499,7 +499,14 @@ impl Observer {
     /// no such node).
     #[inline(always)]
     fn pending_end(&self) -> Option<u64> {
-        (self.pending != 0).then(|| self.pending_base + self.ends[0] as u64)
+        (self.pending != 0).then(|| self.outer_pending_end())
+    }
+
+    /// Where the outermost pending node ends, as a stream offset; only where `pending` is
+    /// not 0.
+    #[inline(always)]
+    fn outer_pending_end(&self) -> u64 {
+        self.pending_base + self.ends[0] as u64
     }
 
     /// Consumes input until a subscribed value completes or the input runs out.
@@ -678,7 +685,7 @@ impl Observer {
         let end = match (self.parents.len(), self.state) {
             // Only pending nodes are open (left by the fast path at a header boundary, or by
             // the stream loop anywhere inside its node): the outermost ends last.
-            _ if self.pending != 0 => self.pending_base + self.ends[0] as u64,
+            _ if self.pending != 0 => self.outer_pending_end(),
             (2.., _) => self.parents.get(1).end,
             (1, _) => self.cur.end,
             (_, State::Skip { end } | State::Take(Taking { end, .. })) => end,

@@ -148,7 +148,7 @@ impl Observer {
     /// this mode).
     #[inline(always)]
     fn stream_node(&self, base: u64) -> u64 {
-        self.pending_base + self.ends[0] as u64 - base
+        self.outer_pending_end() - base
     }
 
     /// The children of the pending node from `input[off..]` (a header, or past the input
@@ -248,7 +248,7 @@ impl Observer {
     /// the top level.
     #[inline(always)]
     fn stream_taken(&mut self, end: u64) {
-        if end == self.pending_base + self.ends[0] as u64 {
+        if end == self.outer_pending_end() {
             self.stream_leave();
         }
     }
